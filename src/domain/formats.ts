@@ -1,0 +1,32 @@
+// Wire formats shared by request validation and data import (decisions.md
+// "Units and formats"). Pure functions, no I/O.
+
+export const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+export const TX_HASH_RE = /^0x[0-9a-fA-F]{64}$/;
+/** Canonical uint256 decimal: no sign, no leading zeros, at most 78 digits. */
+export const UINT256_RE = /^(0|[1-9][0-9]{0,77})$/;
+export const MARKETPLACE_RE = /^[A-Z0-9_]{1,32}$/;
+
+export const MAX_UINT256 = (1n << 256n) - 1n;
+
+/** Epoch values at or above this are almost certainly milliseconds. */
+export const MAX_EPOCH_SECONDS = 100_000_000_000n;
+
+export function isAddress(s: string): boolean {
+  return ADDRESS_RE.test(s);
+}
+
+export function isTxHash(s: string): boolean {
+  return TX_HASH_RE.test(s);
+}
+
+/** A canonical decimal string of a value in [0, 2^256). */
+export function isUint256(s: string): boolean {
+  return UINT256_RE.test(s) && (s.length < 78 || BigInt(s) <= MAX_UINT256);
+}
+
+/** Numeric order of canonical decimal strings (asset ids, amounts): shorter is smaller. */
+export function compareDecimal(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}

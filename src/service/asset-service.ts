@@ -1,0 +1,118 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  type AssetService,
+  ListAppraisalsResponseSchema,
+  ListListingsResponseSchema,
+  ListRarityResponseSchema,
+  ListSalesResponseSchema,
+} from "../../gen/marketdata/v1/asset_service_pb.js";
+import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
+import {
+  APPRAISAL_KEY,
+  LISTING_KEY,
+  type ListingStatusName,
+  RARITY_KEY,
+  type ReadStore,
+  SALE_KEY,
+} from "../store/read-store.js";
+import { knownCollection } from "./collections.js";
+import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import * as p from "./params.js";
+import { toAppraisal, toListing, toRarity, toSale } from "./records.js";
+
+export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetService> {
+  return {
+    listAppraisals(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const collection = knownCollection(store, address);
+      // With assetId, limit and cursor are ignored entirely (decisions.md).
+      if (req.assetId.length > 0) {
+        const rows = store.appraisalsByAsset(collection, p.assetIds(req.assetId));
+        return create(ListAppraisalsResponseSchema, { successful: 1, nextPage: "", data: rows.map(toAppraisal) });
+      }
+      const limit = p.limit(req.limit);
+      const digest = queryDigest(["appraisals", address]);
+      const after = decodePageToken("cursor", req.cursor, digest, APPRAISAL_KEY);
+      const page = store.appraisalsPage(collection, { limit, after });
+      return create(ListAppraisalsResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, page.nextKey),
+        data: page.rows.map(toAppraisal),
+      });
+    },
+
+    listRarity(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const collection = knownCollection(store, address);
+      if (req.assetId.length > 0) {
+        const rows = store.rarityByAsset(collection, p.assetIds(req.assetId));
+        return create(ListRarityResponseSchema, { successful: 1, nextPage: "", data: rows.map(toRarity) });
+      }
+      const limit = p.limit(req.limit);
+      const digest = queryDigest(["rarity", address]);
+      const after = decodePageToken("cursor", req.cursor, digest, RARITY_KEY);
+      const page = store.rarityPage(collection, { limit, after });
+      return create(ListRarityResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, page.nextKey),
+        data: page.rows.map(toRarity),
+      });
+    },
+
+    listSales(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const filter = {
+        assetId: p.optionalAssetId(req.assetId),
+        marketplace: p.marketplace(req.marketplace),
+        ...p.timeWindow(req.since, req.until),
+      };
+      const limit = p.limit(req.limit);
+      const collection = knownCollection(store, address);
+      const digest = queryDigest(["sales", address, filter]);
+      const after = decodePageToken("cursor", req.cursor, digest, SALE_KEY);
+      const page = store.salesPage(collection, filter, { limit, after });
+      return create(ListSalesResponseSchema, {
+        success: 1,
+        cursor: encodePageToken(digest, page.nextKey),
+        data: page.rows.map(toSale),
+      });
+    },
+
+    listListings(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const filter = {
+        assetId: p.optionalAssetId(req.assetId),
+        marketplace: p.marketplace(req.marketplace),
+        status: listingStatus(req.status),
+      };
+      const limit = p.limit(req.limit);
+      const collection = knownCollection(store, address);
+      const digest = queryDigest(["listings", address, filter]);
+      const after = decodePageToken("cursor", req.cursor, digest, LISTING_KEY);
+      const page = store.listingsPage(collection, filter, { limit, after });
+      return create(ListListingsResponseSchema, {
+        success: 1,
+        cursor: encodePageToken(digest, page.nextKey),
+        data: page.rows.map(toListing),
+      });
+    },
+  };
+}
+
+const STATUS_NAMES: Partial<Record<ListingStatus, ListingStatusName>> = {
+  [ListingStatus.CREATED]: "CREATED",
+  [ListingStatus.FULFILLED]: "FULFILLED",
+  [ListingStatus.CANCELLED]: "CANCELLED",
+  [ListingStatus.EXPIRED]: "EXPIRED",
+};
+
+function listingStatus(status: ListingStatus): ListingStatusName | undefined {
+  if (status === ListingStatus.UNSPECIFIED) return undefined;
+  const name = STATUS_NAMES[status];
+  if (name === undefined) {
+    throw p.invalid(`status must be one of ${Object.values(STATUS_NAMES).join(", ")}, got ${status}`);
+  }
+  return name;
+}
+

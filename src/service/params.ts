@@ -1,0 +1,88 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
+
+// Request validation shared by every RPC, whatever protocol carried it.
+// Messages name the parameter by its JSON (query) name and quote the value.
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 50;
+export const MAX_ASSET_IDS = 20;
+export const MAX_ADDRESSES = 20;
+
+export function invalid(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+const q = (v: unknown) => JSON.stringify(v);
+
+/** A required collection address, returned lower case. */
+export function contractAddress(value: string, param = "contractAddress"): string {
+  if (value === "") throw invalid(`${param} is required`);
+  if (!isAddress(value)) throw invalid(`${param} must be 0x followed by 40 hex characters, got ${q(value)}`);
+  return value.toLowerCase();
+}
+
+/** Up to MAX_ADDRESSES addresses, lower case, duplicates dropped, order kept. */
+export function contractAddresses(values: readonly string[], param = "contractAddress"): string[] {
+  if (values.length === 0) throw invalid(`${param} is required`);
+  const unique = [...new Set(values.map((v) => contractAddress(v, param)))];
+  if (unique.length > MAX_ADDRESSES) {
+    throw invalid(`${param} accepts at most ${MAX_ADDRESSES} addresses, got ${unique.length}`);
+  }
+  return unique;
+}
+
+export function assetId(value: string, param = "assetId"): string {
+  if (!isUint256(value)) {
+    throw invalid(`${param} must be a decimal token id (no sign, no leading zeros, at most 78 digits), got ${q(value)}`);
+  }
+  return value;
+}
+
+/** An optional single asset id: "" means every asset. */
+export function optionalAssetId(value: string, param = "assetId"): string | undefined {
+  return value === "" ? undefined : assetId(value, param);
+}
+
+/** A list of asset ids, de-duplicated, at most MAX_ASSET_IDS. */
+export function assetIds(values: readonly string[], param = "assetId"): string[] {
+  const unique = [...new Set(values.map((v) => assetId(v, param)))];
+  if (unique.length > MAX_ASSET_IDS) {
+    throw invalid(`${param} accepts at most ${MAX_ASSET_IDS} ids, got ${unique.length}`);
+  }
+  return unique;
+}
+
+export function limit(value: number | undefined, param = "limit"): number {
+  if (value === undefined) return DEFAULT_LIMIT;
+  if (!Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
+    throw invalid(`${param} must be between 1 and ${MAX_LIMIT}, got ${value}`);
+  }
+  return value;
+}
+
+export function epochSeconds(value: bigint | undefined, param: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (value < 0n) throw invalid(`${param} must be epoch seconds (not negative), got ${value}`);
+  if (value >= MAX_EPOCH_SECONDS) {
+    throw invalid(`${param} must be epoch seconds below ${MAX_EPOCH_SECONDS}, got ${value} (milliseconds?)`);
+  }
+  return Number(value);
+}
+
+/** Inclusive since/until window in epoch seconds. */
+export function timeWindow(since: bigint | undefined, until: bigint | undefined) {
+  const window = { since: epochSeconds(since, "since"), until: epochSeconds(until, "until") };
+  if (window.since !== undefined && window.until !== undefined && window.since > window.until) {
+    throw invalid(`since must not be greater than until, got since=${window.since} until=${window.until}`);
+  }
+  return window;
+}
+
+export function marketplace(value: string, param = "marketplace"): string | undefined {
+  if (value === "") return undefined;
+  if (!MARKETPLACE_RE.test(value)) {
+    throw invalid(`${param} must be an upper-case identifier matching [A-Z0-9_]{1,32}, got ${q(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,58 @@
+import Database from "better-sqlite3";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { MIGRATIONS } from "./migrations.js";
+
+export type Db = Database.Database;
+
+export class StoreError extends Error {}
+
+/**
+ * Opens the store for writing (import, keys, demo), creating it and applying
+ * pending migrations. WAL lets running servers keep reading meanwhile.
+ */
+export function openWritable(path: string): Db {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+  return db;
+}
+
+/** Opens an existing store read-only, as the server does. */
+export function openReadOnly(path: string): Db {
+  if (!existsSync(path)) {
+    throw new StoreError(`store ${path} does not exist; create it with "marketdata import" or "marketdata demo"`);
+  }
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.pragma("busy_timeout = 5000");
+  const version = schemaVersion(db);
+  if (version !== MIGRATIONS.length) {
+    db.close();
+    throw new StoreError(
+      `store ${path} has schema version ${version}, this build needs ${MIGRATIONS.length}; ` +
+        `run any writing command (e.g. "marketdata keys list") to migrate it`,
+    );
+  }
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  return db.pragma("user_version", { simple: true }) as number;
+}
+
+export function migrate(db: Db): void {
+  const from = schemaVersion(db);
+  if (from > MIGRATIONS.length) {
+    throw new StoreError(`store has schema version ${from}, newer than this build (${MIGRATIONS.length})`);
+  }
+  for (let v = from; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+}

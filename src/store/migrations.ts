@@ -1,0 +1,146 @@
+// Versioned schema. PRAGMA user_version holds the number of migrations
+// applied; each migration runs once, in its own transaction.
+//
+// Asset ids are uint256 decimal strings ordered numerically; for canonical
+// decimals that is (length, text) order, so indexes that order by asset id
+// use the expressions length(asset_id), asset_id.
+
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE collections (
+    id INTEGER PRIMARY KEY,
+    address TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL DEFAULT ''
+  );
+
+  CREATE TABLE tokens (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_id TEXT NOT NULL,
+    current_owner TEXT NOT NULL DEFAULT '',
+    attributes TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (collection_id, asset_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE appraisals (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_id TEXT NOT NULL,
+    fair_market_value TEXT NOT NULL,
+    confidence TEXT NOT NULL,
+    PRIMARY KEY (collection_id, asset_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX appraisals_by_asset ON appraisals (collection_id, length(asset_id), asset_id);
+
+  CREATE TABLE rarity (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_id TEXT NOT NULL,
+    current_owner TEXT NOT NULL,
+    rarity_score REAL NOT NULL,
+    statistical_rarity REAL NOT NULL,
+    rarity_rank INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, asset_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, length(asset_id), asset_id);
+
+  CREATE TABLE sales (
+    id INTEGER PRIMARY KEY,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_id TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    seller TEXT NOT NULL,
+    buyer TEXT NOT NULL,
+    timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    amount_received TEXT NOT NULL,
+    price_hi INTEGER,
+    price_lo INTEGER,
+    marketplace TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_id);
+  -- Covers both the default page order and the stats aggregation.
+  CREATE INDEX sales_by_time ON sales (
+    collection_id, timestamp DESC, block DESC, hash, length(asset_id), asset_id,
+    marketplace, price_hi, price_lo);
+  CREATE INDEX sales_by_asset ON sales (
+    collection_id, asset_id, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo);
+  CREATE INDEX sales_by_marketplace ON sales (
+    collection_id, marketplace, timestamp DESC, block DESC, hash, length(asset_id), asset_id);
+
+  CREATE TABLE listings (
+    id INTEGER PRIMARY KEY,
+    marketplace TEXT NOT NULL,
+    marketplace_id TEXT NOT NULL,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_updated_at INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    status TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX listings_natural_key ON listings (marketplace, marketplace_id);
+  CREATE INDEX listings_by_time ON listings (collection_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_asset ON listings (collection_id, asset_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_marketplace ON listings (collection_id, marketplace, created_at DESC, marketplace_id);
+  CREATE INDEX listings_by_status ON listings (collection_id, status, created_at DESC, marketplace, marketplace_id);
+
+  CREATE TABLE social_users (
+    id TEXT PRIMARY KEY,
+    screen_name TEXT NOT NULL,
+    profile_image_url TEXT NOT NULL,
+    description TEXT NOT NULL,
+    name TEXT NOT NULL,
+    location TEXT NOT NULL,
+    followers_count INTEGER NOT NULL,
+    verified INTEGER NOT NULL,
+    statuses_count INTEGER NOT NULL,
+    favourites_count INTEGER NOT NULL,
+    protected INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE influencers (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    user_id TEXT NOT NULL REFERENCES social_users(id),
+    score REAL NOT NULL,
+    PRIMARY KEY (collection_id, user_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX influencers_by_score ON influencers (collection_id, score DESC, user_id);
+
+  CREATE TABLE tweets (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL REFERENCES social_users(id),
+    source TEXT NOT NULL,
+    text TEXT NOT NULL,
+    retweet_count INTEGER NOT NULL,
+    favorite_count INTEGER NOT NULL,
+    possibly_sensitive INTEGER NOT NULL,
+    lang TEXT NOT NULL,
+    -- Canonical protobuf JSON of the retweeted post, or NULL.
+    retweeted_status TEXT,
+    created_at TEXT NOT NULL,
+    date TEXT NOT NULL,
+    original_id TEXT NOT NULL,
+    original_text TEXT NOT NULL,
+    original_tweet INTEGER NOT NULL,
+    interaction INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX tweets_by_interaction ON tweets (collection_id, interaction DESC, id);
+
+  CREATE TABLE scores (
+    collection_id INTEGER PRIMARY KEY REFERENCES collections(id),
+    hype REAL NOT NULL,
+    gains REAL NOT NULL,
+    community REAL NOT NULL,
+    total REAL NOT NULL
+  );
+
+  CREATE TABLE api_keys (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    key_hash BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  );
+  `,
+];

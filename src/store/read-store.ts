@@ -1,0 +1,482 @@
+import type { Statement } from "better-sqlite3";
+import type { Db } from "./database.js";
+import { compareDecimal } from "../domain/formats.js";
+import { joinWei, sumWei } from "./wei.js";
+
+// Read side of the store: every query the service runs, prepared once (per
+// filter combination) and served by an index in the order decisions.md sets.
+// Pages are keyset pages: a page asks for limit + 1 rows, and the position
+// after its last row is returned as a key for the next page.
+
+export type KeyValue = number | string;
+/** The type of each element of a list's page key, for validating decoded tokens. */
+export type KeySpec = readonly ("int" | "text")[];
+
+export interface PageRequest {
+  limit: number;
+  /** Position after which the page starts; null for the first page. */
+  after: KeyValue[] | null;
+}
+
+export interface Page<T> {
+  rows: T[];
+  /** Key of the last row when more rows follow, else null. */
+  nextKey: KeyValue[] | null;
+}
+
+export interface AppraisalRow {
+  contractAddress: string;
+  assetId: string;
+  fairMarketValue: string;
+  confidence: string;
+}
+
+export interface RarityRow {
+  contractAddress: string;
+  assetId: string;
+  currentOwner: string;
+  rarityScore: number;
+  statisticalRarity: number;
+  rarityRank: number;
+}
+
+export interface SaleRow {
+  hash: string;
+  from: string;
+  to: string;
+  contractAddress: string;
+  assetId: string;
+  timestamp: number;
+  block: number;
+  price: string;
+  amountReceived: string;
+  marketplace: string;
+}
+
+export type ListingStatusName = "CREATED" | "FULFILLED" | "CANCELLED" | "EXPIRED";
+
+export interface ListingRow {
+  marketplaceId: string;
+  marketplace: string;
+  contractAddress: string;
+  assetId: string;
+  createdAt: number;
+  lastUpdatedAt: number;
+  price: string;
+  status: ListingStatusName;
+}
+
+export interface SocialUserRow {
+  id: string;
+  screenName: string;
+  profileImageUrl: string;
+  description: string;
+  name: string;
+  location: string;
+  followersCount: number;
+  verified: boolean;
+  statusesCount: number;
+  favouritesCount: number;
+  protected: boolean;
+}
+
+export interface InfluencerRow {
+  user: SocialUserRow;
+  score: number;
+}
+
+export interface TweetRow {
+  id: string;
+  user: SocialUserRow;
+  source: string;
+  text: string;
+  retweetCount: number;
+  favoriteCount: number;
+  possiblySensitive: boolean;
+  lang: string;
+  /** Canonical protobuf JSON of the retweeted post, or null. */
+  retweetedStatusJson: string | null;
+  createdAt: string;
+  date: string;
+  originalId: string;
+  originalText: string;
+  originalTweet: boolean;
+  interaction: number;
+}
+
+export interface ScoreRow {
+  name: string;
+  contractAddress: string;
+  hype: number;
+  gains: number;
+  community: number;
+  total: number;
+}
+
+export interface MarketplaceTotals {
+  marketplace: string;
+  totalNumSales: number;
+  totalVolume: string;
+}
+
+export interface SalesSummary {
+  totalNumSales: number;
+  totalVolume: string;
+  /** By total volume descending, then marketplace. */
+  groups: MarketplaceTotals[];
+}
+
+export interface TimeWindow {
+  since?: number | undefined;
+  until?: number | undefined;
+}
+
+export interface SalesFilter extends TimeWindow {
+  assetId?: string | undefined;
+  marketplace?: string | undefined;
+}
+
+export interface ListingsFilter {
+  assetId?: string | undefined;
+  marketplace?: string | undefined;
+  status?: ListingStatusName | undefined;
+}
+
+export const APPRAISAL_KEY: KeySpec = ["text"];
+export const RARITY_KEY: KeySpec = ["int", "text"];
+export const SALE_KEY: KeySpec = ["int", "int", "text", "text"];
+export const LISTING_KEY: KeySpec = ["int", "text", "text"];
+
+const USER_COLUMNS = `u.id AS userId, u.screen_name, u.profile_image_url, u.description, u.name AS userName,
+  u.location, u.followers_count, u.verified, u.statuses_count, u.favourites_count, u.protected`;
+
+type Row = Record<string, unknown>;
+
+export class ReadStore {
+  readonly #db: Db;
+  readonly #statements = new Map<string, Statement>();
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** Prepares a statement the first time its SQL is seen, then reuses it. */
+  #prepare(sql: string): Statement {
+    let stmt = this.#statements.get(sql);
+    if (!stmt) {
+      stmt = this.#db.prepare(sql);
+      this.#statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  /** Every SQL text prepared so far (for query-plan tests). */
+  preparedSql(): string[] {
+    return [...this.#statements.keys()];
+  }
+
+  /** The id of a collection the store knows anything about, or undefined. */
+  collectionId(address: string): number | undefined {
+    const row = this.#prepare("SELECT id FROM collections WHERE address = ?").get(address) as
+      | { id: number }
+      | undefined;
+    return row?.id;
+  }
+
+  appraisalsPage(collectionId: number, page: PageRequest): Page<AppraisalRow> {
+    const after = page.after ? "AND (length(a.asset_id), a.asset_id) > (length(?), ?)" : "";
+    const sql = `SELECT c.address, a.asset_id, a.fair_market_value, a.confidence
+      FROM appraisals a JOIN collections c ON c.id = a.collection_id
+      WHERE a.collection_id = ? ${after}
+      ORDER BY length(a.asset_id), a.asset_id LIMIT ?`;
+    const params: unknown[] = [collectionId];
+    if (page.after) params.push(page.after[0], page.after[0]);
+    params.push(page.limit + 1);
+    return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toAppraisal, (r) => [r.assetId]);
+  }
+
+  appraisalsByAsset(collectionId: number, assetIds: readonly string[]): AppraisalRow[] {
+    const sql = `SELECT c.address, a.asset_id, a.fair_market_value, a.confidence
+      FROM appraisals a JOIN collections c ON c.id = a.collection_id
+      WHERE a.collection_id = ? AND a.asset_id IN (SELECT value FROM json_each(?))
+      ORDER BY length(a.asset_id), a.asset_id`;
+    return (this.#prepare(sql).all(collectionId, JSON.stringify(assetIds)) as Row[]).map(toAppraisal);
+  }
+
+  rarityPage(collectionId: number, page: PageRequest): Page<RarityRow> {
+    const after = page.after
+      ? "AND (r.rarity_rank, length(r.asset_id), r.asset_id) > (?, length(?), ?)"
+      : "";
+    const sql = `SELECT c.address, r.asset_id, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
+      FROM rarity r JOIN collections c ON c.id = r.collection_id
+      WHERE r.collection_id = ? ${after}
+      ORDER BY r.rarity_rank, length(r.asset_id), r.asset_id LIMIT ?`;
+    const params: unknown[] = [collectionId];
+    if (page.after) params.push(page.after[0], page.after[1], page.after[1]);
+    params.push(page.limit + 1);
+    return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toRarity, (r) => [
+      r.rarityRank,
+      r.assetId,
+    ]);
+  }
+
+  rarityByAsset(collectionId: number, assetIds: readonly string[]): RarityRow[] {
+    const sql = `SELECT c.address, r.asset_id, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
+      FROM rarity r JOIN collections c ON c.id = r.collection_id
+      WHERE r.collection_id = ? AND r.asset_id IN (SELECT value FROM json_each(?))
+      ORDER BY r.rarity_rank, length(r.asset_id), r.asset_id`;
+    return (this.#prepare(sql).all(collectionId, JSON.stringify(assetIds)) as Row[]).map(toRarity);
+  }
+
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
+    const where = ["s.collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    addSalesFilter(where, params, filter, "s.");
+    if (page.after) {
+      // The leading "<=" bounds the index seek; the rest breaks timestamp ties,
+      // so a page costs the same however deep it is.
+      const [ts, block, hash, assetId] = page.after;
+      where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
+        AND (s.hash, length(s.asset_id), s.asset_id) > (?, length(?), ?)))))`);
+      params.push(ts, ts, ts, block, block, hash, assetId, assetId);
+    }
+    const sql = `SELECT c.address, s.hash, s.seller, s.buyer, s.asset_id, s.timestamp, s.block, s.price,
+        s.amount_received, s.marketplace
+      FROM sales s JOIN collections c ON c.id = s.collection_id
+      WHERE ${where.join(" AND ")}
+      ORDER BY s.timestamp DESC, s.block DESC, s.hash, length(s.asset_id), s.asset_id LIMIT ?`;
+    params.push(page.limit + 1);
+    return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toSale, (r) => [
+      r.timestamp,
+      r.block,
+      r.hash,
+      r.assetId,
+    ]);
+  }
+
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
+    const where = ["l.collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    for (const [column, value] of [
+      ["asset_id", filter.assetId],
+      ["marketplace", filter.marketplace],
+      ["status", filter.status],
+    ] as const) {
+      if (value !== undefined) {
+        where.push(`l.${column} = ?`);
+        params.push(value);
+      }
+    }
+    if (page.after) {
+      const [createdAt, marketplace, marketplaceId] = page.after;
+      where.push(`l.created_at <= ? AND (l.created_at < ? OR (l.created_at = ?
+        AND (l.marketplace, l.marketplace_id) > (?, ?)))`);
+      params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
+    }
+    const sql = `SELECT c.address, l.marketplace_id, l.marketplace, l.asset_id, l.created_at, l.last_updated_at,
+        l.price, l.status
+      FROM listings l JOIN collections c ON c.id = l.collection_id
+      WHERE ${where.join(" AND ")}
+      ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
+    params.push(page.limit + 1);
+    return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toListing, (r) => [
+      r.createdAt,
+      r.marketplace,
+      r.marketplaceId,
+    ]);
+  }
+
+  salesSummary(collectionId: number, filter: SalesFilter): SalesSummary {
+    const where = ["collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    addSalesFilter(where, params, filter, "");
+    const whereSql = where.join(" AND ");
+    let groups: MarketplaceTotals[];
+    try {
+      const rows = this.#prepare(
+        `SELECT marketplace, count(*) AS n, count(price_hi) AS exact, sum(price_hi) AS hi, sum(price_lo) AS lo
+         FROM sales WHERE ${whereSql} GROUP BY marketplace`,
+      )
+        .safeIntegers(true)
+        .all(...params) as { marketplace: string; n: bigint; exact: bigint; hi: bigint | null; lo: bigint | null }[];
+      if (rows.some((r) => r.exact !== r.n)) throw new RangeError("amount beyond the limbs");
+      groups = rows.map((r) => ({
+        marketplace: r.marketplace,
+        totalNumSales: Number(r.n),
+        totalVolume: joinWei(r.hi, r.lo),
+      }));
+    } catch (err) {
+      if (!isOverflow(err)) throw err;
+      groups = this.#exactSummary(whereSql, params);
+    }
+    groups.sort(
+      (a, b) => compareDecimal(b.totalVolume, a.totalVolume) || (a.marketplace < b.marketplace ? -1 : 1),
+    );
+    return {
+      totalNumSales: groups.reduce((n, g) => n + g.totalNumSales, 0),
+      totalVolume: sumWei(groups.map((g) => g.totalVolume)),
+      groups,
+    };
+  }
+
+  /** The slow exact path, for sums SQLite's 64-bit integers cannot hold. */
+  #exactSummary(whereSql: string, params: unknown[]): MarketplaceTotals[] {
+    const totals = new Map<string, { n: number; volume: bigint }>();
+    const rows = this.#prepare(`SELECT marketplace, price FROM sales WHERE ${whereSql}`).iterate(
+      ...params,
+    ) as IterableIterator<{ marketplace: string; price: string }>;
+    for (const r of rows) {
+      const t = totals.get(r.marketplace) ?? { n: 0, volume: 0n };
+      t.n += 1;
+      t.volume += BigInt(r.price);
+      totals.set(r.marketplace, t);
+    }
+    return [...totals].map(([marketplace, t]) => ({
+      marketplace,
+      totalNumSales: t.n,
+      totalVolume: t.volume.toString(),
+    }));
+  }
+
+  topInfluencers(collectionId: number, limit: number): InfluencerRow[] {
+    const sql = `SELECT i.score, ${USER_COLUMNS}
+      FROM influencers i JOIN social_users u ON u.id = i.user_id
+      WHERE i.collection_id = ? ORDER BY i.score DESC, i.user_id LIMIT ?`;
+    return (this.#prepare(sql).all(collectionId, limit) as Row[]).map((r) => ({
+      user: toUser(r),
+      score: r.score as number,
+    }));
+  }
+
+  topTweets(collectionId: number, limit: number): TweetRow[] {
+    const sql = `SELECT t.*, ${USER_COLUMNS}
+      FROM tweets t JOIN social_users u ON u.id = t.user_id
+      WHERE t.collection_id = ? ORDER BY t.interaction DESC, t.id LIMIT ?`;
+    return (this.#prepare(sql).all(collectionId, limit) as Row[]).map((r) => ({
+      id: r.id as string,
+      user: toUser(r),
+      source: r.source as string,
+      text: r.text as string,
+      retweetCount: r.retweet_count as number,
+      favoriteCount: r.favorite_count as number,
+      possiblySensitive: r.possibly_sensitive === 1,
+      lang: r.lang as string,
+      retweetedStatusJson: r.retweeted_status as string | null,
+      createdAt: r.created_at as string,
+      date: r.date as string,
+      originalId: r.original_id as string,
+      originalText: r.original_text as string,
+      originalTweet: r.original_tweet === 1,
+      interaction: r.interaction as number,
+    }));
+  }
+
+  score(collectionId: number): ScoreRow | undefined {
+    const sql = `SELECT c.name, c.address, s.hype, s.gains, s.community, s.total
+      FROM scores s JOIN collections c ON c.id = s.collection_id WHERE s.collection_id = ?`;
+    const r = this.#prepare(sql).get(collectionId) as Row | undefined;
+    if (!r) return undefined;
+    return {
+      name: r.name as string,
+      contractAddress: r.address as string,
+      hype: r.hype as number,
+      gains: r.gains as number,
+      community: r.community as number,
+      total: r.total as number,
+    };
+  }
+}
+
+function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alias: string): void {
+  if (f.assetId !== undefined) {
+    where.push(`${alias}asset_id = ?`);
+    params.push(f.assetId);
+  }
+  if (f.marketplace !== undefined) {
+    where.push(`${alias}marketplace = ?`);
+    params.push(f.marketplace);
+  }
+  if (f.since !== undefined) {
+    where.push(`${alias}timestamp >= ?`);
+    params.push(f.since);
+  }
+  if (f.until !== undefined) {
+    where.push(`${alias}timestamp <= ?`);
+    params.push(f.until);
+  }
+}
+
+function toPage<T>(rows: Row[], limit: number, map: (r: Row) => T, keyOf: (t: T) => KeyValue[]): Page<T> {
+  const more = rows.length > limit;
+  const mapped = (more ? rows.slice(0, limit) : rows).map(map);
+  const last = mapped[mapped.length - 1];
+  return { rows: mapped, nextKey: more && last !== undefined ? keyOf(last) : null };
+}
+
+function toAppraisal(r: Row): AppraisalRow {
+  return {
+    contractAddress: r.address as string,
+    assetId: r.asset_id as string,
+    fairMarketValue: r.fair_market_value as string,
+    confidence: r.confidence as string,
+  };
+}
+
+function toRarity(r: Row): RarityRow {
+  return {
+    contractAddress: r.address as string,
+    assetId: r.asset_id as string,
+    currentOwner: r.current_owner as string,
+    rarityScore: r.rarity_score as number,
+    statisticalRarity: r.statistical_rarity as number,
+    rarityRank: r.rarity_rank as number,
+  };
+}
+
+function toSale(r: Row): SaleRow {
+  return {
+    hash: r.hash as string,
+    from: r.seller as string,
+    to: r.buyer as string,
+    contractAddress: r.address as string,
+    assetId: r.asset_id as string,
+    timestamp: r.timestamp as number,
+    block: r.block as number,
+    price: r.price as string,
+    amountReceived: r.amount_received as string,
+    marketplace: r.marketplace as string,
+  };
+}
+
+function toListing(r: Row): ListingRow {
+  return {
+    marketplaceId: r.marketplace_id as string,
+    marketplace: r.marketplace as string,
+    contractAddress: r.address as string,
+    assetId: r.asset_id as string,
+    createdAt: r.created_at as number,
+    lastUpdatedAt: r.last_updated_at as number,
+    price: r.price as string,
+    status: r.status as ListingStatusName,
+  };
+}
+
+function toUser(r: Row): SocialUserRow {
+  return {
+    id: r.userId as string,
+    screenName: r.screen_name as string,
+    profileImageUrl: r.profile_image_url as string,
+    description: r.description as string,
+    name: r.userName as string,
+    location: r.location as string,
+    followersCount: r.followers_count as number,
+    verified: r.verified === 1,
+    statusesCount: r.statuses_count as number,
+    favouritesCount: r.favourites_count as number,
+    protected: r.protected === 1,
+  };
+}
+
+function isOverflow(err: unknown): boolean {
+  return err instanceof RangeError || (err instanceof Error && /integer overflow/i.test(err.message));
+}

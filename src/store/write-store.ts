@@ -1,0 +1,332 @@
+import type { Statement } from "better-sqlite3";
+import type { Db } from "./database.js";
+import { splitWei } from "./wei.js";
+
+// Write side of the store: one upsert per record kind, keyed by the natural
+// keys of decisions.md. Each kind is described by a table spec; the SQL is
+// derived from it, so the kinds differ only in how a record maps to columns.
+
+export type UpsertResult = "inserted" | "updated" | "unchanged";
+
+type Columns = Record<string, unknown>;
+
+interface TableSpec {
+  table: string;
+  /** Natural key columns. */
+  key: readonly string[];
+  /** Every other column. */
+  values: readonly string[];
+}
+
+interface Upserter {
+  insert: Statement;
+  update: Statement;
+  spec: TableSpec;
+}
+
+const TABLES = {
+  token: { table: "tokens", key: ["collection_id", "asset_id"], values: ["current_owner", "attributes"] },
+  appraisal: {
+    table: "appraisals",
+    key: ["collection_id", "asset_id"],
+    values: ["fair_market_value", "confidence"],
+  },
+  rarity: {
+    table: "rarity",
+    key: ["collection_id", "asset_id"],
+    values: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank"],
+  },
+  sale: {
+    table: "sales",
+    key: ["hash", "collection_id", "asset_id"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
+  },
+  listing: {
+    table: "listings",
+    key: ["marketplace", "marketplace_id"],
+    values: ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
+  },
+  socialUser: {
+    table: "social_users",
+    key: ["id"],
+    values: [
+      "screen_name", "profile_image_url", "description", "name", "location", "followers_count",
+      "verified", "statuses_count", "favourites_count", "protected",
+    ],
+  },
+  influencer: { table: "influencers", key: ["collection_id", "user_id"], values: ["score"] },
+  tweet: {
+    table: "tweets",
+    key: ["collection_id", "id"],
+    values: [
+      "user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang",
+      "retweeted_status", "created_at", "date", "original_id", "original_text", "original_tweet", "interaction",
+    ],
+  },
+  score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
+  collection: { table: "collections", key: ["address"], values: ["name"] },
+} satisfies Record<string, TableSpec>;
+
+export type RecordKind = keyof typeof TABLES;
+
+export interface SocialUserRecord {
+  id: string;
+  screenName: string;
+  profileImageUrl: string;
+  description: string;
+  name: string;
+  location: string;
+  followersCount: number;
+  verified: boolean;
+  statusesCount: number;
+  favouritesCount: number;
+  protected: boolean;
+}
+
+export interface TweetRecord {
+  contractAddress: string;
+  id: string;
+  user: SocialUserRecord;
+  source: string;
+  text: string;
+  retweetCount: number;
+  favoriteCount: number;
+  possiblySensitive: boolean;
+  lang: string;
+  /** Canonical JSON of the retweeted post, or null. */
+  retweetedStatusJson: string | null;
+  createdAt: string;
+  date: string;
+  originalId: string;
+  originalText: string;
+  originalTweet: boolean;
+  interaction: number;
+}
+
+export class WriteStore {
+  readonly #db: Db;
+  readonly #upserters = new Map<RecordKind, Upserter>();
+  readonly #collectionIds = new Map<string, number>();
+  readonly #insertCollection: Statement;
+  readonly #selectCollection: Statement;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#insertCollection = db.prepare("INSERT OR IGNORE INTO collections (address) VALUES (?)");
+    this.#selectCollection = db.prepare("SELECT id FROM collections WHERE address = ?");
+  }
+
+  /** Runs fn in one transaction: all of its writes land, or none. */
+  transaction<T>(fn: () => T): T {
+    return this.#db.transaction(fn).immediate();
+  }
+
+  /** The id of a collection, registering the address on first sight. */
+  collectionId(address: string): number {
+    let id = this.#collectionIds.get(address);
+    if (id === undefined) {
+      this.#insertCollection.run(address);
+      id = (this.#selectCollection.get(address) as { id: number }).id;
+      this.#collectionIds.set(address, id);
+    }
+    return id;
+  }
+
+  upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
+    const result = this.#upsert("collection", { address: r.contractAddress, name: r.name });
+    return result;
+  }
+
+  upsertToken(r: {
+    contractAddress: string;
+    assetId: string;
+    currentOwner: string;
+    attributes: readonly { trait_type: string; value: unknown }[];
+  }): UpsertResult {
+    return this.#upsert("token", {
+      collection_id: this.collectionId(r.contractAddress),
+      asset_id: r.assetId,
+      current_owner: r.currentOwner,
+      attributes: JSON.stringify(r.attributes),
+    });
+  }
+
+  upsertAppraisal(r: {
+    contractAddress: string;
+    assetId: string;
+    fairMarketValue: string;
+    confidence: string;
+  }): UpsertResult {
+    return this.#upsert("appraisal", {
+      collection_id: this.collectionId(r.contractAddress),
+      asset_id: r.assetId,
+      fair_market_value: r.fairMarketValue,
+      confidence: r.confidence,
+    });
+  }
+
+  upsertRarity(r: {
+    contractAddress: string;
+    assetId: string;
+    currentOwner: string;
+    rarityScore: number;
+    statisticalRarity: number;
+    rarityRank: number;
+  }): UpsertResult {
+    return this.#upsert("rarity", {
+      collection_id: this.collectionId(r.contractAddress),
+      asset_id: r.assetId,
+      current_owner: r.currentOwner,
+      rarity_score: r.rarityScore,
+      statistical_rarity: r.statisticalRarity,
+      rarity_rank: r.rarityRank,
+    });
+  }
+
+  upsertSale(r: {
+    hash: string;
+    from: string;
+    to: string;
+    contractAddress: string;
+    assetId: string;
+    timestamp: number;
+    block: number;
+    price: string;
+    amountReceived: string;
+    marketplace: string;
+  }): UpsertResult {
+    const { hi, lo } = splitWei(r.price);
+    return this.#upsert("sale", {
+      hash: r.hash,
+      collection_id: this.collectionId(r.contractAddress),
+      asset_id: r.assetId,
+      seller: r.from,
+      buyer: r.to,
+      timestamp: r.timestamp,
+      block: r.block,
+      price: r.price,
+      amount_received: r.amountReceived,
+      price_hi: hi,
+      price_lo: lo,
+      marketplace: r.marketplace,
+    });
+  }
+
+  upsertListing(r: {
+    marketplaceId: string;
+    marketplace: string;
+    contractAddress: string;
+    assetId: string;
+    createdAt: number;
+    lastUpdatedAt: number;
+    price: string;
+    status: string;
+  }): UpsertResult {
+    return this.#upsert("listing", {
+      marketplace: r.marketplace,
+      marketplace_id: r.marketplaceId,
+      collection_id: this.collectionId(r.contractAddress),
+      asset_id: r.assetId,
+      created_at: r.createdAt,
+      last_updated_at: r.lastUpdatedAt,
+      price: r.price,
+      status: r.status,
+    });
+  }
+
+  upsertSocialUser(u: SocialUserRecord): UpsertResult {
+    return this.#upsert("socialUser", {
+      id: u.id,
+      screen_name: u.screenName,
+      profile_image_url: u.profileImageUrl,
+      description: u.description,
+      name: u.name,
+      location: u.location,
+      followers_count: u.followersCount,
+      verified: u.verified ? 1 : 0,
+      statuses_count: u.statusesCount,
+      favourites_count: u.favouritesCount,
+      protected: u.protected ? 1 : 0,
+    });
+  }
+
+  upsertInfluencer(r: { contractAddress: string; user: SocialUserRecord; score: number }): UpsertResult {
+    this.upsertSocialUser(r.user);
+    return this.#upsert("influencer", {
+      collection_id: this.collectionId(r.contractAddress),
+      user_id: r.user.id,
+      score: r.score,
+    });
+  }
+
+  upsertTweet(r: TweetRecord): UpsertResult {
+    this.upsertSocialUser(r.user);
+    return this.#upsert("tweet", {
+      collection_id: this.collectionId(r.contractAddress),
+      id: r.id,
+      user_id: r.user.id,
+      source: r.source,
+      text: r.text,
+      retweet_count: r.retweetCount,
+      favorite_count: r.favoriteCount,
+      possibly_sensitive: r.possiblySensitive ? 1 : 0,
+      lang: r.lang,
+      retweeted_status: r.retweetedStatusJson,
+      created_at: r.createdAt,
+      date: r.date,
+      original_id: r.originalId,
+      original_text: r.originalText,
+      original_tweet: r.originalTweet ? 1 : 0,
+      interaction: r.interaction,
+    });
+  }
+
+  upsertScore(r: {
+    contractAddress: string;
+    name: string;
+    hype: number;
+    gains: number;
+    community: number;
+    total: number;
+  }): UpsertResult {
+    if (r.name !== "") this.upsertCollection({ contractAddress: r.contractAddress, name: r.name });
+    return this.#upsert("score", {
+      collection_id: this.collectionId(r.contractAddress),
+      hype: r.hype,
+      gains: r.gains,
+      community: r.community,
+      total: r.total,
+    });
+  }
+
+  /**
+   * Inserts a new row, or updates the row with the same natural key when any
+   * value differs; reports which happened so imports can count them.
+   */
+  #upsert(kind: RecordKind, row: Columns): UpsertResult {
+    const u = this.#upserter(kind);
+    if (u.insert.run(row).changes > 0) return "inserted";
+    return u.update.run(row).changes > 0 ? "updated" : "unchanged";
+  }
+
+  #upserter(kind: RecordKind): Upserter {
+    let u = this.#upserters.get(kind);
+    if (!u) {
+      const spec: TableSpec = TABLES[kind];
+      const all = [...spec.key, ...spec.values];
+      u = {
+        spec,
+        insert: this.#db.prepare(
+          `INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${all.map((c) => `@${c}`).join(", ")})`,
+        ),
+        update: this.#db.prepare(
+          `UPDATE ${spec.table} SET ${spec.values.map((c) => `${c} = @${c}`).join(", ")}
+           WHERE ${spec.key.map((c) => `${c} = @${c}`).join(" AND ")}
+             AND (${spec.values.map((c) => `${c}`).join(", ")}) IS NOT (${spec.values.map((c) => `@${c}`).join(", ")})`,
+        ),
+      };
+      this.#upserters.set(kind, u);
+    }
+    return u;
+  }
+}
