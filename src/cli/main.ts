@@ -1,0 +1,55 @@
+import { Command, Option } from "commander";
+import { ConfigError, DEFAULT_DB, DEFAULT_HOST, DEFAULT_PORT, resolveServeConfig } from "../config.js";
+import { StoreError } from "../store/database.js";
+import { CliError } from "./errors.js";
+import { createKey, listKeys, revokeKey } from "./keys.js";
+import { serveUntilSignalled } from "./serve.js";
+
+const program = new Command("marketdata")
+  .description("NFT collection market data: REST /v1, Connect, gRPC and gRPC-Web from one SQLite store")
+  .showHelpAfterError()
+  .exitOverride((err) => {
+    process.exit(err.exitCode);
+  });
+
+const dbOption = () =>
+  new Option("--db <path>", "SQLite store").env("MARKETDATA_DB").default(DEFAULT_DB);
+
+program
+  .command("serve")
+  .description("serve the store read-only on one port for every protocol")
+  .addOption(dbOption())
+  .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
+  .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
+  .action(async (opts: { db: string; port: string; host: string }) => {
+    await serveUntilSignalled(resolveServeConfig(opts, {}));
+  });
+
+const keys = program.command("keys").description("issue, list and revoke API keys");
+keys
+  .command("create")
+  .description("issue a new API key; prints it alone on the last line of stdout")
+  .addOption(dbOption())
+  .requiredOption("--name <name>", "who or what the key is for")
+  .action((opts: { db: string; name: string }) => createKey(opts.db, opts.name));
+keys
+  .command("list")
+  .description("show id, name, created and revoked times (never the keys)")
+  .addOption(dbOption())
+  .action((opts: { db: string }) => listKeys(opts.db));
+keys
+  .command("revoke")
+  .description("revoke a key by id; servers refuse it from their next request")
+  .addOption(dbOption())
+  .argument("<id>", "key id, from `keys list`")
+  .action((id: string, opts: { db: string }) => revokeKey(opts.db, id));
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreError) {
+    process.stderr.write(`marketdata: ${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
