@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { byAssetId, byRarity } from "../support/oracle.js";
+import { clientFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+
+// assetId lists on appraisals and rarity (api.md 4.1, 4.2; decisions.md).
+
+let f: Fixture;
+let server: TestServer;
+const get = (path: string, query: Record<string, string | number | string[] | undefined>) =>
+  restGet(server.baseUrl, path, query, f.key);
+
+beforeAll(async () => {
+  f = buildFixture();
+  server = await startTestServer(f.dbPath);
+});
+afterAll(async () => {
+  await server.close();
+  f.cleanup();
+});
+
+describe.each([
+  ["/v1/asset/appraisals", "nextPage"],
+  ["/v1/asset/rarity", "nextPage"],
+])("%s with assetId", (path) => {
+  const ordered = () =>
+    path.endsWith("rarity")
+      ? byRarity(f.rarity).map((r) => r.assetId)
+      : byAssetId(f.appraisals).map((a) => a.assetId);
+
+  it("returns just those assets, in the endpoint's order, duplicates collapsed, unknown ids absent", async () => {
+    const { status, body } = await get(path, { contractAddress: COLLECTION, assetId: "70,7,0,7,99999" });
+    expect(status).toBe(200);
+    const ids = (body.data as { assetId: string }[]).map((r) => r.assetId);
+    expect(ids).toEqual(ordered().filter((id) => ["70", "7", "0"].includes(id)));
+    expect(body.nextPage).toBe("");
+  });
+
+  it("accepts repeated keys as well as commas", async () => {
+    const { body } = await get(path, { contractAddress: COLLECTION, assetId: ["14", "21,28"] });
+    expect((body.data as { assetId: string }[]).map((r) => r.assetId).sort()).toEqual(["14", "21", "28"]);
+  });
+
+  it("ignores limit and cursor entirely, even invalid ones", async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => String(i * 7));
+    const { status, body } = await get(path, {
+      contractAddress: COLLECTION,
+      assetId: ids.join(","),
+      limit: 999,
+      cursor: "not-a-token",
+    });
+    expect(status).toBe(200);
+    expect((body.data as unknown[]).length).toBe(20);
+  });
+
+  it("accepts 20 distinct ids and rejects 21", async () => {
+    const ids = Array.from({ length: 21 }, (_, i) => String(i));
+    expect((await get(path, { contractAddress: COLLECTION, assetId: ids.slice(0, 20).join(",") })).status).toBe(200);
+    const { status, body } = await get(path, { contractAddress: COLLECTION, assetId: ids.join(",") });
+    expect(status).toBe(400);
+    expect(body).toEqual({ successful: 0, code: "invalid_argument", message: "assetId accepts at most 20 ids, got 21" });
+  });
+
+  it("counts ids after collapsing duplicates", async () => {
+    const ids = [...Array.from({ length: 20 }, (_, i) => String(i)), "0", "1", "2"];
+    expect((await get(path, { contractAddress: COLLECTION, assetId: ids.join(",") })).status).toBe(200);
+  });
+});
+
+it("behaves the same over Connect", async () => {
+  const client = clientFor(AssetService, transportFor("connect", server.baseUrl));
+  const res = await client.listRarity(
+    { contractAddress: COLLECTION.toUpperCase().replace("0X", "0x"), assetId: ["7", "7", "0"], limit: 999, cursor: "junk" },
+    { headers: { "x-api-key": f.key } },
+  );
+  expect(res.data.map((r) => r.assetId)).toEqual(byRarity(f.rarity).map((r) => r.assetId).filter((id) => id === "7" || id === "0"));
+  expect(res.nextPage).toBe("");
+});

@@ -1,0 +1,85 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import type { FastifyInstance } from "fastify";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { buildServer } from "../../src/server.js";
+import { ApiKeyVerifier } from "../../src/store/api-keys.js";
+import { openReadOnly } from "../../src/store/database.js";
+import { ReadStore } from "../../src/store/read-store.js";
+
+// A real server on an ephemeral loopback port, and real clients for it.
+
+export interface TestServer {
+  app: FastifyInstance;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(dbPath: string): Promise<TestServer> {
+  const db = openReadOnly(dbPath);
+  const app = await buildServer({ store: new ReadStore(db), keys: new ApiKeyVerifier(db) });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("no TCP address");
+  return {
+    app,
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    close: async () => {
+      await app.close();
+      db.close();
+    },
+  };
+}
+
+export type ProtocolName = "connect" | "connect-binary-get" | "grpc-web" | "grpc";
+
+export const PROTOCOLS: ProtocolName[] = ["connect", "connect-binary-get", "grpc-web", "grpc"];
+
+export function transportFor(protocol: ProtocolName, baseUrl: string): Transport {
+  switch (protocol) {
+    case "connect":
+      return createConnectTransport({ baseUrl, httpVersion: "1.1" });
+    case "connect-binary-get":
+      return createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, useHttpGet: true });
+    case "grpc-web":
+      return createGrpcWebTransport({ baseUrl, httpVersion: "1.1" });
+    case "grpc":
+      return createGrpcTransport({ baseUrl });
+  }
+}
+
+export interface Clients {
+  asset: Client<typeof AssetService>;
+  collection: Client<typeof CollectionService>;
+}
+
+export function clientsFor(transport: Transport): Clients {
+  return { asset: createClient(AssetService, transport), collection: createClient(CollectionService, transport) };
+}
+
+export function clientFor<S extends DescService>(service: S, transport: Transport): Client<S> {
+  return createClient(service, transport);
+}
+
+export interface RestResult {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** GET a /v1 path with query parameters (arrays repeat the key). */
+export async function restGet(
+  baseUrl: string,
+  path: string,
+  query: Record<string, string | number | string[] | undefined>,
+  key: string | undefined,
+): Promise<RestResult> {
+  const url = new URL(path, baseUrl);
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) url.searchParams.append(name, String(v));
+  }
+  const response = await fetch(url, { headers: key === undefined ? {} : { "x-api-key": key } });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
