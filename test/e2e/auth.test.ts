@@ -1,0 +1,87 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeyAdmin } from "../../src/store/api-keys.js";
+import { openWritable } from "../../src/store/database.js";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { clientsFor, PROTOCOLS, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+
+let f: Fixture;
+let server: TestServer;
+
+beforeAll(async () => {
+  f = buildFixture();
+  server = await startTestServer(f.dbPath);
+});
+afterAll(async () => {
+  await server.close();
+  f.cleanup();
+});
+
+const REFUSED: [string, (fx: Fixture) => string | undefined, string][] = [
+  ["missing", () => undefined, "missing API key: send it in the x-api-key header"],
+  ["empty", () => "", "missing API key: send it in the x-api-key header"],
+  ["unknown", () => "mdk_not-a-key-we-issued", "invalid or revoked API key"],
+  ["revoked", (fx) => fx.revokedKey, "invalid or revoked API key"],
+];
+
+describe("x-api-key", () => {
+  describe.each(REFUSED)("%s key", (_, keyOf, message) => {
+    it("REST: 401 unauthenticated, for every endpoint, before validation", async () => {
+      for (const [path, flag] of [
+        ["/v1/asset/appraisals", "successful"],
+        ["/v1/asset/rarity", "successful"],
+        ["/v1/asset/sales", "success"],
+        ["/v1/asset/listings", "success"],
+        ["/v1/collection/stats", "successful"],
+        ["/v1/collection/influencers", "success"],
+        ["/v1/collection/tweets", "success"],
+        ["/v1/collection/scores", "successful"],
+      ] as const) {
+        // An invalid collection too: the key is checked first.
+        for (const contractAddress of [COLLECTION, "nope"]) {
+          const { status, body } = await restGet(server.baseUrl, path, { contractAddress }, keyOf(f));
+          expect(status).toBe(401);
+          expect(body).toEqual({ [flag]: 0, code: "unauthenticated", message });
+        }
+      }
+    });
+
+    it.each(PROTOCOLS)("%s: unauthenticated", async (protocol) => {
+      const c = clientsFor(transportFor(protocol, server.baseUrl));
+      const key = keyOf(f);
+      const headers = key === undefined ? {} : { "x-api-key": key };
+      for (const call of [
+        () => c.asset.listSales({ contractAddress: COLLECTION }, { headers }),
+        () => c.collection.getCollectionStats({ contractAddress: COLLECTION }, { headers }),
+        () => c.collection.listScores({ contractAddress: [COLLECTION] }, { headers }),
+      ]) {
+        const err = await call().then(() => undefined, (e: unknown) => e);
+        expect(err).toBeInstanceOf(ConnectError);
+        expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+        expect((err as ConnectError).rawMessage).toBe(message);
+      }
+    });
+  });
+
+  it.each(PROTOCOLS)("%s: a valid key is accepted", async (protocol) => {
+    const c = clientsFor(transportFor(protocol, server.baseUrl));
+    const res = await c.collection.getCollectionStats({ contractAddress: COLLECTION }, { headers: { "x-api-key": f.key } });
+    expect(res.successful).toBe(1);
+  });
+
+  it("a key revoked while the server runs is refused from the next request on", async () => {
+    const db = openWritable(f.dbPath);
+    const admin = new ApiKeyAdmin(db);
+    const { id, key } = admin.create("short-lived");
+    const query = { contractAddress: COLLECTION };
+    expect((await restGet(server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(200);
+    const grpc = clientsFor(transportFor("grpc", server.baseUrl));
+    await grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } });
+    admin.revoke(id);
+    db.close();
+    expect((await restGet(server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(401);
+    await expect(
+      grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } }),
+    ).rejects.toMatchObject({ code: Code.Unauthenticated });
+  });
+});

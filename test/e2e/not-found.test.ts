@@ -1,0 +1,83 @@
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildFixture, COLLECTION, EMPTY_COLLECTION, type Fixture, UNKNOWN_COLLECTION } from "../support/fixture.js";
+import { clientsFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+
+let f: Fixture;
+let server: TestServer;
+
+beforeAll(async () => {
+  f = buildFixture();
+  server = await startTestServer(f.dbPath);
+});
+afterAll(async () => {
+  await server.close();
+  f.cleanup();
+});
+
+const ENDPOINTS: [string, string][] = [
+  ["/v1/asset/appraisals", "successful"],
+  ["/v1/asset/rarity", "successful"],
+  ["/v1/asset/sales", "success"],
+  ["/v1/asset/listings", "success"],
+  ["/v1/collection/stats", "successful"],
+  ["/v1/collection/influencers", "success"],
+  ["/v1/collection/tweets", "success"],
+  ["/v1/collection/scores", "successful"],
+];
+
+describe("unknown collection", () => {
+  it.each(ENDPOINTS)("%s: 404 not_found naming the address", async (path, flag) => {
+    const { status, body } = await restGet(server.baseUrl, path, { contractAddress: UNKNOWN_COLLECTION }, f.key);
+    expect(status).toBe(404);
+    expect(body).toEqual({ [flag]: 0, code: "not_found", message: `collection ${UNKNOWN_COLLECTION} not found` });
+  });
+
+  it("matches addresses in any hex case", async () => {
+    const { status } = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION.toUpperCase().replace("0X", "0x") }, f.key);
+    expect(status).toBe(200);
+  });
+
+  it("scores: one unknown address among known ones is not_found", async () => {
+    const { status, body } = await restGet(server.baseUrl, "/v1/collection/scores", { contractAddress: `${COLLECTION},${UNKNOWN_COLLECTION}` }, f.key);
+    expect(status).toBe(404);
+    expect(body.message).toBe(`collection ${UNKNOWN_COLLECTION} not found`);
+  });
+
+  it("over gRPC-Web too", async () => {
+    const c = clientsFor(transportFor("grpc-web", server.baseUrl));
+    await expect(c.asset.listListings({ contractAddress: UNKNOWN_COLLECTION }, { headers: { "x-api-key": f.key } })).rejects.toMatchObject({
+      code: Code.NotFound,
+      rawMessage: `collection ${UNKNOWN_COLLECTION} not found`,
+    });
+  });
+});
+
+describe("known collection without matching rows", () => {
+  it.each(ENDPOINTS.filter(([p]) => p !== "/v1/collection/stats"))("%s: success with empty data", async (path, flag) => {
+    const { status, body } = await restGet(server.baseUrl, path, { contractAddress: EMPTY_COLLECTION }, f.key);
+    expect(status).toBe(200);
+    expect(body[flag]).toBe(1);
+    expect(body.data).toEqual([]);
+  });
+
+  it("stats: zero sales, volume \"0\", no groups", async () => {
+    const { body } = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress: EMPTY_COLLECTION }, f.key);
+    expect(body).toEqual({
+      successful: 1,
+      data: { contractAddress: EMPTY_COLLECTION, totalNumSales: 0, totalVolume: "0", currency: "ETH", groups: [] },
+    });
+  });
+
+  it("filters that match nothing return empty results", async () => {
+    const sales = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, marketplace: "NOWHERE" }, f.key);
+    expect(sales.body).toEqual({ success: 1, cursor: "", data: [] });
+    const stats = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress: COLLECTION, assetId: "999999" }, f.key);
+    expect(stats.body.data).toMatchObject({ totalNumSales: 0, totalVolume: "0", groups: [] });
+  });
+
+  it("an unknown path is a plain 404", async () => {
+    const response = await fetch(`${server.baseUrl}/v1/nothing-here`, { headers: { "x-api-key": f.key } });
+    expect(response.status).toBe(404);
+  });
+});
