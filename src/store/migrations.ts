@@ -1,9 +1,10 @@
 // Versioned schema. PRAGMA user_version holds the number of migrations
 // applied; each migration runs once, in its own transaction.
 //
-// Asset ids are uint256 decimal strings ordered numerically; for canonical
-// decimals that is (length, text) order, so indexes that order by asset id
-// use the expressions length(asset_id), asset_id.
+// Asset ids are uint256 decimal strings ordered numerically. They are stored
+// as asset_key: the id prefixed with its two-digit length ("04" + "7495"),
+// whose text order is the numeric order, so one plain column serves both
+// lookups and keyset ranges (see store/asset-key.ts).
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -15,36 +16,35 @@ export const MIGRATIONS: readonly string[] = [
 
   CREATE TABLE tokens (
     collection_id INTEGER NOT NULL REFERENCES collections(id),
-    asset_id TEXT NOT NULL,
+    asset_key TEXT NOT NULL,
     current_owner TEXT NOT NULL DEFAULT '',
     attributes TEXT NOT NULL DEFAULT '[]',
-    PRIMARY KEY (collection_id, asset_id)
+    PRIMARY KEY (collection_id, asset_key)
   ) WITHOUT ROWID;
 
   CREATE TABLE appraisals (
     collection_id INTEGER NOT NULL REFERENCES collections(id),
-    asset_id TEXT NOT NULL,
+    asset_key TEXT NOT NULL,
     fair_market_value TEXT NOT NULL,
     confidence TEXT NOT NULL,
-    PRIMARY KEY (collection_id, asset_id)
+    PRIMARY KEY (collection_id, asset_key)
   ) WITHOUT ROWID;
-  CREATE INDEX appraisals_by_asset ON appraisals (collection_id, length(asset_id), asset_id);
 
   CREATE TABLE rarity (
     collection_id INTEGER NOT NULL REFERENCES collections(id),
-    asset_id TEXT NOT NULL,
+    asset_key TEXT NOT NULL,
     current_owner TEXT NOT NULL,
     rarity_score REAL NOT NULL,
     statistical_rarity REAL NOT NULL,
     rarity_rank INTEGER NOT NULL,
-    PRIMARY KEY (collection_id, asset_id)
+    PRIMARY KEY (collection_id, asset_key)
   ) WITHOUT ROWID;
-  CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, length(asset_id), asset_id);
+  CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, asset_key);
 
   CREATE TABLE sales (
     id INTEGER PRIMARY KEY,
     collection_id INTEGER NOT NULL REFERENCES collections(id),
-    asset_id TEXT NOT NULL,
+    asset_key TEXT NOT NULL,
     hash TEXT NOT NULL,
     seller TEXT NOT NULL,
     buyer TEXT NOT NULL,
@@ -56,22 +56,21 @@ export const MIGRATIONS: readonly string[] = [
     price_lo INTEGER,
     marketplace TEXT NOT NULL
   );
-  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_id);
-  -- Covers both the default page order and the stats aggregation.
+  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_key);
   CREATE INDEX sales_by_time ON sales (
-    collection_id, timestamp DESC, block DESC, hash, length(asset_id), asset_id,
-    marketplace, price_hi, price_lo);
+    collection_id, timestamp DESC, block DESC, hash, asset_key);
+  -- Stats sums are covered by the asset and marketplace indexes.
   CREATE INDEX sales_by_asset ON sales (
-    collection_id, asset_id, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo);
+    collection_id, asset_key, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo);
   CREATE INDEX sales_by_marketplace ON sales (
-    collection_id, marketplace, timestamp DESC, block DESC, hash, length(asset_id), asset_id);
+    collection_id, marketplace, timestamp DESC, block DESC, hash, asset_key, price_hi, price_lo);
 
   CREATE TABLE listings (
     id INTEGER PRIMARY KEY,
     marketplace TEXT NOT NULL,
     marketplace_id TEXT NOT NULL,
     collection_id INTEGER NOT NULL REFERENCES collections(id),
-    asset_id TEXT NOT NULL,
+    asset_key TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     last_updated_at INTEGER NOT NULL,
     price TEXT NOT NULL,
@@ -79,7 +78,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX listings_natural_key ON listings (marketplace, marketplace_id);
   CREATE INDEX listings_by_time ON listings (collection_id, created_at DESC, marketplace, marketplace_id);
-  CREATE INDEX listings_by_asset ON listings (collection_id, asset_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_asset ON listings (collection_id, asset_key, created_at DESC, marketplace, marketplace_id);
   CREATE INDEX listings_by_marketplace ON listings (collection_id, marketplace, created_at DESC, marketplace_id);
   CREATE INDEX listings_by_status ON listings (collection_id, status, created_at DESC, marketplace, marketplace_id);
 

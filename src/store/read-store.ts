@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
 import { compareDecimal } from "../domain/formats.js";
+import { assetIdSql, assetKey } from "./asset-key.js";
 import { joinWei, sumWei } from "./wei.js";
 
 // Read side of the store: every query the service runs, prepared once (per
@@ -184,35 +185,33 @@ export class ReadStore {
   }
 
   appraisalsPage(collectionId: number, page: PageRequest): Page<AppraisalRow> {
-    const after = page.after ? "AND (length(a.asset_id), a.asset_id) > (length(?), ?)" : "";
-    const sql = `SELECT c.address, a.asset_id, a.fair_market_value, a.confidence
+    const after = page.after ? "AND a.asset_key > ?" : "";
+    const sql = `SELECT c.address, ${assetIdSql("a.")}, a.fair_market_value, a.confidence
       FROM appraisals a JOIN collections c ON c.id = a.collection_id
       WHERE a.collection_id = ? ${after}
-      ORDER BY length(a.asset_id), a.asset_id LIMIT ?`;
+      ORDER BY a.asset_key LIMIT ?`;
     const params: unknown[] = [collectionId];
-    if (page.after) params.push(page.after[0], page.after[0]);
+    if (page.after) params.push(assetKey(page.after[0] as string));
     params.push(page.limit + 1);
     return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toAppraisal, (r) => [r.assetId]);
   }
 
   appraisalsByAsset(collectionId: number, assetIds: readonly string[]): AppraisalRow[] {
-    const sql = `SELECT c.address, a.asset_id, a.fair_market_value, a.confidence
+    const sql = `SELECT c.address, ${assetIdSql("a.")}, a.fair_market_value, a.confidence
       FROM appraisals a JOIN collections c ON c.id = a.collection_id
-      WHERE a.collection_id = ? AND a.asset_id IN (SELECT value FROM json_each(?))
-      ORDER BY length(a.asset_id), a.asset_id`;
-    return (this.#prepare(sql).all(collectionId, JSON.stringify(assetIds)) as Row[]).map(toAppraisal);
+      WHERE a.collection_id = ? AND a.asset_key IN (SELECT value FROM json_each(?))
+      ORDER BY a.asset_key`;
+    return (this.#prepare(sql).all(collectionId, keysJson(assetIds)) as Row[]).map(toAppraisal);
   }
 
   rarityPage(collectionId: number, page: PageRequest): Page<RarityRow> {
-    const after = page.after
-      ? "AND (r.rarity_rank, length(r.asset_id), r.asset_id) > (?, length(?), ?)"
-      : "";
-    const sql = `SELECT c.address, r.asset_id, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
+    const after = page.after ? "AND (r.rarity_rank, r.asset_key) > (?, ?)" : "";
+    const sql = `SELECT c.address, ${assetIdSql("r.")}, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
       FROM rarity r JOIN collections c ON c.id = r.collection_id
       WHERE r.collection_id = ? ${after}
-      ORDER BY r.rarity_rank, length(r.asset_id), r.asset_id LIMIT ?`;
+      ORDER BY r.rarity_rank, r.asset_key LIMIT ?`;
     const params: unknown[] = [collectionId];
-    if (page.after) params.push(page.after[0], page.after[1], page.after[1]);
+    if (page.after) params.push(page.after[0], assetKey(page.after[1] as string));
     params.push(page.limit + 1);
     return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toRarity, (r) => [
       r.rarityRank,
@@ -221,11 +220,11 @@ export class ReadStore {
   }
 
   rarityByAsset(collectionId: number, assetIds: readonly string[]): RarityRow[] {
-    const sql = `SELECT c.address, r.asset_id, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
+    const sql = `SELECT c.address, ${assetIdSql("r.")}, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
       FROM rarity r JOIN collections c ON c.id = r.collection_id
-      WHERE r.collection_id = ? AND r.asset_id IN (SELECT value FROM json_each(?))
-      ORDER BY r.rarity_rank, length(r.asset_id), r.asset_id`;
-    return (this.#prepare(sql).all(collectionId, JSON.stringify(assetIds)) as Row[]).map(toRarity);
+      WHERE r.collection_id = ? AND r.asset_key IN (SELECT value FROM json_each(?))
+      ORDER BY r.rarity_rank, r.asset_key`;
+    return (this.#prepare(sql).all(collectionId, keysJson(assetIds)) as Row[]).map(toRarity);
   }
 
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
@@ -237,14 +236,14 @@ export class ReadStore {
       // so a page costs the same however deep it is.
       const [ts, block, hash, assetId] = page.after;
       where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
-        AND (s.hash, length(s.asset_id), s.asset_id) > (?, length(?), ?)))))`);
-      params.push(ts, ts, ts, block, block, hash, assetId, assetId);
+        AND (s.hash, s.asset_key) > (?, ?)))))`);
+      params.push(ts, ts, ts, block, block, hash, assetKey(assetId as string));
     }
-    const sql = `SELECT c.address, s.hash, s.seller, s.buyer, s.asset_id, s.timestamp, s.block, s.price,
+    const sql = `SELECT c.address, s.hash, s.seller, s.buyer, ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
         s.amount_received, s.marketplace
       FROM sales s JOIN collections c ON c.id = s.collection_id
       WHERE ${where.join(" AND ")}
-      ORDER BY s.timestamp DESC, s.block DESC, s.hash, length(s.asset_id), s.asset_id LIMIT ?`;
+      ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
     params.push(page.limit + 1);
     return toPage(this.#prepare(sql).all(...params) as Row[], page.limit, toSale, (r) => [
       r.timestamp,
@@ -258,7 +257,7 @@ export class ReadStore {
     const where = ["l.collection_id = ?"];
     const params: unknown[] = [collectionId];
     for (const [column, value] of [
-      ["asset_id", filter.assetId],
+      ["asset_key", filter.assetId === undefined ? undefined : assetKey(filter.assetId)],
       ["marketplace", filter.marketplace],
       ["status", filter.status],
     ] as const) {
@@ -273,7 +272,7 @@ export class ReadStore {
         AND (l.marketplace, l.marketplace_id) > (?, ?)))`);
       params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
     }
-    const sql = `SELECT c.address, l.marketplace_id, l.marketplace, l.asset_id, l.created_at, l.last_updated_at,
+    const sql = `SELECT c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at,
         l.price, l.status
       FROM listings l JOIN collections c ON c.id = l.collection_id
       WHERE ${where.join(" AND ")}
@@ -286,28 +285,19 @@ export class ReadStore {
     ]);
   }
 
+  /**
+   * Sums per marketplace. A collection has few marketplaces, so they are found
+   * by index seeks (a loose index scan), then each is summed over an index
+   * range: no sort, no temporary table, whatever the window.
+   */
   salesSummary(collectionId: number, filter: SalesFilter): SalesSummary {
-    const where = ["collection_id = ?"];
-    const params: unknown[] = [collectionId];
-    addSalesFilter(where, params, filter, "");
-    const whereSql = where.join(" AND ");
-    let groups: MarketplaceTotals[];
-    try {
-      const rows = this.#prepare(
-        `SELECT marketplace, count(*) AS n, count(price_hi) AS exact, sum(price_hi) AS hi, sum(price_lo) AS lo
-         FROM sales WHERE ${whereSql} GROUP BY marketplace`,
-      )
-        .safeIntegers(true)
-        .all(...params) as { marketplace: string; n: bigint; exact: bigint; hi: bigint | null; lo: bigint | null }[];
-      if (rows.some((r) => r.exact !== r.n)) throw new RangeError("amount beyond the limbs");
-      groups = rows.map((r) => ({
-        marketplace: r.marketplace,
-        totalNumSales: Number(r.n),
-        totalVolume: joinWei(r.hi, r.lo),
-      }));
-    } catch (err) {
-      if (!isOverflow(err)) throw err;
-      groups = this.#exactSummary(whereSql, params);
+    const groups: MarketplaceTotals[] = [];
+    for (const marketplace of this.#marketplaces(collectionId)) {
+      const where = ["collection_id = ?"];
+      const params: unknown[] = [collectionId];
+      addSalesFilter(where, params, { ...filter, marketplace }, "");
+      const totals = this.#marketplaceTotals(where.join(" AND "), params);
+      if (totals.totalNumSales > 0) groups.push({ marketplace, ...totals });
     }
     groups.sort(
       (a, b) => compareDecimal(b.totalVolume, a.totalVolume) || (a.marketplace < b.marketplace ? -1 : 1),
@@ -319,23 +309,32 @@ export class ReadStore {
     };
   }
 
-  /** The slow exact path, for sums SQLite's 64-bit integers cannot hold. */
-  #exactSummary(whereSql: string, params: unknown[]): MarketplaceTotals[] {
-    const totals = new Map<string, { n: number; volume: bigint }>();
-    const rows = this.#prepare(`SELECT marketplace, price FROM sales WHERE ${whereSql}`).iterate(
-      ...params,
-    ) as IterableIterator<{ marketplace: string; price: string }>;
-    for (const r of rows) {
-      const t = totals.get(r.marketplace) ?? { n: 0, volume: 0n };
-      t.n += 1;
-      t.volume += BigInt(r.price);
-      totals.set(r.marketplace, t);
+  #marketplaces(collectionId: number): string[] {
+    const next = this.#prepare(
+      "SELECT marketplace FROM sales WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
+    ).pluck();
+    const found: string[] = [];
+    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
+      found.push(m);
     }
-    return [...totals].map(([marketplace, t]) => ({
-      marketplace,
-      totalNumSales: t.n,
-      totalVolume: t.volume.toString(),
-    }));
+    return found;
+  }
+
+  #marketplaceTotals(whereSql: string, params: unknown[]): Omit<MarketplaceTotals, "marketplace"> {
+    try {
+      const r = this.#prepare(
+        `SELECT count(*) AS n, count(price_hi) AS exact, sum(price_hi) AS hi, sum(price_lo) AS lo
+         FROM sales WHERE ${whereSql}`,
+      )
+        .safeIntegers(true)
+        .get(...params) as { n: bigint; exact: bigint; hi: bigint | null; lo: bigint | null };
+      if (r.exact === r.n) return { totalNumSales: Number(r.n), totalVolume: joinWei(r.hi, r.lo) };
+    } catch (err) {
+      if (!(err instanceof Error && /integer overflow/i.test(err.message))) throw err;
+    }
+    // The slow exact path, for amounts or sums beyond SQLite's 64-bit integers.
+    const prices = this.#prepare(`SELECT price FROM sales WHERE ${whereSql}`).pluck().all(...params) as string[];
+    return { totalNumSales: prices.length, totalVolume: sumWei(prices) };
   }
 
   topInfluencers(collectionId: number, limit: number): InfluencerRow[] {
@@ -389,8 +388,8 @@ export class ReadStore {
 
 function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alias: string): void {
   if (f.assetId !== undefined) {
-    where.push(`${alias}asset_id = ?`);
-    params.push(f.assetId);
+    where.push(`${alias}asset_key = ?`);
+    params.push(assetKey(f.assetId));
   }
   if (f.marketplace !== undefined) {
     where.push(`${alias}marketplace = ?`);
@@ -404,6 +403,10 @@ function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alia
     where.push(`${alias}timestamp <= ?`);
     params.push(f.until);
   }
+}
+
+function keysJson(assetIds: readonly string[]): string {
+  return JSON.stringify(assetIds.map(assetKey));
 }
 
 function toPage<T>(rows: Row[], limit: number, map: (r: Row) => T, keyOf: (t: T) => KeyValue[]): Page<T> {
@@ -477,6 +480,3 @@ function toUser(r: Row): SocialUserRow {
   };
 }
 
-function isOverflow(err: unknown): boolean {
-  return err instanceof RangeError || (err instanceof Error && /integer overflow/i.test(err.message));
-}

@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
+import { assetKey } from "./asset-key.js";
 import { splitWei } from "./wei.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
@@ -25,26 +26,26 @@ interface Upserter {
 }
 
 const TABLES = {
-  token: { table: "tokens", key: ["collection_id", "asset_id"], values: ["current_owner", "attributes"] },
+  token: { table: "tokens", key: ["collection_id", "asset_key"], values: ["current_owner", "attributes"] },
   appraisal: {
     table: "appraisals",
-    key: ["collection_id", "asset_id"],
+    key: ["collection_id", "asset_key"],
     values: ["fair_market_value", "confidence"],
   },
   rarity: {
     table: "rarity",
-    key: ["collection_id", "asset_id"],
+    key: ["collection_id", "asset_key"],
     values: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank"],
   },
   sale: {
     table: "sales",
-    key: ["hash", "collection_id", "asset_id"],
+    key: ["hash", "collection_id", "asset_key"],
     values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
   },
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
+    values: ["collection_id", "asset_key", "created_at", "last_updated_at", "price", "status"],
   },
   socialUser: {
     table: "social_users",
@@ -145,7 +146,7 @@ export class WriteStore {
   }): UpsertResult {
     return this.#upsert("token", {
       collection_id: this.collectionId(r.contractAddress),
-      asset_id: r.assetId,
+      asset_key: assetKey(r.assetId),
       current_owner: r.currentOwner,
       attributes: JSON.stringify(r.attributes),
     });
@@ -159,7 +160,7 @@ export class WriteStore {
   }): UpsertResult {
     return this.#upsert("appraisal", {
       collection_id: this.collectionId(r.contractAddress),
-      asset_id: r.assetId,
+      asset_key: assetKey(r.assetId),
       fair_market_value: r.fairMarketValue,
       confidence: r.confidence,
     });
@@ -175,7 +176,7 @@ export class WriteStore {
   }): UpsertResult {
     return this.#upsert("rarity", {
       collection_id: this.collectionId(r.contractAddress),
-      asset_id: r.assetId,
+      asset_key: assetKey(r.assetId),
       current_owner: r.currentOwner,
       rarity_score: r.rarityScore,
       statistical_rarity: r.statisticalRarity,
@@ -199,7 +200,7 @@ export class WriteStore {
     return this.#upsert("sale", {
       hash: r.hash,
       collection_id: this.collectionId(r.contractAddress),
-      asset_id: r.assetId,
+      asset_key: assetKey(r.assetId),
       seller: r.from,
       buyer: r.to,
       timestamp: r.timestamp,
@@ -226,7 +227,7 @@ export class WriteStore {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
       collection_id: this.collectionId(r.contractAddress),
-      asset_id: r.assetId,
+      asset_key: assetKey(r.assetId),
       created_at: r.createdAt,
       last_updated_at: r.lastUpdatedAt,
       price: r.price,

@@ -29,6 +29,10 @@ export class DualProtocolServer extends net.Server {
       session.once("close", () => this.#sessions.delete(session));
     });
     this.on("connection", (socket: net.Socket) => this.#route(socket));
+    // The HTTP/1.1 server never listens itself, but it only tracks its
+    // connections (for idle closing and request timeouts) once it has seen
+    // "listening".
+    this.on("listening", () => this.http1.emit("listening"));
   }
 
   #route(socket: net.Socket): void {

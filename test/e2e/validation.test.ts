@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { type Clients, clientsFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
 
@@ -22,7 +23,7 @@ afterAll(async () => {
 });
 
 type Query = Record<string, string | number | string[]>;
-type RpcCall = (c: Clients, headers: HeadersInit) => Promise<unknown>;
+type RpcCall = (c: Clients, headers: Record<string, string>) => Promise<unknown>;
 
 interface Case {
   name: string;
@@ -37,7 +38,7 @@ const C = COLLECTION;
 const ms = 1_700_000_000_000n;
 const twentyOne = Array.from({ length: 21 }, (_, i) => `0x${String(i).padStart(40, "0")}`);
 
-const listEndpoints: [string, string, (c: Clients, h: HeadersInit, req: { contractAddress: string; limit?: number }) => Promise<unknown>][] = [
+const listEndpoints: [string, string, (c: Clients, h: Record<string, string>, req: { contractAddress: string; limit?: number }) => Promise<unknown>][] = [
   ["appraisals", "/v1/asset/appraisals", (c, h, r) => c.asset.listAppraisals(r, { headers: h })],
   ["rarity", "/v1/asset/rarity", (c, h, r) => c.asset.listRarity(r, { headers: h })],
   ["sales", "/v1/asset/sales", (c, h, r) => c.asset.listSales(r, { headers: h })],
@@ -81,8 +82,8 @@ const cases: Case[] = [
   }),
   ...(
     [
-      ["sales", "/v1/asset/sales", (c: Clients, h: HeadersInit, r: object) => c.asset.listSales({ contractAddress: C, ...r }, { headers: h })],
-      ["stats", "/v1/collection/stats", (c: Clients, h: HeadersInit, r: object) => c.collection.getCollectionStats({ contractAddress: C, ...r }, { headers: h })],
+      ["sales", "/v1/asset/sales", (c: Clients, h: Record<string, string>, r: object) => c.asset.listSales({ contractAddress: C, ...r }, { headers: h })],
+      ["stats", "/v1/collection/stats", (c: Clients, h: Record<string, string>, r: object) => c.collection.getCollectionStats({ contractAddress: C, ...r }, { headers: h })],
     ] as const
   ).flatMap(([name, path, call]): Case[] => [
     { name: `${name}: assetId malformed`, path, query: { contractAddress: C, assetId: "-1" }, message: /assetId must be a decimal token id .*got "-1"/, rpc: (c, h) => call(c, h, { assetId: "-1" }) },
@@ -98,7 +99,7 @@ const cases: Case[] = [
   { name: "sales: marketplace lower case", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "opensea" }, message: 'marketplace must be an upper-case identifier matching [A-Z0-9_]{1,32}, got "opensea"', rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "opensea" }, { headers: h }) },
   { name: "listings: marketplace too long", path: "/v1/asset/listings", query: { contractAddress: C, marketplace: "X".repeat(33) }, message: /^marketplace must be an upper-case identifier/ },
   { name: "listings: unknown status", path: "/v1/asset/listings", query: { contractAddress: C, status: "SOLD" }, message: 'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "SOLD"' },
-  { name: "listings: status out of the enum over RPC", path: "/v1/asset/listings", query: { contractAddress: C, status: "7" }, message: 'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "7"', rpc: (c, h) => c.asset.listListings({ contractAddress: C, status: 7 }, { headers: h }) },
+  { name: "listings: status out of the enum over RPC", path: "/v1/asset/listings", query: { contractAddress: C, status: "7" }, message: 'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "7"', rpc: (c, h) => c.asset.listListings({ contractAddress: C, status: 7 as ListingStatus }, { headers: h }) },
   { name: "listings: assetId malformed", path: "/v1/asset/listings", query: { contractAddress: C, assetId: "0x1" }, message: /assetId must be a decimal token id .*got "0x1"/, rpc: (c, h) => c.asset.listListings({ contractAddress: C, assetId: "0x1" }, { headers: h }) },
   { name: "listings: bad cursor", path: "/v1/asset/listings", query: { contractAddress: C, cursor: "%%%" }, message: 'cursor is not a valid page token, got "%%%"' },
   { name: "sales: bad cursor", path: "/v1/asset/sales", query: { contractAddress: C, cursor: "abc" }, message: 'cursor is not a valid page token, got "abc"', rpc: (c, h) => c.asset.listSales({ contractAddress: C, cursor: "abc" }, { headers: h }) },
