@@ -1,0 +1,77 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ApiKeyVerifier } from "../../src/store/api-keys.js";
+import { openReadOnly } from "../../src/store/database.js";
+import { runCli } from "./run-cli.js";
+
+const dir = mkdtempSync(join(tmpdir(), "marketdata-keys-"));
+const db = join(dir, "nested", "keys.sqlite");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function isValid(key: string): boolean {
+  const conn = openReadOnly(db);
+  try {
+    return new ApiKeyVerifier(conn).isValid(key);
+  } finally {
+    conn.close();
+  }
+}
+
+describe("marketdata keys", () => {
+  let key = "";
+
+  it("create prints the new key alone on the last line of stdout, creating the store", () => {
+    const r = runCli(["keys", "create", "--db", db, "--name", "dashboard"]);
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    key = lines[lines.length - 1]!;
+    expect(key).toMatch(/^mdk_[A-Za-z0-9_-]{43}$/);
+    expect(isValid(key)).toBe(true);
+    const second = runCli(["keys", "create", "--db", db, "--name", "other"]).stdout.trim();
+    expect(second).not.toBe(key);
+  });
+
+  it("list shows id, name, created and revoked, never a key", () => {
+    const r = runCli(["keys", "list", "--db", db]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\n1\s+dashboard\s+\d{4}-\d\d-\d\dT\S+\s+-\n2\s+other/);
+    expect(r.stdout).not.toContain("mdk_");
+  });
+
+  it("revoke stops the key and shows when", () => {
+    const r = runCli(["keys", "revoke", "--db", db, "1"]);
+    expect(r.status).toBe(0);
+    expect(isValid(key)).toBe(false);
+    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n1\s+dashboard\s+\S+\s+\d{4}-\d\d-\d\dT/);
+  });
+
+  it("stores only a hash of each key", () => {
+    const conn = openReadOnly(db);
+    const rows = conn.prepare("SELECT * FROM api_keys").all();
+    conn.close();
+    expect(JSON.stringify(rows)).not.toContain(key.slice(4));
+  });
+
+  it.each([
+    [["keys", "revoke", "--db", "DB", "99"], /no API key with id 99/],
+    [["keys", "revoke", "--db", "DB", "abc"], /ID must be a positive integer, got "abc"/],
+    [["keys", "create", "--db", "DB"], /required option '--name <name>' not specified/],
+    [["keys", "create", "--db", "DB", "--name", " "], /--name must not be empty/],
+  ])("refuses %j clearly", (args, message) => {
+    const r = runCli(args.map((a) => (a === "DB" ? db : a)));
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it.each([[["--help"]], [["keys", "--help"]], [["keys", "create", "--help"]], [["keys", "list", "--help"]], [["keys", "revoke", "--help"]], [["serve", "--help"]]])(
+    "%j prints usage",
+    (args) => {
+      const r = runCli(args);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: marketdata/);
+    },
+  );
+});

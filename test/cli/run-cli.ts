@@ -1,0 +1,46 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const BIN = fileURLToPath(new URL("../../src/bin/marketdata.js", import.meta.url));
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): CliResult {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: "utf8",
+    input,
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** Resolves with the first match of `re` in the child's stdout+stderr. */
+export function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output:\n${seen}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      const m = seen.match(re);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before ${re}; output:\n${seen}`));
+    });
+  });
+}

@@ -1,0 +1,63 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { runCli, spawnCli, waitForOutput } from "./run-cli.js";
+
+let f: Fixture;
+beforeAll(() => {
+  f = buildFixture();
+});
+afterAll(() => f.cleanup());
+
+describe("marketdata serve", () => {
+  it("refuses a store that does not exist, without a stack trace", () => {
+    const r = runCli(["serve", "--db", `${f.dir}/missing.sqlite`, "--port", "0"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^marketdata: store .*missing\.sqlite does not exist/);
+  });
+
+  it.each([
+    [["--port", "99999"], /--port \(PORT\) must be an integer from 0 to 65535, got "99999"/],
+    [["--port", "http"], /--port \(PORT\) must be an integer from 0 to 65535, got "http"/],
+  ])("validates config once at startup: %j", (args, message) => {
+    const r = runCli(["serve", "--db", f.dbPath, ...args]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("reads MARKETDATA_DB, PORT and HOST, serves, and on SIGTERM finishes the request in flight", async () => {
+    const child = spawnCli(["serve"], { MARKETDATA_DB: f.dbPath, PORT: "0", HOST: "127.0.0.1" });
+    try {
+      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+      const ok = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": f.key } });
+      expect(ok.status).toBe(200);
+
+      // A Connect call whose body is still arriving when the signal lands.
+      const body = JSON.stringify({ contractAddress: COLLECTION });
+      const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = http.request(`${url}/marketdata.v1.CollectionService/GetCollectionStats`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-api-key": f.key, "content-length": Buffer.byteLength(body) },
+        });
+        req.on("response", (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on("error", reject);
+        req.write(body.slice(0, 10));
+        setTimeout(() => {
+          child.kill("SIGTERM");
+          setTimeout(() => req.end(body.slice(10)), 300);
+        }, 300);
+      });
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      const r = await response;
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.text).successful).toBe(1);
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});

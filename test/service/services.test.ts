@@ -1,0 +1,90 @@
+import { Code, createClient, createRouterTransport } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { buildServer } from "../../src/server.js";
+import { createAssetService } from "../../src/service/asset-service.js";
+import { createCollectionService } from "../../src/service/collection-service.js";
+import { openReadOnly, type Db } from "../../src/store/database.js";
+import { ReadStore } from "../../src/store/read-store.js";
+import { apiKeyInterceptor, maskInternalErrors } from "../../src/transport/interceptors.js";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { bySaleOrder } from "../support/oracle.js";
+
+// The services and interceptors in-process, without a network server.
+
+let f: Fixture;
+let db: Db;
+
+beforeAll(() => {
+  f = buildFixture();
+  db = openReadOnly(f.dbPath);
+});
+afterAll(() => {
+  db.close();
+  f.cleanup();
+});
+
+function transport(store: ReadStore, log = { error: vi.fn() }) {
+  return {
+    log,
+    transport: createRouterTransport(
+      (router) => {
+        router.service(AssetService, createAssetService(store));
+        router.service(CollectionService, createCollectionService(store));
+      },
+      { router: { interceptors: [maskInternalErrors(log), apiKeyInterceptor({ isValid: (k) => k === "good" })] } },
+    ),
+  };
+}
+
+const headers = { "x-api-key": "good" };
+
+describe("services over an in-process transport", () => {
+  it("serve sales in the documented order", async () => {
+    const client = createClient(AssetService, transport(new ReadStore(db)).transport);
+    const res = await client.listSales({ contractAddress: COLLECTION, limit: 50 }, { headers });
+    expect(res.data.map((s) => s.hash)).toEqual(bySaleOrder(f.sales).slice(0, 50).map((s) => s.hash));
+    expect(res.success).toBe(1);
+  });
+
+  it("check the key before touching the store", async () => {
+    const store = new ReadStore(db);
+    const spy = vi.spyOn(store, "collectionId");
+    const client = createClient(CollectionService, transport(store).transport);
+    await expect(client.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": "bad" } })).rejects.toMatchObject({
+      code: Code.Unauthenticated,
+    });
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  it("log internal errors and show callers only 'internal error'", async () => {
+    const store = new ReadStore(db);
+    vi.spyOn(store, "collectionId").mockImplementation(() => {
+      throw new Error("SQLITE_CORRUPT: database disk image is malformed at /srv/secret/path.sqlite");
+    });
+    const { transport: t, log } = transport(store);
+    const client = createClient(AssetService, t);
+    const err = await client.listSales({ contractAddress: COLLECTION }, { headers }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: Code.Internal, rawMessage: "internal error" });
+    expect(log.error).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("REST over a store that fails", () => {
+  it("answers 500 with the family's flag and no internals", async () => {
+    const store = new ReadStore(db);
+    vi.spyOn(store, "salesPage").mockImplementation(() => {
+      throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
+    });
+    const app = await buildServer({ store, keys: { isValid: () => true } });
+    try {
+      const res = await app.inject({ url: `/v1/asset/sales?contractAddress=${COLLECTION}`, headers: { "x-api-key": "k" } });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual({ success: 0, code: "internal", message: "internal error" });
+      expect(res.body).not.toMatch(/sales_v2|SELECT/);
+    } finally {
+      await app.close();
+    }
+  });
+});

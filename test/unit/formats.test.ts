@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
+import { assetKey } from "../../src/store/asset-key.js";
+import { joinWei, splitWei, sumWei } from "../../src/store/wei.js";
+
+describe("formats", () => {
+  it("addresses and hashes", () => {
+    expect(isAddress(`0x${"aB".repeat(20)}`)).toBe(true);
+    expect(isAddress(`0x${"a".repeat(39)}`)).toBe(false);
+    expect(isAddress(`0X${"a".repeat(40)}`)).toBe(false);
+    expect(isTxHash(`0x${"0".repeat(64)}`)).toBe(true);
+    expect(isTxHash(`0x${"g".repeat(64)}`)).toBe(false);
+  });
+
+  it("canonical uint256 decimals", () => {
+    expect(isUint256("0")).toBe(true);
+    expect(isUint256(((1n << 256n) - 1n).toString())).toBe(true);
+    expect(isUint256((1n << 256n).toString())).toBe(false);
+    for (const bad of ["", "00", "01", "-1", "+1", "1.0", "1e3", " 1", "9".repeat(79)]) expect(isUint256(bad)).toBe(false);
+  });
+
+  it("numeric order of decimal strings and of asset keys agree", () => {
+    const ids = ["10", "9", "100", "0", "99", "1000000000000000000000"];
+    const numeric = [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    expect([...ids].sort(compareDecimal)).toEqual(numeric);
+    expect(ids.map(assetKey).sort()).toEqual(numeric.map(assetKey));
+  });
+});
+
+describe("wei limbs", () => {
+  it("split and join exactly", () => {
+    for (const v of ["0", "1", "4294967295", "4294967296", (10n ** 19n).toString(), (2n ** 94n + 12345n).toString()]) {
+      const { hi, lo } = splitWei(v);
+      expect(joinWei(hi, lo)).toBe(v);
+    }
+  });
+
+  it("refuse amounts whose high limb would not fit 64 bits", () => {
+    expect(splitWei((2n ** 95n).toString())).toEqual({ hi: null, lo: null });
+  });
+
+  it("sum exactly", () => {
+    expect(sumWei([(2n ** 200n).toString(), "1"])).toBe((2n ** 200n + 1n).toString());
+  });
+});
