@@ -10,8 +10,11 @@ import {
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import {
   APPRAISAL_KEY,
+  type KeySpec,
   LISTING_KEY,
   type ListingStatusName,
+  type Page,
+  type PageRequest,
   RARITY_KEY,
   type ReadStore,
   SALE_KEY,
@@ -22,42 +25,43 @@ import * as p from "./params.js";
 import { toAppraisal, toListing, toRarity, toSale } from "./records.js";
 
 export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetService> {
+  /**
+   * Appraisals and rarity share their parameters: either up to 20 asset ids
+   * (limit and cursor then ignored entirely) or a keyset page.
+   */
+  function assetPage<Row>(
+    req: { contractAddress: string; assetId: string[]; limit?: number | undefined; cursor: string },
+    list: string,
+    keySpec: KeySpec,
+    read: { byAsset(collection: number, ids: string[]): Row[]; page(collection: number, page: PageRequest): Page<Row> },
+  ): { rows: Row[]; nextPage: string } {
+    const address = p.contractAddress(req.contractAddress);
+    const collection = knownCollection(store, address);
+    if (req.assetId.length > 0) {
+      return { rows: read.byAsset(collection, p.assetIds(req.assetId)), nextPage: "" };
+    }
+    const limit = p.limit(req.limit);
+    const digest = queryDigest([list, address]);
+    const after = decodePageToken("cursor", req.cursor, digest, keySpec);
+    const page = read.page(collection, { limit, after });
+    return { rows: page.rows, nextPage: encodePageToken(digest, page.nextKey) };
+  }
+
   return {
     listAppraisals(req) {
-      const address = p.contractAddress(req.contractAddress);
-      const collection = knownCollection(store, address);
-      // With assetId, limit and cursor are ignored entirely (decisions.md).
-      if (req.assetId.length > 0) {
-        const rows = store.appraisalsByAsset(collection, p.assetIds(req.assetId));
-        return create(ListAppraisalsResponseSchema, { successful: 1, nextPage: "", data: rows.map(toAppraisal) });
-      }
-      const limit = p.limit(req.limit);
-      const digest = queryDigest(["appraisals", address]);
-      const after = decodePageToken("cursor", req.cursor, digest, APPRAISAL_KEY);
-      const page = store.appraisalsPage(collection, { limit, after });
-      return create(ListAppraisalsResponseSchema, {
-        successful: 1,
-        nextPage: encodePageToken(digest, page.nextKey),
-        data: page.rows.map(toAppraisal),
+      const { rows, nextPage } = assetPage(req, "appraisals", APPRAISAL_KEY, {
+        byAsset: (c, ids) => store.appraisalsByAsset(c, ids),
+        page: (c, page) => store.appraisalsPage(c, page),
       });
+      return create(ListAppraisalsResponseSchema, { successful: 1, nextPage, data: rows.map(toAppraisal) });
     },
 
     listRarity(req) {
-      const address = p.contractAddress(req.contractAddress);
-      const collection = knownCollection(store, address);
-      if (req.assetId.length > 0) {
-        const rows = store.rarityByAsset(collection, p.assetIds(req.assetId));
-        return create(ListRarityResponseSchema, { successful: 1, nextPage: "", data: rows.map(toRarity) });
-      }
-      const limit = p.limit(req.limit);
-      const digest = queryDigest(["rarity", address]);
-      const after = decodePageToken("cursor", req.cursor, digest, RARITY_KEY);
-      const page = store.rarityPage(collection, { limit, after });
-      return create(ListRarityResponseSchema, {
-        successful: 1,
-        nextPage: encodePageToken(digest, page.nextKey),
-        data: page.rows.map(toRarity),
+      const { rows, nextPage } = assetPage(req, "rarity", RARITY_KEY, {
+        byAsset: (c, ids) => store.rarityByAsset(c, ids),
+        page: (c, page) => store.rarityPage(c, page),
       });
+      return create(ListRarityResponseSchema, { successful: 1, nextPage, data: rows.map(toRarity) });
     },
 
     listSales(req) {

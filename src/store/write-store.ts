@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
+import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "./read-store.js";
 import { assetKey } from "./asset-key.js";
 import { splitWei } from "./wei.js";
 
@@ -70,38 +71,11 @@ const TABLES = {
 
 export type RecordKind = keyof typeof TABLES;
 
-export interface SocialUserRecord {
-  id: string;
-  screenName: string;
-  profileImageUrl: string;
-  description: string;
-  name: string;
-  location: string;
-  followersCount: number;
-  verified: boolean;
-  statusesCount: number;
-  favouritesCount: number;
-  protected: boolean;
-}
+export type SocialUserRecord = SocialUserRow;
 
-export interface TweetRecord {
+/** A tweet row plus the collection it relates to. */
+export interface TweetRecord extends TweetRow {
   contractAddress: string;
-  id: string;
-  user: SocialUserRecord;
-  source: string;
-  text: string;
-  retweetCount: number;
-  favoriteCount: number;
-  possiblySensitive: boolean;
-  lang: string;
-  /** Canonical JSON of the retweeted post, or null. */
-  retweetedStatusJson: string | null;
-  createdAt: string;
-  date: string;
-  originalId: string;
-  originalText: string;
-  originalTweet: boolean;
-  interaction: number;
 }
 
 export class WriteStore {
@@ -152,12 +126,7 @@ export class WriteStore {
     });
   }
 
-  upsertAppraisal(r: {
-    contractAddress: string;
-    assetId: string;
-    fairMarketValue: string;
-    confidence: string;
-  }): UpsertResult {
+  upsertAppraisal(r: AppraisalRow): UpsertResult {
     return this.#upsert("appraisal", {
       collection_id: this.collectionId(r.contractAddress),
       asset_key: assetKey(r.assetId),
@@ -166,14 +135,7 @@ export class WriteStore {
     });
   }
 
-  upsertRarity(r: {
-    contractAddress: string;
-    assetId: string;
-    currentOwner: string;
-    rarityScore: number;
-    statisticalRarity: number;
-    rarityRank: number;
-  }): UpsertResult {
+  upsertRarity(r: RarityRow): UpsertResult {
     return this.#upsert("rarity", {
       collection_id: this.collectionId(r.contractAddress),
       asset_key: assetKey(r.assetId),
@@ -184,18 +146,7 @@ export class WriteStore {
     });
   }
 
-  upsertSale(r: {
-    hash: string;
-    from: string;
-    to: string;
-    contractAddress: string;
-    assetId: string;
-    timestamp: number;
-    block: number;
-    price: string;
-    amountReceived: string;
-    marketplace: string;
-  }): UpsertResult {
+  upsertSale(r: SaleRow): UpsertResult {
     const { hi, lo } = splitWei(r.price);
     return this.#upsert("sale", {
       hash: r.hash,
@@ -213,16 +164,7 @@ export class WriteStore {
     });
   }
 
-  upsertListing(r: {
-    marketplaceId: string;
-    marketplace: string;
-    contractAddress: string;
-    assetId: string;
-    createdAt: number;
-    lastUpdatedAt: number;
-    price: string;
-    status: string;
-  }): UpsertResult {
+  upsertListing(r: ListingRow): UpsertResult {
     return this.#upsert("listing", {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
@@ -282,14 +224,7 @@ export class WriteStore {
     });
   }
 
-  upsertScore(r: {
-    contractAddress: string;
-    name: string;
-    hype: number;
-    gains: number;
-    community: number;
-    total: number;
-  }): UpsertResult {
+  upsertScore(r: ScoreRow): UpsertResult {
     if (r.name !== "") this.upsertCollection({ contractAddress: r.contractAddress, name: r.name });
     return this.#upsert("score", {
       collection_id: this.collectionId(r.contractAddress),

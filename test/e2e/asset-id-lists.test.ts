@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { byAssetId, byRarity } from "../support/oracle.js";
-import { clientFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { clientFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // assetId lists on appraisals and rarity (api.md 4.1, 4.2; decisions.md).
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 const get = (path: string, query: Record<string, string | number | string[] | undefined>) =>
-  restGet(server.baseUrl, path, query, f.key);
+  restGet(t.server.baseUrl, path, query, t.f.key);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 describe.each([
   ["/v1/asset/appraisals", "nextPage"],
@@ -26,8 +17,8 @@ describe.each([
 ])("%s with assetId", (path) => {
   const ordered = () =>
     path.endsWith("rarity")
-      ? byRarity(f.rarity).map((r) => r.assetId)
-      : byAssetId(f.appraisals).map((a) => a.assetId);
+      ? byRarity(t.f.rarity).map((r) => r.assetId)
+      : byAssetId(t.f.appraisals).map((a) => a.assetId);
 
   it("returns just those assets, in the endpoint's order, duplicates collapsed, unknown ids absent", async () => {
     const { status, body } = await get(path, { contractAddress: COLLECTION, assetId: "70,7,0,7,99999" });
@@ -69,11 +60,11 @@ describe.each([
 });
 
 it("behaves the same over Connect", async () => {
-  const client = clientFor(AssetService, transportFor("connect", server.baseUrl));
+  const client = clientFor(AssetService, transportFor("connect", t.server.baseUrl));
   const res = await client.listRarity(
     { contractAddress: COLLECTION.toUpperCase().replace("0X", "0x"), assetId: ["7", "7", "0"], limit: 999, cursor: "junk" },
-    { headers: { "x-api-key": f.key } },
+    { headers: { "x-api-key": t.f.key } },
   );
-  expect(res.data.map((r) => r.assetId)).toEqual(byRarity(f.rarity).map((r) => r.assetId).filter((id) => id === "7" || id === "0"));
+  expect(res.data.map((r) => r.assetId)).toEqual(byRarity(t.f.rarity).map((r) => r.assetId).filter((id) => id === "7" || id === "0"));
   expect(res.nextPage).toBe("");
 });

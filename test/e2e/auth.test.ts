@@ -1,21 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { clientsFor, PROTOCOLS, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { clientsFor, PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 const REFUSED: [string, (fx: Fixture) => string | undefined, string][] = [
   ["missing", () => undefined, "missing API key: send it in the x-api-key header"],
@@ -39,7 +30,7 @@ describe("x-api-key", () => {
       ] as const) {
         // An invalid collection too: the key is checked first.
         for (const contractAddress of [COLLECTION, "nope"]) {
-          const { status, body } = await restGet(server.baseUrl, path, { contractAddress }, keyOf(f));
+          const { status, body } = await restGet(t.server.baseUrl, path, { contractAddress }, keyOf(t.f));
           expect(status).toBe(401);
           expect(body).toEqual({ [flag]: 0, code: "unauthenticated", message });
         }
@@ -47,8 +38,8 @@ describe("x-api-key", () => {
     });
 
     it.each(PROTOCOLS)("%s: unauthenticated", async (protocol) => {
-      const c = clientsFor(transportFor(protocol, server.baseUrl));
-      const key = keyOf(f);
+      const c = clientsFor(transportFor(protocol, t.server.baseUrl));
+      const key = keyOf(t.f);
       const headers = key === undefined ? {} : { "x-api-key": key };
       for (const call of [
         () => c.asset.listSales({ contractAddress: COLLECTION }, { headers }),
@@ -64,22 +55,22 @@ describe("x-api-key", () => {
   });
 
   it.each(PROTOCOLS)("%s: a valid key is accepted", async (protocol) => {
-    const c = clientsFor(transportFor(protocol, server.baseUrl));
-    const res = await c.collection.getCollectionStats({ contractAddress: COLLECTION }, { headers: { "x-api-key": f.key } });
+    const c = clientsFor(transportFor(protocol, t.server.baseUrl));
+    const res = await c.collection.getCollectionStats({ contractAddress: COLLECTION }, { headers: { "x-api-key": t.f.key } });
     expect(res.successful).toBe(1);
   });
 
   it("a key revoked while the server runs is refused from the next request on", async () => {
-    const db = openWritable(f.dbPath);
+    const db = openWritable(t.f.dbPath);
     const admin = new ApiKeyAdmin(db);
     const { id, key } = admin.create("short-lived");
     const query = { contractAddress: COLLECTION };
-    expect((await restGet(server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(200);
-    const grpc = clientsFor(transportFor("grpc", server.baseUrl));
+    expect((await restGet(t.server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(200);
+    const grpc = clientsFor(transportFor("grpc", t.server.baseUrl));
     await grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } });
     admin.revoke(id);
     db.close();
-    expect((await restGet(server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(401);
+    expect((await restGet(t.server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(401);
     await expect(
       grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } }),
     ).rejects.toMatchObject({ code: Code.Unauthenticated });

@@ -1,19 +1,10 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, EMPTY_COLLECTION, type Fixture, UNKNOWN_COLLECTION } from "../support/fixture.js";
-import { clientsFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { clientsFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 const ENDPOINTS: [string, string][] = [
   ["/v1/asset/appraisals", "successful"],
@@ -28,25 +19,25 @@ const ENDPOINTS: [string, string][] = [
 
 describe("unknown collection", () => {
   it.each(ENDPOINTS)("%s: 404 not_found naming the address", async (path, flag) => {
-    const { status, body } = await restGet(server.baseUrl, path, { contractAddress: UNKNOWN_COLLECTION }, f.key);
+    const { status, body } = await restGet(t.server.baseUrl, path, { contractAddress: UNKNOWN_COLLECTION }, t.f.key);
     expect(status).toBe(404);
     expect(body).toEqual({ [flag]: 0, code: "not_found", message: `collection ${UNKNOWN_COLLECTION} not found` });
   });
 
   it("matches addresses in any hex case", async () => {
-    const { status } = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION.toUpperCase().replace("0X", "0x") }, f.key);
+    const { status } = await restGet(t.server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION.toUpperCase().replace("0X", "0x") }, t.f.key);
     expect(status).toBe(200);
   });
 
   it("scores: one unknown address among known ones is not_found", async () => {
-    const { status, body } = await restGet(server.baseUrl, "/v1/collection/scores", { contractAddress: `${COLLECTION},${UNKNOWN_COLLECTION}` }, f.key);
+    const { status, body } = await restGet(t.server.baseUrl, "/v1/collection/scores", { contractAddress: `${COLLECTION},${UNKNOWN_COLLECTION}` }, t.f.key);
     expect(status).toBe(404);
     expect(body.message).toBe(`collection ${UNKNOWN_COLLECTION} not found`);
   });
 
   it("over gRPC-Web too", async () => {
-    const c = clientsFor(transportFor("grpc-web", server.baseUrl));
-    await expect(c.asset.listListings({ contractAddress: UNKNOWN_COLLECTION }, { headers: { "x-api-key": f.key } })).rejects.toMatchObject({
+    const c = clientsFor(transportFor("grpc-web", t.server.baseUrl));
+    await expect(c.asset.listListings({ contractAddress: UNKNOWN_COLLECTION }, { headers: { "x-api-key": t.f.key } })).rejects.toMatchObject({
       code: Code.NotFound,
       rawMessage: `collection ${UNKNOWN_COLLECTION} not found`,
     });
@@ -55,14 +46,14 @@ describe("unknown collection", () => {
 
 describe("known collection without matching rows", () => {
   it.each(ENDPOINTS.filter(([p]) => p !== "/v1/collection/stats"))("%s: success with empty data", async (path, flag) => {
-    const { status, body } = await restGet(server.baseUrl, path, { contractAddress: EMPTY_COLLECTION }, f.key);
+    const { status, body } = await restGet(t.server.baseUrl, path, { contractAddress: EMPTY_COLLECTION }, t.f.key);
     expect(status).toBe(200);
     expect(body[flag]).toBe(1);
     expect(body.data).toEqual([]);
   });
 
   it("stats: zero sales, volume \"0\", no groups", async () => {
-    const { body } = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress: EMPTY_COLLECTION }, f.key);
+    const { body } = await restGet(t.server.baseUrl, "/v1/collection/stats", { contractAddress: EMPTY_COLLECTION }, t.f.key);
     expect(body).toEqual({
       successful: 1,
       data: { contractAddress: EMPTY_COLLECTION, totalNumSales: 0, totalVolume: "0", currency: "ETH", groups: [] },
@@ -70,14 +61,14 @@ describe("known collection without matching rows", () => {
   });
 
   it("filters that match nothing return empty results", async () => {
-    const sales = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, marketplace: "NOWHERE" }, f.key);
+    const sales = await restGet(t.server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, marketplace: "NOWHERE" }, t.f.key);
     expect(sales.body).toEqual({ success: 1, cursor: "", data: [] });
-    const stats = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress: COLLECTION, assetId: "999999" }, f.key);
+    const stats = await restGet(t.server.baseUrl, "/v1/collection/stats", { contractAddress: COLLECTION, assetId: "999999" }, t.f.key);
     expect(stats.body.data).toMatchObject({ totalNumSales: 0, totalVolume: "0", groups: [] });
   });
 
   it("an unknown path is a plain 404", async () => {
-    const response = await fetch(`${server.baseUrl}/v1/nothing-here`, { headers: { "x-api-key": f.key } });
+    const response = await fetch(`${t.server.baseUrl}/v1/nothing-here`, { headers: { "x-api-key": t.f.key } });
     expect(response.status).toBe(404);
   });
 });

@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, EMPTY_COLLECTION, type Fixture } from "../support/fixture.js";
 import { byAssetId, byListingOrder, byRarity, bySaleOrder } from "../support/oracle.js";
-import { restGet, startTestServer, type TestServer } from "../support/server.js";
+import { restGet, useFixtureServer } from "../support/server.js";
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 type Query = Record<string, string | number | string[] | undefined>;
-const get = (path: string, query: Query) => restGet(server.baseUrl, path, query, f.key);
+const get = (path: string, query: Query) => restGet(t.server.baseUrl, path, query, t.f.key);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 interface Paged {
   path: string;
@@ -45,18 +36,18 @@ async function walk(p: Paged, query: Query, limit: number): Promise<Record<strin
   throw new Error("too many pages");
 }
 
-const saleKey = (s: Record<string, unknown>) => `${s.hash}/${s.assetId}`;
-const listingKey = (l: Record<string, unknown>) => `${l.marketplace}/${l.marketplaceId}`;
+const saleKey = (s: { hash?: unknown; assetId?: unknown }) => `${s.hash}/${s.assetId}`;
+const listingKey = (l: { marketplace?: unknown; marketplaceId?: unknown }) => `${l.marketplace}/${l.marketplaceId}`;
 
 describe("keyset pagination", () => {
   it.each([1, 7, 45, 50])("appraisals: every row once, by assetId, with limit %i", async (limit) => {
     const rows = await walk(APPRAISALS, { contractAddress: COLLECTION }, limit);
-    expect(rows.map((r) => r.assetId)).toEqual(byAssetId(f.appraisals).map((a) => a.assetId));
+    expect(rows.map((r) => r.assetId)).toEqual(byAssetId(t.f.appraisals).map((a) => a.assetId));
   });
 
   it.each([2, 9])("rarity: every row once, by rank then assetId, with limit %i", async (limit) => {
     const rows = await walk(RARITY, { contractAddress: COLLECTION }, limit);
-    expect(rows.map((r) => r.assetId)).toEqual(byRarity(f.rarity).map((a) => a.assetId));
+    expect(rows.map((r) => r.assetId)).toEqual(byRarity(t.f.rarity).map((a) => a.assetId));
   });
 
   const saleFilters: [string, Query, (s: Fixture["sales"][number]) => boolean][] = [
@@ -73,7 +64,7 @@ describe("keyset pagination", () => {
   it.each(saleFilters)("sales (%s): every row once, in the documented order", async (_, query, keep) => {
     for (const limit of [1, 4, 50]) {
       const rows = await walk(SALES, { contractAddress: COLLECTION, ...query }, limit);
-      expect(rows.map(saleKey)).toEqual(bySaleOrder(f.sales.filter(keep)).map((s) => saleKey(s)));
+      expect(rows.map(saleKey)).toEqual(bySaleOrder(t.f.sales.filter(keep)).map((s) => saleKey(s)));
     }
   });
 
@@ -88,7 +79,7 @@ describe("keyset pagination", () => {
   it.each(listingFilters)("listings (%s): every row once, in the documented order", async (_, query, keep) => {
     for (const limit of [3, 50]) {
       const rows = await walk(LISTINGS, { contractAddress: COLLECTION, ...query }, limit);
-      expect(rows.map(listingKey)).toEqual(byListingOrder(f.listings.filter(keep)).map((l) => listingKey(l)));
+      expect(rows.map(listingKey)).toEqual(byListingOrder(t.f.listings.filter(keep)).map((l) => listingKey(l)));
     }
   });
 
@@ -115,7 +106,7 @@ describe("keyset pagination", () => {
   it("the page size may change between pages", async () => {
     const first = await get(SALES.path, { contractAddress: COLLECTION, limit: 5 });
     const second = await get(SALES.path, { contractAddress: COLLECTION, limit: 20, cursor: first.body.cursor as string });
-    const expected = bySaleOrder(f.sales).slice(5, 25).map(saleKey);
+    const expected = bySaleOrder(t.f.sales).slice(5, 25).map(saleKey);
     expect((second.body.data as Record<string, unknown>[]).map(saleKey)).toEqual(expected);
   });
 

@@ -1,26 +1,17 @@
 import type { DescMethodUnary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/server.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { toRestJson } from "../../src/transport/rest/json-dialect.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { PROTOCOLS, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // The same records over REST, Connect (JSON POST and binary GET), gRPC-Web and
 // gRPC: every RPC's response, written in the REST dialect, equals the /v1 body.
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 const REQUESTS: Record<string, Record<string, string | number>> = {
   ListAppraisals: { contractAddress: COLLECTION, limit: 30 },
@@ -42,17 +33,17 @@ describe("every protocol serves the same records", () => {
 
   it.each(routes.map((r) => [r.method.name, r] as const))("%s", async (name, route) => {
     const query = REQUESTS[name]!;
-    const rest = await restGet(server.baseUrl, route.path, query, f.key);
+    const rest = await restGet(t.server.baseUrl, route.path, query, t.f.key);
     expect(rest.status).toBe(200);
     for (const protocol of PROTOCOLS) {
-      const transport = transportFor(protocol, server.baseUrl);
+      const transport = transportFor(protocol, t.server.baseUrl);
       const method = route.method as DescMethodUnary;
       const client = createClient(method.parent, transport) as unknown as Record<
         string,
         (req: object, opts: object) => Promise<Parameters<typeof toRestJson>[1]>
       >;
       const request = name === "ListScores" ? { contractAddress: [COLLECTION] } : toRequest(query);
-      const message = await client[method.localName]!(request, { headers: { "x-api-key": f.key } });
+      const message = await client[method.localName]!(request, { headers: { "x-api-key": t.f.key } });
       expect(toRestJson(method.output, message), protocol).toEqual(rest.body);
     }
   });

@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder } from "../support/oracle.js";
-import { restGet, startTestServer, type TestServer } from "../support/server.js";
+import { restGet, useFixtureServer } from "../support/server.js";
 
 // The exact JSON of api.md part 2 on every /v1 endpoint: field names, JSON
 // types, amounts as strings, 64-bit integers as numbers, each family's flag.
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 const get = (path: string, query: Record<string, string | number | string[] | undefined>) =>
-  restGet(server.baseUrl, path, query, f.key);
+  restGet(t.server.baseUrl, path, query, t.f.key);
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
-});
 
 const typesOf = (o: unknown) =>
   Object.fromEntries(
@@ -56,7 +47,7 @@ describe("GET /v1 response shapes", () => {
         currency: "string",
       }),
     );
-    expect(data).toEqual(byAssetId(f.appraisals).slice(0, 3).map((a) => ({ ...a, currency: "ETH" })));
+    expect(data).toEqual(byAssetId(t.f.appraisals).slice(0, 3).map((a) => ({ ...a, currency: "ETH" })));
   });
 
   it("rarity: successful, nextPage, rarity records with numbers and an empty owner", async () => {
@@ -71,7 +62,7 @@ describe("GET /v1 response shapes", () => {
       statisticalRarity: "number",
       rarityRank: "number",
     });
-    expect(data).toEqual(byRarity(f.rarity).slice(0, 4));
+    expect(data).toEqual(byRarity(t.f.rarity).slice(0, 4));
     expect(data.some((r) => r.currentOwner === "")).toBe(true);
   });
 
@@ -91,8 +82,8 @@ describe("GET /v1 response shapes", () => {
     expect(groups.map(typesOf)).toEqual(
       Array(groups.length).fill({ marketplace: "string", totalNumSales: "number", totalVolume: "string", currency: "string" }),
     );
-    expect(data.totalNumSales).toBe(f.sales.length);
-    expect(data.totalVolume).toBe(f.sales.reduce((s, x) => s + BigInt(x.price), 0n).toString());
+    expect(data.totalNumSales).toBe(t.f.sales.length);
+    expect(data.totalVolume).toBe(t.f.sales.reduce((s, x) => s + BigInt(x.price), 0n).toString());
   });
 
   it("sales: success, cursor, sale records", async () => {
@@ -113,7 +104,7 @@ describe("GET /v1 response shapes", () => {
       currency: "string",
       marketplace: "string",
     });
-    expect(data).toEqual(bySaleOrder(f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH" })));
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH" })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {
@@ -131,7 +122,7 @@ describe("GET /v1 response shapes", () => {
       currency: "string",
       status: "string",
     });
-    const expected = byListingOrder(f.listings).slice(0, 8);
+    const expected = byListingOrder(t.f.listings).slice(0, 8);
     expect(data).toEqual(
       expected.map((l) => ({
         marketplaceId: l.marketplaceId,
@@ -153,7 +144,7 @@ describe("GET /v1 response shapes", () => {
     const data = body.data as Record<string, unknown>[];
     expect(typesOf(data[0])).toEqual({ user: "object", score: "number" });
     expect(typesOf(data[0]!.user)).toEqual(USER_TYPES);
-    expect(data).toEqual(byInfluence(f.influencers).map(({ user, score }) => ({ user, score })));
+    expect(data).toEqual(byInfluence(t.f.influencers).map(({ user, score }) => ({ user, score })));
   });
 
   it("tweets: success and tweet records with retweetedStatus null and empty strings present", async () => {
@@ -179,8 +170,8 @@ describe("GET /v1 response shapes", () => {
     });
     expect(data.every((t) => t.retweetedStatus === null)).toBe(true);
     expect(data.some((t) => (t.user as Record<string, unknown>).description === "")).toBe(true);
-    expect(data.map((t) => t.id)).toEqual(byInteraction(f.tweets).map((t) => t.id));
-    const { contractAddress: _c, retweetedStatusJson: _r, ...first } = byInteraction(f.tweets)[0]!;
+    expect(data.map((t) => t.id)).toEqual(byInteraction(t.f.tweets).map((t) => t.id));
+    const { contractAddress: _c, retweetedStatusJson: _r, ...first } = byInteraction(t.f.tweets)[0]!;
     expect(data[0]).toEqual({ ...first, retweetedStatus: null });
   });
 

@@ -1,25 +1,18 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { type Clients, clientsFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { type Clients, clientsFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // Every validation error of decisions.md, on REST and over gRPC: 400 /
 // invalid_argument, the family's flag at 0, and a message naming the
 // parameter and the bad value.
 
-let f: Fixture;
-let server: TestServer;
+const t = useFixtureServer(buildFixture);
 let rpc: Clients;
 
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-  rpc = clientsFor(transportFor("grpc", server.baseUrl));
-});
-afterAll(async () => {
-  await server.close();
-  f.cleanup();
+beforeAll(() => {
+  rpc = clientsFor(transportFor("grpc", t.server.baseUrl));
 });
 
 type Query = Record<string, string | number | string[]>;
@@ -114,7 +107,7 @@ const flagOf = (path: string) =>
 
 describe("validation errors", () => {
   it.each(cases.map((c) => [c.name, c] as const))("REST: %s", async (_, c) => {
-    const { status, body } = await restGet(server.baseUrl, c.path, c.query, f.key);
+    const { status, body } = await restGet(t.server.baseUrl, c.path, c.query, t.f.key);
     expect(status).toBe(400);
     expect(Object.keys(body)).toEqual([flagOf(c.path), "code", "message"]);
     expect(body[flagOf(c.path)]).toBe(0);
@@ -129,7 +122,7 @@ describe("validation errors", () => {
   });
 
   it.each(rpcCases.map((c) => [c.name, c] as const))("gRPC: %s", async (_, c) => {
-    const err = await c.rpc!(rpc, { "x-api-key": f.key }).then(
+    const err = await c.rpc!(rpc, { "x-api-key": t.f.key }).then(
       () => undefined,
       (e: unknown) => e,
     );

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
+import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/store/read-store.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/write-store.js";
 
 // A small deterministic store with every kind of record, built through the
@@ -20,45 +21,18 @@ export interface Fixture {
   dbPath: string;
   key: string;
   revokedKey: string;
-  appraisals: { contractAddress: string; assetId: string; fairMarketValue: string; confidence: string }[];
-  rarity: {
-    contractAddress: string;
-    assetId: string;
-    currentOwner: string;
-    rarityScore: number;
-    statisticalRarity: number;
-    rarityRank: number;
-  }[];
-  sales: {
-    hash: string;
-    from: string;
-    to: string;
-    contractAddress: string;
-    assetId: string;
-    timestamp: number;
-    block: number;
-    price: string;
-    amountReceived: string;
-    marketplace: string;
-  }[];
-  listings: {
-    marketplaceId: string;
-    marketplace: string;
-    contractAddress: string;
-    assetId: string;
-    createdAt: number;
-    lastUpdatedAt: number;
-    price: string;
-    status: string;
-  }[];
+  appraisals: AppraisalRow[];
+  rarity: RarityRow[];
+  sales: SaleRow[];
+  listings: ListingRow[];
   influencers: { contractAddress: string; user: SocialUserRecord; score: number }[];
   tweets: TweetRecord[];
-  score: { contractAddress: string; name: string; hype: number; gains: number; community: number; total: number };
+  score: ScoreRow;
   cleanup(): void;
 }
 
 export const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "OTHER"];
-export const STATUSES = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"];
+export const STATUSES: ListingStatusName[] = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"];
 
 function user(i: number): SocialUserRecord {
   return {

@@ -2,11 +2,13 @@ import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { buildServer } from "../../src/server.js";
 import { ApiKeyVerifier } from "../../src/store/api-keys.js";
 import { openReadOnly } from "../../src/store/database.js";
+import type { Fixture } from "./fixture.js";
 import { ReadStore } from "../../src/store/read-store.js";
 
 // A real server on an ephemeral loopback port, and real clients for it.
@@ -82,4 +84,21 @@ export async function restGet(
   }
   const response = await fetch(url, { headers: key === undefined ? {} : { "x-api-key": key } });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that build the fixture store and serve
+ * it; the returned object is filled in before the first test runs.
+ */
+export function useFixtureServer(build: () => Fixture): { f: Fixture; server: TestServer } {
+  const ctx = {} as { f: Fixture; server: TestServer };
+  beforeAll(async () => {
+    ctx.f = build();
+    ctx.server = await startTestServer(ctx.f.dbPath);
+  });
+  afterAll(async () => {
+    await ctx.server?.close();
+    ctx.f?.cleanup();
+  });
+  return ctx;
 }
