@@ -2,6 +2,8 @@ import { Command, Option } from "commander";
 import { ConfigError, DEFAULT_DB, DEFAULT_HOST, DEFAULT_PORT, resolveServeConfig } from "../config.js";
 import { StoreError } from "../store/database.js";
 import { CliError } from "./errors.js";
+import { KINDS } from "../ingest/kinds.js";
+import { runImport } from "./import.js";
 import { createKey, listKeys, revokeKey } from "./keys.js";
 import { serveUntilSignalled } from "./serve.js";
 
@@ -43,6 +45,17 @@ keys
   .addOption(dbOption())
   .argument("<id>", "key id, from `keys list`")
   .action((id: string, opts: { db: string }) => revokeKey(opts.db, id));
+
+program
+  .command("import")
+  .description("import an NDJSON file of one kind, atomically (creates the store if absent)")
+  .addOption(dbOption())
+  .option("--skip-invalid", "import the valid lines; write rejected ones with reasons to FILE.rejects.ndjson", false)
+  .argument("<kind>", `one of: ${KINDS.join(", ")}`)
+  .argument("<file>", "NDJSON file, or - for stdin")
+  .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean }) => {
+    await runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+  });
 
 try {
   await program.parseAsync(process.argv);

@@ -235,14 +235,45 @@ export class WriteStore {
     });
   }
 
+  /** Rows currently in the table that records of `kind` go to. */
+  rowCount(kind: RecordKind): number {
+    return (this.#db.prepare(`SELECT count(*) FROM ${TABLES[kind].table}`).pluck().get() as number) ?? 0;
+  }
+
+  /**
+   * Drops the secondary indexes of `kind`'s table (the natural key, which
+   * upserts need, is the primary key and stays) and returns a function that rebuilds them. Building an
+   * index once, sorted, is far cheaper than updating it row by row during a
+   * large import. Both happen inside the caller's transaction, so readers see
+   * the old indexes until it commits, and a killed import loses nothing.
+   */
+  deferIndexes(kind: RecordKind): () => void {
+    const { table } = TABLES[kind];
+    const indexes = this.#db
+      .prepare(
+        `SELECT name, sql FROM sqlite_master
+         WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`,
+      )
+      .all(table) as { name: string; sql: string }[];
+    for (const { name } of indexes) this.#db.exec(`DROP INDEX ${name}`);
+    this.#upserters.delete(kind);
+    return () => {
+      for (const { sql } of indexes) this.#db.exec(sql);
+      this.#upserters.delete(kind);
+    };
+  }
+
   /**
    * Inserts a new row, or updates the row with the same natural key when any
    * value differs; reports which happened so imports can count them.
    */
   #upsert(kind: RecordKind, row: Columns): UpsertResult {
     const u = this.#upserter(kind);
-    if (u.insert.run(row).changes > 0) return "inserted";
-    return u.update.run(row).changes > 0 ? "updated" : "unchanged";
+    // Positional binding: markedly faster than binding by name on hot imports.
+    const keys = u.spec.key.map((c) => row[c]);
+    const values = u.spec.values.map((c) => row[c]);
+    if (u.insert.run(...keys, ...values).changes > 0) return "inserted";
+    return u.update.run(...values, ...keys, ...values).changes > 0 ? "updated" : "unchanged";
   }
 
   #upserter(kind: RecordKind): Upserter {
@@ -250,15 +281,14 @@ export class WriteStore {
     if (!u) {
       const spec: TableSpec = TABLES[kind];
       const all = [...spec.key, ...spec.values];
+      const marks = (n: number) => Array(n).fill("?").join(", ");
       u = {
         spec,
-        insert: this.#db.prepare(
-          `INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${all.map((c) => `@${c}`).join(", ")})`,
-        ),
+        insert: this.#db.prepare(`INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${marks(all.length)})`),
         update: this.#db.prepare(
-          `UPDATE ${spec.table} SET ${spec.values.map((c) => `${c} = @${c}`).join(", ")}
-           WHERE ${spec.key.map((c) => `${c} = @${c}`).join(" AND ")}
-             AND (${spec.values.map((c) => `${c}`).join(", ")}) IS NOT (${spec.values.map((c) => `@${c}`).join(", ")})`,
+          `UPDATE ${spec.table} SET ${spec.values.map((c) => `${c} = ?`).join(", ")}
+           WHERE ${spec.key.map((c) => `${c} = ?`).join(" AND ")}
+             AND (${spec.values.join(", ")}) IS NOT (${marks(spec.values.length)})`,
         ),
       };
       this.#upserters.set(kind, u);

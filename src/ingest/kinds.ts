@@ -1,0 +1,212 @@
+import { compareDecimal } from "../domain/formats.js";
+import type { RecordKind, UpsertResult, WriteStore } from "../store/write-store.js";
+import * as f from "./fields.js";
+import type { Problem } from "./fields.js";
+
+// The importable kinds of decisions.md: each is the API's own JSON record
+// (plus contractAddress where the API record lacks it), checked field by
+// field, with the cross-field rules, and written by the store's upsert.
+
+const socialUser = f.object({
+  id: f.nonEmpty,
+  screenName: f.string,
+  profileImageUrl: f.url,
+  description: f.string,
+  name: f.string,
+  location: f.string,
+  followersCount: f.count,
+  verified: f.bool,
+  statusesCount: f.count,
+  favouritesCount: f.count,
+  protected: f.bool,
+});
+
+const tweetFields = {
+  id: f.nonEmpty,
+  user: f.nested(socialUser),
+  source: f.string,
+  text: f.string,
+  retweetCount: f.count,
+  favoriteCount: f.count,
+  possiblySensitive: f.bool,
+  lang: f.string,
+  createdAt: f.twitterTime,
+  date: f.isoMillis,
+  originalId: f.string,
+  originalText: f.string,
+  originalTweet: f.bool,
+  interaction: f.count,
+};
+
+interface TweetShape {
+  retweetCount: number;
+  favoriteCount: number;
+  interaction: number;
+}
+
+function interactionRule(t: TweetShape, problems: Problem[], path = ""): void {
+  if (t.interaction !== t.retweetCount + t.favoriteCount) {
+    problems.push({
+      field: `${path}interaction`,
+      reason: `must equal retweetCount + favoriteCount (${t.retweetCount + t.favoriteCount}), got ${t.interaction}`,
+    });
+  }
+}
+
+// A retweeted post is a tweet record itself (without contractAddress); it is
+// stored as its JSON text.
+const retweet: f.Check<string | null> = (v) => {
+  if (v === null) return null;
+  const problems: Problem[] = [];
+  const parsed = retweetRecord(v, problems);
+  if (parsed) interactionRule(parsed, problems);
+  if (problems.length > 0 || !parsed) throw new f.NestedProblems(problems);
+  return JSON.stringify(v);
+};
+const retweetRecord = f.object({ ...tweetFields, retweetedStatus: (v: unknown) => retweet(v) });
+
+const attribute = f.object(
+  {
+    trait_type: f.string,
+    value: (v: unknown) => {
+      if (typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) || typeof v === "boolean") return v;
+      throw new f.FieldError(`must be a string, number or boolean, got ${JSON.stringify(v)}`);
+    },
+    display_type: f.string,
+  },
+  { display_type: "" },
+);
+
+const SHAPES = {
+  collections: f.object({ contractAddress: f.address, name: f.string }),
+  tokens: f.object(
+    {
+      contractAddress: f.address,
+      assetId: f.uint256,
+      currentOwner: f.ownerAddress,
+      attributes: f.arrayOf(attribute),
+    },
+    { currentOwner: "" },
+  ),
+  appraisals: f.object({
+    contractAddress: f.address,
+    assetId: f.uint256,
+    fairMarketValue: f.uint256,
+    confidence: f.confidence,
+    currency: f.currency,
+  }),
+  rarity: f.object({
+    contractAddress: f.address,
+    assetId: f.uint256,
+    currentOwner: f.ownerAddress,
+    rarityScore: f.finite,
+    statisticalRarity: f.finite,
+    rarityRank: f.positiveInt,
+  }),
+  sales: f.object({
+    hash: f.txHash,
+    from: f.address,
+    to: f.address,
+    contractAddress: f.address,
+    assetId: f.uint256,
+    timestamp: f.epochSeconds,
+    block: f.count,
+    price: f.uint256,
+    amountReceived: f.uint256,
+    currency: f.currency,
+    marketplace: f.marketplace,
+  }),
+  listings: f.object({
+    marketplaceId: f.marketplaceId,
+    marketplace: f.marketplace,
+    contractAddress: f.address,
+    assetId: f.uint256,
+    createdAt: f.epochSeconds,
+    lastUpdatedAt: f.epochSeconds,
+    price: f.uint256,
+    currency: f.currency,
+    status: f.listingStatus,
+  }),
+  influencers: f.object({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite }),
+  tweets: f.object({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet }),
+  scores: f.object({
+    name: f.string,
+    contractAddress: f.address,
+    hype: f.finite,
+    gains: f.finite,
+    community: f.finite,
+    total: f.finite,
+  }),
+};
+
+export type Kind = keyof typeof SHAPES;
+export const KINDS = Object.keys(SHAPES) as Kind[];
+
+type RecordOf<K extends Kind> = NonNullable<ReturnType<(typeof SHAPES)[K]>>;
+
+
+
+/** Rules across fields, after every field passed. */
+const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[]) => void } = {
+  sales: (r, problems) => {
+    if (compareDecimal(r.amountReceived, r.price) > 0) {
+      problems.push({ field: "amountReceived", reason: `must not exceed price (${r.price}), got ${r.amountReceived}` });
+    }
+  },
+  listings: (r, problems) => {
+    if (r.lastUpdatedAt < r.createdAt) {
+      problems.push({ field: "lastUpdatedAt", reason: `must not be before createdAt (${r.createdAt}), got ${r.lastUpdatedAt}` });
+    }
+  },
+  tweets: (r, problems) => interactionRule(r, problems),
+};
+
+const WRITERS: { [K in Kind]: (store: WriteStore, r: RecordOf<K>) => UpsertResult } = {
+  collections: (s, r) => s.upsertCollection(r),
+  tokens: (s, r) => s.upsertToken(r),
+  appraisals: (s, r) => s.upsertAppraisal(r),
+  rarity: (s, r) => s.upsertRarity(r),
+  sales: (s, r) => s.upsertSale(r),
+  listings: (s, r) => s.upsertListing(r),
+  influencers: (s, r) => s.upsertInfluencer(r),
+  tweets: (s, { retweetedStatus, ...r }) => s.upsertTweet({ ...r, retweetedStatusJson: retweetedStatus }),
+  scores: (s, r) => s.upsertScore(r),
+};
+
+/** The store table each kind fills (for bulk-load index handling). */
+export const TABLE_OF: { [K in Kind]: RecordKind } = {
+  collections: "collection",
+  tokens: "token",
+  appraisals: "appraisal",
+  rarity: "rarity",
+  sales: "sale",
+  listings: "listing",
+  influencers: "influencer",
+  tweets: "tweet",
+  scores: "score",
+};
+
+export interface KindHandler {
+  /** The checked record, or undefined with `problems` filled in. */
+  check(value: unknown, problems: Problem[]): unknown;
+  write(store: WriteStore, record: unknown): UpsertResult;
+}
+
+export function handlerFor<K extends Kind>(kind: K): KindHandler {
+  const shape = SHAPES[kind] as (v: unknown, p: Problem[]) => RecordOf<K> | undefined;
+  const rule = RULES[kind] as ((r: RecordOf<K>, p: Problem[]) => void) | undefined;
+  const write = WRITERS[kind] as (s: WriteStore, r: RecordOf<K>) => UpsertResult;
+  return {
+    check(value, problems) {
+      const record = shape(value, problems);
+      if (record === undefined) return undefined;
+      rule?.(record, problems);
+      return problems.length > 0 ? undefined : record;
+    },
+    write: (store, record) => write(store, record as RecordOf<K>),
+  };
+}
+
+export function isKind(s: string): s is Kind {
+  return (KINDS as string[]).includes(s);
+}
