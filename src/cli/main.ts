@@ -3,6 +3,7 @@ import { ConfigError, DEFAULT_DB, DEFAULT_HOST, DEFAULT_PORT, resolveServeConfig
 import { StoreError } from "../store/database.js";
 import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
+import { runDerive } from "./derive.js";
 import { runImport } from "./import.js";
 import { createKey, listKeys, revokeKey } from "./keys.js";
 import { serveUntilSignalled } from "./serve.js";
@@ -55,6 +56,15 @@ program
   .argument("<file>", "NDJSON file, or - for stdin")
   .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean }) => {
     await runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+  });
+
+program
+  .command("derive")
+  .description("compute rarity (OpenRarity method) and appraisals for every collection with tokens or sales")
+  .addOption(dbOption())
+  .option("--collection <address>", "only this collection")
+  .action((opts: { db: string; collection?: string }) => {
+    runDerive(opts.db, opts.collection);
   });
 
 try {

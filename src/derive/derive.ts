@@ -1,0 +1,86 @@
+import { DeriveStore } from "../store/derive-store.js";
+import type { Db } from "../store/database.js";
+import { AppraisalModel, formatConfidence } from "./appraisal.js";
+import { computeRarity, traitVectors } from "./rarity.js";
+
+// Derived data sets of a collection: rarity from its tokens, appraisals from
+// its sales (valued at the time of its latest sale).
+
+export interface DeriveResult {
+  contractAddress: string;
+  tokens: number;
+  entropy: number;
+  rarityMs: number;
+  sales: number;
+  appraisals: number;
+  appraisalMs: number;
+}
+
+export function deriveCollection(db: Db, contractAddress: string): DeriveResult {
+  const store = new DeriveStore(db);
+  const collectionId = store.collectionId(contractAddress);
+  if (collectionId === undefined) throw new Error(`collection ${contractAddress} not found`);
+  const tokens = store.tokens(collectionId);
+  const sales = store.sales(collectionId);
+
+  let started = performance.now();
+  const rarity = computeRarity(tokens);
+  const lastBuyer = new Map<string, string>();
+  for (const s of sales) lastBuyer.set(s.assetId, s.buyer);
+  const ownerOf = new Map(tokens.map((t) => [t.assetId, t.currentOwner || lastBuyer.get(t.assetId) || ""]));
+  // Without tokens there is nothing to derive rarity from; rarity imported
+  // from elsewhere is kept.
+  if (tokens.length > 0) store.replaceRarity(
+    collectionId,
+    rarity.tokens.map((t) => ({
+      contractAddress,
+      assetId: t.assetId,
+      currentOwner: ownerOf.get(t.assetId) ?? "",
+      rarityScore: t.rarityScore,
+      statisticalRarity: t.statisticalRarity,
+      rarityRank: t.rarityRank,
+    })),
+  );
+  const rarityMs = performance.now() - started;
+
+  started = performance.now();
+  let appraisals = 0;
+  if (sales.length > 0) {
+    const traits = traitVectors(tokens);
+    const model = new AppraisalModel((id) => traits.get(id));
+    for (const s of sales) model.observe(s);
+    const at = sales[sales.length - 1]!.timestamp + 1;
+    const rows = [];
+    // Every token, and every asset that sold even if its token was never imported.
+    const assets = new Set([...tokens.map((t) => t.assetId), ...lastBuyer.keys()]);
+    for (const assetId of assets) {
+      const a = model.appraise(assetId, at);
+      if (a && a.fairMarketValue > 0n) {
+        rows.push({
+          contractAddress,
+          assetId,
+          fairMarketValue: a.fairMarketValue.toString(),
+          confidence: formatConfidence(a.confidence),
+        });
+      }
+    }
+    store.replaceAppraisals(collectionId, rows);
+    appraisals = rows.length;
+  }
+  return {
+    contractAddress,
+    tokens: tokens.length,
+    entropy: rarity.entropy,
+    rarityMs,
+    sales: sales.length,
+    appraisals,
+    appraisalMs: performance.now() - started,
+  };
+}
+
+/** Derives every collection that has tokens or sales, or just `only`. */
+export function deriveAll(db: Db, only?: string): DeriveResult[] {
+  const store = new DeriveStore(db);
+  const targets = only === undefined ? store.collectionsToDerive() : [only];
+  return targets.map((address) => deriveCollection(db, address));
+}
