@@ -3,7 +3,9 @@ import { ConfigError, DEFAULT_DB, DEFAULT_HOST, DEFAULT_PORT, resolveServeConfig
 import { StoreError } from "../store/database.js";
 import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
+import { runDemo } from "./demo.js";
 import { runDerive } from "./derive.js";
+import { runStart } from "./start.js";
 import { runImport } from "./import.js";
 import { createKey, listKeys, revokeKey } from "./keys.js";
 import { serveUntilSignalled } from "./serve.js";
@@ -56,6 +58,26 @@ program
   .argument("<file>", "NDJSON file, or - for stdin")
   .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean }) => {
     await runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+  });
+
+program
+  .command("demo")
+  .description("build a deterministic, realistic demo data set through import and derive")
+  .addOption(dbOption())
+  .option("--seed <n>", "random seed: the same seed gives the same store", "1")
+  .addOption(new Option("--scale <scale>", "data set size").choices(["small", "default", "large"]).default("default"))
+  .action(async (opts: { db: string; seed: string; scale: string }) => {
+    await runDemo(opts.db, opts.seed, opts.scale);
+  });
+
+program
+  .command("start")
+  .description("serve the default store, building the demo store and a demo key on the first run (npm start)")
+  .addOption(dbOption())
+  .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
+  .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
+  .action(async (opts: { db: string; port: string; host: string }) => {
+    await runStart(resolveServeConfig(opts, {}));
   });
 
 program

@@ -36,8 +36,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
 }
 
 /** Serves until SIGINT or SIGTERM, then shuts down gracefully. */
-export async function serveUntilSignalled(config: ServeConfig): Promise<void> {
+export async function serveUntilSignalled(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
   const server = await startServer(config);
+  onReady?.(server.url);
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
       server.app.log.info({ signal }, "shutting down: finishing requests in flight");

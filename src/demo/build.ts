@@ -1,0 +1,44 @@
+import type { Db } from "../store/database.js";
+import { deriveAll, type DeriveResult } from "../derive/derive.js";
+import { type ImportStats, importLines } from "../ingest/importer.js";
+import type { Kind } from "../ingest/kinds.js";
+import { generateDemo, type Scale } from "./generate.js";
+
+// The demo store is built the way an operator builds a real one: generated
+// records go through the NDJSON importer (as text lines) and then derive.
+
+export const DEMO_IMPORT_ORDER: Kind[] = ["collections", "tokens", "sales", "listings", "influencers", "tweets", "scores"];
+
+export interface DemoProgress {
+  startKind(kind: Kind, rows: number): void;
+  progress(kind: Kind, rows: number): void;
+  endKind(kind: Kind, stats: ImportStats, seconds: number): void;
+  deriving(): void;
+}
+
+export interface DemoResult {
+  imported: Record<string, ImportStats>;
+  derived: DeriveResult[];
+}
+
+export async function buildDemo(db: Db, seed: number, scale: Scale, progress?: DemoProgress): Promise<DemoResult> {
+  const data = generateDemo(seed, scale);
+  const imported: Record<string, ImportStats> = {};
+  for (const kind of DEMO_IMPORT_ORDER) {
+    const records = data[kind];
+    progress?.startKind(kind, records.length);
+    const started = performance.now();
+    imported[kind] = await importLines(db, asLines(records), {
+      kind,
+      skipInvalid: false,
+      onProgress: (s) => progress?.progress(kind, s.lines),
+    });
+    progress?.endKind(kind, imported[kind]!, (performance.now() - started) / 1000);
+  }
+  progress?.deriving();
+  return { imported, derived: deriveAll(db) };
+}
+
+async function* asLines(records: readonly object[]): AsyncIterable<string> {
+  for (const r of records) yield JSON.stringify(r);
+}

@@ -1,0 +1,331 @@
+import type { Kind } from "../ingest/kinds.js";
+import { cumulative, Random, zipfCumulative } from "./random.js";
+
+// A deterministic, realistic market: collections with skewed trait
+// frequencies, a random-walk floor per collection, sales priced by floor
+// times trait premiums on six marketplaces (fees taken from amountReceived,
+// sweeps of several tokens in one transaction), listings in all four states,
+// and the social side (users, influencer scores, tweets, collection scores).
+// Everything is derived from the seed; nothing from the clock.
+
+export type Scale = "small" | "default" | "large";
+
+interface ScalePlan {
+  /** Token count and sales count per collection. */
+  collections: { tokens: number; sales: number }[];
+  users: number;
+  tweetsPerCollection: number;
+  influencersPerCollection: number;
+}
+
+export const SCALES: Record<Scale, ScalePlan> = {
+  small: {
+    collections: [
+      { tokens: 1200, sales: 4000 },
+      { tokens: 500, sales: 1500 },
+      { tokens: 200, sales: 500 },
+    ],
+    users: 60,
+    tweetsPerCollection: 30,
+    influencersPerCollection: 15,
+  },
+  default: {
+    collections: [
+      { tokens: 10_000, sales: 90_000 },
+      { tokens: 5_000, sales: 50_000 },
+      { tokens: 3_333, sales: 33_000 },
+      { tokens: 1_000, sales: 16_000 },
+      { tokens: 777, sales: 12_000 },
+    ],
+    users: 400,
+    tweetsPerCollection: 150,
+    influencersPerCollection: 40,
+  },
+  large: {
+    collections: [
+      { tokens: 10_000, sales: 400_000 },
+      { tokens: 10_000, sales: 250_000 },
+      { tokens: 8_888, sales: 200_000 },
+      { tokens: 5_000, sales: 100_000 },
+      { tokens: 3_000, sales: 50_000 },
+    ],
+    users: 1000,
+    tweetsPerCollection: 400,
+    influencersPerCollection: 50,
+  },
+};
+
+/** The demo's market ends here (2026-11-01T00:00:00Z) and spans two years before. */
+export const DEMO_END = 1_793_491_200;
+const SPAN = 730 * 86_400;
+export const DEMO_START = DEMO_END - SPAN;
+const FIRST_BLOCK = 16_000_000;
+const WEI_PER_MICRO_ETH = 10n ** 12n;
+
+const NAMES = ["Lunar Apes", "Pixel Owls", "Cyber Koi", "Meta Moths", "Quantum Cats", "Neon Foxes", "Astro Frogs"];
+
+const TRAITS: { type: string; presence: number; values: string[] }[] = [
+  { type: "Background", presence: 1, values: ["Blue", "Orange", "Aquamarine", "Yellow", "Gray", "Purple", "Army Green", "New Punk Blue", "Gold"] },
+  { type: "Fur", presence: 1, values: ["Brown", "Gray", "Dark Brown", "Black", "Golden Brown", "Cream", "Tan", "Red", "Pink", "White", "Blue", "Zombie", "Robot", "Trippy", "Solid Gold"] },
+  { type: "Eyes", presence: 1, values: ["Bored", "Sleepy", "Robot", "Coins", "Blindfold", "Sad", "Angry", "Hypnotized", "3d", "Laser Eyes", "Heart", "Crazy", "Blue Beams", "Cyborg"] },
+  { type: "Mouth", presence: 1, values: ["Bored", "Grin", "Phoneme Vuh", "Bored Cigarette", "Jovial", "Rage", "Dumbfounded", "Bored Pipe", "Discomfort", "Small Grin", "Gold Grill", "Diamond Grill"] },
+  { type: "Hat", presence: 0.78, values: ["Fez", "Beanie", "Sea Captain's Hat", "Bayc Flipped Brim", "Army Hat", "Cowboy Hat", "Halo", "Party Hat", "Bunny Ears", "Laurel Wreath", "King's Crown", "Trippy Captain's Hat"] },
+  { type: "Clothes", presence: 0.82, values: ["Striped Tee", "Bone Necklace", "Vietnam Jacket", "Sailor Shirt", "Leather Jacket", "Hawaiian", "Tuxedo Tee", "Space Suit", "Kings Robe", "Black Suit", "Admirals Coat"] },
+  { type: "Earring", presence: 0.3, values: ["Silver Hoop", "Gold Stud", "Silver Stud", "Gold Hoop", "Diamond Stud", "Cross"] },
+];
+
+const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"] as const;
+const MARKET_WEIGHTS = cumulative([0.42, 0.36, 0.07, 0.05, 0.06, 0.04]);
+/** Marketplace fee plus creator royalty, per mille, taken from the seller. */
+const FEES: Record<(typeof MARKETPLACES)[number], bigint> = {
+  OPENSEA: 75n,
+  BLUR: 5n,
+  LOOKSRARE: 70n,
+  X2Y2: 5n,
+  SUDOSWAP: 5n,
+  OTHER: 10n,
+};
+
+export type DemoRecords = { [K in Kind]: object[] };
+
+interface Token {
+  assetId: string;
+  attributes: { trait_type: string; value: string }[];
+  /** ln of the token's price premium over the floor. */
+  premium: number;
+  owner: string;
+}
+
+export function generateDemo(seed: number, scale: Scale): DemoRecords {
+  const rnd = new Random(seed);
+  const plan = SCALES[scale];
+  const out: DemoRecords = {
+    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], influencers: [], tweets: [], scores: [],
+  };
+  const wallets = Array.from({ length: 5000 }, () => `0x${rnd.hex(40)}`);
+  const users = Array.from({ length: plan.users }, (_, i) => socialUser(rnd, i));
+
+  plan.collections.forEach((size, c) => {
+    const address = `0x${rnd.hex(40)}`;
+    const name = NAMES[c % NAMES.length]!;
+    out.collections.push({ contractAddress: address, name });
+
+    const tokens = makeTokens(rnd, size.tokens, wallets);
+    const floor = floorWalk(rnd, 0.5 + rnd.next() * 12);
+    const hot = zipfCumulative(tokens.length, 0.6);
+    const order = tokens.map((_, i) => i);
+    shuffle(rnd, order);
+
+    // Sale events, oldest first; some are sweeps of several tokens in one transaction.
+    const times = Array.from({ length: size.sales }, () => DEMO_START + Math.floor(rnd.next() * SPAN)).sort((a, b) => a - b);
+    let i = 0;
+    while (i < times.length) {
+      const t = times[i]!;
+      const sweep = rnd.chance(0.04) ? rnd.int(2, 5) : 1;
+      const hash = `0x${rnd.hex(64)}`;
+      const buyer = rnd.pick(wallets);
+      const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
+      const block = FIRST_BLOCK + Math.floor((t - DEMO_START) / 12);
+      const picked = new Set<number>();
+      for (let k = 0; k < sweep && i < times.length; k++, i++) {
+        let idx = order[rnd.weighted(hot)]!;
+        while (picked.has(idx)) idx = (idx + 1) % tokens.length;
+        picked.add(idx);
+        const token = tokens[idx]!;
+        const eth = floor(t) * Math.exp(token.premium + rnd.normal(0, 0.12));
+        const price = BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH;
+        out.sales.push({
+          hash,
+          from: token.owner,
+          to: buyer,
+          contractAddress: address,
+          assetId: token.assetId,
+          timestamp: t,
+          block,
+          price: price.toString(),
+          amountReceived: ((price * (1000n - FEES[marketplace])) / 1000n).toString(),
+          currency: "ETH",
+          marketplace,
+        });
+        token.owner = buyer;
+      }
+    }
+
+    for (const token of tokens) {
+      out.tokens.push({ contractAddress: address, assetId: token.assetId, currentOwner: token.owner, attributes: token.attributes });
+    }
+
+    const listings = Math.round(size.tokens * 1.5);
+    for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor));
+
+    const influencerPool = [...users];
+    shuffle(rnd, influencerPool);
+    influencerPool.slice(0, Math.min(plan.influencersPerCollection, users.length)).forEach((user) => {
+      const score = Math.round(Math.min(100, Math.log10(1 + user.followersCount) * 14 + rnd.normal(0, 6)) * 100) / 100;
+      out.influencers.push({ contractAddress: address, user, score: Math.max(0, score) });
+    });
+
+    for (let k = 0; k < plan.tweetsPerCollection; k++) out.tweets.push(tweet(rnd, address, name, rnd.pick(users)));
+
+    const hype = round2(20 + rnd.next() * 80);
+    const gains = round2(rnd.normal(0, 25));
+    const community = round2(30 + rnd.next() * 70);
+    out.scores.push({ name, contractAddress: address, hype, gains, community, total: round2((hype + gains + community) / 3) });
+  });
+  return out;
+}
+
+function makeTokens(rnd: Random, count: number, wallets: string[]): Token[] {
+  const traitPlan = TRAITS.map((t) => {
+    const weights = zipfCumulative(t.values.length, 1.1);
+    // Rarer values command higher premiums.
+    const total = weights[weights.length - 1]!;
+    const premiums = t.values.map((_, k) => 0.35 * Math.log(total / (1 / (k + 1) ** 1.1) / t.values.length) + rnd.normal(0, 0.05));
+    const order = t.values.map((_, k) => k);
+    shuffle(rnd, order);
+    return { ...t, weights, premiums, order };
+  });
+  const tokens: Token[] = [];
+  for (let id = 0; id < count; id++) {
+    const attributes: Token["attributes"] = [];
+    let premium = 0;
+    for (const t of traitPlan) {
+      if (!rnd.chance(t.presence)) continue;
+      const rank = rnd.weighted(t.weights);
+      attributes.push({ trait_type: t.type, value: t.values[t.order[rank]!]! });
+      premium += Math.max(0, t.premiums[rank]!);
+    }
+    tokens.push({ assetId: String(id), attributes, premium: premium * 0.5, owner: rnd.pick(wallets) });
+  }
+  return tokens;
+}
+
+/** Daily geometric random walk of the floor price in ETH, as a function of time. */
+function floorWalk(rnd: Random, start: number): (t: number) => number {
+  const days = Math.ceil(SPAN / 86_400) + 1;
+  const drift = rnd.normal(0, 0.002);
+  const levels = [start];
+  for (let d = 1; d < days; d++) levels.push(levels[d - 1]! * Math.exp(drift + rnd.normal(0, 0.035)));
+  return (t) => levels[Math.min(days - 1, Math.max(0, Math.floor((t - DEMO_START) / 86_400)))]!;
+}
+
+function listing(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number): object {
+  const token = rnd.pick(tokens);
+  const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
+  const createdAt = DEMO_START + Math.floor(rnd.next() * SPAN);
+  const age = DEMO_END - createdAt;
+  const r = rnd.next();
+  // Old listings have mostly ended; recent ones are mostly still open.
+  const status = age < 14 * 86_400 && r < 0.7 ? "CREATED" : r < 0.25 ? "FULFILLED" : r < 0.65 ? "CANCELLED" : r < 0.9 ? "EXPIRED" : "CREATED";
+  const lastUpdatedAt = status === "CREATED" ? createdAt : Math.min(DEMO_END, createdAt + rnd.int(60, 30 * 86_400));
+  const eth = floor(createdAt) * Math.exp(token.premium) * (1.02 + rnd.next() * 0.6);
+  const marketplaceId =
+    marketplace === "OPENSEA" || marketplace === "SUDOSWAP" ? `0x${rnd.hex(64)}` : rnd.digits(rnd.int(6, 12));
+  return {
+    marketplaceId,
+    marketplace,
+    contractAddress: address,
+    assetId: token.assetId,
+    createdAt,
+    lastUpdatedAt,
+    price: (BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH).toString(),
+    currency: "ETH",
+    status,
+  };
+}
+
+const FIRST = ["Ada", "Ben", "Chloe", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea", "Max", "Nia", "Oto", "Pia"];
+const LAST = ["Stone", "Rivers", "Nakamura", "Okafor", "Silva", "Larsen", "Moreau", "Kowalski", "Haddad", "Chen"];
+const PLACES = ["", "", "Lisbon", "Berlin", "NYC", "Seoul", "metaverse", "Lagos", "Toronto", "São Paulo"];
+const BIOS = ["", "collector. not financial advice.", "building onchain", "apes together strong", "floor sweeper", "artist + degen"];
+
+interface User {
+  id: string;
+  screenName: string;
+  profileImageUrl: string;
+  description: string;
+  name: string;
+  location: string;
+  followersCount: number;
+  verified: boolean;
+  statusesCount: number;
+  favouritesCount: number;
+  protected: boolean;
+}
+
+function socialUser(rnd: Random, i: number): User {
+  const first = rnd.pick(FIRST);
+  const last = rnd.pick(LAST);
+  const id = rnd.digits(rnd.int(9, 19));
+  const followers = Math.round(Math.exp(rnd.normal(7, 2)));
+  return {
+    id,
+    screenName: `${first.toLowerCase()}${last.toLowerCase()}${i}`,
+    profileImageUrl: `https://pbs.twimg.com/profile_images/${id}/avatar_normal.jpg`,
+    description: rnd.pick(BIOS),
+    name: `${first} ${last}`,
+    location: rnd.pick(PLACES),
+    followersCount: followers,
+    verified: followers > 50_000 && rnd.chance(0.5),
+    statusesCount: Math.round(Math.exp(rnd.normal(8, 1.2))),
+    favouritesCount: Math.round(Math.exp(rnd.normal(8.5, 1.3))),
+    protected: rnd.chance(0.02),
+  };
+}
+
+const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const TEMPLATES = [
+  "gm {name} fam, floor looking strong today",
+  "just swept three {name} off the floor. still early.",
+  "the {name} roadmap thread everyone asked for. a long read about utility, art and what comes next for holders",
+  "{name} trait rarity is so underpriced right now",
+  "who else is holding {name} through the dip?",
+  "new {name} pfp, what do you think",
+];
+const SOURCES = [
+  '<a href="https://mobile.twitter.com" rel="nofollow">Twitter Web App</a>',
+  '<a href="http://twitter.com/download/iphone" rel="nofollow">Twitter for iPhone</a>',
+  '<a href="http://twitter.com/download/android" rel="nofollow">Twitter for Android</a>',
+];
+
+function tweet(rnd: Random, address: string, name: string, user: User): object {
+  const t = DEMO_START + Math.floor(rnd.next() * SPAN);
+  const d = new Date(t * 1000);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const createdAt = `${DAYS[d.getUTCDay()]} ${MONTHS[d.getUTCMonth()]} ${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} +0000 ${d.getUTCFullYear()}`;
+  const id = `1${rnd.digits(18)}`;
+  const full = rnd.pick(TEMPLATES).replaceAll("{name}", name);
+  const text = full.length > 80 ? `${full.slice(0, 79)}… https://t.co/${rnd.hex(10)}` : full;
+  const retweetCount = Math.round(Math.exp(rnd.normal(2.5, 1.5)));
+  const favoriteCount = Math.round(Math.exp(rnd.normal(4, 1.5)));
+  return {
+    contractAddress: address,
+    id,
+    user,
+    source: rnd.pick(SOURCES),
+    text,
+    retweetCount,
+    favoriteCount,
+    possiblySensitive: rnd.chance(0.02),
+    lang: rnd.chance(0.9) ? "en" : rnd.pick(["es", "pt", "ja", "ko", "fr"]),
+    retweetedStatus: null,
+    createdAt,
+    date: `${d.toISOString().slice(0, 23)}+00:00`,
+    originalId: id,
+    originalText: full,
+    originalTweet: true,
+    interaction: retweetCount + favoriteCount,
+  };
+}
+
+function shuffle<T>(rnd: Random, a: T[]): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd.next() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
