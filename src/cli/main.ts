@@ -76,8 +76,9 @@ program
   .addOption(dbOption())
   .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
   .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
-  .action(async (opts: { db: string; port: string; host: string }) => {
-    await runStart(resolveServeConfig(opts, {}));
+  .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
+  .action(async (opts: { db: string; port: string; host: string; demoScale: string }) => {
+    await runStart(resolveServeConfig(opts, {}), opts.demoScale);
   });
 
 program

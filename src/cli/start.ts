@@ -12,11 +12,11 @@ export function demoKeyPath(dbPath: string): string {
   return `${dbPath}.demo-key`;
 }
 
-export async function runStart(config: ServeConfig): Promise<void> {
+export async function runStart(config: ServeConfig, demoScale = "default"): Promise<void> {
   const keyFile = demoKeyPath(config.db);
   if (!existsSync(config.db)) {
     process.stderr.write(`No store at ${config.db}: building the demo store (done once; later starts reuse it).\n`);
-    await runDemo(config.db, "1", "default");
+    await runDemo(config.db, "1", demoScale);
   }
   let key = existsSync(keyFile) ? readFileSync(keyFile, "utf8").trim() : undefined;
   let address: string | undefined;

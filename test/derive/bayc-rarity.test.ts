@@ -33,3 +33,64 @@ describe.skipIf(!haveBayc)("BAYC rarity matches OpenRarity 0.7.5", () => {
     expect(byId.get(id)!.rarityRank).toBe(rank);
   });
 });
+
+describe.skipIf(!haveBayc)("BAYC through the import and derive commands", () => {
+  it("serves the published ranks", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { runCli } = await import("../cli/run-cli.js");
+    const { openReadOnly } = await import("../../src/store/database.js");
+    const { ReadStore } = await import("../../src/store/read-store.js");
+    const dir = mkdtempSync(join(tmpdir(), "marketdata-bayc-"));
+    try {
+      const db = join(dir, "bayc.sqlite");
+      expect(runCli(["import", "--db", db, "tokens", BAYC]).stderr).toMatch(/10000 rows read, 10000 inserted/);
+      const derive = runCli(["derive", "--db", db]);
+      expect(derive.stderr).toMatch(/rarity of 10000 tokens \(H = 27\.90969 bits\)/);
+      const conn = openReadOnly(db);
+      const store = new ReadStore(conn);
+      const id = store.collectionId("0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d")!;
+      const ranks = Object.fromEntries(store.rarityByAsset(id, ["7495", "2100", "5020", "6784", "5777"]).map((r) => [r.assetId, r.rarityRank]));
+      const first = store.rarityPage(id, { limit: 1, after: null }).rows[0]!;
+      conn.close();
+      expect(ranks).toEqual({ "7495": 1, "2100": 10, "5020": 3101, "6784": 7344, "5777": 10000 });
+      expect(first).toMatchObject({ assetId: "7495", rarityRank: 1, currentOwner: "" });
+      expect(first.rarityScore).toBeCloseTo(1.5069744270097576, 12);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("rank ties", () => {
+  it("tokens with equal scores share a rank, and the next rank skips (1, 2, 2, 4)", () => {
+    const fur = (value: string) => [{ trait_type: "Fur", value }];
+    const result = computeRarity([
+      { assetId: "10", attributes: fur("gray") },
+      { assetId: "2", attributes: fur("gold") },
+      { assetId: "1", attributes: fur("red") },
+      { assetId: "3", attributes: fur("gold") },
+      { assetId: "5", attributes: fur("gray") },
+      { assetId: "4", attributes: fur("Gray ") },
+    ]);
+    expect(result.tokens.map((t) => [t.assetId, t.rarityRank])).toEqual([
+      ["1", 1],
+      ["2", 2],
+      ["3", 2],
+      ["4", 4],
+      ["5", 4],
+      ["10", 4],
+    ]);
+  });
+
+  it("ranks tokens with more unique traits first, whatever their score", () => {
+    const result = computeRarity([
+      { assetId: "1", attributes: [{ trait_type: "Hat", value: "crown" }, { trait_type: "Fur", value: "a" }] },
+      { assetId: "2", attributes: [{ trait_type: "Fur", value: "b" }] },
+      { assetId: "3", attributes: [{ trait_type: "Fur", value: "b" }] },
+    ]);
+    expect(result.tokens[0]).toMatchObject({ assetId: "1", rarityRank: 1 });
+    expect(result.tokens[0]!.uniqueTraits).toBe(3);
+  });
+});

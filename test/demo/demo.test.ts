@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { backtestCollection, emptyErrors, median } from "../../src/derive/backtest.js";
+import { traitVectors } from "../../src/derive/rarity.js";
+import { buildDemo } from "../../src/demo/build.js";
+import { ApiKeyAdmin } from "../../src/store/api-keys.js";
+import { openReadOnly, openWritable } from "../../src/store/database.js";
+import { DeriveStore } from "../../src/store/derive-store.js";
+import { dumpStore } from "../support/dump.js";
+import { restGet, startTestServer, type TestServer } from "../support/server.js";
+
+const dir = mkdtempSync(join(tmpdir(), "marketdata-demo-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function demo(name: string, seed: number): Promise<string> {
+  const path = join(dir, name);
+  const db = openWritable(path);
+  await buildDemo(db, seed, "small");
+  db.close();
+  return path;
+}
+
+describe("demo store", () => {
+  let a: string;
+  beforeAll(async () => {
+    a = await demo("a.sqlite", 7);
+  });
+
+  it("is the same for the same seed, and differs for another", async () => {
+    const again = await demo("b.sqlite", 7);
+    expect(dumpStore(again)).toEqual(dumpStore(a));
+    const other = await demo("c.sqlite", 8);
+    expect(dumpStore(other).sales).not.toEqual(dumpStore(a).sales);
+  });
+
+  it("has what the issue asks for: skewed traits, six marketplaces, sweeps, fees, four listing states", () => {
+    const d = dumpStore(a);
+    const sales = d.sales as { hash: string; marketplace: string; price: string; amount_received: string }[];
+    expect(new Set(sales.map((s) => s.marketplace))).toEqual(new Set(["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"]));
+    const perHash = new Map<string, number>();
+    for (const s of sales) perHash.set(s.hash, (perHash.get(s.hash) ?? 0) + 1);
+    expect([...perHash.values()].some((n) => n > 1)).toBe(true);
+    expect(sales.every((s) => BigInt(s.amount_received) <= BigInt(s.price))).toBe(true);
+    expect(sales.some((s) => BigInt(s.amount_received) < BigInt(s.price))).toBe(true);
+    expect(new Set((d.listings as { status: string }[]).map((l) => l.status))).toEqual(new Set(["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"]));
+    const tweets = d.tweets as { interaction: number; retweet_count: number; favorite_count: number }[];
+    expect(tweets.every((t) => t.interaction === t.retweet_count + t.favorite_count)).toBe(true);
+    // Skew: the most common fur is far more common than the rarest.
+    const furs = new Map<string, number>();
+    for (const t of d.tokens as { attributes: string }[]) {
+      const fur = (JSON.parse(t.attributes) as { trait_type: string; value: string }[]).find((x) => x.trait_type === "Fur");
+      if (fur) furs.set(fur.value, (furs.get(fur.value) ?? 0) + 1);
+    }
+    const counts = [...furs.values()].sort((x, y) => y - x);
+    expect(counts[0]! / counts[counts.length - 1]!).toBeGreaterThan(5);
+  });
+
+  describe("served", () => {
+    let server: TestServer;
+    let key: string;
+    let collections: string[];
+    beforeAll(async () => {
+      const db = openWritable(a);
+      key = new ApiKeyAdmin(db).create("t").key;
+      collections = db.prepare("SELECT address FROM collections ORDER BY address").pluck().all() as string[];
+      db.close();
+      server = await startTestServer(a);
+    });
+    afterAll(() => server.close());
+
+    it("returns data on every endpoint for every demo collection", async () => {
+      expect(collections.length).toBe(3);
+      for (const contractAddress of collections) {
+        for (const path of ["/v1/asset/appraisals", "/v1/asset/rarity", "/v1/asset/sales", "/v1/asset/listings", "/v1/collection/influencers", "/v1/collection/tweets", "/v1/collection/scores"]) {
+          const { status, body } = await restGet(server.baseUrl, path, { contractAddress }, key);
+          expect(status, path).toBe(200);
+          expect((body.data as unknown[]).length, `${path} ${contractAddress}`).toBeGreaterThan(0);
+        }
+        const stats = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress }, key);
+        expect((stats.body.data as { totalNumSales: number }).totalNumSales).toBeGreaterThan(0);
+      }
+    });
+  });
+
+  it("appraisals beat both naive baselines in the backtest", () => {
+    const db = openReadOnly(a);
+    const store = new DeriveStore(db);
+    const errors = emptyErrors();
+    for (const address of store.collectionsToDerive()) {
+      const id = store.collectionId(address)!;
+      const traits = traitVectors(store.tokens(id));
+      backtestCollection(store.sales(id), (x) => traits.get(x), errors);
+    }
+    db.close();
+    expect(errors.model.length).toBeGreaterThan(1000);
+    expect(median(errors.model)).toBeLessThan(median(errors.weekMedian));
+    expect(median(errors.model)).toBeLessThan(median(errors.lastSale));
+  });
+
+  it("every appraisal has a confidence in [0, 1] written as text", () => {
+    const rows = dumpStore(a).appraisals as { confidence: string; fair_market_value: string }[];
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) {
+      expect(r.confidence).toMatch(/^[01]\.[0-9]{4}$/);
+      expect(Number(r.confidence)).toBeLessThanOrEqual(1);
+      expect(BigInt(r.fair_market_value) > 0n).toBe(true);
+    }
+  });
+});
