@@ -21,6 +21,7 @@ export function openWritable(path: string): Db {
   // Imports touch index pages all over the file; a large cache keeps them in
   // memory (the pages are only allocated as needed).
   db.pragma("cache_size = -262144");
+  db.pragma("temp_store = MEMORY");
   migrate(db);
   return db;
 }

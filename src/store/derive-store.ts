@@ -1,5 +1,6 @@
 import type { Db } from "./database.js";
 import { assetIdSql } from "./asset-key.js";
+import { hexSql } from "./hex.js";
 import { WriteStore } from "./write-store.js";
 import type { AppraisalRow, RarityRow } from "./read-store.js";
 
@@ -57,7 +58,7 @@ export class DeriveStore {
   sales(collectionId: number): SaleForModel[] {
     const rows = this.#db
       .prepare(
-        `SELECT ${assetIdSql("")}, timestamp, price, buyer FROM sales INDEXED BY sales_by_time
+        `SELECT ${assetIdSql("")}, timestamp, price, ${hexSql("buyer", "buyer")} FROM sales INDEXED BY sales_by_time
          WHERE collection_id = ? ORDER BY timestamp, block, hash, asset_key`,
       )
       .all(collectionId) as { asset_id: string; timestamp: number; price: string; buyer: string }[];

@@ -41,22 +41,25 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, asset_key);
 
-  -- Clustered on the natural key: the table is its own unique index.
+  -- A rowid table: rows append cheaply, and the secondary indexes point at
+  -- an 8-byte rowid rather than at the wide natural key.
   CREATE TABLE sales (
+    id INTEGER PRIMARY KEY,
     collection_id INTEGER NOT NULL REFERENCES collections(id),
     asset_key TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    seller TEXT NOT NULL,
-    buyer TEXT NOT NULL,
+    -- 32 and 20 raw bytes (store/hex.ts).
+    hash BLOB NOT NULL,
+    seller BLOB NOT NULL,
+    buyer BLOB NOT NULL,
     timestamp INTEGER NOT NULL,
     block INTEGER NOT NULL,
     price TEXT NOT NULL,
     amount_received TEXT NOT NULL,
     price_hi INTEGER,
     price_lo INTEGER,
-    marketplace TEXT NOT NULL,
-    PRIMARY KEY (hash, collection_id, asset_key)
-  ) WITHOUT ROWID;
+    marketplace TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_key);
   CREATE INDEX sales_by_time ON sales (
     collection_id, timestamp DESC, block DESC, hash, asset_key);
   -- Stats sums are covered by the asset and marketplace indexes.
@@ -66,6 +69,7 @@ export const MIGRATIONS: readonly string[] = [
     collection_id, marketplace, timestamp DESC, block DESC, hash, asset_key, price_hi, price_lo);
 
   CREATE TABLE listings (
+    id INTEGER PRIMARY KEY,
     marketplace TEXT NOT NULL,
     marketplace_id TEXT NOT NULL,
     collection_id INTEGER NOT NULL REFERENCES collections(id),
@@ -73,9 +77,9 @@ export const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL,
     last_updated_at INTEGER NOT NULL,
     price TEXT NOT NULL,
-    status TEXT NOT NULL,
-    PRIMARY KEY (marketplace, marketplace_id)
-  ) WITHOUT ROWID;
+    status TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX listings_natural_key ON listings (marketplace, marketplace_id);
   CREATE INDEX listings_by_time ON listings (collection_id, created_at DESC, marketplace, marketplace_id);
   CREATE INDEX listings_by_asset ON listings (collection_id, asset_key, created_at DESC, marketplace, marketplace_id);
   CREATE INDEX listings_by_marketplace ON listings (collection_id, marketplace, created_at DESC, marketplace_id);

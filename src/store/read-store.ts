@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
 import { compareDecimal } from "../domain/formats.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
+import { hexSql, hexToBytes } from "./hex.js";
 import { joinWei, sumWei } from "./wei.js";
 
 // Read side of the store: every query the service runs, prepared once (per
@@ -237,9 +238,10 @@ export class ReadStore {
       const [ts, block, hash, assetId] = page.after;
       where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
         AND (s.hash, s.asset_key) > (?, ?)))))`);
-      params.push(ts, ts, ts, block, block, hash, assetKey(assetId as string));
+      params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
     }
-    const sql = `SELECT c.address, s.hash, s.seller, s.buyer, ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
+    const sql = `SELECT c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
         s.amount_received, s.marketplace
       FROM sales s JOIN collections c ON c.id = s.collection_id
       WHERE ${where.join(" AND ")}

@@ -80,7 +80,7 @@ describe("import checks every field of every kind", () => {
     const path = join(dir, `case-${n++}.sqlite`);
     await importInto(path, "sales", [JSON.stringify({ ...VALID.sales, hash: `0x${"AB".repeat(32)}` })]);
     const db = openWritable(path);
-    const row = db.prepare("SELECT s.hash, c.address FROM sales s JOIN collections c ON c.id = s.collection_id").get();
+    const row = db.prepare("SELECT '0x' || lower(hex(s.hash)) AS hash, c.address FROM sales s JOIN collections c ON c.id = s.collection_id").get();
     db.close();
     expect(row).toEqual({ hash: `0x${"ab".repeat(32)}`, address: VALID.sales!.contractAddress!.toString().toLowerCase() });
   });
