@@ -43,44 +43,60 @@ export function normalizedTraits(token: TokenTraits): Map<string, string> {
 export function computeRarity(tokens: readonly TokenTraits[]): CollectionRarity {
   const n = tokens.length;
   if (n === 0) return { entropy: 0, tokens: [] };
-  const traitsOf = tokens.map(normalizedTraits);
 
-  // counts[type][value]; tokens lacking a type fall in its null category.
-  const counts = new Map<string, Map<string, number>>();
-  for (const traits of traitsOf) {
+  // Values are interned per trait type as small integers (0 is the null
+  // category), so counting and scoring work on typed arrays, not strings.
+  const typeIndex = new Map<string, number>();
+  const valueIds: Map<string, number>[] = [];
+  const perToken: Int32Array[] = [];
+  for (const token of tokens) {
+    const traits = normalizedTraits(token);
+    const ids = new Int32Array(traits.size * 2);
+    let k = 0;
     for (const [type, value] of traits) {
-      let values = counts.get(type);
-      if (!values) counts.set(type, (values = new Map()));
-      values.set(value, (values.get(value) ?? 0) + 1);
+      let t = typeIndex.get(type);
+      if (t === undefined) {
+        t = typeIndex.size;
+        typeIndex.set(type, t);
+        valueIds.push(new Map());
+      }
+      const values = valueIds[t]!;
+      let v = values.get(value);
+      if (v === undefined) values.set(value, (v = values.size + 1));
+      ids[k++] = t;
+      ids[k++] = v;
     }
+    perToken.push(ids);
   }
-  for (const values of counts.values()) {
-    let present = 0;
-    for (const c of values.values()) present += c;
-    if (present < n) values.set(NULL_VALUE, n - present);
+  const types = typeIndex.size;
+  const counts = valueIds.map((values) => new Float64Array(values.size + 1));
+  for (const ids of perToken) {
+    for (let k = 0; k < ids.length; k += 2) counts[ids[k]!]![ids[k + 1]!]! += 1;
   }
-
   let entropy = 0;
-  for (const values of counts.values()) {
-    for (const c of values.values()) {
-      const p = c / n;
-      entropy -= p * Math.log2(p);
-    }
+  for (const c of counts) {
+    let present = 0;
+    for (let v = 1; v < c.length; v++) present += c[v]!;
+    c[0] = n - present;
+    for (const x of c) if (x > 0) entropy -= (x / n) * Math.log2(x / n);
   }
   const divisor = entropy === 0 ? 1 : entropy;
-
-  const types = [...counts.keys()];
+  const bits = counts.map((c) => c.map((x) => (x > 0 ? -Math.log2(x / n) : 0)));
+  const nats = counts.map((c) => c.map((x) => (x > 0 ? Math.log(x / n) : 0)));
+  const dense = new Int32Array(types);
   const scored = tokens.map((token, i) => {
-    const traits = traitsOf[i]!;
+    const ids = perToken[i]!;
+    // Value id per type; 0, the null category, where the token lacks the type.
+    dense.fill(0);
+    for (let k = 0; k < ids.length; k += 2) dense[ids[k]!] = ids[k + 1]!;
     let information = 0;
     let logProbability = 0;
     let uniqueTraits = 0;
-    for (const type of types) {
-      const own = traits.get(type);
-      const c = counts.get(type)!.get(own ?? NULL_VALUE)!;
-      information -= Math.log2(c / n);
-      logProbability += Math.log(c / n);
-      if (own !== undefined && c === 1) uniqueTraits++;
+    for (let t = 0; t < types; t++) {
+      const v = dense[t]!;
+      information += bits[t]![v]!;
+      logProbability += nats[t]![v]!;
+      if (v !== 0 && counts[t]![v] === 1) uniqueTraits++;
     }
     return { assetId: token.assetId, rarityScore: information / divisor, statisticalRarity: logProbability, uniqueTraits, rarityRank: 0 };
   });

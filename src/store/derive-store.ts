@@ -8,6 +8,8 @@ import type { AppraisalRow, RarityRow } from "./read-store.js";
 // collection's derived rows: old rows out, new rows in through the same
 // upserts as imports, in one transaction.
 
+const BULK_ROWS = 20_000;
+
 export interface TokenRecord {
   assetId: string;
   currentOwner: string;
@@ -66,16 +68,21 @@ export class DeriveStore {
   }
 
   replaceRarity(collectionId: number, rows: readonly RarityRow[]): void {
-    this.#writer.transaction(() => {
-      this.#db.prepare("DELETE FROM rarity WHERE collection_id = ?").run(collectionId);
-      for (const r of rows) this.#writer.upsertRarity(r);
-    });
+    this.#replace("rarity", collectionId, rows, (r) => this.#writer.upsertRarity(r));
   }
 
   replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[]): void {
+    this.#replace("appraisal", collectionId, rows, (r) => this.#writer.upsertAppraisal(r));
+  }
+
+  #replace<T>(kind: "rarity" | "appraisal", collectionId: number, rows: readonly T[], upsert: (r: T) => void): void {
+    const table = kind === "rarity" ? "rarity" : "appraisals";
     this.#writer.transaction(() => {
-      this.#db.prepare("DELETE FROM appraisals WHERE collection_id = ?").run(collectionId);
-      for (const r of rows) this.#writer.upsertAppraisal(r);
+      this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ?`).run(collectionId);
+      // Large collections: build the secondary indexes once, after the rows.
+      const restore = rows.length >= BULK_ROWS ? this.#writer.deferIndexes(kind) : undefined;
+      for (const r of rows) upsert(r);
+      restore?.();
     });
   }
 }
