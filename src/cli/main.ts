@@ -20,12 +20,14 @@ const program = new Command("marketdata")
 const dbOption = () =>
   new Option("--db <path>", "SQLite store").env("MARKETDATA_DB").default(DEFAULT_DB);
 
-program
-  .command("serve")
-  .description("serve the store read-only on one port for every protocol")
-  .addOption(dbOption())
-  .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
-  .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
+/** The options of every command that listens. */
+const listening = (command: Command) =>
+  command
+    .addOption(dbOption())
+    .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
+    .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST));
+
+listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
   .action(async (opts: { db: string; port: string; host: string }) => {
     await serveUntilSignalled(resolveServeConfig(opts, {}));
   });
@@ -70,12 +72,11 @@ program
     await runDemo(opts.db, opts.seed, opts.scale);
   });
 
-program
-  .command("start")
-  .description("serve the default store, building the demo store and a demo key on the first run (npm start)")
-  .addOption(dbOption())
-  .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
-  .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
+listening(
+  program
+    .command("start")
+    .description("serve the default store, building the demo store and a demo key on the first run (npm start)"),
+)
   .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
   .action(async (opts: { db: string; port: string; host: string; demoScale: string }) => {
     await runStart(resolveServeConfig(opts, {}), opts.demoScale);

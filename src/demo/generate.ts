@@ -1,4 +1,5 @@
 import type { Kind } from "../ingest/kinds.js";
+import type { SocialUserRow } from "../store/read-store.js";
 import { cumulative, Random, zipfCumulative } from "./random.js";
 
 // A deterministic, realistic market: collections with skewed trait
@@ -239,19 +240,7 @@ const LAST = ["Stone", "Rivers", "Nakamura", "Okafor", "Silva", "Larsen", "Morea
 const PLACES = ["", "", "Lisbon", "Berlin", "NYC", "Seoul", "metaverse", "Lagos", "Toronto", "São Paulo"];
 const BIOS = ["", "collector. not financial advice.", "building onchain", "apes together strong", "floor sweeper", "artist + degen"];
 
-interface User {
-  id: string;
-  screenName: string;
-  profileImageUrl: string;
-  description: string;
-  name: string;
-  location: string;
-  followersCount: number;
-  verified: boolean;
-  statusesCount: number;
-  favouritesCount: number;
-  protected: boolean;
-}
+type User = SocialUserRow;
 
 function socialUser(rnd: Random, i: number): User {
   const first = rnd.pick(FIRST);

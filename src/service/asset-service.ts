@@ -29,6 +29,27 @@ export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetSe
    * Appraisals and rarity share their parameters: either up to 20 asset ids
    * (limit and cursor then ignored entirely) or a keyset page.
    */
+  /** A keyset page of `list`, its token bound to the collection and filters. */
+  function keysetPage<F, Row>(
+    list: string,
+    req: { limit?: number | undefined; cursor: string },
+    address: string,
+    filter: F,
+    keySpec: KeySpec,
+    read: (collection: number, filter: F, page: PageRequest) => Page<Row>,
+  ): { rows: Row[]; token: string } {
+    const limit = p.limit(req.limit);
+    const collection = knownCollection(store, address);
+    const digest = queryDigest([list, address, filter]);
+    const after = decodePageToken("cursor", req.cursor, digest, keySpec);
+    const page = read(collection, filter, { limit, after });
+    return { rows: page.rows, token: encodePageToken(digest, page.nextKey) };
+  }
+
+  /**
+   * Appraisals and rarity share their parameters: either up to 20 asset ids
+   * (limit and cursor then ignored entirely) or a keyset page.
+   */
   function assetPage<Row>(
     req: { contractAddress: string; assetId: string[]; limit?: number | undefined; cursor: string },
     list: string,
@@ -36,15 +57,11 @@ export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetSe
     read: { byAsset(collection: number, ids: string[]): Row[]; page(collection: number, page: PageRequest): Page<Row> },
   ): { rows: Row[]; nextPage: string } {
     const address = p.contractAddress(req.contractAddress);
-    const collection = knownCollection(store, address);
     if (req.assetId.length > 0) {
-      return { rows: read.byAsset(collection, p.assetIds(req.assetId)), nextPage: "" };
+      return { rows: read.byAsset(knownCollection(store, address), p.assetIds(req.assetId)), nextPage: "" };
     }
-    const limit = p.limit(req.limit);
-    const digest = queryDigest([list, address]);
-    const after = decodePageToken("cursor", req.cursor, digest, keySpec);
-    const page = read.page(collection, { limit, after });
-    return { rows: page.rows, nextPage: encodePageToken(digest, page.nextKey) };
+    const { rows, token } = keysetPage(list, req, address, {}, keySpec, (c, _f, page) => read.page(c, page));
+    return { rows, nextPage: token };
   }
 
   return {
@@ -71,16 +88,8 @@ export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetSe
         marketplace: p.marketplace(req.marketplace),
         ...p.timeWindow(req.since, req.until),
       };
-      const limit = p.limit(req.limit);
-      const collection = knownCollection(store, address);
-      const digest = queryDigest(["sales", address, filter]);
-      const after = decodePageToken("cursor", req.cursor, digest, SALE_KEY);
-      const page = store.salesPage(collection, filter, { limit, after });
-      return create(ListSalesResponseSchema, {
-        success: 1,
-        cursor: encodePageToken(digest, page.nextKey),
-        data: page.rows.map(toSale),
-      });
+      const { rows, token } = keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) => store.salesPage(c, f, page));
+      return create(ListSalesResponseSchema, { success: 1, cursor: token, data: rows.map(toSale) });
     },
 
     listListings(req) {
@@ -90,16 +99,10 @@ export function createAssetService(store: ReadStore): ServiceImpl<typeof AssetSe
         marketplace: p.marketplace(req.marketplace),
         status: listingStatus(req.status),
       };
-      const limit = p.limit(req.limit);
-      const collection = knownCollection(store, address);
-      const digest = queryDigest(["listings", address, filter]);
-      const after = decodePageToken("cursor", req.cursor, digest, LISTING_KEY);
-      const page = store.listingsPage(collection, filter, { limit, after });
-      return create(ListListingsResponseSchema, {
-        success: 1,
-        cursor: encodePageToken(digest, page.nextKey),
-        data: page.rows.map(toListing),
-      });
+      const { rows, token } = keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
+        store.listingsPage(c, f, page),
+      );
+      return create(ListListingsResponseSchema, { success: 1, cursor: token, data: rows.map(toListing) });
     },
   };
 }

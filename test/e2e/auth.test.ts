@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
+import { ENDPOINTS } from "../support/endpoints.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
@@ -18,16 +19,7 @@ const REFUSED: [string, (fx: Fixture) => string | undefined, string][] = [
 describe("x-api-key", () => {
   describe.each(REFUSED)("%s key", (_, keyOf, message) => {
     it("REST: 401 unauthenticated, for every endpoint, before validation", async () => {
-      for (const [path, flag] of [
-        ["/v1/asset/appraisals", "successful"],
-        ["/v1/asset/rarity", "successful"],
-        ["/v1/asset/sales", "success"],
-        ["/v1/asset/listings", "success"],
-        ["/v1/collection/stats", "successful"],
-        ["/v1/collection/influencers", "success"],
-        ["/v1/collection/tweets", "success"],
-        ["/v1/collection/scores", "successful"],
-      ] as const) {
+      for (const [path, flag] of ENDPOINTS) {
         // An invalid collection too: the key is checked first.
         for (const contractAddress of [COLLECTION, "nope"]) {
           const { status, body } = await restGet(t.server.baseUrl, path, { contractAddress }, keyOf(t.f));

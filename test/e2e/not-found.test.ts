@@ -1,21 +1,12 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { ENDPOINTS } from "../support/endpoints.js";
 import { buildFixture, COLLECTION, EMPTY_COLLECTION, type Fixture, UNKNOWN_COLLECTION } from "../support/fixture.js";
 import { clientsFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 const t = useFixtureServer(buildFixture);
 
 
-const ENDPOINTS: [string, string][] = [
-  ["/v1/asset/appraisals", "successful"],
-  ["/v1/asset/rarity", "successful"],
-  ["/v1/asset/sales", "success"],
-  ["/v1/asset/listings", "success"],
-  ["/v1/collection/stats", "successful"],
-  ["/v1/collection/influencers", "success"],
-  ["/v1/collection/tweets", "success"],
-  ["/v1/collection/scores", "successful"],
-];
 
 describe("unknown collection", () => {
   it.each(ENDPOINTS)("%s: 404 not_found naming the address", async (path, flag) => {
