@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -122,5 +122,20 @@ describe("marketdata import", () => {
     const r = runCli([command, "--help"]);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^Usage: marketdata ${command}`));
+  });
+});
+
+describe.skipIf(!existsSync("/usr/bin/script"))("import on a terminal", () => {
+  it("shows a progress bar with rows, rows/s and ETA", () => {
+    const db = join(dir, "tty.sqlite");
+    const file = writeLines("tty.ndjson", Array.from({ length: 60_000 }, (_, i) => sale(i)));
+    // `script` runs the command on a pseudo-terminal, as a person would.
+    const r = spawnSync("/usr/bin/script", ["-qec", `${process.execPath} ${BIN} import --db ${db} sales ${file}`, "/dev/null"], {
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/import sales \[[^\]]*\] \d+% \| \d+ rows \| \d+ rows\/s \| ETA /);
+    expect(r.stdout).toMatch(/60000 rows read, 60000 inserted/);
   });
 });
