@@ -50,11 +50,11 @@ const PROGRESS_EVERY = 10_000;
 
 /**
  * An import switches to bulk mode (secondary indexes dropped, rebuilt once at
- * the end) after inserting this many rows, provided they are at least a
- * quarter of what the table held: rebuilding then costs less than updating
- * the indexes row by row.
+ * the end) once it has inserted a quarter as many rows as the table held:
+ * from then on, rebuilding costs less than updating the indexes row by row.
+ * Into an empty table that is from the first row.
  */
-const BULK_AFTER_ROWS = 20_000;
+const BULK_FRACTION = 0.25;
 
 /**
  * Imports `lines` into `db`. By default any bad line rolls the whole import
@@ -91,7 +91,7 @@ export async function importLines(db: Db, lines: AsyncIterable<string>, options:
       } else if (stats.rejected === 0 || options.skipInvalid) {
         stats[handler.write(store, record)] += 1;
       }
-      if (restoreIndexes === undefined && stats.inserted >= Math.max(BULK_AFTER_ROWS, rowsBefore / 4)) {
+      if (restoreIndexes === undefined && stats.inserted >= Math.max(1, rowsBefore * BULK_FRACTION)) {
         restoreIndexes = store.deferIndexes(table);
       }
       if (stats.lines % PROGRESS_EVERY === 0) {
