@@ -1,5 +1,6 @@
-// Server configuration: read once at startup from flags, then environment,
-// then defaults; validated here so nothing downstream reads process.env.
+// Server configuration, validated once at startup. The CLI layer fills the
+// flags from the command line, then MARKETDATA_DB / PORT / HOST, then
+// defaults; nothing below it reads process.env.
 
 export const DEFAULT_DB = "data/marketdata.sqlite";
 export const DEFAULT_PORT = 8080;
@@ -19,10 +20,10 @@ export interface ServeFlags {
   host?: string | undefined;
 }
 
-export function resolveServeConfig(flags: ServeFlags, env: NodeJS.ProcessEnv): ServeConfig {
-  const db = flags.db ?? env.MARKETDATA_DB ?? DEFAULT_DB;
-  const portText = flags.port ?? env.PORT ?? String(DEFAULT_PORT);
-  const host = flags.host ?? env.HOST ?? DEFAULT_HOST;
+export function resolveServeConfig(flags: ServeFlags): ServeConfig {
+  const db = flags.db ?? DEFAULT_DB;
+  const portText = flags.port ?? String(DEFAULT_PORT);
+  const host = flags.host ?? DEFAULT_HOST;
   if (db.trim() === "") throw new ConfigError("--db (MARKETDATA_DB) must not be empty");
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) {
     throw new ConfigError(`--port (PORT) must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);

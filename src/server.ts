@@ -29,7 +29,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     logger: deps.logger ?? false,
     // Fastify's types know one server kind; this one serves HTTP/1.1 and h2c.
     serverFactory: (handler) => new DualProtocolServer(handler as RequestHandler) as unknown as http.Server,
-    // Connect and gRPC carry their own errors; REST errors are written by the transcoder.
+    // While closing, new requests on kept-alive connections get a 503
+    // rather than work that the shutdown would cut short.
     return503OnClosing: true,
   });
 

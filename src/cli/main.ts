@@ -29,7 +29,7 @@ const listening = (command: Command) =>
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
   .action(async (opts: { db: string; port: string; host: string }) => {
-    await serveUntilSignalled(resolveServeConfig(opts, {}));
+    await serveUntilSignalled(resolveServeConfig(opts));
   });
 
 const keys = program.command("keys").description("issue, list and revoke API keys");
@@ -79,7 +79,7 @@ listening(
 )
   .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
   .action(async (opts: { db: string; port: string; host: string; demoScale: string }) => {
-    await runStart(resolveServeConfig(opts, {}), opts.demoScale);
+    await runStart(resolveServeConfig(opts), opts.demoScale);
   });
 
 program

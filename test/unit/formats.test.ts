@@ -43,3 +43,13 @@ describe("wei limbs", () => {
     expect(sumWei([(2n ** 200n).toString(), "1"])).toBe((2n ** 200n + 1n).toString());
   });
 });
+
+describe("server config", async () => {
+  const { resolveServeConfig, DEFAULT_DB } = await import("../../src/config.js");
+  it("fills defaults and validates once", () => {
+    expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1" });
+    expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1" });
+    expect(() => resolveServeConfig({ port: "65536" })).toThrow(/must be an integer from 0 to 65535, got "65536"/);
+    expect(() => resolveServeConfig({ db: " " })).toThrow(/must not be empty/);
+  });
+});
