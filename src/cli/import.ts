@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, statSync } from "node:fs";
+import { createReadStream, createWriteStream, rmSync, statSync, type WriteStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { openWritable } from "../store/database.js";
 import { ImportCancelled, ImportRejected, type ImportStats, importLines, type LineError } from "../ingest/importer.js";
@@ -43,6 +43,8 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
   let interrupted = false;
   const onSignal = () => {
     interrupted = true;
+    // Stops the wait for more input (stdin); the import then rolls back.
+    lines.close();
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
@@ -62,6 +64,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     process.stderr.write(`${summary(cmd.kind, name, stats, seconds)}\n`);
     if (stats.rejected > 0) process.stderr.write(`rejected lines and reasons: ${rejectsPath}\n`);
+    else if (rejects) await closeAndRemove(rejects, rejectsPath);
     return stats;
   } catch (err) {
     bar.stop();
@@ -79,6 +82,11 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     rejects?.end();
     db.close();
   }
+}
+
+async function closeAndRemove(stream: WriteStream, path: string): Promise<void> {
+  await new Promise<void>((resolve) => stream.end(resolve));
+  rmSync(path, { force: true });
 }
 
 export function summary(kind: string, name: string, s: ImportStats, seconds: number): string {

@@ -100,6 +100,8 @@ export async function importLines(db: Db, lines: AsyncIterable<string>, options:
       }
     }
     options.onProgress?.(stats, bytes);
+    // A cancelled input can end early without an error: never commit it.
+    if (options.cancelled?.()) throw new ImportCancelled();
     if (stats.rejected > 0 && !options.skipInvalid) throw new ImportRejected(stats);
     restoreIndexes?.();
     db.exec("COMMIT");

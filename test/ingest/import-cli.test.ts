@@ -139,3 +139,29 @@ describe.skipIf(!existsSync("/usr/bin/script"))("import on a terminal", () => {
     expect(r.stdout).toMatch(/60000 rows read, 60000 inserted/);
   });
 });
+
+describe("interrupting an import", () => {
+  it("SIGINT while waiting on stdin rolls back what was read", async () => {
+    const db = join(dir, "sigint.sqlite");
+    const child = spawn(process.execPath, [BIN, "import", "--db", db, "sales", "-"], { stdio: ["pipe", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.stdin!.write(`${sale(1)}\n${sale(2)}\n`);
+    // The store exists once the import has started (its signal handlers are set by then).
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(`${db}-wal`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGINT");
+    expect(await exited).toBe(1);
+    expect(stderr).toMatch(/stdin: interrupted; nothing was written/);
+    expect(rowCounts(db).sales).toBe(0);
+  });
+
+  it("--skip-invalid leaves no rejects file when nothing was rejected", () => {
+    const db = join(dir, "norejects.sqlite");
+    const file = writeLines("clean.ndjson", [sale(1)]);
+    expect(runCli(["import", "--db", db, "--skip-invalid", "sales", file]).status).toBe(0);
+    expect(existsSync(`${file}.rejects.ndjson`)).toBe(false);
+  });
+});
