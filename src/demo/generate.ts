@@ -57,9 +57,9 @@ export const SCALES: Record<Scale, ScalePlan> = {
 };
 
 /** The demo's market ends here (2026-11-01T00:00:00Z) and spans two years before. */
-export const DEMO_END = 1_793_491_200;
+const DEMO_END = 1_793_491_200;
 const SPAN = 730 * 86_400;
-export const DEMO_START = DEMO_END - SPAN;
+const DEMO_START = DEMO_END - SPAN;
 const FIRST_BLOCK = 16_000_000;
 const WEI_PER_MICRO_ETH = 10n ** 12n;
 

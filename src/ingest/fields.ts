@@ -1,4 +1,4 @@
-import { ADDRESS_RE, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS, TX_HASH_RE } from "../domain/formats.js";
+import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
 
 // Field checkers for imported records: each returns the stored form of a
 // value or throws FieldError with the reason. Record checkers collect every
@@ -22,13 +22,13 @@ export const string: Check<string> = (v) => (typeof v === "string" ? v : fail(`m
 export const nonEmpty: Check<string> = (v) => (string(v) !== "" ? (v as string) : fail("must not be empty"));
 
 export const address: Check<string> = (v) =>
-  typeof v === "string" && ADDRESS_RE.test(v) ? v.toLowerCase() : fail(`must be 0x followed by 40 hex characters, got ${show(v)}`);
+  typeof v === "string" && isAddress(v) ? v.toLowerCase() : fail(`must be 0x followed by 40 hex characters, got ${show(v)}`);
 
 /** An address, or "" when unknown. */
 export const ownerAddress: Check<string> = (v) => (v === "" ? "" : address(v));
 
 export const txHash: Check<string> = (v) =>
-  typeof v === "string" && TX_HASH_RE.test(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);
+  typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);
 
 export const uint256: Check<string> = (v) =>
   typeof v === "string" && isUint256(v)

@@ -109,8 +109,7 @@ export class WriteStore {
   }
 
   upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
-    const result = this.#upsert("collection", { address: r.contractAddress, name: r.name });
-    return result;
+    return this.#upsert("collection", { address: r.contractAddress, name: r.name });
   }
 
   upsertToken(r: {

@@ -26,8 +26,6 @@ const INT_RANGES: Partial<Record<ScalarType, { min: bigint; max: bigint }>> = {
   [ScalarType.FIXED64]: UINT64,
 };
 
-export type QueryFieldKind = DescField["fieldKind"];
-
 /** The query parameters of a request type: JSON and proto names → field. */
 export function queryFields(desc: DescMessage): Map<string, DescField> {
   const byName = new Map<string, DescField>();
