@@ -1,46 +1,163 @@
 import type http from "node:http";
-import type { DescService } from "@bufbuild/protobuf";
-import { type ConnectRouter, createRouterTransport, type Interceptor } from "@connectrpc/connect";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
-import { AssetService } from "../gen/marketdata/v1/asset_service_pb.js";
-import { CollectionService } from "../gen/marketdata/v1/collection_service_pb.js";
-import { createAssetService } from "./service/asset-service.js";
-import { createCollectionService } from "./service/collection-service.js";
-import type { ReadStore } from "./store/read-store.js";
+import type http2 from "node:http2";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import { pino, type Logger } from "pino";
+import type { ServeConfig } from "./config.js";
+import { createServices } from "./service/services.js";
+import { ApiKeyVerifier } from "./store/api-keys.js";
+import { openReadOnly } from "./store/database.js";
+import { ReadStore } from "./store/read-store.js";
+import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
-import { apiKeyInterceptor, type KeyVerifier, maskInternalErrors } from "./transport/interceptors.js";
+import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
+import type { KeyVerifier } from "./transport/guards.js";
+import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
 import { registerRestRoutes } from "./transport/rest/transcoder.js";
+
+// The composition root: the one place where store, services and transports
+// are wired together, for the CLI and the tests alike.
 
 export interface ServerDeps {
   store: ReadStore;
   keys: KeyVerifier;
-  logger?: FastifyServerOptions["logger"];
+  /** Request and error logging; silent when absent. */
+  logger?: Logger;
+  /** Response cache size in bytes; 0 turns it off. Default 64 MiB. */
+  cacheBytes?: number;
 }
 
-export const SERVICES: readonly DescService[] = [AssetService, CollectionService];
+export interface BuiltServer {
+  app: FastifyInstance;
+  cache: ResponseCache;
+}
+
+/** Bounds on what a caller can make the server read (hardened further by the hardening work). */
+const RPC_READ_MAX_BYTES = 1024 * 1024;
 
 /**
- * The whole service as a Fastify instance, not yet listening: REST /v1,
- * Connect, gRPC-Web and gRPC (HTTP/2 prior knowledge) on one port.
+ * The whole service as a Fastify instance, not yet listening, on one port:
+ * REST /v1 and Connect GET through Fastify (in-process calls, cached);
+ * Connect POST, gRPC-Web and gRPC (HTTP/2 prior knowledge) straight to
+ * connect-node's handler, which skips Fastify's routing and hooks: those
+ * requests never reach a Fastify route anyway.
  */
-export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
+  const log = deps.logger ?? pino({ level: "silent" });
+  const watch = new DataVersionWatch(deps.store);
+  const keys = new MemoizedKeyVerifier(deps.keys, watch);
+  const cache = new ResponseCache(deps.cacheBytes ?? 64 * 1024 * 1024, watch);
+  const services = createServices(deps.store);
+  const interceptors = rpcInterceptors(keys, log);
+  let nextRpcId = 0;
+
   const app = Fastify({
-    logger: deps.logger ?? false,
+    loggerInstance: log as FastifyBaseLogger,
+    // One line per request (onResponse below), not Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     // Fastify's types know one server kind; this one serves HTTP/1.1 and h2c.
-    serverFactory: (handler) => new DualProtocolServer(handler as RequestHandler) as unknown as http.Server,
+    serverFactory: (fastifyHandler) => {
+      const rpc = connectNodeAdapter({
+        routes: (router) => services.routes(router),
+        interceptors,
+        readMaxBytes: RPC_READ_MAX_BYTES,
+        contextValues: (req) => {
+          const reqId = `rpc-${++nextRpcId}`;
+          (req as { reqId?: string }).reqId = reqId;
+          return new Map([[requestLogger.id, log.child({ reqId })]]) as never;
+        },
+        fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
+      });
+      const handler: RequestHandler = (req, res) => {
+        if (req.method === "GET") {
+          fastifyHandler(req as http.IncomingMessage, res as http.ServerResponse);
+          return;
+        }
+        if (log.isLevelEnabled("info")) logRpc(log, req, res);
+        rpc(req, res as never);
+      };
+      return new DualProtocolServer(handler) as unknown as http.Server;
+    },
     // While closing, new requests on kept-alive connections get a 503
     // rather than work that the shutdown would cut short.
     return503OnClosing: true,
   });
 
-  const routes = (router: ConnectRouter) => {
-    router.service(AssetService, createAssetService(deps.store));
-    router.service(CollectionService, createCollectionService(deps.store));
-  };
-  const interceptors: Interceptor[] = [maskInternalErrors(app.log), apiKeyInterceptor(deps.keys)];
+  app.addHook("onResponse", (request, reply, done) => {
+    request.log.info(
+      { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
+      "request",
+    );
+    done();
+  });
+  registerRestRoutes(app, { services, keys, cache, watch });
+  registerConnectGetRoutes(app, { services, keys, cache, watch });
+  return { app, cache };
+}
 
-  await app.register(fastifyConnectPlugin, { routes, interceptors });
-  registerRestRoutes(app, SERVICES, createRouterTransport(routes, { router: { interceptors } }));
-  return app;
+/** The one log line of an RPC request, written when its response ends. */
+function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown): void {
+  const started = performance.now();
+  (res as http.ServerResponse).once("finish", () => {
+    const r = res as http.ServerResponse;
+    const grpcStatus = r.getHeader("grpc-status");
+    log.info(
+      {
+        reqId: (req as { reqId?: string }).reqId,
+        method: req.method,
+        url: truncate(req.url ?? ""),
+        status: r.statusCode,
+        ...(grpcStatus === undefined ? {} : { grpcStatus }),
+        ms: round(performance.now() - started),
+      },
+      "request",
+    );
+  });
+}
+
+function truncate(url: string): string {
+  return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  url: string;
+  cache: ResponseCache;
+  /** Stops accepting connections, lets requests in flight finish, closes the store. */
+  close(): Promise<void>;
+}
+
+export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> & Partial<Pick<ServeConfig, "cacheMb" | "logLevel">>;
+
+/** Opens the store read-only and serves it: the CLI's serve (each worker) and the tests' servers. */
+export async function startServer(config: StartOptions): Promise<RunningServer> {
+  const db = openReadOnly(config.db);
+  try {
+    const { app, cache } = await buildServer({
+      store: new ReadStore(db),
+      keys: new ApiKeyVerifier(db),
+      logger: pino({ level: config.logLevel ?? "silent" }),
+      cacheBytes: (config.cacheMb ?? 64) * 1024 * 1024,
+    });
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.server.address();
+    if (address === null || typeof address === "string") throw new Error("no TCP address");
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    return {
+      app,
+      cache,
+      url: `http://${host}:${address.port}`,
+      close: async () => {
+        await app.close();
+        db.close();
+      },
+    };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 }

@@ -1,5 +1,15 @@
 import { Command, Option } from "commander";
-import { ConfigError, DEFAULT_DB, DEFAULT_HOST, DEFAULT_PORT, resolveServeConfig } from "../config.js";
+import {
+  ConfigError,
+  DEFAULT_CACHE_MB,
+  DEFAULT_DB,
+  DEFAULT_HOST,
+  DEFAULT_LOG_LEVEL,
+  DEFAULT_PORT,
+  LOG_LEVELS,
+  resolveServeConfig,
+  type ServeFlags,
+} from "../config.js";
 import { StoreError } from "../store/database.js";
 import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
@@ -25,10 +35,21 @@ const listening = (command: Command) =>
   command
     .addOption(dbOption())
     .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
-    .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST));
+    .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
+    .addOption(
+      new Option("--workers <n>", "processes serving the port (node:cluster); 1 for a single process")
+        .env("WORKERS")
+        .default(undefined, "the number of available CPUs"),
+    )
+    .addOption(
+      new Option("--cache-mb <mb>", "response cache size in MB (0 turns it off)").env("CACHE_MB").default(String(DEFAULT_CACHE_MB)),
+    )
+    .addOption(
+      new Option("--log-level <level>", `one of ${LOG_LEVELS.join(", ")}`).env("LOG_LEVEL").default(DEFAULT_LOG_LEVEL),
+    );
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
-  .action(async (opts: { db: string; port: string; host: string }) => {
+  .action(async (opts: ServeFlags) => {
     await serveUntilSignalled(resolveServeConfig(opts));
   });
 
@@ -78,7 +99,7 @@ listening(
     .description("serve the default store, building the demo store and a demo key on the first run (npm start)"),
 )
   .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
-  .action(async (opts: { db: string; port: string; host: string; demoScale: string }) => {
+  .action(async (opts: ServeFlags & { demoScale: string }) => {
     await runStart(resolveServeConfig(opts), opts.demoScale);
   });
 

@@ -1,56 +1,109 @@
-import type { FastifyInstance } from "fastify";
+import cluster, { type Worker } from "node:cluster";
+import { fileURLToPath } from "node:url";
+import { pino } from "pino";
 import type { ServeConfig } from "../config.js";
-import { buildServer } from "../server.js";
-import { ApiKeyVerifier } from "../store/api-keys.js";
+import { startServer } from "../server.js";
 import { openReadOnly } from "../store/database.js";
-import { ReadStore } from "../store/read-store.js";
 
-export interface RunningServer {
-  app: FastifyInstance;
-  url: string;
-  /** Stops accepting connections, lets requests in flight finish, closes the store. */
-  close(): Promise<void>;
-}
+// `serve`: one process, or with --workers N a node:cluster primary that
+// forks N workers sharing the port, each opening the store read-only.
+// SIGTERM/SIGINT drain every worker (requests in flight finish) before exit.
 
-export async function startServer(config: ServeConfig): Promise<RunningServer> {
-  const db = openReadOnly(config.db);
-  const app = await buildServer({
-    store: new ReadStore(db),
-    keys: new ApiKeyVerifier(db),
-    logger: { level: "info" },
-  });
-  try {
-    const url = await app.listen({ port: config.port, host: config.host });
-    return {
-      app,
-      url,
-      close: async () => {
-        await app.close();
-        db.close();
-      },
-    };
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-}
+/** The environment variable that hands a worker its (already validated) config. */
+export const WORKER_CONFIG_ENV = "MARKETDATA_WORKER_CONFIG";
+const WORKER_ENTRY = fileURLToPath(new URL("../bin/marketdata-worker.js", import.meta.url));
+/** A worker that dies unexpectedly is replaced after this delay (a crash loop stays slow). */
+const RESPAWN_DELAY_MS = 1000;
 
-/** Serves until SIGINT or SIGTERM, then shuts down gracefully. */
+type WorkerMessage = { type: "listening"; url: string };
+
 export async function serveUntilSignalled(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
+  if (config.workers > 1) return runPrimary(config, onReady);
   const server = await startServer(config);
   onReady?.(server.url);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      server.app.log.info({ signal }, "shutting down: finishing requests in flight");
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      server.close().then(resolve, (err) => {
-        server.app.log.error({ err }, "error during shutdown");
+  await untilSignal((signal) => {
+    server.app.log.info({ signal }, "shutting down: finishing requests in flight");
+    return server.close();
+  });
+}
+
+/** Resolves once a signal has arrived and `stop` has finished (exit code 1 if it failed). */
+function untilSignal(stop: (signal: NodeJS.Signals) => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let stopping = false;
+    // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches
+    // the primary and its workers alike) must not kill a draining process.
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      stop(signal).then(resolve, (err: unknown) => {
+        process.stderr.write(`marketdata: error during shutdown: ${String(err)}\n`);
         process.exitCode = 1;
         resolve();
       });
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
+}
+
+async function runPrimary(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
+  const log = pino({ level: config.logLevel });
+  // Refuse a missing or outdated store here, once, with the CLI's message.
+  openReadOnly(config.db).close();
+  cluster.setupPrimary({ exec: WORKER_ENTRY, args: [] });
+  const env = { [WORKER_CONFIG_ENV]: JSON.stringify(config) };
+  let stopping = false;
+  const live = new Set<Worker>();
+  let failed = false;
+
+  const fork = (): Worker => {
+    const worker = cluster.fork(env);
+    live.add(worker);
+    worker.on("exit", (code, signal) => {
+      live.delete(worker);
+      if (stopping) {
+        if (code !== 0) failed = true;
+        return;
+      }
+      log.error({ worker: worker.id, code, signal }, "worker died; starting a replacement");
+      setTimeout(() => !stopping && fork(), RESPAWN_DELAY_MS).unref();
+    });
+    return worker;
+  };
+
+  const urls = await Promise.all(
+    Array.from({ length: config.workers }, () => {
+      const worker = fork();
+      return new Promise<string>((resolve, reject) => {
+        worker.on("message", (m: WorkerMessage) => m.type === "listening" && resolve(m.url));
+        worker.once("exit", (code) => reject(new Error(`a worker exited with code ${code} before listening`)));
+      });
+    }),
+  ).catch(async (err: unknown) => {
+    stopping = true;
+    for (const w of live) w.kill("SIGTERM");
+    throw err;
+  });
+  const url = urls[0]!;
+  log.info({ workers: config.workers }, `Server listening at ${url}`);
+  onReady?.(url);
+
+  await untilSignal(async (signal) => {
+    stopping = true;
+    log.info({ signal, workers: live.size }, "shutting down: workers finish requests in flight");
+    const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
+    for (const w of live) w.process.kill("SIGTERM");
+    await Promise.all(exits);
+    if (failed) throw new Error("a worker did not shut down cleanly");
+  });
+}
+
+/** The body of a worker process (src/bin/marketdata-worker.js). */
+export async function runWorker(config: ServeConfig): Promise<void> {
+  const server = await startServer(config);
+  process.send?.({ type: "listening", url: server.url } satisfies WorkerMessage);
+  await untilSignal(() => server.close());
+  // The IPC channel would keep the process alive.
+  process.disconnect?.();
 }

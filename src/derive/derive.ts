@@ -1,5 +1,5 @@
 import { DeriveStore } from "../store/derive-store.js";
-import type { Db } from "../store/database.js";
+import { type Db, refreshPlannerStats } from "../store/database.js";
 import { AppraisalModel, formatConfidence } from "./appraisal.js";
 import { computeRarity, traitVectors } from "./rarity.js";
 
@@ -82,5 +82,7 @@ export function deriveCollection(db: Db, contractAddress: string): DeriveResult 
 export function deriveAll(db: Db, only?: string): DeriveResult[] {
   const store = new DeriveStore(db);
   const targets = only === undefined ? store.collectionsToDerive() : [only];
-  return targets.map((address) => deriveCollection(db, address));
+  const results = targets.map((address) => deriveCollection(db, address));
+  refreshPlannerStats(db);
+  return results;
 }

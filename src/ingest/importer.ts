@@ -1,4 +1,4 @@
-import type { Db } from "../store/database.js";
+import { type Db, refreshPlannerStats } from "../store/database.js";
 import { WriteStore } from "../store/write-store.js";
 import type { Problem } from "./fields.js";
 import { handlerFor, type Kind, TABLE_OF } from "./kinds.js";
@@ -105,6 +105,7 @@ export async function importLines(db: Db, lines: AsyncIterable<string>, options:
     if (stats.rejected > 0 && !options.skipInvalid) throw new ImportRejected(stats);
     restoreIndexes?.();
     db.exec("COMMIT");
+    refreshPlannerStats(db);
     return stats;
   } catch (err) {
     if (db.inTransaction) db.exec("ROLLBACK");

@@ -158,8 +158,11 @@ export class ReadStore {
   readonly #db: Db;
   readonly #statements = new Map<string, Statement>();
 
+  readonly #dataVersion: Statement;
+
   constructor(db: Db) {
     this.#db = db;
+    this.#dataVersion = db.prepare("PRAGMA data_version").pluck();
   }
 
   /** Prepares a statement the first time its SQL is seen, then reuses it. */
@@ -170,6 +173,16 @@ export class ReadStore {
       this.#statements.set(sql, stmt);
     }
     return stmt;
+  }
+
+  /**
+   * A number that changes whenever another connection (an import, a derive,
+   * a key change) has committed since the last call: SQLite's data_version,
+   * a read of shared memory in WAL mode (about 2 µs). Response caches compare
+   * it on every request.
+   */
+  dataVersion(): number {
+    return this.#dataVersion.get() as number;
   }
 
   /** Every SQL text prepared so far (for query-plan tests). */

@@ -1,45 +1,32 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-
-export interface KeyVerifier {
-  isValid(key: string): boolean;
-}
-
-export interface ErrorLogger {
-  error(obj: object, msg: string): void;
-}
-
-export const API_KEY_HEADER = "x-api-key";
+import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
 
 /**
- * Refuses any call without a valid, unrevoked x-api-key before the service
- * (and so the store's data) is reached. Guards REST too, which is routed
- * through the same interceptors.
+ * The request's own logger (bound to its request id), set by the transport
+ * for each call so that interceptors and handlers log in its context.
  */
+export const requestLogger = createContextKey<ErrorLogger | undefined>(undefined, { description: "request logger" });
+
+/** The interceptors of every RPC path, in order: masking outermost, so auth failures pass through it. */
+export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Interceptor[] {
+  return [maskInternalErrors(log), apiKeyInterceptor(keys)];
+}
+
+/** Refuses any call without a valid, unrevoked x-api-key before the service is reached. */
 export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
-  return (next) => async (req) => {
-    const key = req.header.get(API_KEY_HEADER);
-    if (!key) {
-      throw new ConnectError(`missing API key: send it in the ${API_KEY_HEADER} header`, Code.Unauthenticated);
-    }
-    if (!keys.isValid(key)) {
-      throw new ConnectError("invalid or revoked API key", Code.Unauthenticated);
-    }
+  return (next) => (req) => {
+    requireApiKey(keys, req.header.get(API_KEY_HEADER));
     return next(req);
   };
 }
 
-/**
- * Logs unexpected errors and replaces them with a bare internal error, so SQL,
- * stack traces and file paths never reach a caller.
- */
-export function maskInternalErrors(log: ErrorLogger): Interceptor {
+/** Masks unexpected errors (guards.publicError), logging them with the request's logger. */
+export function maskInternalErrors(fallbackLog: ErrorLogger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
-      if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) throw err;
-      log.error({ err, procedure: req.url }, "internal error");
-      throw new ConnectError("internal error", Code.Internal);
+      throw publicError(err, req.contextValues.get(requestLogger) ?? fallbackLog, req.url);
     }
   };
 }

@@ -1,9 +1,9 @@
 import type { DescMethodUnary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { SERVICES } from "../../src/server.js";
+import { SERVICES } from "../../src/service/services.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
-import { toRestJson } from "../../src/transport/rest/json-dialect.js";
+import { toRestJson } from "../support/rest-json-oracle.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 

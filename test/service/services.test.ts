@@ -3,11 +3,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { buildServer } from "../../src/server.js";
-import { createAssetService } from "../../src/service/asset-service.js";
-import { createCollectionService } from "../../src/service/collection-service.js";
+import { createServices } from "../../src/service/services.js";
 import { openReadOnly, type Db } from "../../src/store/database.js";
 import { ReadStore } from "../../src/store/read-store.js";
-import { apiKeyInterceptor, maskInternalErrors } from "../../src/transport/interceptors.js";
+import { rpcInterceptors } from "../../src/transport/interceptors.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { bySaleOrder } from "../support/oracle.js";
 
@@ -28,13 +27,10 @@ afterAll(() => {
 function transport(store: ReadStore, log = { error: vi.fn() }) {
   return {
     log,
-    transport: createRouterTransport(
-      (router) => {
-        router.service(AssetService, createAssetService(store));
-        router.service(CollectionService, createCollectionService(store));
-      },
-      { router: { interceptors: [maskInternalErrors(log), apiKeyInterceptor({ isValid: (k) => k === "good" })] } },
-    ),
+    // The server's own routes and interceptors, without the network.
+    transport: createRouterTransport((router) => createServices(store).routes(router), {
+      router: { interceptors: rpcInterceptors({ isValid: (k) => k === "good" }, log) },
+    }),
   };
 }
 
@@ -77,7 +73,7 @@ describe("REST over a store that fails", () => {
     vi.spyOn(store, "salesPage").mockImplementation(() => {
       throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
     });
-    const app = await buildServer({ store, keys: { isValid: () => true } });
+    const { app } = await buildServer({ store, keys: { isValid: () => true } });
     try {
       const res = await app.inject({ url: `/v1/asset/sales?contractAddress=${COLLECTION}`, headers: { "x-api-key": "k" } });
       expect(res.statusCode).toBe(500);

@@ -1,38 +1,22 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import { buildServer } from "../../src/server.js";
-import { ApiKeyVerifier } from "../../src/store/api-keys.js";
-import { openReadOnly } from "../../src/store/database.js";
+import { type RunningServer, type StartOptions, startServer } from "../../src/server.js";
 import type { Fixture } from "./fixture.js";
-import { ReadStore } from "../../src/store/read-store.js";
 
 // A real server on an ephemeral loopback port, and real clients for it.
 
-export interface TestServer {
-  app: FastifyInstance;
+export interface TestServer extends RunningServer {
   baseUrl: string;
-  close(): Promise<void>;
 }
 
-export async function startTestServer(dbPath: string): Promise<TestServer> {
-  const db = openReadOnly(dbPath);
-  const app = await buildServer({ store: new ReadStore(db), keys: new ApiKeyVerifier(db) });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const address = app.server.address();
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return {
-    app,
-    baseUrl: `http://127.0.0.1:${address.port}`,
-    close: async () => {
-      await app.close();
-      db.close();
-    },
-  };
+/** The CLI's own startServer, on an ephemeral loopback port. */
+export async function startTestServer(dbPath: string, options: Partial<StartOptions> = {}): Promise<TestServer> {
+  const server = await startServer({ db: dbPath, port: 0, host: "127.0.0.1", ...options });
+  return { ...server, baseUrl: server.url };
 }
 
 export type ProtocolName = "connect" | "connect-binary-get" | "grpc-web" | "grpc";

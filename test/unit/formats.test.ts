@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
 import { assetKey } from "../../src/store/asset-key.js";
@@ -47,8 +48,13 @@ describe("wei limbs", () => {
 describe("server config", async () => {
   const { resolveServeConfig, DEFAULT_DB } = await import("../../src/config.js");
   it("fills defaults and validates once", () => {
-    expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1" });
-    expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1" });
+    const defaults = { cacheMb: 64, workers: availableParallelism(), logLevel: "info" };
+    expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
+    expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });
+    expect(resolveServeConfig({ workers: "1", cacheMb: "0", logLevel: "WARN" })).toMatchObject({ workers: 1, cacheMb: 0, logLevel: "warn" });
+    expect(() => resolveServeConfig({ workers: "0" })).toThrow(/--workers \(WORKERS\) must be an integer from 1 to 64, got "0"/);
+    expect(() => resolveServeConfig({ cacheMb: "-1" })).toThrow(/--cache-mb \(CACHE_MB\) must be an integer/);
+    expect(() => resolveServeConfig({ logLevel: "loud" })).toThrow(/--log-level \(LOG_LEVEL\) must be one of fatal, error/);
     expect(() => resolveServeConfig({ port: "65536" })).toThrow(/must be an integer from 0 to 65535, got "65536"/);
     expect(() => resolveServeConfig({ db: " " })).toThrow(/must not be empty/);
   });

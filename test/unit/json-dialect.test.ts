@@ -3,7 +3,16 @@ import { describe, expect, it } from "vitest";
 import { ListListingsResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { ListTweetsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
-import { toRestJson } from "../../src/transport/rest/json-dialect.js";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
+import { compileJsonWriter } from "../../src/transport/rest/json-writer.js";
+import { toRestJson as oracle } from "../support/rest-json-oracle.js";
+
+/** The compiled writer's output, checked against the reflective oracle on every call. */
+function toRestJson(desc: DescMessage, msg: Message): Record<string, unknown> {
+  const json = JSON.parse(compileJsonWriter(desc)(msg)) as Record<string, unknown>;
+  expect(json).toEqual(oracle(desc, msg));
+  return json;
+}
 
 describe("REST JSON dialect", () => {
   it("writes every field, defaults included, int64 as numbers and enums by short name", () => {
@@ -44,5 +53,15 @@ describe("REST JSON dialect", () => {
   it("keeps the unspecified enum value's short name", () => {
     const msg = create(ListListingsResponseSchema, { data: [{}] });
     expect((toRestJson(ListListingsResponseSchema, msg) as { data: { status: string }[] }).data[0]!.status).toBe("UNSPECIFIED");
+  });
+
+  it("writes escapes, doubles, non-finite doubles, 64-bit numbers and unknown enum numbers like the oracle", () => {
+    const msg = create(ListTweetsResponseSchema, {
+      success: 1,
+      data: [{ id: 'q"\\\n\u2028', text: "é", retweetCount: 7n, retweetedStatus: { interaction: 2n ** 53n } }],
+    });
+    expect(toRestJson(ListTweetsResponseSchema, msg).data).toBeDefined();
+    const listing = create(ListListingsResponseSchema, { data: [{ status: 99 as ListingStatus }] });
+    expect((toRestJson(ListListingsResponseSchema, listing) as { data: { status: unknown }[] }).data[0]!.status).toBe(99);
   });
 });

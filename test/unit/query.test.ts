@@ -1,11 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { ListAppraisalsRequestSchema, ListListingsRequestSchema, ListSalesRequestSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { ListAppraisalsRequestSchema, ListListingsRequestSchema, ListListingsResponseSchema, ListSalesRequestSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
-import { parseQuery, queryFields } from "../../src/transport/rest/query.js";
+import { parse as parseQueryString } from "node:querystring";
+import type { DescMessage } from "@bufbuild/protobuf";
+import { compileQueryParser, type QueryObject } from "../../src/transport/rest/query.js";
 
-const parse = (schema: Parameters<typeof queryFields>[0], q: string) =>
-  parseQuery(schema, queryFields(schema), new URLSearchParams(q)) as unknown as Record<string, unknown>;
+// Node's querystring gives the same shape as Fastify's parser: repeated keys as arrays.
+const parse = (schema: DescMessage, q: string) =>
+  compileQueryParser(schema)(parseQueryString(q) as QueryObject) as unknown as Record<string, unknown>;
 
 function error(fn: () => unknown): ConnectError {
   try {
@@ -63,7 +66,20 @@ describe("query string to request message", () => {
     ["limit=2147483648", "limit is out of range, got 2147483648"],
     ["since=9223372036854775808", "since is out of range, got 9223372036854775808"],
     ["since=1e9", 'since must be an integer, got "1e9"'],
+    ["limit=-2147483649", "limit is out of range, got -2147483649"],
+    ["limit=99999999999999999999", "limit is out of range, got 99999999999999999999"],
   ])("rejects %s", (q, message) => {
     expect(error(() => parse(ListSalesRequestSchema, q)).rawMessage).toBe(message);
+  });
+
+  it("converts integers at both ends of their ranges, small and large", () => {
+    expect(parse(ListSalesRequestSchema, "limit=-2147483648").limit).toBe(-2147483648);
+    expect(parse(ListSalesRequestSchema, "limit=007").limit).toBe(7);
+    expect(parse(ListSalesRequestSchema, "since=9223372036854775807").since).toBe(9223372036854775807n);
+    expect(parse(ListSalesRequestSchema, "until=-5").until).toBe(-5n);
+  });
+
+  it("refuses, at compile time, request types it cannot parse from a query", () => {
+    expect(() => compileQueryParser(ListListingsResponseSchema)).toThrow(/message and map fields cannot be query parameters/);
   });
 });

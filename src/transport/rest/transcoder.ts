@@ -1,50 +1,52 @@
-import type { DescMessage, DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import type { DescMessage } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ServiceSet } from "../../service/services.js";
+import { compileRequestKey, sendCached } from "../cached-response.js";
+import type { DataVersionWatch, ResponseCache } from "../freshness.js";
+import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "../guards.js";
 import { restRoutes } from "./http-rules.js";
-import { toRestJson } from "./json-dialect.js";
-import { parseQuery, queryFields } from "./query.js";
+import { compileJsonWriter } from "./json-writer.js";
+import { compileQueryParser, type QueryObject } from "./query.js";
 
 // Serves every RPC that has a google.api.http rule as a /v1 JSON endpoint.
-// Requests go through `transport` (an in-process router transport over the
-// same routes and interceptors as the RPC protocols), so authentication,
-// validation and error handling are the same code on every protocol.
+// A request is parsed into its request message and handed to the service
+// implementation in-process, with no serialization in between. The checks
+// the RPC interceptors make (API key first, error masking) are the same
+// functions (guards.ts), so every protocol authenticates, validates and
+// fails alike. Parser and writer are compiled per method at startup.
 
-const FORWARDED_HEADERS = ["x-api-key"];
+export interface RestDeps {
+  services: ServiceSet;
+  keys: KeyVerifier;
+  cache: ResponseCache;
+  watch: DataVersionWatch;
+}
 
-export function registerRestRoutes(
-  app: FastifyInstance,
-  services: readonly DescService[],
-  transport: Transport,
-): void {
-  for (const { method, path } of restRoutes(services)) {
-    const fields = queryFields(method.input);
+export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
+  for (const { method, path } of restRoutes(deps.services.services)) {
+    const parse = compileQueryParser(method.input);
+    const write = compileJsonWriter(method.output);
+    const requestKey = compileRequestKey(method.input);
+    const impl = deps.services.unary(method);
     const flag = successFlag(method.output);
+    const procedure = `/${method.parent.typeName}/${method.name}`;
+    const cachePrefix = `rest ${procedure} `;
+
     app.get(path, async (request: FastifyRequest, reply: FastifyReply) => {
       try {
-        const url = new URL(request.url, "http://localhost");
-        const pathParams = Object.entries((request.params ?? {}) as Record<string, string>);
-        const input = parseQuery(method.input, fields, [...pathParams, ...url.searchParams]);
-        const headers = new Headers();
-        for (const name of FORWARDED_HEADERS) {
-          const value = request.headers[name];
-          if (typeof value === "string") headers.set(name, value);
-        }
-        const response = await transport.unary(method, request.signal, undefined, headers, input, undefined);
-        return reply.type("application/json").send(toRestJson(method.output, response.message));
+        requireApiKey(deps.keys, apiKeyFrom(request.headers));
+        const input = parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
+        return await sendCached(request, reply, deps.cache, deps.watch, cachePrefix + requestKey(input), async () => ({
+          body: Buffer.from(write(await impl(input))),
+          contentType: "application/json; charset=utf-8",
+        }));
       } catch (err) {
-        const error = ConnectError.from(err);
-        // Anything unexpected was already logged by the error interceptor, or
-        // happened before the call (a bug here); either way its text stays hidden.
-        const known = err instanceof ConnectError;
-        if (!known) request.log.error({ err }, "REST transcoding failed");
-        const code = known ? error.code : Code.Internal;
-        const message = known ? error.rawMessage : "internal error";
+        const error = publicError(err, request.log, procedure);
         return reply
-          .status(codeToHttpStatus(code))
-          .type("application/json")
-          .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(code), message });
+          .status(codeToHttpStatus(error.code))
+          .type("application/json; charset=utf-8")
+          .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage });
       }
     });
   }

@@ -1,0 +1,99 @@
+import { gunzipSync } from "node:zlib";
+import { type DescMethodUnary, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { base64Decode } from "@bufbuild/protobuf/wire";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import type { FastifyInstance } from "fastify";
+import type { ServiceSet } from "../service/services.js";
+import { compileRequestKey, sendCached } from "./cached-response.js";
+import type { DataVersionWatch, ResponseCache } from "./freshness.js";
+import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
+import type { QueryObject } from "./rest/query.js";
+
+// Connect's GET form of unary calls (methods marked NO_SIDE_EFFECTS):
+// `GET /pkg.Service/Method?encoding=proto|json&message=...[&base64=1][&compression=gzip]`.
+// Served here rather than by connect-node so that it shares the REST path's
+// in-process call, response cache and conditional requests (ETag / 304):
+// a Connect GET is cacheable HTTP. Connect POST, gRPC and gRPC-Web go to
+// connect-node directly (server.ts). Responses are never compressed.
+
+/** A decompressed GET message larger than this is refused (it would be a 4 KB-per-field request). */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+export interface ConnectGetDeps {
+  services: ServiceSet;
+  keys: KeyVerifier;
+  cache: ResponseCache;
+  watch: DataVersionWatch;
+}
+
+function single(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function decodeMessage(q: QueryObject): Uint8Array {
+  const message = single(q.message) ?? "";
+  let bytes: Uint8Array;
+  try {
+    bytes = single(q.base64) === "1" ? base64Decode(message) : Buffer.from(message, "utf8");
+  } catch {
+    throw new ConnectError("message is not valid base64", Code.InvalidArgument);
+  }
+  const compression = single(q.compression) ?? "identity";
+  if (compression === "identity") return bytes;
+  if (compression !== "gzip") {
+    throw new ConnectError(`server does not support compression "${compression}"; use gzip or identity`, Code.Unimplemented);
+  }
+  try {
+    return gunzipSync(bytes, { maxOutputLength: MAX_MESSAGE_BYTES });
+  } catch {
+    throw new ConnectError("message is not valid gzip or is too large", Code.InvalidArgument);
+  }
+}
+
+export function registerConnectGetRoutes(app: FastifyInstance, deps: ConnectGetDeps): void {
+  for (const service of deps.services.services) {
+    for (const m of service.methods) {
+      if (m.methodKind !== "unary" || m.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) continue;
+      const method = m as DescMethodUnary;
+      const impl = deps.services.unary(method);
+      const requestKey = compileRequestKey(method.input);
+      const procedure = `/${service.typeName}/${method.name}`;
+
+      app.get(procedure, async (request, reply) => {
+        const q = request.query as QueryObject;
+        const encoding = single(q.encoding);
+        if (encoding !== "proto" && encoding !== "json") {
+          return reply.code(415).send();
+        }
+        const binary = encoding === "proto";
+        try {
+          requireApiKey(deps.keys, apiKeyFrom(request.headers));
+          const bytes = decodeMessage(q);
+          let input;
+          try {
+            input = binary
+              ? fromBinary(method.input, bytes)
+              : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: true });
+          } catch (err) {
+            throw new ConnectError(`cannot decode ${method.input.typeName}: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300), Code.InvalidArgument);
+          }
+          const key = `connect-${encoding} ${procedure} ${requestKey(input)}`;
+          return await sendCached(request, reply, deps.cache, deps.watch, key, async () => {
+            const output = await impl(input);
+            return binary
+              ? { body: Buffer.from(toBinary(method.output, output)), contentType: contentTypeUnaryProto }
+              : { body: Buffer.from(toJsonString(method.output, output)), contentType: contentTypeUnaryJson };
+          });
+        } catch (err) {
+          const error = publicError(err, request.log, procedure);
+          return reply
+            .code(codeToHttpStatus(error.code))
+            .type(contentTypeUnaryJson)
+            .send(Buffer.from(errorToJsonBytes(error, {})));
+        }
+      });
+    }
+  }
+}

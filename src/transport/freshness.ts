@@ -1,0 +1,125 @@
+import { LRUCache } from "lru-cache";
+import type { KeyVerifier } from "./guards.js";
+
+// What a server may remember between requests, and when it must forget.
+// Everything here is keyed to the store's data version: whenever another
+// process commits (an import, a derive, a key revoked), the next request sees
+// a new version and every remembered answer and verified key is dropped
+// before it is used. Nothing stale is ever served after a commit.
+
+export interface VersionSource {
+  dataVersion(): number;
+}
+
+/** Reads the store's data version once per request and tells listeners when it moved. */
+export class DataVersionWatch {
+  readonly #source: VersionSource;
+  readonly #listeners: (() => void)[] = [];
+  #version: number;
+
+  constructor(source: VersionSource) {
+    this.#source = source;
+    this.#version = source.dataVersion();
+  }
+
+  onChange(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Call at the start of a request, before consulting anything remembered. */
+  check(): number {
+    const v = this.#source.dataVersion();
+    if (v !== this.#version) {
+      this.#version = v;
+      for (const l of this.#listeners) l();
+    }
+    return v;
+  }
+}
+
+/** Verified keys are remembered this long at most, and never across a commit. */
+export const KEY_MEMO_MS = 1000;
+const KEY_MEMO_ENTRIES = 10_000;
+
+/**
+ * A KeyVerifier that remembers valid keys for up to a second (and only until
+ * the store changes, so a revocation is refused on the next request). Invalid
+ * keys are never remembered: each costs a store lookup, as before.
+ */
+export class MemoizedKeyVerifier implements KeyVerifier {
+  readonly #inner: KeyVerifier;
+  readonly #valid = new Map<string, number>();
+  readonly #now: () => number;
+  readonly #watch: DataVersionWatch;
+
+  constructor(inner: KeyVerifier, watch: DataVersionWatch, now: () => number = Date.now) {
+    this.#inner = inner;
+    this.#now = now;
+    this.#watch = watch;
+    watch.onChange(() => this.#valid.clear());
+  }
+
+  isValid(key: string): boolean {
+    // A revocation committed since the last request clears the memo first.
+    this.#watch.check();
+    const now = this.#now();
+    const until = this.#valid.get(key);
+    if (until !== undefined && until > now) return true;
+    if (!this.#inner.isValid(key)) {
+      this.#valid.delete(key);
+      return false;
+    }
+    if (this.#valid.size >= KEY_MEMO_ENTRIES) this.#valid.clear();
+    this.#valid.set(key, now + KEY_MEMO_MS);
+    return true;
+  }
+}
+
+export interface CachedResponse {
+  body: Buffer;
+  contentType: string;
+  /** Strong validator: a digest of the body bytes, quoted. */
+  etag: string;
+}
+
+/**
+ * Encoded responses by request (see cacheKey), least recently used evicted
+ * past `maxBytes`; 0 disables it. Cleared whenever the data version moves.
+ */
+export class ResponseCache {
+  readonly #lru: LRUCache<string, CachedResponse> | undefined;
+  hits = 0;
+  misses = 0;
+
+  constructor(maxBytes: number, watch: DataVersionWatch) {
+    if (maxBytes > 0) {
+      this.#lru = new LRUCache<string, CachedResponse>({
+        maxSize: maxBytes,
+        // Keys are held too; count them with the body.
+        sizeCalculation: (v, k) => v.body.length + k.length + 64,
+      });
+      watch.onChange(() => this.#lru?.clear());
+    }
+  }
+
+  get enabled(): boolean {
+    return this.#lru !== undefined;
+  }
+
+  get(key: string): CachedResponse | undefined {
+    if (!this.#lru) return undefined;
+    const v = this.#lru.get(key);
+    if (v) this.hits++;
+    else this.misses++;
+    return v;
+  }
+
+  set(key: string, value: CachedResponse): void {
+    // A response larger than the whole cache is served but not kept.
+    if (this.#lru && value.body.length + key.length + 64 <= this.#lru.maxSize) this.#lru.set(key, value);
+  }
+
+  get bytes(): number {
+    return this.#lru?.calculatedSize ?? 0;
+  }
+}

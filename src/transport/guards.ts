@@ -1,0 +1,41 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+// The checks every call passes, whatever protocol carried it. RPC protocols
+// run them as Connect interceptors (interceptors.ts); REST and Connect GET
+// call these functions directly, so both paths share one definition.
+
+export const API_KEY_HEADER = "x-api-key";
+
+export interface KeyVerifier {
+  isValid(key: string): boolean;
+}
+
+export interface ErrorLogger {
+  error(obj: object, msg: string): void;
+}
+
+export const MISSING_KEY = `missing API key: send it in the ${API_KEY_HEADER} header`;
+export const INVALID_KEY = "invalid or revoked API key";
+
+/** The API key of a request's Node headers (a repeated header counts as none). */
+export function apiKeyFrom(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const v = headers[API_KEY_HEADER];
+  return typeof v === "string" ? v : undefined;
+}
+
+/** Throws unauthenticated unless `key` is a valid, unrevoked API key. */
+export function requireApiKey(keys: KeyVerifier, key: string | null | undefined): void {
+  if (!key) throw new ConnectError(MISSING_KEY, Code.Unauthenticated);
+  if (!keys.isValid(key)) throw new ConnectError(INVALID_KEY, Code.Unauthenticated);
+}
+
+/**
+ * The error a caller sees: a ConnectError with a caller-facing code passes
+ * through; anything else is logged and replaced by a bare internal error, so
+ * SQL, stack traces and file paths never reach a caller.
+ */
+export function publicError(err: unknown, log: ErrorLogger, procedure: string): ConnectError {
+  if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
+  log.error({ err, procedure }, "internal error");
+  return new ConnectError("internal error", Code.Internal);
+}
