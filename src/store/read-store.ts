@@ -212,10 +212,10 @@ export class ReadStore {
 
   appraisalsByAsset(collectionId: number, assetIds: readonly string[]): AppraisalRow[] {
     const sql = `SELECT c.address, ${assetIdSql("a.")}, a.fair_market_value, a.confidence
-      FROM appraisals a JOIN collections c ON c.id = a.collection_id
-      WHERE a.collection_id = ? AND a.asset_key IN (SELECT value FROM json_each(?))
+      FROM json_each(?) j CROSS JOIN appraisals a ON a.collection_id = ? AND a.asset_key = j.value
+      JOIN collections c ON c.id = a.collection_id
       ORDER BY a.asset_key`;
-    return (this.#prepare(sql).all(collectionId, keysJson(assetIds)) as Row[]).map(toAppraisal);
+    return (this.#prepare(sql).all(keysJson(assetIds), collectionId) as Row[]).map(toAppraisal);
   }
 
   rarityPage(collectionId: number, page: PageRequest): Page<RarityRow> {
@@ -235,10 +235,10 @@ export class ReadStore {
 
   rarityByAsset(collectionId: number, assetIds: readonly string[]): RarityRow[] {
     const sql = `SELECT c.address, ${assetIdSql("r.")}, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
-      FROM rarity r JOIN collections c ON c.id = r.collection_id
-      WHERE r.collection_id = ? AND r.asset_key IN (SELECT value FROM json_each(?))
+      FROM json_each(?) j CROSS JOIN rarity r ON r.collection_id = ? AND r.asset_key = j.value
+      JOIN collections c ON c.id = r.collection_id
       ORDER BY r.rarity_rank, r.asset_key`;
-    return (this.#prepare(sql).all(collectionId, keysJson(assetIds)) as Row[]).map(toRarity);
+    return (this.#prepare(sql).all(keysJson(assetIds), collectionId) as Row[]).map(toRarity);
   }
 
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
@@ -256,7 +256,7 @@ export class ReadStore {
     const sql = `SELECT c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
         ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
         s.amount_received, s.marketplace
-      FROM sales s JOIN collections c ON c.id = s.collection_id
+      FROM sales s INDEXED BY ${salesIndex(filter)} JOIN collections c ON c.id = s.collection_id
       WHERE ${where.join(" AND ")}
       ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
     params.push(page.limit + 1);
@@ -289,7 +289,7 @@ export class ReadStore {
     }
     const sql = `SELECT c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at,
         l.price, l.status
-      FROM listings l JOIN collections c ON c.id = l.collection_id
+      FROM listings l INDEXED BY ${listingsIndex(filter)} JOIN collections c ON c.id = l.collection_id
       WHERE ${where.join(" AND ")}
       ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
     params.push(page.limit + 1);
@@ -311,7 +311,8 @@ export class ReadStore {
       const where = ["collection_id = ?"];
       const params: unknown[] = [collectionId];
       addSalesFilter(where, params, { ...filter, marketplace }, "");
-      const totals = this.#marketplaceTotals(where.join(" AND "), params);
+      const from = `sales INDEXED BY ${filter.assetId === undefined ? "sales_by_marketplace" : "sales_by_asset"}`;
+      const totals = this.#marketplaceTotals(from, where.join(" AND "), params);
       if (totals.totalNumSales > 0) groups.push({ marketplace, ...totals });
     }
     groups.sort(
@@ -326,7 +327,7 @@ export class ReadStore {
 
   #marketplaces(collectionId: number): string[] {
     const next = this.#prepare(
-      "SELECT marketplace FROM sales WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
+      "SELECT marketplace FROM sales INDEXED BY sales_by_marketplace WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
     ).pluck();
     const found: string[] = [];
     for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
@@ -335,11 +336,11 @@ export class ReadStore {
     return found;
   }
 
-  #marketplaceTotals(whereSql: string, params: unknown[]): Omit<MarketplaceTotals, "marketplace"> {
+  #marketplaceTotals(from: string, whereSql: string, params: unknown[]): Omit<MarketplaceTotals, "marketplace"> {
     try {
       const r = this.#prepare(
         `SELECT count(*) AS n, count(price_hi) AS exact, sum(price_hi) AS hi, sum(price_lo) AS lo
-         FROM sales WHERE ${whereSql}`,
+         FROM ${from} WHERE ${whereSql}`,
       )
         .safeIntegers(true)
         .get(...params) as { n: bigint; exact: bigint; hi: bigint | null; lo: bigint | null };
@@ -348,7 +349,7 @@ export class ReadStore {
       if (!(err instanceof Error && /integer overflow/i.test(err.message))) throw err;
     }
     // The slow exact path, for amounts or sums beyond SQLite's 64-bit integers.
-    const prices = this.#prepare(`SELECT price FROM sales WHERE ${whereSql}`).pluck().all(...params) as string[];
+    const prices = this.#prepare(`SELECT price FROM ${from} WHERE ${whereSql}`).pluck().all(...params) as string[];
     return { totalNumSales: prices.length, totalVolume: sumWei(prices) };
   }
 
@@ -387,8 +388,9 @@ export class ReadStore {
 
   score(collectionId: number): ScoreRow | undefined {
     const sql = `SELECT c.name, c.address, s.hype, s.gains, s.community, s.total
-      FROM scores s JOIN collections c ON c.id = s.collection_id WHERE s.collection_id = ?`;
-    const r = this.#prepare(sql).get(collectionId) as Row | undefined;
+      FROM scores s, collections c WHERE s.collection_id = ? AND c.id = ?`;
+    // Both sides by their key: a join on c.id = s.collection_id lets the planner scan scores.
+    const r = this.#prepare(sql).get(collectionId, collectionId) as Row | undefined;
     if (!r) return undefined;
     return {
       name: r.name as string,
@@ -399,6 +401,28 @@ export class ReadStore {
       total: r.total as number,
     };
   }
+}
+
+// Each filter combination names its index (INDEXED BY): the index whose
+// leading columns bind the most selective filter, the asset before the
+// marketplace or status. The planner would mostly find the same with
+// statistics (refreshed after every import and derive), but a store served
+// read-only cannot gather them, and a wrong guess scans a whole collection
+// (test/store/query-plans.test.ts checks the columns each seek binds).
+
+function salesIndex(f: SalesFilter): string {
+  if (f.assetId !== undefined) return "sales_by_asset";
+  if (f.marketplace !== undefined) return "sales_by_marketplace";
+  return "sales_by_time";
+}
+
+function listingsIndex(f: ListingsFilter): string {
+  if (f.assetId !== undefined) return "listings_by_asset";
+  // With a marketplace, created_at then marketplace_id is its index's own
+  // order; listings_by_status would need a sort when both are given.
+  if (f.marketplace !== undefined) return "listings_by_marketplace";
+  if (f.status !== undefined) return "listings_by_status";
+  return "listings_by_time";
 }
 
 function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alias: string): void {

@@ -11,11 +11,24 @@ export interface VersionSource {
   dataVersion(): number;
 }
 
-/** Reads the store's data version once per request and tells listeners when it moved. */
+/**
+ * Reads the store's data version and tells listeners when it moved.
+ *
+ * Reading it takes SQLite's shared-memory read lock: cheap alone (2 µs), but
+ * 10-20 µs under load, a quarter of a cached response's cost. So it is read
+ * at most once per turn of the event loop: every request handled in one turn
+ * had fully arrived before that turn's I/O poll returned, and so before the
+ * read; a commit that precedes a request's arrival is therefore always seen
+ * by it. Nothing stale is served, at one read per turn instead of per request.
+ */
 export class DataVersionWatch {
   readonly #source: VersionSource;
   readonly #listeners: (() => void)[] = [];
   #version: number;
+  #readThisTurn = false;
+  readonly #endTurn = () => {
+    this.#readThisTurn = false;
+  };
 
   constructor(source: VersionSource) {
     this.#source = source;
@@ -28,6 +41,9 @@ export class DataVersionWatch {
 
   /** Call at the start of a request, before consulting anything remembered. */
   check(): number {
+    if (this.#readThisTurn) return this.#version;
+    this.#readThisTurn = true;
+    setImmediate(this.#endTurn);
     const v = this.#source.dataVersion();
     if (v !== this.#version) {
       this.#version = v;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
-import { openWritable } from "../../src/store/database.js";
+import { openWritable, refreshPlannerStats } from "../../src/store/database.js";
 import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/store/read-store.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/write-store.js";
 
@@ -162,6 +162,8 @@ export function buildFixture(): Fixture {
     for (const r of f.tweets) w.upsertTweet(r);
     w.upsertScore(f.score);
   });
+  // As import and derive do: the planner works from statistics.
+  refreshPlannerStats(db);
   db.close();
   return { ...f, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
