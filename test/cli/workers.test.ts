@@ -1,0 +1,110 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { spawnCli, waitForOutput } from "./run-cli.js";
+
+// `serve --workers 2`: node:cluster workers on one port, drained on SIGTERM.
+
+let f: Fixture;
+beforeAll(() => {
+  f = buildFixture();
+});
+afterAll(() => f.cleanup());
+
+/** A Connect POST whose body is only half sent until `finish` is called. */
+function slowCall(url: string, key: string) {
+  const body = JSON.stringify({ contractAddress: COLLECTION });
+  const agent = new http.Agent({ keepAlive: false });
+  let finish = () => {};
+  const done = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = http.request(`${url}/marketdata.v1.CollectionService/GetCollectionStats`, {
+      method: "POST",
+      agent,
+      headers: { "content-type": "application/json", "x-api-key": key, "content-length": Buffer.byteLength(body) },
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.write(body.slice(0, 10));
+    finish = () => req.end(body.slice(10));
+  });
+  return { done, finish: () => finish() };
+}
+
+describe("marketdata serve --workers 2", () => {
+  it("answers from two worker processes, and SIGTERM under load finishes the requests in flight and exits 0", async () => {
+    const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "2"], { LOG_LEVEL: "info" });
+    let log = "";
+    child.stdout?.on("data", (c: Buffer) => (log += c.toString()));
+    try {
+      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+      const u = `${url}/v1/collection/scores?contractAddress=${COLLECTION}`;
+      // New connections are spread over the workers (round-robin).
+      for (let i = 0; i < 20; i++) {
+        const r = await fetch(u, { headers: { "x-api-key": f.key, connection: "close" } });
+        expect(r.status).toBe(200);
+        await r.text();
+      }
+      const pids = new Set(
+        log
+          .split("\n")
+          .filter((l) => l.includes('"msg":"request"'))
+          .map((l) => (JSON.parse(l) as { pid: number }).pid),
+      );
+      expect(pids.size).toBe(2);
+      // Never the key in a log line.
+      expect(log).not.toContain(f.key);
+
+      // Load on kept-alive connections, plus calls whose bodies are still arriving.
+      const inFlight = Array.from({ length: 6 }, () => slowCall(url!, f.key));
+      let stop = false;
+      const statuses: number[] = [];
+      const networkErrors: string[] = [];
+      const loops = Array.from({ length: 8 }, async () => {
+        while (!stop) {
+          try {
+            const r = await fetch(u, { headers: { "x-api-key": f.key } });
+            statuses.push(r.status);
+            await r.text();
+          } catch (err) {
+            // Once the workers stop listening a new connection is refused; that is not a request in flight.
+            networkErrors.push(String((err as { cause?: { code?: string } }).cause?.code ?? err));
+            break;
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+      for (const call of inFlight) call.finish();
+      const results = await Promise.all(inFlight.map((c) => c.done));
+      for (const r of results) {
+        expect(r.status).toBe(200);
+        expect(JSON.parse(r.text).successful).toBe(1);
+      }
+      stop = true;
+      await Promise.all(loops);
+      expect(await exited).toBe(0);
+      expect(statuses.length).toBeGreaterThan(50);
+      // Every response the load got is an answer or a "closing" refusal, never a server error.
+      expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+      expect(networkErrors.filter((e) => e !== "ECONNREFUSED" && e !== "ECONNRESET" && e !== "UND_ERR_SOCKET")).toEqual([]);
+      expect(log).toMatch(/shutting down: workers finish requests in flight/);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("refuses a missing store before forking, with the CLI's message", async () => {
+    const child = spawnCli(["serve", "--db", `${f.dir}/missing.sqlite`, "--port", "0", "--workers", "2"]);
+    let err = "";
+    child.stderr?.on("data", (c: Buffer) => (err += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(1);
+    expect(err).toMatch(/^marketdata: store .*missing\.sqlite does not exist/);
+  });
+});
