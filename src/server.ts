@@ -10,6 +10,7 @@ import { openReadOnly } from "./store/database.js";
 import { ReadStore } from "./store/read-store.js";
 import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
+import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
@@ -49,6 +50,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const cache = new ResponseCache(deps.cacheBytes ?? 64 * 1024 * 1024, watch);
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
+  const grpcUnary = createGrpcUnaryHandler({ services, keys, cache, watch, log, readMaxBytes: RPC_READ_MAX_BYTES });
   let nextRpcId = 0;
 
   const app = Fastify({
@@ -61,6 +63,10 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         routes: (router) => services.routes(router),
         interceptors,
         readMaxBytes: RPC_READ_MAX_BYTES,
+        // Responses are at most tens of KB: gzip costs more CPU than it saves
+        // on the networks a self-hosted service runs on. Compressed requests
+        // are still accepted.
+        compressMinBytes: 1024 * 1024,
         contextValues: (req) => {
           const reqId = `rpc-${++nextRpcId}`;
           (req as { reqId?: string }).reqId = reqId;
@@ -74,6 +80,10 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           return;
         }
         if (log.isLevelEnabled("info")) logRpc(log, req, res);
+        if (req.httpVersionMajor === 2 && grpcUnary.accepts(req as http2.Http2ServerRequest)) {
+          grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
+          return;
+        }
         rpc(req, res as never);
       };
       return new DualProtocolServer(handler) as unknown as http.Server;

@@ -36,6 +36,11 @@ export class DualProtocolServer extends net.Server {
   }
 
   #route(socket: net.Socket): void {
+    // Responses go out as soon as they are written. Node's HTTP/1.1 server
+    // sets this itself; its HTTP/2 server does not, and with Nagle's
+    // algorithm on, gRPC responses waited for the client's delayed ACKs
+    // (measured: 365 calls/s at p50 139 ms, server idle half the time).
+    socket.setNoDelay(true);
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);

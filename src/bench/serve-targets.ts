@@ -1,0 +1,110 @@
+import { readFileSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import Fastify, { type FastifyInstance } from "fastify";
+import { startServer } from "../server.js";
+import { openReadOnly } from "../store/database.js";
+import { type KeyValue, type ListingStatusName, ReadStore } from "../store/read-store.js";
+
+// The servers `npm run bench:serve` compares, each in its own process so the
+// load generator never shares their event loop:
+//   server       the service itself (startServer), reporting event-loop delay
+//   bytes        a bare Fastify route per endpoint sending fixed bytes (the ceiling)
+//   handwritten  a bare Fastify route per endpoint calling the same store
+//                method and JSON.stringify-ing the rows (a hand-written service)
+// Usage: serve-targets.ts KIND DB [CACHE_MB | BYTES_FILE]; prints {"url": ...}
+// when listening; answers "eld-reset" / "eld-report" IPC messages.
+
+const [kind, db, extra] = process.argv.slice(2);
+if (!kind || !db) {
+  process.stderr.write("usage: serve-targets.ts server|bytes|handwritten DB [CACHE_MB|BYTES_FILE]\n");
+  process.exit(2);
+}
+
+const eld = monitorEventLoopDelay({ resolution: 1 });
+eld.enable();
+process.on("message", (m: string) => {
+  if (m === "eld-reset") eld.reset();
+  if (m === "eld-report") process.send?.({ eldP99Ms: eld.percentile(99) / 1e6, eldMaxMs: eld.max / 1e6 });
+});
+
+let url: string;
+let close: () => Promise<void>;
+if (kind === "server") {
+  const server = await startServer({ db, port: 0, host: "127.0.0.1", cacheMb: Number(extra ?? "64"), logLevel: "warn" });
+  url = server.url;
+  close = server.close;
+} else {
+  const app = Fastify();
+  if (kind === "bytes") bytesRoutes(app, JSON.parse(readFileSync(extra!, "utf8")) as Record<string, string>);
+  else handwrittenRoutes(app, new ReadStore(openReadOnly(db)));
+  url = await app.listen({ port: 0, host: "127.0.0.1" });
+  close = () => app.close();
+}
+process.send?.({ url });
+process.on("SIGTERM", () => void close().then(() => process.exit(0)));
+
+function bytesRoutes(app: FastifyInstance, bodies: Record<string, string>): void {
+  for (const [path, base64] of Object.entries(bodies)) {
+    const body = Buffer.from(base64, "base64");
+    app.get(path, (_req, reply) => {
+      void reply.type("application/json; charset=utf-8").send(body);
+    });
+  }
+}
+
+type Q = Record<string, string | string[] | undefined>;
+const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+const list = (v: string | string[] | undefined) => (v === undefined ? [] : (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(",")));
+const num = (v: string | string[] | undefined) => (one(v) === undefined ? undefined : Number(one(v)));
+
+/** The keyset position inside one of the service's page tokens (not checked: a hand-written service's shortcut). */
+function after(token: string | undefined): KeyValue[] | null {
+  if (!token) return null;
+  return (JSON.parse(Buffer.from(token, "base64url").toString()) as { k: KeyValue[] }).k;
+}
+const next = (k: KeyValue[] | null) => (k ? Buffer.from(JSON.stringify({ k })).toString("base64url") : "");
+
+function handwrittenRoutes(app: FastifyInstance, store: ReadStore): void {
+  const route = (path: string, handle: (q: Q, id: number) => unknown) =>
+    app.get(path, (req, reply) => {
+      const q = req.query as Q;
+      const id = store.collectionId(String(one(q.contractAddress)).toLowerCase());
+      if (id === undefined) return reply.code(404).send({ code: "not_found" });
+      void reply.type("application/json; charset=utf-8").send(JSON.stringify(handle(q, id)));
+      return reply;
+    });
+  const page = (q: Q) => ({ limit: num(q.limit) ?? 20, after: after(one(q.cursor)) });
+  route("/v1/asset/appraisals", (q, id) => {
+    if (q.assetId) return { successful: 1, nextPage: "", data: store.appraisalsByAsset(id, list(q.assetId)) };
+    const p = store.appraisalsPage(id, page(q));
+    return { successful: 1, nextPage: next(p.nextKey), data: p.rows };
+  });
+  route("/v1/asset/rarity", (q, id) => {
+    if (q.assetId) return { successful: 1, nextPage: "", data: store.rarityByAsset(id, list(q.assetId)) };
+    const p = store.rarityPage(id, page(q));
+    return { successful: 1, nextPage: next(p.nextKey), data: p.rows };
+  });
+  route("/v1/asset/sales", (q, id) => {
+    const f = { assetId: one(q.assetId), marketplace: one(q.marketplace), since: num(q.since), until: num(q.until) };
+    const p = store.salesPage(id, f, page(q));
+    return { success: 1, cursor: next(p.nextKey), data: p.rows.map((r) => ({ ...r, currency: "ETH" })) };
+  });
+  route("/v1/asset/listings", (q, id) => {
+    const f = { assetId: one(q.assetId), marketplace: one(q.marketplace), status: one(q.status) as ListingStatusName | undefined };
+    const p = store.listingsPage(id, f, page(q));
+    return { success: 1, cursor: next(p.nextKey), data: p.rows.map((r) => ({ ...r, currency: "ETH" })) };
+  });
+  route("/v1/collection/stats", (q, id) => {
+    const s = store.salesSummary(id, { assetId: one(q.assetId), since: num(q.since), until: num(q.until) });
+    return { successful: 1, data: { contractAddress: one(q.contractAddress), ...s, currency: "ETH" } };
+  });
+  route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.topInfluencers(id, num(q.limit) ?? 20) }));
+  route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.topTweets(id, num(q.limit) ?? 20) }));
+  route("/v1/collection/scores", (q) => ({
+    successful: 1,
+    data: list(q.contractAddress).flatMap((a) => {
+      const id = store.collectionId(a.toLowerCase());
+      return id === undefined ? [] : (store.score(id) ?? []);
+    }),
+  }));
+}

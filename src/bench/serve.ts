@@ -1,0 +1,444 @@
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import autocannon from "autocannon";
+import { Command } from "commander";
+import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { Random } from "../demo/random.js";
+import { ApiKeyAdmin } from "../store/api-keys.js";
+import { openReadOnly, openWritable } from "../store/database.js";
+
+// npm run bench:serve — throughput and latency of every /v1 endpoint (see the
+// README's "Serving speed" for what is measured and why). Every comparison is
+// a ratio from one run: rounds alternate between the servers compared, and
+// medians are reported. Servers run in child processes; autocannon runs here.
+
+const program = new Command("bench:serve")
+  .description("benchmark the server against a bare Fastify ceiling and a hand-written service")
+  .option("--rounds <n>", "alternating rounds per comparison", "3")
+  .option("--seconds <s>", "seconds per round", "5")
+  .option("--connections <n>", "autocannon connections", "50")
+  .option("--stores <list>", "demo stores to run on", "default,large")
+  .option("--parts <list>", "hot,cold,grpc,workers", "hot,cold,grpc,workers")
+  .option("--endpoints <list>", "endpoint paths (default: all eight)")
+  .parse();
+const opts = program.opts<{ rounds: string; seconds: string; connections: string; stores: string; parts: string; endpoints?: string }>();
+const ROUNDS = Number(opts.rounds);
+const SECONDS = Number(opts.seconds);
+const CONNECTIONS = Number(opts.connections);
+const PARTS = new Set(opts.parts.split(","));
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BIN = `${ROOT}src/bin/marketdata.js`;
+const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
+const ENDPOINTS = opts.endpoints?.split(",") ?? [
+  "/v1/asset/appraisals",
+  "/v1/asset/rarity",
+  "/v1/asset/sales",
+  "/v1/asset/listings",
+  "/v1/collection/stats",
+  "/v1/collection/influencers",
+  "/v1/collection/tweets",
+  "/v1/collection/scores",
+];
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+function ensureStore(scale: string): { db: string; key: string } {
+  mkdirSync(`${ROOT}data`, { recursive: true });
+  const db = `${ROOT}data/bench-${scale}.sqlite`;
+  if (!existsSync(db)) {
+    log(`building the ${scale} demo store at ${db} (once)...`);
+    const r = spawnSync(process.execPath, [BIN, "demo", "--db", db, "--scale", scale], { stdio: "inherit" });
+    if (r.status !== 0) throw new Error("demo build failed");
+  }
+  const w = openWritable(db);
+  const key = new ApiKeyAdmin(w).create("bench").key;
+  w.close();
+  return { db, key };
+}
+
+interface Target {
+  url: string;
+  child: ChildProcess;
+  eld(): Promise<{ eldP99Ms: number; eldMaxMs: number }>;
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+function startTarget(kind: string, db: string, extra?: string): Promise<Target> {
+  const child = fork(TARGETS, [kind, db, ...(extra ? [extra] : [])], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${kind} target exited with ${code}`)));
+    child.once("message", (m: { url: string }) =>
+      resolve({
+        url: m.url,
+        child,
+        reset: () => child.send("eld-reset"),
+        eld: () =>
+          new Promise((res) => {
+            child.once("message", res as never);
+            child.send("eld-report");
+          }),
+        stop: () =>
+          new Promise((res) => {
+            child.removeAllListeners("exit");
+            child.once("exit", () => res());
+            child.kill("SIGTERM");
+          }),
+      }),
+    );
+  });
+}
+
+/** The CLI's serve with N workers, for workers 1 vs 2. */
+function startCli(db: string, workers: number, cacheMb: number): Promise<Target> {
+  const child = fork(BIN, ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info"], {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.once("exit", (code) => reject(new Error(`serve exited with ${code}`)));
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /Server listening at (http:\/\/[\d.:]+)/.exec(out);
+      if (m) {
+        child.stdout!.removeAllListeners("data");
+        child.stdout!.resume();
+        resolve({
+          url: m[1]!,
+          child,
+          reset: () => {},
+          eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
+          stop: () =>
+            new Promise((res) => {
+              child.removeAllListeners("exit");
+              child.once("exit", () => res());
+              child.kill("SIGTERM");
+            }),
+        });
+      }
+    });
+  });
+}
+
+interface Run {
+  rps: number;
+  p99: number;
+  bad: number;
+}
+
+/** One autocannon round rotating over `paths` (one global rotation, across connections). */
+async function load(url: string, paths: string[], key: string): Promise<Run> {
+  let i = 0;
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    headers: { "x-api-key": key },
+    requests: [
+      {
+        setupRequest: (req) => {
+          req.path = paths[i++ % paths.length]!;
+          return req;
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.total / SECONDS, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts };
+}
+
+/** Alternating rounds over several targets: a, b, c, a, b, c, ... Medians per target. */
+async function compare(
+  targets: { name: string; target: Target; paths: string[] }[],
+  key: string,
+): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number }>> {
+  const runs: Record<string, (Run & { eldP99Ms: number })[]> = {};
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const { name, target, paths } of targets) {
+      target.reset();
+      const run = await load(target.url, paths, key);
+      const { eldP99Ms } = await target.eld();
+      (runs[name] ??= []).push({ ...run, eldP99Ms });
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(runs).map(([name, rs]) => [
+      name,
+      {
+        rps: median(rs.map((x) => x.rps)),
+        p99: median(rs.map((x) => x.p99)),
+        bad: rs.reduce((n, x) => n + x.bad, 0),
+        eldP99Ms: median(rs.map((x) => x.eldP99Ms)),
+      },
+    ]),
+  );
+}
+
+async function getJson(url: string, key: string): Promise<Record<string, unknown>> {
+  const r = await fetch(url, { headers: { "x-api-key": key } });
+  return (await r.json()) as Record<string, unknown>;
+}
+
+/** At least 1,000 distinct, valid requests per endpoint, cursors gathered by walking pages. */
+async function coldRequests(base: string, key: string, cs: string[]): Promise<Record<string, string[]>> {
+  const rnd = new Random(7);
+  const variants = (c: string) => [c, c.toUpperCase().replace("0X", "0x"), `0x${c.slice(2, 22).toUpperCase()}${c.slice(22)}`, `0x${c.slice(2, 22)}${c.slice(22).toUpperCase()}`];
+  const out: Record<string, Set<string>> = {};
+  const add = (path: string, q: Record<string, string | number | undefined>) => {
+    const qs = Object.entries(q)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
+      .join("&");
+    (out[path] ??= new Set()).add(`${path}?${qs}`);
+  };
+  const walk = async (path: string, q: Record<string, string | number | undefined>, tokenField: string, pages: number) => {
+    let cursor = "";
+    for (let p = 0; p < pages; p++) {
+      const query = { ...q, cursor: cursor || undefined };
+      add(path, query);
+      const body = await getJson(`${base}${path}?${new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)] as [string, string]))}`, key);
+      cursor = String(body[tokenField] ?? "");
+      if (!cursor) break;
+    }
+  };
+  const marketplaces = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
+  const statuses = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"];
+  for (const c of cs) {
+    const sales = (await getJson(`${base}/v1/asset/sales?contractAddress=${c}&limit=50`, key)).data as { assetId: string; timestamp: number }[];
+    const assets = [...new Set(sales.map((s) => s.assetId))];
+    const latest = sales[0]?.timestamp ?? 1_790_000_000;
+    for (const limit of [7, 20, 50]) {
+      await walk("/v1/asset/appraisals", { contractAddress: c, limit }, "nextPage", 20);
+      await walk("/v1/asset/rarity", { contractAddress: c, limit }, "nextPage", 20);
+      await walk("/v1/asset/sales", { contractAddress: c, limit }, "cursor", 15);
+      await walk("/v1/asset/listings", { contractAddress: c, limit }, "cursor", 15);
+    }
+    for (let i = 0; i < 60; i++) {
+      const ids = Array.from({ length: rnd.int(1, 20) }, () => String(rnd.int(0, 999)));
+      add("/v1/asset/appraisals", { contractAddress: c, assetId: ids.join(",") });
+      add("/v1/asset/rarity", { contractAddress: c, assetId: ids.join(",") });
+    }
+    for (let i = 0; i < 120; i++) {
+      const since = latest - rnd.int(3600, 730 * 86400);
+      const until = rnd.next() < 0.5 ? undefined : since + rnd.int(3600, 90 * 86400);
+      const assetId = rnd.next() < 0.4 ? assets[rnd.int(0, assets.length - 1)] : undefined;
+      const marketplace = rnd.next() < 0.5 ? marketplaces[rnd.int(0, 5)] : undefined;
+      add("/v1/asset/sales", { contractAddress: c, assetId, marketplace, since, until, limit: rnd.int(1, 50) });
+      add("/v1/asset/listings", {
+        contractAddress: c,
+        assetId,
+        marketplace,
+        status: rnd.next() < 0.6 ? statuses[rnd.int(0, 3)] : undefined,
+        limit: rnd.int(1, 50),
+      });
+      add("/v1/collection/stats", { contractAddress: c, assetId: rnd.next() < 0.3 ? assets[rnd.int(0, assets.length - 1)] : undefined, since, until });
+    }
+    for (const variant of variants(c)) {
+      for (let limit = 1; limit <= 50; limit++) {
+        add("/v1/collection/influencers", { contractAddress: variant, limit });
+        add("/v1/collection/tweets", { contractAddress: variant, limit });
+      }
+    }
+  }
+  for (let i = 0; i < 1200; i++) {
+    const pick = cs.filter(() => rnd.next() < 0.5);
+    if (pick.length === 0) pick.push(cs[rnd.int(0, cs.length - 1)]!);
+    add("/v1/collection/scores", { contractAddress: pick.map((c) => (rnd.next() < 0.5 ? c : c.toUpperCase().replace("0X", "0x"))).join(",") });
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v]]));
+}
+
+/** The store's collections, largest (most tokens) first. */
+function collectionAddresses(path: string): string[] {
+  const db = openReadOnly(path);
+  const list = db
+    .prepare("SELECT c.address FROM collections c ORDER BY (SELECT count(*) FROM tokens t WHERE t.collection_id = c.id) DESC, c.address")
+    .pluck()
+    .all() as string[];
+  db.close();
+  return list;
+}
+
+const HOT: Record<string, string> = {
+  "/v1/asset/appraisals": "limit=20",
+  "/v1/asset/rarity": "limit=20",
+  "/v1/asset/sales": "limit=20",
+  "/v1/asset/listings": "limit=20&status=CREATED",
+  "/v1/collection/stats": "since=1790000000",
+  "/v1/collection/influencers": "limit=20",
+  "/v1/collection/tweets": "limit=20",
+  "/v1/collection/scores": "",
+};
+
+const results: Record<string, unknown> = {};
+const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : "—");
+
+for (const scale of opts.stores.split(",")) {
+  const { db, key } = ensureStore(scale);
+  const cs = collectionAddresses(db);
+  const first = cs[0]!;
+  const server = await startTarget("server", db, "64");
+  const hotPaths = Object.fromEntries(ENDPOINTS.map((p) => [p, `${p}?contractAddress=${first}${HOT[p] ? `&${HOT[p]}` : ""}`]));
+  const bodies: Record<string, string> = {};
+  for (const p of ENDPOINTS) {
+    const r = await fetch(`${server.url}${hotPaths[p]}`, { headers: { "x-api-key": key } });
+    bodies[p] = Buffer.from(await r.arrayBuffer()).toString("base64");
+  }
+  const bytesFile = `${ROOT}data/bench-bytes-${scale}.json`;
+  writeFileSync(bytesFile, JSON.stringify(bodies));
+  const bytes = await startTarget("bytes", db, bytesFile);
+  const hand = await startTarget("handwritten", db);
+  const cold = await coldRequests(server.url, key, cs);
+  const uncached = await startTarget("server", db, "0");
+  const storeResults: Record<string, unknown> = {};
+
+  if (PARTS.has("hot")) {
+    log(`\n## ${scale} store, hot: one request repeated (${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, medians)\n`);
+    log("| endpoint | bytes | (a) server req/s | p99 ms | ELD p99 ms | (b) bare bytes req/s | (c) hand-written req/s | a/b | a/c |");
+    log("|---|---|---|---|---|---|---|---|---|");
+    for (const p of ENDPOINTS) {
+      const paths = [hotPaths[p]!];
+      const r = await compare(
+        [
+          { name: "a", target: server, paths },
+          { name: "b", target: bytes, paths: [p] },
+          { name: "c", target: hand, paths },
+        ],
+        key,
+      );
+      storeResults[`hot ${p}`] = r;
+      const size = Buffer.from(bodies[p]!, "base64").length;
+      log(`| ${p} | ${size} | ${fmt(r.a!.rps)} | ${r.a!.p99} | ${fmt(r.a!.eldP99Ms)} | ${fmt(r.b!.rps)} | ${fmt(r.c!.rps)} | ${(r.a!.rps / r.b!.rps).toFixed(2)} | ${(r.a!.rps / r.c!.rps).toFixed(2)} |`);
+    }
+  }
+
+  if (PARTS.has("cold")) {
+    log(`\n## ${scale} store, cold: distinct requests rotated, response cache off (--cache-mb 0)\n`);
+    log("| endpoint | distinct requests | (a) server req/s | p99 ms | ELD p99 ms | (c) hand-written req/s | p99 ms | a/c | errors a/c |");
+    log("|---|---|---|---|---|---|---|---|---|");
+    for (const p of ENDPOINTS) {
+      const paths = cold[p]!;
+      const r = await compare(
+        [
+          { name: "a", target: uncached, paths },
+          { name: "c", target: hand, paths },
+        ],
+        key,
+      );
+      storeResults[`cold ${p}`] = { ...r, distinct: paths.length };
+      log(`| ${p} | ${paths.length} | ${fmt(r.a!.rps)} | ${r.a!.p99} | ${fmt(r.a!.eldP99Ms)} | ${fmt(r.c!.rps)} | ${r.c!.p99} | ${(r.a!.rps / r.c!.rps).toFixed(2)} | ${r.a!.bad}/${r.c!.bad} |`);
+    }
+    const mix = Object.values(cold).flat().filter((_, i) => i % 3 === 0);
+    const r = await compare([{ name: "a", target: uncached, paths: mix }], key);
+    storeResults["cold mix"] = { ...r, distinct: mix.length };
+    log(`\ncold mix of all endpoints (${mix.length} distinct): ${fmt(r.a!.rps)} req/s, p99 ${r.a!.p99} ms, ELD p99 ${fmt(r.a!.eldP99Ms)} ms`);
+  }
+
+  if (PARTS.has("workers")) {
+    log(`\n## ${scale} store, serve --workers 1 vs 2 (CLI, logging at info)\n`);
+    const w1 = await startCli(db, 1, 64);
+    const w2 = await startCli(db, 2, 64);
+    const mix = Object.values(cold).flat().filter((_, i) => i % 3 === 0);
+    const hot = await compare(
+      [
+        { name: "w1", target: w1, paths: [hotPaths["/v1/asset/sales"]!] },
+        { name: "w2", target: w2, paths: [hotPaths["/v1/asset/sales"]!] },
+      ],
+      key,
+    );
+    const coldMix = await compare(
+      [
+        { name: "w1", target: w1, paths: mix },
+        { name: "w2", target: w2, paths: mix },
+      ],
+      key,
+    );
+    storeResults.workers = { hot, coldMix };
+    log("| load | workers 1 req/s | workers 2 req/s | 2/1 |");
+    log("|---|---|---|---|");
+    log(`| hot sales | ${fmt(hot.w1!.rps)} | ${fmt(hot.w2!.rps)} | ${(hot.w2!.rps / hot.w1!.rps).toFixed(2)} |`);
+    log(`| cold mix (cached after first use) | ${fmt(coldMix.w1!.rps)} | ${fmt(coldMix.w2!.rps)} | ${(coldMix.w2!.rps / coldMix.w1!.rps).toFixed(2)} |`);
+    await w1.stop();
+    await w2.stop();
+  }
+
+  if (PARTS.has("grpc") && scale === opts.stores.split(",")[0]) {
+    log(`\n## gRPC unary ListSales (hot), @grpc/grpc-js client, 50 calls in flight\n`);
+    const request = Buffer.from(toBinary(ListSalesRequestSchema, { $typeName: "marketdata.v1.ListSalesRequest", contractAddress: first, assetId: "", marketplace: "", cursor: "", limit: 20 } as never));
+    const plain = await startPlainGrpc(server.url, request, key);
+    const ours = server.url.replace("http://", "");
+    const rates: Record<string, number[]> = { ours: [], plain: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      rates.ours!.push(await grpcLoad(ours, request, key));
+      rates.plain!.push(await grpcLoad(plain.address, request, key));
+    }
+    plain.server.forceShutdown();
+    const o = median(rates.ours!);
+    const pl = median(rates.plain!);
+    storeResults.grpc = { ours: o, plain: pl };
+    log(`| server | calls/s |\n|---|---|\n| this server | ${fmt(o)} |\n| plain grpc-js server, same response bytes | ${fmt(pl)} |\n| ratio | ${(o / pl).toFixed(2)} |`);
+  }
+
+  results[scale] = storeResults;
+  for (const t of [server, bytes, hand, uncached]) await t.stop();
+}
+writeFileSync(`${ROOT}data/bench-serve.json`, JSON.stringify(results, null, 2));
+log(`\nresults: data/bench-serve.json`);
+
+/** A plain grpc-js server answering ListSales with the bytes our server returns (the gRPC ceiling). */
+async function startPlainGrpc(ourUrl: string, request: Buffer, key: string): Promise<{ server: grpc.Server; address: string }> {
+  const client = new grpc.Client(ourUrl.replace("http://", ""), grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("x-api-key", key);
+  const response = await new Promise<Buffer>((resolve, reject) =>
+    client.makeUnaryRequest("/marketdata.v1.AssetService/ListSales", (b: Buffer) => b, (b: Buffer) => b, request, md, (err, v) =>
+      err ? reject(err) : resolve(v!),
+    ),
+  );
+  client.close();
+  fromBinary(ListSalesResponseSchema, response); // it is a real response
+  const server = new grpc.Server();
+  server.addService(
+    {
+      ListSales: {
+        path: "/marketdata.v1.AssetService/ListSales",
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    { ListSales: (_call: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, response) },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return { server, address: `127.0.0.1:${port}` };
+}
+
+async function grpcLoad(address: string, request: Buffer, key: string): Promise<number> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("x-api-key", key);
+  const deadline = performance.now() + SECONDS * 1000;
+  let done = 0;
+  const worker = async () => {
+    while (performance.now() < deadline) {
+      await new Promise<void>((resolve, reject) =>
+        client.makeUnaryRequest("/marketdata.v1.AssetService/ListSales", (b: Buffer) => b, (b: Buffer) => b, request, md, (err) =>
+          err ? reject(err) : resolve(),
+        ),
+      );
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  client.close();
+  return done / SECONDS;
+}
