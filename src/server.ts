@@ -93,13 +93,16 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     return503OnClosing: true,
   });
 
-  app.addHook("onResponse", (request, reply, done) => {
-    request.log.info(
-      { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
-      "request",
-    );
-    done();
-  });
+  // Registered only when the lines would be written: an idle hook still costs each request.
+  if (log.isLevelEnabled("info")) {
+    app.addHook("onResponse", (request, reply, done) => {
+      request.log.info(
+        { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
+        "request",
+      );
+      done();
+    });
+  }
   registerRestRoutes(app, { services, keys, cache, watch });
   registerConnectGetRoutes(app, { services, keys, cache, watch });
   return { app, cache };

@@ -52,25 +52,53 @@ export interface Encoded {
 
 /**
  * Answers a GET from the cache or from `produce`, with ETag and 304 handling.
- * The caller has already authenticated the request.
+ * The caller has already authenticated the request. A cache hit is answered
+ * synchronously (no promise for Fastify to wait on).
  */
-export async function sendCached(
+export function sendCached(
   request: FastifyRequest,
   reply: FastifyReply,
   cache: ResponseCache,
   watch: DataVersionWatch,
   key: string,
   produce: () => Promise<Encoded>,
-): Promise<FastifyReply> {
+): FastifyReply | Promise<FastifyReply> {
   // Before anything remembered is used: a commit since the last request drops it all.
   watch.check();
-  let entry: CachedResponse | undefined = cache.get(key);
-  if (entry === undefined) {
-    const { body, contentType } = await produce();
-    entry = { body, contentType, etag: etagOf(body) };
+  const hit = cache.get(key);
+  if (hit !== undefined) return sendEntry(request, reply, hit);
+  return produce().then(({ body, contentType }) => {
+    const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
     cache.set(key, entry);
-  }
+    return sendEntry(request, reply, entry);
+  });
+}
+
+function sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CachedResponse): FastifyReply {
   reply.header("etag", entry.etag).header("cache-control", CACHE_CONTROL);
   if (matchesIfNoneMatch(request.headers["if-none-match"], entry.etag)) return reply.code(304).send();
   return reply.type(entry.contentType).send(entry.body);
+}
+
+/**
+ * Remembers, per route, the cache key that a request URL parsed to, so that
+ * a repeated URL skips parsing on its way to the cache. Parsing depends on
+ * the URL alone, never on the data, so an entry is never stale. Bounded.
+ */
+export class ParsedKeyMemo {
+  readonly #keys = new Map<string, string>();
+  readonly #max: number;
+
+  constructor(max = 10_000) {
+    this.#max = max;
+  }
+
+  get(url: string): string | undefined {
+    return this.#keys.get(url);
+  }
+
+  set(url: string, key: string): void {
+    if (this.#keys.size >= this.#max) this.#keys.clear();
+    this.#keys.set(url, key);
+  }
 }

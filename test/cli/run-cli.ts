@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import http from "node:http";
 import { fileURLToPath } from "node:url";
 
 export const BIN = fileURLToPath(new URL("../../src/bin/marketdata.js", import.meta.url));
@@ -43,4 +44,27 @@ export function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 30_00
       reject(new Error(`exited with ${code} before ${re}; output:\n${seen}`));
     });
   });
+}
+
+/** A Connect POST whose body is only half sent until `finish` is called. */
+export function slowCall(url: string, key: string, contractAddress: string) {
+  const body = JSON.stringify({ contractAddress });
+  const agent = new http.Agent({ keepAlive: false });
+  let finish = () => {};
+  const done = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = http.request(`${url}/marketdata.v1.CollectionService/GetCollectionStats`, {
+      method: "POST",
+      agent,
+      headers: { "content-type": "application/json", "x-api-key": key, "content-length": Buffer.byteLength(body) },
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.write(body.slice(0, 10));
+    finish = () => req.end(body.slice(10));
+  });
+  return { done, finish: () => finish() };
 }

@@ -1,7 +1,6 @@
-import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { runCli, spawnCli, waitForOutput } from "./run-cli.js";
+import { runCli, slowCall, spawnCli, waitForOutput } from "./run-cli.js";
 
 let f: Fixture;
 beforeAll(() => {
@@ -33,26 +32,13 @@ describe("marketdata serve", () => {
       expect(ok.status).toBe(200);
 
       // A Connect call whose body is still arriving when the signal lands.
-      const body = JSON.stringify({ contractAddress: COLLECTION });
-      const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = http.request(`${url}/marketdata.v1.CollectionService/GetCollectionStats`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-api-key": f.key, "content-length": Buffer.byteLength(body) },
-        });
-        req.on("response", (res) => {
-          let text = "";
-          res.on("data", (c: Buffer) => (text += c.toString()));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-        });
-        req.on("error", reject);
-        req.write(body.slice(0, 10));
-        setTimeout(() => {
-          child.kill("SIGTERM");
-          setTimeout(() => req.end(body.slice(10)), 300);
-        }, 300);
-      });
+      const call = slowCall(url!, f.key, COLLECTION);
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-      const r = await response;
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 300));
+      call.finish();
+      const r = await call.done;
       expect(r.status).toBe(200);
       expect(JSON.parse(r.text).successful).toBe(1);
       expect(await exited).toBe(0);

@@ -1,7 +1,6 @@
-import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { spawnCli, waitForOutput } from "./run-cli.js";
+import { slowCall, spawnCli, waitForOutput } from "./run-cli.js";
 
 // `serve --workers 2`: node:cluster workers on one port, drained on SIGTERM.
 
@@ -10,29 +9,6 @@ beforeAll(() => {
   f = buildFixture();
 });
 afterAll(() => f.cleanup());
-
-/** A Connect POST whose body is only half sent until `finish` is called. */
-function slowCall(url: string, key: string) {
-  const body = JSON.stringify({ contractAddress: COLLECTION });
-  const agent = new http.Agent({ keepAlive: false });
-  let finish = () => {};
-  const done = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = http.request(`${url}/marketdata.v1.CollectionService/GetCollectionStats`, {
-      method: "POST",
-      agent,
-      headers: { "content-type": "application/json", "x-api-key": key, "content-length": Buffer.byteLength(body) },
-    });
-    req.on("response", (res) => {
-      let text = "";
-      res.on("data", (c: Buffer) => (text += c.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on("error", reject);
-    req.write(body.slice(0, 10));
-    finish = () => req.end(body.slice(10));
-  });
-  return { done, finish: () => finish() };
-}
 
 describe("marketdata serve --workers 2", () => {
   it("answers from two worker processes, and SIGTERM under load finishes the requests in flight and exits 0", async () => {
@@ -59,7 +35,7 @@ describe("marketdata serve --workers 2", () => {
       expect(log).not.toContain(f.key);
 
       // Load on kept-alive connections, plus calls whose bodies are still arriving.
-      const inFlight = Array.from({ length: 6 }, () => slowCall(url!, f.key));
+      const inFlight = Array.from({ length: 6 }, () => slowCall(url!, f.key, COLLECTION));
       let stop = false;
       const statuses: number[] = [];
       const networkErrors: string[] = [];

@@ -1,8 +1,8 @@
-import type { DescMessage } from "@bufbuild/protobuf";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ServiceSet } from "../../service/services.js";
-import { compileRequestKey, sendCached } from "../cached-response.js";
+import { compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "../freshness.js";
 import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "../guards.js";
 import { restRoutes } from "./http-rules.js";
@@ -33,20 +33,33 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
     const procedure = `/${method.parent.typeName}/${method.name}`;
     const cachePrefix = `rest ${procedure} `;
 
-    app.get(path, async (request: FastifyRequest, reply: FastifyReply) => {
+    const parsedKeys = new ParsedKeyMemo();
+    const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
+      const error = publicError(err, request.log, procedure);
+      return reply
+        .status(codeToHttpStatus(error.code))
+        .type("application/json; charset=utf-8")
+        .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage });
+    };
+
+    // Not an async function: a cached answer is sent synchronously.
+    app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
       try {
         requireApiKey(deps.keys, apiKeyFrom(request.headers));
-        const input = parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
-        return await sendCached(request, reply, deps.cache, deps.watch, cachePrefix + requestKey(input), async () => ({
-          body: Buffer.from(write(await impl(input))),
-          contentType: "application/json; charset=utf-8",
-        }));
+        let key = parsedKeys.get(request.url);
+        let input: Message | undefined;
+        if (key === undefined) {
+          input = parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
+          key = cachePrefix + requestKey(input);
+          parsedKeys.set(request.url, key);
+        }
+        const result = sendCached(request, reply, deps.cache, deps.watch, key, async () => {
+          input ??= parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
+          return { body: Buffer.from(write(await impl(input))), contentType: "application/json; charset=utf-8" };
+        });
+        return result instanceof Promise ? result.catch((err: unknown) => fail(request, reply, err)) : result;
       } catch (err) {
-        const error = publicError(err, request.log, procedure);
-        return reply
-          .status(codeToHttpStatus(error.code))
-          .type("application/json; charset=utf-8")
-          .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage });
+        return fail(request, reply, err);
       }
     });
   }

@@ -1,0 +1,60 @@
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildServer } from "../../src/server.js";
+import { ApiKeyVerifier } from "../../src/store/api-keys.js";
+import { type Db, openReadOnly } from "../../src/store/database.js";
+import { ReadStore } from "../../src/store/read-store.js";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { clientsFor, transportFor } from "../support/server.js";
+
+// One log line per request on every path, never an API key.
+
+let f: Fixture;
+let db: Db;
+let close: () => Promise<void>;
+let baseUrl: string;
+const lines: Record<string, unknown>[] = [];
+
+beforeAll(async () => {
+  f = buildFixture();
+  db = openReadOnly(f.dbPath);
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split("\n")) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  const { app } = await buildServer({ store: new ReadStore(db), keys: new ApiKeyVerifier(db), logger: pino({ level: "info" }, sink) });
+  baseUrl = await app.listen({ port: 0, host: "127.0.0.1" });
+  close = () => app.close();
+});
+afterAll(async () => {
+  await close?.();
+  db?.close();
+  f?.cleanup();
+});
+
+describe("request logging", () => {
+  it("writes exactly one line per request, REST and RPC alike, with status and no key", async () => {
+    const headers = { "x-api-key": f.key };
+    await (await fetch(`${baseUrl}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers })).text();
+    await (await fetch(`${baseUrl}/v1/asset/sales?contractAddress=${COLLECTION}&limit=99`, { headers })).text();
+    await (await fetch(`${baseUrl}/v1/asset/sales?contractAddress=${COLLECTION}`, { headers: { "x-api-key": "mdk_secret-guess" } })).text();
+    await clientsFor(transportFor("grpc", baseUrl)).asset.listSales({ contractAddress: COLLECTION }, { headers });
+    await clientsFor(transportFor("connect", baseUrl)).asset.listSales({ contractAddress: COLLECTION }, { headers });
+    await new Promise((r) => setTimeout(r, 50));
+    const requests = lines.filter((l) => l.msg === "request");
+    expect(requests.map((l) => [l.method, l.status])).toEqual([
+      ["GET", 200],
+      ["GET", 400],
+      ["GET", 401],
+      ["POST", 200],
+      ["POST", 200],
+    ]);
+    expect(requests[3]).toMatchObject({ url: "/marketdata.v1.AssetService/ListSales" });
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain(f.key);
+    expect(text).not.toContain("mdk_secret-guess");
+  });
+});
