@@ -68,7 +68,8 @@ function handwrittenRoutes(app: FastifyInstance, store: ReadStore): void {
   const route = (path: string, handle: (q: Q, id: number) => unknown) =>
     app.get(path, (req, reply) => {
       const q = req.query as Q;
-      const id = store.collectionId(String(one(q.contractAddress)).toLowerCase());
+      // Scores take a list of addresses; its handler looks each one up.
+      const id = path.endsWith("/scores") ? 0 : store.collectionId(String(one(q.contractAddress)).toLowerCase());
       if (id === undefined) return reply.code(404).send({ code: "not_found" });
       void reply.type("application/json; charset=utf-8").send(JSON.stringify(handle(q, id)));
       return reply;

@@ -37,9 +37,9 @@ const listening = (command: Command) =>
     .addOption(new Option("--port <port>", "TCP port (0 picks a free one)").env("PORT").default(String(DEFAULT_PORT)))
     .addOption(new Option("--host <host>", "address to listen on").env("HOST").default(DEFAULT_HOST))
     .addOption(
-      new Option("--workers <n>", "processes serving the port (node:cluster); 1 for a single process")
-        .env("WORKERS")
-        .default(undefined, "the number of available CPUs"),
+      new Option("--workers <n>", "processes serving the port (node:cluster), default: the number of available CPUs; 1 for a single process").env(
+        "WORKERS",
+      ),
     )
     .addOption(
       new Option("--cache-mb <mb>", "response cache size in MB (0 turns it off)").env("CACHE_MB").default(String(DEFAULT_CACHE_MB)),
