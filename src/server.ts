@@ -1,16 +1,17 @@
 import type http from "node:http";
 import type http2 from "node:http2";
+import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
-import type { ServeConfig } from "./config.js";
+import { DEFAULT_CACHE_MB, type ServeConfig } from "./config.js";
 import { createServices } from "./service/services.js";
 import { ApiKeyVerifier } from "./store/api-keys.js";
 import { openReadOnly } from "./store/database.js";
 import { ReadStore } from "./store/read-store.js";
 import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
-import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
+import { createGrpcUnaryHandler, grpcStatusOf } from "./transport/grpc-unary.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
@@ -24,7 +25,7 @@ export interface ServerDeps {
   keys: KeyVerifier;
   /** Request and error logging; silent when absent. */
   logger?: Logger;
-  /** Response cache size in bytes; 0 turns it off. Default 64 MiB. */
+  /** Response cache size in bytes; 0 turns it off. Default DEFAULT_CACHE_MB. */
   cacheBytes?: number;
 }
 
@@ -34,7 +35,8 @@ export interface BuiltServer {
 }
 
 /** Bounds on what a caller can make the server read (hardened further by the hardening work). */
-const RPC_READ_MAX_BYTES = 1024 * 1024;
+const MIB = 1024 * 1024;
+const RPC_READ_MAX_BYTES = MIB;
 
 /**
  * The whole service as a Fastify instance, not yet listening, on one port:
@@ -47,7 +49,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const log = deps.logger ?? pino({ level: "silent" });
   const watch = new DataVersionWatch(deps.store);
   const keys = new MemoizedKeyVerifier(deps.keys, watch);
-  const cache = new ResponseCache(deps.cacheBytes ?? 64 * 1024 * 1024, watch);
+  const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
   const grpcUnary = createGrpcUnaryHandler({ services, keys, cache, watch, log, readMaxBytes: RPC_READ_MAX_BYTES });
@@ -66,11 +68,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         // Responses are at most tens of KB: gzip costs more CPU than it saves
         // on the networks a self-hosted service runs on. Compressed requests
         // are still accepted.
-        compressMinBytes: 1024 * 1024,
+        compressMinBytes: MIB,
         contextValues: (req) => {
           const reqId = `rpc-${++nextRpcId}`;
           (req as { reqId?: string }).reqId = reqId;
-          return new Map([[requestLogger.id, log.child({ reqId })]]) as never;
+          return createContextValues().set(requestLogger, log.child({ reqId }));
         },
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
@@ -113,7 +115,8 @@ function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerReques
   const started = performance.now();
   (res as http.ServerResponse).once("finish", () => {
     const r = res as http.ServerResponse;
-    const grpcStatus = r.getHeader("grpc-status");
+    // Trailers-only errors and the direct gRPC path's trailers are not headers of `r`.
+    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
     log.info(
       {
         reqId: (req as { reqId?: string }).reqId,
@@ -154,7 +157,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       store: new ReadStore(db),
       keys: new ApiKeyVerifier(db),
       logger: pino({ level: config.logLevel ?? "silent" }),
-      cacheBytes: (config.cacheMb ?? 64) * 1024 * 1024,
+      cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
     });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();

@@ -1,4 +1,5 @@
 import type { DescMethodUnary, DescService, Message } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
@@ -41,4 +42,13 @@ export function createServices(store: ReadStore): ServiceSet {
       return impl as UnaryImpl;
     },
   };
+}
+
+/** Every unary method marked NO_SIDE_EFFECTS (served by GET and cached), with its procedure path. */
+export function readOnlyUnaryMethods(services: readonly DescService[]): { method: DescMethodUnary; procedure: string }[] {
+  return services.flatMap((service) =>
+    service.methods
+      .filter((m) => m.methodKind === "unary" && m.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS)
+      .map((m) => ({ method: m as DescMethodUnary, procedure: `/${service.typeName}/${m.name}` })),
+  );
 }

@@ -4,9 +4,10 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { ADDRESS_RE } from "../domain/formats.js";
 import type { CachedResponse, DataVersionWatch, ResponseCache } from "./freshness.js";
 
-// Conditional requests and the response cache, for every GET the service
-// answers (REST /v1 and Connect GET): a strong ETag on each 200, 304 for a
-// matching If-None-Match, and encoded bodies reused until the store changes.
+// Conditional requests and the response cache: a strong ETag on each 200 of
+// every GET the service answers (REST /v1 and Connect GET), 304 for a
+// matching If-None-Match, and encoded bodies reused until the store changes
+// (gRPC unary reads share Connect GET's binary entries).
 
 /** Lets browsers and proxies keep a copy but revalidate it (cheap: a 304) every time. */
 export const CACHE_CONTROL = "private, no-cache";
@@ -51,6 +52,38 @@ export interface Encoded {
 }
 
 /**
+ * The cache key of a request: its encoding (`rest`, `connect-json` or
+ * `connect-proto`; gRPC shares `connect-proto`, whose bytes are the same),
+ * the procedure, then the canonical request (compileRequestKey).
+ */
+export function cacheKeyPrefix(encoding: "rest" | "connect-json" | "connect-proto", procedure: string): string {
+  return `${encoding} ${procedure} `;
+}
+
+/**
+ * The encoded response for `key`, from the cache or from `produce` (then
+ * kept, with its ETag). Synchronous on a hit. Every path that reads or fills
+ * the cache goes through here, so every entry has a valid ETag whichever
+ * protocol made it.
+ */
+export function cachedEntry(
+  cache: ResponseCache,
+  watch: DataVersionWatch,
+  key: string,
+  produce: () => Promise<Encoded>,
+): CachedResponse | Promise<CachedResponse> {
+  // Before anything remembered is used: a commit since the last request drops it all.
+  watch.check();
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  return produce().then(({ body, contentType }) => {
+    const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
+    cache.set(key, entry);
+    return entry;
+  });
+}
+
+/**
  * Answers a GET from the cache or from `produce`, with ETag and 304 handling.
  * The caller has already authenticated the request. A cache hit is answered
  * synchronously (no promise for Fastify to wait on).
@@ -63,15 +96,8 @@ export function sendCached(
   key: string,
   produce: () => Promise<Encoded>,
 ): FastifyReply | Promise<FastifyReply> {
-  // Before anything remembered is used: a commit since the last request drops it all.
-  watch.check();
-  const hit = cache.get(key);
-  if (hit !== undefined) return sendEntry(request, reply, hit);
-  return produce().then(({ body, contentType }) => {
-    const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
-    cache.set(key, entry);
-    return sendEntry(request, reply, entry);
-  });
+  const entry = cachedEntry(cache, watch, key, produce);
+  return entry instanceof Promise ? entry.then((e) => sendEntry(request, reply, e)) : sendEntry(request, reply, entry);
 }
 
 function sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CachedResponse): FastifyReply {

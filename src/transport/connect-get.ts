@@ -1,12 +1,11 @@
 import { gunzipSync } from "node:zlib";
-import { type DescMethodUnary, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance } from "fastify";
-import type { ServiceSet } from "../service/services.js";
-import { compileRequestKey, sendCached } from "./cached-response.js";
+import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
+import { cacheKeyPrefix, compileRequestKey, sendCached } from "./cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "./freshness.js";
 import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
 import type { QueryObject } from "./rest/query.js";
@@ -53,47 +52,42 @@ function decodeMessage(q: QueryObject): Uint8Array {
 }
 
 export function registerConnectGetRoutes(app: FastifyInstance, deps: ConnectGetDeps): void {
-  for (const service of deps.services.services) {
-    for (const m of service.methods) {
-      if (m.methodKind !== "unary" || m.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) continue;
-      const method = m as DescMethodUnary;
-      const impl = deps.services.unary(method);
-      const requestKey = compileRequestKey(method.input);
-      const procedure = `/${service.typeName}/${method.name}`;
+  for (const { method, procedure } of readOnlyUnaryMethods(deps.services.services)) {
+    const impl = deps.services.unary(method);
+    const requestKey = compileRequestKey(method.input);
 
-      app.get(procedure, async (request, reply) => {
-        const q = request.query as QueryObject;
-        const encoding = single(q.encoding);
-        if (encoding !== "proto" && encoding !== "json") {
-          return reply.code(415).send();
-        }
-        const binary = encoding === "proto";
+    app.get(procedure, async (request, reply) => {
+      const q = request.query as QueryObject;
+      const encoding = single(q.encoding);
+      if (encoding !== "proto" && encoding !== "json") {
+        return reply.code(415).send();
+      }
+      const binary = encoding === "proto";
+      try {
+        requireApiKey(deps.keys, apiKeyFrom(request.headers));
+        const bytes = decodeMessage(q);
+        let input;
         try {
-          requireApiKey(deps.keys, apiKeyFrom(request.headers));
-          const bytes = decodeMessage(q);
-          let input;
-          try {
-            input = binary
-              ? fromBinary(method.input, bytes)
-              : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: true });
-          } catch (err) {
-            throw new ConnectError(`cannot decode ${method.input.typeName}: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300), Code.InvalidArgument);
-          }
-          const key = `connect-${encoding} ${procedure} ${requestKey(input)}`;
-          return await sendCached(request, reply, deps.cache, deps.watch, key, async () => {
-            const output = await impl(input);
-            return binary
-              ? { body: Buffer.from(toBinary(method.output, output)), contentType: contentTypeUnaryProto }
-              : { body: Buffer.from(toJsonString(method.output, output)), contentType: contentTypeUnaryJson };
-          });
+          input = binary
+            ? fromBinary(method.input, bytes)
+            : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: true });
         } catch (err) {
-          const error = publicError(err, request.log, procedure);
-          return reply
-            .code(codeToHttpStatus(error.code))
-            .type(contentTypeUnaryJson)
-            .send(Buffer.from(errorToJsonBytes(error, {})));
+          throw new ConnectError(`cannot decode ${method.input.typeName}: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300), Code.InvalidArgument);
         }
-      });
-    }
+        const key = cacheKeyPrefix(`connect-${encoding}`, procedure) + requestKey(input);
+        return await sendCached(request, reply, deps.cache, deps.watch, key, async () => {
+          const output = await impl(input);
+          return binary
+            ? { body: Buffer.from(toBinary(method.output, output)), contentType: contentTypeUnaryProto }
+            : { body: Buffer.from(toJsonString(method.output, output)), contentType: contentTypeUnaryJson };
+        });
+      } catch (err) {
+        const error = publicError(err, request.log, procedure);
+        return reply
+          .code(codeToHttpStatus(error.code))
+          .type(contentTypeUnaryJson)
+          .send(Buffer.from(errorToJsonBytes(error, {})));
+      }
+    });
   }
 }

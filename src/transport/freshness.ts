@@ -99,9 +99,15 @@ export interface CachedResponse {
 }
 
 /**
- * Encoded responses by request (see cacheKey), least recently used evicted
+ * Encoded responses by request (cached-response.ts: cacheKeyPrefix and
+ * compileRequestKey), least recently used evicted
  * past `maxBytes`; 0 disables it. Cleared whenever the data version moves.
  */
+/** What an entry costs the cache's budget: the body, the key (held too) and bookkeeping. */
+function entrySize(value: CachedResponse, key: string): number {
+  return value.body.length + key.length + 64;
+}
+
 export class ResponseCache {
   readonly #lru: LRUCache<string, CachedResponse> | undefined;
   hits = 0;
@@ -111,8 +117,7 @@ export class ResponseCache {
     if (maxBytes > 0) {
       this.#lru = new LRUCache<string, CachedResponse>({
         maxSize: maxBytes,
-        // Keys are held too; count them with the body.
-        sizeCalculation: (v, k) => v.body.length + k.length + 64,
+        sizeCalculation: entrySize,
       });
       watch.onChange(() => this.#lru?.clear());
     }
@@ -132,7 +137,7 @@ export class ResponseCache {
 
   set(key: string, value: CachedResponse): void {
     // A response larger than the whole cache is served but not kept.
-    if (this.#lru && value.body.length + key.length + 64 <= this.#lru.maxSize) this.#lru.set(key, value);
+    if (this.#lru && entrySize(value, key) <= this.#lru.maxSize) this.#lru.set(key, value);
   }
 
   get bytes(): number {

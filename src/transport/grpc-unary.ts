@@ -2,10 +2,10 @@ import type http2 from "node:http2";
 import { gunzip } from "node:zlib";
 import { promisify } from "node:util";
 import { type DescMethodUnary, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { ServiceSet } from "../service/services.js";
-import { compileRequestKey } from "./cached-response.js";
+import { contentTypeUnaryProto } from "@connectrpc/connect/protocol-connect";
+import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
+import { cachedEntry, cacheKeyPrefix, compileRequestKey } from "./cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "./freshness.js";
 import { apiKeyFrom, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
 
@@ -50,18 +50,14 @@ const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
 export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
   const routes = new Map<string, Route>();
-  for (const service of deps.services.services) {
-    for (const m of service.methods) {
-      if (m.methodKind !== "unary" || m.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) continue;
-      const path = `/${service.typeName}/${m.name}`;
-      routes.set(path, {
-        method: m as DescMethodUnary,
-        impl: deps.services.unary(m as DescMethodUnary),
-        requestKey: compileRequestKey(m.input),
-        // The same key as Connect GET's binary encoding: the response bytes are identical.
-        cachePrefix: `connect-proto ${path} `,
-      });
-    }
+  for (const { method, procedure } of readOnlyUnaryMethods(deps.services.services)) {
+    routes.set(procedure, {
+      method,
+      impl: deps.services.unary(method),
+      requestKey: compileRequestKey(method.input),
+      // The same key as Connect GET's binary encoding: the response bytes are identical.
+      cachePrefix: cacheKeyPrefix("connect-proto", procedure),
+    });
   }
 
   return {
@@ -92,7 +88,7 @@ export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
       stream.once("end", () => {
         call(route, req, tooLarge ? null : Buffer.concat(chunks, size)).then(
           (body) => respond(res, body),
-          (err: unknown) => fail(stream, publicError(err, deps.log, req.url)),
+          (err: unknown) => fail(res, publicError(err, deps.log, req.url)),
         );
       });
     },
@@ -102,13 +98,11 @@ export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
     if (body === null) throw new ConnectError(`message larger than ${deps.readMaxBytes} bytes`, Code.ResourceExhausted);
     requireApiKey(deps.keys, apiKeyFrom(req.headers));
     const input = fromBinary(route.method.input, await unwrap(body, req.headers["grpc-encoding"] === "gzip"));
-    deps.watch.check();
-    const key = route.cachePrefix + route.requestKey(input);
-    const cached = deps.cache.get(key);
-    if (cached) return cached.body;
-    const bytes = Buffer.from(toBinary(route.method.output, await route.impl(input)));
-    deps.cache.set(key, { body: bytes, contentType: "application/proto", etag: "" });
-    return bytes;
+    const entry = await cachedEntry(deps.cache, deps.watch, route.cachePrefix + route.requestKey(input), async () => ({
+      body: Buffer.from(toBinary(route.method.output, await route.impl(input))),
+      contentType: contentTypeUnaryProto,
+    }));
+    return entry.body;
   }
 
   /** The one length-prefixed message of a unary request. */
@@ -130,8 +124,12 @@ export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
   }
 }
 
+/** The gRPC status each response of this path ended with, for the request log line. */
+export const grpcStatusOf = new WeakMap<object, number>();
+
 function respond(res: http2.Http2ServerResponse, message: Buffer): void {
   if (res.stream.destroyed || res.stream.closed) return;
+  grpcStatusOf.set(res, 0);
   const prefix = Buffer.allocUnsafe(5);
   prefix[0] = 0;
   prefix.writeUInt32BE(message.length, 1);
@@ -143,8 +141,10 @@ function respond(res: http2.Http2ServerResponse, message: Buffer): void {
 }
 
 /** A trailers-only response carrying the error (gRPC's form for a call that fails before any message). */
-function fail(stream: http2.ServerHttp2Stream, error: ConnectError): void {
+function fail(res: http2.Http2ServerResponse, error: ConnectError): void {
+  const stream = res.stream;
   if (stream.destroyed || stream.closed) return;
+  grpcStatusOf.set(res, error.code);
   stream.respond(
     {
       ":status": 200,

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildServer } from "../../src/server.js";
 import { ApiKeyVerifier } from "../../src/store/api-keys.js";
 import { type Db, openReadOnly } from "../../src/store/database.js";
@@ -14,6 +14,7 @@ let f: Fixture;
 let db: Db;
 let close: () => Promise<void>;
 let baseUrl: string;
+let store: ReadStore;
 const lines: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
@@ -25,7 +26,8 @@ beforeAll(async () => {
       done();
     },
   });
-  const { app } = await buildServer({ store: new ReadStore(db), keys: new ApiKeyVerifier(db), logger: pino({ level: "info" }, sink) });
+  store = new ReadStore(db);
+  const { app } = await buildServer({ store, keys: new ApiKeyVerifier(db), logger: pino({ level: "info" }, sink) });
   baseUrl = await app.listen({ port: 0, host: "127.0.0.1" });
   close = () => app.close();
 });
@@ -56,5 +58,33 @@ describe("request logging", () => {
     const text = JSON.stringify(lines);
     expect(text).not.toContain(f.key);
     expect(text).not.toContain("mdk_secret-guess");
+  });
+
+  it("logs an RPC's internal error with that request's own logger (its reqId), on the Connect path", async () => {
+    const spy = vi.spyOn(store, "topTweets").mockImplementation(() => {
+      throw new Error("disk I/O error");
+    });
+    try {
+      const err = await clientsFor(transportFor("connect", baseUrl))
+        .collection.listTweets({ contractAddress: COLLECTION }, { headers: { "x-api-key": f.key } })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ rawMessage: "internal error" });
+      await new Promise((r) => setTimeout(r, 50));
+      const logged = lines.find((l) => l.msg === "internal error");
+      expect(logged?.reqId).toMatch(/^rpc-\d+$/);
+      const requestLine = lines.filter((l) => l.msg === "request").at(-1);
+      expect(requestLine?.reqId).toBe(logged?.reqId);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("logs the gRPC status of calls on the direct gRPC path", async () => {
+    const before = lines.length;
+    await clientsFor(transportFor("grpc", baseUrl))
+      .asset.listSales({ contractAddress: COLLECTION, limit: 99 }, { headers: { "x-api-key": f.key } })
+      .catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines.slice(before).filter((l) => l.msg === "request").map((l) => l.grpcStatus)).toEqual([3]);
   });
 });

@@ -1,7 +1,7 @@
-import type { DescMethodUnary } from "@bufbuild/protobuf";
-import { toJson } from "@bufbuild/protobuf";
+import { create, type DescMethodUnary, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { deriveAll } from "../../src/derive/derive.js";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { importLines } from "../../src/ingest/importer.js";
@@ -11,7 +11,7 @@ import { openWritable } from "../../src/store/database.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { VALID } from "../ingest/records.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { type ProtocolName, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { clientsFor, type ProtocolName, startTestServer, type TestServer, transportFor } from "../support/server.js";
 
 // The response cache and conditional requests. A server with the cache is
 // compared with one without it (the oracle) on the same store, before and
@@ -212,6 +212,22 @@ describe("conditional requests", () => {
     const noKey = await fetch(url, { headers: { "if-none-match": etag! } });
     expect(noKey.status).toBe(401);
     expect(await noKey.json()).toMatchObject({ code: "unauthenticated" });
+  });
+
+  it("an entry a gRPC call put in the cache serves Connect GET with the same bytes and a valid ETag", async () => {
+    const request = { contractAddress: COLLECTION, limit: 4, marketplace: "OPENSEA" };
+    const viaGrpc = await clientsFor(transportFor("grpc", cached.baseUrl)).asset.listSales(request, { headers: { "x-api-key": f.key } });
+    const message = Buffer.from(toBinary(ListSalesRequestSchema, create(ListSalesRequestSchema, request))).toString("base64url");
+    const url = `/marketdata.v1.AssetService/ListSales?connect=v1&encoding=proto&base64=1&message=${message}`;
+    const hits = cached.cache.hits;
+    const fromCache = await fetch(`${cached.baseUrl}${url}`, { headers: { "x-api-key": f.key } });
+    expect(cached.cache.hits).toBe(hits + 1);
+    const fresh = await fetch(`${oracle.baseUrl}${url}`, { headers: { "x-api-key": f.key } });
+    expect(fromCache.headers.get("etag")).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    expect(fromCache.headers.get("etag")).toBe(fresh.headers.get("etag"));
+    expect(fromCache.headers.get("content-type")).toBe("application/proto");
+    const bytes = new Uint8Array(await fromCache.arrayBuffer());
+    expect(fromBinary(ListSalesResponseSchema, bytes)).toEqual(viaGrpc);
   });
 
   it("with the cache off (--cache-mb 0) responses still carry ETags and 304s", async () => {

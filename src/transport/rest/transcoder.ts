@@ -2,7 +2,7 @@ import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ServiceSet } from "../../service/services.js";
-import { compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
+import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "../freshness.js";
 import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "../guards.js";
 import { restRoutes } from "./http-rules.js";
@@ -31,7 +31,7 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
     const impl = deps.services.unary(method);
     const flag = successFlag(method.output);
     const procedure = `/${method.parent.typeName}/${method.name}`;
-    const cachePrefix = `rest ${procedure} `;
+    const cachePrefix = cacheKeyPrefix("rest", procedure);
 
     const parsedKeys = new ParsedKeyMemo();
     const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
@@ -46,15 +46,16 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
     app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
       try {
         requireApiKey(deps.keys, apiKeyFrom(request.headers));
+        const parseRequest = () => parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
         let key = parsedKeys.get(request.url);
         let input: Message | undefined;
         if (key === undefined) {
-          input = parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
+          input = parseRequest();
           key = cachePrefix + requestKey(input);
           parsedKeys.set(request.url, key);
         }
         const result = sendCached(request, reply, deps.cache, deps.watch, key, async () => {
-          input ??= parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
+          input ??= parseRequest();
           return { body: Buffer.from(write(await impl(input))), contentType: "application/json; charset=utf-8" };
         });
         return result instanceof Promise ? result.catch((err: unknown) => fail(request, reply, err)) : result;
