@@ -73,8 +73,10 @@ export function migrate(db: Db): void {
     throw new StoreError(`store has schema version ${from}, newer than this build (${MIGRATIONS.length})`);
   }
   for (let v = from; v < MIGRATIONS.length; v++) {
+    const step = MIGRATIONS[v]!;
     db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
+      if (typeof step === "string") db.exec(step);
+      else step(db);
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }

@@ -6,7 +6,13 @@
 // whose text order is the numeric order, so one plain column serves both
 // lookups and keyset ranges (see store/asset-key.ts).
 
-export const MIGRATIONS: readonly string[] = [
+import type { Db } from "./database.js";
+import { SalesAggregates } from "./sales-stats.js";
+
+/** SQL, or a function for a step that needs code (a backfill). */
+export type Migration = string | ((db: Db) => void);
+
+export const MIGRATIONS: readonly Migration[] = [
   `
   CREATE TABLE collections (
     id INTEGER PRIMARY KEY,
@@ -145,4 +151,23 @@ export const MIGRATIONS: readonly string[] = [
     revoked_at INTEGER
   );
   `,
+  // 2: collection stats from aggregates kept at write time (store/sales-stats.ts),
+  // backfilled from the sales already in the store.
+  (db) => {
+    db.exec(`
+      CREATE TABLE sales_hourly (
+        collection_id INTEGER NOT NULL REFERENCES collections(id),
+        marketplace TEXT NOT NULL,
+        -- floor(timestamp / 3600)
+        hour INTEGER NOT NULL,
+        -- this hour's sales, and every sale up to the end of this hour
+        num_sales INTEGER NOT NULL,
+        volume TEXT NOT NULL,
+        cum_num_sales INTEGER NOT NULL,
+        cum_volume TEXT NOT NULL,
+        PRIMARY KEY (collection_id, marketplace, hour)
+      ) WITHOUT ROWID;
+    `);
+    new SalesAggregates(db).rebuild();
+  },
 ];

@@ -1,9 +1,8 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
-import { compareDecimal } from "../domain/formats.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
-import { joinWei, sumWei } from "./wei.js";
+import { type SalesSummary, SalesStatsReader, type StatsFilter } from "./sales-stats.js";
 
 // Read side of the store: every query the service runs, prepared once (per
 // filter combination) and served by an index in the order decisions.md sets.
@@ -115,19 +114,6 @@ export interface ScoreRow {
   total: number;
 }
 
-export interface MarketplaceTotals {
-  marketplace: string;
-  totalNumSales: number;
-  totalVolume: string;
-}
-
-export interface SalesSummary {
-  totalNumSales: number;
-  totalVolume: string;
-  /** By total volume descending, then marketplace. */
-  groups: MarketplaceTotals[];
-}
-
 export interface TimeWindow {
   since?: number | undefined;
   until?: number | undefined;
@@ -159,10 +145,15 @@ export class ReadStore {
   readonly #statements = new Map<string, Statement>();
 
   readonly #dataVersion: Statement;
+  readonly #stats: SalesStatsReader;
+  /** Runs a read in one transaction: every statement sees the same snapshot. */
+  readonly #snapshot: <T>(read: () => T) => T;
 
   constructor(db: Db) {
     this.#db = db;
     this.#dataVersion = db.prepare("PRAGMA data_version").pluck();
+    this.#stats = new SalesStatsReader((sql) => this.#prepare(sql));
+    this.#snapshot = db.transaction((read: () => unknown) => read()) as <T>(read: () => T) => T;
   }
 
   /** Prepares a statement the first time its SQL is seen, then reuses it. */
@@ -301,56 +292,12 @@ export class ReadStore {
   }
 
   /**
-   * Sums per marketplace. A collection has few marketplaces, so they are found
-   * by index seeks (a loose index scan), then each is summed over an index
-   * range: no sort, no temporary table, whatever the window.
+   * A collection's stats for a window, from one snapshot of the store (an
+   * import committing meanwhile cannot mix its rows into the sums), in a
+   * bounded number of index seeks per marketplace (store/sales-stats.ts).
    */
-  salesSummary(collectionId: number, filter: SalesFilter): SalesSummary {
-    const groups: MarketplaceTotals[] = [];
-    for (const marketplace of this.#marketplaces(collectionId)) {
-      const where = ["collection_id = ?"];
-      const params: unknown[] = [collectionId];
-      addSalesFilter(where, params, { ...filter, marketplace }, "");
-      const from = `sales INDEXED BY ${filter.assetId === undefined ? "sales_by_marketplace" : "sales_by_asset"}`;
-      const totals = this.#marketplaceTotals(from, where.join(" AND "), params);
-      if (totals.totalNumSales > 0) groups.push({ marketplace, ...totals });
-    }
-    groups.sort(
-      (a, b) => compareDecimal(b.totalVolume, a.totalVolume) || (a.marketplace < b.marketplace ? -1 : 1),
-    );
-    return {
-      totalNumSales: groups.reduce((n, g) => n + g.totalNumSales, 0),
-      totalVolume: sumWei(groups.map((g) => g.totalVolume)),
-      groups,
-    };
-  }
-
-  #marketplaces(collectionId: number): string[] {
-    const next = this.#prepare(
-      "SELECT marketplace FROM sales INDEXED BY sales_by_marketplace WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
-    ).pluck();
-    const found: string[] = [];
-    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
-      found.push(m);
-    }
-    return found;
-  }
-
-  #marketplaceTotals(from: string, whereSql: string, params: unknown[]): Omit<MarketplaceTotals, "marketplace"> {
-    try {
-      const r = this.#prepare(
-        `SELECT count(*) AS n, count(price_hi) AS exact, sum(price_hi) AS hi, sum(price_lo) AS lo
-         FROM ${from} WHERE ${whereSql}`,
-      )
-        .safeIntegers(true)
-        .get(...params) as { n: bigint; exact: bigint; hi: bigint | null; lo: bigint | null };
-      if (r.exact === r.n) return { totalNumSales: Number(r.n), totalVolume: joinWei(r.hi, r.lo) };
-    } catch (err) {
-      if (!(err instanceof Error && /integer overflow/i.test(err.message))) throw err;
-    }
-    // The slow exact path, for amounts or sums beyond SQLite's 64-bit integers.
-    const prices = this.#prepare(`SELECT price FROM ${from} WHERE ${whereSql}`).pluck().all(...params) as string[];
-    return { totalNumSales: prices.length, totalVolume: sumWei(prices) };
+  salesSummary(collectionId: number, filter: StatsFilter): SalesSummary {
+    return this.#snapshot(() => this.#stats.summary(collectionId, filter));
   }
 
   topInfluencers(collectionId: number, limit: number): InfluencerRow[] {

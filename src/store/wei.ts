@@ -22,8 +22,8 @@ export function splitWei(amount: string): WeiLimbs {
   return { hi, lo: v & LO_MASK };
 }
 
-export function joinWei(hiSum: bigint | number | null, loSum: bigint | number | null): string {
-  return ((BigInt(hiSum ?? 0) << LIMB_BITS) + BigInt(loSum ?? 0)).toString();
+export function limbsToWei(hiSum: bigint | number | null, loSum: bigint | number | null): bigint {
+  return (BigInt(hiSum ?? 0) << LIMB_BITS) + BigInt(loSum ?? 0);
 }
 
 export function sumWei(amounts: Iterable<string>): string {

@@ -4,6 +4,7 @@ import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUser
 import { assetKey } from "./asset-key.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
+import { SalesAggregates } from "./sales-stats.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -85,16 +86,46 @@ export class WriteStore {
   readonly #collectionIds = new Map<string, number>();
   readonly #insertCollection: Statement;
   readonly #selectCollection: Statement;
+  readonly #saleBefore: Statement;
+  readonly #aggregates: SalesAggregates;
+  readonly #maintainStats: boolean;
 
-  constructor(db: Db) {
+  /**
+   * maintainStats: false leaves the stats aggregates stale (until `stats
+   * rebuild`); it exists only to measure what maintaining them costs.
+   */
+  constructor(db: Db, options: { maintainStats?: boolean } = {}) {
     this.#db = db;
+    this.#maintainStats = options.maintainStats ?? true;
     this.#insertCollection = db.prepare("INSERT OR IGNORE INTO collections (address) VALUES (?)");
     this.#selectCollection = db.prepare("SELECT id FROM collections WHERE address = ?");
+    this.#saleBefore = db
+      .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
+      .raw();
+    this.#aggregates = new SalesAggregates(db);
   }
 
-  /** Runs fn in one transaction: all of its writes land, or none. */
+  /**
+   * Runs fn in one transaction: all of its writes land, or none, and the
+   * stats aggregates they affect are brought up to date before it commits.
+   */
   transaction<T>(fn: () => T): T {
-    return this.#db.transaction(fn).immediate();
+    return this.#db
+      .transaction(() => {
+        const result = fn();
+        this.flushAggregates();
+        return result;
+      })
+      .immediate();
+  }
+
+  /**
+   * Brings the stats aggregates up to date with the sales written so far.
+   * Whoever commits a transaction that wrote sales calls this first
+   * (transaction() and the importer do).
+   */
+  flushAggregates(): number {
+    return this.#aggregates.pending ? this.#aggregates.flush().changed : 0;
   }
 
   /** The id of a collection, registering the address on first sight. */
@@ -146,12 +177,22 @@ export class WriteStore {
     });
   }
 
+  /**
+   * Upserts a sale and marks the stats hours it lands in (and, for a changed
+   * sale, the hour it left). Outside a transaction it opens one, so the row
+   * and the aggregates always commit together.
+   */
   upsertSale(r: SaleRow): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.upsertSale(r));
     const { hi, lo } = splitWei(r.price);
-    return this.#upsert("sale", {
-      hash: hexToBytes(r.hash),
-      collection_id: this.collectionId(r.contractAddress),
-      asset_key: assetKey(r.assetId),
+    const hash = hexToBytes(r.hash);
+    const collectionId = this.collectionId(r.contractAddress);
+    const key = assetKey(r.assetId);
+    let before: [string, number] | undefined;
+    const row = {
+      hash,
+      collection_id: collectionId,
+      asset_key: key,
       seller: hexToBytes(r.from),
       buyer: hexToBytes(r.to),
       timestamp: r.timestamp,
@@ -161,7 +202,15 @@ export class WriteStore {
       price_hi: hi,
       price_lo: lo,
       marketplace: r.marketplace,
+    };
+    const result = this.#upsert("sale", row, () => {
+      before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
+    if (result !== "unchanged" && this.#maintainStats) {
+      if (before) this.#aggregates.touch(collectionId, before[0], before[1]);
+      this.#aggregates.touch(collectionId, r.marketplace, r.timestamp);
+    }
+    return result;
   }
 
   upsertListing(r: ListingRow): UpsertResult {
@@ -267,7 +316,7 @@ export class WriteStore {
    * Inserts a new row, or updates the row with the same natural key when any
    * value differs; reports which happened so imports can count them.
    */
-  #upsert(kind: RecordKind, row: Columns): UpsertResult {
+  #upsert(kind: RecordKind, row: Columns, beforeUpdate?: () => void): UpsertResult {
     const u = this.#upserter(kind);
     // Positional binding (faster than by name on hot imports): the insert
     // takes key then value columns; the update values, key, values again.
@@ -276,6 +325,7 @@ export class WriteStore {
     for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
     if (u.insert.run(params).changes > 0) return "inserted";
+    beforeUpdate?.();
     const vals = params.slice(key.length);
     return u.update.run(vals, params.slice(0, key.length), vals).changes > 0 ? "updated" : "unchanged";
   }

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
 import { assetKey } from "../../src/store/asset-key.js";
-import { joinWei, splitWei, sumWei } from "../../src/store/wei.js";
+import { limbsToWei, splitWei, sumWei } from "../../src/store/wei.js";
 
 describe("formats", () => {
   it("addresses and hashes", () => {
@@ -32,7 +32,7 @@ describe("wei limbs", () => {
   it("split and join exactly", () => {
     for (const v of ["0", "1", "4294967295", "4294967296", (10n ** 19n).toString(), (2n ** 94n + 12345n).toString()]) {
       const { hi, lo } = splitWei(v);
-      expect(joinWei(hi, lo)).toBe(v);
+      expect(limbsToWei(hi, lo).toString()).toBe(v);
     }
   });
 
