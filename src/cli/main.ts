@@ -15,6 +15,7 @@ import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
 import { runDemo } from "./demo.js";
 import { runDerive } from "./derive.js";
+import { runStatsRebuild } from "./stats.js";
 import { runStart } from "./start.js";
 import { runImport } from "./import.js";
 import { createKey, listKeys, revokeKey } from "./keys.js";
@@ -110,6 +111,17 @@ program
   .option("--collection <address>", "only this collection")
   .action((opts: { db: string; collection?: string }) => {
     runDerive(opts.db, opts.collection);
+  });
+
+const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");
+stats
+  .command("rebuild")
+  .description("recompute the stats aggregates from the raw sales (after a manual repair of the sales table)")
+  .addOption(dbOption())
+  .option("--collection <address>", "only this collection")
+  .option("--check", "change nothing; exit 1 if any aggregate differs from the sales", false)
+  .action((opts: { db: string; collection?: string; check: boolean }) => {
+    runStatsRebuild(opts.db, opts);
   });
 
 try {
