@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/database.js";
 import { WriteStore } from "../../src/store/write-store.js";
 import { ReadStore, type ListingsFilter, type SalesFilter } from "../../src/store/read-store.js";
+import { SalesAggregates } from "../../src/store/sales-stats.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -11,6 +12,8 @@ import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 let f: Fixture;
 let db: Db;
 let store: ReadStore;
+/** What keeping the stats aggregates runs (a rebuild runs all of it). */
+let aggregateSql: string[];
 
 beforeAll(() => {
   f = buildFixture();
@@ -23,7 +26,21 @@ beforeAll(() => {
     ws.upsertCollection({ contractAddress, name: `Other ${i}` });
     ws.upsertScore({ contractAddress, name: `Other ${i}`, hype: 1, gains: 2, community: 3, total: 4 });
   }
+  // A collection whose amounts are past 2^95 wei: stats take the exact BigInt path.
+  const huge = `0x${"e".repeat(40)}`;
+  for (let i = 0; i < 3; i++) {
+    ws.upsertSale({
+      hash: `0x${String(i).repeat(64)}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: huge,
+      assetId: "7", timestamp: 1_700_000_000 + i * 5000, block: 1, price: (2n ** 100n).toString(), amountReceived: "0",
+      marketplace: "BLUR",
+    });
+  }
   refreshPlannerStats(w);
+  const aggregates = new SalesAggregates(w);
+  w.exec("BEGIN");
+  aggregates.rebuild();
+  w.exec("ROLLBACK");
+  aggregateSql = aggregates.preparedSql();
   w.close();
   db = openReadOnly(f.dbPath);
   store = new ReadStore(db);
@@ -43,10 +60,13 @@ beforeAll(() => {
     for (const marketplace of [undefined, "BLUR"])
       for (const since of [undefined, 1])
         for (const until of [undefined, 2]) saleFilters.push({ assetId, marketplace, since, until });
+  // Windows whose edges fall inside hours: stats add the raw sales at the edges.
+  for (const assetId of [undefined, "7"]) saleFilters.push({ assetId, since: 1_700_000_001, until: 1_700_100_001 });
   for (const filter of saleFilters) {
     store.salesPage(id, filter, pages[0]!);
     store.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] });
     store.salesSummary(id, filter);
+    store.salesSummary(store.collectionId(`0x${"e".repeat(40)}`)!, filter);
   }
   for (const assetId of [undefined, "7"])
     for (const marketplace of [undefined, "BLUR"])
@@ -92,6 +112,37 @@ describe("query plans", () => {
     expect(problems).toEqual([]);
   });
 
+  it("stats read only index seeks: running totals by hour, raw edges and one asset's range, never the sales of the window", () => {
+    const statsSql = store.preparedSql().filter((sql) => /sales_hourly|count\(price_hi\)|SELECT (marketplace, )?price FROM/.test(sql));
+    // running totals, marketplaces, edge sums and their exact fallback, asset sums (4 window shapes) and theirs
+    expect(statsSql.length).toBeGreaterThanOrEqual(2 + 2 + 2 * 3);
+    const problems: string[] = [];
+    for (const sql of statsSql) {
+      for (const d of plan(sql)) {
+        // Grouping one asset's sales by marketplace sorts that asset's rows only.
+        if (/^SEARCH /.test(d) || (/USE TEMP B-TREE FOR GROUP BY/.test(d) && /asset_key = \?/.test(sql))) continue;
+        problems.push(`${d}\n  in: ${sql.replace(/\s+/g, " ")}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("keeping the aggregates seeks too: a write costs its hours, not the collection's sales", () => {
+    const problems: string[] = [];
+    for (const sql of aggregateSql) {
+      // A rebuild of every collection reads all of them, by design.
+      // An insert by primary key searches nothing.
+      if (/^INSERT /.test(sql.trim())) continue;
+      if (/^SELECT (DISTINCT collection_id, marketplace FROM sales_hourly|id FROM collections)\s*$/.test(sql.trim())) continue;
+      const bound = boundColumns(mainSearch(sql));
+      const need = requiredBindings(sql);
+      if (!need.some((cols) => cols.every((c) => bound.includes(c)))) problems.push(`binds [${bound}] needs ${JSON.stringify(need)} in ${sql.replace(/\s+/g, " ")}`);
+      for (const d of plan(sql)) if (/^SCAN |TEMP B-TREE/.test(d)) problems.push(`${d}\n  in: ${sql.replace(/\s+/g, " ")}`);
+    }
+    expect(aggregateSql.length).toBeGreaterThanOrEqual(6);
+    expect(problems).toEqual([]);
+  });
+
   it("pages after a token seek to the token's position in the index", () => {
     const keyset = store.preparedSql().filter((sql) => /asset_key > \?|asset_key\) > \(|timestamp <= \? AND \(|created_at <= \? AND \(/.test(sql));
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
@@ -129,7 +180,8 @@ describe("query plans", () => {
 /** The plan line of the query's main table (the one the FROM names first). */
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
-  const m = /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ?? /FROM (\w+)(?: (\w)\b)?/.exec(sql)!;
+  const m =
+    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ?? /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
   const alias = m[2] && m[2] !== "W" ? m[2] : m[1]!;
   return plan(sql).find((d) => new RegExp(`^SEARCH ${alias} `).test(d)) ?? `(no SEARCH of ${alias})`;
 }
@@ -154,10 +206,18 @@ function requiredBindings(sql: string): string[][] {
   if (/FROM collections WHERE address/.test(sql)) return [["address"]];
   const has = (col: string) => new RegExp(`\\b${col} = \\?`).test(sql);
   const base = ["collection_id"];
+  const window = /timestamp >= \?|timestamp <= \?|timestamp < \?/.test(sql);
   if (has("asset_key") || /json_each/.test(sql)) return [[...base, "asset_key"]];
-  if (/FROM sales/.test(sql)) {
+  if (/FROM sales_hourly/.test(sql)) {
+    if (/hour <= \?|hour >= \?|hour = \?/.test(sql)) return [[...base, "marketplace", "hour"]];
     if (has("marketplace") || /marketplace > \?/.test(sql)) return [[...base, "marketplace"]];
-    if (/timestamp >= \?|timestamp <= \?/.test(sql)) return [[...base, "timestamp"]];
+    return [base];
+  }
+  if (/FROM sales/.test(sql)) {
+    // Stats edges and hours: one marketplace's time range.
+    if (has("marketplace") && window && /count\(|SELECT (timestamp|price) FROM/.test(sql)) return [[...base, "marketplace", "timestamp"]];
+    if (has("marketplace") || /marketplace > \?/.test(sql)) return [[...base, "marketplace"]];
+    if (window) return [[...base, "timestamp"]];
     return [base];
   }
   if (/FROM listings/.test(sql)) {
