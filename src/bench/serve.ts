@@ -1,14 +1,11 @@
-import { type ChildProcess, fork, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import autocannon from "autocannon";
+import { compare, ensureStore, log, median, ROOT, startCli, startTarget } from "./harness.js";
 import { Command } from "commander";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { Random } from "../demo/random.js";
-import { ApiKeyAdmin } from "../store/api-keys.js";
-import { openReadOnly, openWritable } from "../store/database.js";
+import { openReadOnly } from "../store/database.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
 // README's "Serving speed" for what is measured and why). Every comparison is
@@ -30,9 +27,7 @@ const SECONDS = Number(opts.seconds);
 const CONNECTIONS = Number(opts.connections);
 const PARTS = new Set(opts.parts.split(","));
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const BIN = `${ROOT}src/bin/marketdata.js`;
-const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
+const LOAD = { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS };
 const ENDPOINTS = opts.endpoints?.split(",") ?? [
   "/v1/asset/appraisals",
   "/v1/asset/rarity",
@@ -43,140 +38,6 @@ const ENDPOINTS = opts.endpoints?.split(",") ?? [
   "/v1/collection/tweets",
   "/v1/collection/scores",
 ];
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const log = (s: string) => process.stderr.write(`${s}\n`);
-
-function ensureStore(scale: string): { db: string; key: string } {
-  mkdirSync(`${ROOT}data`, { recursive: true });
-  const db = `${ROOT}data/bench-${scale}.sqlite`;
-  if (!existsSync(db)) {
-    log(`building the ${scale} demo store at ${db} (once)...`);
-    const r = spawnSync(process.execPath, [BIN, "demo", "--db", db, "--scale", scale], { stdio: "inherit" });
-    if (r.status !== 0) throw new Error("demo build failed");
-  }
-  const w = openWritable(db);
-  const key = new ApiKeyAdmin(w).create("bench").key;
-  w.close();
-  return { db, key };
-}
-
-interface Target {
-  url: string;
-  child: ChildProcess;
-  eld(): Promise<{ eldP99Ms: number; eldMaxMs: number }>;
-  reset(): void;
-  stop(): Promise<void>;
-}
-
-function startTarget(kind: string, db: string, extra?: string): Promise<Target> {
-  const child = fork(TARGETS, [kind, db, ...(extra ? [extra] : [])], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`${kind} target exited with ${code}`)));
-    child.once("message", (m: { url: string }) =>
-      resolve({
-        url: m.url,
-        child,
-        reset: () => child.send("eld-reset"),
-        eld: () =>
-          new Promise((res) => {
-            child.once("message", res as never);
-            child.send("eld-report");
-          }),
-        stop: () =>
-          new Promise((res) => {
-            child.removeAllListeners("exit");
-            child.once("exit", () => res());
-            child.kill("SIGTERM");
-          }),
-      }),
-    );
-  });
-}
-
-/** The CLI's serve with N workers, for workers 1 vs 2. */
-function startCli(db: string, workers: number, cacheMb: number): Promise<Target> {
-  const child = fork(BIN, ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info"], {
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.once("exit", (code) => reject(new Error(`serve exited with ${code}`)));
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /Server listening at (http:\/\/[\d.:]+)/.exec(out);
-      if (m) {
-        child.stdout!.removeAllListeners("data");
-        child.stdout!.resume();
-        resolve({
-          url: m[1]!,
-          child,
-          reset: () => {},
-          eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
-          stop: () =>
-            new Promise((res) => {
-              child.removeAllListeners("exit");
-              child.once("exit", () => res());
-              child.kill("SIGTERM");
-            }),
-        });
-      }
-    });
-  });
-}
-
-interface Run {
-  rps: number;
-  p99: number;
-  bad: number;
-}
-
-/** One autocannon round rotating over `paths` (one global rotation, across connections). */
-async function load(url: string, paths: string[], key: string): Promise<Run> {
-  let i = 0;
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    headers: { "x-api-key": key },
-    requests: [
-      {
-        setupRequest: (req) => {
-          req.path = paths[i++ % paths.length]!;
-          return req;
-        },
-      },
-    ],
-  });
-  return { rps: result.requests.total / SECONDS, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts };
-}
-
-/** Alternating rounds over several targets: a, b, c, a, b, c, ... Medians per target. */
-async function compare(
-  targets: { name: string; target: Target; paths: string[] }[],
-  key: string,
-): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number }>> {
-  const runs: Record<string, (Run & { eldP99Ms: number })[]> = {};
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const { name, target, paths } of targets) {
-      target.reset();
-      const run = await load(target.url, paths, key);
-      const { eldP99Ms } = await target.eld();
-      (runs[name] ??= []).push({ ...run, eldP99Ms });
-    }
-  }
-  return Object.fromEntries(
-    Object.entries(runs).map(([name, rs]) => [
-      name,
-      {
-        rps: median(rs.map((x) => x.rps)),
-        p99: median(rs.map((x) => x.p99)),
-        bad: rs.reduce((n, x) => n + x.bad, 0),
-        eldP99Ms: median(rs.map((x) => x.eldP99Ms)),
-      },
-    ]),
-  );
-}
 
 async function getJson(url: string, key: string): Promise<Record<string, unknown>> {
   const r = await fetch(url, { headers: { "x-api-key": key } });
@@ -310,6 +171,7 @@ for (const scale of opts.stores.split(",")) {
           { name: "c", target: hand, paths },
         ],
         key,
+        LOAD,
       );
       storeResults[`hot ${p}`] = r;
       const size = Buffer.from(bodies[p]!, "base64").length;
@@ -329,12 +191,13 @@ for (const scale of opts.stores.split(",")) {
           { name: "c", target: hand, paths },
         ],
         key,
+        LOAD,
       );
       storeResults[`cold ${p}`] = { ...r, distinct: paths.length };
       log(`| ${p} | ${paths.length} | ${fmt(r.a!.rps)} | ${r.a!.p99} | ${fmt(r.a!.eldP99Ms)} | ${fmt(r.c!.rps)} | ${r.c!.p99} | ${(r.a!.rps / r.c!.rps).toFixed(2)} | ${r.a!.bad}/${r.c!.bad} |`);
     }
     const mix = Object.values(cold).flat().filter((_, i) => i % 3 === 0);
-    const r = await compare([{ name: "a", target: uncached, paths: mix }], key);
+    const r = await compare([{ name: "a", target: uncached, paths: mix }], key, LOAD);
     storeResults["cold mix"] = { ...r, distinct: mix.length };
     log(`\ncold mix of all endpoints (${mix.length} distinct): ${fmt(r.a!.rps)} req/s, p99 ${r.a!.p99} ms, ELD p99 ${fmt(r.a!.eldP99Ms)} ms`);
   }
@@ -350,6 +213,7 @@ for (const scale of opts.stores.split(",")) {
         { name: "w2", target: w2, paths: [hotPaths["/v1/asset/sales"]!] },
       ],
       key,
+      LOAD,
     );
     const coldMix = await compare(
       [
@@ -357,6 +221,7 @@ for (const scale of opts.stores.split(",")) {
         { name: "w2", target: w2, paths: mix },
       ],
       key,
+      LOAD,
     );
     storeResults.workers = { hot, coldMix };
     log("| load | workers 1 req/s | workers 2 req/s | 2/1 |");

@@ -160,9 +160,7 @@ export const MIGRATIONS: readonly Migration[] = [
         marketplace TEXT NOT NULL,
         -- floor(timestamp / 3600)
         hour INTEGER NOT NULL,
-        -- this hour's sales, and every sale up to the end of this hour
-        num_sales INTEGER NOT NULL,
-        volume TEXT NOT NULL,
+        -- every sale up to the end of this hour (exact wei as decimal text)
         cum_num_sales INTEGER NOT NULL,
         cum_volume TEXT NOT NULL,
         PRIMARY KEY (collection_id, marketplace, hour)

@@ -6,8 +6,8 @@ import { limbsToWei } from "./wei.js";
 // Collection stats from aggregates kept at write time.
 //
 // sales_hourly holds, per collection, marketplace and hour that has sales,
-// the hour's own totals and the running totals of every sale up to the end of
-// that hour. The sales of one marketplace at or before a time T are then
+// the running totals (count and volume) of every sale up to the end of that
+// hour; an hour's own totals are the step from the row before. The sales of one marketplace at or before a time T are then
 //   running total of the last hour ending before T's hour (one index seek)
 //   + the raw sales from the start of T's hour to T (one short index range),
 // and any [since, until] window is the difference of two such lookups: four
@@ -19,11 +19,11 @@ import { limbsToWei } from "./wei.js";
 //
 // Volumes are decimal text summed with BigInt: exact for any amount.
 //
-// Writers mark the (collection, marketplace, hour) of every sale they insert
-// or change, before and after; flush() recomputes those hours from the raw
-// rows and rewrites the running totals from the earliest of them on. A mark
-// is only a hint to recompute, never a delta, so an extra mark (a rolled-back
-// write, say) costs time, never correctness.
+// Writers report every sale they insert (its hour gains its amount) and every
+// sale they change, before and after (those hours are summed again from the
+// raw rows); flush() writes the hours and rewrites the running totals from the
+// earliest of them on. An extra recompute mark costs time, never correctness,
+// so whatever is uncertain (a rolled-back part of a transaction) is recomputed.
 
 export const BUCKET_SECONDS = 3600;
 
@@ -54,6 +54,13 @@ export interface StatsFilter {
 type Prepare = (sql: string) => Statement;
 
 const ZERO: Totals = { n: 0, volume: 0n };
+
+/** What writes did to one hour: sales added (n, volume), or changed (recompute). */
+interface Mark {
+  n: number;
+  volume: bigint;
+  recompute: boolean;
+}
 const LATEST_BUCKET = Number.MAX_SAFE_INTEGER;
 
 const bucketOf = (timestamp: number) => Math.floor(timestamp / BUCKET_SECONDS);
@@ -179,7 +186,7 @@ export interface FlushResult {
 export class SalesAggregates extends StatsQueries {
   readonly #statements: Map<string, Statement>;
   /** `${collectionId}\t${marketplace}` → its marked hours. */
-  #dirty = new Map<string, { collectionId: number; marketplace: string; buckets: Set<number> }>();
+  #dirty = new Map<string, { collectionId: number; marketplace: string; buckets: Map<number, Mark> }>();
 
   constructor(db: Db) {
     const statements = new Map<string, Statement>();
@@ -199,15 +206,46 @@ export class SalesAggregates extends StatsQueries {
     return [...this.#statements.keys()];
   }
 
-  /** Marks the hour of a sale that was inserted, changed, or changed away from. */
+  /**
+   * Marks the hour of a sale that changed, or changed away from: that hour is
+   * summed again from the raw rows.
+   */
   touch(collectionId: number, marketplace: string, timestamp: number): void {
+    this.#mark(collectionId, marketplace, timestamp).recompute = true;
+  }
+
+  /**
+   * Adds a newly inserted sale to its hour: the hour's totals become its
+   * stored totals plus what was added, with no need to read the rows again.
+   */
+  add(collectionId: number, marketplace: string, timestamp: number, price: bigint): void {
+    const mark = this.#mark(collectionId, marketplace, timestamp);
+    mark.n++;
+    mark.volume += price;
+  }
+
+  /**
+   * Forgets what was added since the marks were made and sums every marked
+   * hour from the raw rows instead: for a rolled-back part of a transaction.
+   */
+  distrustAdded(): void {
+    for (const d of this.#dirty.values()) for (const mark of d.buckets.values()) mark.recompute = true;
+  }
+
+  #mark(collectionId: number, marketplace: string, timestamp: number): Mark {
     const key = `${collectionId}\t${marketplace}`;
     let d = this.#dirty.get(key);
     if (!d) {
-      d = { collectionId, marketplace, buckets: new Set() };
+      d = { collectionId, marketplace, buckets: new Map() };
       this.#dirty.set(key, d);
     }
-    d.buckets.add(bucketOf(timestamp));
+    const bucket = bucketOf(timestamp);
+    let mark = d.buckets.get(bucket);
+    if (!mark) {
+      mark = { n: 0, volume: 0n, recompute: false };
+      d.buckets.set(bucket, mark);
+    }
+    return mark;
   }
 
   get pending(): boolean {
@@ -224,7 +262,7 @@ export class SalesAggregates extends StatsQueries {
     const dirty = this.#dirty;
     this.#dirty = new Map();
     for (const { collectionId, marketplace, buckets } of dirty.values()) {
-      changed += this.#recompute(collectionId, marketplace, [...buckets].sort((a, b) => a - b));
+      changed += this.#recompute(collectionId, marketplace, buckets);
     }
     return { changed };
   }
@@ -275,23 +313,26 @@ export class SalesAggregates extends StatsQueries {
   }
 
   /** Rewrites the hour rows of (c, m) from the first marked bucket on; returns rows changed. */
-  #recompute(c: number, m: string, marked: number[]): number {
-    const fresh = new Map<number, Totals>();
-    for (const b of marked) fresh.set(b, this.rawTotals(c, m, bucketStart(b), bucketEnd(b)));
+  #recompute(c: number, m: string, marks: Map<number, Mark>): number {
+    const marked = [...marks.keys()].sort((a, b) => a - b);
     const first = marked[0]!;
     const existing = this.prepare(
-      `SELECT hour, num_sales, volume, cum_num_sales, cum_volume FROM sales_hourly
+      `SELECT hour, cum_num_sales, cum_volume FROM sales_hourly
        WHERE collection_id = ? AND marketplace = ? AND hour >= ? ORDER BY hour`,
     )
       .raw()
-      .all(c, m, first) as [number, number, string, number, string][];
+      .all(c, m, first) as [number, number, string][];
     const put = this.prepare(
-      `INSERT OR REPLACE INTO sales_hourly (collection_id, marketplace, hour, num_sales, volume, cum_num_sales, cum_volume)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      "INSERT OR REPLACE INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) VALUES (?, ?, ?, ?, ?)",
     );
     const remove = this.prepare("DELETE FROM sales_hourly WHERE collection_id = ? AND marketplace = ? AND hour = ?");
 
-    let { n: cumN, volume: cumV } = this.runningThrough(c, m, first - 1);
+    const start = this.runningThrough(c, m, first - 1);
+    // Running totals as stored (an hour's own totals are the step from the
+    // row before) and as they become.
+    let stored = start;
+    let cumN = start.n;
+    let cumV = start.volume;
     let changed = 0;
     // Merge the existing rows with the marked hours, in hour order.
     let i = 0;
@@ -300,10 +341,22 @@ export class SalesAggregates extends StatsQueries {
       const row = existing[i];
       const b = marked[j];
       const hour = row === undefined ? b! : b === undefined ? row[0] : Math.min(row[0], b);
+      let storedOwn = ZERO;
       const old = row !== undefined && row[0] === hour ? row : undefined;
-      if (old) i++;
-      if (b === hour) j++;
-      const own = fresh.get(hour) ?? { n: old![1], volume: BigInt(old![2]) };
+      if (old) {
+        i++;
+        const cum = { n: old[1], volume: BigInt(old[2]) };
+        storedOwn = { n: cum.n - stored.n, volume: cum.volume - stored.volume };
+        stored = cum;
+      }
+      const mark = b === hour ? marks.get(hour) : undefined;
+      if (mark) j++;
+      const own =
+        mark === undefined
+          ? storedOwn
+          : mark.recompute
+            ? this.rawTotals(c, m, bucketStart(hour), bucketEnd(hour))
+            : { n: storedOwn.n + mark.n, volume: storedOwn.volume + mark.volume };
       if (own.n === 0) {
         if (old) {
           remove.run(c, m, hour);
@@ -313,15 +366,13 @@ export class SalesAggregates extends StatsQueries {
       }
       cumN += own.n;
       cumV += own.volume;
-      const volume = own.volume.toString();
       const cumVolume = cumV.toString();
-      if (old && old[1] === own.n && old[2] === volume && old[3] === cumN && old[4] === cumVolume) continue;
-      put.run(c, m, hour, own.n, volume, cumN, cumVolume);
+      if (old && old[1] === cumN && old[2] === cumVolume) continue;
+      put.run(c, m, hour, cumN, cumVolume);
       changed++;
     }
     return changed;
   }
-
 }
 
 /**

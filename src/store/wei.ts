@@ -15,7 +15,7 @@ export interface WeiLimbs {
   lo: bigint | null;
 }
 
-export function splitWei(amount: string): WeiLimbs {
+export function splitWei(amount: string | bigint): WeiLimbs {
   const v = BigInt(amount);
   const hi = v >> LIMB_BITS;
   if (hi > MAX_HI) return { hi: null, lo: null };

@@ -110,13 +110,20 @@ export class WriteStore {
    * stats aggregates they affect are brought up to date before it commits.
    */
   transaction<T>(fn: () => T): T {
-    return this.#db
-      .transaction(() => {
-        const result = fn();
-        this.flushAggregates();
-        return result;
-      })
-      .immediate();
+    const nested = this.#db.inTransaction;
+    try {
+      return this.#db
+        .transaction(() => {
+          const result = fn();
+          if (!nested) this.flushAggregates();
+          return result;
+        })
+        .immediate();
+    } catch (err) {
+      // Rows added inside were rolled back; their additions cannot be trusted.
+      if (nested) this.#aggregates.distrustAdded();
+      throw err;
+    }
   }
 
   /**
@@ -184,7 +191,8 @@ export class WriteStore {
    */
   upsertSale(r: SaleRow): UpsertResult {
     if (!this.#db.inTransaction) return this.transaction(() => this.upsertSale(r));
-    const { hi, lo } = splitWei(r.price);
+    const price = BigInt(r.price);
+    const { hi, lo } = splitWei(price);
     const hash = hexToBytes(r.hash);
     const collectionId = this.collectionId(r.contractAddress);
     const key = assetKey(r.assetId);
@@ -206,9 +214,12 @@ export class WriteStore {
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
-    if (result !== "unchanged" && this.#maintainStats) {
-      if (before) this.#aggregates.touch(collectionId, before[0], before[1]);
-      this.#aggregates.touch(collectionId, r.marketplace, r.timestamp);
+    if (this.#maintainStats) {
+      if (result === "inserted") this.#aggregates.add(collectionId, r.marketplace, r.timestamp, price);
+      else if (result === "updated") {
+        this.#aggregates.touch(collectionId, before![0], before![1]);
+        this.#aggregates.touch(collectionId, r.marketplace, r.timestamp);
+      }
     }
     return result;
   }

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
 import { openWritable, type Db } from "../../src/store/database.js";
-import { ReadStore } from "../../src/store/read-store.js";
+import { ReadStore, type SaleRow } from "../../src/store/read-store.js";
+import { WriteStore } from "../../src/store/write-store.js";
 import { BUCKET_SECONDS, SalesAggregates, type SalesSummary } from "../../src/store/sales-stats.js";
 
 // Random import histories against a BigInt oracle over the raw rows: every
@@ -46,6 +47,8 @@ const batch = fc.record({
   sales: fc.array(sale, { minLength: 1, maxLength: 40 }),
   invalidLine: fc.boolean(),
   skipInvalid: fc.boolean(),
+  // through the importer, or WriteStore calls whose inner transaction rolls back
+  via: fc.constantFrom("import", "import", "nested"),
 });
 const bound = fc.option(
   fc.oneof(
@@ -61,7 +64,11 @@ const windowArb = fc
   .map((w) => (w.since !== undefined && w.until !== undefined && w.since > w.until ? { ...w, since: w.until, until: w.since } : w));
 
 function line(s: Sale): string {
-  return JSON.stringify({
+  return JSON.stringify({ ...row(s), currency: "ETH" });
+}
+
+function row(s: Sale): SaleRow {
+  return {
     hash: hashOf(s.key),
     from: `0x${"1".repeat(40)}`,
     to: `0x${"2".repeat(40)}`,
@@ -71,9 +78,8 @@ function line(s: Sale): string {
     block: 18_000_000,
     price: s.price.toString(),
     amountReceived: "0",
-    currency: "ETH",
     marketplace: s.marketplace,
-  });
+  };
 }
 
 async function* linesOf(texts: string[]) {
@@ -106,15 +112,33 @@ describe("collection stats from write-time aggregates (property)", () => {
           const truth = new Map<number, Sale>();
           const read = new ReadStore(db);
           for (const b of batches) {
-            const texts = b.sales.map(line);
-            if (b.invalidLine) texts.splice(texts.length >> 1, 0, '{"hash": "not a sale"}');
-            try {
-              await importLines(db, linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
-              for (const s of b.sales) truth.set(s.key, s);
-            } catch (err) {
-              // A file with a bad line, without --skip-invalid, rolls back whole.
-              if (!(err instanceof ImportRejected)) throw err;
-              expect(b.invalidLine && !b.skipInvalid).toBe(true);
+            if (b.via === "nested") {
+              // The first half lands; the second is written in a nested transaction that rolls back.
+              const half = b.sales.length >> 1;
+              const ws = new WriteStore(db);
+              ws.transaction(() => {
+                for (const s of b.sales.slice(0, half)) ws.upsertSale(row(s));
+                try {
+                  ws.transaction(() => {
+                    for (const s of b.sales.slice(half)) ws.upsertSale(row(s));
+                    throw new Error("roll back");
+                  });
+                } catch {
+                  // expected
+                }
+              });
+              for (const s of b.sales.slice(0, half)) truth.set(s.key, s);
+            } else {
+              const texts = b.sales.map(line);
+              if (b.invalidLine) texts.splice(texts.length >> 1, 0, '{"hash": "not a sale"}');
+              try {
+                await importLines(db, linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
+                for (const s of b.sales) truth.set(s.key, s);
+              } catch (err) {
+                // A file with a bad line, without --skip-invalid, rolls back whole.
+                if (!(err instanceof ImportRejected)) throw err;
+                expect(b.invalidLine && !b.skipInvalid).toBe(true);
+              }
             }
             const id = read.collectionId(C);
             for (const w of windows) {

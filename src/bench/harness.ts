@@ -1,0 +1,155 @@
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { ApiKeyAdmin } from "../store/api-keys.js";
+import { openWritable } from "../store/database.js";
+
+// What the benchmarks share: the demo stores they run on, servers in child
+// processes (so the load generator never shares their event loop), and
+// autocannon rounds alternating between targets, reported as medians.
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const BIN = `${ROOT}src/bin/marketdata.js`;
+const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
+
+export interface LoadOptions {
+  connections: number;
+  seconds: number;
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const log = (s: string) => process.stderr.write(`${s}\n`);
+
+export function ensureStore(scale: string): { db: string; key: string } {
+  mkdirSync(`${ROOT}data`, { recursive: true });
+  const db = `${ROOT}data/bench-${scale}.sqlite`;
+  if (!existsSync(db)) {
+    log(`building the ${scale} demo store at ${db} (once)...`);
+    const r = spawnSync(process.execPath, [BIN, "demo", "--db", db, "--scale", scale], { stdio: "inherit" });
+    if (r.status !== 0) throw new Error("demo build failed");
+  }
+  const w = openWritable(db);
+  const key = new ApiKeyAdmin(w).create("bench").key;
+  w.close();
+  return { db, key };
+}
+
+export interface Target {
+  url: string;
+  child: ChildProcess;
+  eld(): Promise<{ eldP99Ms: number; eldMaxMs: number }>;
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+export function startTarget(kind: string, db: string, extra?: string): Promise<Target> {
+  const child = fork(TARGETS, [kind, db, ...(extra ? [extra] : [])], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  return new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${kind} target exited with ${code}`)));
+    child.once("message", (m: { url: string }) =>
+      resolve({
+        url: m.url,
+        child,
+        reset: () => child.send("eld-reset"),
+        eld: () =>
+          new Promise((res) => {
+            child.once("message", res as never);
+            child.send("eld-report");
+          }),
+        stop: () =>
+          new Promise((res) => {
+            child.removeAllListeners("exit");
+            child.once("exit", () => res());
+            child.kill("SIGTERM");
+          }),
+      }),
+    );
+  });
+}
+
+/** The CLI's serve with N workers, for workers 1 vs 2. */
+export function startCli(db: string, workers: number, cacheMb: number): Promise<Target> {
+  const child = fork(BIN, ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info"], {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.once("exit", (code) => reject(new Error(`serve exited with ${code}`)));
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /Server listening at (http:\/\/[\d.:]+)/.exec(out);
+      if (m) {
+        child.stdout!.removeAllListeners("data");
+        child.stdout!.resume();
+        resolve({
+          url: m[1]!,
+          child,
+          reset: () => {},
+          eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
+          stop: () =>
+            new Promise((res) => {
+              child.removeAllListeners("exit");
+              child.once("exit", () => res());
+              child.kill("SIGTERM");
+            }),
+        });
+      }
+    });
+  });
+}
+
+export interface Run {
+  rps: number;
+  p99: number;
+  bad: number;
+}
+
+/** One autocannon round rotating over `paths` (one global rotation, across connections). */
+export async function load(url: string, paths: string[], key: string, o: LoadOptions): Promise<Run> {
+  let i = 0;
+  const result = await autocannon({
+    url,
+    connections: o.connections,
+    duration: o.seconds,
+    headers: { "x-api-key": key },
+    requests: [
+      {
+        setupRequest: (req) => {
+          req.path = paths[i++ % paths.length]!;
+          return req;
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.total / o.seconds, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts };
+}
+
+/** Alternating rounds over several targets: a, b, c, a, b, c, ... Medians per target. */
+export async function compare(
+  targets: { name: string; target: Target; paths: string[] }[],
+  key: string,
+  o: LoadOptions & { rounds: number },
+): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number }>> {
+  const runs: Record<string, (Run & { eldP99Ms: number })[]> = {};
+  for (let r = 0; r < o.rounds; r++) {
+    for (const { name, target, paths } of targets) {
+      target.reset();
+      const run = await load(target.url, paths, key, o);
+      const { eldP99Ms } = await target.eld();
+      (runs[name] ??= []).push({ ...run, eldP99Ms });
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(runs).map(([name, rs]) => [
+      name,
+      {
+        rps: median(rs.map((x) => x.rps)),
+        p99: median(rs.map((x) => x.p99)),
+        bad: rs.reduce((n, x) => n + x.bad, 0),
+        eldP99Ms: median(rs.map((x) => x.eldP99Ms)),
+      },
+    ]),
+  );
+}
+

@@ -1,0 +1,303 @@
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { once } from "node:events";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Command } from "commander";
+import { Random } from "../demo/random.js";
+import { importLines } from "../ingest/importer.js";
+import { ApiKeyAdmin } from "../store/api-keys.js";
+import { openReadOnly, openWritable, type Db } from "../store/database.js";
+import { ReadStore } from "../store/read-store.js";
+import { WriteStore } from "../store/write-store.js";
+import { compare, ensureStore, log, median, ROOT, startTarget } from "./harness.js";
+
+// npm run bench:stats — collection stats from write-time aggregates (see the
+// README's "Collection stats"): latency of every window shape against a
+// GROUP BY over the raw rows in the same run, throughput under load with
+// rotating windows next to /v1/collection/scores, and import speed with and
+// without keeping the aggregates.
+
+const program = new Command("bench:stats")
+  .description("benchmark collection stats: latency per window, throughput under load, import cost of the aggregates")
+  .option("--sales <n>", "sales in the generated collection", "1000000")
+  .option("--stores <list>", "large (the large demo store's largest collection), generated", "large,generated")
+  .option("--parts <list>", "latency,load,import", "latency,load,import")
+  .option("--samples <n>", "stats calls per window shape", "1000")
+  .option("--import-rows <n>", "sales per import round", "200000")
+  .option("--rounds <n>", "alternating rounds per comparison", "3")
+  .option("--seconds <s>", "seconds per load round", "5")
+  .option("--connections <n>", "autocannon connections", "50")
+  .parse();
+const opts = program.opts<{
+  sales: string;
+  stores: string;
+  parts: string;
+  samples: string;
+  importRows: string;
+  rounds: string;
+  seconds: string;
+  connections: string;
+}>();
+const PARTS = new Set(opts.parts.split(","));
+const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
+const SAMPLES = Number(opts.samples);
+
+const YEAR = 365 * 86400;
+const WINDOWS: [string, number | undefined][] = [
+  ["whole history", undefined],
+  ["a year", YEAR],
+  ["a month", 30 * 86400],
+  ["a day", 86400],
+  ["an hour", 3600],
+  ["random window", -1],
+];
+const GENERATED = "0x00000000000000000000000000000000000b3c71";
+const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
+
+interface Subject {
+  name: string;
+  db: string;
+  key: string;
+  address: string;
+  /** The collection's asset with the most sales. */
+  hotAsset: string;
+  hotAssetSales: number;
+  sales: number;
+  first: number;
+  last: number;
+}
+
+const results: Record<string, unknown> = {};
+
+/** NDJSON of n sales over two years on six marketplaces; every 100th sale is of asset 0 (10,000 of 1M). */
+async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
+  const rnd = new Random(seed);
+  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
+  const out = createWriteStream(path);
+  const start = 1_640_995_200; // 2022-01-01
+  const step = (2 * YEAR) / n;
+  for (let i = 0; i < n; i++) {
+    const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
+    const line = JSON.stringify({
+      hash: `0x${rnd.hex(64)}`,
+      from: rnd.pick(wallets),
+      to: rnd.pick(wallets),
+      contractAddress: address,
+      assetId: i % 100 === 0 ? "0" : String(rnd.int(1, 9999)),
+      timestamp: Math.floor(start + i * step),
+      block: 14_000_000 + i,
+      price: price.toString(),
+      amountReceived: ((price * 975n) / 1000n).toString(),
+      currency: "ETH",
+      marketplace: rnd.pick(MARKETPLACES),
+    });
+    if (!out.write(`${line}\n`)) await once(out, "drain");
+  }
+  out.end();
+  await once(out, "finish");
+}
+
+async function importFile(db: Db, file: string, maintainStats: boolean): Promise<number> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  const started = performance.now();
+  const stats = await importLines(db, lines, { kind: "sales", skipInvalid: false, maintainStats });
+  return stats.inserted / ((performance.now() - started) / 1000);
+}
+
+async function generatedStore(n: number): Promise<string> {
+  const db = `${ROOT}data/bench-stats-${n}.sqlite`;
+  if (existsSync(db)) return db;
+  log(`building a collection of ${n} sales at ${db} (once)...`);
+  const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-stats-"));
+  try {
+    const file = join(dir, "sales.ndjson");
+    await writeSales(file, n, 11, GENERATED);
+    const w = openWritable(`${db}.tmp`);
+    const rate = await importFile(w, file, true);
+    new WriteStore(w).upsertScore({ contractAddress: GENERATED, name: "Generated", hype: 50, gains: 1, community: 60, total: 40 });
+    w.close();
+    renameSync(`${db}.tmp`, db);
+    rmSync(`${db}.tmp-wal`, { force: true });
+    rmSync(`${db}.tmp-shm`, { force: true });
+    log(`  imported at ${rate.toFixed(0)} rows/s`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return db;
+}
+
+function subject(name: string, db: string, address?: string): Subject {
+  const w = openWritable(db);
+  const key = new ApiKeyAdmin(w).create("bench:stats").key;
+  w.close();
+  const r = openReadOnly(db);
+  try {
+    const c = (
+      address === undefined
+        ? r.prepare("SELECT collection_id AS id, count(*) AS n FROM sales GROUP BY collection_id ORDER BY n DESC LIMIT 1").get()
+        : r.prepare("SELECT id FROM collections WHERE address = ?").get(address)
+    ) as { id: number };
+    const info = r
+      .prepare("SELECT (SELECT address FROM collections WHERE id = ?) AS address, count(*) AS n, min(timestamp) AS first, max(timestamp) AS last FROM sales WHERE collection_id = ?")
+      .get(c.id, c.id) as { address: string; n: number; first: number; last: number };
+    const hot = r
+      .prepare("SELECT asset_key, count(*) AS n FROM sales WHERE collection_id = ? GROUP BY asset_key ORDER BY n DESC LIMIT 1")
+      .get(c.id) as { asset_key: string; n: number };
+    return {
+      name,
+      db,
+      key,
+      address: info.address,
+      hotAsset: hot.asset_key.slice(2),
+      hotAssetSales: hot.n,
+      sales: info.n,
+      first: info.first,
+      last: info.last,
+    };
+  } finally {
+    r.close();
+  }
+}
+
+/** A window of `length` seconds (undefined: whole history; -1: random bounds) placed at random in the data. */
+function windowOf(s: Subject, length: number | undefined, rnd: Random): { since?: number; until?: number } {
+  if (length === undefined) return {};
+  if (length === -1) {
+    const a = rnd.int(s.first, s.last);
+    const b = rnd.int(s.first, s.last);
+    return { since: Math.min(a, b), until: Math.max(a, b) };
+  }
+  const until = rnd.int(Math.min(s.first + length, s.last), s.last);
+  return { since: until - length + 1, until };
+}
+
+function percentiles(ms: number[]): { p50: number; p99: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { p50: sorted[Math.floor(sorted.length * 0.5)]!, p99: sorted[Math.floor(sorted.length * 0.99)]! };
+}
+
+/** Calls fn up to `samples` times (or for at most budgetMs), each with a fresh window. */
+function time(samples: number, budgetMs: number, fn: (i: number) => unknown): { p50: number; p99: number; n: number } {
+  const ms: number[] = [];
+  const deadline = performance.now() + budgetMs;
+  for (let i = 0; i < samples && (i < 5 || performance.now() < deadline); i++) {
+    const t = performance.now();
+    fn(i);
+    ms.push(performance.now() - t);
+  }
+  return { ...percentiles(ms), n: ms.length };
+}
+
+function latency(s: Subject): void {
+  const db = openReadOnly(s.db);
+  const store = new ReadStore(db);
+  const id = store.collectionId(s.address)!;
+  const groupBy = (asset: boolean) =>
+    db.prepare(
+      `SELECT marketplace, count(*), sum(price_hi), sum(price_lo) FROM sales
+       WHERE collection_id = ? ${asset ? "AND asset_key = ?" : ""} AND timestamp >= ? AND timestamp <= ? GROUP BY marketplace`,
+    );
+  const assetKey = `${String(s.hotAsset.length).padStart(2, "0")}${s.hotAsset}`;
+  log(`\n## ${s.name}: ${s.address}, ${s.sales} sales from ${new Date(s.first * 1000).toISOString().slice(0, 10)} to ${new Date(s.last * 1000).toISOString().slice(0, 10)}`);
+  log(`latency of one stats call (store call in one snapshot), ${SAMPLES} windows per shape placed at random; GROUP BY over the raw rows on the same windows\n`);
+  log("| window | assetId | stats p50 ms | stats p99 ms | GROUP BY p50 ms | GROUP BY p99 ms | GROUP BY / stats (p50) |");
+  log("|---|---|---|---|---|---|---|");
+  const rows: unknown[] = [];
+  for (const asset of [false, true]) {
+    for (const [label, length] of WINDOWS) {
+      const rnd = new Random(length ?? 0);
+      const windows = Array.from({ length: SAMPLES }, () => windowOf(s, length, rnd));
+      const filter = (i: number) => ({ ...windows[i]!, assetId: asset ? s.hotAsset : undefined });
+      const stats = time(SAMPLES, 20_000, (i) => store.salesSummary(id, filter(i)));
+      const stmt = groupBy(asset);
+      const raw = time(SAMPLES, 5_000, (i) => {
+        const w = windows[i]!;
+        const args = [id, ...(asset ? [assetKey] : []), w.since ?? 0, w.until ?? Number.MAX_SAFE_INTEGER];
+        stmt.all(...args);
+      });
+      const who = asset ? `${s.hotAsset} (${s.hotAssetSales} sales)` : "-";
+      log(`| ${label} | ${who} | ${stats.p50.toFixed(3)} | ${stats.p99.toFixed(3)} | ${raw.p50.toFixed(2)} | ${raw.p99.toFixed(2)} | ${(raw.p50 / stats.p50).toFixed(0)}x |`);
+      rows.push({ window: label, asset, stats, groupBy: raw });
+    }
+  }
+  results[`${s.name} latency`] = rows;
+  db.close();
+}
+
+async function underLoad(s: Subject): Promise<void> {
+  // Response cache off: every request is computed (rotating windows would miss it anyway).
+  const server = await startTarget("server", s.db, "0");
+  try {
+    const rnd = new Random(5);
+    const base = `/v1/collection/stats?contractAddress=${s.address}`;
+    const stats = Array.from({ length: 50_000 }, () => {
+      const w = windowOf(s, -1, rnd);
+      return `${base}&since=${w.since}&until=${w.until}`;
+    });
+    const scores = [`/v1/collection/scores?contractAddress=${s.address}`];
+    const r = await compare(
+      [
+        { name: "stats", target: server, paths: stats },
+        { name: "scores", target: server, paths: scores },
+      ],
+      s.key,
+      LOAD,
+    );
+    log(`\n${s.name}, under load (${LOAD.rounds} alternating rounds of ${LOAD.seconds} s, ${LOAD.connections} connections, response cache off, medians)\n`);
+    log("| endpoint | req/s | p99 ms | server event-loop delay p99 ms | errors |");
+    log("|---|---|---|---|---|");
+    log(`| /v1/collection/stats, 50,000 random windows rotated | ${r.stats!.rps.toFixed(0)} | ${r.stats!.p99} | ${r.stats!.eldP99Ms.toFixed(2)} | ${r.stats!.bad} |`);
+    log(`| /v1/collection/scores | ${r.scores!.rps.toFixed(0)} | ${r.scores!.p99} | ${r.scores!.eldP99Ms.toFixed(2)} | ${r.scores!.bad} |`);
+    log(`\nstats / scores throughput: ${(r.stats!.rps / r.scores!.rps).toFixed(2)}`);
+    results[`${s.name} load`] = r;
+  } finally {
+    await server.stop();
+  }
+}
+
+async function importCost(rows: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-stats-import-"));
+  try {
+    const file = join(dir, "sales.ndjson");
+    await writeSales(file, rows, 13, GENERATED);
+    const rates: Record<string, number[]> = { with: [], without: [] };
+    for (let r = 0; r < LOAD.rounds; r++) {
+      for (const [label, maintain] of [["with", true], ["without", false]] as const) {
+        const path = join(dir, `${label}-${r}.sqlite`);
+        const db = openWritable(path);
+        rates[label]!.push(await importFile(db, file, maintain));
+        db.close();
+        rmSync(path, { force: true });
+        rmSync(`${path}-wal`, { force: true });
+        rmSync(`${path}-shm`, { force: true });
+      }
+    }
+    const w = median(rates.with!);
+    const wo = median(rates.without!);
+    log(`\n## import of ${rows} sales into a fresh store (${LOAD.rounds} alternating rounds, medians)\n`);
+    log("| aggregates | rows/s | rounds |");
+    log("|---|---|---|");
+    log(`| kept (the default) | ${w.toFixed(0)} | ${rates.with!.map((x) => x.toFixed(0)).join(", ")} |`);
+    log(`| not kept (measurement only) | ${wo.toFixed(0)} | ${rates.without!.map((x) => x.toFixed(0)).join(", ")} |`);
+    log(`\nkeeping the aggregates costs ${((1 - w / wo) * 100).toFixed(1)}% of import throughput`);
+    results.import = { rows, with: rates.with, without: rates.without };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const subjects: Subject[] = [];
+const stores = opts.stores.split(",");
+if (stores.includes("large")) subjects.push(subject("large demo store, largest collection", ensureStore("large").db));
+if (stores.includes("generated")) {
+  const n = Number(opts.sales);
+  subjects.push(subject(`generated collection of ${n} sales`, await generatedStore(n), GENERATED));
+}
+for (const s of subjects) {
+  if (PARTS.has("latency")) latency(s);
+  if (PARTS.has("load")) await underLoad(s);
+}
+if (PARTS.has("import")) await importCost(Number(opts.importRows));
+writeFileSync(`${ROOT}data/bench-stats.json`, JSON.stringify(results, null, 2));
+log("\nresults: data/bench-stats.json");
