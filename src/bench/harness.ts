@@ -16,6 +16,8 @@ const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
 export interface LoadOptions {
   connections: number;
   seconds: number;
+  /** Requests per second in all (paced load); unset: as fast as the server answers. */
+  overallRate?: number;
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -112,6 +114,7 @@ export async function load(url: string, paths: string[], key: string, o: LoadOpt
     url,
     connections: o.connections,
     duration: o.seconds,
+    ...(o.overallRate === undefined ? {} : { overallRate: o.overallRate }),
     headers: { "x-api-key": key },
     requests: [
       {

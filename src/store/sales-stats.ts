@@ -148,13 +148,24 @@ export class SalesStatsReader extends StatsQueries {
     return { n: upTo.n - before.n, volume: upTo.volume - before.volume };
   }
 
-  /** Totals of sales with timestamp <= t. */
+  /**
+   * Totals of sales with timestamp <= t: the running totals of an hour plus
+   * or minus the raw sales of the shorter part of t's hour (its start to t,
+   * added to the hour before; or t + 1 to its end, taken from t's own hour).
+   */
   #atOrBefore(c: number, m: string, t: number): Totals {
     const bucket = bucketOf(t);
-    if (t === bucketEnd(bucket)) return this.runningThrough(c, m, bucket);
-    const whole = this.runningThrough(c, m, bucket - 1);
-    const edge = this.rawTotals(c, m, bucketStart(bucket), t);
-    return { n: whole.n + edge.n, volume: whole.volume + edge.volume };
+    const start = bucketStart(bucket);
+    const end = bucketEnd(bucket);
+    if (t === end) return this.runningThrough(c, m, bucket);
+    if (t - start < end - t) {
+      const whole = this.runningThrough(c, m, bucket - 1);
+      const edge = this.rawTotals(c, m, start, t);
+      return { n: whole.n + edge.n, volume: whole.volume + edge.volume };
+    }
+    const whole = this.runningThrough(c, m, bucket);
+    const edge = this.rawTotals(c, m, t + 1, end);
+    return { n: whole.n - edge.n, volume: whole.volume - edge.volume };
   }
 
   /**

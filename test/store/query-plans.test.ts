@@ -85,7 +85,8 @@ afterAll(() => {
 });
 
 function plan(sql: string): string[] {
-  const params = Array((sql.match(/\?/g) ?? []).length).fill(1);
+  const named = [...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!);
+  const params = named.length > 0 ? [Object.fromEntries(named.map((n) => [n, 1]))] : Array((sql.match(/\?/g) ?? []).length).fill(1);
   return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail);
 }
 
