@@ -78,6 +78,21 @@ class StatsQueries {
     return exactTotals(this.prepare, from_, where, [collectionId, marketplace, from, to]);
   }
 
+  /**
+   * The distinct marketplaces of a collection in `from` (an index led by
+   * collection_id, marketplace): a loose index scan, one seek per marketplace.
+   */
+  protected distinctMarketplaces(from: string, collectionId: number): string[] {
+    const next = this.prepare(
+      `SELECT marketplace FROM ${from} WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1`,
+    ).pluck();
+    const found: string[] = [];
+    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
+      found.push(m);
+    }
+    return found;
+  }
+
   /** Running totals through the end of `bucket` (the last hour with sales at or before it). */
   runningThrough(collectionId: number, marketplace: string, bucket: number): Totals {
     const r = this.prepare(
@@ -118,14 +133,7 @@ export class SalesStatsReader extends StatsQueries {
 
   /** The marketplaces a collection has sales on, by one index seek each. */
   marketplaces(collectionId: number): string[] {
-    const next = this.prepare(
-      "SELECT marketplace FROM sales_hourly WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
-    ).pluck();
-    const found: string[] = [];
-    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
-      found.push(m);
-    }
-    return found;
+    return this.distinctMarketplaces("sales_hourly", collectionId);
   }
 
   #byMarketplace(collectionId: number, since: number | undefined, until: number | undefined): Map<string, Totals> {
@@ -293,22 +301,11 @@ export class SalesAggregates extends StatsQueries {
       for (const h of hours.all(r.collection_id, r.marketplace) as number[]) this.touch(r.collection_id, r.marketplace, bucketStart(h));
     }
     for (const c of collections.all(...args) as number[]) {
-      for (const m of this.#saleMarketplaces(c)) {
+      for (const m of this.distinctMarketplaces("sales INDEXED BY sales_by_marketplace", c)) {
         for (const t of this.#saleHours(c, m)) this.touch(c, m, t);
       }
     }
     return this.flush();
-  }
-
-  #saleMarketplaces(collectionId: number): string[] {
-    const next = this.prepare(
-      "SELECT marketplace FROM sales INDEXED BY sales_by_marketplace WHERE collection_id = ? AND marketplace > ? ORDER BY marketplace LIMIT 1",
-    ).pluck();
-    const found: string[] = [];
-    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
-      found.push(m);
-    }
-    return found;
   }
 
   /** One timestamp in each hour that has sales, newest first: one index seek per hour. */

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 
@@ -67,4 +68,19 @@ export function slowCall(url: string, key: string, contractAddress: string) {
     finish = () => req.end(body.slice(10));
   });
   return { done, finish: () => finish() };
+}
+
+/**
+ * Starts `import --db db sales file` and SIGKILLs it once its transaction has
+ * written a good part of its pages to the WAL; resolves with the signal.
+ */
+export async function killImportMidway(db: string, file: string): Promise<NodeJS.Signals | null> {
+  const child = spawn(process.execPath, [BIN, "import", "--db", db, "sales", file], { stdio: "ignore" });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
+  const deadline = Date.now() + 60_000;
+  while (!(existsSync(`${db}-wal`) && statSync(`${db}-wal`).size > 8_000_000) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  child.kill("SIGKILL");
+  return exited;
 }

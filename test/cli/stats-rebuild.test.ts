@@ -1,5 +1,4 @@
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -9,7 +8,7 @@ import { MIGRATIONS } from "../../src/store/migrations.js";
 import { ReadStore } from "../../src/store/read-store.js";
 import { dumpStore } from "../support/dump.js";
 import { VALID } from "../ingest/records.js";
-import { BIN, runCli } from "./run-cli.js";
+import { killImportMidway, runCli } from "./run-cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-stats-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,14 +83,7 @@ describe("marketdata stats rebuild", () => {
     const before = dumpStore(db);
     // Later sales and updates of the prior ones: the aggregates of both would change.
     const big = writeLines("big.ndjson", [sale(1).replace('"BLUR"', '"X2Y2"'), ...Array.from({ length: 250_000 }, (_, i) => sale(i + 10))]);
-    const child = spawn(process.execPath, [BIN, "import", "--db", db, "sales", big], { stdio: "ignore" });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
-    const deadline = Date.now() + 60_000;
-    while (!(existsSync(`${db}-wal`) && statSync(`${db}-wal`).size > 8_000_000) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    child.kill("SIGKILL");
-    expect(await exited).toBe("SIGKILL");
+    expect(await killImportMidway(db, big)).toBe("SIGKILL");
     expect(dumpStore(db)).toEqual(before);
     expect(before.sales_hourly!.length).toBeGreaterThan(0);
     expect(runCli(["stats", "rebuild", "--db", db, "--check"]).status).toBe(0);

@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openReadOnly } from "../../src/store/database.js";
-import { BIN, runCli } from "../cli/run-cli.js";
+import { BIN, killImportMidway, runCli } from "../cli/run-cli.js";
 import { dumpStore, rowCounts } from "../support/dump.js";
 import { VALID, withField } from "./records.js";
 
@@ -103,15 +103,7 @@ describe("marketdata import", () => {
     expect(runCli(["import", "--db", db, "sales", writeLines("prior.ndjson", [sale(1), sale(2)])]).status).toBe(0);
     const before = dumpStore(db);
     const big = writeLines("big.ndjson", Array.from({ length: 250_000 }, (_, i) => sale(i + 10)));
-    const child = spawn(process.execPath, [BIN, "import", "--db", db, "sales", big], { stdio: "ignore" });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once("exit", (_code, signal) => resolve(signal)));
-    // Kill once the transaction has written a good part of its pages to the WAL.
-    const deadline = Date.now() + 60_000;
-    while (!(existsSync(`${db}-wal`) && statSync(`${db}-wal`).size > 8_000_000) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    child.kill("SIGKILL");
-    expect(await exited).toBe("SIGKILL");
+    expect(await killImportMidway(db, big)).toBe("SIGKILL");
     expect(dumpStore(db)).toEqual(before);
     const conn = openReadOnly(db);
     expect(conn.prepare("PRAGMA integrity_check").pluck().get()).toBe("ok");
