@@ -1,3 +1,4 @@
+import { echo } from "../domain/echo.js";
 import { createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { KeySpec, KeyValue } from "../store/read-store.js";
@@ -31,7 +32,7 @@ export function encodePageToken(digest: string, key: KeyValue[] | null): string 
 export function decodePageToken(param: string, token: string, digest: string, spec: KeySpec): KeyValue[] | null {
   if (token === "") return null;
   const invalid = () =>
-    new ConnectError(`${param} is not a valid page token, got ${JSON.stringify(truncate(token))}`, Code.InvalidArgument);
+    new ConnectError(`${param} is not a valid page token, got ${echo(token)}`, Code.InvalidArgument);
   let body: unknown;
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(token)) throw invalid();
@@ -60,6 +61,3 @@ function isTokenBody(v: unknown, spec: KeySpec): v is TokenBody {
   );
 }
 
-function truncate(s: string): string {
-  return s.length > 64 ? `${s.slice(0, 64)}...` : s;
-}

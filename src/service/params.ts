@@ -1,3 +1,4 @@
+import { echo } from "../domain/echo.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
 
@@ -13,7 +14,7 @@ export function invalid(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
 }
 
-const q = (v: unknown) => JSON.stringify(v);
+const q = echo;
 
 /** A required collection address, returned lower case. */
 export function contractAddress(value: string, param = "contractAddress"): string {

@@ -100,6 +100,9 @@ const cases: Case[] = [
   { name: "scores: one address malformed", path: "/v1/collection/scores", query: { contractAddress: `${C},0xzz` }, message: 'contractAddress must be 0x followed by 40 hex characters, got "0xzz"', rpc: (c, h) => c.collection.listScores({ contractAddress: [C, "0xzz"] }, { headers: h }) },
   { name: "scores: 21 addresses", path: "/v1/collection/scores", query: { contractAddress: twentyOne.join(",") }, message: "contractAddress accepts at most 20 addresses, got 21", rpc: (c, h) => c.collection.listScores({ contractAddress: twentyOne }, { headers: h }) },
   { name: "scores: unknown parameter", path: "/v1/collection/scores", query: { contractAddress: C, limit: 3 }, message: 'unknown query parameter "limit"; accepted: contractAddress' },
+  // A long value is echoed cut to 100 characters, with its length.
+  { name: "a 10,000-character address is echoed cut", path: "/v1/asset/sales", query: { contractAddress: "z".repeat(10_000) }, message: `contractAddress must be 0x followed by 40 hex characters, got "${"z".repeat(100)}"... (10000 characters)`, rpc: (c, h) => c.asset.listSales({ contractAddress: "z".repeat(10_000) }, { headers: h }) },
+  { name: "a 10,000-character parameter name is echoed cut", path: "/v1/collection/scores", query: { contractAddress: C, ["p".repeat(10_000)]: 1 }, message: /^unknown query parameter "p{100}"\.\.\. \(10000 characters\); accepted: contractAddress$/ },
 ];
 
 const flagOf = (path: string) =>
@@ -114,6 +117,16 @@ describe("validation errors", () => {
     expect(body.code).toBe("invalid_argument");
     if (typeof c.message === "string") expect(body.message).toBe(c.message);
     else expect(body.message).toMatch(c.message);
+  });
+
+  it("gRPC: a 1 MB address gets an error message of bounded size", async () => {
+    const err = (await rpc.asset.listSales({ contractAddress: "y".repeat(1_000_000) }, { headers: { "x-api-key": t.f.key } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as ConnectError;
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage.length).toBeLessThan(300);
+    expect(err.rawMessage).toMatch(/\.\.\. \(1000000 characters\)$/);
   });
 
   const rpcCases = cases.filter((c) => c.rpc);

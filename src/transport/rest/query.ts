@@ -1,3 +1,4 @@
+import { echo, echoBare } from "../../domain/echo.js";
 import { create, type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { shortEnumName } from "./json-dialect.js";
@@ -55,7 +56,7 @@ function converter(field: DescField): Convert {
     const names = e.values.filter((x) => x.number !== 0).map((x) => shortEnumName(e, x.name)).join(", ");
     return (raw) => {
       const n = byName.get(raw);
-      if (n === undefined) throw invalid(`${param} must be one of ${names}, got ${JSON.stringify(raw)}`);
+      if (n === undefined) throw invalid(`${param} must be one of ${names}, got ${echo(raw)}`);
       return n;
     };
   }
@@ -67,12 +68,12 @@ function converter(field: DescField): Convert {
     return (raw) => {
       if (SMALL_INTEGER_RE.test(raw)) {
         const n = Number(raw);
-        if (n < minN || n > maxN) throw invalid(`${param} is out of range, got ${raw}`);
+        if (n < minN || n > maxN) throw invalid(`${param} is out of range, got ${echoBare(raw)}`);
         return range.big ? BigInt(n) : n;
       }
-      if (!INTEGER_RE.test(raw)) throw invalid(`${param} must be an integer, got ${JSON.stringify(raw)}`);
+      if (!INTEGER_RE.test(raw)) throw invalid(`${param} must be an integer, got ${echo(raw)}`);
       const n = BigInt(raw);
-      if (n < range.min || n > range.max) throw invalid(`${param} is out of range, got ${raw}`);
+      if (n < range.min || n > range.max) throw invalid(`${param} is out of range, got ${echoBare(raw)}`);
       return range.big ? n : Number(n);
     };
   }
@@ -80,13 +81,13 @@ function converter(field: DescField): Convert {
     case ScalarType.BOOL:
       return (raw) => {
         if (raw === "true" || raw === "false") return raw === "true";
-        throw invalid(`${param} must be true or false, got ${JSON.stringify(raw)}`);
+        throw invalid(`${param} must be true or false, got ${echo(raw)}`);
       };
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
       return (raw) => {
         const n = Number(raw);
-        if (raw.trim() === "" || Number.isNaN(n)) throw invalid(`${param} must be a number, got ${JSON.stringify(raw)}`);
+        if (raw.trim() === "" || Number.isNaN(n)) throw invalid(`${param} must be a number, got ${echo(raw)}`);
         return n;
       };
     case ScalarType.BYTES:
@@ -135,7 +136,7 @@ export function compileQueryParser(desc: DescMessage): QueryParser {
     const apply = (key: string, values: string | string[] | undefined) => {
       if (values === undefined) return;
       const set = setters.get(key);
-      if (!set) throw invalid(`unknown query parameter ${JSON.stringify(key)}; accepted: ${accepted}`);
+      if (!set) throw invalid(`unknown query parameter ${echo(key)}; accepted: ${accepted}`);
       set(message, values, seen);
     };
     if (pathParams) for (const key in pathParams) apply(key, pathParams[key]);
