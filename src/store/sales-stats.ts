@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
 import { assetKey } from "./asset-key.js";
-import { limbsToWei } from "./wei.js";
+import { limbsToWei, sumWei } from "./wei.js";
 
 // Collection stats from aggregates kept at write time.
 //
@@ -14,8 +14,8 @@ import { limbsToWei } from "./wei.js";
 // index operations per marketplace, whatever the collection's history or the
 // window's length. Hours were chosen over a running total per sale (two seeks,
 // no raw edge) because a write anywhere in history then rewrites one row per
-// later hour instead of one per later sale, and the table stays ~1/20 the size
-// of the sales (see the README's "Collection stats" section for the figures).
+// later hour instead of one per later sale, and the table holds a fraction of
+// the sales' rows (see the README's "Collection stats" section for figures).
 //
 // Volumes are decimal text summed with BigInt: exact for any amount.
 //
@@ -399,9 +399,7 @@ function exactTotals(prepare: Prepare, from: string, where: string, params: unkn
     if (!isOverflow(err)) throw err;
   }
   const prices = prepare(`SELECT price FROM ${from} WHERE ${where}`).pluck().all(...params) as string[];
-  let volume = 0n;
-  for (const p of prices) volume += BigInt(p);
-  return { n: prices.length, volume };
+  return { n: prices.length, volume: sumWei(prices) };
 }
 
 /** exactTotals grouped by marketplace. */

@@ -26,8 +26,8 @@ export function limbsToWei(hiSum: bigint | number | null, loSum: bigint | number
   return (BigInt(hiSum ?? 0) << LIMB_BITS) + BigInt(loSum ?? 0);
 }
 
-export function sumWei(amounts: Iterable<string>): string {
+export function sumWei(amounts: Iterable<string>): bigint {
   let total = 0n;
   for (const a of amounts) total += BigInt(a);
-  return total.toString();
+  return total;
 }
