@@ -10,6 +10,20 @@ export const DEFAULT_PORT = 8080;
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_CACHE_MB = 64;
 export const DEFAULT_LOG_LEVEL = "info";
+/** Requests per second of a key without its own limit, and of a client address without a valid key. */
+export const DEFAULT_RATE_LIMIT = 1000;
+export const DEFAULT_ANONYMOUS_RATE_LIMIT = 20;
+export const DEFAULT_REDIS_PREFIX = "marketdata:rl";
+/** Seconds. */
+export const DEFAULT_TIMEOUTS = {
+  headers: 10,
+  request: 30,
+  keepAlive: 5,
+  idle: 60,
+  shutdown: 10,
+} as const;
+/** How long, on shutdown, idle keep-alive connections may still bring a request (ms). */
+export const DRAIN_MS = 1000;
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 const MAX_WORKERS = 64;
@@ -23,6 +37,22 @@ export interface ServeConfig {
   /** Processes serving the port (node:cluster); 1 serves from this process. */
   workers: number;
   logLevel: LogLevel;
+  /** Requests per second per key without its own limit; 0: unlimited. */
+  rateLimit: number;
+  /** Requests per second per client address without a valid key; 0: unlimited. */
+  anonymousRateLimit: number;
+  /** Shared rate-limit counts for several servers; absent: counted by this server. */
+  redis?: { url: string; prefix: string } | undefined;
+  timeouts: Timeouts;
+}
+
+/** Milliseconds (flags are in seconds). */
+export interface Timeouts {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+  idleMs: number;
+  shutdownMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -34,6 +64,15 @@ export interface ServeFlags {
   cacheMb?: string | undefined;
   workers?: string | undefined;
   logLevel?: string | undefined;
+  rateLimit?: string | undefined;
+  anonymousRateLimit?: string | undefined;
+  redis?: string | undefined;
+  redisPrefix?: string | undefined;
+  headersTimeout?: string | undefined;
+  requestTimeout?: string | undefined;
+  keepAliveTimeout?: string | undefined;
+  idleTimeout?: string | undefined;
+  shutdownTimeout?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -45,6 +84,25 @@ function wholeNumber(text: string, name: string, min: number, max: number): numb
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
   }
   return Number(text);
+}
+
+/** Seconds, with up to three decimals, as milliseconds. */
+function seconds(text: string, name: string, min: number, max: number): number {
+  if (!/^[0-9]{1,6}(\.[0-9]{1,3})?$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new ConfigError(`${name} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  }
+  return Math.round(Number(text) * 1000);
+}
+
+export function resolveTimeouts(flags: ServeFlags): Timeouts {
+  const t = (flag: string | undefined, fallback: number, name: string) => seconds(flag ?? String(fallback), name, 0.01, 86_400);
+  return {
+    headersMs: t(flags.headersTimeout, DEFAULT_TIMEOUTS.headers, "--headers-timeout"),
+    requestMs: t(flags.requestTimeout, DEFAULT_TIMEOUTS.request, "--request-timeout"),
+    keepAliveMs: t(flags.keepAliveTimeout, DEFAULT_TIMEOUTS.keepAlive, "--keep-alive-timeout"),
+    idleMs: t(flags.idleTimeout, DEFAULT_TIMEOUTS.idle, "--idle-timeout"),
+    shutdownMs: t(flags.shutdownTimeout, DEFAULT_TIMEOUTS.shutdown, "--shutdown-timeout"),
+  };
 }
 
 export function resolveServeConfig(flags: ServeFlags): ServeConfig {
@@ -63,5 +121,27 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     cacheMb: wholeNumber(flags.cacheMb ?? String(DEFAULT_CACHE_MB), "--cache-mb (CACHE_MB)", 0, 1_000_000),
     workers: wholeNumber(flags.workers ?? String(defaultWorkers()), "--workers (WORKERS)", 1, MAX_WORKERS),
     logLevel: logLevel as LogLevel,
+    rateLimit: wholeNumber(flags.rateLimit ?? String(DEFAULT_RATE_LIMIT), "--rate-limit (RATE_LIMIT)", 0, 1_000_000_000),
+    anonymousRateLimit: wholeNumber(
+      flags.anonymousRateLimit ?? String(DEFAULT_ANONYMOUS_RATE_LIMIT),
+      "--anonymous-rate-limit (ANONYMOUS_RATE_LIMIT)",
+      0,
+      1_000_000_000,
+    ),
+    redis: flags.redis === undefined || flags.redis === "" ? undefined : { url: redisUrl(flags.redis), prefix: flags.redisPrefix ?? DEFAULT_REDIS_PREFIX },
+    timeouts: resolveTimeouts(flags),
   };
+}
+
+function redisUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`--redis (REDIS_URL) must be a redis:// URL, got ${JSON.stringify(text)}`);
+  }
+  if (url.protocol !== "redis:" && url.protocol !== "rediss:") {
+    throw new ConfigError(`--redis (REDIS_URL) must be a redis:// or rediss:// URL, got ${JSON.stringify(text)}`);
+  }
+  return text;
 }

@@ -4,14 +4,21 @@ import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
-import { DEFAULT_CACHE_MB, type ServeConfig } from "./config.js";
-import { createServices } from "./service/services.js";
+import cluster from "node:cluster";
+import { Redis } from "ioredis";
+import { DEFAULT_CACHE_MB, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
+import { createServices, readOnlyUnaryMethods } from "./service/services.js";
 import { ApiKeyVerifier } from "./store/api-keys.js";
 import { openReadOnly } from "./store/database.js";
 import { ReadStore } from "./store/read-store.js";
 import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
-import { createGrpcUnaryHandler, grpcStatusOf } from "./transport/grpc-unary.js";
+import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
+import { Admission, type RateLimits } from "./transport/admission.js";
+import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
+import { grpcStatusOf } from "./transport/rpc-errors.js";
+import { createRpcGate } from "./transport/rpc-gate.js";
+import { clusterWindows, MemoryWindows, redisWindows } from "./transport/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
@@ -27,6 +34,12 @@ export interface ServerDeps {
   logger?: Logger;
   /** Response cache size in bytes; 0 turns it off. Default DEFAULT_CACHE_MB. */
   cacheBytes?: number;
+  /** Per-key and per-address request limits; none when absent. */
+  rateLimits?: RateLimits;
+  /** Connection timeouts and the shutdown deadline; DEFAULT_TIMEOUTS when absent. */
+  timeouts?: Timeouts;
+  /** On close, how long idle keep-alive connections may still send a request (ms). */
+  drainMs?: number;
 }
 
 export interface BuiltServer {
@@ -34,9 +47,7 @@ export interface BuiltServer {
   cache: ResponseCache;
 }
 
-/** Bounds on what a caller can make the server read (hardened further by the hardening work). */
 const MIB = 1024 * 1024;
-const RPC_READ_MAX_BYTES = MIB;
 
 /**
  * The whole service as a Fastify instance, not yet listening, on one port:
@@ -52,7 +63,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
-  const grpcUnary = createGrpcUnaryHandler({ services, keys, cache, watch, log, readMaxBytes: RPC_READ_MAX_BYTES });
+  const admission = new Admission(keys, deps.rateLimits);
+  const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
+  const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
   let nextRpcId = 0;
 
   const app = Fastify({
@@ -64,7 +77,10 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       const rpc = connectNodeAdapter({
         routes: (router) => services.routes(router),
         interceptors,
-        readMaxBytes: RPC_READ_MAX_BYTES,
+        readMaxBytes: MAX_REQUEST_MESSAGE_BYTES,
+        // Unknown fields are refused, as REST refuses unknown parameters:
+        // a misspelt filter must not silently return unfiltered data.
+        jsonOptions: { ignoreUnknownFields: false },
         // Responses are at most tens of KB: gzip costs more CPU than it saves
         // on the networks a self-hosted service runs on. Compressed requests
         // are still accepted.
@@ -76,23 +92,32 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         },
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
+      const gate = createRpcGate({ admission, inputs, grpcUnary, connectNode: rpc as RequestHandler, log });
       const handler: RequestHandler = (req, res) => {
         if (req.method === "GET") {
           fastifyHandler(req as http.IncomingMessage, res as http.ServerResponse);
           return;
         }
         if (log.isLevelEnabled("info")) logRpc(log, req, res);
-        if (req.httpVersionMajor === 2 && grpcUnary.accepts(req as http2.Http2ServerRequest)) {
-          grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
-          return;
-        }
-        rpc(req, res as never);
+        gate(req, res);
       };
-      return new DualProtocolServer(handler) as unknown as http.Server;
+      const t = deps.timeouts ?? defaultTimeouts();
+      return new DualProtocolServer(handler, {
+        headersMs: t.headersMs,
+        requestMs: t.requestMs,
+        keepAliveMs: t.keepAliveMs,
+        idleMs: t.idleMs,
+        shutdownMs: t.shutdownMs,
+        drainMs: deps.drainMs ?? DRAIN_MS,
+      }) as unknown as http.Server;
     },
-    // While closing, new requests on kept-alive connections get a 503
-    // rather than work that the shutdown would cut short.
-    return503OnClosing: true,
+    // While closing, requests still arriving are refused by admission
+    // (admission.ts) with `unavailable`, in each protocol's error form.
+    return503OnClosing: false,
+  });
+  app.addHook("preClose", (done) => {
+    admission.close();
+    done();
   });
 
   // Registered only when the lines would be written: an idle hook still costs each request.
@@ -105,8 +130,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       done();
     });
   }
-  registerRestRoutes(app, { services, keys, cache, watch });
-  registerConnectGetRoutes(app, { services, keys, cache, watch });
+  registerRestRoutes(app, { services, admission, cache, watch });
+  registerConnectGetRoutes(app, { services, admission, cache, watch });
   return { app, cache };
 }
 
@@ -147,17 +172,61 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> & Partial<Pick<ServeConfig, "cacheMb" | "logLevel">>;
+export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
+  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts">> & {
+    drainMs?: number;
+  };
+
+function defaultTimeouts(): Timeouts {
+  const ms = (s: number) => s * 1000;
+  return {
+    headersMs: ms(DEFAULT_TIMEOUTS.headers),
+    requestMs: ms(DEFAULT_TIMEOUTS.request),
+    keepAliveMs: ms(DEFAULT_TIMEOUTS.keepAlive),
+    idleMs: ms(DEFAULT_TIMEOUTS.idle),
+    shutdownMs: ms(DEFAULT_TIMEOUTS.shutdown),
+  };
+}
+
+/**
+ * Where rate limits are counted: Redis when configured (every server
+ * shares one count), else the cluster primary in a worker (one count per
+ * server), else this process. Unset limits (the tests' default) count nothing.
+ */
+function rateLimitsFor(config: StartOptions, log: Logger): { limits?: RateLimits; close(): Promise<void> } {
+  const keyRate = config.rateLimit ?? 0;
+  const anonymousRate = config.anonymousRateLimit ?? 0;
+  if (keyRate === 0 && anonymousRate === 0) return { close: async () => {} };
+  const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
+  if (config.redis !== undefined) {
+    const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    // Without a listener a connection error would end the process; the limiter falls back meanwhile.
+    client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
+    return {
+      limits: { keyRate, anonymousRate, windows: redisWindows(client, config.redis.prefix, onError) },
+      close: async () => {
+        await client.quit().catch(() => client.disconnect());
+      },
+    };
+  }
+  const windows = cluster.isWorker ? clusterWindows(onError) : new MemoryWindows();
+  return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
+}
 
 /** Opens the store read-only and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const db = openReadOnly(config.db);
+  const logger = pino({ level: config.logLevel ?? "silent" });
+  const limits = rateLimitsFor(config, logger);
   try {
     const { app, cache } = await buildServer({
       store: new ReadStore(db),
       keys: new ApiKeyVerifier(db),
-      logger: pino({ level: config.logLevel ?? "silent" }),
+      logger,
       cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
+      ...(limits.limits === undefined ? {} : { rateLimits: limits.limits }),
+      ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
+      ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
     });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
@@ -169,10 +238,12 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       url: `http://${host}:${address.port}`,
       close: async () => {
         await app.close();
+        await limits.close();
         db.close();
       },
     };
   } catch (err) {
+    await limits.close();
     db.close();
     throw err;
   }

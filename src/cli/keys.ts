@@ -11,10 +11,27 @@ function withAdmin<T>(dbPath: string, fn: (admin: ApiKeyAdmin) => T): T {
   }
 }
 
-export function createKey(dbPath: string, name: string): void {
+/** A --rate value: requests per second, or "default" (the server's --rate-limit). */
+function parseRate(text: string): number | null {
+  if (text === "default") return null;
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) {
+    throw new CliError(`--rate must be a whole number of requests per second from 1, or "default", got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+function parseId(idText: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw new CliError(`ID must be a positive integer, got ${JSON.stringify(idText)}`);
+  return Number(idText);
+}
+
+const rateText = (rate: number | null) => (rate === null ? "the server's default rate limit" : `${rate} requests/s`);
+
+export function createKey(dbPath: string, name: string, rate = "default"): void {
   if (name.trim() === "") throw new CliError("--name must not be empty");
-  const { id, key } = withAdmin(dbPath, (admin) => admin.create(name));
-  process.stderr.write(`Created API key ${id} (${name}). It is shown only once; store it now.\n`);
+  const rateLimit = parseRate(rate);
+  const { id, key } = withAdmin(dbPath, (admin) => admin.create(name, { rateLimit }));
+  process.stderr.write(`Created API key ${id} (${name}), ${rateText(rateLimit)}. It is shown only once; store it now.\n`);
   // The key alone on the last line of stdout, so scripts can capture it.
   process.stdout.write(`${key}\n`);
 }
@@ -22,14 +39,24 @@ export function createKey(dbPath: string, name: string): void {
 export function listKeys(dbPath: string): void {
   const keys = withAdmin(dbPath, (admin) => admin.list());
   const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
-  const rows = [["ID", "NAME", "CREATED", "REVOKED"], ...keys.map((k) => [String(k.id), k.name, iso(k.createdAt), iso(k.revokedAt)])];
+  const rows = [
+    ["ID", "NAME", "CREATED", "REVOKED", "RATE/S"],
+    ...keys.map((k) => [String(k.id), k.name, iso(k.createdAt), iso(k.revokedAt), k.rateLimit === null ? "default" : String(k.rateLimit)]),
+  ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) process.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()}\n`);
 }
 
+export function updateKey(dbPath: string, idText: string, rate: string | undefined): void {
+  const id = parseId(idText);
+  if (rate === undefined) throw new CliError("nothing to update: give --rate N or --rate default");
+  const rateLimit = parseRate(rate);
+  if (!withAdmin(dbPath, (admin) => admin.setRateLimit(id, rateLimit))) throw new CliError(`no API key with id ${idText}`);
+  process.stderr.write(`API key ${idText} now has ${rateText(rateLimit)}; servers apply it within a second.\n`);
+}
+
 export function revokeKey(dbPath: string, idText: string): void {
-  if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw new CliError(`ID must be a positive integer, got ${JSON.stringify(idText)}`);
-  const found = withAdmin(dbPath, (admin) => admin.revoke(Number(idText)));
+  const found = withAdmin(dbPath, (admin) => admin.revoke(parseId(idText)));
   if (!found) throw new CliError(`no API key with id ${idText}`);
   process.stderr.write(`Revoked API key ${idText}.\n`);
 }

@@ -5,7 +5,11 @@ import {
   DEFAULT_DB,
   DEFAULT_HOST,
   DEFAULT_LOG_LEVEL,
+  DEFAULT_ANONYMOUS_RATE_LIMIT,
   DEFAULT_PORT,
+  DEFAULT_RATE_LIMIT,
+  DEFAULT_REDIS_PREFIX,
+  DEFAULT_TIMEOUTS,
   LOG_LEVELS,
   resolveServeConfig,
   type ServeFlags,
@@ -18,7 +22,7 @@ import { runDerive } from "./derive.js";
 import { runStatsRebuild } from "./stats.js";
 import { runStart } from "./start.js";
 import { runImport } from "./import.js";
-import { createKey, listKeys, revokeKey } from "./keys.js";
+import { createKey, listKeys, revokeKey, updateKey } from "./keys.js";
 import { serveUntilSignalled } from "./serve.js";
 
 const program = new Command("marketdata")
@@ -47,6 +51,27 @@ const listening = (command: Command) =>
     )
     .addOption(
       new Option("--log-level <level>", `one of ${LOG_LEVELS.join(", ")}`).env("LOG_LEVEL").default(DEFAULT_LOG_LEVEL),
+    )
+    .addOption(
+      new Option("--rate-limit <n>", "requests per second per API key without a limit of its own (keys create/update --rate); 0: unlimited")
+        .env("RATE_LIMIT")
+        .default(String(DEFAULT_RATE_LIMIT)),
+    )
+    .addOption(
+      new Option("--anonymous-rate-limit <n>", "requests per second per client address without a valid key; 0: unlimited")
+        .env("ANONYMOUS_RATE_LIMIT")
+        .default(String(DEFAULT_ANONYMOUS_RATE_LIMIT)),
+    )
+    .addOption(new Option("--redis <url>", "share rate-limit counts with every server using this Redis (redis://host:port)").env("REDIS_URL"))
+    .addOption(new Option("--redis-prefix <prefix>", "key prefix of the counts in Redis").default(DEFAULT_REDIS_PREFIX))
+    .addOption(new Option("--headers-timeout <s>", "seconds for a connection's first bytes and a request's headers").default(String(DEFAULT_TIMEOUTS.headers)))
+    .addOption(new Option("--request-timeout <s>", "seconds for a whole request, body included").default(String(DEFAULT_TIMEOUTS.request)))
+    .addOption(new Option("--keep-alive-timeout <s>", "seconds an idle HTTP/1.1 connection is kept").default(String(DEFAULT_TIMEOUTS.keepAlive)))
+    .addOption(new Option("--idle-timeout <s>", "seconds an HTTP/2 session without activity is kept").default(String(DEFAULT_TIMEOUTS.idle)))
+    .addOption(
+      new Option("--shutdown-timeout <s>", "seconds SIGTERM waits for requests in flight before closing every connection").default(
+        String(DEFAULT_TIMEOUTS.shutdown),
+      ),
     );
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
@@ -54,13 +79,21 @@ listening(program.command("serve").description("serve the store read-only on one
     await serveUntilSignalled(resolveServeConfig(opts));
   });
 
-const keys = program.command("keys").description("issue, list and revoke API keys");
+const keys = program.command("keys").description("issue, list, update and revoke API keys");
 keys
   .command("create")
   .description("issue a new API key; prints it alone on the last line of stdout")
   .addOption(dbOption())
   .requiredOption("--name <name>", "who or what the key is for")
-  .action((opts: { db: string; name: string }) => createKey(opts.db, opts.name));
+  .option("--rate <n>", 'requests per second for this key, or "default" (the server\'s --rate-limit)', "default")
+  .action((opts: { db: string; name: string; rate: string }) => createKey(opts.db, opts.name, opts.rate));
+keys
+  .command("update")
+  .description("change a key's rate limit; running servers apply it within a second")
+  .addOption(dbOption())
+  .argument("<id>", "key id, from `keys list`")
+  .option("--rate <n>", 'requests per second, or "default" (the server\'s --rate-limit)')
+  .action((id: string, opts: { db: string; rate?: string }) => updateKey(opts.db, id, opts.rate));
 keys
   .command("list")
   .description("show id, name, created and revoked times (never the keys)")

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
+import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import type { ServeConfig } from "../config.js";
 import { startServer } from "../server.js";
 import { openReadOnly } from "../store/database.js";
@@ -51,6 +52,8 @@ async function runPrimary(config: ServeConfig, onReady?: (url: string) => void):
   const log = pino({ level: config.logLevel });
   // Refuse a missing or outdated store here, once, with the CLI's message.
   openReadOnly(config.db).close();
+  // The workers' rate-limit counts live here, so N workers enforce one limit (Redis, when given, replaces it).
+  if (config.redis === undefined) new RateLimiterClusterMaster();
   cluster.setupPrimary({ exec: WORKER_ENTRY, args: [] });
   const env = { [WORKER_CONFIG_ENV]: JSON.stringify(config) };
   let stopping = false;

@@ -12,6 +12,15 @@ export interface ApiKeyInfo {
   name: string;
   createdAt: number;
   revokedAt: number | null;
+  /** Requests per second; null: the server's default. */
+  rateLimit: number | null;
+}
+
+/** What a valid key grants: its identity (for its rate limit) and its own limit. */
+export interface KeyGrant {
+  id: number;
+  /** Requests per second; null: the server's default. */
+  rateLimit: number | null;
 }
 
 export function hashApiKey(key: string): Buffer {
@@ -27,18 +36,25 @@ export class ApiKeyAdmin {
   }
 
   /** Issues a new key and returns it; only its hash is kept. */
-  create(name: string, now = Date.now()): { id: number; key: string } {
+  create(name: string, options: { rateLimit?: number | null; now?: number } = {}): { id: number; key: string } {
     const key = KEY_PREFIX + randomBytes(32).toString("base64url");
     const info = this.#db
-      .prepare("INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)")
-      .run(name, hashApiKey(key), Math.floor(now / 1000));
+      .prepare("INSERT INTO api_keys (name, key_hash, created_at, rate_limit) VALUES (?, ?, ?, ?)")
+      .run(name, hashApiKey(key), Math.floor((options.now ?? Date.now()) / 1000), options.rateLimit ?? null);
     return { id: Number(info.lastInsertRowid), key };
   }
 
   list(): ApiKeyInfo[] {
     return this.#db
-      .prepare("SELECT id, name, created_at AS createdAt, revoked_at AS revokedAt FROM api_keys ORDER BY id")
+      .prepare(
+        "SELECT id, name, created_at AS createdAt, revoked_at AS revokedAt, rate_limit AS rateLimit FROM api_keys ORDER BY id",
+      )
       .all() as ApiKeyInfo[];
+  }
+
+  /** Sets a key's rate limit (null: the server's default); false when no such key exists. */
+  setRateLimit(id: number, rateLimit: number | null): boolean {
+    return this.#db.prepare("UPDATE api_keys SET rate_limit = ? WHERE id = ?").run(rateLimit, id).changes === 1;
   }
 
   /** Revokes a key; false when no such key exists. Revoking twice keeps the first time. */
@@ -60,10 +76,13 @@ export class ApiKeyVerifier {
   readonly #lookup: Statement;
 
   constructor(db: Db) {
-    this.#lookup = db.prepare("SELECT 1 FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL");
+    this.#lookup = db.prepare(
+      "SELECT id, rate_limit AS rateLimit FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+    );
   }
 
-  isValid(key: string): boolean {
-    return this.#lookup.get(hashApiKey(key)) !== undefined;
+  /** The grant of a valid, unrevoked key; undefined otherwise. */
+  lookup(key: string): KeyGrant | undefined {
+    return this.#lookup.get(hashApiKey(key)) as KeyGrant | undefined;
   }
 }

@@ -168,4 +168,14 @@ export const MIGRATIONS: readonly Migration[] = [
     `);
     new SalesAggregates(db).rebuild();
   },
+  // 3: per-key rate limits (NULL: the server's default) and the provenance of
+  // appraisals and rarity: an operator's imported rows win over derived ones
+  // (derive never overwrites or deletes them unless told to). Rows written
+  // before this version count as imported: the safe reading, since a derive
+  // could otherwise destroy an operator's data.
+  `
+  ALTER TABLE api_keys ADD COLUMN rate_limit INTEGER;
+  ALTER TABLE appraisals ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
+  ALTER TABLE rarity ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
+  `,
 ];

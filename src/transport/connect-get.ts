@@ -7,8 +7,11 @@ import type { FastifyInstance } from "fastify";
 import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
 import { cacheKeyPrefix, compileRequestKey, sendCached } from "./cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "./freshness.js";
-import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
+import { type Admission, rateLimitHeaders } from "./admission.js";
+import { apiKeyFrom, publicError } from "./guards.js";
 import type { QueryObject } from "./rest/query.js";
+import { MAX_REQUEST_MESSAGE_BYTES } from "./rpc-body.js";
+import { undecodable } from "./rpc-errors.js";
 
 // Connect's GET form of unary calls (methods marked NO_SIDE_EFFECTS):
 // `GET /pkg.Service/Method?encoding=proto|json&message=...[&base64=1][&compression=gzip]`.
@@ -17,12 +20,10 @@ import type { QueryObject } from "./rest/query.js";
 // a Connect GET is cacheable HTTP. Connect POST, gRPC and gRPC-Web go to
 // connect-node directly (server.ts). Responses are never compressed.
 
-/** A decompressed GET message larger than this is refused (it would be a 4 KB-per-field request). */
-const MAX_MESSAGE_BYTES = 64 * 1024;
 
 export interface ConnectGetDeps {
   services: ServiceSet;
-  keys: KeyVerifier;
+  admission: Admission;
   cache: ResponseCache;
   watch: DataVersionWatch;
 }
@@ -45,7 +46,7 @@ function decodeMessage(q: QueryObject): Uint8Array {
     throw new ConnectError(`server does not support compression "${compression}"; use gzip or identity`, Code.Unimplemented);
   }
   try {
-    return gunzipSync(bytes, { maxOutputLength: MAX_MESSAGE_BYTES });
+    return gunzipSync(bytes, { maxOutputLength: MAX_REQUEST_MESSAGE_BYTES });
   } catch {
     throw new ConnectError("message is not valid gzip or is too large", Code.InvalidArgument);
   }
@@ -64,15 +65,17 @@ export function registerConnectGetRoutes(app: FastifyInstance, deps: ConnectGetD
       }
       const binary = encoding === "proto";
       try {
-        requireApiKey(deps.keys, apiKeyFrom(request.headers));
+        const admitted = await deps.admission.admit(apiKeyFrom(request.headers), request.ip);
+        if (admitted.rate !== undefined) reply.headers(rateLimitHeaders(admitted.rate));
+        if (admitted.error !== undefined) throw admitted.error;
         const bytes = decodeMessage(q);
         let input;
         try {
           input = binary
             ? fromBinary(method.input, bytes)
-            : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: true });
+            : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: false });
         } catch (err) {
-          throw new ConnectError(`cannot decode ${method.input.typeName}: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300), Code.InvalidArgument);
+          throw undecodable(method.input.typeName, err);
         }
         const key = cacheKeyPrefix(`connect-${encoding}`, procedure) + requestKey(input);
         return await sendCached(request, reply, deps.cache, deps.watch, key, async () => {

@@ -14,15 +14,59 @@ export type RequestHandler = (
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void;
 
+/** Every phase of a connection is bounded (milliseconds). */
+export interface ConnectionTimeouts {
+  /** From accept to the bytes that tell HTTP/1.1 from HTTP/2, and to a request's complete headers. */
+  headersMs: number;
+  /** A whole request, body included (HTTP/1.1), or a whole HTTP/2 stream. */
+  requestMs: number;
+  /** An idle HTTP/1.1 keep-alive connection. */
+  keepAliveMs: number;
+  /** An HTTP/2 session without any activity. */
+  idleMs: number;
+  /** On close: how long idle keep-alive connections may still send a request (answered, then closed). */
+  drainMs: number;
+  /** On close: after this, every remaining connection is destroyed. */
+  shutdownMs: number;
+}
+
+/** Concurrent streams one HTTP/2 client may open (Node's default is unbounded). */
+const MAX_CONCURRENT_STREAMS = 100;
+
 export class DualProtocolServer extends net.Server {
   readonly http1: http.Server;
   readonly http2: http2.Http2Server;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
+  /** Accepted sockets whose protocol is not known yet. */
+  readonly #undecided = new Set<net.Socket>();
+  readonly #timeouts: ConnectionTimeouts;
+  #closing = false;
 
-  constructor(handler: RequestHandler) {
+  constructor(handler: RequestHandler, timeouts: ConnectionTimeouts) {
     super();
-    this.http1 = http.createServer(handler);
-    this.http2 = http2.createServer(handler);
+    this.#timeouts = timeouts;
+    const serve: RequestHandler = (req, res) => {
+      // While closing, each HTTP/1.1 response ends its connection.
+      if (this.#closing && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      handler(req, res);
+    };
+    this.http1 = http.createServer(
+      {
+        headersTimeout: timeouts.headersMs,
+        requestTimeout: timeouts.requestMs,
+        keepAliveTimeout: timeouts.keepAliveMs,
+        // How often the two timeouts above are checked (Node's default: 30 s).
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, timeouts.headersMs / 2)),
+      },
+      serve,
+    );
+    this.http2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, serve);
+    // A session idle this long is destroyed (no 'timeout' listener on the server).
+    this.http2.setTimeout(timeouts.idleMs);
+    this.http2.on("stream", (stream) => {
+      const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeouts.requestMs);
+      stream.once("close", () => clearTimeout(timer));
+    });
     this.http1.on("clientError", (err, socket) => this.emit("clientError", err, socket));
     this.http2.on("session", (session) => {
       this.#sessions.add(session);
@@ -41,6 +85,10 @@ export class DualProtocolServer extends net.Server {
     // algorithm on, gRPC responses waited for the client's delayed ACKs
     // (measured: 365 calls/s at p50 139 ms, server idle half the time).
     socket.setNoDelay(true);
+    // A client that never says which protocol it speaks is dropped.
+    this.#undecided.add(socket);
+    socket.setTimeout(this.#timeouts.headersMs, () => socket.destroy());
+    socket.once("close", () => this.#undecided.delete(socket));
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
@@ -49,6 +97,8 @@ export class DualProtocolServer extends net.Server {
       if (isHttp2 && head.length < PREFACE.length) return; // undecided: need more bytes
       socket.off("data", onData);
       socket.off("error", onError);
+      this.#undecided.delete(socket);
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(head);
       if (isHttp2) {
@@ -65,15 +115,16 @@ export class DualProtocolServer extends net.Server {
     socket.on("error", onError);
   }
 
-  // Called by Fastify on close: HTTP/1.1 keep-alive connections that are idle
-  // close now; busy ones close after their response.
-  closeIdleConnections(): void {
-    this.http1.closeIdleConnections();
-  }
+  // Called by Fastify on close. Idle keep-alive connections are not closed
+  // at once: a client may have written a request on one already, and would
+  // see a reset. They get drainMs to send it (answered, with
+  // "connection: close"); close() then closes those still idle.
+  closeIdleConnections(): void {}
 
   closeAllConnections(): void {
     this.http1.closeAllConnections();
     for (const s of this.#sessions) s.destroy();
+    for (const s of this.#undecided) s.destroy();
   }
 
   // HTTP/2 sessions get a GOAWAY: streams in flight finish, new ones are refused.
@@ -81,10 +132,24 @@ export class DualProtocolServer extends net.Server {
     for (const s of this.#sessions) s.close();
   }
 
+  /**
+   * Stops accepting connections; `callback` runs once every connection has
+   * ended: busy HTTP/1.1 connections after their response, idle ones after
+   * drainMs, HTTP/2 sessions after their streams in flight (GOAWAY), and
+   * whatever remains at shutdownMs, destroyed.
+   */
   override close(callback?: (err?: Error) => void): this {
-    this.http1.close();
-    this.http2.close();
+    this.#closing = true;
+    for (const s of this.#undecided) s.destroy();
     this.closeHttp2Sessions();
-    return super.close(callback);
+    this.http2.close();
+    const drain = setTimeout(() => this.http1.close(), Math.min(this.#timeouts.drainMs, this.#timeouts.shutdownMs));
+    const deadline = setTimeout(() => this.closeAllConnections(), this.#timeouts.shutdownMs);
+    return super.close((err) => {
+      clearTimeout(drain);
+      clearTimeout(deadline);
+      this.http1.close();
+      callback?.(err);
+    });
   }
 }

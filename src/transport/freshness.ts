@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import type { KeyVerifier } from "./guards.js";
+import type { KeyGrant, KeyVerifier } from "./guards.js";
 
 // What a server may remember between requests, and when it must forget.
 // Everything here is keyed to the store's data version: whenever another
@@ -64,7 +64,7 @@ const KEY_MEMO_ENTRIES = 10_000;
  */
 export class MemoizedKeyVerifier implements KeyVerifier {
   readonly #inner: KeyVerifier;
-  readonly #valid = new Map<string, number>();
+  readonly #valid = new Map<string, { until: number; grant: KeyGrant }>();
   readonly #now: () => number;
   readonly #watch: DataVersionWatch;
 
@@ -75,19 +75,20 @@ export class MemoizedKeyVerifier implements KeyVerifier {
     watch.onChange(() => this.#valid.clear());
   }
 
-  isValid(key: string): boolean {
+  lookup(key: string): KeyGrant | undefined {
     // A revocation committed since the last request clears the memo first.
     this.#watch.check();
     const now = this.#now();
-    const until = this.#valid.get(key);
-    if (until !== undefined && until > now) return true;
-    if (!this.#inner.isValid(key)) {
+    const memo = this.#valid.get(key);
+    if (memo !== undefined && memo.until > now) return memo.grant;
+    const grant = this.#inner.lookup(key);
+    if (grant === undefined) {
       this.#valid.delete(key);
-      return false;
+      return undefined;
     }
     if (this.#valid.size >= KEY_MEMO_ENTRIES) this.#valid.clear();
-    this.#valid.set(key, now + KEY_MEMO_MS);
-    return true;
+    this.#valid.set(key, { until: now + KEY_MEMO_MS, grant });
+    return grant;
   }
 }
 

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { KeyGrant } from "../store/api-keys.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
 // run them as Connect interceptors (interceptors.ts); REST and Connect GET
@@ -6,8 +7,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 
 export const API_KEY_HEADER = "x-api-key";
 
+export type { KeyGrant };
+
 export interface KeyVerifier {
-  isValid(key: string): boolean;
+  /** The grant of a valid, unrevoked key; undefined otherwise. */
+  lookup(key: string): KeyGrant | undefined;
 }
 
 export interface ErrorLogger {
@@ -23,10 +27,12 @@ export function apiKeyFrom(headers: Record<string, string | string[] | undefined
   return typeof v === "string" ? v : undefined;
 }
 
-/** Throws unauthenticated unless `key` is a valid, unrevoked API key. */
-export function requireApiKey(keys: KeyVerifier, key: string | null | undefined): void {
+/** The key's grant; throws unauthenticated unless `key` is a valid, unrevoked API key. */
+export function requireApiKey(keys: KeyVerifier, key: string | null | undefined): KeyGrant {
   if (!key) throw new ConnectError(MISSING_KEY, Code.Unauthenticated);
-  if (!keys.isValid(key)) throw new ConnectError(INVALID_KEY, Code.Unauthenticated);
+  const grant = keys.lookup(key);
+  if (grant === undefined) throw new ConnectError(INVALID_KEY, Code.Unauthenticated);
+  return grant;
 }
 
 /**

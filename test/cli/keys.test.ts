@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function isValid(key: string): boolean {
   const conn = openReadOnly(db);
   try {
-    return new ApiKeyVerifier(conn).isValid(key);
+    return new ApiKeyVerifier(conn).lookup(key) !== undefined;
   } finally {
     conn.close();
   }
@@ -36,7 +36,7 @@ describe("marketdata keys", () => {
   it("list shows id, name, created and revoked, never a key", () => {
     const r = runCli(["keys", "list", "--db", db]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\n1\s+dashboard\s+\d{4}-\d\d-\d\dT\S+\s+-\n2\s+other/);
+    expect(r.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+dashboard\s+\d{4}-\d\d-\d\dT\S+\s+-\s+default\n2\s+other/);
     expect(r.stdout).not.toContain("mdk_");
   });
 
@@ -45,6 +45,27 @@ describe("marketdata keys", () => {
     expect(r.status).toBe(0);
     expect(isValid(key)).toBe(false);
     expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n1\s+dashboard\s+\S+\s+\d{4}-\d\d-\d\dT/);
+  });
+
+  it("create --rate and update --rate set a key's own rate limit; update --rate default clears it", () => {
+    const created = runCli(["keys", "create", "--db", db, "--name", "limited", "--rate", "100"]);
+    expect(created.status).toBe(0);
+    expect(created.stderr).toMatch(/100 requests\/s/);
+    const limited = created.stdout.trim().split("\n").pop()!;
+    const grantOf = (k: string) => {
+      const conn = openReadOnly(db);
+      try {
+        return new ApiKeyVerifier(conn).lookup(k);
+      } finally {
+        conn.close();
+      }
+    };
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 100 });
+    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n3\s+limited\s+\S+\s+-\s+100\n/);
+    expect(runCli(["keys", "update", "--db", db, "3", "--rate", "7"]).status).toBe(0);
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 7 });
+    expect(runCli(["keys", "update", "--db", db, "3", "--rate", "default"]).status).toBe(0);
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: null });
   });
 
   it("stores only a hash of each key", () => {
@@ -59,6 +80,10 @@ describe("marketdata keys", () => {
     [["keys", "revoke", "--db", "DB", "abc"], /ID must be a positive integer, got "abc"/],
     [["keys", "create", "--db", "DB"], /required option '--name <name>' not specified/],
     [["keys", "create", "--db", "DB", "--name", " "], /--name must not be empty/],
+    [["keys", "create", "--db", "DB", "--name", "x", "--rate", "0"], /--rate must be a whole number of requests per second from 1, or "default", got "0"/],
+    [["keys", "update", "--db", "DB", "2", "--rate", "fast"], /--rate must be a whole number/],
+    [["keys", "update", "--db", "DB", "99", "--rate", "5"], /no API key with id 99/],
+    [["keys", "update", "--db", "DB", "2"], /nothing to update: give --rate N or --rate default/],
   ])("refuses %j clearly", (args, message) => {
     const r = runCli(args.map((a) => (a === "DB" ? db : a)));
     expect(r.status).not.toBe(0);
@@ -66,7 +91,7 @@ describe("marketdata keys", () => {
     expect(r.stderr).not.toMatch(/at .*\.ts:\d+/);
   });
 
-  it.each([[["--help"]], [["keys", "--help"]], [["keys", "create", "--help"]], [["keys", "list", "--help"]], [["keys", "revoke", "--help"]], [["serve", "--help"]]])(
+  it.each([[["--help"]], [["keys", "--help"]], [["keys", "create", "--help"]], [["keys", "list", "--help"]], [["keys", "revoke", "--help"]], [["keys", "update", "--help"]], [["serve", "--help"]]])(
     "%j prints usage",
     (args) => {
       const r = runCli(args);

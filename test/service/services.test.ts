@@ -29,7 +29,7 @@ function transport(store: ReadStore, log = { error: vi.fn() }) {
     log,
     // The server's own routes and interceptors, without the network.
     transport: createRouterTransport((router) => createServices(store).routes(router), {
-      router: { interceptors: rpcInterceptors({ isValid: (k) => k === "good" }, log) },
+      router: { interceptors: rpcInterceptors({ lookup: (k) => (k === "good" ? { id: 1, rateLimit: null } : undefined) }, log) },
     }),
   };
 }
@@ -73,7 +73,7 @@ describe("REST over a store that fails", () => {
     vi.spyOn(store, "salesPage").mockImplementation(() => {
       throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
     });
-    const { app } = await buildServer({ store, keys: { isValid: () => true } });
+    const { app } = await buildServer({ store, keys: { lookup: () => ({ id: 1, rateLimit: null }) } });
     try {
       const res = await app.inject({ url: `/v1/asset/sales?contractAddress=${COLLECTION}`, headers: { "x-api-key": "k" } });
       expect(res.statusCode).toBe(500);

@@ -48,7 +48,15 @@ describe("wei limbs", () => {
 describe("server config", async () => {
   const { resolveServeConfig, DEFAULT_DB } = await import("../../src/config.js");
   it("fills defaults and validates once", () => {
-    const defaults = { cacheMb: 64, workers: availableParallelism(), logLevel: "info" };
+    const defaults = {
+      cacheMb: 64,
+      workers: availableParallelism(),
+      logLevel: "info",
+      rateLimit: 1000,
+      anonymousRateLimit: 20,
+      redis: undefined,
+      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000 },
+    };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
     expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });
     expect(resolveServeConfig({ workers: "1", cacheMb: "0", logLevel: "WARN" })).toMatchObject({ workers: 1, cacheMb: 0, logLevel: "warn" });
@@ -57,5 +65,13 @@ describe("server config", async () => {
     expect(() => resolveServeConfig({ logLevel: "loud" })).toThrow(/--log-level \(LOG_LEVEL\) must be one of fatal, error/);
     expect(() => resolveServeConfig({ port: "65536" })).toThrow(/must be an integer from 0 to 65535, got "65536"/);
     expect(() => resolveServeConfig({ db: " " })).toThrow(/must not be empty/);
+    expect(resolveServeConfig({ shutdownTimeout: "0.5", redis: "redis://127.0.0.1:6379", rateLimit: "0" })).toMatchObject({
+      timeouts: { shutdownMs: 500 },
+      redis: { url: "redis://127.0.0.1:6379", prefix: "marketdata:rl" },
+      rateLimit: 0,
+    });
+    expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout must be a number of seconds/);
+    expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);
+    expect(() => resolveServeConfig({ rateLimit: "fast" })).toThrow(/--rate-limit \(RATE_LIMIT\) must be an integer/);
   });
 });

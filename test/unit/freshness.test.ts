@@ -34,24 +34,24 @@ describe("verified-key memo", () => {
     let now = 1_000_000;
     let lookups = 0;
     const valid = new Set(["good"]);
-    const keys = new MemoizedKeyVerifier({ isValid: (k) => (lookups++, valid.has(k)) }, watch, () => now);
-    expect(keys.isValid("good")).toBe(true);
-    expect(keys.isValid("good")).toBe(true);
+    const keys = new MemoizedKeyVerifier({ lookup: (k) => (lookups++, valid.has(k) ? { id: 1, rateLimit: null } : undefined) }, watch, () => now);
+    expect(keys.lookup("good")).toBeDefined();
+    expect(keys.lookup("good")).toBeDefined();
     expect(lookups).toBe(1);
-    expect(keys.isValid("bad")).toBe(false);
-    expect(keys.isValid("bad")).toBe(false);
+    expect(keys.lookup("bad")).toBeUndefined();
+    expect(keys.lookup("bad")).toBeUndefined();
     expect(lookups).toBe(3);
     // Past the memo's lifetime the store is asked again.
     valid.delete("good");
     now += KEY_MEMO_MS;
-    expect(keys.isValid("good")).toBe(false);
+    expect(keys.lookup("good")).toBeUndefined();
     // A commit (revocation) empties the memo at once.
     valid.add("good");
-    expect(keys.isValid("good")).toBe(true);
+    expect(keys.lookup("good")).toBeDefined();
     valid.delete("good");
     s.version++;
     await nextTurn();
-    expect(keys.isValid("good")).toBe(false);
+    expect(keys.lookup("good")).toBeUndefined();
   });
 });
 

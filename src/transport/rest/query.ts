@@ -49,7 +49,9 @@ function converter(field: DescField): Convert {
   if (field.enum) {
     const e = field.enum;
     const byName = new Map<string, number>();
+    // The zero value means "not set"; naming it is not a valid filter (decisions.md lists the states).
     for (const v of e.values) {
+      if (v.number === 0) continue;
       byName.set(v.name, v.number);
       byName.set(shortEnumName(e, v.name), v.number);
     }

@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ServiceSet } from "../../service/services.js";
 import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "../freshness.js";
-import { apiKeyFrom, type KeyVerifier, publicError, requireApiKey } from "../guards.js";
+import { type Admission, type Admitted, rateLimitHeaders } from "../admission.js";
+import { apiKeyFrom, publicError } from "../guards.js";
 import { restRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
@@ -12,13 +13,13 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 // Serves every RPC that has a google.api.http rule as a /v1 JSON endpoint.
 // A request is parsed into its request message and handed to the service
 // implementation in-process, with no serialization in between. The checks
-// the RPC interceptors make (API key first, error masking) are the same
-// functions (guards.ts), so every protocol authenticates, validates and
+// the RPC interceptors make (API key and rate limit first, error masking) are the same
+// functions (admission.ts, guards.ts), so every protocol authenticates, validates and
 // fails alike. Parser and writer are compiled per method at startup.
 
 export interface RestDeps {
   services: ServiceSet;
-  keys: KeyVerifier;
+  admission: Admission;
   cache: ResponseCache;
   watch: DataVersionWatch;
 }
@@ -42,10 +43,10 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
         .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage });
     };
 
-    // Not an async function: a cached answer is sent synchronously.
-    app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
+    const serve = (request: FastifyRequest, reply: FastifyReply, admitted: Admitted): FastifyReply | Promise<FastifyReply> => {
+      if (admitted.rate !== undefined) reply.headers(rateLimitHeaders(admitted.rate));
       try {
-        requireApiKey(deps.keys, apiKeyFrom(request.headers));
+        if (admitted.error !== undefined) throw admitted.error;
         const parseRequest = () => parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
         let key = parsedKeys.get(request.url);
         let input: Message | undefined;
@@ -62,6 +63,14 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
       } catch (err) {
         return fail(request, reply, err);
       }
+    };
+
+    // Not an async function: with limits counted in-process, a cached answer is sent synchronously.
+    app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
+      const admitted = deps.admission.admit(apiKeyFrom(request.headers), request.ip);
+      return admitted instanceof Promise
+        ? admitted.then((a) => serve(request, reply, a), (err: unknown) => fail(request, reply, err))
+        : serve(request, reply, admitted);
     });
   }
 }

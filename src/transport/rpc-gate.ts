@@ -1,0 +1,118 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
+import { type Admission, type Admitted, rateLimitHeaders } from "./admission.js";
+import { apiKeyFrom, type ErrorLogger, publicError } from "./guards.js";
+import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./rpc-body.js";
+import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./rpc-errors.js";
+import type { RequestHandler } from "./dual-protocol-server.js";
+
+// Every RPC POST (Connect, gRPC-Web, gRPC) passes here before its body is
+// read: the API key and rate limit (admission.ts), so an unauthenticated
+// caller never makes the server read, inflate or parse anything. Then:
+// - gRPC unary calls to read-only methods: the direct path (grpc-unary.ts);
+// - binary messages for connect-node: read (bounded) and decoded once here,
+//   because connect-node answers a malformed protobuf message with
+//   `internal` (a server fault) where it is the caller's: invalid_argument.
+//   The bytes are then handed on unchanged;
+// - everything else: connect-node, which bounds and parses JSON itself
+//   (readMaxBytes; unknown fields refused like REST's unknown parameters).
+
+type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
+type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+export interface RpcGateDeps {
+  admission: Admission;
+  /** Request message type by procedure path ("/pkg.Service/Method"). */
+  inputs: ReadonlyMap<string, DescMessage>;
+  grpcUnary: { accepts(req: http2.Http2ServerRequest): boolean; handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void };
+  connectNode: RequestHandler;
+  log: ErrorLogger;
+}
+
+export function createRpcGate(deps: RpcGateDeps): RequestHandler {
+  const pass = (req: AnyRequest, res: AnyResponse, kind: RpcKind, admitted: Admitted): void => {
+    const rate = rateLimitHeaders(admitted.rate);
+    if (admitted.error !== undefined) {
+      writeRpcError(res, kind, admitted.error, rate, hasBody(req));
+      return;
+    }
+    for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
+    if (req.httpVersionMajor === 2 && deps.grpcUnary.accepts(req as http2.Http2ServerRequest)) {
+      deps.grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
+      return;
+    }
+    const input = deps.inputs.get(req.url ?? "");
+    if (!kind.binary || input === undefined) {
+      deps.connectNode(req, res);
+      return;
+    }
+    checkBinary(req, res, kind, input);
+  };
+
+  const checkBinary = (req: AnyRequest, res: AnyResponse, kind: RpcKind, input: DescMessage): void => {
+    readBody(req, MAX_REQUEST_MESSAGE_BYTES + 5).then(
+      async (body) => {
+        const message = await messageOf(req, kind, body).catch(() => undefined);
+        // A body this path cannot take apart (envelope, compression) is left to connect-node's own errors.
+        if (message !== undefined) {
+          try {
+            fromBinary(input, message);
+          } catch (err) {
+            writeRpcError(res, kind, undecodable(input.typeName, err));
+            return;
+          }
+        }
+        replayBody(req, body);
+        deps.connectNode(req, res);
+      },
+      (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, true),
+    );
+  };
+
+  return (req, res) => {
+    const kind = rpcKindOf(req.headers["content-type"]);
+    if (kind === undefined) {
+      deps.connectNode(req, res);
+      return;
+    }
+    const admitted = deps.admission.admit(apiKeyFrom(req.headers), req.socket.remoteAddress);
+    if (admitted instanceof Promise) {
+      admitted.then(
+        (a) => pass(req, res, kind, a),
+        (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, hasBody(req)),
+      );
+    } else {
+      pass(req, res, kind, admitted);
+    }
+  };
+}
+
+function hasBody(req: AnyRequest): boolean {
+  return req.headers["content-length"] !== "0";
+}
+
+/** The message bytes of a unary request body, decompressed. */
+async function messageOf(req: AnyRequest, kind: RpcKind, body: Buffer): Promise<Uint8Array> {
+  if (kind.protocol !== "connect") {
+    return unwrapEnvelope(body, req.headers["grpc-encoding"] === "gzip", MAX_REQUEST_MESSAGE_BYTES);
+  }
+  const encoding = req.headers["content-encoding"] ?? "identity";
+  if (encoding === "identity") return body;
+  if (encoding === "gzip") return gunzipBounded(body, MAX_REQUEST_MESSAGE_BYTES);
+  throw new Error(`unsupported encoding ${encoding}`);
+}
+
+/**
+ * Hands the body already read to connect-node, which reads a request with
+ * `for await`: the request's own async iterator is replaced by one that
+ * yields the same bytes.
+ */
+function replayBody(req: AnyRequest, body: Buffer): void {
+  Object.defineProperty(req, Symbol.asyncIterator, {
+    configurable: true,
+    value: async function* replay() {
+      if (body.length > 0) yield body;
+    },
+  });
+}
