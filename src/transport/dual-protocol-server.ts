@@ -39,6 +39,8 @@ export class DualProtocolServer extends net.Server {
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   /** Accepted sockets whose protocol is not known yet. */
   readonly #undecided = new Set<net.Socket>();
+  /** Every open socket, whatever became of it: the shutdown deadline destroys what is left. */
+  readonly #sockets = new Set<net.Socket>();
   readonly #timeouts: ConnectionTimeouts;
   #closing = false;
 
@@ -87,6 +89,8 @@ export class DualProtocolServer extends net.Server {
     socket.setNoDelay(true);
     // A client that never says which protocol it speaks is dropped.
     this.#undecided.add(socket);
+    this.#sockets.add(socket);
+    socket.once("close", () => this.#sockets.delete(socket));
     socket.setTimeout(this.#timeouts.headersMs, () => socket.destroy());
     socket.once("close", () => this.#undecided.delete(socket));
     let head = Buffer.alloc(0);
@@ -124,7 +128,7 @@ export class DualProtocolServer extends net.Server {
   closeAllConnections(): void {
     this.http1.closeAllConnections();
     for (const s of this.#sessions) s.destroy();
-    for (const s of this.#undecided) s.destroy();
+    for (const s of this.#sockets) s.destroy();
   }
 
   // HTTP/2 sessions get a GOAWAY: streams in flight finish, new ones are refused.

@@ -76,7 +76,7 @@ export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
         .then((body) => call(route, req, body))
         .then(
           (message) => respond(res, message),
-          (err: unknown) => writeRpcError(res, GRPC, publicError(err, deps.log, req.url)),
+          (err: unknown) => writeRpcError(res, GRPC, publicError(err, deps.log, req.url), {}, !req.readableEnded),
         );
     },
   };

@@ -18,7 +18,7 @@ const gunzipAsync = promisify(gunzip);
  */
 export const MAX_REQUEST_MESSAGE_BYTES = 64 * 1024;
 
-/** The whole body; rejects with resource_exhausted past `maxBytes` (and stops reading). */
+/** The whole body; rejects with resource_exhausted past `maxBytes` (the rest is read and dropped). */
 export function readBody(req: http.IncomingMessage | http2.Http2ServerRequest, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -30,7 +30,8 @@ export function readBody(req: http.IncomingMessage | http2.Http2ServerRequest, m
         return;
       }
       cleanup();
-      req.pause();
+      chunks.length = 0;
+      req.resume();
       reject(new ConnectError(`request body larger than ${maxBytes} bytes`, Code.ResourceExhausted));
     };
     const onEnd = () => {

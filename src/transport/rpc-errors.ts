@@ -55,8 +55,8 @@ type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
 /**
  * Writes `error` as the protocol prescribes: Connect as an HTTP status with
  * a JSON body; gRPC and gRPC-Web as a trailers-only response (status 200,
- * grpc-status in the headers). `close` ends an HTTP/1.1 connection whose
- * request body was left unread.
+ * grpc-status in the headers). `close` says the request body was left
+ * unread: an HTTP/1.1 connection ends after the response.
  */
 export function writeRpcError(
   res: AnyResponse,

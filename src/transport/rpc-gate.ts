@@ -32,9 +32,15 @@ export interface RpcGateDeps {
 
 export function createRpcGate(deps: RpcGateDeps): RequestHandler {
   const pass = (req: AnyRequest, res: AnyResponse, kind: RpcKind, admitted: Admitted): void => {
+    // A response sent before the whole body was read (refused, too large):
+    // the rest is read and dropped, so the connection or stream can end
+    // (bounded by the request timeout), and no flow-control window stays full.
+    res.once("finish", () => {
+      if (!req.readableEnded) req.resume();
+    });
     const rate = rateLimitHeaders(admitted.rate);
     if (admitted.error !== undefined) {
-      writeRpcError(res, kind, admitted.error, rate, hasBody(req));
+      writeRpcError(res, kind, admitted.error, rate, unreadBody(req));
       return;
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
@@ -66,7 +72,7 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
         replayBody(req, body);
         deps.connectNode(req, res);
       },
-      (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, true),
+      (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, unreadBody(req)),
     );
   };
 
@@ -80,7 +86,7 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
     if (admitted instanceof Promise) {
       admitted.then(
         (a) => pass(req, res, kind, a),
-        (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, hasBody(req)),
+        (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, unreadBody(req)),
       );
     } else {
       pass(req, res, kind, admitted);
@@ -88,8 +94,9 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
   };
 }
 
-function hasBody(req: AnyRequest): boolean {
-  return req.headers["content-length"] !== "0";
+/** True while a request may still have body bytes coming that nobody will read. */
+export function unreadBody(req: AnyRequest): boolean {
+  return req.headers["content-length"] !== "0" && !req.readableEnded;
 }
 
 /** The message bytes of a unary request body, decompressed. */

@@ -15,7 +15,8 @@ export interface TestServer extends RunningServer {
 
 /** The CLI's own startServer, on an ephemeral loopback port. */
 export async function startTestServer(dbPath: string, options: Partial<StartOptions> = {}): Promise<TestServer> {
-  const server = await startServer({ db: dbPath, port: 0, host: "127.0.0.1", ...options });
+  // A short drain: test clients do not race the shutdown (hostile-connections.test.ts tests the drain).
+  const server = await startServer({ db: dbPath, port: 0, host: "127.0.0.1", drainMs: 50, ...options });
   return { ...server, baseUrl: server.url };
 }
 
