@@ -96,13 +96,20 @@ function seconds(text: string, name: string, min: number, max: number): number {
 
 export function resolveTimeouts(flags: ServeFlags): Timeouts {
   const t = (flag: string | undefined, fallback: number, name: string) => seconds(flag ?? String(fallback), name, 0.01, 86_400);
-  return {
+  const timeouts = {
     headersMs: t(flags.headersTimeout, DEFAULT_TIMEOUTS.headers, "--headers-timeout"),
     requestMs: t(flags.requestTimeout, DEFAULT_TIMEOUTS.request, "--request-timeout"),
     keepAliveMs: t(flags.keepAliveTimeout, DEFAULT_TIMEOUTS.keepAlive, "--keep-alive-timeout"),
     idleMs: t(flags.idleTimeout, DEFAULT_TIMEOUTS.idle, "--idle-timeout"),
     shutdownMs: t(flags.shutdownTimeout, DEFAULT_TIMEOUTS.shutdown, "--shutdown-timeout"),
   };
+  // Headers arrive within the request, so Node requires this order.
+  if (timeouts.headersMs > timeouts.requestMs) {
+    throw new ConfigError(
+      `--headers-timeout (${timeouts.headersMs / 1000} s) must not exceed --request-timeout (${timeouts.requestMs / 1000} s)`,
+    );
+  }
+  return timeouts;
 }
 
 export function resolveServeConfig(flags: ServeFlags): ServeConfig {
