@@ -193,7 +193,10 @@ function defaultTimeouts(): Timeouts {
  * shares one count), else the cluster primary in a worker (one count per
  * server), else this process. Unset limits (the tests' default) count nothing.
  */
-function rateLimitsFor(config: StartOptions, log: Logger): { limits?: RateLimits; close(): Promise<void> } {
+/** How long startup waits for Redis before serving with per-process counts meanwhile. */
+const REDIS_READY_MS = 3000;
+
+async function rateLimitsFor(config: StartOptions, log: Logger): Promise<{ limits?: RateLimits; close(): Promise<void> }> {
   const keyRate = config.rateLimit ?? 0;
   const anonymousRate = config.anonymousRateLimit ?? 0;
   if (keyRate === 0 && anonymousRate === 0) return { close: async () => {} };
@@ -202,6 +205,14 @@ function rateLimitsFor(config: StartOptions, log: Logger): { limits?: RateLimits
     const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     // Without a listener a connection error would end the process; the limiter falls back meanwhile.
     client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), REDIS_READY_MS);
+      client.once("ready", () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!ready) log.warn("redis not ready: rate limits are counted per process until it is");
     return {
       limits: { keyRate, anonymousRate, windows: redisWindows(client, config.redis.prefix, onError) },
       close: async () => {
@@ -217,7 +228,7 @@ function rateLimitsFor(config: StartOptions, log: Logger): { limits?: RateLimits
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const db = openReadOnly(config.db);
   const logger = pino({ level: config.logLevel ?? "silent" });
-  const limits = rateLimitsFor(config, logger);
+  const limits = await rateLimitsFor(config, logger);
   try {
     const { app, cache } = await buildServer({
       store: new ReadStore(db),
