@@ -1,10 +1,10 @@
 import { isAddress } from "../domain/formats.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import { DeriveStore } from "../store/derive-store.js";
+import { DeriveStore, type DerivedWrite } from "../store/derive-store.js";
 import { openWritable } from "../store/database.js";
 import { CliError } from "./errors.js";
 
-export function runDerive(dbPath: string, collection: string | undefined): DeriveResult[] {
+export function runDerive(dbPath: string, collection: string | undefined, replaceImported = false): DeriveResult[] {
   if (collection !== undefined && !isAddress(collection)) {
     throw new CliError(`--collection must be 0x followed by 40 hex characters, got ${JSON.stringify(collection)}`);
   }
@@ -14,7 +14,7 @@ export function runDerive(dbPath: string, collection: string | undefined): Deriv
     if (only !== undefined && new DeriveStore(db).collectionId(only) === undefined) {
       throw new CliError(`collection ${only} not found in ${dbPath}`);
     }
-    const results = deriveAll(db, only);
+    const results = deriveAll(db, only, { replaceImported });
     for (const r of results) process.stderr.write(`${describe(r)}\n`);
     if (results.length === 0) process.stderr.write("nothing to derive: the store has no tokens or sales\n");
     return results;
@@ -30,5 +30,15 @@ export function describe(r: DeriveResult): string {
       : "no tokens, rarity kept as is";
   const appraisals =
     r.sales > 0 ? `${r.appraisals} appraisals from ${r.sales} sales in ${r.appraisalMs.toFixed(0)} ms` : "no sales, no appraisals";
-  return `derived ${r.contractAddress}: ${rarity}; ${appraisals}`;
+  const imported = [provenance("rarity", r.rarityWrite), provenance("appraisals", r.appraisalWrite)].filter((x) => x !== "");
+  return `derived ${r.contractAddress}: ${rarity}; ${appraisals}${imported.map((x) => `\n  ${x}`).join("")}`;
+}
+
+/** What happened to an operator's imported rows: the line derive prints when there are any. */
+function provenance(what: string, w: DerivedWrite | undefined): string {
+  if (w === undefined || (w.imported === 0 && w.replacedImported === 0)) return "";
+  if (w.replacedImported > 0) {
+    return `${what}: replaced ${w.replacedImported} imported rows with computed ones (--replace-imported); ${w.imported} imported rows without a computed value kept`;
+  }
+  return `${what}: kept ${w.imported} imported rows (${w.keptImported} of them instead of a computed value); derive --replace-imported overwrites them`;
 }

@@ -139,11 +139,14 @@ listening(
 
 program
   .command("derive")
-  .description("compute rarity (OpenRarity method) and appraisals for every collection with tokens or sales")
+  .description(
+    "compute rarity (OpenRarity method) and appraisals for every collection with tokens or sales; imported rows are kept, never overwritten or deleted",
+  )
   .addOption(dbOption())
   .option("--collection <address>", "only this collection")
-  .action((opts: { db: string; collection?: string }) => {
-    runDerive(opts.db, opts.collection);
+  .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
+  .action((opts: { db: string; collection?: string; replaceImported: boolean }) => {
+    runDerive(opts.db, opts.collection, opts.replaceImported);
   });
 
 const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");

@@ -1,4 +1,4 @@
-import { DeriveStore } from "../store/derive-store.js";
+import { DeriveStore, type DerivedWrite } from "../store/derive-store.js";
 import { type Db, refreshPlannerStats } from "../store/database.js";
 import { AppraisalModel, formatConfidence } from "./appraisal.js";
 import { computeRarity, traitVectors } from "./rarity.js";
@@ -14,9 +14,17 @@ export interface DeriveResult {
   sales: number;
   appraisals: number;
   appraisalMs: number;
+  /** How imported rows fared; absent when that data set was not derived. */
+  rarityWrite?: DerivedWrite;
+  appraisalWrite?: DerivedWrite;
 }
 
-export function deriveCollection(db: Db, contractAddress: string): DeriveResult {
+export interface DeriveOptions {
+  /** Overwrite imported rows with computed ones (derive --replace-imported); by default imported rows win. */
+  replaceImported?: boolean;
+}
+
+export function deriveCollection(db: Db, contractAddress: string, options: DeriveOptions = {}): DeriveResult {
   const store = new DeriveStore(db);
   const collectionId = store.collectionId(contractAddress);
   if (collectionId === undefined) throw new Error(`collection ${contractAddress} not found`);
@@ -30,21 +38,26 @@ export function deriveCollection(db: Db, contractAddress: string): DeriveResult 
   const ownerOf = new Map(tokens.map((t) => [t.assetId, t.currentOwner || lastBuyer.get(t.assetId) || ""]));
   // Without tokens there is nothing to derive rarity from; rarity imported
   // from elsewhere is kept.
-  if (tokens.length > 0) store.replaceRarity(
-    collectionId,
-    rarity.tokens.map((t) => ({
-      contractAddress,
-      assetId: t.assetId,
-      currentOwner: ownerOf.get(t.assetId) ?? "",
-      rarityScore: t.rarityScore,
-      statisticalRarity: t.statisticalRarity,
-      rarityRank: t.rarityRank,
-    })),
-  );
+  const rarityWrite =
+    tokens.length > 0
+      ? store.replaceRarity(
+          collectionId,
+          rarity.tokens.map((t) => ({
+            contractAddress,
+            assetId: t.assetId,
+            currentOwner: ownerOf.get(t.assetId) ?? "",
+            rarityScore: t.rarityScore,
+            statisticalRarity: t.statisticalRarity,
+            rarityRank: t.rarityRank,
+          })),
+          options.replaceImported,
+        )
+      : undefined;
   const rarityMs = performance.now() - started;
 
   started = performance.now();
   let appraisals = 0;
+  let appraisalWrite: DerivedWrite | undefined;
   if (sales.length > 0) {
     const traits = traitVectors(tokens);
     const model = new AppraisalModel((id) => traits.get(id));
@@ -64,8 +77,8 @@ export function deriveCollection(db: Db, contractAddress: string): DeriveResult 
         });
       }
     }
-    store.replaceAppraisals(collectionId, rows);
-    appraisals = rows.length;
+    appraisalWrite = store.replaceAppraisals(collectionId, rows, options.replaceImported);
+    appraisals = appraisalWrite.written;
   }
   return {
     contractAddress,
@@ -75,14 +88,16 @@ export function deriveCollection(db: Db, contractAddress: string): DeriveResult 
     sales: sales.length,
     appraisals,
     appraisalMs: performance.now() - started,
+    ...(rarityWrite === undefined ? {} : { rarityWrite }),
+    ...(appraisalWrite === undefined ? {} : { appraisalWrite }),
   };
 }
 
 /** Derives every collection that has tokens or sales, or just `only`. */
-export function deriveAll(db: Db, only?: string): DeriveResult[] {
+export function deriveAll(db: Db, only?: string, options: DeriveOptions = {}): DeriveResult[] {
   const store = new DeriveStore(db);
   const targets = only === undefined ? store.collectionsToDerive() : [only];
-  const results = targets.map((address) => deriveCollection(db, address));
+  const results = targets.map((address) => deriveCollection(db, address, options));
   refreshPlannerStats(db);
   return results;
 }

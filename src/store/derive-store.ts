@@ -1,7 +1,7 @@
 import type { Db } from "./database.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
-import { WriteStore } from "./write-store.js";
+import { type UpsertResult, WriteStore } from "./write-store.js";
 import type { AppraisalRow, RarityRow } from "./read-store.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
@@ -9,6 +9,18 @@ import type { AppraisalRow, RarityRow } from "./read-store.js";
 // upserts as imports, in one transaction.
 
 const BULK_ROWS = 20_000;
+
+/** What a derive wrote for one data set of a collection. */
+export interface DerivedWrite {
+  /** Derived rows now in the store. */
+  written: number;
+  /** Computed rows not written because an imported row for the asset wins. */
+  keptImported: number;
+  /** Imported rows overwritten by computed ones (--replace-imported). */
+  replacedImported: number;
+  /** Imported rows left in the store for the collection. */
+  imported: number;
+}
 
 export interface TokenRecord {
   assetId: string;
@@ -67,22 +79,47 @@ export class DeriveStore {
     return rows.map((r) => ({ assetId: r.asset_id, timestamp: r.timestamp, price: BigInt(r.price), buyer: r.buyer }));
   }
 
-  replaceRarity(collectionId: number, rows: readonly RarityRow[]): void {
-    this.#replace("rarity", collectionId, rows, (r) => this.#writer.upsertRarity(r));
+  replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported = false): DerivedWrite {
+    return this.#replace("rarity", collectionId, rows, replaceImported, (r, keep) => this.#writer.upsertRarity(r, "derived", keep));
   }
 
-  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[]): void {
-    this.#replace("appraisal", collectionId, rows, (r) => this.#writer.upsertAppraisal(r));
+  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[], replaceImported = false): DerivedWrite {
+    return this.#replace("appraisal", collectionId, rows, replaceImported, (r, keep) =>
+      this.#writer.upsertAppraisal(r, "derived", keep),
+    );
   }
 
-  #replace<T>(kind: "rarity" | "appraisal", collectionId: number, rows: readonly T[], upsert: (r: T) => void): void {
+  /**
+   * A collection's derived rows are replaced by `rows`. Imported rows are an
+   * operator's data: never deleted, and kept over a computed row for the
+   * same asset unless `replaceImported` (derive --replace-imported).
+   */
+  #replace<T>(
+    kind: "rarity" | "appraisal",
+    collectionId: number,
+    rows: readonly T[],
+    replaceImported: boolean,
+    upsert: (r: T, keepExisting: boolean) => UpsertResult,
+  ): DerivedWrite {
     const table = kind === "rarity" ? "rarity" : "appraisals";
+    const counts: DerivedWrite = { written: 0, keptImported: 0, replacedImported: 0, imported: 0 };
     this.#writer.transaction(() => {
-      this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ?`).run(collectionId);
+      this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ? AND source = 'derived'`).run(collectionId);
       // Large collections: build the secondary indexes once, after the rows.
       const restore = rows.length >= BULK_ROWS ? this.#writer.deferIndexes(kind) : undefined;
-      for (const r of rows) upsert(r);
+      // Only imported rows are left: an insert that does not happen meets one.
+      for (const r of rows) {
+        if (upsert(r, !replaceImported) === "inserted") counts.written++;
+        else if (replaceImported) counts.replacedImported++;
+        else counts.keptImported++;
+      }
       restore?.();
+      counts.imported = this.#db
+        .prepare(`SELECT count(*) FROM ${table} WHERE collection_id = ? AND source = 'imported'`)
+        .pluck()
+        .get(collectionId) as number;
     });
+    counts.written += counts.replacedImported;
+    return counts;
   }
 }

@@ -12,6 +12,9 @@ import { SalesAggregates } from "./sales-stats.js";
 
 export type UpsertResult = "inserted" | "updated" | "unchanged";
 
+/** Where an appraisal or rarity row came from: an operator's import, or `derive`. */
+export type Provenance = "imported" | "derived";
+
 type Columns = Record<string, unknown>;
 
 interface TableSpec {
@@ -33,12 +36,12 @@ const TABLES = {
   appraisal: {
     table: "appraisals",
     key: ["collection_id", "asset_key"],
-    values: ["fair_market_value", "confidence"],
+    values: ["fair_market_value", "confidence", "source"],
   },
   rarity: {
     table: "rarity",
     key: ["collection_id", "asset_key"],
-    values: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank"],
+    values: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
   },
   sale: {
     table: "sales",
@@ -164,24 +167,41 @@ export class WriteStore {
     });
   }
 
-  upsertAppraisal(r: AppraisalRow): UpsertResult {
-    return this.#upsert("appraisal", {
-      collection_id: this.collectionId(r.contractAddress),
-      asset_key: assetKey(r.assetId),
-      fair_market_value: r.fairMarketValue,
-      confidence: r.confidence,
-    });
+  /**
+   * Imported rows (the default) insert or overwrite; a derived row with
+   * `keepExisting` never replaces a row already there (derive-store.ts:
+   * imported rows win over derived ones) and reports it "unchanged".
+   */
+  upsertAppraisal(r: AppraisalRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
+    return this.#upsert(
+      "appraisal",
+      {
+        collection_id: this.collectionId(r.contractAddress),
+        asset_key: assetKey(r.assetId),
+        fair_market_value: r.fairMarketValue,
+        confidence: r.confidence,
+        source,
+      },
+      undefined,
+      keepExisting,
+    );
   }
 
-  upsertRarity(r: RarityRow): UpsertResult {
-    return this.#upsert("rarity", {
-      collection_id: this.collectionId(r.contractAddress),
-      asset_key: assetKey(r.assetId),
-      current_owner: r.currentOwner,
-      rarity_score: r.rarityScore,
-      statistical_rarity: r.statisticalRarity,
-      rarity_rank: r.rarityRank,
-    });
+  upsertRarity(r: RarityRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
+    return this.#upsert(
+      "rarity",
+      {
+        collection_id: this.collectionId(r.contractAddress),
+        asset_key: assetKey(r.assetId),
+        current_owner: r.currentOwner,
+        rarity_score: r.rarityScore,
+        statistical_rarity: r.statisticalRarity,
+        rarity_rank: r.rarityRank,
+        source,
+      },
+      undefined,
+      keepExisting,
+    );
   }
 
   /**
@@ -327,7 +347,7 @@ export class WriteStore {
    * Inserts a new row, or updates the row with the same natural key when any
    * value differs; reports which happened so imports can count them.
    */
-  #upsert(kind: RecordKind, row: Columns, beforeUpdate?: () => void): UpsertResult {
+  #upsert(kind: RecordKind, row: Columns, beforeUpdate?: () => void, keepExisting = false): UpsertResult {
     const u = this.#upserter(kind);
     // Positional binding (faster than by name on hot imports): the insert
     // takes key then value columns; the update values, key, values again.
@@ -336,6 +356,7 @@ export class WriteStore {
     for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
     if (u.insert.run(params).changes > 0) return "inserted";
+    if (keepExisting) return "unchanged";
     beforeUpdate?.();
     const vals = params.slice(key.length);
     return u.update.run(vals, params.slice(0, key.length), vals).changes > 0 ? "updated" : "unchanged";
