@@ -94,7 +94,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       });
       const gate = createRpcGate({ admission, inputs, grpcUnary, connectNode: rpc as RequestHandler, log });
       const handler: RequestHandler = (req, res) => {
-        if (req.method === "GET") {
+        // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
+        // every other method is an RPC or nothing (rpc-gate.ts).
+        if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
           fastifyHandler(req as http.IncomingMessage, res as http.ServerResponse);
           return;
         }

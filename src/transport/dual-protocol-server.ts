@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import type stream from "node:stream";
 
 // One TCP port for HTTP/1.1 (REST, Connect, gRPC-Web) and cleartext HTTP/2
 // with prior knowledge (gRPC, Connect). Node's h2c server does not accept
@@ -32,6 +33,30 @@ export interface ConnectionTimeouts {
 
 /** Concurrent streams one HTTP/2 client may open (Node's default is unbounded). */
 const MAX_CONCURRENT_STREAMS = 100;
+
+/**
+ * A request Node could not parse (headers past 16 KB, bad syntax) or that
+ * timed out: answered in the service's error form and with
+ * "connection: close", so the client does not reuse a connection that is
+ * about to end (Fastify's own handler omits it, and keep-alive clients then
+ * lose their next request on the dead socket).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: stream.Duplex): void {
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "invalid_argument", "request headers too large"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "deadline_exceeded", "request not received in time"]
+        : [400, "invalid_argument", "malformed HTTP request"];
+  const body = JSON.stringify({ code, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
 
 export class DualProtocolServer extends net.Server {
   readonly http1: http.Server;
@@ -69,7 +94,7 @@ export class DualProtocolServer extends net.Server {
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeouts.requestMs);
       stream.once("close", () => clearTimeout(timer));
     });
-    this.http1.on("clientError", (err, socket) => this.emit("clientError", err, socket));
+    this.http1.on("clientError", answerClientError);
     this.http2.on("session", (session) => {
       this.#sessions.add(session);
       session.once("close", () => this.#sessions.delete(session));

@@ -64,12 +64,14 @@ export function writeRpcError(
   error: ConnectError,
   headers: Record<string, string> = {},
   close = false,
+  /** Overrides the Connect protocol's status for the code (404 for an unknown procedure). */
+  httpStatus?: number,
 ): void {
   if (res.headersSent || res.destroyed) return;
   const h1 = close && !("stream" in res) ? { connection: "close" } : {};
   if (kind.protocol === "connect") {
     const body = Buffer.from(errorToJsonBytes(error, {}));
-    res.writeHead(codeToHttpStatus(error.code), { ...headers, ...h1, "content-type": "application/json", "content-length": body.length });
+    res.writeHead(httpStatus ?? codeToHttpStatus(error.code), { ...headers, ...h1, "content-type": "application/json", "content-length": body.length });
     res.end(body);
     return;
   }

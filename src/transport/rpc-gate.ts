@@ -2,6 +2,8 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { type Admission, type Admitted, rateLimitHeaders } from "./admission.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { echo } from "../domain/echo.js";
 import { apiKeyFrom, type ErrorLogger, publicError } from "./guards.js";
 import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./rpc-body.js";
 import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./rpc-errors.js";
@@ -15,8 +17,9 @@ import type { RequestHandler } from "./dual-protocol-server.js";
 //   because connect-node answers a malformed protobuf message with
 //   `internal` (a server fault) where it is the caller's: invalid_argument.
 //   The bytes are then handed on unchanged;
-// - everything else: connect-node, which bounds and parses JSON itself
+// - JSON messages: connect-node, which bounds and parses them itself
 //   (readMaxBytes; unknown fields refused like REST's unknown parameters).
+// Unknown procedures and content types are answered here (404, 415).
 
 type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
@@ -40,7 +43,7 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
     });
     const rate = rateLimitHeaders(admitted.rate);
     if (admitted.error !== undefined) {
-      writeRpcError(res, kind, admitted.error, rate, unreadBody(req));
+      refuse(req, res, kind, admitted.error, rate);
       return;
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
@@ -72,21 +75,28 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
         replayBody(req, body);
         deps.connectNode(req, res);
       },
-      (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, unreadBody(req)),
+      (err: unknown) => refuse(req, res, kind, publicError(err, deps.log, req.url ?? "")),
     );
   };
 
   return (req, res) => {
     const kind = rpcKindOf(req.headers["content-type"]);
+    if (!deps.inputs.has(req.url ?? "")) {
+      // No such procedure (or a POST to a REST path): answered here, in the
+      // caller's protocol (Connect's JSON error form when it is unknown).
+      refuse(req, res, kind ?? { protocol: "connect", binary: false }, new ConnectError(`unknown procedure ${echo(req.url ?? "")}`, Code.Unimplemented), {}, 404);
+      return;
+    }
     if (kind === undefined) {
-      deps.connectNode(req, res);
+      const type = echo(req.headers["content-type"] ?? "");
+      refuse(req, res, { protocol: "connect", binary: false }, new ConnectError(`unsupported content type ${type}; ${SUPPORTED}`, Code.InvalidArgument), {}, 415);
       return;
     }
     const admitted = deps.admission.admit(apiKeyFrom(req.headers), req.socket.remoteAddress);
     if (admitted instanceof Promise) {
       admitted.then(
         (a) => pass(req, res, kind, a),
-        (err: unknown) => writeRpcError(res, kind, publicError(err, deps.log, req.url ?? ""), {}, unreadBody(req)),
+        (err: unknown) => refuse(req, res, kind, publicError(err, deps.log, req.url ?? "")),
       );
     } else {
       pass(req, res, kind, admitted);
@@ -94,9 +104,31 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
   };
 }
 
-/** True while a request may still have body bytes coming that nobody will read. */
-export function unreadBody(req: AnyRequest): boolean {
-  return req.headers["content-length"] !== "0" && !req.readableEnded;
+const SUPPORTED =
+  "use application/json or application/proto (Connect), application/grpc-web[+proto|+json] (gRPC-Web) or application/grpc[+proto|+json] (gRPC)";
+
+/** A refused request's unread body up to this size is read and dropped, keeping the connection. */
+const DRAIN_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Answers with `error` before (all of) the body was read. A small declared
+ * body is read and dropped, so the connection stays usable and the client
+ * is not cut off mid-upload; a larger or undeclared one closes an HTTP/1.1
+ * connection after the answer (HTTP/2 streams just drop the rest).
+ */
+function refuse(
+  req: AnyRequest,
+  res: AnyResponse,
+  kind: RpcKind,
+  error: ConnectError,
+  headers: Record<string, string> = {},
+  httpStatus?: number,
+): void {
+  const unread = req.headers["content-length"] !== "0" && !req.readableEnded;
+  const declared = Number(req.headers["content-length"]);
+  const drain = Number.isFinite(declared) && declared <= DRAIN_MAX_BYTES;
+  writeRpcError(res, kind, error, headers, unread && !drain && req.httpVersionMajor === 1, httpStatus);
+  if (unread) req.resume();
 }
 
 /** The message bytes of a unary request body, decompressed. */

@@ -24,12 +24,10 @@ describe("marketdata serve --workers 2", () => {
         expect(r.status).toBe(200);
         await r.text();
       }
-      const pids = new Set(
-        log
-          .split("\n")
-          .filter((l) => l.includes('"msg":"request"'))
-          .map((l) => (JSON.parse(l) as { pid: number }).pid),
-      );
+      // Log lines are written asynchronously: wait for all 20 (a loaded machine lags).
+      const requestLines = () => log.split("\n").filter((l) => l.includes('"msg":"request"'));
+      for (let waited = 0; requestLines().length < 20 && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      const pids = new Set(requestLines().map((l) => (JSON.parse(l) as { pid: number }).pid));
       expect(pids.size).toBe(2);
       // Never the key in a log line.
       expect(log).not.toContain(f.key);
