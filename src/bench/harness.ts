@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { ApiKeyAdmin } from "../store/api-keys.js";
-import { openWritable } from "../store/database.js";
+import { openReadOnly, openWritable } from "../store/database.js";
 
 // What the benchmarks share: the demo stores they run on, servers in child
 // processes (so the load generator never shares their event loop), and
@@ -31,10 +31,55 @@ export function ensureStore(scale: string): { db: string; key: string } {
     const r = spawnSync(process.execPath, [BIN, "demo", "--db", db, "--scale", scale], { stdio: "inherit" });
     if (r.status !== 0) throw new Error("demo build failed");
   }
+  return { db, key: benchKey(db, "bench", null) };
+}
+
+export const ALL_ENDPOINTS = [
+  "/v1/asset/appraisals",
+  "/v1/asset/rarity",
+  "/v1/asset/sales",
+  "/v1/asset/listings",
+  "/v1/collection/stats",
+  "/v1/collection/influencers",
+  "/v1/collection/tweets",
+  "/v1/collection/scores",
+];
+
+/** The query of each endpoint's "hot" request (one page of a large collection). */
+const HOT: Record<string, string> = {
+  "/v1/asset/appraisals": "limit=20",
+  "/v1/asset/rarity": "limit=20",
+  "/v1/asset/sales": "limit=20",
+  "/v1/asset/listings": "limit=20&status=CREATED",
+  "/v1/collection/stats": "since=1790000000",
+  "/v1/collection/influencers": "limit=20",
+  "/v1/collection/tweets": "limit=20",
+  "/v1/collection/scores": "",
+};
+
+export function hotPath(endpoint: string, collection: string): string {
+  return `${endpoint}?contractAddress=${collection}${HOT[endpoint] ? `&${HOT[endpoint]}` : ""}`;
+}
+
+/** The store's collections, largest (most tokens) first. */
+export function collectionAddresses(path: string): string[] {
+  const db = openReadOnly(path);
+  const list = db
+    .prepare("SELECT c.address FROM collections c ORDER BY (SELECT count(*) FROM tokens t WHERE t.collection_id = c.id) DESC, c.address")
+    .pluck()
+    .all() as string[];
+  db.close();
+  return list;
+}
+
+/** A key with its own rate limit (null: the server's default) in the bench store. */
+export function benchKey(db: string, name: string, rateLimit: number | null): string {
   const w = openWritable(db);
-  const key = new ApiKeyAdmin(w).create("bench").key;
-  w.close();
-  return { db, key };
+  try {
+    return new ApiKeyAdmin(w).create(name, { rateLimit }).key;
+  } finally {
+    w.close();
+  }
 }
 
 export interface Target {
@@ -71,8 +116,9 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
 }
 
 /** The CLI's serve with N workers, for workers 1 vs 2. */
-export function startCli(db: string, workers: number, cacheMb: number): Promise<Target> {
-  const child = fork(BIN, ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info"], {
+export function startCli(db: string, workers: number, cacheMb: number, extra: string[] = []): Promise<Target> {
+  const args = ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info", ...extra];
+  const child = fork(BIN, args, {
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
   return new Promise((resolve, reject) => {

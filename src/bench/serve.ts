@@ -1,11 +1,10 @@
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { compare, ensureStore, log, median, ROOT, startCli, startTarget } from "./harness.js";
+import { ALL_ENDPOINTS, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget } from "./harness.js";
 import { Command } from "commander";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { Random } from "../demo/random.js";
-import { openReadOnly } from "../store/database.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
 // README's "Serving speed" for what is measured and why). Every comparison is
@@ -28,16 +27,7 @@ const CONNECTIONS = Number(opts.connections);
 const PARTS = new Set(opts.parts.split(","));
 
 const LOAD = { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS };
-const ENDPOINTS = opts.endpoints?.split(",") ?? [
-  "/v1/asset/appraisals",
-  "/v1/asset/rarity",
-  "/v1/asset/sales",
-  "/v1/asset/listings",
-  "/v1/collection/stats",
-  "/v1/collection/influencers",
-  "/v1/collection/tweets",
-  "/v1/collection/scores",
-];
+const ENDPOINTS = opts.endpoints?.split(",") ?? ALL_ENDPOINTS;
 
 async function getJson(url: string, key: string): Promise<Record<string, unknown>> {
   const r = await fetch(url, { headers: { "x-api-key": key } });
@@ -114,28 +104,6 @@ async function coldRequests(base: string, key: string, cs: string[]): Promise<Re
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v]]));
 }
 
-/** The store's collections, largest (most tokens) first. */
-function collectionAddresses(path: string): string[] {
-  const db = openReadOnly(path);
-  const list = db
-    .prepare("SELECT c.address FROM collections c ORDER BY (SELECT count(*) FROM tokens t WHERE t.collection_id = c.id) DESC, c.address")
-    .pluck()
-    .all() as string[];
-  db.close();
-  return list;
-}
-
-const HOT: Record<string, string> = {
-  "/v1/asset/appraisals": "limit=20",
-  "/v1/asset/rarity": "limit=20",
-  "/v1/asset/sales": "limit=20",
-  "/v1/asset/listings": "limit=20&status=CREATED",
-  "/v1/collection/stats": "since=1790000000",
-  "/v1/collection/influencers": "limit=20",
-  "/v1/collection/tweets": "limit=20",
-  "/v1/collection/scores": "",
-};
-
 const results: Record<string, unknown> = {};
 const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : "—");
 
@@ -144,7 +112,7 @@ for (const scale of opts.stores.split(",")) {
   const cs = collectionAddresses(db);
   const first = cs[0]!;
   const server = await startTarget("server", db, "64");
-  const hotPaths = Object.fromEntries(ENDPOINTS.map((p) => [p, `${p}?contractAddress=${first}${HOT[p] ? `&${HOT[p]}` : ""}`]));
+  const hotPaths = Object.fromEntries(ENDPOINTS.map((p) => [p, hotPath(p, first)]));
   const bodies: Record<string, string> = {};
   for (const p of ENDPOINTS) {
     const r = await fetch(`${server.url}${hotPaths[p]}`, { headers: { "x-api-key": key } });
@@ -204,8 +172,9 @@ for (const scale of opts.stores.split(",")) {
 
   if (PARTS.has("workers")) {
     log(`\n## ${scale} store, serve --workers 1 vs 2 (CLI, logging at info)\n`);
-    const w1 = await startCli(db, 1, 64);
-    const w2 = await startCli(db, 2, 64);
+    // Unlimited: one bench key would otherwise meet the default rate limit (bench:hardening measures its cost).
+    const w1 = await startCli(db, 1, 64, ["--rate-limit", "0"]);
+    const w2 = await startCli(db, 2, 64, ["--rate-limit", "0"]);
     const mix = Object.values(cold).flat().filter((_, i) => i % 3 === 0);
     const hot = await compare(
       [
