@@ -231,12 +231,17 @@ if (PARTS.has("soak")) {
   const openAtEnd = idle.open();
   idle.stop();
   slow.stop();
-  const warm = median(samples.slice(8, 12));
-  const end = median(samples.slice(-4));
-  log("| requests | req/s | errors (non-2xx, errors, timeouts) | p99 (ms) | RSS after warm-up (MB) | RSS at end (MB) | growth | idle connections open at end |");
+  // RSS saws up and down with garbage collection (tens of MB): a leak shows as
+  // a higher median in the second half after warm-up (10 s) than in the first.
+  const afterWarmUp = samples.slice(10);
+  const half = Math.floor(afterWarmUp.length / 2);
+  const warm = median(afterWarmUp.slice(0, half));
+  const end = median(afterWarmUp.slice(half));
+  log("| requests | req/s | errors (non-2xx, errors, timeouts) | p99 (ms) | RSS median, 1st half after warm-up (MB) | 2nd half (MB) | growth | idle connections open at end |");
   log("|---|---|---|---|---|---|---|---|");
   log(
     `| ${Math.round(soak.rps * soakSeconds)} | ${fmt(soak.rps)} | ${soak.bad} | ${soak.p99} | ${warm.toFixed(0)} | ${end.toFixed(0)} | ${(((end - warm) / warm) * 100).toFixed(1)}% | ${openAtEnd} |`,
   );
+  log(`RSS every 5 s (MB): ${samples.filter((_, i) => i % 5 === 0).map((x) => x.toFixed(0)).join(" ")}`);
   await server.stop();
 }
