@@ -23,6 +23,12 @@ import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transpor
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
 import { registerRestRoutes } from "./transport/rest/transcoder.js";
+import { healthRoutes, Lifecycle, type Readiness, registerHealthEndpoints } from "./transport/health.js";
+import { reflectionRoutes } from "./transport/reflection.js";
+import { MIGRATIONS } from "./store/migrations.js";
+import { Health } from "../gen/health/v1/health_pb.js";
+import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 // The composition root: the one place where store, services and transports
 // are wired together, for the CLI and the tests alike.
@@ -64,6 +70,12 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
   const admission = new Admission(keys, deps.rateLimits);
+  const lifecycle = new Lifecycle();
+  lifecycle.onShutdown(() => admission.close());
+  const readiness = storeReadiness(deps.store, lifecycle);
+  // Health and reflection: every RPC protocol, no API key (guards.ts PUBLIC_SERVICES).
+  const publicServices = [Health, ReflectionV1, ReflectionV1Alpha];
+  const publicProcedures = new Set(publicServices.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
   let nextRpcId = 0;
@@ -75,7 +87,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     // Fastify's types know one server kind; this one serves HTTP/1.1 and h2c.
     serverFactory: (fastifyHandler) => {
       const rpc = connectNodeAdapter({
-        routes: (router) => services.routes(router),
+        routes: (router) => {
+          services.routes(router);
+          healthRoutes(router, services.services.map((s) => s.typeName), readiness, lifecycle);
+          reflectionRoutes(router, [...services.services, Health]);
+        },
         interceptors,
         readMaxBytes: MAX_REQUEST_MESSAGE_BYTES,
         // Unknown fields are refused, as REST refuses unknown parameters:
@@ -92,7 +108,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         },
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
-      const gate = createRpcGate({ admission, inputs, grpcUnary, connectNode: rpc as RequestHandler, log });
+      const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log });
       const handler: RequestHandler = (req, res) => {
         // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
         // every other method is an RPC or nothing (rpc-gate.ts).
@@ -111,6 +127,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         idleMs: t.idleMs,
         shutdownMs: t.shutdownMs,
         drainMs: deps.drainMs ?? DRAIN_MS,
+        longLivedPaths: new Set([`/${Health.typeName}/${Health.method.watch.name}`]),
       }) as unknown as http.Server;
     },
     // While closing, requests still arriving are refused by admission
@@ -118,7 +135,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     return503OnClosing: false,
   });
   app.addHook("preClose", (done) => {
-    admission.close();
+    lifecycle.shutDown();
     done();
   });
 
@@ -132,9 +149,26 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       done();
     });
   }
+  registerHealthEndpoints(app, readiness);
   registerRestRoutes(app, { services, admission, cache, watch });
   registerConnectGetRoutes(app, { services, admission, cache, watch });
   return { app, cache };
+}
+
+/** Ready: not shutting down, the store readable and at this build's schema. */
+function storeReadiness(store: ReadStore, lifecycle: Lifecycle): Readiness {
+  return {
+    notReadyReason() {
+      if (lifecycle.shuttingDown) return "shutting down";
+      try {
+        const version = store.schemaVersion();
+        if (version !== MIGRATIONS.length) return `store schema version ${version}, this build needs ${MIGRATIONS.length}`;
+      } catch {
+        return "store not readable";
+      }
+      return undefined;
+    },
+  };
 }
 
 /** The one log line of an RPC request, written when its response ends. */

@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import type { Db } from "./database.js";
+import { type Db, schemaVersion } from "./database.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
 import { type SalesSummary, SalesStatsReader, type StatsFilter } from "./sales-stats.js";
@@ -146,6 +146,11 @@ export class ReadStore {
 
   readonly #dataVersion: Statement;
   readonly #stats: SalesStatsReader;
+  /** The schema version of the store as it is now (an import may migrate it under a running server). */
+  schemaVersion(): number {
+    return schemaVersion(this.#db);
+  }
+
   /** Runs a read in one transaction: every statement sees the same snapshot. */
   readonly #snapshot: <T>(read: () => T) => T;
 

@@ -29,6 +29,8 @@ export interface ConnectionTimeouts {
   drainMs: number;
   /** On close: after this, every remaining connection is destroyed. */
   shutdownMs: number;
+  /** HTTP/2 paths whose streams may outlive requestMs (health Watch); the session's own timeouts still apply. */
+  longLivedPaths?: ReadonlySet<string>;
 }
 
 /** Concurrent streams one HTTP/2 client may open (Node's default is unbounded). */
@@ -90,7 +92,8 @@ export class DualProtocolServer extends net.Server {
     this.http2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, serve);
     // A session idle this long is destroyed (no 'timeout' listener on the server).
     this.http2.setTimeout(timeouts.idleMs);
-    this.http2.on("stream", (stream) => {
+    this.http2.on("stream", (stream, headers) => {
+      if (timeouts.longLivedPaths?.has(headers[":path"] ?? "")) return;
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeouts.requestMs);
       stream.once("close", () => clearTimeout(timer));
     });

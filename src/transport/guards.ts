@@ -18,6 +18,13 @@ export interface ErrorLogger {
   error(obj: object, msg: string): void;
 }
 
+/** Services served without an API key: health and reflection describe the server, not its data. */
+export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+]);
+
 export const MISSING_KEY = `missing API key: send it in the ${API_KEY_HEADER} header`;
 export const INVALID_KEY = "invalid or revoked API key";
 

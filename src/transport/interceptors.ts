@@ -1,5 +1,5 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "./guards.js";
+import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, PUBLIC_SERVICES, publicError, requireApiKey } from "./guards.js";
 
 /**
  * The request's own logger (bound to its request id), set by the transport
@@ -12,10 +12,10 @@ export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Intercepto
   return [maskInternalErrors(log), apiKeyInterceptor(keys)];
 }
 
-/** Refuses any call without a valid, unrevoked x-api-key before the service is reached. */
+/** Refuses any call without a valid, unrevoked x-api-key before the service is reached (health and reflection excepted). */
 export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
   return (next) => (req) => {
-    requireApiKey(keys, req.header.get(API_KEY_HEADER));
+    if (!PUBLIC_SERVICES.has(req.service.typeName)) requireApiKey(keys, req.header.get(API_KEY_HEADER));
     return next(req);
   };
 }

@@ -28,6 +28,8 @@ export interface RpcGateDeps {
   admission: Admission;
   /** Request message type by procedure path ("/pkg.Service/Method"). */
   inputs: ReadonlyMap<string, DescMessage>;
+  /** Procedures served without admission (health, reflection): straight to connect-node. */
+  publicProcedures: ReadonlySet<string>;
   grpcUnary: { accepts(req: http2.Http2ServerRequest): boolean; handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void };
   connectNode: RequestHandler;
   log: ErrorLogger;
@@ -81,6 +83,10 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
 
   return (req, res) => {
     const kind = rpcKindOf(req.headers["content-type"]);
+    if (deps.publicProcedures.has(req.url ?? "")) {
+      deps.connectNode(req, res);
+      return;
+    }
     if (!deps.inputs.has(req.url ?? "")) {
       // No such procedure (or a POST to a REST path): answered here, in the
       // caller's protocol (Connect's JSON error form when it is unknown).
