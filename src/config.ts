@@ -44,6 +44,8 @@ export interface ServeConfig {
   /** Shared rate-limit counts for several servers; absent: counted by this server. */
   redis?: { url: string; prefix: string } | undefined;
   timeouts: Timeouts;
+  /** Prometheus metrics: off, on the main port (GET /metrics), or on a port of their own. */
+  metrics: { enabled: boolean; port?: number | undefined };
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -73,6 +75,9 @@ export interface ServeFlags {
   keepAliveTimeout?: string | undefined;
   idleTimeout?: string | undefined;
   shutdownTimeout?: string | undefined;
+  /** false with --no-metrics. */
+  metrics?: boolean | undefined;
+  metricsPort?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -137,6 +142,10 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     ),
     redis: flags.redis === undefined || flags.redis === "" ? undefined : { url: redisUrl(flags.redis), prefix: flags.redisPrefix ?? DEFAULT_REDIS_PREFIX },
     timeouts: resolveTimeouts(flags),
+    metrics: {
+      enabled: flags.metrics !== false,
+      port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),
+    },
   };
 }
 

@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { pino, type Logger } from "pino";
 import cluster from "node:cluster";
 import { Redis } from "ioredis";
+import { AggregatorRegistry } from "prom-client";
 import { DEFAULT_CACHE_MB, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
 import { ApiKeyVerifier } from "./store/api-keys.js";
@@ -16,14 +17,15 @@ import { DualProtocolServer, type RequestHandler } from "./transport/dual-protoc
 import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
 import { Admission, type RateLimits } from "./transport/admission.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
-import { grpcStatusOf } from "./transport/rpc-errors.js";
+import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
+import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
 import { createRpcGate } from "./transport/rpc-gate.js";
 import { clusterWindows, MemoryWindows, redisWindows } from "./transport/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
 import { registerRestRoutes } from "./transport/rest/transcoder.js";
-import { healthRoutes, Lifecycle, type Readiness, registerHealthEndpoints } from "./transport/health.js";
+import { healthRoutes, Lifecycle, type Readiness, registerHealthEndpoints, registerMetricsEndpoint } from "./transport/health.js";
 import { reflectionRoutes } from "./transport/reflection.js";
 import { MIGRATIONS } from "./store/migrations.js";
 import { Health } from "../gen/health/v1/health_pb.js";
@@ -46,11 +48,15 @@ export interface ServerDeps {
   timeouts?: Timeouts;
   /** On close, how long idle keep-alive connections may still send a request (ms). */
   drainMs?: number;
+  /** Prometheus metrics: "route" serves GET /metrics on this port; "off" collects nothing; "collect" collects for another listener (--metrics-port). Default "route". */
+  metrics?: "route" | "off" | "collect";
 }
 
 export interface BuiltServer {
   app: FastifyInstance;
   cache: ResponseCache;
+  /** Absent when metrics are off. */
+  metrics?: ServerMetrics;
 }
 
 const MIB = 1024 * 1024;
@@ -76,6 +82,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   // Health and reflection: every RPC protocol, no API key (guards.ts PUBLIC_SERVICES).
   const publicServices = [Health, ReflectionV1, ReflectionV1Alpha];
   const publicProcedures = new Set(publicServices.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
+  const metricsMode = deps.metrics ?? "route";
+  const metrics =
+    metricsMode === "off"
+      ? undefined
+      : new ServerMetrics({ cache, rateLimited: admission.refused, storePath: deps.store.path, dataVersion: () => deps.store.dataVersion() });
   const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
   let nextRpcId = 0;
@@ -117,6 +128,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           return;
         }
         if (log.isLevelEnabled("info")) logRpc(log, req, res);
+        if (metrics !== undefined) observeRpc(metrics, req, res, inputs.has(req.url ?? "") || publicProcedures.has(req.url ?? ""));
         gate(req, res);
       };
       const t = deps.timeouts ?? defaultTimeouts();
@@ -150,9 +162,35 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     });
   }
   registerHealthEndpoints(app, readiness);
+  if (metrics !== undefined) {
+    // Only the API's own routes are observed: health checks and scrapes would drown them.
+    app.addHook("onResponse", (request, reply, done) => {
+      const route = request.routeOptions.url;
+      const protocol = route === undefined ? undefined : route.startsWith("/v1/") ? "rest" : route.startsWith("/marketdata.") ? "connect-get" : undefined;
+      if (protocol !== undefined) metrics.observe(route!, protocol, codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+      else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+      done();
+    });
+    if (metricsMode === "route") registerMetricsEndpoint(app, metrics);
+  }
   registerRestRoutes(app, { services, admission, cache, watch });
   registerConnectGetRoutes(app, { services, admission, cache, watch });
-  return { app, cache };
+  return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
+}
+
+/** Records an RPC POST when its response ends: the procedure (or "unmatched"), its protocol, its code. */
+function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown, known: boolean): void {
+  const started = performance.now();
+  const protocol = rpcKindOf(req.headers["content-type"])?.protocol ?? "connect";
+  (res as http.ServerResponse).once("finish", () => {
+    const r = res as http.ServerResponse;
+    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
+    const code =
+      protocol === "connect" || grpcStatus === undefined
+        ? codeOfHttpStatus(r.statusCode)
+        : codeOfGrpcStatus(Number(grpcStatus));
+    metrics.observe(known ? (req.url ?? "unmatched") : "unmatched", protocol, code, (performance.now() - started) / 1000);
+  });
 }
 
 /** Ready: not shutting down, the store readable and at this build's schema. */
@@ -209,7 +247,7 @@ export interface RunningServer {
 }
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
-  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts">> & {
+  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics">> & {
     drainMs?: number;
   };
 
@@ -260,13 +298,23 @@ async function rateLimitsFor(config: StartOptions, log: Logger): Promise<{ limit
   return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
 }
 
+/** GET /metrics alone, on a port of its own (no API key: bind it where only the scraper reaches). */
+export async function serveMetrics(registry: { contentType: string; metrics(): Promise<string> }, port: number, host: string): Promise<FastifyInstance> {
+  const app = Fastify();
+  registerMetricsEndpoint(app, { registry });
+  await app.listen({ port, host });
+  return app;
+}
+
 /** Opens the store read-only and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const db = openReadOnly(config.db);
   const logger = pino({ level: config.logLevel ?? "silent" });
   const limits = await rateLimitsFor(config, logger);
   try {
-    const { app, cache } = await buildServer({
+    // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
+    const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
+    const { app, cache, metrics } = await buildServer({
       store: new ReadStore(db),
       keys: new ApiKeyVerifier(db),
       logger,
@@ -274,7 +322,17 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(limits.limits === undefined ? {} : { rateLimits: limits.limits }),
       ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
+      metrics: metricsMode,
     });
+    let metricsServer: FastifyInstance | undefined;
+    if (metrics !== undefined && config.metrics?.port !== undefined) {
+      if (cluster.isWorker) {
+        // Constructing one installs the worker's answer to the primary's requests (prom-client's cluster.js).
+        new AggregatorRegistry();
+        AggregatorRegistry.setRegistries([metrics.registry]);
+      }
+      else metricsServer = await serveMetrics(metrics.registry, config.metrics.port, config.host);
+    }
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");
@@ -285,6 +343,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       url: `http://${host}:${address.port}`,
       close: async () => {
         await app.close();
+        await metricsServer?.close();
         await limits.close();
         db.close();
       },

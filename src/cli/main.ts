@@ -68,6 +68,12 @@ const listening = (command: Command) =>
     .addOption(new Option("--request-timeout <s>", "seconds for a whole request, body included").default(String(DEFAULT_TIMEOUTS.request)))
     .addOption(new Option("--keep-alive-timeout <s>", "seconds an idle HTTP/1.1 connection is kept").default(String(DEFAULT_TIMEOUTS.keepAlive)))
     .addOption(new Option("--idle-timeout <s>", "seconds an HTTP/2 session without activity is kept").default(String(DEFAULT_TIMEOUTS.idle)))
+    .addOption(new Option("--no-metrics", "do not collect or serve Prometheus metrics"))
+    .addOption(
+      new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the main one (with --workers > 1: the sum of all workers)").env(
+        "METRICS_PORT",
+      ),
+    )
     .addOption(
       new Option("--shutdown-timeout <s>", "seconds SIGTERM waits for requests in flight before closing every connection").default(
         String(DEFAULT_TIMEOUTS.shutdown),

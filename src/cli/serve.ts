@@ -1,9 +1,10 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
+import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import type { ServeConfig } from "../config.js";
-import { startServer } from "../server.js";
+import { serveMetrics, startServer } from "../server.js";
 import { openReadOnly } from "../store/database.js";
 
 // `serve`: one process, or with --workers N a node:cluster primary that
@@ -89,6 +90,12 @@ async function runPrimary(config: ServeConfig, onReady?: (url: string) => void):
     throw err;
   });
   const url = urls[0]!;
+  // Metrics on their own port: the primary serves the sum of every worker's (prom-client's aggregator over IPC).
+  const aggregator = new AggregatorRegistry();
+  const metricsServer =
+    config.metrics.enabled && config.metrics.port !== undefined
+      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.host)
+      : undefined;
   log.info({ workers: config.workers }, `Server listening at ${url}`);
   onReady?.(url);
 
@@ -98,6 +105,7 @@ async function runPrimary(config: ServeConfig, onReady?: (url: string) => void):
     const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
     for (const w of live) w.process.kill("SIGTERM");
     await Promise.all(exits);
+    await metricsServer?.close();
     if (failed) throw new Error("a worker did not shut down cleanly");
   });
 }

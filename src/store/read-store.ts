@@ -146,6 +146,11 @@ export class ReadStore {
 
   readonly #dataVersion: Statement;
   readonly #stats: SalesStatsReader;
+  /** The store's file. */
+  get path(): string {
+    return this.#db.name;
+  }
+
   /** The schema version of the store as it is now (an import may migrate it under a running server). */
   schemaVersion(): number {
     return schemaVersion(this.#db);

@@ -27,6 +27,8 @@ export class Admission {
   readonly #keys: KeyVerifier;
   readonly #limits: RateLimits | undefined;
   #closing = false;
+  /** Requests refused by a rate limit so far (read by the metrics). */
+  readonly refused = { key: 0, address: 0 };
 
   constructor(keys: KeyVerifier, limits?: RateLimits) {
     this.#keys = keys;
@@ -47,16 +49,18 @@ export class Admission {
     } catch (err) {
       const limits = this.#limits;
       if (limits === undefined || limits.anonymousRate === 0) return { error: err as ConnectError };
-      return settle(limits.windows.take(`a:${address ?? "?"}`, limits.anonymousRate), (rate) => ({
-        rate,
-        error: rate.allowed ? (err as ConnectError) : tooMany(rate),
-      }));
+      return settle(limits.windows.take(`a:${address ?? "?"}`, limits.anonymousRate), (rate) => {
+        if (!rate.allowed) this.refused.address++;
+        return { rate, error: rate.allowed ? (err as ConnectError) : tooMany(rate) };
+      });
     }
     const limit = grant.rateLimit ?? this.#limits?.keyRate ?? 0;
     if (this.#limits === undefined || limit === 0) return { grant };
-    return settle(this.#limits.windows.take(`k:${grant.id}`, limit), (rate) =>
-      rate.allowed ? { grant, rate } : { grant, rate, error: tooMany(rate) },
-    );
+    return settle(this.#limits.windows.take(`k:${grant.id}`, limit), (rate) => {
+      if (rate.allowed) return { grant, rate };
+      this.refused.key++;
+      return { grant, rate, error: tooMany(rate) };
+    });
   }
 }
 

@@ -95,6 +95,13 @@ export function healthRoutes(router: ConnectRouter, services: readonly string[],
   });
 }
 
+/** GET /metrics in Prometheus' text format, without an API key (bind it to a private port with --metrics-port). */
+export function registerMetricsEndpoint(app: FastifyInstance, metrics: { registry: { contentType: string; metrics(): Promise<string> } }): void {
+  app.get("/metrics", async (_request, reply) =>
+    reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+}
+
 export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness): void {
   app.get("/healthz", (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
   app.get("/readyz", (_request, reply) => {

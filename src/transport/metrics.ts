@@ -1,0 +1,186 @@
+import { statSync } from "node:fs";
+import { Code } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
+
+// Prometheus metrics (prom-client), on a registry of this server's own. Labels
+// are bounded: the procedure is a route or RPC the server defines (anything
+// else is "unmatched"), the protocol one of five, the code one of Connect's
+// names. No API key, query string or caller value ever becomes a label.
+// Counts the server keeps anyway (cache hits, rate-limit refusals) are read
+// at scrape time, not on every request.
+
+export type Protocol = "rest" | "connect-get" | "connect" | "grpc-web" | "grpc";
+
+export interface MetricSources {
+  cache: { hits: number; misses: number; bytes: number };
+  rateLimited: { key: number; address: number };
+  /** The store file (and its WAL): their last write is the last import, derive or key change. */
+  storePath: string;
+  dataVersion(): number;
+}
+
+const HTTP_CODES: Record<number, Code> = {
+  400: Code.InvalidArgument,
+  401: Code.Unauthenticated,
+  403: Code.PermissionDenied,
+  404: Code.NotFound,
+  408: Code.DeadlineExceeded,
+  409: Code.Aborted,
+  412: Code.FailedPrecondition,
+  415: Code.InvalidArgument,
+  429: Code.ResourceExhausted,
+  499: Code.Canceled,
+  500: Code.Internal,
+  501: Code.Unimplemented,
+  503: Code.Unavailable,
+  504: Code.DeadlineExceeded,
+};
+
+/** The Connect code name of an HTTP answer (200 and 304: "ok"). */
+export function codeOfHttpStatus(status: number): string {
+  if (status < 400) return "ok";
+  const code = HTTP_CODES[status];
+  return code === undefined ? "unknown" : codeToString(code);
+}
+
+/** The Connect code name of a gRPC status number. */
+export function codeOfGrpcStatus(status: number): string {
+  return status === 0 ? "ok" : Code[status] === undefined ? "unknown" : codeToString(status as Code);
+}
+
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/** One (procedure, protocol)'s requests: counts by code and a latency histogram. */
+interface RequestSeries {
+  procedure: string;
+  protocol: Protocol;
+  byCode: Map<string, number>;
+  /** Non-cumulative: buckets[i] counts durations <= BUCKETS[i] and > BUCKETS[i - 1]; the last slot is +Inf. */
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  /**
+   * Per-request counts are plain numbers in this map, turned into samples
+   * at scrape time: prom-client's labelled inc()/observe() hash their labels
+   * on every call, which cost ~10% of a cached answer's throughput.
+   */
+  readonly #series = new Map<string, RequestSeries>();
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const series = () => [...this.#series.values()];
+    this.registry.registerMetric(
+      customMetric("marketdata_requests_total", "Requests answered, by procedure (route or RPC), protocol and Connect code", "counter", () =>
+        series().flatMap((s) => [...s.byCode].map(([code, value]) => ({ labels: { procedure: s.procedure, protocol: s.protocol, code }, value }))),
+      ),
+    );
+    this.registry.registerMetric(
+      customMetric("marketdata_request_duration_seconds", "Time from request to the end of the response", "histogram", () =>
+        series().flatMap((s) => {
+          const labels = { procedure: s.procedure, protocol: s.protocol };
+          const out: MetricValue[] = [];
+          let cumulative = 0;
+          BUCKETS.forEach((le, i) => {
+            cumulative += s.buckets[i]!;
+            out.push({ labels: { ...labels, le }, value: cumulative, metricName: "marketdata_request_duration_seconds_bucket" });
+          });
+          out.push({ labels: { ...labels, le: "+Inf" }, value: s.count, metricName: "marketdata_request_duration_seconds_bucket" });
+          out.push({ labels, value: s.sum, metricName: "marketdata_request_duration_seconds_sum" });
+          out.push({ labels, value: s.count, metricName: "marketdata_request_duration_seconds_count" });
+          return out;
+        }),
+      ),
+    );
+    new Counter({
+      name: "marketdata_response_cache_requests_total",
+      help: "Response cache lookups, by result",
+      labelNames: ["result"],
+      registers,
+      collect() {
+        this.reset();
+        this.inc({ result: "hit" }, sources.cache.hits);
+        this.inc({ result: "miss" }, sources.cache.misses);
+      },
+    });
+    new Gauge({
+      name: "marketdata_response_cache_bytes",
+      help: "Bytes held by the response cache",
+      registers,
+      collect() {
+        this.set(sources.cache.bytes);
+      },
+    });
+    new Counter({
+      name: "marketdata_rate_limited_total",
+      help: "Requests refused by a rate limit, by subject (an API key, or the address of a caller without a valid key)",
+      labelNames: ["subject"],
+      registers,
+      collect() {
+        this.reset();
+        this.inc({ subject: "key" }, sources.rateLimited.key);
+        this.inc({ subject: "address" }, sources.rateLimited.address);
+      },
+    });
+    new Gauge({
+      name: "marketdata_store_data_version",
+      help: "SQLite's data_version as this server's connection sees it: moves on every commit by another connection",
+      registers,
+      collect() {
+        this.set(sources.dataVersion());
+      },
+    });
+    new Gauge({
+      name: "marketdata_store_last_write_timestamp_seconds",
+      help: "Last write to the store file or its WAL (an import, a derive, a key change), Unix time",
+      registers,
+      collect() {
+        const mtime = (p: string) => {
+          try {
+            return statSync(p).mtimeMs;
+          } catch {
+            return 0;
+          }
+        };
+        this.set(Math.max(mtime(sources.storePath), mtime(`${sources.storePath}-wal`)) / 1000);
+      },
+    });
+  }
+
+  /** Records one answered request taking `seconds`. */
+  observe(procedure: string, protocol: Protocol, code: string, seconds: number): void {
+    const key = `${procedure} ${protocol}`;
+    let s = this.#series.get(key);
+    if (s === undefined) {
+      s = { procedure, protocol, byCode: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 };
+      this.#series.set(key, s);
+    }
+    s.byCode.set(code, (s.byCode.get(code) ?? 0) + 1);
+    let i = 0;
+    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++;
+    s.buckets[i]!++;
+    s.sum += seconds;
+    s.count++;
+  }
+}
+
+/** A metric whose samples are computed at scrape time (prom-client calls get()); summed across cluster workers. */
+function customMetric(name: string, help: string, type: "counter" | "histogram", values: () => MetricValue[]): Metric {
+  // prom-client's registry reads name, help, type, aggregator, get() and reset() of what it holds; its
+  // type names its own classes only.
+  return {
+    name,
+    help,
+    type,
+    aggregator: "sum" as const,
+    get: async () => ({ name, help, type, aggregator: "sum" as const, values: values() }),
+    reset: () => {},
+  } as unknown as Metric;
+}
