@@ -46,6 +46,8 @@ export interface ServeConfig {
   timeouts: Timeouts;
   /** Prometheus metrics: off, on the main port (GET /metrics), or on a port of their own. */
   metrics: { enabled: boolean; port?: number | undefined };
+  /** Origins browsers may call from (CORS); "*" for any; empty: off. */
+  corsOrigins: string[];
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -78,6 +80,7 @@ export interface ServeFlags {
   /** false with --no-metrics. */
   metrics?: boolean | undefined;
   metricsPort?: string | undefined;
+  corsOrigin?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -142,6 +145,7 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     ),
     redis: flags.redis === undefined || flags.redis === "" ? undefined : { url: redisUrl(flags.redis), prefix: flags.redisPrefix ?? DEFAULT_REDIS_PREFIX },
     timeouts: resolveTimeouts(flags),
+    corsOrigins: corsOrigins(flags.corsOrigin ?? ""),
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),
@@ -160,4 +164,25 @@ function redisUrl(text: string): string {
     throw new ConfigError(`--redis (REDIS_URL) must be a redis:// or rediss:// URL, got ${JSON.stringify(text)}`);
   }
   return text;
+}
+
+/** A comma-separated list of origins ("https://app.example.com", "http://localhost:5173") or "*". */
+function corsOrigins(text: string): string[] {
+  const list = text
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "");
+  for (const o of list) {
+    if (o === "*") continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(o);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || url.origin !== o) {
+      throw new ConfigError(`--cors-origin (CORS_ORIGIN) takes origins like https://app.example.com (scheme, host, port; no path) or *, got ${JSON.stringify(o)}`);
+    }
+  }
+  return list;
 }

@@ -20,6 +20,7 @@ import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
 import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
 import { createRpcGate } from "./transport/rpc-gate.js";
+import { corsPolicy } from "./transport/cors.js";
 import { clusterWindows, MemoryWindows, redisWindows } from "./transport/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
@@ -50,6 +51,8 @@ export interface ServerDeps {
   drainMs?: number;
   /** Prometheus metrics: "route" serves GET /metrics on this port; "off" collects nothing; "collect" collects for another listener (--metrics-port). Default "route". */
   metrics?: "route" | "off" | "collect";
+  /** Origins allowed to call from a browser ("*" for any); none: CORS off. */
+  corsOrigins?: readonly string[];
 }
 
 export interface BuiltServer {
@@ -120,7 +123,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
       const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log });
+      const cors = corsPolicy(deps.corsOrigins ?? []);
       const handler: RequestHandler = (req, res) => {
+        if (cors?.apply(req, res)) return;
         // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
         // every other method is an RPC or nothing (rpc-gate.ts).
         if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
@@ -247,7 +252,7 @@ export interface RunningServer {
 }
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
-  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics">> & {
+  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins">> & {
     drainMs?: number;
   };
 
@@ -323,6 +328,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
       metrics: metricsMode,
+      corsOrigins: config.corsOrigins ?? [],
     });
     let metricsServer: FastifyInstance | undefined;
     if (metrics !== undefined && config.metrics?.port !== undefined) {

@@ -68,6 +68,7 @@ const listening = (command: Command) =>
     .addOption(new Option("--request-timeout <s>", "seconds for a whole request, body included").default(String(DEFAULT_TIMEOUTS.request)))
     .addOption(new Option("--keep-alive-timeout <s>", "seconds an idle HTTP/1.1 connection is kept").default(String(DEFAULT_TIMEOUTS.keepAlive)))
     .addOption(new Option("--idle-timeout <s>", "seconds an HTTP/2 session without activity is kept").default(String(DEFAULT_TIMEOUTS.idle)))
+    .addOption(new Option("--cors-origin <origins>", 'browser origins allowed to call (comma-separated, or "*"); default: none').env("CORS_ORIGIN"))
     .addOption(new Option("--no-metrics", "do not collect or serve Prometheus metrics"))
     .addOption(
       new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the main one (with --workers > 1: the sum of all workers)").env(

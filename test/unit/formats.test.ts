@@ -57,6 +57,7 @@ describe("server config", async () => {
       redis: undefined,
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000 },
       metrics: { enabled: true, port: undefined },
+      corsOrigins: [],
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
     expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });
@@ -72,6 +73,8 @@ describe("server config", async () => {
       rateLimit: 0,
     });
     expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout must be a number of seconds/);
+    expect(resolveServeConfig({ corsOrigin: "https://a.example, http://localhost:5173" }).corsOrigins).toEqual(["https://a.example", "http://localhost:5173"]);
+    expect(() => resolveServeConfig({ corsOrigin: "https://a.example/app" })).toThrow(/--cors-origin \(CORS_ORIGIN\) takes origins/);
     expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);
     expect(() => resolveServeConfig({ rateLimit: "fast" })).toThrow(/--rate-limit \(RATE_LIMIT\) must be an integer/);
   });
