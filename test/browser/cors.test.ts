@@ -77,8 +77,8 @@ async function resultsFrom(pageUrl: string): Promise<Record<string, Record<strin
   const page = await browser.newPage();
   try {
     await page.goto(`${pageUrl}/?api=${encodeURIComponent(server.url)}&key=${f.key}&collection=${COLLECTION}`);
-    await page.waitForFunction(() => (window as unknown as { results?: unknown }).results !== undefined, undefined, { timeout: 15_000 });
-    return (await page.evaluate(() => (window as unknown as { results: unknown }).results)) as Record<string, Record<string, unknown>>;
+    await page.waitForFunction(() => (globalThis as unknown as { results?: unknown }).results !== undefined, undefined, { timeout: 15_000 });
+    return (await page.evaluate(() => (globalThis as unknown as { results: unknown }).results)) as Record<string, Record<string, unknown>>;
   } finally {
     await page.close();
   }

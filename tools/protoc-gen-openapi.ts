@@ -1,0 +1,265 @@
+import {
+  create,
+  createFileRegistry,
+  type DescEnum,
+  type DescField,
+  type DescMessage,
+  type DescMethodUnary,
+  type DescService,
+  ScalarType,
+} from "@bufbuild/protobuf";
+import { CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
+import { MAX_EPOCH_SECONDS, MARKETPLACE_RE } from "../src/domain/formats.js";
+import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/service/params.js";
+import { restRoutes } from "../src/transport/rest/http-rules.js";
+import { shortEnumName } from "../src/transport/rest/json-dialect.js";
+
+// protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
+// `buf generate` to gen/openapi.json (CI fails when it drifts, like the rest
+// of gen/). Everything comes from the contract: routes from the
+// google.api.http rules (read by the same code the server routes with),
+// parameters and schemas from the messages and their comments, in the REST
+// JSON dialect of decisions.md (json-dialect.ts: every field present, 64-bit
+// integers as numbers, short enum names, unset messages as null). The bounds
+// the services enforce come from the same constants they use.
+
+const BAYC = "0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d";
+const CONNECT_CODES = [
+  "invalid_argument",
+  "unauthenticated",
+  "not_found",
+  "resource_exhausted",
+  "unavailable",
+  "internal",
+] as const;
+
+type Schema = Record<string, unknown>;
+
+/** Query parameters' bounds and examples, by proto field name: what params.ts enforces. */
+function parameterSchema(field: DescField, base: Schema): Schema {
+  switch (field.name) {
+    case "contract_address": {
+      const one = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$", examples: [BAYC] };
+      return field.fieldKind === "list" ? { type: "array", items: one, minItems: 1, maxItems: MAX_ADDRESSES } : one;
+    }
+    case "asset_id": {
+      const one = { type: "string", pattern: "^(0|[1-9][0-9]{0,77})$", examples: ["7495"] };
+      return field.fieldKind === "list" ? { type: "array", items: one, maxItems: MAX_ASSET_IDS } : one;
+    }
+    case "limit":
+      return { type: "integer", minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT };
+    case "since":
+    case "until":
+      return { type: "integer", minimum: 0, maximum: Number(MAX_EPOCH_SECONDS) - 1, examples: [1_700_000_000] };
+    case "marketplace":
+      return { type: "string", pattern: MARKETPLACE_RE.source, examples: ["OPENSEA"] };
+    default:
+      return base;
+  }
+}
+
+function scalarSchema(type: ScalarType): Schema {
+  switch (type) {
+    case ScalarType.INT64:
+    case ScalarType.SINT64:
+    case ScalarType.SFIXED64:
+      return { type: "integer", format: "int64" };
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+      return { type: "integer", format: "int64", minimum: 0 };
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+      return { type: "integer", format: "int32" };
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+      return { type: "integer", format: "int32", minimum: 0 };
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return { type: "number" };
+    case ScalarType.BOOL:
+      return { type: "boolean" };
+    case ScalarType.BYTES:
+      return { type: "string", contentEncoding: "base64" };
+    default:
+      return { type: "string" };
+  }
+}
+
+function enumValues(e: DescEnum): string[] {
+  return e.values.filter((v) => v.number !== 0).map((v) => shortEnumName(e, v.name));
+}
+
+function describe(desc: DescField | DescMessage | DescMethodUnary | DescService): string | undefined {
+  const text = getComments(desc).leading?.trim();
+  return text ? text.replace(/\s*\n\s*/g, " ") : undefined;
+}
+
+class Document {
+  readonly schemas: Record<string, Schema> = {};
+
+  ref(message: DescMessage): Schema {
+    const name = message.typeName.replace(/^marketdata\.v1\./, "").replace(/\./g, "_");
+    if (!(name in this.schemas)) {
+      this.schemas[name] = {}; // placeholder: recursive messages (a tweet's retweeted tweet)
+      this.schemas[name] = this.#message(message);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  /** A response field in the REST dialect. */
+  #field(field: DescField): Schema {
+    const doc = describe(field);
+    const withDoc = (s: Schema) => (doc ? { ...s, description: doc } : s);
+    switch (field.fieldKind) {
+      case "scalar": {
+        const s = scalarSchema(field.scalar);
+        return withDoc(field.proto.proto3Optional ? { ...s, type: [s.type, "null"] } : s);
+      }
+      case "enum":
+        return withDoc({ type: "string", enum: enumValues(field.enum) });
+      case "message":
+        // Unset singular messages are written as null.
+        return withDoc({ anyOf: [this.ref(field.message), { type: "null" }] });
+      case "list":
+        if (field.listKind === "message") return withDoc({ type: "array", items: this.ref(field.message) });
+        if (field.listKind === "enum") return withDoc({ type: "array", items: { type: "string", enum: enumValues(field.enum) } });
+        return withDoc({ type: "array", items: scalarSchema(field.scalar) });
+      case "map":
+        return withDoc({ type: "object", additionalProperties: field.mapKind === "message" ? this.ref(field.message) : {} });
+    }
+  }
+
+  #message(message: DescMessage): Schema {
+    const doc = describe(message);
+    return {
+      type: "object",
+      ...(doc ? { description: doc } : {}),
+      // The dialect writes every field, defaults included.
+      required: message.fields.map((f) => f.jsonName),
+      properties: Object.fromEntries(message.fields.map((f) => [f.jsonName, this.#field(f)])),
+      additionalProperties: false,
+    };
+  }
+
+  /** A query parameter: the names, repetition and enum spellings query.ts accepts. */
+  parameter(field: DescField): Schema {
+    let base: Schema;
+    if (field.fieldKind === "enum") base = { type: "string", enum: enumValues(field.enum) };
+    else if (field.fieldKind === "scalar") base = scalarSchema(field.scalar);
+    else if (field.fieldKind === "list" && field.listKind === "scalar") base = { type: "array", items: scalarSchema(field.scalar) };
+    else throw new Error(`${field.parent.typeName}.${field.name}: only scalar, enum and repeated scalar fields can be query parameters`);
+    const doc = describe(field);
+    return {
+      name: field.jsonName,
+      in: "query",
+      required: field.name === "contract_address",
+      ...(doc ? { description: doc } : {}),
+      // Repeated values: repeated keys (and, in this API, comma-separated lists).
+      ...(field.fieldKind === "list" ? { style: "form", explode: true } : {}),
+      schema: parameterSchema(field, base),
+    };
+  }
+}
+
+function openApi(services: DescService[]): object {
+  const doc = new Document();
+  const paths: Record<string, object> = {};
+  const flags = new Set<string>();
+  for (const { method, path } of restRoutes(services)) {
+    const flag = method.output.fields.find((f) => f.jsonName === "successful" || f.jsonName === "success")?.jsonName ?? "success";
+    flags.add(flag);
+    const error = (description: string) => ({
+      description,
+      content: { "application/json": { schema: { $ref: `#/components/schemas/Error_${flag}` } } },
+    });
+    const rate = {
+      "RateLimit-Limit": { $ref: "#/components/headers/RateLimit-Limit" },
+      "RateLimit-Remaining": { $ref: "#/components/headers/RateLimit-Remaining" },
+      "RateLimit-Reset": { $ref: "#/components/headers/RateLimit-Reset" },
+    };
+    const summary = describe(method);
+    paths[path.replace(/:([a-z_]+)/g, "{$1}")] = {
+      get: {
+        operationId: method.name,
+        tags: [method.parent.name],
+        ...(summary ? { summary } : {}),
+        description: `${summary ?? method.name} Also served as the RPC ${method.parent.typeName}/${method.name} (Connect, gRPC, gRPC-Web).`,
+        parameters: method.input.fields.map((f) => doc.parameter(f)),
+        responses: {
+          "200": {
+            description: `${flag}: 1 and the data`,
+            headers: { ...rate, ETag: { $ref: "#/components/headers/ETag" } },
+            content: { "application/json": { schema: doc.ref(method.output) } },
+          },
+          "304": { description: "Not modified (If-None-Match matched the ETag)" },
+          "400": error("invalid_argument: a parameter is malformed, out of range or unknown"),
+          "401": error("unauthenticated: the x-api-key header is missing, unknown or revoked"),
+          "404": error("not_found: no such collection"),
+          "429": { ...error("resource_exhausted: over the rate limit"), headers: { ...rate, "Retry-After": { $ref: "#/components/headers/Retry-After" } } },
+          "503": error("unavailable: the server is shutting down; retry on another"),
+        },
+      },
+    };
+  }
+  for (const flag of flags) {
+    doc.schemas[`Error_${flag}`] = {
+      type: "object",
+      required: [flag, "code", "message"],
+      properties: {
+        [flag]: { type: "integer", const: 0 },
+        code: { type: "string", enum: [...CONNECT_CODES] },
+        message: { type: "string", description: "What went wrong; quotes at most 100 characters of a value" },
+      },
+      additionalProperties: false,
+      examples: [{ [flag]: 0, code: "invalid_argument", message: 'contractAddress must be 0x followed by 40 hex characters, got "nope"' }],
+    };
+  }
+  const header = (description: string, schema: Schema) => ({ description, schema });
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Collection Market Data API",
+      version: "v1",
+      description:
+        "NFT collection market data: appraisals, rarity, sales, listings, stats, influencers, tweets and scores. " +
+        "Every endpoint needs an API key in the x-api-key header. Amounts are wei as decimal strings.",
+    },
+    servers: [{ url: "/" }],
+    security: [{ apiKey: [] }],
+    tags: services.map((s) => ({ name: s.name, ...(describe(s) ? { description: describe(s) } : {}) })),
+    paths,
+    components: {
+      securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "x-api-key" } },
+      headers: {
+        "RateLimit-Limit": header("Requests allowed in the current one-second window", { type: "integer" }),
+        "RateLimit-Remaining": header("Requests left in the current window", { type: "integer" }),
+        "RateLimit-Reset": header("Seconds until the window resets", { type: "integer" }),
+        "Retry-After": header("Seconds to wait before retrying", { type: "integer" }),
+        ETag: header("Strong validator of the body; send it back in If-None-Match", { type: "string" }),
+      },
+      schemas: Object.fromEntries(Object.entries(doc.schemas).sort(([a], [b]) => a.localeCompare(b))),
+    },
+  };
+}
+
+const plugin: Plugin = {
+  name: "protoc-gen-openapi",
+  version: "v1",
+  run(request) {
+    const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: request.protoFile }));
+    const services: DescService[] = [];
+    for (const name of request.fileToGenerate) {
+      const file = registry.getFile(name);
+      if (file) services.push(...file.services);
+    }
+    const routed = services.filter((s) => restRoutes([s]).length > 0);
+    return create(CodeGeneratorResponseSchema, {
+      supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
+      file: routed.length === 0 ? [] : [{ name: "openapi.json", content: `${JSON.stringify(openApi(routed), null, 2)}\n` }],
+    });
+  },
+};
+
+runNodeJs(plugin);
