@@ -21,6 +21,7 @@ import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
 import { createRpcGate } from "./transport/rpc-gate.js";
 import { corsPolicy } from "./transport/cors.js";
+import { registerDocs } from "./transport/docs.js";
 import { clusterWindows, MemoryWindows, redisWindows } from "./transport/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
@@ -167,6 +168,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     });
   }
   registerHealthEndpoints(app, readiness);
+  registerDocs(app);
   if (metrics !== undefined) {
     // Only the API's own routes are observed: health checks and scrapes would drown them.
     app.addHook("onResponse", (request, reply, done) => {

@@ -91,6 +91,10 @@ function enumValues(e: DescEnum): string[] {
   return e.values.filter((v) => v.number !== 0).map((v) => shortEnumName(e, v.name));
 }
 
+function isFlag(field: DescField): boolean {
+  return (field.jsonName === "successful" || field.jsonName === "success") && field.parent.name.endsWith("Response");
+}
+
 function describe(desc: DescField | DescMessage | DescMethodUnary | DescService): string | undefined {
   const text = getComments(desc).leading?.trim();
   return text ? text.replace(/\s*\n\s*/g, " ") : undefined;
@@ -138,7 +142,13 @@ class Document {
       ...(doc ? { description: doc } : {}),
       // The dialect writes every field, defaults included.
       required: message.fields.map((f) => f.jsonName),
-      properties: Object.fromEntries(message.fields.map((f) => [f.jsonName, this.#field(f)])),
+      properties: Object.fromEntries(
+        message.fields.map((f) => [
+          f.jsonName,
+          // A response's success flag is 1 in every 200 answer (errors have their own schema with 0).
+          isFlag(f) ? { type: "integer", const: 1, description: "1: the request succeeded" } : this.#field(f),
+        ]),
+      ),
       additionalProperties: false,
     };
   }
@@ -168,7 +178,7 @@ function openApi(services: DescService[]): object {
   const paths: Record<string, object> = {};
   const flags = new Set<string>();
   for (const { method, path } of restRoutes(services)) {
-    const flag = method.output.fields.find((f) => f.jsonName === "successful" || f.jsonName === "success")?.jsonName ?? "success";
+    const flag = method.output.fields.find(isFlag)?.jsonName ?? "success";
     flags.add(flag);
     const error = (description: string) => ({
       description,
