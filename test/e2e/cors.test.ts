@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { describe, expect, it } from "vitest";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
+import { startTestServer, useFixtureServer } from "../support/server.js";
 
 // CORS headers and preflights, as a browser sends them (test/browser has the real browser).
 
 const ORIGIN = "https://app.example.com";
-let f: Fixture;
-let server: TestServer;
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath, { corsOrigins: [ORIGIN], rateLimit: 100 });
-});
-afterAll(async () => {
-  await server?.close();
-  f?.cleanup();
-});
+const t = useFixtureServer(buildFixture, { corsOrigins: [ORIGIN], rateLimit: 100 });
 
 const preflight = (path: string, origin: string, method = "POST") =>
-  fetch(`${server.url}${path}`, {
+  fetch(`${t.server.url}${path}`, {
     method: "OPTIONS",
     headers: { origin, "access-control-request-method": method, "access-control-request-headers": "content-type,x-api-key,connect-protocol-version" },
   });
@@ -39,7 +30,7 @@ describe("CORS (--cors-origin)", () => {
   });
 
   it("exposes the rate-limit headers, ETag and grpc-status on answers to an allowed origin", async () => {
-    const r = await fetch(`${server.url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { origin: ORIGIN, "x-api-key": f.key } });
+    const r = await fetch(`${t.server.url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { origin: ORIGIN, "x-api-key": t.f.key } });
     expect(r.status).toBe(200);
     expect(r.headers.get("access-control-allow-origin")).toBe(ORIGIN);
     expect(r.headers.get("vary")).toMatch(/Origin/);
@@ -50,9 +41,9 @@ describe("CORS (--cors-origin)", () => {
   it("says nothing to another origin, and is off by default", async () => {
     const r = await preflight("/marketdata.v1.CollectionService/ListScores", "https://evil.example.com");
     expect(r.headers.get("access-control-allow-origin")).toBeNull();
-    const plain = await startTestServer(f.dbPath);
+    const plain = await startTestServer(t.f.dbPath);
     try {
-      const p = await fetch(`${plain.url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { origin: ORIGIN, "x-api-key": f.key } });
+      const p = await fetch(`${plain.url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { origin: ORIGIN, "x-api-key": t.f.key } });
       expect(p.headers.get("access-control-allow-origin")).toBeNull();
     } finally {
       await plain.close();

@@ -1,24 +1,15 @@
 import { createServer } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawnCli, waitForOutput } from "../cli/run-cli.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { clientsFor, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
+import { clientsFor, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
 // Prometheus metrics at GET /metrics: requests by procedure, protocol and
 // code, latency histograms, the response cache, rate-limit refusals, the
 // store's data version and last write, event-loop delay and process metrics;
 // bounded labels that never carry a key or a query.
 
-let f: Fixture;
-let server: TestServer;
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath, { rateLimit: 3 });
-});
-afterAll(async () => {
-  await server?.close();
-  f?.cleanup();
-});
+const t = useFixtureServer(buildFixture, { rateLimit: 3 });
 
 /** The value of one sample line `name{labels} value`, labels given in any order. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -31,20 +22,20 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 
 describe("GET /metrics", () => {
   it("counts requests by procedure, protocol and code, with bounded labels", async () => {
-    const h = { "x-api-key": f.key };
-    const sales = `${server.url}/v1/asset/sales?contractAddress=${COLLECTION}&limit=2`;
+    const h = { "x-api-key": t.f.key };
+    const sales = `${t.server.url}/v1/asset/sales?contractAddress=${COLLECTION}&limit=2`;
     await (await fetch(sales, { headers: h })).text();
     await (await fetch(sales, { headers: h })).text(); // a cache hit
-    await (await fetch(`${server.url}/v1/asset/sales?contractAddress=nope`, { headers: h })).text();
+    await (await fetch(`${t.server.url}/v1/asset/sales?contractAddress=nope`, { headers: h })).text();
     await (await fetch(sales)).text(); // no key
     await (await fetch(sales, { headers: h })).text(); // past the limit of 3
-    await (await fetch(`${server.url}/v1/nothing/here?contractAddress=${COLLECTION}`, { headers: h })).text();
+    await (await fetch(`${t.server.url}/v1/nothing/here?contractAddress=${COLLECTION}`, { headers: h })).text();
     await new Promise((r) => setTimeout(r, 1100)); // a new rate window
     for (const protocol of ["connect", "grpc-web", "grpc"] as const) {
-      await clientsFor(transportFor(protocol, server.url)).collection.listScores({ contractAddress: [COLLECTION] }, { headers: h });
+      await clientsFor(transportFor(protocol, t.server.url)).collection.listScores({ contractAddress: [COLLECTION] }, { headers: h });
     }
 
-    const r = await fetch(`${server.url}/metrics`);
+    const r = await fetch(`${t.server.url}/metrics`);
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toMatch(/^text\/plain/);
     const text = await r.text();
@@ -66,14 +57,14 @@ describe("GET /metrics", () => {
     expect(sample(text, "nodejs_eventloop_lag_p99_seconds")).toBeGreaterThanOrEqual(0);
     expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(0);
     // Never a key, a query or a caller's value in a label.
-    expect(text).not.toContain(f.key);
+    expect(text).not.toContain(t.f.key);
     expect(text).not.toContain("contractAddress");
     expect(text).not.toContain(COLLECTION);
     expect(text).not.toContain("/v1/nothing");
   });
 
   it("is absent with metrics off", async () => {
-    const off = await startTestServer(f.dbPath, { metrics: { enabled: false } });
+    const off = await startTestServer(t.f.dbPath, { metrics: { enabled: false } });
     try {
       expect((await fetch(`${off.url}/metrics`)).status).toBe(404);
     } finally {
@@ -94,12 +85,12 @@ async function freePort(): Promise<number> {
 describe("serve --metrics-port with --workers 2", () => {
   it("the primary serves the sum of both workers on its own port; the main port has no /metrics", async () => {
     const port = await freePort();
-    const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "2", "--metrics-port", String(port), "--rate-limit", "0"]);
+    const child = spawnCli(["serve", "--db", t.f.dbPath, "--port", "0", "--workers", "2", "--metrics-port", String(port), "--rate-limit", "0"]);
     try {
       // The primary's line (workers print their own first).
       const [, url] = await waitForOutput(child, /"workers":2,"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/);
       for (let i = 0; i < 10; i++) {
-        const r = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": f.key, connection: "close" } });
+        const r = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": t.f.key, connection: "close" } });
         expect(r.status).toBe(200);
         await r.text();
       }

@@ -2,12 +2,12 @@ import { execFile } from "node:child_process";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
 import { openWritable } from "../../src/store/database.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
+import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
 // What a new user's tools find with nothing but the server's address:
 // buf curl (the npm @bufbuild/buf binary) lists the services through server
@@ -16,16 +16,7 @@ import { startTestServer, type TestServer, transportFor } from "../support/serve
 
 const BUF = fileURLToPath(new URL("../../node_modules/.bin/buf", import.meta.url));
 
-let f: Fixture;
-let server: TestServer;
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server?.close();
-  f?.cleanup();
-});
+const t = useFixtureServer(buildFixture);
 
 /** buf curl as a child process, asynchronously: the server runs in this process's event loop. */
 function bufCurl(args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
@@ -49,7 +40,7 @@ const REQUESTS: Record<string, object> = {
 
 describe("server reflection with buf curl, no --schema", () => {
   it.each([["grpc-v1"], ["grpc-v1alpha"]])("lists every service (%s)", async (reflectProtocol) => {
-    const r = await bufCurl(["--reflect-protocol", reflectProtocol, "--list-services", server.url]);
+    const r = await bufCurl(["--reflect-protocol", reflectProtocol, "--list-services", t.server.url]);
     expect(r.stderr).toBe("");
     expect(r.stdout.trim().split("\n")).toEqual([
       "grpc.health.v1.Health",
@@ -61,14 +52,14 @@ describe("server reflection with buf curl, no --schema", () => {
   });
 
   it("lists every method", async () => {
-    const methods = (await bufCurl(["--list-methods", server.url])).stdout;
+    const methods = (await bufCurl(["--list-methods", t.server.url])).stdout;
     for (const m of Object.keys(REQUESTS)) expect(methods).toContain(m);
     expect(methods).toContain("grpc.health.v1.Health/Watch");
   });
 
   it.each(["grpc", "grpcweb", "connect"])("calls every RPC over %s", async (protocol) => {
     for (const [method, body] of Object.entries(REQUESTS)) {
-      const r = await bufCurl(["--protocol", protocol, "-H", `x-api-key: ${f.key}`, "-d", JSON.stringify(body), `${server.url}/${method}`]);
+      const r = await bufCurl(["--protocol", protocol, "-H", `x-api-key: ${t.f.key}`, "-d", JSON.stringify(body), `${t.server.url}/${method}`]);
       expect(r.stderr, `${protocol} ${method}`).toBe("");
       expect(r.status).toBe(0);
       const out = JSON.parse(r.stdout) as Record<string, unknown>;
@@ -77,7 +68,7 @@ describe("server reflection with buf curl, no --schema", () => {
   });
 
   it("without a key the data RPCs are still refused, reflection is not", async () => {
-    const r = await bufCurl(["--protocol", "grpc", "-d", JSON.stringify(REQUESTS["marketdata.v1.CollectionService/ListScores"]), `${server.url}/marketdata.v1.CollectionService/ListScores`]);
+    const r = await bufCurl(["--protocol", "grpc", "-d", JSON.stringify(REQUESTS["marketdata.v1.CollectionService/ListScores"]), `${t.server.url}/marketdata.v1.CollectionService/ListScores`]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/unauthenticated/);
   });
@@ -85,7 +76,7 @@ describe("server reflection with buf curl, no --schema", () => {
 
 describe("health", () => {
   const get = async (path: string) => {
-    const r = await fetch(`${server.url}${path}`);
+    const r = await fetch(`${t.server.url}${path}`);
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
   };
 
@@ -96,7 +87,7 @@ describe("health", () => {
 
   it("grpc.health.v1 Check and List per service, on every protocol", async () => {
     for (const protocol of ["connect", "grpc-web", "grpc"] as const) {
-      const health = createClient(Health, transportFor(protocol, server.url));
+      const health = createClient(Health, transportFor(protocol, t.server.url));
       expect((await health.check({ service: "" })).status, protocol).toBe(Status.SERVING);
       expect((await health.check({ service: "marketdata.v1.AssetService" })).status).toBe(Status.SERVING);
       await expect(health.check({ service: "nope.Service" })).rejects.toThrow(/not_found|unknown service/i);
@@ -106,14 +97,14 @@ describe("health", () => {
   });
 
   it("/readyz turns 503 when the store's schema is not this build's", async () => {
-    const db = openWritable(f.dbPath);
+    const db = openWritable(t.f.dbPath);
     try {
       db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
       expect(await get("/readyz")).toEqual({
         status: 503,
         body: { status: "not ready", reason: `store schema version ${MIGRATIONS.length + 1}, this build needs ${MIGRATIONS.length}` },
       });
-      const health = createClient(Health, transportFor("grpc", server.url));
+      const health = createClient(Health, transportFor("grpc", t.server.url));
       expect((await health.check({ service: "" })).status).toBe(Status.NOT_SERVING);
     } finally {
       db.pragma(`user_version = ${MIGRATIONS.length}`);
@@ -123,7 +114,7 @@ describe("health", () => {
   });
 
   it("on shutdown: /readyz is 503 at once, and Watch sends NOT_SERVING", async () => {
-    const s = await startTestServer(f.dbPath, { drainMs: 2000 });
+    const s = await startTestServer(t.f.dbPath, { drainMs: 2000 });
     const watch = createClient(Health, transportFor("grpc", s.url)).watch({ service: "" });
     const statuses: Status[] = [];
     const first = await watch[Symbol.asyncIterator]().next();

@@ -75,11 +75,11 @@ export async function restGet(
  * Registers beforeAll/afterAll hooks that build the fixture store and serve
  * it; the returned object is filled in before the first test runs.
  */
-export function useFixtureServer(build: () => Fixture): { f: Fixture; server: TestServer } {
+export function useFixtureServer(build: () => Fixture, options: Partial<StartOptions> = {}): { f: Fixture; server: TestServer } {
   const ctx = {} as { f: Fixture; server: TestServer };
   beforeAll(async () => {
     ctx.f = build();
-    ctx.server = await startTestServer(ctx.f.dbPath);
+    ctx.server = await startTestServer(ctx.f.dbPath, options);
   });
   afterAll(async () => {
     await ctx.server?.close();

@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/service/services.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { restGet, startTestServer, type TestServer } from "../support/server.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
+import { restGet, useFixtureServer } from "../support/server.js";
 
 // gen/openapi.json (tools/protoc-gen-openapi.ts, run by buf generate) is a
 // valid OpenAPI 3.1 document, covers every /v1 route, and real answers of
@@ -18,16 +18,7 @@ const spec = JSON.parse(readFileSync(FILE, "utf8")) as {
   components: { schemas: Record<string, object> };
 };
 
-let f: Fixture;
-let server: TestServer;
-beforeAll(async () => {
-  f = buildFixture();
-  server = await startTestServer(f.dbPath);
-});
-afterAll(async () => {
-  await server?.close();
-  f?.cleanup();
-});
+const t = useFixtureServer(buildFixture);
 
 /** A validator of one response body against the document's schema for (path, status). */
 function validatorFor(path: string, status: string) {
@@ -65,15 +56,15 @@ describe("gen/openapi.json", () => {
   });
 
   it.each(Object.keys(QUERIES))("real answers of %s validate against its schemas", async (path) => {
-    const ok = await restGet(server.url, path, QUERIES[path]!, f.key);
+    const ok = await restGet(t.server.url, path, QUERIES[path]!, t.f.key);
     expect(ok.status).toBe(200);
     const data = validatorFor(path, "200");
     expect(data(ok.body), JSON.stringify(data.errors)).toBe(true);
     for (const [status, query, key] of [
-      ["400", { contractAddress: "nope" }, f.key],
+      ["400", { contractAddress: "nope" }, t.f.key],
       ["401", QUERIES[path]!, undefined],
     ] as const) {
-      const r = await restGet(server.url, path, query, key);
+      const r = await restGet(t.server.url, path, query, key);
       expect(String(r.status)).toBe(status);
       const error = validatorFor(path, status);
       expect(error(r.body), JSON.stringify(error.errors)).toBe(true);
