@@ -20,6 +20,7 @@ import { KINDS } from "../ingest/kinds.js";
 import { runDemo } from "./demo.js";
 import { runDerive } from "./derive.js";
 import { runStatsRebuild } from "./stats.js";
+import { runMigrate } from "./migrate.js";
 import { runStart } from "./start.js";
 import { runImport } from "./import.js";
 import { createKey, listKeys, revokeKey, updateKey } from "./keys.js";
@@ -34,6 +35,14 @@ const program = new Command("marketdata")
 
 const dbOption = () =>
   new Option("--db <path>", "SQLite store").env("MARKETDATA_DB").default(DEFAULT_DB);
+
+program
+  .command("migrate")
+  .description("bring a store to this build's schema: a SQLite file (created if absent) or a PostgreSQL database (run against the primary)")
+  .addOption(new Option("--db <path-or-url>", "SQLite file, or postgres://user@host:port/database").env("MARKETDATA_DB").default(DEFAULT_DB))
+  .action(async (opts: { db: string }) => {
+    await runMigrate(opts.db);
+  });
 
 /** The options of every command that listens. */
 const listening = (command: Command) =>

@@ -8,10 +8,23 @@ export type Db = Database.Database;
 export class StoreError extends Error {}
 
 /**
+ * A PostgreSQL URL given to a command that has no PostgreSQL store yet: said
+ * plainly rather than taken for a file name.
+ */
+function refusePostgres(path: string): void {
+  if (/^postgres(ql)?:\/\//i.test(path)) {
+    throw new StoreError(
+      "PostgreSQL stores can be created and migrated (marketdata migrate) but not yet served, imported into or derived; use a SQLite file for those",
+    );
+  }
+}
+
+/**
  * Opens the store for writing (import, keys, demo), creating it and applying
  * pending migrations. WAL lets running servers keep reading meanwhile.
  */
 export function openWritable(path: string): Db {
+  refusePostgres(path);
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
@@ -49,6 +62,7 @@ const READ_MMAP_BYTES = 1 << 30;
 
 /** Opens an existing store read-only, as the server does. */
 export function openReadOnly(path: string): Db {
+  refusePostgres(path);
   if (!existsSync(path)) {
     throw new StoreError(`store ${path} does not exist; create it with "marketdata import" or "marketdata demo"`);
   }

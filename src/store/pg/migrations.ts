@@ -1,0 +1,159 @@
+// The PostgreSQL schema, versioned like the SQLite one (store/migrations.ts)
+// but in PostgreSQL's own terms: asset ids and wei as numeric(78,0) (exact,
+// ordered numerically, summed exactly), hashes and addresses as bytea,
+// epoch seconds as bigint, keyset pages on row comparisons over the same
+// index orders as SQLite's. schema_migrations holds the applied version;
+// store_state holds the data version every write bumps in its own
+// transaction, so a replica's caches follow the data as replayed.
+
+export const PG_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE collections (
+    id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    address text NOT NULL UNIQUE,
+    name text NOT NULL DEFAULT ''
+  );
+
+  CREATE TABLE tokens (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    current_owner text NOT NULL DEFAULT '',
+    attributes jsonb NOT NULL DEFAULT '[]',
+    PRIMARY KEY (collection_id, asset_id)
+  );
+
+  CREATE TABLE appraisals (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    fair_market_value numeric(78,0) NOT NULL,
+    confidence text NOT NULL,
+    source text NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived')),
+    PRIMARY KEY (collection_id, asset_id)
+  );
+
+  CREATE TABLE rarity (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    current_owner text NOT NULL,
+    rarity_score double precision NOT NULL,
+    statistical_rarity double precision NOT NULL,
+    rarity_rank integer NOT NULL,
+    source text NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived')),
+    PRIMARY KEY (collection_id, asset_id)
+  );
+  CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, asset_id);
+
+  CREATE TABLE sales (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    hash bytea NOT NULL CHECK (length(hash) = 32),
+    seller bytea NOT NULL CHECK (length(seller) = 20),
+    buyer bytea NOT NULL CHECK (length(buyer) = 20),
+    timestamp bigint NOT NULL,
+    block bigint NOT NULL,
+    price numeric(78,0) NOT NULL,
+    amount_received numeric(78,0) NOT NULL,
+    marketplace text NOT NULL
+  );
+  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_id);
+  CREATE INDEX sales_by_time ON sales (collection_id, timestamp DESC, block DESC, hash, asset_id);
+  CREATE INDEX sales_by_asset ON sales (collection_id, asset_id, timestamp DESC, block DESC, hash) INCLUDE (marketplace, price);
+  CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_id) INCLUDE (price);
+
+  -- Running totals per collection, marketplace and hour, as in SQLite (store/sales-stats.ts).
+  CREATE TABLE sales_hourly (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    marketplace text NOT NULL,
+    hour bigint NOT NULL,
+    cum_num_sales bigint NOT NULL,
+    cum_volume numeric NOT NULL,
+    PRIMARY KEY (collection_id, marketplace, hour)
+  );
+
+  CREATE TABLE listings (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    marketplace text NOT NULL,
+    marketplace_id text NOT NULL,
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    created_at bigint NOT NULL,
+    last_updated_at bigint NOT NULL,
+    price numeric(78,0) NOT NULL,
+    status text NOT NULL CHECK (status IN ('CREATED', 'FULFILLED', 'CANCELLED', 'EXPIRED'))
+  );
+  CREATE UNIQUE INDEX listings_natural_key ON listings (marketplace, marketplace_id);
+  CREATE INDEX listings_by_time ON listings (collection_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_asset ON listings (collection_id, asset_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_marketplace ON listings (collection_id, marketplace, created_at DESC, marketplace_id);
+  CREATE INDEX listings_by_status ON listings (collection_id, status, created_at DESC, marketplace, marketplace_id);
+
+  CREATE TABLE social_users (
+    id text PRIMARY KEY,
+    screen_name text NOT NULL,
+    profile_image_url text NOT NULL,
+    description text NOT NULL,
+    name text NOT NULL,
+    location text NOT NULL,
+    followers_count bigint NOT NULL,
+    verified boolean NOT NULL,
+    statuses_count bigint NOT NULL,
+    favourites_count bigint NOT NULL,
+    protected boolean NOT NULL
+  );
+
+  CREATE TABLE influencers (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    user_id text NOT NULL REFERENCES social_users(id),
+    score double precision NOT NULL,
+    PRIMARY KEY (collection_id, user_id)
+  );
+  CREATE INDEX influencers_by_score ON influencers (collection_id, score DESC, user_id);
+
+  CREATE TABLE tweets (
+    collection_id integer NOT NULL REFERENCES collections(id),
+    id text NOT NULL,
+    user_id text NOT NULL REFERENCES social_users(id),
+    source text NOT NULL,
+    text text NOT NULL,
+    retweet_count bigint NOT NULL,
+    favorite_count bigint NOT NULL,
+    possibly_sensitive boolean NOT NULL,
+    lang text NOT NULL,
+    retweeted_status jsonb,
+    created_at text NOT NULL,
+    date text NOT NULL,
+    original_id text NOT NULL,
+    original_text text NOT NULL,
+    original_tweet boolean NOT NULL,
+    interaction bigint NOT NULL,
+    PRIMARY KEY (collection_id, id)
+  );
+  CREATE INDEX tweets_by_interaction ON tweets (collection_id, interaction DESC, id);
+
+  CREATE TABLE scores (
+    collection_id integer PRIMARY KEY REFERENCES collections(id),
+    hype double precision NOT NULL,
+    gains double precision NOT NULL,
+    community double precision NOT NULL,
+    total double precision NOT NULL
+  );
+
+  CREATE TABLE api_keys (
+    id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL,
+    key_hash bytea NOT NULL UNIQUE,
+    created_at bigint NOT NULL,
+    revoked_at bigint,
+    rate_limit integer CHECK (rate_limit > 0)
+  );
+
+  -- One row: the data version (every write transaction bumps it) and when it last moved.
+  CREATE TABLE store_state (
+    id integer PRIMARY KEY CHECK (id = 1),
+    data_version bigint NOT NULL,
+    last_write timestamptz NOT NULL
+  );
+  INSERT INTO store_state VALUES (1, 0, now());
+  `,
+];

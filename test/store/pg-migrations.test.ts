@@ -1,0 +1,110 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migratePg, openPool, pgSchemaVersion, requireCurrentPgSchema } from "../../src/store/pg/database.js";
+import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
+import { runCli } from "../cli/run-cli.js";
+import { createTestDatabase, skipPg } from "../support/pg.js";
+
+// Versioned migrations on PostgreSQL (issue 10): `marketdata migrate --db
+// postgres://...` creates the schema in PostgreSQL's own types, is
+// idempotent and safe to run twice at once, and a store whose schema is
+// older or newer than the build is refused with what to do.
+
+describe.skipIf(skipPg)("PostgreSQL migrations", () => {
+  let db: { url: string; drop(): Promise<void> };
+  let pool: pg.Pool;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = openPool(db.url, 2);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it("an empty database is refused as too old, with the command that fixes it", async () => {
+    await expect(requireCurrentPgSchema(pool, db.url)).rejects.toThrow(/schema version 0, this build needs \d+; run "marketdata migrate --db URL"/);
+  });
+
+  it("marketdata migrate creates the schema, twice at once without harm, then has nothing to do", async () => {
+    const [a, b] = await Promise.all([migratePg(pool), migratePg(openPool(db.url, 1))]);
+    expect([a.to, b.to]).toEqual([PG_MIGRATIONS.length, PG_MIGRATIONS.length]);
+    expect(Math.min(a.from, b.from)).toBe(0);
+    expect(Math.max(a.from, b.from)).toBe(PG_MIGRATIONS.length);
+    expect(await pgSchemaVersion(pool)).toBe(PG_MIGRATIONS.length);
+    await requireCurrentPgSchema(pool, db.url);
+    const r = runCli(["migrate", "--db", db.url]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/is at schema version \d+: nothing to do/);
+  });
+
+  it("uses PostgreSQL's own types: numeric for ids and wei, bytea for hashes and addresses", async () => {
+    const cols = await pool.query<{ table_name: string; column_name: string; data_type: string }>(
+      `SELECT table_name, column_name, data_type FROM information_schema.columns
+       WHERE table_schema = 'public' AND (table_name, column_name) IN
+         (('sales', 'asset_id'), ('sales', 'price'), ('sales', 'hash'), ('sales', 'buyer'), ('sales_hourly', 'cum_volume'), ('api_keys', 'key_hash'))
+       ORDER BY table_name, column_name`,
+    );
+    expect(cols.rows.map((r) => `${r.table_name}.${r.column_name} ${r.data_type}`)).toEqual([
+      "api_keys.key_hash bytea",
+      "sales.asset_id numeric",
+      "sales.buyer bytea",
+      "sales.hash bytea",
+      "sales.price numeric",
+      "sales_hourly.cum_volume numeric",
+    ]);
+    // Exact sums far above 2^64.
+    await pool.query("INSERT INTO collections (address) VALUES ('0x' || repeat('a', 40))");
+    const big = (2n ** 200n).toString();
+    for (const [i, price] of [big, big, "1"].entries()) {
+      await pool.query(
+        `INSERT INTO sales (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace)
+         VALUES (1, $1, $2, $3, $3, 1700000000, 1, $4, $4, 'OPENSEA')`,
+        [String(i), Buffer.alloc(32, i + 1), Buffer.alloc(20, 7), price],
+      );
+    }
+    const sum = await pool.query<{ s: string }>("SELECT sum(price)::text AS s FROM sales");
+    expect(sum.rows[0]!.s).toBe((2n * 2n ** 200n + 1n).toString());
+  });
+
+  it("a store newer than the build is refused, by serve's check and by migrate", async () => {
+    await pool.query("INSERT INTO schema_migrations (version) VALUES ($1)", [PG_MIGRATIONS.length + 1]);
+    await expect(requireCurrentPgSchema(pool, db.url)).rejects.toThrow(/newer than this build/);
+    const r = runCli(["migrate", "--db", db.url]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^marketdata: the PostgreSQL store has schema version \d+, newer than this build/);
+    await pool.query("DELETE FROM schema_migrations WHERE version = $1", [PG_MIGRATIONS.length + 1]);
+  });
+
+  it("an unreachable server is a clear error, and a password never reaches a message", () => {
+    const r = runCli(["migrate", "--db", "postgres://user:secret@127.0.0.1:1/nothing"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^marketdata: cannot migrate the PostgreSQL store at postgres:\/\/user:\*\*\*@127\.0\.0\.1:1\/nothing/);
+    expect(r.stderr).not.toContain("secret");
+  });
+
+  it("commands without a PostgreSQL store yet say so instead of taking the URL for a file", () => {
+    for (const args of [["serve", "--db", db.url, "--port", "0"], ["keys", "list", "--db", db.url], ["derive", "--db", db.url]]) {
+      const r = runCli(args);
+      expect(r.status, args.join(" ")).toBe(1);
+      expect(r.stderr).toMatch(/PostgreSQL stores can be created and migrated \(marketdata migrate\) but not yet served/);
+    }
+  });
+});
+
+describe("migrate on SQLite", () => {
+  it("creates and migrates a store file, then has nothing to do", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(`${tmpdir()}/migrate-`);
+    try {
+      const first = runCli(["migrate", "--db", `${dir}/s.sqlite`]);
+      expect(first.status, first.stderr).toBe(0);
+      expect(first.stderr).toMatch(/migrated store .* from schema version 0 to \d+/);
+      expect(runCli(["migrate", "--db", `${dir}/s.sqlite`]).stderr).toMatch(/nothing to do/);
+      expect(runCli(["migrate", "--help"]).stdout).toMatch(/^Usage: marketdata migrate/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
