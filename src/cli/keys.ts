@@ -1,13 +1,14 @@
-import { ApiKeyAdmin } from "../store/api-keys.js";
-import { openWritable } from "../store/database.js";
+import { type KeyAdmin, openKeyAdmin } from "../store/keys/key-admin.js";
 import { CliError } from "./errors.js";
 
-function withAdmin<T>(dbPath: string, fn: (admin: ApiKeyAdmin) => T): T {
-  const db = openWritable(dbPath);
+// `keys`: on a SQLite file or a PostgreSQL database (--db postgres://...).
+
+async function withAdmin<T>(db: string, fn: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  const admin = await openKeyAdmin(db);
   try {
-    return fn(new ApiKeyAdmin(db));
+    return await fn(admin);
   } finally {
-    db.close();
+    await admin.close();
   }
 }
 
@@ -27,17 +28,17 @@ function parseId(idText: string): number {
 
 const rateText = (rate: number | null) => (rate === null ? "the server's default rate limit" : `${rate} requests/s`);
 
-export function createKey(dbPath: string, name: string, rate = "default"): void {
+export async function createKey(dbPath: string, name: string, rate = "default"): Promise<void> {
   if (name.trim() === "") throw new CliError("--name must not be empty");
   const rateLimit = parseRate(rate);
-  const { id, key } = withAdmin(dbPath, (admin) => admin.create(name, { rateLimit }));
+  const { id, key } = await withAdmin(dbPath, (admin) => admin.create(name, { rateLimit }));
   process.stderr.write(`Created API key ${id} (${name}), ${rateText(rateLimit)}. It is shown only once; store it now.\n`);
   // The key alone on the last line of stdout, so scripts can capture it.
   process.stdout.write(`${key}\n`);
 }
 
-export function listKeys(dbPath: string): void {
-  const keys = withAdmin(dbPath, (admin) => admin.list());
+export async function listKeys(dbPath: string): Promise<void> {
+  const keys = await withAdmin(dbPath, (admin) => admin.list());
   const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
   const rows = [
     ["ID", "NAME", "CREATED", "REVOKED", "RATE/S"],
@@ -47,16 +48,16 @@ export function listKeys(dbPath: string): void {
   for (const r of rows) process.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()}\n`);
 }
 
-export function updateKey(dbPath: string, idText: string, rate: string | undefined): void {
+export async function updateKey(dbPath: string, idText: string, rate: string | undefined): Promise<void> {
   const id = parseId(idText);
   if (rate === undefined) throw new CliError("nothing to update: give --rate N or --rate default");
   const rateLimit = parseRate(rate);
-  if (!withAdmin(dbPath, (admin) => admin.setRateLimit(id, rateLimit))) throw new CliError(`no API key with id ${idText}`);
+  if (!(await withAdmin(dbPath, (admin) => admin.setRateLimit(id, rateLimit)))) throw new CliError(`no API key with id ${idText}`);
   process.stderr.write(`API key ${idText} now has ${rateText(rateLimit)}; servers apply it within a second.\n`);
 }
 
-export function revokeKey(dbPath: string, idText: string): void {
-  const found = withAdmin(dbPath, (admin) => admin.revoke(parseId(idText)));
+export async function revokeKey(dbPath: string, idText: string): Promise<void> {
+  const found = await withAdmin(dbPath, (admin) => admin.revoke(parseId(idText)));
   if (!found) throw new CliError(`no API key with id ${idText}`);
   process.stderr.write(`Revoked API key ${idText}.\n`);
 }

@@ -36,10 +36,14 @@ const program = new Command("marketdata")
 const dbOption = () =>
   new Option("--db <path>", "SQLite store").env("MARKETDATA_DB").default(DEFAULT_DB);
 
+/** --db for the commands that also take a PostgreSQL database. */
+const storeOption = () =>
+  new Option("--db <path-or-url>", "SQLite file, or postgres://user@host:port/database").env("MARKETDATA_DB").default(DEFAULT_DB);
+
 program
   .command("migrate")
   .description("bring a store to this build's schema: a SQLite file (created if absent) or a PostgreSQL database (run against the primary)")
-  .addOption(new Option("--db <path-or-url>", "SQLite file, or postgres://user@host:port/database").env("MARKETDATA_DB").default(DEFAULT_DB))
+  .addOption(storeOption())
   .action(async (opts: { db: string }) => {
     await runMigrate(opts.db);
   });
@@ -99,26 +103,26 @@ const keys = program.command("keys").description("issue, list, update and revoke
 keys
   .command("create")
   .description("issue a new API key; prints it alone on the last line of stdout")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .requiredOption("--name <name>", "who or what the key is for")
   .option("--rate <n>", 'requests per second for this key, or "default" (the server\'s --rate-limit)', "default")
   .action((opts: { db: string; name: string; rate: string }) => createKey(opts.db, opts.name, opts.rate));
 keys
   .command("update")
   .description("change a key's rate limit; running servers apply it within a second")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .argument("<id>", "key id, from `keys list`")
   .option("--rate <n>", 'requests per second, or "default" (the server\'s --rate-limit)')
   .action((id: string, opts: { db: string; rate?: string }) => updateKey(opts.db, id, opts.rate));
 keys
   .command("list")
   .description("show id, name, created and revoked times (never the keys)")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .action((opts: { db: string }) => listKeys(opts.db));
 keys
   .command("revoke")
   .description("revoke a key by id; servers refuse it from their next request")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .argument("<id>", "key id, from `keys list`")
   .action((id: string, opts: { db: string }) => revokeKey(opts.db, id));
 

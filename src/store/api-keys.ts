@@ -23,6 +23,11 @@ export interface KeyGrant {
   rateLimit: number | null;
 }
 
+/** A new key: the prefix and 32 random bytes. */
+export function newApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString("base64url");
+}
+
 export function hashApiKey(key: string): Buffer {
   return createHash("sha256").update(key, "utf8").digest();
 }
@@ -37,7 +42,7 @@ export class ApiKeyAdmin {
 
   /** Issues a new key and returns it; only its hash is kept. */
   create(name: string, options: { rateLimit?: number | null; now?: number } = {}): { id: number; key: string } {
-    const key = KEY_PREFIX + randomBytes(32).toString("base64url");
+    const key = newApiKey();
     const info = this.#db
       .prepare("INSERT INTO api_keys (name, key_hash, created_at, rate_limit) VALUES (?, ?, ?, ?)")
       .run(name, hashApiKey(key), Math.floor((options.now ?? Date.now()) / 1000), options.rateLimit ?? null);

@@ -83,8 +83,24 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     expect(r.stderr).not.toContain("secret");
   });
 
+  it("keys create, list, update and revoke work on PostgreSQL, and bump the data version", async () => {
+    const version = async () => Number((await pool.query<{ v: string }>("SELECT data_version AS v FROM store_state")).rows[0]!.v);
+    const before = await version();
+    const created = runCli(["keys", "create", "--db", db.url, "--name", "pg", "--rate", "40"]);
+    expect(created.status, created.stderr).toBe(0);
+    const key = created.stdout.trim().split("\n").pop()!;
+    expect(key).toMatch(/^mdk_/);
+    expect(runCli(["keys", "update", "--db", db.url, "1", "--rate", "default"]).status).toBe(0);
+    expect(runCli(["keys", "revoke", "--db", db.url, "1"]).status).toBe(0);
+    expect(runCli(["keys", "list", "--db", db.url]).stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+pg\s+\S+\s+\d{4}-\S+\s+default\n$/);
+    expect(runCli(["keys", "revoke", "--db", db.url, "9"]).stderr).toMatch(/no API key with id 9/);
+    const stored = await pool.query<{ key_hash: Buffer }>("SELECT key_hash FROM api_keys");
+    expect(stored.rows[0]!.key_hash).toHaveLength(32);
+    expect(await version()).toBe(before + 3);
+  });
+
   it("commands without a PostgreSQL store yet say so instead of taking the URL for a file", () => {
-    for (const args of [["serve", "--db", db.url, "--port", "0"], ["keys", "list", "--db", db.url], ["derive", "--db", db.url]]) {
+    for (const args of [["serve", "--db", db.url, "--port", "0"], ["import", "--db", db.url, "sales", "-"], ["derive", "--db", db.url]]) {
       const r = runCli(args);
       expect(r.status, args.join(" ")).toBe(1);
       expect(r.stderr).toMatch(/PostgreSQL stores can be created and migrated \(marketdata migrate\) but not yet served/);
