@@ -24,6 +24,8 @@ export const DEFAULT_TIMEOUTS = {
 } as const;
 /** How long, on shutdown, idle keep-alive connections may still bring a request (ms). */
 export const DRAIN_MS = 1000;
+/** PostgreSQL connections per serving process: a few per core keep the round trips overlapped. */
+export const DEFAULT_POOL_SIZE = 10;
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 const MAX_WORKERS = 64;
@@ -48,6 +50,8 @@ export interface ServeConfig {
   metrics: { enabled: boolean; port?: number | undefined };
   /** Origins browsers may call from (CORS); "*" for any; empty: off. */
   corsOrigins: string[];
+  /** PostgreSQL connections per serving process (ignored for SQLite). */
+  poolSize: number;
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -77,6 +81,7 @@ export interface ServeFlags {
   keepAliveTimeout?: string | undefined;
   idleTimeout?: string | undefined;
   shutdownTimeout?: string | undefined;
+  poolSize?: string | undefined;
   /** false with --no-metrics. */
   metrics?: boolean | undefined;
   metricsPort?: string | undefined;
@@ -146,6 +151,7 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     redis: flags.redis === undefined || flags.redis === "" ? undefined : { url: redisUrl(flags.redis), prefix: flags.redisPrefix ?? DEFAULT_REDIS_PREFIX },
     timeouts: resolveTimeouts(flags),
     corsOrigins: corsOrigins(flags.corsOrigin ?? ""),
+    poolSize: wholeNumber(flags.poolSize ?? String(DEFAULT_POOL_SIZE), "--pool-size (PG_POOL_SIZE)", 1, 1000),
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),

@@ -9,9 +9,8 @@ import { Redis } from "ioredis";
 import { AggregatorRegistry } from "prom-client";
 import { DEFAULT_CACHE_MB, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
-import { ApiKeyVerifier } from "./store/api-keys.js";
-import { openReadOnly } from "./store/database.js";
-import { ReadStore } from "./store/read-store.js";
+import { openReadRepositories } from "./store/open-read.js";
+import type { ReadRepositories } from "./store/repositories.js";
 import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
@@ -29,7 +28,6 @@ import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
 import { registerRestRoutes } from "./transport/rest/transcoder.js";
 import { healthRoutes, Lifecycle, type Readiness, registerHealthEndpoints, registerMetricsEndpoint } from "./transport/health.js";
 import { reflectionRoutes } from "./transport/reflection.js";
-import { MIGRATIONS } from "./store/migrations.js";
 import { Health } from "../gen/health/v1/health_pb.js";
 import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
@@ -38,8 +36,9 @@ import { ServerReflection as ReflectionV1Alpha } from "../gen/grpc/reflection/v1
 // are wired together, for the CLI and the tests alike.
 
 export interface ServerDeps {
-  store: ReadStore;
-  keys: KeyVerifier;
+  store: ReadRepositories;
+  /** The key check; the store's own keys repository when absent. */
+  keys?: KeyVerifier;
   /** Request and error logging; silent when absent. */
   logger?: Logger;
   /** Response cache size in bytes; 0 turns it off. Default DEFAULT_CACHE_MB. */
@@ -74,8 +73,8 @@ const MIB = 1024 * 1024;
  */
 export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const log = deps.logger ?? pino({ level: "silent" });
-  const watch = new DataVersionWatch(deps.store);
-  const keys = new MemoizedKeyVerifier(deps.keys, watch);
+  const watch = new DataVersionWatch(deps.store.info);
+  const keys = new MemoizedKeyVerifier(deps.keys ?? deps.store.keys, watch);
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
@@ -90,7 +89,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const metrics =
     metricsMode === "off"
       ? undefined
-      : new ServerMetrics({ cache, rateLimited: admission.refused, storePath: deps.store.path, dataVersion: () => deps.store.dataVersion() });
+      : new ServerMetrics({ cache, rateLimited: admission.refused, store: deps.store.info });
   const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
   let nextRpcId = 0;
@@ -201,13 +200,14 @@ function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Ht
 }
 
 /** Ready: not shutting down, the store readable and at this build's schema. */
-function storeReadiness(store: ReadStore, lifecycle: Lifecycle): Readiness {
+function storeReadiness(store: ReadRepositories, lifecycle: Lifecycle): Readiness {
+  const { info } = store;
   return {
-    notReadyReason() {
+    async notReadyReason() {
       if (lifecycle.shuttingDown) return "shutting down";
       try {
-        const version = store.schemaVersion();
-        if (version !== MIGRATIONS.length) return `store schema version ${version}, this build needs ${MIGRATIONS.length}`;
+        const version = await info.schemaVersion();
+        if (version !== info.expectedSchemaVersion) return `store schema version ${version}, this build needs ${info.expectedSchemaVersion}`;
       } catch {
         return "store not readable";
       }
@@ -254,7 +254,7 @@ export interface RunningServer {
 }
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
-  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins">> & {
+  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize">> & {
     drainMs?: number;
   };
 
@@ -313,17 +313,16 @@ export async function serveMetrics(registry: { contentType: string; metrics(): P
   return app;
 }
 
-/** Opens the store read-only and serves it: the CLI's serve (each worker) and the tests' servers. */
+/** Opens the store read-only (a SQLite file, or a PostgreSQL primary or replica) and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
-  const db = openReadOnly(config.db);
+  const store = await openReadRepositories(config.db, config.poolSize === undefined ? {} : { poolSize: config.poolSize });
   const logger = pino({ level: config.logLevel ?? "silent" });
   const limits = await rateLimitsFor(config, logger);
   try {
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
     const { app, cache, metrics } = await buildServer({
-      store: new ReadStore(db),
-      keys: new ApiKeyVerifier(db),
+      store,
       logger,
       cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
       ...(limits.limits === undefined ? {} : { rateLimits: limits.limits }),
@@ -353,12 +352,12 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
         await app.close();
         await metricsServer?.close();
         await limits.close();
-        db.close();
+        await store.close();
       },
     };
   } catch (err) {
     await limits.close();
-    db.close();
+    await store.close();
     throw err;
   }
 }

@@ -9,6 +9,7 @@ import { traitVectors } from "../derive/rarity.js";
 import { buildDemo } from "../demo/build.js";
 import { openReadOnly, openWritable } from "../store/database.js";
 import { DeriveStore } from "../store/derive-store.js";
+import { sqliteWritable } from "../store/writable.js";
 
 const { values } = parseArgs({
   options: { db: { type: "string" }, help: { type: "boolean", short: "h" } },
@@ -25,7 +26,7 @@ if (dbPath === undefined) {
   dbPath = join(tmp, "demo.sqlite");
   console.error("building the demo store (default scale, seed 1)...");
   const w = openWritable(dbPath);
-  await buildDemo(w, 1, "default");
+  await buildDemo(sqliteWritable(w), 1, "default");
   w.close();
 }
 

@@ -10,6 +10,7 @@ import { computeRarity, type TokenTraits } from "../derive/rarity.js";
 import { importLines } from "../ingest/importer.js";
 import { Random, zipfCumulative } from "../demo/random.js";
 import { openWritable } from "../store/database.js";
+import { DeriveStore } from "../store/derive-store.js";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log("usage: npm run bench:rarity");
@@ -33,7 +34,9 @@ async function throughStore(label: string, tokens: TokenTraits[], address: strin
       })(),
       { kind: "tokens", skipInvalid: false },
     );
-    const [result, ms] = time(() => deriveCollection(db, address));
+    const started = performance.now();
+    const result = await deriveCollection(new DeriveStore(db), address);
+    const ms = performance.now() - started;
     console.log(`${label}: derive command path (read tokens, compute, write ${result.tokens} rarity rows) ${ms.toFixed(0)} ms`);
     db.close();
   } finally {

@@ -3,7 +3,9 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify, { type FastifyInstance } from "fastify";
 import { startServer } from "../server.js";
 import { openReadOnly } from "../store/database.js";
-import { type KeyValue, type ListingStatusName, ReadStore } from "../store/read-store.js";
+import type { ListingStatusName } from "../domain/records.js";
+import type { KeyValue } from "../store/repositories.js";
+import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the
 // load generator never shares their event loop:
@@ -36,7 +38,7 @@ if (kind === "server") {
 } else {
   const app = Fastify();
   if (kind === "bytes") bytesRoutes(app, JSON.parse(readFileSync(extra!, "utf8")) as Record<string, string>);
-  else handwrittenRoutes(app, new ReadStore(openReadOnly(db)));
+  else handwrittenRoutes(app, sqliteRepositories(openReadOnly(db)));
   url = await app.listen({ port: 0, host: "127.0.0.1" });
   close = () => app.close();
 }
@@ -64,48 +66,48 @@ function after(token: string | undefined): KeyValue[] | null {
 }
 const next = (k: KeyValue[] | null) => (k ? Buffer.from(JSON.stringify({ k })).toString("base64url") : "");
 
-function handwrittenRoutes(app: FastifyInstance, store: ReadStore): void {
+function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): void {
   const route = (path: string, handle: (q: Q, id: number) => unknown) =>
     app.get(path, (req, reply) => {
       const q = req.query as Q;
       // Scores take a list of addresses; its handler looks each one up.
-      const id = path.endsWith("/scores") ? 0 : store.collectionId(String(one(q.contractAddress)).toLowerCase());
+      const id = path.endsWith("/scores") ? 0 : store.collections.collectionId(String(one(q.contractAddress)).toLowerCase());
       if (id === undefined) return reply.code(404).send({ code: "not_found" });
       void reply.type("application/json; charset=utf-8").send(JSON.stringify(handle(q, id)));
       return reply;
     });
   const page = (q: Q) => ({ limit: num(q.limit) ?? 20, after: after(one(q.cursor)) });
   route("/v1/asset/appraisals", (q, id) => {
-    if (q.assetId) return { successful: 1, nextPage: "", data: store.appraisalsByAsset(id, list(q.assetId)) };
-    const p = store.appraisalsPage(id, page(q));
+    if (q.assetId) return { successful: 1, nextPage: "", data: store.assetMetrics.appraisalsByAsset(id, list(q.assetId)) };
+    const p = store.assetMetrics.appraisalsPage(id, page(q));
     return { successful: 1, nextPage: next(p.nextKey), data: p.rows };
   });
   route("/v1/asset/rarity", (q, id) => {
-    if (q.assetId) return { successful: 1, nextPage: "", data: store.rarityByAsset(id, list(q.assetId)) };
-    const p = store.rarityPage(id, page(q));
+    if (q.assetId) return { successful: 1, nextPage: "", data: store.assetMetrics.rarityByAsset(id, list(q.assetId)) };
+    const p = store.assetMetrics.rarityPage(id, page(q));
     return { successful: 1, nextPage: next(p.nextKey), data: p.rows };
   });
   route("/v1/asset/sales", (q, id) => {
     const f = { assetId: one(q.assetId), marketplace: one(q.marketplace), since: num(q.since), until: num(q.until) };
-    const p = store.salesPage(id, f, page(q));
+    const p = store.sales.salesPage(id, f, page(q));
     return { success: 1, cursor: next(p.nextKey), data: p.rows.map((r) => ({ ...r, currency: "ETH" })) };
   });
   route("/v1/asset/listings", (q, id) => {
     const f = { assetId: one(q.assetId), marketplace: one(q.marketplace), status: one(q.status) as ListingStatusName | undefined };
-    const p = store.listingsPage(id, f, page(q));
+    const p = store.listings.listingsPage(id, f, page(q));
     return { success: 1, cursor: next(p.nextKey), data: p.rows.map((r) => ({ ...r, currency: "ETH" })) };
   });
   route("/v1/collection/stats", (q, id) => {
-    const s = store.salesSummary(id, { assetId: one(q.assetId), since: num(q.since), until: num(q.until) });
+    const s = store.sales.salesSummary(id, { assetId: one(q.assetId), since: num(q.since), until: num(q.until) });
     return { successful: 1, data: { contractAddress: one(q.contractAddress), ...s, currency: "ETH" } };
   });
-  route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.topInfluencers(id, num(q.limit) ?? 20) }));
-  route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.topTweets(id, num(q.limit) ?? 20) }));
+  route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.social.topInfluencers(id, num(q.limit) ?? 20) }));
+  route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.social.topTweets(id, num(q.limit) ?? 20) }));
   route("/v1/collection/scores", (q) => ({
     successful: 1,
     data: list(q.contractAddress).flatMap((a) => {
-      const id = store.collectionId(a.toLowerCase());
-      return id === undefined ? [] : (store.score(id) ?? []);
+      const id = store.collections.collectionId(a.toLowerCase());
+      return id === undefined ? [] : (store.collections.score(id) ?? []);
     }),
   }));
 }

@@ -8,7 +8,7 @@ import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
 import { ApiKeyAdmin } from "../store/api-keys.js";
 import { openReadOnly, openWritable, type Db } from "../store/database.js";
-import { ReadStore } from "../store/read-store.js";
+import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/write-store.js";
 import { compare, ensureStore, log, median, ROOT, startTarget } from "./harness.js";
 
@@ -191,8 +191,8 @@ function time(samples: number, budgetMs: number, fn: (i: number) => unknown): { 
 
 function latency(s: Subject): void {
   const db = openReadOnly(s.db);
-  const store = new ReadStore(db);
-  const id = store.collectionId(s.address)!;
+  const store = sqliteRepositories(db);
+  const id = store.collections.collectionId(s.address)!;
   const groupBy = (asset: boolean) =>
     db.prepare(
       `SELECT marketplace, count(*), sum(price_hi), sum(price_lo) FROM sales
@@ -209,7 +209,7 @@ function latency(s: Subject): void {
       const rnd = new Random(length ?? 0);
       const windows = Array.from({ length: SAMPLES }, () => windowOf(s, length, rnd));
       const filter = (i: number) => ({ ...windows[i]!, assetId: asset ? s.hotAsset : undefined });
-      const stats = time(SAMPLES, 20_000, (i) => store.salesSummary(id, filter(i)));
+      const stats = time(SAMPLES, 20_000, (i) => store.sales.salesSummary(id, filter(i)));
       const stmt = groupBy(asset);
       const raw = time(SAMPLES, 5_000, (i) => {
         const w = windows[i]!;

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { buildDemo, type DemoProgress, type DemoResult } from "../demo/build.js";
 import { SCALES, type Scale } from "../demo/generate.js";
-import { openWritable } from "../store/database.js";
+import { isPostgresUrl } from "../store/pg/database.js";
+import { openWritableStore } from "../store/writable.js";
 import { describe } from "./derive.js";
 import { CliError } from "./errors.js";
 import { summary } from "./import.js";
@@ -42,15 +43,15 @@ function reporter(): DemoProgress {
 export async function runDemo(dbPath: string, seedText: string, scaleText: string): Promise<DemoResult> {
   const seed = parseSeed(seedText);
   const scale = parseScale(scaleText);
-  if (existsSync(dbPath)) process.stderr.write(`${dbPath} exists: demo records are upserted into it\n`);
-  const db = openWritable(dbPath);
+  if (!isPostgresUrl(dbPath) && existsSync(dbPath)) process.stderr.write(`${dbPath} exists: demo records are upserted into it\n`);
+  const store = await openWritableStore(dbPath, { migrateEmpty: true });
   try {
     const started = performance.now();
-    const result = await buildDemo(db, seed, scale, reporter());
+    const result = await buildDemo(store, seed, scale, reporter());
     for (const d of result.derived) process.stderr.write(`${describe(d)}\n`);
-    process.stderr.write(`demo store ${dbPath} ready in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`demo store ${store.description} ready in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
     return result;
   } finally {
-    db.close();
+    await store.close();
   }
 }

@@ -1,25 +1,26 @@
 import { isAddress } from "../domain/formats.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import { DeriveStore, type DerivedWrite } from "../store/derive-store.js";
-import { openWritable } from "../store/database.js";
+import type { DerivedWrite } from "../store/derive-store.js";
+import { deriveRepository, openWritableStore } from "../store/writable.js";
 import { CliError } from "./errors.js";
 
-export function runDerive(dbPath: string, collection: string | undefined, replaceImported = false): DeriveResult[] {
+export async function runDerive(dbPath: string, collection: string | undefined, replaceImported = false): Promise<DeriveResult[]> {
   if (collection !== undefined && !isAddress(collection)) {
     throw new CliError(`--collection must be 0x followed by 40 hex characters, got ${JSON.stringify(collection)}`);
   }
   const only = collection?.toLowerCase();
-  const db = openWritable(dbPath);
+  const store = await openWritableStore(dbPath);
   try {
-    if (only !== undefined && new DeriveStore(db).collectionId(only) === undefined) {
-      throw new CliError(`collection ${only} not found in ${dbPath}`);
+    const repo = deriveRepository(store);
+    if (only !== undefined && (await repo.collectionId(only)) === undefined) {
+      throw new CliError(`collection ${only} not found in ${store.description}`);
     }
-    const results = deriveAll(db, only, { replaceImported });
+    const results = await deriveAll(repo, only, { replaceImported });
     for (const r of results) process.stderr.write(`${describe(r)}\n`);
     if (results.length === 0) process.stderr.write("nothing to derive: the store has no tokens or sales\n");
     return results;
   } finally {
-    db.close();
+    await store.close();
   }
 }
 

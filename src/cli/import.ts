@@ -1,7 +1,8 @@
 import { createReadStream, createWriteStream, rmSync, statSync, type WriteStream } from "node:fs";
 import { createInterface } from "node:readline";
-import { openWritable } from "../store/database.js";
-import { ImportCancelled, ImportRejected, type ImportStats, importLines, type LineError } from "../ingest/importer.js";
+import { openWritableStore } from "../store/writable.js";
+import { importInto } from "../ingest/import-into.js";
+import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
 import { isKind, KINDS } from "../ingest/kinds.js";
 import { CliError } from "./errors.js";
 import { progressBar } from "./progress.js";
@@ -49,11 +50,19 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
-  const db = openWritable(cmd.db);
+  let store;
+  try {
+    store = await openWritableStore(cmd.db, { migrateEmpty: true });
+  } catch (err) {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    rejects?.end();
+    throw err;
+  }
   const bar = progressBar(`import ${cmd.kind}`, size);
   const started = process.hrtime.bigint();
   try {
-    const stats = await importLines(db, lines, {
+    const stats = await importInto(store, lines, {
       kind: cmd.kind,
       skipInvalid: cmd.skipInvalid,
       onReject,
@@ -80,7 +89,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     rejects?.end();
-    db.close();
+    await store.close();
   }
 }
 

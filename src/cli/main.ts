@@ -1,4 +1,5 @@
 import { Command, Option } from "commander";
+import pg from "pg";
 import {
   ConfigError,
   DEFAULT_CACHE_MB,
@@ -7,6 +8,7 @@ import {
   DEFAULT_LOG_LEVEL,
   DEFAULT_ANONYMOUS_RATE_LIMIT,
   DEFAULT_PORT,
+  DEFAULT_POOL_SIZE,
   DEFAULT_RATE_LIMIT,
   DEFAULT_REDIS_PREFIX,
   DEFAULT_TIMEOUTS,
@@ -33,12 +35,10 @@ const program = new Command("marketdata")
     process.exit(err.exitCode);
   });
 
-const dbOption = () =>
-  new Option("--db <path>", "SQLite store").env("MARKETDATA_DB").default(DEFAULT_DB);
-
-/** --db for the commands that also take a PostgreSQL database. */
+/** --db: a SQLite file (the embedded default) or a PostgreSQL database, for every command. */
 const storeOption = () =>
   new Option("--db <path-or-url>", "SQLite file, or postgres://user@host:port/database").env("MARKETDATA_DB").default(DEFAULT_DB);
+const dbOption = storeOption;
 
 program
   .command("migrate")
@@ -81,6 +81,9 @@ const listening = (command: Command) =>
     .addOption(new Option("--request-timeout <s>", "seconds for a whole request, body included").default(String(DEFAULT_TIMEOUTS.request)))
     .addOption(new Option("--keep-alive-timeout <s>", "seconds an idle HTTP/1.1 connection is kept").default(String(DEFAULT_TIMEOUTS.keepAlive)))
     .addOption(new Option("--idle-timeout <s>", "seconds an HTTP/2 session without activity is kept").default(String(DEFAULT_TIMEOUTS.idle)))
+    .addOption(
+      new Option("--pool-size <n>", "PostgreSQL connections per serving process (a postgres:// --db only)").env("PG_POOL_SIZE").default(String(DEFAULT_POOL_SIZE)),
+    )
     .addOption(new Option("--cors-origin <origins>", 'browser origins allowed to call (comma-separated, or "*"); default: none').env("CORS_ORIGIN"))
     .addOption(new Option("--no-metrics", "do not collect or serve Prometheus metrics"))
     .addOption(
@@ -165,8 +168,8 @@ program
   .addOption(dbOption())
   .option("--collection <address>", "only this collection")
   .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
-  .action((opts: { db: string; collection?: string; replaceImported: boolean }) => {
-    runDerive(opts.db, opts.collection, opts.replaceImported);
+  .action(async (opts: { db: string; collection?: string; replaceImported: boolean }) => {
+    await runDerive(opts.db, opts.collection, opts.replaceImported);
   });
 
 const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");
@@ -176,8 +179,8 @@ stats
   .addOption(dbOption())
   .option("--collection <address>", "only this collection")
   .option("--check", "change nothing; exit 1 if any aggregate differs from the sales", false)
-  .action((opts: { db: string; collection?: string; check: boolean }) => {
-    runStatsRebuild(opts.db, opts);
+  .action(async (opts: { db: string; collection?: string; check: boolean }) => {
+    await runStatsRebuild(opts.db, opts);
   });
 
 try {
@@ -185,6 +188,11 @@ try {
 } catch (err) {
   if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreError) {
     process.stderr.write(`marketdata: ${err.message}\n`);
+    process.exit(1);
+  }
+  // PostgreSQL unreachable or refusing: its own words, no stack (URLs are never in them).
+  if (err instanceof Error && (err instanceof pg.DatabaseError || /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET)$/.test(String((err as { code?: unknown }).code)))) {
+    process.stderr.write(`marketdata: PostgreSQL: ${err.message}\n`);
     process.exit(1);
   }
   throw err;

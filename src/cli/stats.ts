@@ -2,6 +2,10 @@ import { isAddress } from "../domain/formats.js";
 import { openWritable } from "../store/database.js";
 import { SalesAggregates } from "../store/sales-stats.js";
 import { CliError } from "./errors.js";
+import { isPostgresUrl } from "../store/pg/database.js";
+import { PgDeriveStore } from "../store/pg/pg-derive-store.js";
+import { rebuildStatsPg } from "../store/pg/pg-stats-rebuild.js";
+import { openWritableStore } from "../store/writable.js";
 
 export interface StatsRebuildResult {
   /** Hour rows that were wrong (inserted, changed or deleted by the rebuild). */
@@ -15,10 +19,11 @@ export interface StatsRebuildResult {
  * Recomputes the stats aggregates from the raw sales, in one transaction.
  * With check, nothing is written: the result says how many rows were wrong.
  */
-export function rebuildStats(dbPath: string, options: { collection?: string | undefined; check?: boolean }): StatsRebuildResult {
+export async function rebuildStats(dbPath: string, options: { collection?: string | undefined; check?: boolean }): Promise<StatsRebuildResult> {
   if (options.collection !== undefined && !isAddress(options.collection)) {
     throw new CliError(`--collection must be 0x followed by 40 hex characters, got ${JSON.stringify(options.collection)}`);
   }
+  if (isPostgresUrl(dbPath)) return rebuildOnPostgres(dbPath, options);
   const db = openWritable(dbPath);
   try {
     let collectionId: number | undefined;
@@ -45,8 +50,25 @@ export function rebuildStats(dbPath: string, options: { collection?: string | un
   }
 }
 
-export function runStatsRebuild(dbPath: string, options: { collection?: string | undefined; check: boolean }): void {
-  const r = rebuildStats(dbPath, options);
+async function rebuildOnPostgres(url: string, options: { collection?: string | undefined; check?: boolean }): Promise<StatsRebuildResult> {
+  const store = await openWritableStore(url);
+  if (store.engine !== "postgres") throw new Error("unreachable");
+  try {
+    let collectionId: number | undefined;
+    if (options.collection !== undefined) {
+      collectionId = await new PgDeriveStore(store.pool).collectionId(options.collection.toLowerCase());
+      if (collectionId === undefined) throw new CliError(`collection ${options.collection.toLowerCase()} not found in ${store.description}`);
+    }
+    const started = performance.now();
+    const r = await rebuildStatsPg(store.pool, collectionId, options.check ?? false);
+    return { ...r, ms: performance.now() - started };
+  } finally {
+    await store.close();
+  }
+}
+
+export async function runStatsRebuild(dbPath: string, options: { collection?: string | undefined; check: boolean }): Promise<void> {
+  const r = await rebuildStats(dbPath, options);
   const scope = options.collection === undefined ? "every collection" : options.collection.toLowerCase();
   if (options.check) {
     process.stderr.write(

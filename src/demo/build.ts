@@ -1,6 +1,7 @@
-import type { Db } from "../store/database.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import { type ImportStats, importLines } from "../ingest/importer.js";
+import { importInto } from "../ingest/import-into.js";
+import type { ImportStats } from "../ingest/importer.js";
+import { deriveRepository, type WritableStore } from "../store/writable.js";
 import type { Kind } from "../ingest/kinds.js";
 import { generateDemo, type Scale } from "./generate.js";
 
@@ -21,14 +22,14 @@ export interface DemoResult {
   derived: DeriveResult[];
 }
 
-export async function buildDemo(db: Db, seed: number, scale: Scale, progress?: DemoProgress): Promise<DemoResult> {
+export async function buildDemo(store: WritableStore, seed: number, scale: Scale, progress?: DemoProgress): Promise<DemoResult> {
   const data = generateDemo(seed, scale);
   const imported: Record<string, ImportStats> = {};
   for (const kind of DEMO_IMPORT_ORDER) {
     const records = data[kind];
     progress?.startKind(kind, records.length);
     const started = performance.now();
-    imported[kind] = await importLines(db, asLines(records), {
+    imported[kind] = await importInto(store, asLines(records), {
       kind,
       skipInvalid: false,
       onProgress: (s) => progress?.progress(kind, s.lines),
@@ -36,7 +37,7 @@ export async function buildDemo(db: Db, seed: number, scale: Scale, progress?: D
     progress?.endKind(kind, imported[kind]!, (performance.now() - started) / 1000);
   }
   progress?.deriving();
-  return { imported, derived: deriveAll(db) };
+  return { imported, derived: await deriveAll(deriveRepository(store)) };
 }
 
 async function* asLines(records: readonly object[]): AsyncIterable<string> {

@@ -1,5 +1,4 @@
-import { DeriveStore, type DerivedWrite } from "../store/derive-store.js";
-import { type Db, refreshPlannerStats } from "../store/database.js";
+import type { DerivedWrite, DeriveRepository } from "../store/derive-store.js";
 import { AppraisalModel, formatConfidence } from "./appraisal.js";
 import { computeRarity, traitVectors } from "./rarity.js";
 
@@ -24,12 +23,11 @@ export interface DeriveOptions {
   replaceImported?: boolean;
 }
 
-export function deriveCollection(db: Db, contractAddress: string, options: DeriveOptions = {}): DeriveResult {
-  const store = new DeriveStore(db);
-  const collectionId = store.collectionId(contractAddress);
+export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
+  const collectionId = await store.collectionId(contractAddress);
   if (collectionId === undefined) throw new Error(`collection ${contractAddress} not found`);
-  const tokens = store.tokens(collectionId);
-  const sales = store.sales(collectionId);
+  const tokens = await store.tokens(collectionId);
+  const sales = await store.sales(collectionId);
 
   let started = performance.now();
   const rarity = computeRarity(tokens);
@@ -40,7 +38,7 @@ export function deriveCollection(db: Db, contractAddress: string, options: Deriv
   // from elsewhere is kept.
   const rarityWrite =
     tokens.length > 0
-      ? store.replaceRarity(
+      ? await store.replaceRarity(
           collectionId,
           rarity.tokens.map((t) => ({
             contractAddress,
@@ -77,7 +75,7 @@ export function deriveCollection(db: Db, contractAddress: string, options: Deriv
         });
       }
     }
-    appraisalWrite = store.replaceAppraisals(collectionId, rows, options.replaceImported);
+    appraisalWrite = await store.replaceAppraisals(collectionId, rows, options.replaceImported);
     appraisals = appraisalWrite.written;
   }
   return {
@@ -94,10 +92,10 @@ export function deriveCollection(db: Db, contractAddress: string, options: Deriv
 }
 
 /** Derives every collection that has tokens or sales, or just `only`. */
-export function deriveAll(db: Db, only?: string, options: DeriveOptions = {}): DeriveResult[] {
-  const store = new DeriveStore(db);
-  const targets = only === undefined ? store.collectionsToDerive() : [only];
-  const results = targets.map((address) => deriveCollection(db, address, options));
-  refreshPlannerStats(db);
+export async function deriveAll(store: DeriveRepository, only?: string, options: DeriveOptions = {}): Promise<DeriveResult[]> {
+  const targets = only === undefined ? await store.collectionsToDerive() : [only];
+  const results: DeriveResult[] = [];
+  for (const address of targets) results.push(await deriveCollection(store, address, options));
+  await store.refreshPlannerStats();
   return results;
 }

@@ -1,3 +1,4 @@
+import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
 import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
 
 // Field checkers for imported records: each returns the stored form of a
@@ -61,10 +62,9 @@ export const marketplaceId: Check<string> = (v) =>
     ? v
     : fail(`must be a decimal or 0x-prefixed hex string, got ${show(v)}`);
 
-export const LISTING_STATUSES = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"] as const;
-export const listingStatus: Check<(typeof LISTING_STATUSES)[number]> = (v) =>
+export const listingStatus: Check<ListingStatusName> = (v) =>
   (LISTING_STATUSES as readonly unknown[]).includes(v)
-    ? (v as (typeof LISTING_STATUSES)[number])
+    ? (v as ListingStatusName)
     : fail(`must be one of ${LISTING_STATUSES.join(", ")}, got ${show(v)}`);
 
 export const currency: Check<string> = (v) => (v === "ETH" ? v : fail(`must be "ETH" (amounts are wei), got ${show(v)}`));

@@ -59,6 +59,52 @@ const PROGRESS_EVERY = 10_000;
 const BULK_FRACTION = 0.25;
 
 /**
+ * Reads, parses and checks every line, handing each valid record to `accept`
+ * (awaited only when it returns a promise: a full COPY stream). Counts lines
+ * and rejections in `stats`; throws ImportCancelled or ImportRejected at the
+ * end when the import must not commit. Shared by both engines.
+ */
+export async function scanLines(
+  lines: AsyncIterable<string>,
+  options: ImportOptions,
+  stats: ImportStats,
+  accept: (record: unknown) => void | Promise<void>,
+): Promise<void> {
+  const handler = handlerFor(options.kind);
+  let lineNo = 0;
+  let bytes = 0;
+  for await (const text of lines) {
+    lineNo += 1;
+    bytes += Buffer.byteLength(text) + 1;
+    if (text.trim() === "") continue;
+    stats.lines += 1;
+    const problems: Problem[] = [];
+    let record: unknown;
+    try {
+      record = handler.check(JSON.parse(text), problems);
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err;
+      problems.push({ field: "record", reason: `is not valid JSON (${err.message})` });
+    }
+    if (problems.length > 0 || record === undefined) {
+      stats.rejected += 1;
+      options.onReject?.({ line: lineNo, problems, input: text });
+    } else if (stats.rejected === 0 || options.skipInvalid) {
+      const pending = accept(record);
+      if (pending !== undefined) await pending;
+    }
+    if (stats.lines % PROGRESS_EVERY === 0) {
+      options.onProgress?.(stats, bytes);
+      if (options.cancelled?.()) throw new ImportCancelled();
+    }
+  }
+  options.onProgress?.(stats, bytes);
+  // A cancelled input can end early without an error: never commit it.
+  if (options.cancelled?.()) throw new ImportCancelled();
+  if (stats.rejected > 0 && !options.skipInvalid) throw new ImportRejected(stats);
+}
+
+/**
  * Imports `lines` into `db`. By default any bad line rolls the whole import
  * back (after reading every line, so all problems are reported);
  * with skipInvalid the valid records are kept.
@@ -67,44 +113,17 @@ export async function importLines(db: Db, lines: AsyncIterable<string>, options:
   const store = new WriteStore(db, { maintainStats: options.maintainStats ?? true });
   const handler = handlerFor(options.kind);
   const stats: ImportStats = { lines: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0 };
-  let lineNo = 0;
-  let bytes = 0;
   db.exec("BEGIN IMMEDIATE");
   const table = TABLE_OF[options.kind];
   const rowsBefore = store.rowCount(table);
   let restoreIndexes: (() => void) | undefined;
   try {
-    for await (const text of lines) {
-      lineNo += 1;
-      bytes += Buffer.byteLength(text) + 1;
-      if (text.trim() === "") continue;
-      stats.lines += 1;
-      const problems: Problem[] = [];
-      let record: unknown;
-      try {
-        record = handler.check(JSON.parse(text), problems);
-      } catch (err) {
-        if (!(err instanceof SyntaxError)) throw err;
-        problems.push({ field: "record", reason: `is not valid JSON (${err.message})` });
-      }
-      if (problems.length > 0 || record === undefined) {
-        stats.rejected += 1;
-        options.onReject?.({ line: lineNo, problems, input: text });
-      } else if (stats.rejected === 0 || options.skipInvalid) {
-        stats[handler.write(store, record)] += 1;
-      }
+    await scanLines(lines, options, stats, (record) => {
+      stats[handler.write(store, record)] += 1;
       if (restoreIndexes === undefined && stats.inserted >= Math.max(1, rowsBefore * BULK_FRACTION)) {
         restoreIndexes = store.deferIndexes(table);
       }
-      if (stats.lines % PROGRESS_EVERY === 0) {
-        options.onProgress?.(stats, bytes);
-        if (options.cancelled?.()) throw new ImportCancelled();
-      }
-    }
-    options.onProgress?.(stats, bytes);
-    // A cancelled input can end early without an error: never commit it.
-    if (options.cancelled?.()) throw new ImportCancelled();
-    if (stats.rejected > 0 && !options.skipInvalid) throw new ImportRejected(stats);
+    });
     restoreIndexes?.();
     // After the indexes are back: the aggregates are recomputed from index ranges.
     store.flushAggregates();

@@ -7,17 +7,17 @@ import {
   ListScoresResponseSchema,
   ListTweetsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadStore } from "../store/read-store.js";
+import type { ReadRepositories } from "../store/repositories.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";
 
-export function createCollectionService(store: ReadStore): ServiceImpl<typeof CollectionService> {
+export function createCollectionService(store: ReadRepositories): ServiceImpl<typeof CollectionService> {
   return {
-    getCollectionStats(req) {
+    async getCollectionStats(req) {
       const address = p.contractAddress(req.contractAddress);
       const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until) };
-      const summary = store.salesSummary(knownCollection(store, address), filter);
+      const summary = await store.sales.salesSummary(await knownCollection(store.collections, address), filter);
       return create(GetCollectionStatsResponseSchema, {
         successful: 1,
         data: {
@@ -35,25 +35,26 @@ export function createCollectionService(store: ReadStore): ServiceImpl<typeof Co
       });
     },
 
-    listInfluencers(req) {
+    async listInfluencers(req) {
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
-      const rows = store.topInfluencers(knownCollection(store, address), limit);
+      const rows = await store.social.topInfluencers(await knownCollection(store.collections, address), limit);
       return create(ListInfluencersResponseSchema, { success: 1, data: rows.map(toInfluencer) });
     },
 
-    listTweets(req) {
+    async listTweets(req) {
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
-      const rows = store.topTweets(knownCollection(store, address), limit);
+      const rows = await store.social.topTweets(await knownCollection(store.collections, address), limit);
       return create(ListTweetsResponseSchema, { success: 1, data: rows.map(toTweet) });
     },
 
-    listScores(req) {
+    async listScores(req) {
       const addresses = p.contractAddresses(req.contractAddress);
       // Every address must be known; a known collection without scores is left out.
-      const ids = addresses.map((a) => knownCollection(store, a));
-      const data = ids.flatMap((id) => store.score(id) ?? []);
+      const ids = await Promise.all(addresses.map((a) => knownCollection(store.collections, a)));
+      const scores = await Promise.all(ids.map((id) => store.collections.score(id)));
+      const data = scores.flatMap((s) => s ?? []);
       return create(ListScoresResponseSchema, { successful: 1, data });
     },
   };

@@ -1,9 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { ReadStore } from "../store/read-store.js";
+import type { CollectionsRepository } from "../store/repositories.js";
 
 /** The store id of a collection, or not_found naming the address. */
-export function knownCollection(store: ReadStore, address: string): number {
-  const id = store.collectionId(address);
+export async function knownCollection(collections: CollectionsRepository, address: string): Promise<number> {
+  const id = await collections.collectionId(address);
   if (id === undefined) {
     throw new ConnectError(`collection ${address} not found`, Code.NotFound);
   }

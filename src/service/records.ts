@@ -18,7 +18,7 @@ import type {
   SaleRow,
   SocialUserRow,
   TweetRow,
-} from "../store/read-store.js";
+} from "../domain/records.js";
 
 // Store rows to protobuf messages. Every amount in this service is wei.
 // Each is built whole, with its $typeName and every field, so that create()

@@ -3,7 +3,7 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadStore } from "../store/read-store.js";
+import type { ReadRepositories } from "../store/repositories.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 
@@ -23,7 +23,7 @@ export interface ServiceSet {
   unary(method: DescMethodUnary): UnaryImpl;
 }
 
-export function createServices(store: ReadStore): ServiceSet {
+export function createServices(store: ReadRepositories): ServiceSet {
   const asset = createAssetService(store);
   const collection = createCollectionService(store);
   const impls = new Map<string, Record<string, unknown>>([

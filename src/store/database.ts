@@ -14,7 +14,7 @@ export class StoreError extends Error {}
 function refusePostgres(path: string): void {
   if (/^postgres(ql)?:\/\//i.test(path)) {
     throw new StoreError(
-      "PostgreSQL stores can be created and migrated (marketdata migrate) but not yet served, imported into or derived; use a SQLite file for those",
+      "this command works on the embedded SQLite store only (start builds and serves the SQLite demo); on PostgreSQL use demo, keys create and serve with --db postgres://...",
     );
   }
 }

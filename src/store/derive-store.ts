@@ -1,8 +1,9 @@
-import type { Db } from "./database.js";
+import { type Db, refreshPlannerStats } from "./database.js";
+import type { MaybePromise } from "./repositories.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import { type UpsertResult, WriteStore } from "./write-store.js";
-import type { AppraisalRow, RarityRow } from "./read-store.js";
+import type { AppraisalRow, RarityRow } from "../domain/records.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
 // collection's derived rows: old rows out, new rows in through the same
@@ -35,7 +36,21 @@ export interface SaleForModel {
   buyer: string;
 }
 
-export class DeriveStore {
+/** What derive reads and writes, on either engine (SQLite: this file; PostgreSQL: pg/pg-derive-store.ts). */
+export interface DeriveRepository {
+  /** Collections with tokens (rarity) or sales (appraisals). */
+  collectionsToDerive(): MaybePromise<string[]>;
+  collectionId(address: string): MaybePromise<number | undefined>;
+  tokens(collectionId: number): MaybePromise<TokenRecord[]>;
+  /** A collection's sales, oldest first. */
+  sales(collectionId: number): MaybePromise<SaleForModel[]>;
+  replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported?: boolean): MaybePromise<DerivedWrite>;
+  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[], replaceImported?: boolean): MaybePromise<DerivedWrite>;
+  /** After a derive: the planner's statistics for what it wrote. */
+  refreshPlannerStats(): MaybePromise<void>;
+}
+
+export class DeriveStore implements DeriveRepository {
   readonly #db: Db;
   readonly #writer: WriteStore;
 
@@ -77,6 +92,10 @@ export class DeriveStore {
       )
       .all(collectionId) as { asset_id: string; timestamp: number; price: string; buyer: string }[];
     return rows.map((r) => ({ assetId: r.asset_id, timestamp: r.timestamp, price: BigInt(r.price), buyer: r.buyer }));
+  }
+
+  refreshPlannerStats(): void {
+    refreshPlannerStats(this.#db);
   }
 
   replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported = false): DerivedWrite {

@@ -2,6 +2,8 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
 import { assetKey } from "./asset-key.js";
 import { limbsToWei, sumWei } from "./wei.js";
+import { type SalesSummary, summarize } from "../domain/records.js";
+import type { StatsFilter } from "./repositories.js";
 
 // Collection stats from aggregates kept at write time.
 //
@@ -30,25 +32,6 @@ export const BUCKET_SECONDS = 3600;
 export interface Totals {
   n: number;
   volume: bigint;
-}
-
-export interface MarketplaceTotals {
-  marketplace: string;
-  totalNumSales: number;
-  totalVolume: string;
-}
-
-export interface SalesSummary {
-  totalNumSales: number;
-  totalVolume: string;
-  /** By total volume descending, then marketplace. */
-  groups: MarketplaceTotals[];
-}
-
-export interface StatsFilter {
-  assetId?: string | undefined;
-  since?: number | undefined;
-  until?: number | undefined;
 }
 
 type Prepare = (sql: string) => Statement;
@@ -112,23 +95,7 @@ export class SalesStatsReader extends StatsQueries {
       filter.assetId === undefined
         ? this.#byMarketplace(collectionId, filter.since, filter.until)
         : this.#forAsset(collectionId, filter.assetId, filter.since, filter.until);
-    const groups = [...totals].filter(([, t]) => t.n > 0);
-    groups.sort(([ma, a], [mb, b]) => (a.volume === b.volume ? (ma < mb ? -1 : 1) : a.volume > b.volume ? -1 : 1));
-    let n = 0;
-    let volume = 0n;
-    for (const [, t] of groups) {
-      n += t.n;
-      volume += t.volume;
-    }
-    return {
-      totalNumSales: n,
-      totalVolume: volume.toString(),
-      groups: groups.map(([marketplace, t]) => ({
-        marketplace,
-        totalNumSales: t.n,
-        totalVolume: t.volume.toString(),
-      })),
-    };
+    return summarize(totals);
   }
 
   /** The marketplaces a collection has sales on, by one index seek each. */

@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database.js";
-import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "./read-store.js";
+import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../domain/records.js";
 import { assetKey } from "./asset-key.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";

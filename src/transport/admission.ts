@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type KeyGrant, type KeyVerifier, requireApiKey } from "./guards.js";
 import type { RateState, RateWindows } from "./rate-limit.js";
+import { type MaybePromise, settle } from "../store/repositories.js";
 
 // The first thing every request meets, on every protocol, before its body
 // is read: the API key, then the rate limit of that key, or, for a request
@@ -40,20 +41,35 @@ export class Admission {
     this.#closing = true;
   }
 
-  /** Synchronous when the limits are counted in this process (a cached answer stays synchronous). */
-  admit(key: string | null | undefined, address: string | undefined): Admitted | Promise<Admitted> {
+  /** Synchronous when keys are checked and limits counted in this process (a cached answer stays synchronous). */
+  admit(key: string | null | undefined, address: string | undefined): MaybePromise<Admitted> {
     if (this.#closing) return SHUTTING_DOWN;
-    let grant: KeyGrant;
+    let checked: MaybePromise<KeyGrant>;
     try {
-      grant = requireApiKey(this.#keys, key);
+      checked = requireApiKey(this.#keys, key);
     } catch (err) {
-      const limits = this.#limits;
-      if (limits === undefined || limits.anonymousRate === 0) return { error: err as ConnectError };
-      return settle(limits.windows.take(`a:${address ?? "?"}`, limits.anonymousRate), (rate) => {
-        if (!rate.allowed) this.refused.address++;
-        return { rate, error: rate.allowed ? (err as ConnectError) : tooMany(rate) };
-      });
+      return err instanceof ConnectError ? this.#anonymous(err, address) : STORE_UNAVAILABLE;
     }
+    if (checked instanceof Promise) {
+      return checked.then(
+        (grant) => this.#limitKey(grant),
+        (err: unknown) => (err instanceof ConnectError ? this.#anonymous(err, address) : STORE_UNAVAILABLE),
+      );
+    }
+    return this.#limitKey(checked);
+  }
+
+  /** A request without a valid key: refused, after counting against its address's limit. */
+  #anonymous(err: ConnectError, address: string | undefined): MaybePromise<Admitted> {
+    const limits = this.#limits;
+    if (limits === undefined || limits.anonymousRate === 0) return { error: err };
+    return settle(limits.windows.take(`a:${address ?? "?"}`, limits.anonymousRate), (rate) => {
+      if (!rate.allowed) this.refused.address++;
+      return { rate, error: rate.allowed ? err : tooMany(rate) };
+    });
+  }
+
+  #limitKey(grant: KeyGrant): MaybePromise<Admitted> {
     const limit = grant.rateLimit ?? this.#limits?.keyRate ?? 0;
     if (this.#limits === undefined || limit === 0) return { grant };
     return settle(this.#limits.windows.take(`k:${grant.id}`, limit), (rate) => {
@@ -64,13 +80,14 @@ export class Admission {
   }
 }
 
+/** The key could not be checked (the store is down or unreachable): the caller may retry. */
+const STORE_UNAVAILABLE: Admitted = {
+  error: new ConnectError("the store is unavailable; retry shortly", Code.Unavailable),
+};
+
 const SHUTTING_DOWN: Admitted = {
   error: new ConnectError("the server is shutting down; retry on another server", Code.Unavailable),
 };
-
-function settle<T, R>(value: T | Promise<T>, then: (v: T) => R): R | Promise<R> {
-  return value instanceof Promise ? value.then(then) : then(value);
-}
 
 /** Whole seconds until the window resets, at least 1 (Retry-After, RateLimit-Reset). */
 export function resetSeconds(rate: RateState): number {

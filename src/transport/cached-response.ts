@@ -3,6 +3,7 @@ import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ADDRESS_RE } from "../domain/formats.js";
 import type { CachedResponse, DataVersionWatch, ResponseCache } from "./freshness.js";
+import { settle } from "../store/repositories.js";
 
 // Conditional requests and the response cache: a strong ETag on each 200 of
 // every GET the service answers (REST /v1 and Connect GET), 304 for a
@@ -73,13 +74,14 @@ export function cachedEntry(
   produce: () => Promise<Encoded>,
 ): CachedResponse | Promise<CachedResponse> {
   // Before anything remembered is used: a commit since the last request drops it all.
-  watch.check();
-  const hit = cache.get(key);
-  if (hit !== undefined) return hit;
-  return produce().then(({ body, contentType }) => {
-    const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
-    cache.set(key, entry);
-    return entry;
+  return settle(watch.check(), () => {
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    return produce().then(({ body, contentType }) => {
+      const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
+      cache.set(key, entry);
+      return entry;
+    });
   });
 }
 

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { type MaybePromise, settle } from "../store/repositories.js";
 import type { KeyGrant, KeyVerifier } from "./guards.js";
 
 // What a server may remember between requests, and when it must forget.
@@ -8,31 +9,37 @@ import type { KeyGrant, KeyVerifier } from "./guards.js";
 // before it is used. Nothing stale is ever served after a commit.
 
 export interface VersionSource {
-  dataVersion(): number;
+  dataVersion(): MaybePromise<number>;
 }
 
 /**
  * Reads the store's data version and tells listeners when it moved.
  *
- * Reading it takes SQLite's shared-memory read lock: cheap alone (2 µs), but
- * 10-20 µs under load, a quarter of a cached response's cost. So it is read
- * at most once per turn of the event loop: every request handled in one turn
- * had fully arrived before that turn's I/O poll returned, and so before the
- * read; a commit that precedes a request's arrival is therefore always seen
- * by it. Nothing stale is served, at one read per turn instead of per request.
+ * It is read at most once per turn of the event loop: every request handled
+ * in one turn had fully arrived before that turn's I/O poll returned, and so
+ * before the read; a commit that precedes a request's arrival is therefore
+ * always seen by it. Nothing stale is served, at one read per turn instead
+ * of per request. On SQLite the read is synchronous (shared memory: 2 µs
+ * alone, 10-20 µs under load, a quarter of a cached response's cost); on
+ * PostgreSQL it is one query per turn (a row of store_state, so a replica
+ * reports the version it has replayed), shared by every request of the turn.
  */
 export class DataVersionWatch {
   readonly #source: VersionSource;
   readonly #listeners: (() => void)[] = [];
-  #version: number;
-  #readThisTurn = false;
+  #version: number | undefined;
+  /** This turn's read, once made. */
+  #thisTurn: MaybePromise<number> | undefined;
   readonly #endTurn = () => {
-    this.#readThisTurn = false;
+    this.#thisTurn = undefined;
   };
 
   constructor(source: VersionSource) {
     this.#source = source;
-    this.#version = source.dataVersion();
+    // The version the server starts from (on PostgreSQL, once the first read returns).
+    const v = source.dataVersion();
+    if (v instanceof Promise) v.then((x) => (this.#version ??= x), () => {});
+    else this.#version = v;
   }
 
   onChange(listener: () => void): void {
@@ -40,14 +47,20 @@ export class DataVersionWatch {
   }
 
   /** Call at the start of a request, before consulting anything remembered. */
-  check(): number {
-    if (this.#readThisTurn) return this.#version;
-    this.#readThisTurn = true;
+  check(): MaybePromise<number> {
+    if (this.#thisTurn !== undefined) return this.#thisTurn;
     setImmediate(this.#endTurn);
-    const v = this.#source.dataVersion();
+    const read = this.#source.dataVersion();
+    this.#thisTurn = read instanceof Promise ? read.then((v) => this.#apply(v)) : this.#apply(read);
+    return this.#thisTurn;
+  }
+
+  #apply(v: number): number {
     if (v !== this.#version) {
+      // The first read only sets the version: nothing is remembered yet.
+      const first = this.#version === undefined;
       this.#version = v;
-      for (const l of this.#listeners) l();
+      if (!first) for (const l of this.#listeners) l();
     }
     return v;
   }
@@ -75,13 +88,17 @@ export class MemoizedKeyVerifier implements KeyVerifier {
     watch.onChange(() => this.#valid.clear());
   }
 
-  lookup(key: string): KeyGrant | undefined {
+  lookup(key: string): MaybePromise<KeyGrant | undefined> {
     // A revocation committed since the last request clears the memo first.
-    this.#watch.check();
-    const now = this.#now();
-    const memo = this.#valid.get(key);
-    if (memo !== undefined && memo.until > now) return memo.grant;
-    const grant = this.#inner.lookup(key);
+    return settle(this.#watch.check(), () => {
+      const now = this.#now();
+      const memo = this.#valid.get(key);
+      if (memo !== undefined && memo.until > now) return memo.grant;
+      return settle(this.#inner.lookup(key), (grant) => this.#remember(key, grant, now));
+    });
+  }
+
+  #remember(key: string, grant: KeyGrant | undefined, now: number): KeyGrant | undefined {
     if (grant === undefined) {
       this.#valid.delete(key);
       return undefined;

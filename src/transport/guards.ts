@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { KeyGrant } from "../store/api-keys.js";
+import { type MaybePromise, settle } from "../store/repositories.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
 // run them as Connect interceptors (interceptors.ts); REST and Connect GET
@@ -11,7 +12,7 @@ export type { KeyGrant };
 
 export interface KeyVerifier {
   /** The grant of a valid, unrevoked key; undefined otherwise. */
-  lookup(key: string): KeyGrant | undefined;
+  lookup(key: string): MaybePromise<KeyGrant | undefined>;
 }
 
 export interface ErrorLogger {
@@ -35,11 +36,12 @@ export function apiKeyFrom(headers: Record<string, string | string[] | undefined
 }
 
 /** The key's grant; throws unauthenticated unless `key` is a valid, unrevoked API key. */
-export function requireApiKey(keys: KeyVerifier, key: string | null | undefined): KeyGrant {
+export function requireApiKey(keys: KeyVerifier, key: string | null | undefined): MaybePromise<KeyGrant> {
   if (!key) throw new ConnectError(MISSING_KEY, Code.Unauthenticated);
-  const grant = keys.lookup(key);
-  if (grant === undefined) throw new ConnectError(INVALID_KEY, Code.Unauthenticated);
-  return grant;
+  return settle(keys.lookup(key), (grant) => {
+    if (grant === undefined) throw new ConnectError(INVALID_KEY, Code.Unauthenticated);
+    return grant;
+  });
 }
 
 /**

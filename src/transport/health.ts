@@ -18,7 +18,7 @@ import {
 
 export interface Readiness {
   /** Undefined when ready; otherwise why not. */
-  notReadyReason(): string | undefined;
+  notReadyReason(): string | undefined | Promise<string | undefined>;
 }
 
 /** Shutdown as an event: admission, readiness and health watchers follow it. */
@@ -48,20 +48,19 @@ const WATCH_POLL_MS = 5000;
 
 export function healthRoutes(router: ConnectRouter, services: readonly string[], readiness: Readiness, lifecycle: Lifecycle): void {
   const known = new Set(["", ...services]);
-  const status = (service: string): Status => {
+  const status = async (service: string): Promise<Status> => {
     if (!known.has(service)) return Status.SERVICE_UNKNOWN;
-    return readiness.notReadyReason() === undefined ? Status.SERVING : Status.NOT_SERVING;
+    return (await readiness.notReadyReason()) === undefined ? Status.SERVING : Status.NOT_SERVING;
   };
   router.service(Health, {
-    check(req) {
-      const s = status(req.service);
+    async check(req) {
+      const s = await status(req.service);
       if (s === Status.SERVICE_UNKNOWN) throw new ConnectError(`unknown service ${JSON.stringify(req.service.slice(0, 100))}`, Code.NotFound);
       return { status: s };
     },
-    list() {
-      return create(HealthListResponseSchema, {
-        statuses: Object.fromEntries([...known].map((s) => [s, create(HealthCheckResponseSchema, { status: status(s) })])),
-      });
+    async list() {
+      const entries = await Promise.all([...known].map(async (s) => [s, create(HealthCheckResponseSchema, { status: await status(s) })]));
+      return create(HealthListResponseSchema, { statuses: Object.fromEntries(entries) });
     },
     async *watch(req, context) {
       // The current status at once, then each change, until the caller leaves or the server stops.
@@ -72,7 +71,7 @@ export function healthRoutes(router: ConnectRouter, services: readonly string[],
       context.signal.addEventListener("abort", onAbort);
       try {
         while (!context.signal.aborted) {
-          const s = status(req.service);
+          const s = await status(req.service);
           if (s !== last) {
             last = s;
             yield { status: s };
@@ -104,8 +103,8 @@ export function registerMetricsEndpoint(app: FastifyInstance, metrics: { registr
 
 export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness): void {
   app.get("/healthz", (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
-  app.get("/readyz", (_request, reply) => {
-    const reason = readiness.notReadyReason();
+  app.get("/readyz", async (_request, reply) => {
+    const reason = await readiness.notReadyReason();
     return reply
       .code(reason === undefined ? 200 : 503)
       .header("cache-control", "no-store")

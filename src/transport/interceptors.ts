@@ -14,8 +14,8 @@ export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Intercepto
 
 /** Refuses any call without a valid, unrevoked x-api-key before the service is reached (health and reflection excepted). */
 export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
-  return (next) => (req) => {
-    if (!PUBLIC_SERVICES.has(req.service.typeName)) requireApiKey(keys, req.header.get(API_KEY_HEADER));
+  return (next) => async (req) => {
+    if (!PUBLIC_SERVICES.has(req.service.typeName)) await requireApiKey(keys, req.header.get(API_KEY_HEADER));
     return next(req);
   };
 }

@@ -1,6 +1,6 @@
-import { statSync } from "node:fs";
 import { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
+import type { StoreInfo } from "../store/repositories.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels
@@ -15,9 +15,8 @@ export type Protocol = "rest" | "connect-get" | "connect" | "grpc-web" | "grpc";
 export interface MetricSources {
   cache: { hits: number; misses: number; bytes: number };
   rateLimited: { key: number; address: number };
-  /** The store file (and its WAL): their last write is the last import, derive or key change. */
-  storePath: string;
-  dataVersion(): number;
+  /** The store's data version and last write (the last import, derive or key change). */
+  store: Pick<StoreInfo, "dataVersion" | "lastWrite">;
 }
 
 const HTTP_CODES: Record<number, Code> = {
@@ -131,25 +130,18 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "marketdata_store_data_version",
-      help: "SQLite's data_version as this server's connection sees it: moves on every commit by another connection",
+      help: "The store's data version as this server sees it: moves on every committed write (on a replica, once replayed)",
       registers,
-      collect() {
-        this.set(sources.dataVersion());
+      async collect() {
+        this.set(await sources.store.dataVersion());
       },
     });
     new Gauge({
       name: "marketdata_store_last_write_timestamp_seconds",
-      help: "Last write to the store file or its WAL (an import, a derive, a key change), Unix time",
+      help: "Last write to the store (an import, a derive, a key change), Unix time",
       registers,
-      collect() {
-        const mtime = (p: string) => {
-          try {
-            return statSync(p).mtimeMs;
-          } catch {
-            return 0;
-          }
-        };
-        this.set(Math.max(mtime(sources.storePath), mtime(`${sources.storePath}-wal`)) / 1000);
+      async collect() {
+        this.set(await sources.store.lastWrite());
       },
     });
   }

@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openReadOnly, openWritable } from "../../src/store/database.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
-import { ReadStore } from "../../src/store/read-store.js";
+import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { dumpStore } from "../support/dump.js";
 import { VALID } from "../ingest/records.js";
 import { killImportMidway, runCli } from "./run-cli.js";
@@ -37,8 +37,8 @@ function writeLines(name: string, lines: string[]): string {
 function statsAndOracle(path: string) {
   const db = openReadOnly(path);
   try {
-    const store = new ReadStore(db);
-    const got = store.salesSummary(store.collectionId(C)!, {});
+    const store = sqliteRepositories(db);
+    const got = store.sales.salesSummary(store.collections.collectionId(C)!, {});
     const raw = db
       .prepare("SELECT marketplace, count(*) AS n, group_concat(price) AS prices FROM sales GROUP BY marketplace")
       .all() as { marketplace: string; n: number; prices: string }[];

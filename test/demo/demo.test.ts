@@ -10,6 +10,7 @@ import { openReadOnly, openWritable } from "../../src/store/database.js";
 import { DeriveStore } from "../../src/store/derive-store.js";
 import { dumpStore } from "../support/dump.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
+import { sqliteWritable } from "../../src/store/writable.js";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-demo-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,7 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function demo(name: string, seed: number): Promise<string> {
   const path = join(dir, name);
   const db = openWritable(path);
-  await buildDemo(db, seed, "small");
+  await buildDemo(sqliteWritable(db), seed, "small");
   db.close();
   return path;
 }

@@ -41,7 +41,7 @@ describe.skipIf(!haveBayc)("BAYC through the import and derive commands", () => 
     const { join } = await import("node:path");
     const { runCli } = await import("../cli/run-cli.js");
     const { openReadOnly } = await import("../../src/store/database.js");
-    const { ReadStore } = await import("../../src/store/read-store.js");
+    const { sqliteRepositories } = await import("../../src/store/sqlite/read-repositories.js");
     const dir = mkdtempSync(join(tmpdir(), "marketdata-bayc-"));
     try {
       const db = join(dir, "bayc.sqlite");
@@ -49,10 +49,10 @@ describe.skipIf(!haveBayc)("BAYC through the import and derive commands", () => 
       const derive = runCli(["derive", "--db", db]);
       expect(derive.stderr).toMatch(/rarity of 10000 tokens \(H = 27\.90969 bits\)/);
       const conn = openReadOnly(db);
-      const store = new ReadStore(conn);
-      const id = store.collectionId("0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d")!;
-      const ranks = Object.fromEntries(store.rarityByAsset(id, ["7495", "2100", "5020", "6784", "5777"]).map((r) => [r.assetId, r.rarityRank]));
-      const first = store.rarityPage(id, { limit: 1, after: null }).rows[0]!;
+      const store = sqliteRepositories(conn);
+      const id = store.collections.collectionId("0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d")!;
+      const ranks = Object.fromEntries(store.assetMetrics.rarityByAsset(id, ["7495", "2100", "5020", "6784", "5777"]).map((r) => [r.assetId, r.rarityRank]));
+      const first = store.assetMetrics.rarityPage(id, { limit: 1, after: null }).rows[0]!;
       conn.close();
       expect(ranks).toEqual({ "7495": 1, "2100": 10, "5020": 3101, "6784": 7344, "5777": 10000 });
       expect(first).toMatchObject({ assetId: "7495", rarityRank: 1, currentOwner: "" });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildServer } from "../../src/server.js";
 import { ApiKeyVerifier } from "../../src/store/api-keys.js";
 import { type Db, openReadOnly } from "../../src/store/database.js";
-import { ReadStore } from "../../src/store/read-store.js";
+import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, transportFor } from "../support/server.js";
 
@@ -14,7 +14,7 @@ let f: Fixture;
 let db: Db;
 let close: () => Promise<void>;
 let baseUrl: string;
-let store: ReadStore;
+let store: SqliteRepositories;
 const lines: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
@@ -26,7 +26,7 @@ beforeAll(async () => {
       done();
     },
   });
-  store = new ReadStore(db);
+  store = sqliteRepositories(db);
   const { app } = await buildServer({ store, keys: new ApiKeyVerifier(db), logger: pino({ level: "info" }, sink) });
   baseUrl = await app.listen({ port: 0, host: "127.0.0.1" });
   close = () => app.close();
@@ -61,7 +61,7 @@ describe("request logging", () => {
   });
 
   it("logs an RPC's internal error with that request's own logger (its reqId), on the Connect path", async () => {
-    const spy = vi.spyOn(store, "topTweets").mockImplementation(() => {
+    const spy = vi.spyOn(store.social, "topTweets").mockImplementation(() => {
       throw new Error("disk I/O error");
     });
     try {

@@ -12,6 +12,7 @@ import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { VALID } from "../ingest/records.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, type ProtocolName, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { DeriveStore } from "../../src/store/derive-store.js";
 
 // The response cache and conditional requests. A server with the cache is
 // compared with one without it (the oracle) on the same store, before and
@@ -125,7 +126,7 @@ describe("response cache", () => {
 
     // A derive recomputes appraisals from the sales (now including the new one).
     const db = openWritable(f.dbPath);
-    deriveAll(db);
+    await deriveAll(new DeriveStore(db));
     db.close();
     const rest2 = await restSnapshot();
     await rpcSnapshot();

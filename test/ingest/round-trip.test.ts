@@ -8,6 +8,7 @@ import type { Kind } from "../../src/ingest/kinds.js";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
+import { sqliteWritable } from "../../src/store/writable.js";
 
 // What one instance serves, another can import: every record the API serves
 // for the demo store, imported into a fresh store, yields the same responses.
@@ -36,7 +37,7 @@ beforeAll(async () => {
   const sourcePath = join(dir, "source.sqlite");
   const copyPath = join(dir, "copy.sqlite");
   const db = openWritable(sourcePath);
-  await buildDemo(db, 3, "small");
+  await buildDemo(sqliteWritable(db), 3, "small");
   key = new ApiKeyAdmin(db).create("t").key;
   collections = db.prepare("SELECT address FROM collections ORDER BY address").pluck().all() as string[];
   db.close();

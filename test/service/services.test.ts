@@ -5,7 +5,7 @@ import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb
 import { buildServer } from "../../src/server.js";
 import { createServices } from "../../src/service/services.js";
 import { openReadOnly, type Db } from "../../src/store/database.js";
-import { ReadStore } from "../../src/store/read-store.js";
+import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { rpcInterceptors } from "../../src/transport/interceptors.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { bySaleOrder } from "../support/oracle.js";
@@ -24,7 +24,7 @@ afterAll(() => {
   f.cleanup();
 });
 
-function transport(store: ReadStore, log = { error: vi.fn() }) {
+function transport(store: SqliteRepositories, log = { error: vi.fn() }) {
   return {
     log,
     // The server's own routes and interceptors, without the network.
@@ -38,15 +38,15 @@ const headers = { "x-api-key": "good" };
 
 describe("services over an in-process transport", () => {
   it("serve sales in the documented order", async () => {
-    const client = createClient(AssetService, transport(new ReadStore(db)).transport);
+    const client = createClient(AssetService, transport(sqliteRepositories(db)).transport);
     const res = await client.listSales({ contractAddress: COLLECTION, limit: 50 }, { headers });
     expect(res.data.map((s) => s.hash)).toEqual(bySaleOrder(f.sales).slice(0, 50).map((s) => s.hash));
     expect(res.success).toBe(1);
   });
 
   it("check the key before touching the store", async () => {
-    const store = new ReadStore(db);
-    const spy = vi.spyOn(store, "collectionId");
+    const store = sqliteRepositories(db);
+    const spy = vi.spyOn(store.collections, "collectionId");
     const client = createClient(CollectionService, transport(store).transport);
     await expect(client.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": "bad" } })).rejects.toMatchObject({
       code: Code.Unauthenticated,
@@ -55,8 +55,8 @@ describe("services over an in-process transport", () => {
   });
 
   it("log internal errors and show callers only 'internal error'", async () => {
-    const store = new ReadStore(db);
-    vi.spyOn(store, "collectionId").mockImplementation(() => {
+    const store = sqliteRepositories(db);
+    vi.spyOn(store.collections, "collectionId").mockImplementation(() => {
       throw new Error("SQLITE_CORRUPT: database disk image is malformed at /srv/secret/path.sqlite");
     });
     const { transport: t, log } = transport(store);
@@ -69,8 +69,8 @@ describe("services over an in-process transport", () => {
 
 describe("REST over a store that fails", () => {
   it("answers 500 with the family's flag and no internals", async () => {
-    const store = new ReadStore(db);
-    vi.spyOn(store, "salesPage").mockImplementation(() => {
+    const store = sqliteRepositories(db);
+    vi.spyOn(store.sales, "salesPage").mockImplementation(() => {
       throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
     });
     const { app } = await buildServer({ store, keys: { lookup: () => ({ id: 1, rateLimit: null }) } });

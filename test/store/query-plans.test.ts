@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/database.js";
 import { WriteStore } from "../../src/store/write-store.js";
-import { ReadStore, type ListingsFilter, type SalesFilter } from "../../src/store/read-store.js";
+import type { ListingsFilter, SalesFilter } from "../../src/store/repositories.js";
+import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates } from "../../src/store/sales-stats.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
@@ -11,7 +12,7 @@ import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 let f: Fixture;
 let db: Db;
-let store: ReadStore;
+let store: SqliteRepositories;
 /** What keeping the stats aggregates runs (a rebuild runs all of it). */
 let aggregateSql: string[];
 
@@ -43,18 +44,18 @@ beforeAll(() => {
   aggregateSql = aggregates.preparedSql();
   w.close();
   db = openReadOnly(f.dbPath);
-  store = new ReadStore(db);
-  const id = store.collectionId(COLLECTION)!;
+  store = sqliteRepositories(db);
+  const id = store.collections.collectionId(COLLECTION)!;
   const pages = [
     { limit: 5, after: null },
     { limit: 5, after: null },
   ];
-  store.appraisalsPage(id, pages[0]!);
-  store.appraisalsPage(id, { limit: 5, after: ["7"] });
-  store.appraisalsByAsset(id, ["1", "7"]);
-  store.rarityPage(id, pages[0]!);
-  store.rarityPage(id, { limit: 5, after: [3, "14"] });
-  store.rarityByAsset(id, ["1", "7"]);
+  store.assetMetrics.appraisalsPage(id, pages[0]!);
+  store.assetMetrics.appraisalsPage(id, { limit: 5, after: ["7"] });
+  store.assetMetrics.appraisalsByAsset(id, ["1", "7"]);
+  store.assetMetrics.rarityPage(id, pages[0]!);
+  store.assetMetrics.rarityPage(id, { limit: 5, after: [3, "14"] });
+  store.assetMetrics.rarityByAsset(id, ["1", "7"]);
   const saleFilters: SalesFilter[] = [];
   for (const assetId of [undefined, "7"])
     for (const marketplace of [undefined, "BLUR"])
@@ -63,21 +64,21 @@ beforeAll(() => {
   // Windows whose edges fall inside hours: stats add the raw sales at the edges.
   for (const assetId of [undefined, "7"]) saleFilters.push({ assetId, since: 1_700_000_001, until: 1_700_100_001 });
   for (const filter of saleFilters) {
-    store.salesPage(id, filter, pages[0]!);
-    store.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] });
-    store.salesSummary(id, filter);
-    store.salesSummary(store.collectionId(`0x${"e".repeat(40)}`)!, filter);
+    store.sales.salesPage(id, filter, pages[0]!);
+    store.sales.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] });
+    store.sales.salesSummary(id, filter);
+    store.sales.salesSummary(store.collections.collectionId(`0x${"e".repeat(40)}`)!, filter);
   }
   for (const assetId of [undefined, "7"])
     for (const marketplace of [undefined, "BLUR"])
       for (const status of [undefined, "CREATED" as const]) {
         const filter: ListingsFilter = { assetId, marketplace, status };
-        store.listingsPage(id, filter, pages[0]!);
-        store.listingsPage(id, filter, { limit: 5, after: [1_700_000_000, "BLUR", "901"] });
+        store.listings.listingsPage(id, filter, pages[0]!);
+        store.listings.listingsPage(id, filter, { limit: 5, after: [1_700_000_000, "BLUR", "901"] });
       }
-  store.topInfluencers(id, 5);
-  store.topTweets(id, 5);
-  store.score(id);
+  store.social.topInfluencers(id, 5);
+  store.social.topTweets(id, 5);
+  store.collections.score(id);
 });
 afterAll(() => {
   db.close();

@@ -2,9 +2,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
 import { openWritable, type Db } from "../../src/store/database.js";
-import { ReadStore, type SaleRow } from "../../src/store/read-store.js";
+import type { SaleRow } from "../../src/domain/records.js";
+import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { WriteStore } from "../../src/store/write-store.js";
-import { BUCKET_SECONDS, SalesAggregates, type SalesSummary } from "../../src/store/sales-stats.js";
+import { BUCKET_SECONDS, SalesAggregates,  } from "../../src/store/sales-stats.js";
+import type { SalesSummary } from "../../src/domain/records.js";
 
 // Random import histories against a BigInt oracle over the raw rows: every
 // window, with and without an asset, per marketplace and in total, in the
@@ -110,7 +112,7 @@ describe("collection stats from write-time aggregates (property)", () => {
         const db: Db = openWritable(":memory:");
         try {
           const truth = new Map<number, Sale>();
-          const read = new ReadStore(db);
+          const read = sqliteRepositories(db);
           for (const b of batches) {
             if (b.via === "nested") {
               // The first half lands; the second is written in a nested transaction that rolls back.
@@ -140,9 +142,9 @@ describe("collection stats from write-time aggregates (property)", () => {
                 expect(b.invalidLine && !b.skipInvalid).toBe(true);
               }
             }
-            const id = read.collectionId(C);
+            const id = read.collections.collectionId(C);
             for (const w of windows) {
-              const got = id === undefined ? oracle([], w) : read.salesSummary(id, { assetId: w.asset, since: w.since, until: w.until });
+              const got = id === undefined ? oracle([], w) : read.sales.salesSummary(id, { assetId: w.asset, since: w.since, until: w.until });
               expect(got, JSON.stringify(w)).toEqual(oracle(truth.values(), w));
             }
           }
@@ -167,8 +169,8 @@ describe("collection stats from write-time aggregates (property)", () => {
         { key: 4, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS, price: 1n },
       ];
       await importLines(db, linesOf(sales.map(line)), { kind: "sales", skipInvalid: false });
-      const read = new ReadStore(db);
-      const id = read.collectionId(C)!;
+      const read = sqliteRepositories(db);
+      const id = read.collections.collectionId(C)!;
       for (const w of [
         { since: T0 + 10, until: T0 + 10 },
         { since: T0, until: T0 + BUCKET_SECONDS - 1 },
@@ -177,7 +179,7 @@ describe("collection stats from write-time aggregates (property)", () => {
         { since: T0 + 2 * BUCKET_SECONDS },
         { until: T0 - 1 },
       ]) {
-        expect(read.salesSummary(id, w), JSON.stringify(w)).toEqual(oracle(sales, w));
+        expect(read.sales.salesSummary(id, w), JSON.stringify(w)).toEqual(oracle(sales, w));
       }
     } finally {
       db.close();

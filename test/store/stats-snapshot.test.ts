@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Db, openReadOnly, openWritable } from "../../src/store/database.js";
-import { ReadStore } from "../../src/store/read-store.js";
+import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { WriteStore } from "../../src/store/write-store.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
@@ -56,9 +56,9 @@ function hookedConnection(db: Db, afterFirstRead: () => void): Db {
 describe("collection stats come from one snapshot", () => {
   it("an import committing between two of a stats read's statements does not show in that answer", () => {
     const plain = openReadOnly(f.dbPath);
-    const before = new ReadStore(plain);
-    const id = before.collectionId(COLLECTION)!;
-    const expected = before.salesSummary(id, {});
+    const before = sqliteRepositories(plain);
+    const id = before.collections.collectionId(COLLECTION)!;
+    const expected = before.sales.salesSummary(id, {});
 
     const commitMore = () => {
       const w = openWritable(f.dbPath);
@@ -76,11 +76,11 @@ describe("collection stats come from one snapshot", () => {
     };
 
     const raw = openReadOnly(f.dbPath);
-    const hooked = new ReadStore(hookedConnection(raw, commitMore));
-    const answer = hooked.salesSummary(id, {});
+    const hooked = sqliteRepositories(hookedConnection(raw, commitMore));
+    const answer = hooked.sales.salesSummary(id, {});
     expect(answer).toEqual(expected);
     // The commit did happen: a new read sees it.
-    const after = hooked.salesSummary(id, {});
+    const after = hooked.sales.salesSummary(id, {});
     expect(after.totalNumSales).toBe(expected.totalNumSales * 2);
     raw.close();
     plain.close();

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/database.js";
-import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/store/read-store.js";
+import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/domain/records.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/write-store.js";
 
 // A small deterministic store with every kind of record, built through the

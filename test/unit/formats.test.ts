@@ -58,6 +58,7 @@ describe("server config", async () => {
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000 },
       metrics: { enabled: true, port: undefined },
       corsOrigins: [],
+      poolSize: 10,
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
     expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { ApiKeyAdmin, type ApiKeyInfo, hashApiKey, newApiKey } from "../api-keys.js";
 import { openWritable } from "../database.js";
-import { isPostgresUrl, openPool, requireCurrentPgSchema } from "../pg/database.js";
+import { BUMP_DATA_VERSION, isPostgresUrl, openPool, requireCurrentPgSchema } from "../pg/database.js";
 
 // Key management (the keys CLI) on either engine, behind one interface: the
 // SQLite and PostgreSQL statements of the keys resource side by side. Keys
@@ -59,7 +59,7 @@ class PgKeyAdmin implements KeyAdmin {
     try {
       await client.query("BEGIN");
       const result = await client.query<R>(sql, params);
-      await client.query("UPDATE store_state SET data_version = data_version + 1, last_write = now() WHERE id = 1");
+      await client.query(BUMP_DATA_VERSION);
       await client.query("COMMIT");
       return result;
     } catch (err) {

@@ -25,8 +25,34 @@ export function redactUrl(url: string): string {
   }
 }
 
-export function openPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max });
+/**
+ * int8 as a JavaScript number: every bigint column of this schema (epoch
+ * seconds, blocks, counts, ids) stays far below 2^53. numeric (asset ids,
+ * wei) keeps arriving as exact decimal text.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+};
+
+/** Bumps the data version: every write transaction runs it before COMMIT. */
+export const BUMP_DATA_VERSION = "UPDATE store_state SET data_version = data_version + 1, last_write = now() WHERE id = 1";
+
+export interface PoolOptions {
+  /** Connections at most. */
+  max?: number;
+  /** Every transaction read-only (serve): a replica or the primary, it never writes. */
+  readOnly?: boolean;
+}
+
+export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): pg.Pool {
+  const o = typeof maxOrOptions === "number" ? { max: maxOrOptions } : maxOrOptions;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: o.max ?? 10,
+    types: TYPES,
+    ...(o.readOnly ? { options: "-c default_transaction_read_only=on" } : {}),
+  });
   // An idle client's error (the server restarted) must not end the process; the next query reconnects.
   pool.on("error", () => {});
   return pool;

@@ -1,0 +1,128 @@
+// The records the service reads and writes, as the store hands them over:
+// the domain's own types, shared by readers, writers, importers and derive
+// (no writer imports them from the read side). Amounts and asset ids are
+// canonical decimal strings; times are Unix seconds.
+
+/** Every listing status, in the contract's order (one list for the whole service). */
+export const LISTING_STATUSES = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"] as const;
+export type ListingStatusName = (typeof LISTING_STATUSES)[number];
+
+export interface AppraisalRow {
+  contractAddress: string;
+  assetId: string;
+  fairMarketValue: string;
+  confidence: string;
+}
+
+export interface RarityRow {
+  contractAddress: string;
+  assetId: string;
+  currentOwner: string;
+  rarityScore: number;
+  statisticalRarity: number;
+  rarityRank: number;
+}
+
+export interface SaleRow {
+  hash: string;
+  from: string;
+  to: string;
+  contractAddress: string;
+  assetId: string;
+  timestamp: number;
+  block: number;
+  price: string;
+  amountReceived: string;
+  marketplace: string;
+}
+
+export interface ListingRow {
+  marketplaceId: string;
+  marketplace: string;
+  contractAddress: string;
+  assetId: string;
+  createdAt: number;
+  lastUpdatedAt: number;
+  price: string;
+  status: ListingStatusName;
+}
+
+export interface SocialUserRow {
+  id: string;
+  screenName: string;
+  profileImageUrl: string;
+  description: string;
+  name: string;
+  location: string;
+  followersCount: number;
+  verified: boolean;
+  statusesCount: number;
+  favouritesCount: number;
+  protected: boolean;
+}
+
+export interface InfluencerRow {
+  user: SocialUserRow;
+  score: number;
+}
+
+export interface TweetRow {
+  id: string;
+  user: SocialUserRow;
+  source: string;
+  text: string;
+  retweetCount: number;
+  favoriteCount: number;
+  possiblySensitive: boolean;
+  lang: string;
+  /** Canonical protobuf JSON of the retweeted post, or null. */
+  retweetedStatusJson: string | null;
+  createdAt: string;
+  date: string;
+  originalId: string;
+  originalText: string;
+  originalTweet: boolean;
+  interaction: number;
+}
+
+export interface ScoreRow {
+  name: string;
+  contractAddress: string;
+  hype: number;
+  gains: number;
+  community: number;
+  total: number;
+}
+
+export interface MarketplaceTotals {
+  marketplace: string;
+  totalNumSales: number;
+  totalVolume: string;
+}
+
+export interface SalesSummary {
+  totalNumSales: number;
+  totalVolume: string;
+  /** By total volume descending, then marketplace. */
+  groups: MarketplaceTotals[];
+}
+
+/**
+ * A summary from per-marketplace totals: empty groups dropped, the rest in
+ * decisions.md's order (volume descending, then marketplace), exact sums.
+ */
+export function summarize(totals: Iterable<[string, { n: number; volume: bigint }]>): SalesSummary {
+  const groups = [...totals].filter(([, t]) => t.n > 0);
+  groups.sort(([ma, a], [mb, b]) => (a.volume === b.volume ? (ma < mb ? -1 : 1) : a.volume > b.volume ? -1 : 1));
+  let n = 0;
+  let volume = 0n;
+  for (const [, t] of groups) {
+    n += t.n;
+    volume += t.volume;
+  }
+  return {
+    totalNumSales: n,
+    totalVolume: volume.toString(),
+    groups: groups.map(([marketplace, t]) => ({ marketplace, totalNumSales: t.n, totalVolume: t.volume.toString() })),
+  };
+}

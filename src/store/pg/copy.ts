@@ -1,0 +1,68 @@
+import { once } from "node:events";
+import type pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
+import { type BulkKind, copyLine } from "./bulk-kinds.js";
+import { BUMP_DATA_VERSION } from "./database.js";
+
+/** Creates the staging table of `kind` (dropped at commit) and opens a COPY stream into it. */
+export async function openStage(client: pg.PoolClient, kind: BulkKind): Promise<StageWriter> {
+  const columns = ["line bigint", ...kind.stage.map((c) => `${c.name} ${c.type}`)];
+  await client.query(`CREATE TEMP TABLE stage (${columns.join(", ")}) ON COMMIT DROP`);
+  return new StageWriter(client.query(copyFrom(`COPY stage (line, ${kind.stage.map((c) => c.name).join(", ")}) FROM STDIN`)), kind);
+}
+
+/** Rows into the staging table through COPY, with backpressure; `rows` counts them. */
+export class StageWriter {
+  rows = 0;
+  #failed: Error | undefined;
+
+  constructor(
+    private readonly copy: ReturnType<typeof copyFrom>,
+    private readonly kind: BulkKind,
+  ) {
+    copy.on("error", (err: Error) => {
+      this.#failed = err;
+    });
+  }
+
+  /** Stages a record; a promise when the stream's buffer is full (wait for the server). */
+  write(record: Record<string, unknown>): void | Promise<void> {
+    if (this.#failed !== undefined) throw this.#failed;
+    this.rows++;
+    if (!this.copy.write(copyLine(this.rows, this.kind.row(record)))) return once(this.copy, "drain").then(() => {});
+  }
+
+  async finish(): Promise<void> {
+    this.copy.end();
+    if (this.#failed === undefined) await once(this.copy, "finish");
+    if (this.#failed !== undefined) throw this.#failed;
+  }
+
+  /** Cuts the COPY short: the statement fails, and the transaction must roll back. */
+  abort(err: unknown): void {
+    this.copy.destroy(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+/**
+ * Runs `fn` in a transaction on one connection of `pool`, bumping the data
+ * version before COMMIT; rolls back on any error. A connection that failed
+ * mid-COPY is discarded rather than reused.
+ */
+export async function writeTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query("BEGIN");
+    const result = await fn(client);
+    await client.query(BUMP_DATA_VERSION);
+    await client.query("COMMIT");
+    return result;
+  } catch (err) {
+    broken = true;
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}

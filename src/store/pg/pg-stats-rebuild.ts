@@ -1,0 +1,38 @@
+import type pg from "pg";
+import { BUMP_DATA_VERSION } from "./database.js";
+import { freshHourlySql } from "./sales-hourly.js";
+
+/**
+ * stats rebuild on PostgreSQL: the hour rows computed afresh from the raw
+ * sales, compared with the stored ones (rows missing, extra or different
+ * count as changed), and written unless `check`; one transaction.
+ */
+export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undefined, check: boolean): Promise<{ changed: number; rows: number }> {
+  const scope = collectionId === undefined ? "true" : `collection_id = ${Number(collectionId)}`;
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(`CREATE TEMP TABLE fresh ON COMMIT DROP AS ${freshHourlySql(scope)}`);
+    const diff = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM fresh f
+       FULL JOIN (SELECT * FROM sales_hourly WHERE ${scope}) h
+         ON h.collection_id = f.collection_id AND h.marketplace = f.marketplace AND h.hour = f.hour
+       WHERE f.hour IS NULL OR h.hour IS NULL
+          OR (f.cum_num_sales, f.cum_volume) IS DISTINCT FROM (h.cum_num_sales, h.cum_volume)`,
+    );
+    const changed = diff.rows[0]!.n;
+    if (!check && changed > 0) {
+      await client.query(`DELETE FROM sales_hourly WHERE ${scope}`);
+      await client.query("INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) SELECT * FROM fresh");
+      await client.query(BUMP_DATA_VERSION);
+    }
+    const rows = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM sales_hourly");
+    await client.query(check ? "ROLLBACK" : "COMMIT");
+    return { changed, rows: rows.rows[0]!.n };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
