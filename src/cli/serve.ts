@@ -5,7 +5,7 @@ import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import type { ServeConfig } from "../config.js";
 import { serveMetrics, startServer } from "../server.js";
-import { openReadOnly } from "../store/database.js";
+import { openReadRepositories } from "../store/open-read.js";
 
 // `serve`: one process, or with --workers N a node:cluster primary that
 // forks N workers sharing the port, each opening the store read-only.
@@ -52,7 +52,7 @@ function untilSignal(stop: (signal: NodeJS.Signals) => Promise<void>): Promise<v
 async function runPrimary(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
   const log = pino({ level: config.logLevel });
   // Refuse a missing or outdated store here, once, with the CLI's message.
-  openReadOnly(config.db).close();
+  await (await openReadRepositories(config.db, { poolSize: 1 })).close();
   // The workers' rate-limit counts live here, so N workers enforce one limit (Redis, when given, replaces it).
   if (config.redis === undefined) new RateLimiterClusterMaster();
   cluster.setupPrimary({ exec: WORKER_ENTRY, args: [] });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServeConfig } from "../config.js";
 import { ApiKeyAdmin } from "../store/api-keys.js";
-import { openWritable } from "../store/database.js";
+import { openWritable, refusePostgres } from "../store/database.js";
 import { runDemo } from "./demo.js";
 import { serveUntilSignalled } from "./serve.js";
 
@@ -13,6 +13,7 @@ export function demoKeyPath(dbPath: string): string {
 }
 
 export async function runStart(config: ServeConfig, demoScale = "default"): Promise<void> {
+  refusePostgres(config.db);
   const keyFile = demoKeyPath(config.db);
   if (!existsSync(config.db)) {
     process.stderr.write(`No store at ${config.db}: building the demo store (done once; later starts reuse it).\n`);

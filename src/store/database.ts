@@ -11,7 +11,7 @@ export class StoreError extends Error {}
  * A PostgreSQL URL given to a command that has no PostgreSQL store yet: said
  * plainly rather than taken for a file name.
  */
-function refusePostgres(path: string): void {
+export function refusePostgres(path: string): void {
   if (/^postgres(ql)?:\/\//i.test(path)) {
     throw new StoreError(
       "this command works on the embedded SQLite store only (start builds and serves the SQLite demo); on PostgreSQL use demo, keys create and serve with --db postgres://...",

@@ -1,10 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
-import { openWritable } from "../../src/store/database.js";
 import { ENDPOINTS } from "../support/endpoints.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
+import { withKeys } from "../support/engine.js";
 
 const t = useFixtureServer(buildFixture);
 
@@ -53,15 +52,12 @@ describe("x-api-key", () => {
   });
 
   it("a key revoked while the server runs is refused from the next request on", async () => {
-    const db = openWritable(t.f.dbPath);
-    const admin = new ApiKeyAdmin(db);
-    const { id, key } = admin.create("short-lived");
+    const { id, key } = await withKeys(t.f.dbPath, (admin) => admin.create("short-lived"));
     const query = { contractAddress: COLLECTION };
     expect((await restGet(t.server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(200);
     const grpc = clientsFor(transportFor("grpc", t.server.baseUrl));
     await grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } });
-    admin.revoke(id);
-    db.close();
+    await withKeys(t.f.dbPath, (admin) => admin.revoke(id));
     expect((await restGet(t.server.baseUrl, "/v1/collection/scores", query, key)).status).toBe(401);
     await expect(
       grpc.collection.listScores({ contractAddress: [COLLECTION] }, { headers: { "x-api-key": key } }),

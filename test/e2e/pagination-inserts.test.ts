@@ -1,9 +1,8 @@
 import { expect, it } from "vitest";
-import { openWritable } from "../../src/store/database.js";
-import { WriteStore } from "../../src/store/write-store.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { bySaleOrder } from "../support/oracle.js";
 import { restGet, useFixtureServer } from "../support/server.js";
+import { importRecords } from "../support/engine.js";
 
 // Keyset pages stay correct when rows arrive between calls: nothing already
 // ordered before the token's position is repeated or skipped.
@@ -19,13 +18,7 @@ it("rows inserted between pages neither duplicate nor skip rows", async () => {
   const template = t.f.sales[0]!;
   const newest = { ...template, hash: `0x${"e".repeat(64)}`, timestamp: 1_800_000_000 };
   const oldest = { ...template, hash: `0x${"d".repeat(64)}`, timestamp: 1_600_000_000 };
-  const db = openWritable(t.f.dbPath);
-  const w = new WriteStore(db);
-  w.transaction(() => {
-    w.upsertSale(newest);
-    w.upsertSale(oldest);
-  });
-  db.close();
+  await importRecords(t.f.dbPath, "sales", [newest, oldest].map((s) => ({ ...s, currency: "ETH" })));
 
   let cursor = first.body.cursor as string;
   while (cursor !== "") {

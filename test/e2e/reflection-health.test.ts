@@ -4,10 +4,11 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
-import { openWritable } from "../../src/store/database.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
+import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
+import { ENGINE, setSchemaVersion } from "../support/engine.js";
 
 // What a new user's tools find with nothing but the server's address:
 // buf curl (the npm @bufbuild/buf binary) lists the services through server
@@ -97,18 +98,17 @@ describe("health", () => {
   });
 
   it("/readyz turns 503 when the store's schema is not this build's", async () => {
-    const db = openWritable(t.f.dbPath);
+    const current = ENGINE === "postgres" ? PG_MIGRATIONS.length : MIGRATIONS.length;
+    await setSchemaVersion(t.f.dbPath, current + 1);
     try {
-      db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
       expect(await get("/readyz")).toEqual({
         status: 503,
-        body: { status: "not ready", reason: `store schema version ${MIGRATIONS.length + 1}, this build needs ${MIGRATIONS.length}` },
+        body: { status: "not ready", reason: `store schema version ${current + 1}, this build needs ${current}` },
       });
       const health = createClient(Health, transportFor("grpc", t.server.url));
       expect((await health.check({ service: "" })).status).toBe(Status.NOT_SERVING);
     } finally {
-      db.pragma(`user_version = ${MIGRATIONS.length}`);
-      db.close();
+      await setSchemaVersion(t.f.dbPath, current);
     }
     expect((await get("/readyz")).status).toBe(200);
   });

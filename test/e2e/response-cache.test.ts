@@ -2,17 +2,14 @@ import { create, type DescMethodUnary, fromBinary, toBinary, toJson } from "@buf
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { deriveAll } from "../../src/derive/derive.js";
 import type { Kind } from "../../src/ingest/kinds.js";
-import { importLines } from "../../src/ingest/importer.js";
 import { SERVICES } from "../../src/service/services.js";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
-import { openWritable } from "../../src/store/database.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { VALID } from "../ingest/records.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, type ProtocolName, startTestServer, type TestServer, transportFor } from "../support/server.js";
-import { DeriveStore } from "../../src/store/derive-store.js";
+import { deriveAt, fixtureOnEngine, importRecords as importAt, withKeys } from "../support/engine.js";
+
 
 // The response cache and conditional requests. A server with the cache is
 // compared with one without it (the oracle) on the same store, before and
@@ -23,14 +20,14 @@ let cached: TestServer;
 let oracle: TestServer;
 
 beforeAll(async () => {
-  f = buildFixture();
+  f = await fixtureOnEngine(buildFixture());
   cached = await startTestServer(f.dbPath);
   oracle = await startTestServer(f.dbPath, { cacheMb: 0 });
 });
 afterAll(async () => {
   await cached?.close();
   await oracle?.close();
-  f?.cleanup();
+  await f?.cleanup();
 });
 
 const QUERIES: Record<string, Record<string, string>> = {
@@ -89,15 +86,7 @@ async function rpcSnapshot(): Promise<Record<string, unknown>> {
 }
 
 async function importRecords(kind: Kind, records: object[]): Promise<void> {
-  const db = openWritable(f.dbPath);
-  try {
-    async function* lines() {
-      for (const r of records) yield JSON.stringify(r);
-    }
-    await importLines(db, lines(), { kind, skipInvalid: false });
-  } finally {
-    db.close();
-  }
+  await importAt(f.dbPath, kind, records);
 }
 
 describe("response cache", () => {
@@ -125,9 +114,7 @@ describe("response cache", () => {
     for (const key of Object.keys(rpc0)) expect(rpc1[key], key).not.toEqual(rpc0[key]);
 
     // A derive recomputes appraisals from the sales (now including the new one).
-    const db = openWritable(f.dbPath);
-    await deriveAll(new DeriveStore(db));
-    db.close();
+    await deriveAt(f.dbPath);
     const rest2 = await restSnapshot();
     await rpcSnapshot();
     expect(rest2["/v1/asset/appraisals"]).not.toBe(rest1["/v1/asset/appraisals"]);
@@ -188,13 +175,10 @@ describe("conditional requests", () => {
   });
 
   it("a key revoked while its responses are cached is refused from the next request", async () => {
-    const db = openWritable(f.dbPath);
-    const admin = new ApiKeyAdmin(db);
-    const { id, key } = admin.create("soon revoked");
+    const { id, key } = await withKeys(f.dbPath, (admin) => admin.create("soon revoked"));
     const url = `${cached.baseUrl}${path}?${new URLSearchParams(query)}`;
     expect((await fetch(url, { headers: { "x-api-key": key } })).status).toBe(200);
-    admin.revoke(id);
-    db.close();
+    await withKeys(f.dbPath, (admin) => admin.revoke(id));
     expect((await fetch(url, { headers: { "x-api-key": key } })).status).toBe(401);
   });
 

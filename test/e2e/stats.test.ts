@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import { openWritable } from "../../src/store/database.js";
-import { WriteStore } from "../../src/store/write-store.js";
 import { MARKETPLACES } from "../support/fixture.js";
 import { clientFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { emptyStore, importRecords, withKeys } from "../support/engine.js";
 
 // totalVolume is an exact wei sum, far above 2^64, for windows and assets.
 
@@ -20,16 +16,13 @@ interface S {
   marketplace: string;
 }
 
-let dir: string;
+let store: { target: string; cleanup(): Promise<void> };
 let server: TestServer;
 let key: string;
 const sales: S[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "marketdata-stats-"));
-  const dbPath = join(dir, "s.sqlite");
-  const db = openWritable(dbPath);
-  const w = new WriteStore(db);
+  store = await emptyStore();
   // Prices from 1 wei to ~10^40 wei: sums exceed 2^64 many times over, and a
   // few exceed what the SQL fast path can hold, forcing the exact BigInt path
   // on the windows that contain them.
@@ -38,29 +31,29 @@ beforeAll(async () => {
       i % 97 === 5 ? 10n ** 40n + BigInt(i) : i % 3 === 0 ? 3n * 10n ** 19n + BigInt(i) * 999_999_937n : 2n ** 64n - 1n + BigInt(i);
     sales.push({ assetId: String(i % 25), timestamp: T0 + i * 600, price, marketplace: MARKETPLACES[(i * 7) % 4]! });
   }
-  w.transaction(() => {
-    sales.forEach((s, i) =>
-      w.upsertSale({
-        hash: `0x${i.toString(16).padStart(64, "0")}`,
-        from: `0x${"2".repeat(40)}`,
-        to: `0x${"3".repeat(40)}`,
-        contractAddress: C,
-        assetId: s.assetId,
-        timestamp: s.timestamp,
-        block: 15_000_000 + i,
-        price: s.price.toString(),
-        amountReceived: s.price.toString(),
-        marketplace: s.marketplace,
-      }),
-    );
-  });
-  key = new (await import("../../src/store/api-keys.js")).ApiKeyAdmin(db).create("t").key;
-  db.close();
-  server = await startTestServer(dbPath);
+  await importRecords(
+    store.target,
+    "sales",
+    sales.map((s, i) => ({
+      hash: `0x${i.toString(16).padStart(64, "0")}`,
+      from: `0x${"2".repeat(40)}`,
+      to: `0x${"3".repeat(40)}`,
+      contractAddress: C,
+      assetId: s.assetId,
+      timestamp: s.timestamp,
+      block: 15_000_000 + i,
+      price: s.price.toString(),
+      amountReceived: s.price.toString(),
+      currency: "ETH",
+      marketplace: s.marketplace,
+    })),
+  );
+  key = (await withKeys(store.target, (admin) => admin.create("t"))).key;
+  server = await startTestServer(store.target);
 });
 afterAll(async () => {
   await server.close();
-  rmSync(dir, { recursive: true, force: true });
+  await store.cleanup();
 });
 
 function expected(keep: (s: S) => boolean) {

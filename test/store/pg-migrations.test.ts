@@ -99,12 +99,10 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     expect(await version()).toBe(before + 3);
   });
 
-  it("commands without a PostgreSQL store yet say so instead of taking the URL for a file", () => {
-    for (const args of [["serve", "--db", db.url, "--port", "0"], ["import", "--db", db.url, "sales", "-"], ["derive", "--db", db.url]]) {
-      const r = runCli(args);
-      expect(r.status, args.join(" ")).toBe(1);
-      expect(r.stderr).toMatch(/PostgreSQL stores can be created and migrated \(marketdata migrate\) but not yet served/);
-    }
+  it("start (the embedded demo) refuses a PostgreSQL URL plainly instead of taking it for a file", () => {
+    const r = runCli(["start", "--db", db.url, "--port", "0"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/works on the embedded SQLite store only .* on PostgreSQL use demo, keys create and serve/);
   });
 });
 

@@ -28,7 +28,8 @@ export interface Fixture {
   influencers: { contractAddress: string; user: SocialUserRecord; score: number }[];
   tweets: TweetRecord[];
   score: ScoreRow;
-  cleanup(): void;
+  collections: { contractAddress: string; name: string }[];
+  cleanup(): void | Promise<void>;
 }
 
 export const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "OTHER"];
@@ -72,6 +73,10 @@ export function buildFixture(): Fixture {
     influencers: [],
     tweets: [],
     score: { contractAddress: COLLECTION, name: "Test Apes", hype: 71.5, gains: -3.25, community: 88, total: 52.1 },
+    collections: [
+      { contractAddress: COLLECTION, name: "Test Apes" },
+      { contractAddress: EMPTY_COLLECTION, name: "Empty" },
+    ],
   };
 
   for (let i = 0; i < 45; i++) {
@@ -152,8 +157,7 @@ export function buildFixture(): Fixture {
   }
 
   w.transaction(() => {
-    w.upsertCollection({ contractAddress: COLLECTION, name: "Test Apes" });
-    w.upsertCollection({ contractAddress: EMPTY_COLLECTION, name: "Empty" });
+    for (const c of f.collections) w.upsertCollection(c);
     for (const r of f.appraisals) w.upsertAppraisal(r);
     for (const r of f.rarity) w.upsertRarity(r);
     for (const r of f.sales) w.upsertSale(r);

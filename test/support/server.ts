@@ -5,6 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type RunningServer, type StartOptions, startServer } from "../../src/server.js";
+import { fixtureOnEngine } from "./engine.js";
 import type { Fixture } from "./fixture.js";
 
 // A real server on an ephemeral loopback port, and real clients for it.
@@ -72,18 +73,19 @@ export async function restGet(
 }
 
 /**
- * Registers beforeAll/afterAll hooks that build the fixture store and serve
- * it; the returned object is filled in before the first test runs.
+ * Registers beforeAll/afterAll hooks that build the fixture store (on the
+ * test engine: engine.ts) and serve it; the returned object is filled in
+ * before the first test runs.
  */
 export function useFixtureServer(build: () => Fixture, options: Partial<StartOptions> = {}): { f: Fixture; server: TestServer } {
   const ctx = {} as { f: Fixture; server: TestServer };
   beforeAll(async () => {
-    ctx.f = build();
+    ctx.f = await fixtureOnEngine(build());
     ctx.server = await startTestServer(ctx.f.dbPath, options);
   });
   afterAll(async () => {
     await ctx.server?.close();
-    ctx.f?.cleanup();
+    await ctx.f?.cleanup();
   });
   return ctx;
 }

@@ -34,7 +34,8 @@ export class PgDeriveStore implements DeriveRepository {
 
   async tokens(collectionId: number): Promise<TokenRecord[]> {
     const r = await this.pool.query<{ asset_id: string; current_owner: string; attributes: TokenRecord["attributes"] }>(
-      "SELECT asset_id::text AS asset_id, current_owner, attributes FROM tokens WHERE collection_id = $1 ORDER BY asset_id",
+      // Ordered by the numeric column, not by the text alias of the same name.
+      "SELECT t.asset_id::text AS asset_id, t.current_owner, t.attributes FROM tokens t WHERE t.collection_id = $1 ORDER BY t.asset_id",
       [collectionId],
     );
     return r.rows.map((t) => ({ assetId: t.asset_id, currentOwner: t.current_owner, attributes: t.attributes }));
@@ -42,8 +43,8 @@ export class PgDeriveStore implements DeriveRepository {
 
   async sales(collectionId: number): Promise<SaleForModel[]> {
     const r = await this.pool.query<{ asset_id: string; timestamp: number; price: string; buyer: string }>(
-      `SELECT asset_id::text AS asset_id, timestamp, price::text AS price, '0x' || encode(buyer, 'hex') AS buyer
-       FROM sales WHERE collection_id = $1 ORDER BY timestamp, block, hash, asset_id`,
+      `SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
+       FROM sales s WHERE s.collection_id = $1 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
       [collectionId],
     );
     return r.rows.map((s) => ({ assetId: s.asset_id, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));

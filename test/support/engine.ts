@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { deriveAll } from "../../src/derive/derive.js";
+import { importInto } from "../../src/ingest/import-into.js";
+import type { ImportStats } from "../../src/ingest/importer.js";
+import type { Kind } from "../../src/ingest/kinds.js";
+import { type KeyAdmin, openKeyAdmin } from "../../src/store/keys/key-admin.js";
+import { isPostgresUrl } from "../../src/store/pg/database.js";
+import { deriveRepository, openWritableStore } from "../../src/store/writable.js";
+import type { Fixture } from "./fixture.js";
+import { createTestDatabase } from "./pg.js";
+
+// The engine the end-to-end suite runs on: SQLite by default, PostgreSQL in
+// the "postgres" project of vitest.config.ts (MARKETDATA_TEST_ENGINE). Tests
+// write through the commands' own paths (import, keys, derive), which work
+// on either engine, never through one engine's writer.
+
+export type Engine = "sqlite" | "postgres";
+export const ENGINE: Engine = process.env.MARKETDATA_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+
+/** Imports records of one kind into the store at `target` (a file or a URL), atomically. */
+export async function importRecords(target: string, kind: Kind, records: readonly object[]): Promise<ImportStats> {
+  const store = await openWritableStore(target, { migrateEmpty: true });
+  try {
+    return await importInto(store, asLines(records), { kind, skipInvalid: false });
+  } finally {
+    await store.close();
+  }
+}
+
+export async function withKeys<T>(target: string, use: (admin: KeyAdmin) => Promise<T>): Promise<T> {
+  const admin = await openKeyAdmin(target);
+  try {
+    return await use(admin);
+  } finally {
+    await admin.close();
+  }
+}
+
+export async function deriveAt(target: string): Promise<void> {
+  const store = await openWritableStore(target);
+  try {
+    await deriveAll(deriveRepository(store));
+  } finally {
+    await store.close();
+  }
+}
+
+/** An empty store on the test engine: a file in a temporary folder, or a database of its own. */
+export async function emptyStore(): Promise<{ target: string; cleanup(): Promise<void> }> {
+  if (ENGINE === "postgres") {
+    const db = await createTestDatabase();
+    return { target: db.url, cleanup: db.drop };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "marketdata-test-"));
+  return { target: join(dir, "store.sqlite"), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The fixture on the test engine: on PostgreSQL, its records imported as
+ * NDJSON into a database of its own (through COPY and the merge), with keys
+ * of that database; `dbPath` is then the database URL.
+ */
+export async function fixtureOnEngine(f: Fixture): Promise<Fixture> {
+  if (ENGINE === "sqlite") return f;
+  const db = await createTestDatabase();
+  const target = db.url;
+  const records = fixtureRecords(f);
+  for (const [kind, rows] of Object.entries(records) as [Kind, object[]][]) await importRecords(target, kind, rows);
+  const { key, revokedKey } = await withKeys(target, async (admin) => {
+    const k = await admin.create("tests");
+    const revoked = await admin.create("revoked");
+    await admin.revoke(revoked.id);
+    return { key: k.key, revokedKey: revoked.key };
+  });
+  return {
+    ...f,
+    dbPath: target,
+    key,
+    revokedKey,
+    cleanup: async () => {
+      await db.drop();
+      await f.cleanup();
+    },
+  };
+}
+
+/** Every record of the fixture as the importable kinds of decisions.md. */
+export function fixtureRecords(f: Fixture): Partial<Record<Kind, object[]>> {
+  const eth = { currency: "ETH" };
+  return {
+    collections: f.collections,
+    appraisals: f.appraisals.map((r) => ({ ...r, ...eth })),
+    rarity: f.rarity,
+    sales: f.sales.map((r) => ({ ...r, ...eth })),
+    listings: f.listings.map((r) => ({ ...r, ...eth })),
+    influencers: f.influencers,
+    tweets: f.tweets.map(({ retweetedStatusJson, ...r }) => ({ ...r, retweetedStatus: retweetedStatusJson === null ? null : JSON.parse(retweetedStatusJson) })),
+    scores: [f.score],
+  };
+}
+
+async function* asLines(records: readonly object[]): AsyncIterable<string> {
+  for (const r of records) yield JSON.stringify(r);
+}
+
+/** Marks the store as at schema `version` (to test how servers meet a store they were not built for). */
+export async function setSchemaVersion(target: string, version: number): Promise<void> {
+  if (!isPostgresUrl(target)) {
+    const db = new Database(target);
+    db.pragma(`user_version = ${version}`);
+    db.close();
+    return;
+  }
+  const client = new pg.Client({ connectionString: target });
+  await client.connect();
+  try {
+    await client.query("DELETE FROM schema_migrations WHERE version > $1", [version]);
+    await client.query("INSERT INTO schema_migrations (version) SELECT generate_series(coalesce(max(version), 0) + 1, $1::int) FROM schema_migrations", [version]);
+  } finally {
+    await client.end();
+  }
+}
