@@ -28,8 +28,12 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
       throw new CliError(`cannot read ${cmd.file}: no such file`);
     }
   }
-  const input = fromStdin ? process.stdin : createReadStream(cmd.file);
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  // readline emits lines as soon as the input is read: its iterator is taken
+  // at once, so lines read while the store connects (PostgreSQL) wait in its
+  // bounded buffer (the input pauses) instead of being lost.
+  const rl = createInterface({ input: fromStdin ? process.stdin : createReadStream(cmd.file), crlfDelay: Infinity });
+  const iterator = rl[Symbol.asyncIterator]();
+  const lines: AsyncIterable<string> = { [Symbol.asyncIterator]: () => iterator };
 
   const rejectsPath = `${fromStdin ? "stdin" : cmd.file}.rejects.ndjson`;
   const rejects = cmd.skipInvalid ? createWriteStream(rejectsPath) : undefined;
@@ -43,12 +47,14 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
 
   let interrupted = false;
   const onSignal = () => {
+    // A second signal ends the process at once (the rollback is the server's).
+    if (interrupted) process.exit(130);
     interrupted = true;
     // Stops the wait for more input (stdin); the import then rolls back.
-    lines.close();
+    rl.close();
   };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
 
   let store;
   try {

@@ -7,6 +7,9 @@ export type Db = Database.Database;
 
 export class StoreError extends Error {}
 
+/** The store could not be reached (PostgreSQL down or restarting): the caller may retry; callers see `unavailable`. */
+export class StoreUnavailableError extends Error {}
+
 /**
  * A PostgreSQL URL given to a command that has no PostgreSQL store yet: said
  * plainly rather than taken for a file name.

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { KeyGrant } from "../store/api-keys.js";
+import { StoreUnavailableError } from "../store/database.js";
 import { type MaybePromise, settle } from "../store/repositories.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
@@ -51,6 +52,10 @@ export function requireApiKey(keys: KeyVerifier, key: string | null | undefined)
  */
 export function publicError(err: unknown, log: ErrorLogger, procedure: string): ConnectError {
   if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
+  if (err instanceof StoreUnavailableError) {
+    log.error({ err: err.cause ?? err, procedure }, "store unavailable");
+    return new ConnectError("the store is unavailable; retry shortly", Code.Unavailable);
+  }
   log.error({ err, procedure }, "internal error");
   return new ConnectError("internal error", Code.Internal);
 }

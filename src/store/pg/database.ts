@@ -51,7 +51,10 @@ export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): 
     connectionString: url,
     max: o.max ?? 10,
     types: TYPES,
-    ...(o.readOnly ? { options: "-c default_transaction_read_only=on" } : {}),
+    // Waiting for a free connection is bounded: an unreachable server becomes an answer (unavailable), not a hang.
+    connectionTimeoutMillis: 5000,
+    // Serving: every transaction read-only, and no query may outlast a request's deadline.
+    ...(o.readOnly ? { options: "-c default_transaction_read_only=on -c statement_timeout=10000" } : {}),
   });
   // An idle client's error (the server restarted) must not end the process; the next query reconnects.
   pool.on("error", () => {});
