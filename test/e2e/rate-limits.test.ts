@@ -5,6 +5,7 @@ import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
 import { spawnCli, waitForOutput } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { REDIS_URL, redisUp, skipRedis } from "../support/redis.js";
 import { clientsFor, startTestServer, type TestServer, transportFor } from "../support/server.js";
 
 // Per-key and per-address rate limits on every protocol, counted in one
@@ -145,25 +146,9 @@ describe("across the workers of one server (node:cluster)", () => {
   });
 });
 
-// Redis: a real server at 127.0.0.1:6379 (or MARKETDATA_TEST_REDIS), each run with its own key prefix.
-const REDIS_URL = process.env.MARKETDATA_TEST_REDIS || "redis://127.0.0.1:6379";
-const redisUp = await (async () => {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
-  client.on("error", () => {});
-  try {
-    await client.connect();
-    return (await client.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-})();
-if (!redisUp && !process.env.MARKETDATA_TEST_REDIS) {
-  console.warn(`SKIPPED: rate limits shared through Redis: no Redis at ${REDIS_URL} (set MARKETDATA_TEST_REDIS to require it)`);
-}
+const skipSharedRedis = skipRedis("rate limits shared through Redis");
 
-describe.skipIf(!redisUp && !process.env.MARKETDATA_TEST_REDIS)("across servers sharing a Redis", () => {
+describe.skipIf(skipSharedRedis)("across servers sharing a Redis", () => {
   it("is reachable (MARKETDATA_TEST_REDIS makes this required)", () => {
     expect(redisUp).toBe(true);
   });
