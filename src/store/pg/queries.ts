@@ -7,26 +7,27 @@ import { StoreUnavailableError } from "../database.js";
  * the text, so every distinct query (per filter combination) gets its own.
  */
 export class PgQueries {
-  readonly #names = new Map<string, string>();
+  /** Statement name and the values of its first run, by SQL text. */
+  readonly #names = new Map<string, { name: string; values: unknown[] }>();
 
   constructor(readonly pool: pg.Pool) {}
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
-    let name = this.#names.get(text);
-    if (name === undefined) {
-      name = `q${this.#names.size}`;
-      this.#names.set(text, name);
+    let known = this.#names.get(text);
+    if (known === undefined) {
+      known = { name: `q${this.#names.size}`, values };
+      this.#names.set(text, known);
     }
     try {
-      return (await this.pool.query<R>({ name, text, values })).rows;
+      return (await this.pool.query<R>({ name: known.name, text, values })).rows;
     } catch (err) {
       throw unavailable(err) ? new StoreUnavailableError("the PostgreSQL store is unreachable", { cause: err }) : err;
     }
   }
 
-  /** Every SQL text run so far (for query-plan tests). */
-  preparedSql(): string[] {
-    return [...this.#names.keys()];
+  /** Every SQL text run so far, with the values of its first run (for query-plan tests). */
+  preparedRuns(): { text: string; values: unknown[] }[] {
+    return [...this.#names].map(([text, { values }]) => ({ text, values }));
   }
 }
 

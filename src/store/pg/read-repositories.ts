@@ -12,8 +12,8 @@ import { PgQueries } from "./queries.js";
 
 /** Every read repository on one PostgreSQL pool (a primary or a streaming replica). */
 export interface PgRepositories extends ReadRepositories {
-  /** Every SQL text run so far (for query-plan tests). */
-  preparedSql(): string[];
+  /** Every SQL text run so far, with the values of its first run (for query-plan tests). */
+  preparedRuns(): { text: string; values: unknown[] }[];
 }
 
 export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
@@ -37,7 +37,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     social: new PgSocial(q),
     keys: new PgKeyVerifier(q),
     info,
-    preparedSql: () => q.preparedSql(),
+    preparedRuns: () => q.preparedRuns(),
     close: () => pool.end(),
   };
 }

@@ -1,0 +1,281 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Kind } from "../../src/ingest/kinds.js";
+import { LISTING_STATUSES } from "../../src/domain/records.js";
+import { openPool } from "../../src/store/pg/database.js";
+import { type PgRepositories, pgRepositories } from "../../src/store/pg/read-repositories.js";
+import type { ListingsFilter, SalesFilter } from "../../src/store/repositories.js";
+import { importRecords } from "../support/engine.js";
+import { createTestDatabase, skipPg } from "../support/pg.js";
+import { VALID } from "../ingest/records.js";
+
+// The PostgreSQL side of the query-plan tests: every statement the read
+// repositories prepare, run through every read path and filter combination
+// on a store of 40 collections (ANALYZEd, so the planner has statistics),
+// then EXPLAINed with the values of its run. Each must reach its rows by an
+// index whose condition binds the columns of its most selective filters,
+// sort nothing that grows with a collection, and never use OFFSET.
+
+const COLLECTIONS = 40;
+/** Collections with a name and a score only: the lookup tables as large as a real store's. */
+const LISTED_ONLY = 3000;
+const address = (i: number) => `0x${i.toString(16).padStart(40, "c")}`;
+const TARGET = address(7);
+const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2"];
+
+function records(): Partial<Record<Kind, object[]>> {
+  const out: Record<string, object[]> = {};
+  const push = (kind: Kind, r: object) => (out[kind] ??= []).push(r);
+  for (let c = 1; c <= LISTED_ONLY; c++) {
+    const contractAddress = address(c);
+    push("collections", { contractAddress, name: `Collection ${c}` });
+    push("scores", { ...VALID.scores, contractAddress, name: `Collection ${c}` });
+  }
+  for (let c = 1; c <= COLLECTIONS; c++) {
+    const contractAddress = address(c);
+    for (let a = 0; a < 100; a++) {
+      const assetId = String(a);
+      push("tokens", { ...VALID.tokens, contractAddress, assetId });
+      push("appraisals", { ...VALID.appraisals, contractAddress, assetId });
+      push("rarity", { ...VALID.rarity, contractAddress, assetId, rarityRank: a + 1 });
+    }
+    // The collection the queries read is a large one: plan choices between
+    // indexes (an asset's or a marketplace's) are the ones a real store gets.
+    const n = contractAddress === TARGET ? 20_000 : 400;
+    for (let i = 0; i < n; i++) {
+      push("sales", {
+        ...VALID.sales,
+        contractAddress,
+        hash: `0x${(c * 100_000 + i).toString(16).padStart(64, "0")}`,
+        assetId: String(i % 1000),
+        timestamp: 1_700_000_000 + i * 3600,
+        block: 18_000_000 + i,
+        // Not tied to the asset id: every asset sells on every marketplace.
+        marketplace: MARKETPLACES[(i + Math.floor(i / 1000)) % MARKETPLACES.length],
+      });
+      push("listings", {
+        ...VALID.listings,
+        contractAddress,
+        marketplaceId: `0x${(c * 100_000 + i).toString(16)}`,
+        assetId: String(i % 1000),
+        createdAt: 1_700_000_000 + i * 3600,
+        lastUpdatedAt: 1_700_000_000 + i * 3600,
+        marketplace: MARKETPLACES[i % MARKETPLACES.length],
+        status: LISTING_STATUSES[i % LISTING_STATUSES.length],
+      });
+    }
+    for (let u = 0; u < 30; u++) {
+      const id = String(c * 1000 + u);
+      const user = { ...(VALID.influencers.user as object), id };
+      push("influencers", { contractAddress, user, score: u });
+      push("tweets", { ...VALID.tweets, contractAddress, id: String(c * 1_000_000 + u), user, retweetCount: u, favoriteCount: 1, interaction: u + 1 });
+    }
+  }
+  return out as Partial<Record<Kind, object[]>>;
+}
+
+let db: { url: string; drop(): Promise<void> };
+let repos: PgRepositories;
+let client: pg.Client;
+/** Each index's key columns, in order. */
+const indexColumns = new Map<string, string[]>();
+
+describe.skipIf(skipPg)("PostgreSQL query plans", () => {
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const all = records();
+    for (const kind of ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "influencers", "tweets", "scores"] as Kind[]) {
+      await importRecords(db.url, kind, all[kind] ?? []);
+    }
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query("ANALYZE");
+    const idx = await client.query<{ name: string; cols: string[] }>(
+      `SELECT i.indexrelid::regclass::text AS name, array_agg(a.attname::text ORDER BY k.n) AS cols
+         FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(attnum, n), pg_attribute a
+        WHERE a.attrelid = i.indrelid AND a.attnum = k.attnum AND i.indrelid::regclass::text NOT LIKE 'pg_%'
+        GROUP BY i.indexrelid`,
+    );
+    for (const r of idx.rows) indexColumns.set(r.name, r.cols);
+    repos = pgRepositories(openPool(db.url, 2), db.url);
+    const id = (await repos.collections.collectionId(TARGET))!;
+    const first = { limit: 5, after: null };
+    await repos.assetMetrics.appraisalsPage(id, first);
+    await repos.assetMetrics.appraisalsPage(id, { limit: 5, after: ["7"] });
+    await repos.assetMetrics.appraisalsByAsset(id, ["1", "7"]);
+    await repos.assetMetrics.rarityPage(id, first);
+    await repos.assetMetrics.rarityPage(id, { limit: 5, after: [3, "14"] });
+    await repos.assetMetrics.rarityByAsset(id, ["1", "7"]);
+    const saleFilters: SalesFilter[] = [];
+    for (const assetId of [undefined, "7"])
+      for (const marketplace of [undefined, "BLUR"])
+        for (const since of [undefined, 1_700_100_000])
+          for (const until of [undefined, 1_700_900_000]) saleFilters.push({ assetId, marketplace, since, until });
+    // Window edges inside hours: stats add the raw sales at the edges.
+    for (const assetId of [undefined, "7"]) saleFilters.push({ assetId, since: 1_700_100_001, until: 1_700_900_001 });
+    for (const filter of saleFilters) {
+      await repos.sales.salesPage(id, filter, first);
+      await repos.sales.salesPage(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] });
+      await repos.sales.salesSummary(id, filter);
+    }
+    for (const assetId of [undefined, "7"])
+      for (const marketplace of [undefined, "BLUR"])
+        for (const status of [undefined, "CREATED" as const]) {
+          const filter: ListingsFilter = { assetId, marketplace, status };
+          await repos.listings.listingsPage(id, filter, first);
+          await repos.listings.listingsPage(id, filter, { limit: 5, after: [1_700_500_000, "BLUR", "0x901"] });
+        }
+    await repos.social.topInfluencers(id, 5);
+    await repos.social.topTweets(id, 5);
+    await repos.collections.score(id);
+  }, 120_000);
+  afterAll(async () => {
+    await repos?.close();
+    await client?.end();
+    await db?.drop();
+  });
+
+  interface PlanNode {
+    "Node Type": string;
+    "Relation Name"?: string;
+    "Index Name"?: string;
+    "Index Cond"?: string;
+    "Sort Key"?: string[];
+    Plans?: PlanNode[];
+  }
+  async function planOf(text: string, values: unknown[]): Promise<PlanNode[]> {
+    const r = await client.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${text}`, values });
+    const nodes: PlanNode[] = [];
+    const walk = (n: PlanNode) => {
+      nodes.push(n);
+      for (const c of n.Plans ?? []) walk(c);
+    };
+    walk(r.rows[0]!["QUERY PLAN"][0].Plan);
+    return nodes;
+  }
+  const one = (sql: string) => sql.replace(/\s+/g, " ").trim();
+
+  it("exercised every read path", () => {
+    expect(repos.preparedRuns().length).toBeGreaterThan(50);
+  });
+
+  it("reads no table of the data by a sequential scan, sorts nothing a collection's size can grow, and uses no OFFSET", async () => {
+    const problems: string[] = [];
+    for (const { text, values } of repos.preparedRuns()) {
+      if (/\bOFFSET\b/i.test(text)) problems.push(`OFFSET in ${one(text)}`);
+      // One asset's rows (at most 20 ids, or one asset's sales) may be sorted.
+      const boundedByAsset = /asset_id = \$\d|asset_id = ANY/.test(text);
+      for (const n of await planOf(text, values)) {
+        // store_state is one row by design.
+        if (n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_state") problems.push(`Seq Scan on ${n["Relation Name"]} in ${one(text)}`);
+        if (n["Node Type"] === "Sort" && !boundedByAsset) problems.push(`Sort by ${n["Sort Key"]?.join(", ")} in ${one(text)}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("every statement seeks on the columns of its most selective filters, not just some index", async () => {
+    const problems: string[] = [];
+    for (const { text, values } of repos.preparedRuns()) {
+      if (/FROM store_state/.test(text)) continue;
+      const main = mainTable(text);
+      // An index scan names its table; a bitmap index scan only its index (named after the table).
+      const nodes = (await planOf(text, values)).filter(
+        (n) => n["Index Cond"] !== undefined && (n["Relation Name"] === main || (n["Node Type"] === "Bitmap Index Scan" && n["Index Name"]!.startsWith(`${main}_`))),
+      );
+      const need = requiredBindings(text, main);
+      const ok = nodes.some((n) => need.some((cols) => cols.every((c) => seekColumns(indexColumns.get(n["Index Name"]!) ?? [], n["Index Cond"]!).includes(c))));
+      if (!ok) problems.push(`${main}: ${nodes.map((n) => `${n["Index Name"]} ${n["Index Cond"]}`).join("; ") || "no index seek"}; needs ${JSON.stringify(need)} in ${one(text)}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("pages after a token seek to the token's position: the index condition bounds the sort key", async () => {
+    const keyset = repos.preparedRuns().filter(({ text }) => /asset_id > \$\d|\) > \(\$\d|timestamp <= \$\d+ AND \(|created_at <= \$\d+ AND \(/.test(text));
+    // appraisals and rarity, 16 sales filter combinations, 8 listings ones
+    expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
+    for (const { text, values } of keyset) {
+      const conds = (await planOf(text, values)).map((n) => n["Index Cond"] ?? "").join(" | ");
+      expect(conds, one(text)).toMatch(/asset_id > |ROW\(rarity_rank, asset_id\) > |"timestamp" <= |created_at <= /);
+    }
+  });
+
+  it("reads the binding rules right (the rule itself can fail)", () => {
+    expect(boundColumns("((collection_id = $1) AND (marketplace = $2) AND (\"timestamp\" >= $3))")).toEqual(["collection_id", "marketplace", "timestamp"]);
+    expect(boundColumns("((collection_id = $1) AND (ROW(\"timestamp\", block) < ROW($2, $3)))")).toEqual(["collection_id", "timestamp", "block"]);
+    // Only a prefix seeks: asset_id after a range on timestamp filters.
+    expect(
+      seekColumns(["collection_id", "marketplace", "timestamp", "block", "hash", "asset_id"], "((collection_id = 32) AND (marketplace = 'BLUR'::text) AND (\"timestamp\" >= '1700100000'::bigint) AND (asset_id = '7'::numeric))"),
+    ).toEqual(["collection_id", "marketplace", "timestamp"]);
+    // Custom plans show the values themselves.
+    expect(boundColumns("((collection_id = 32) AND (asset_id = '7'::numeric) AND (created_at <= '1700500000'::bigint))")).toEqual([
+      "collection_id",
+      "asset_id",
+      "created_at",
+    ]);
+    expect(requiredBindings("SELECT 1 FROM sales s WHERE s.collection_id = $1 AND s.asset_id = $2 AND s.marketplace = $3", "sales")).toEqual([
+      ["collection_id", "asset_id"],
+    ]);
+    expect(requiredBindings("SELECT 1 FROM listings l WHERE l.collection_id = $1 AND l.marketplace = $2 AND l.status = $3", "listings")).toEqual([
+      ["collection_id", "marketplace"],
+      ["collection_id", "status"],
+    ]);
+  });
+});
+
+/** The table the statement reads its rows from: the first one its FROM names. */
+function mainTable(sql: string): string {
+  return /\bFROM (\w+)/.exec(sql.replace(/\(SELECT[^()]*\)/g, ""))?.[1] ?? /\bFROM (\w+)/.exec(sql)![1]!;
+}
+
+/** Columns an index condition binds: `((collection_id = $1) AND (ROW(a, b) < ROW(...)))` → collection_id, a, b. */
+function boundColumns(cond: string): string[] {
+  const cols: string[] = [];
+  for (const m of cond.matchAll(/ROW\(([^)]*)\)\s*[<>]=?\s*ROW|"?(\w+)"? (?:=|<=|>=|<|>) /g)) {
+    if (m[1] !== undefined) cols.push(...m[1].split(",").map((c) => c.trim().replace(/"/g, "").replace(/^\w+\./, "")));
+    else if (m[2] !== undefined) cols.push(m[2]);
+  }
+  return cols;
+}
+
+/**
+ * The index columns a condition seeks on: its leading columns while each is
+ * bound by equality, then one bounded by a range (a B-tree descends on these;
+ * conditions on later columns only filter the entries read).
+ */
+function seekColumns(columns: string[], cond: string): string[] {
+  const bound = boundColumns(cond);
+  const out: string[] = [];
+  for (const c of columns) {
+    if (!bound.includes(c)) break;
+    out.push(c);
+    const eq = new RegExp(`"?\\b${c}"? = `).test(cond);
+    if (!eq) break;
+  }
+  return out;
+}
+
+/**
+ * What a statement must bind, as alternatives: the collection (or the
+ * address), then its most selective filter: an asset over anything else; for
+ * sales the marketplace, and a time bound when no asset or marketplace comes
+ * before it; for listings any one of marketplace and status.
+ */
+function requiredBindings(sql: string, table: string): string[][] {
+  if (/FROM collections WHERE address/.test(sql)) return [["address"]];
+  if (/FROM api_keys/.test(sql)) return [["hash"]];
+  const has = (col: string) => new RegExp(`\\b${col} = (\\$\\d|ANY)`).test(sql);
+  const base = ["collection_id"];
+  if (has("asset_id")) return [[...base, "asset_id"]];
+  if (table === "sales_hourly") return has("marketplace") ? [[...base, "marketplace"]] : [base];
+  if (table === "sales") {
+    if (has("marketplace")) return [[...base, "marketplace"]];
+    if (/timestamp [<>]=? \$\d/.test(sql)) return [[...base, "timestamp"]];
+    return [base];
+  }
+  if (table === "listings") {
+    const eq = ["marketplace", "status"].filter(has);
+    return eq.length === 0 ? [base] : eq.map((c) => [...base, c]);
+  }
+  return [base];
+}
