@@ -66,7 +66,7 @@ function records(): Partial<Record<Kind, object[]>> {
     }
     for (let u = 0; u < 30; u++) {
       const id = String(c * 1000 + u);
-      const user = { ...(VALID.influencers.user as object), id };
+      const user = { ...(VALID.influencers!.user as object), id };
       push("influencers", { contractAddress, user, score: u });
       push("tweets", { ...VALID.tweets, contractAddress, id: String(c * 1_000_000 + u), user, retweetCount: u, favoriteCount: 1, interaction: u + 1 });
     }
