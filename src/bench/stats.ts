@@ -1,5 +1,4 @@
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { once } from "node:events";
+import { createReadStream, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -11,6 +10,7 @@ import { openReadOnly, openWritable, type Db } from "../store/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/write-store.js";
 import { compare, ensureStore, log, median, ROOT, startTarget } from "./harness.js";
+import { writeSales, YEAR } from "./sales-file.js";
 
 // npm run bench:stats — collection stats from write-time aggregates (see the
 // README's "Collection stats"): latency of every window shape against a
@@ -43,7 +43,6 @@ const PARTS = new Set(opts.parts.split(","));
 const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
 const SAMPLES = Number(opts.samples);
 
-const YEAR = 365 * 86400;
 const WINDOWS: [string, number | undefined][] = [
   ["whole history", undefined],
   ["a year", YEAR],
@@ -53,7 +52,6 @@ const WINDOWS: [string, number | undefined][] = [
   ["random window", -1],
 ];
 const GENERATED = "0x00000000000000000000000000000000000b3c71";
-const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
 
 interface Subject {
   name: string;
@@ -69,34 +67,6 @@ interface Subject {
 }
 
 const results: Record<string, unknown> = {};
-
-/** NDJSON of n sales over two years on six marketplaces; every 100th sale is of asset 0 (10,000 of 1M). */
-async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
-  const rnd = new Random(seed);
-  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
-  const out = createWriteStream(path);
-  const start = 1_640_995_200; // 2022-01-01
-  const step = (2 * YEAR) / n;
-  for (let i = 0; i < n; i++) {
-    const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
-    const line = JSON.stringify({
-      hash: `0x${rnd.hex(64)}`,
-      from: rnd.pick(wallets),
-      to: rnd.pick(wallets),
-      contractAddress: address,
-      assetId: i % 100 === 0 ? "0" : String(rnd.int(1, 9999)),
-      timestamp: Math.floor(start + i * step),
-      block: 14_000_000 + i,
-      price: price.toString(),
-      amountReceived: ((price * 975n) / 1000n).toString(),
-      currency: "ETH",
-      marketplace: rnd.pick(MARKETPLACES),
-    });
-    if (!out.write(`${line}\n`)) await once(out, "drain");
-  }
-  out.end();
-  await once(out, "finish");
-}
 
 async function importFile(db: Db, file: string, maintainStats: boolean): Promise<number> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -186,8 +186,6 @@ export async function runReplicatedDeployment(o: ReplicatedOptions): Promise<Rep
     return u.toString();
   })();
   const tmp = mkdtempSync(join(tmpdir(), "marketdata-replicated-"));
-  // The standby's data directory inside is owned by the server's user, who must reach it.
-  chmodSync(tmp, 0o755);
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   let standby: Standby | undefined;

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { appendFileSync, chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, chmodSync, chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import pg from "pg";
 
 // A PostgreSQL hot standby of a running primary, made the way an operator
@@ -92,6 +92,9 @@ export async function createStandby(adminUrl: string, port: number, dir: string)
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (process.getuid?.() === 0) {
+    // The server's user must reach the directory through its parent (a private temporary folder, say).
+    const parent = dirname(dir);
+    chmodSync(parent, statSync(parent).mode | 0o711);
     const uid = Number(execFileSync("id", ["-u", RUN_AS], { encoding: "utf8" }));
     const gid = Number(execFileSync("id", ["-g", RUN_AS], { encoding: "utf8" }));
     chownSync(dir, uid, gid);

@@ -11,10 +11,17 @@ export async function openStage(client: pg.PoolClient, kind: BulkKind): Promise<
   return new StageWriter(client.query(copyFrom(`COPY stage (line, ${kind.stage.map((c) => c.name).join(", ")}) FROM STDIN`)), kind);
 }
 
+/**
+ * Bytes of COPY data sent at once: pg-copy-streams sends each write as its own
+ * CopyData message (two socket writes), so lines are gathered into chunks.
+ */
+const CHUNK_BYTES = 64 * 1024;
+
 /** Rows into the staging table through COPY, with backpressure; `rows` counts them. */
 export class StageWriter {
   rows = 0;
   #failed: Error | undefined;
+  #pending = "";
 
   constructor(
     private readonly copy: ReturnType<typeof copyFrom>,
@@ -29,11 +36,17 @@ export class StageWriter {
   write(record: Record<string, unknown>): void | Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
     this.rows++;
-    if (!this.copy.write(copyLine(this.rows, this.kind.row(record)))) return once(this.copy, "drain").then(() => {});
+    this.#pending += copyLine(this.rows, this.kind.row(record));
+    if (this.#pending.length < CHUNK_BYTES) return;
+    const chunk = this.#pending;
+    this.#pending = "";
+    if (!this.copy.write(chunk)) return once(this.copy, "drain").then(() => {});
   }
 
   async finish(): Promise<void> {
-    this.copy.end();
+    if (this.#failed !== undefined) throw this.#failed;
+    this.copy.end(this.#pending);
+    this.#pending = "";
     if (this.#failed === undefined) await once(this.copy, "finish");
     if (this.#failed !== undefined) throw this.#failed;
   }

@@ -1,0 +1,234 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import pg from "pg";
+import { Random } from "../demo/random.js";
+import { openReadRepositories } from "../store/open-read.js";
+import type { ReadRepositories, SalesFilter } from "../store/repositories.js";
+import { BIN, load, log, median, startCli, startTarget, type Target } from "./harness.js";
+import { writeSales, YEAR } from "./sales-file.js";
+import { allowReplication, createStandby, waitForReplay } from "../deploy/standby.js";
+
+// npm run bench:engines — the same work on SQLite and on PostgreSQL in one
+// run (issue 10): the import of a generated collection through the CLI
+// (SQLite upserts vs COPY + merge), stats latency for every window shape on
+// it, cold-path serving throughput (response cache off, distinct requests),
+// and, on a pg_basebackup hot standby, one server against two.
+
+const program = new Command("bench:engines")
+  .description("SQLite beside PostgreSQL: import, stats latency, cold serving throughput, and two servers on a hot standby")
+  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .option("--sales <n>", "sales in the generated collection", "1000000")
+  .option("--parts <list>", "import,stats,serve,standby", "import,stats,serve,standby")
+  .option("--samples <n>", "stats calls per window shape", "500")
+  .option("--rounds <n>", "alternating rounds per comparison", "3")
+  .option("--seconds <s>", "seconds per load round", "5")
+  .option("--connections <n>", "autocannon connections", "50")
+  .option("--standby-port <port>", "port of the hot standby", "5433")
+  .parse();
+const opts = program.opts<{
+  pg: string;
+  sales: string;
+  parts: string;
+  samples: string;
+  rounds: string;
+  seconds: string;
+  connections: string;
+  standbyPort: string;
+}>();
+const PARTS = new Set(opts.parts.split(","));
+const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
+const ADDRESS = "0x00000000000000000000000000000000000e4c11";
+
+const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-engines-"));
+const sqlite = join(dir, "bench.sqlite");
+const dbName = `marketdata_bench_${process.pid}`;
+const pgUrl = (() => {
+  const u = new URL(opts.pg);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+const admin = new pg.Client({ connectionString: opts.pg });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+
+function cli(args: string[]): string {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`marketdata ${args.join(" ")}: ${r.stderr}`);
+  return r.stderr + r.stdout;
+}
+const key = (db: string) => cli(["keys", "create", "--db", db, "--name", "bench", "--rate", "1000000"]).trim().split("\n").pop()!.trim();
+
+try {
+  const n = Number(opts.sales);
+  const file = join(dir, "sales.ndjson");
+  log(`generating ${n} sales...`);
+  await writeSales(file, n, 11, ADDRESS);
+
+  log(`\n## import of ${n} sales into an empty store (the CLI: read, check, write, commit)\n`);
+  log("| engine | rows/s | seconds |");
+  log("|---|---|---|");
+  for (const [engine, db] of [["SQLite", sqlite], ["PostgreSQL (COPY + merge)", pgUrl]] as const) {
+    const t = performance.now();
+    const out = cli(["import", "--db", db, "sales", file]);
+    const s = (performance.now() - t) / 1000;
+    log(`| ${engine} | ${out.match(/\((\d+) rows\/s\)/)?.[1]} | ${s.toFixed(1)} |`);
+  }
+  const keys = { sqlite: key(sqlite), pg: key(pgUrl) };
+
+  if (PARTS.has("stats")) await statsLatency();
+  if (PARTS.has("serve")) await coldServing(keys);
+  if (PARTS.has("standby")) await standbyServers(keys.pg);
+} finally {
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function span(store: ReadRepositories, id: number): Promise<{ first: number; last: number }> {
+  const page = await store.sales.salesPage(id, {}, { limit: 1, after: null });
+  const last = page.rows[0]!.timestamp;
+  return { first: last - 2 * YEAR, last };
+}
+
+function windowOf(first: number, last: number, length: number | undefined, rnd: Random): SalesFilter {
+  if (length === undefined) return {};
+  if (length === -1) {
+    const a = rnd.int(first, last);
+    const b = rnd.int(first, last);
+    return { since: Math.min(a, b), until: Math.max(a, b) };
+  }
+  const until = rnd.int(first + length, last);
+  return { since: until - length + 1, until };
+}
+
+async function statsLatency(): Promise<void> {
+  const shapes: [string, number | undefined][] = [
+    ["whole history", undefined],
+    ["a year", YEAR],
+    ["a month", 30 * 86400],
+    ["a day", 86400],
+    ["an hour", 3600],
+    ["random window", -1],
+  ];
+  const samples = Number(opts.samples);
+  const stores = { sqlite: await openReadRepositories(sqlite), pg: await openReadRepositories(pgUrl, { poolSize: 1 }) };
+  log(`\n## stats latency on ${opts.sales} sales: one salesSummary call, ${samples} random windows per shape (the same windows on both)\n`);
+  log("| window | assetId | SQLite p50 ms | p99 ms | PostgreSQL p50 ms | p99 ms |");
+  log("|---|---|---|---|---|---|");
+  try {
+    const ids = { sqlite: (await stores.sqlite.collections.collectionId(ADDRESS))!, pg: (await stores.pg.collections.collectionId(ADDRESS))! };
+    const { first, last } = await span(stores.sqlite, ids.sqlite);
+    for (const assetId of [undefined, "0"]) {
+      for (const [label, length] of shapes) {
+        const rnd = new Random(length ?? 0);
+        const windows = Array.from({ length: samples }, () => ({ ...windowOf(first, last, length, rnd), assetId }));
+        const times: Record<string, number[]> = { sqlite: [], pg: [] };
+        // Alternating: one window on each engine in turn.
+        for (const w of windows) {
+          for (const e of ["sqlite", "pg"] as const) {
+            const t = performance.now();
+            await stores[e].sales.salesSummary(ids[e], w);
+            times[e]!.push(performance.now() - t);
+          }
+        }
+        const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * q)]!.toFixed(3);
+        log(`| ${label} | ${assetId ?? "-"} | ${p(times.sqlite!, 0.5)} | ${p(times.sqlite!, 0.99)} | ${p(times.pg!, 0.5)} | ${p(times.pg!, 0.99)} |`);
+      }
+    }
+  } finally {
+    await stores.sqlite.close();
+    await stores.pg.close();
+  }
+}
+
+/** Distinct requests: random stats windows, sales pages by window, asset and marketplace. */
+async function coldPaths(): Promise<string[]> {
+  const store = await openReadRepositories(sqlite);
+  try {
+    const id = (await store.collections.collectionId(ADDRESS))!;
+    const { first, last } = await span(store, id);
+    const rnd = new Random(3);
+    const paths: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const w = windowOf(first, last, -1, rnd);
+      if (i % 2 === 0) paths.push(`/v1/collection/stats?contractAddress=${ADDRESS}&since=${w.since}&until=${w.until}`);
+      else {
+        const asset = rnd.next() < 0.3 ? `&assetId=${rnd.int(1, 9999)}` : "";
+        const mp = rnd.next() < 0.3 ? `&marketplace=${["OPENSEA", "BLUR", "X2Y2"][rnd.int(0, 2)]}` : "";
+        paths.push(`/v1/asset/sales?contractAddress=${ADDRESS}&until=${w.until}&limit=20${asset}${mp}`);
+      }
+    }
+    return paths;
+  } finally {
+    await store.close();
+  }
+}
+
+async function coldServing(keys: { sqlite: string; pg: string }): Promise<void> {
+  const paths = await coldPaths();
+  // One server process each (startServer, response cache off), the load generator in this process.
+  const targets = { sqlite: await startTarget("server", sqlite, "0"), pg: await startTarget("server", pgUrl, "0") };
+  try {
+    const runs: Record<string, number[]> = { sqlite: [], pg: [] };
+    const p99: Record<string, number[]> = { sqlite: [], pg: [] };
+    for (let r = 0; r < LOAD.rounds; r++) {
+      for (const e of ["sqlite", "pg"] as const) {
+        const run = await load(targets[e].url, paths, keys[e], LOAD);
+        if (run.bad > 0) throw new Error(`${e}: ${run.bad} failed requests`);
+        runs[e]!.push(run.rps);
+        p99[e]!.push(run.p99);
+      }
+    }
+    const s = median(runs.sqlite!);
+    const g = median(runs.pg!);
+    log(`\n## cold serving: ${paths.length} distinct stats and sales requests rotated, response cache off, one process each (${LOAD.rounds} alternating rounds of ${LOAD.seconds} s, ${LOAD.connections} connections, medians)\n`);
+    log("| engine | req/s | p99 ms |");
+    log("|---|---|---|");
+    log(`| SQLite | ${s.toFixed(0)} | ${median(p99.sqlite!)} |`);
+    log(`| PostgreSQL (pool of 10) | ${g.toFixed(0)} | ${median(p99.pg!)} |`);
+    log(`\nPostgreSQL / SQLite: ${(g / s).toFixed(2)}`);
+  } finally {
+    await targets.sqlite.stop();
+    await targets.pg.stop();
+  }
+}
+
+/** Sum of two autocannon runs at once, one per server (each half the connections). */
+async function loadPair(a: Target, b: Target, paths: string[], k: string): Promise<number> {
+  const half = { ...LOAD, connections: Math.max(1, Math.floor(LOAD.connections / 2)) };
+  const [x, y] = await Promise.all([load(a.url, paths, k, half), load(b.url, paths, k, half)]);
+  return x.rps + y.rps;
+}
+
+async function standbyServers(k: string): Promise<void> {
+  await allowReplication(opts.pg);
+  const standby = await createStandby(opts.pg, Number(opts.standbyPort), join(dir, "standby"));
+  const servers: Target[] = [];
+  try {
+    await waitForReplay(pgUrl, standby.url(dbName));
+    const paths = await coldPaths();
+    const url = standby.url(dbName);
+    servers.push(await startCli(url, 1, 0, ["--rate-limit", "0"]));
+    servers.push(await startCli(url, 1, 0, ["--rate-limit", "0"]));
+    const one: number[] = [];
+    const two: number[] = [];
+    for (let r = 0; r < LOAD.rounds; r++) {
+      one.push((await load(servers[0]!.url, paths, k, LOAD)).rps);
+      two.push(await loadPair(servers[0]!, servers[1]!, paths, k));
+    }
+    const o = median(one);
+    const t = median(two);
+    log(`\n## the hot standby: one server against two (serve --workers 1 each, cache off, the same cold requests; ${LOAD.rounds} alternating rounds, medians)\n`);
+    log("| servers | req/s |");
+    log("|---|---|");
+    log(`| one | ${o.toFixed(0)} |`);
+    log(`| two | ${t.toFixed(0)} |`);
+    log(`\ntwo / one: ${(t / o).toFixed(2)} (this machine has 2 cores for the servers, the standby's backends and the load generator together)`);
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    await standby.destroy();
+  }
+}

@@ -1,0 +1,38 @@
+import { createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { Random } from "../demo/random.js";
+
+// The generated collection the stats and engine benchmarks import: sales
+// over two years on six marketplaces, prices heavy-tailed.
+
+export const YEAR = 365 * 86400;
+export const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
+
+/** NDJSON of n sales over two years on six marketplaces; every 100th sale is of asset 0 (10,000 of 1M). */
+export async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
+  const rnd = new Random(seed);
+  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
+  const out = createWriteStream(path);
+  const start = 1_640_995_200; // 2022-01-01
+  const step = (2 * YEAR) / n;
+  for (let i = 0; i < n; i++) {
+    const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
+    const line = JSON.stringify({
+      hash: `0x${rnd.hex(64)}`,
+      from: rnd.pick(wallets),
+      to: rnd.pick(wallets),
+      contractAddress: address,
+      assetId: i % 100 === 0 ? "0" : String(rnd.int(1, 9999)),
+      timestamp: Math.floor(start + i * step),
+      block: 14_000_000 + i,
+      price: price.toString(),
+      amountReceived: ((price * 975n) / 1000n).toString(),
+      currency: "ETH",
+      marketplace: rnd.pick(MARKETPLACES),
+    });
+    if (!out.write(`${line}\n`)) await once(out, "drain");
+  }
+  out.end();
+  await once(out, "finish");
+}
+
