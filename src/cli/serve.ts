@@ -20,36 +20,43 @@ const RESPAWN_DELAY_MS = 1000;
 type WorkerMessage = { type: "listening"; url: string };
 
 export async function serveUntilSignalled(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
-  if (config.workers > 1) return runPrimary(config, onReady);
+  // Handlers first: a SIGTERM that arrives while the server starts (a
+  // supervisor's, or a test's as soon as it reads the listening line) is a
+  // shutdown once it has started, never the default death by signal.
+  const signalled = firstSignal();
+  if (config.workers > 1) return runPrimary(config, signalled, onReady);
   const server = await startServer(config);
   onReady?.(server.url);
-  await untilSignal((signal) => {
+  await stopOn(signalled, (signal) => {
     server.app.log.info({ signal }, "shutting down: finishing requests in flight");
     return server.close();
   });
 }
 
-/** Resolves once a signal has arrived and `stop` has finished (exit code 1 if it failed). */
-function untilSignal(stop: (signal: NodeJS.Signals) => Promise<void>): Promise<void> {
-  return new Promise<void>((resolve) => {
-    let stopping = false;
-    // Handlers stay installed: a second signal (a terminal's Ctrl-C reaches
-    // the primary and its workers alike) must not kill a draining process.
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (stopping) return;
-      stopping = true;
-      stop(signal).then(resolve, (err: unknown) => {
-        process.stderr.write(`marketdata: error during shutdown: ${String(err)}\n`);
-        process.exitCode = 1;
-        resolve();
-      });
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+/**
+ * The first SIGINT or SIGTERM from now on. The handlers stay installed: a
+ * second signal (a terminal's Ctrl-C reaches the primary and its workers
+ * alike) must not kill a draining process.
+ */
+function firstSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.on("SIGINT", resolve);
+    process.on("SIGTERM", resolve);
   });
 }
 
-async function runPrimary(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
+/** Once `signalled`, runs `stop` (exit code 1 if it fails). */
+async function stopOn(signalled: Promise<NodeJS.Signals>, stop: (signal: NodeJS.Signals) => Promise<void>): Promise<void> {
+  const signal = await signalled;
+  try {
+    await stop(signal);
+  } catch (err) {
+    process.stderr.write(`marketdata: error during shutdown: ${String(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals>, onReady?: (url: string) => void): Promise<void> {
   const log = pino({ level: config.logLevel });
   // Refuse a missing or outdated store here, once, with the CLI's message.
   await (await openReadRepositories(config.db, { poolSize: 1 })).close();
@@ -99,7 +106,7 @@ async function runPrimary(config: ServeConfig, onReady?: (url: string) => void):
   log.info({ workers: config.workers }, `Server listening at ${url}`);
   onReady?.(url);
 
-  await untilSignal(async (signal) => {
+  await stopOn(signalled, async (signal) => {
     stopping = true;
     log.info({ signal, workers: live.size }, "shutting down: workers finish requests in flight");
     const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
@@ -112,9 +119,10 @@ async function runPrimary(config: ServeConfig, onReady?: (url: string) => void):
 
 /** The body of a worker process (src/bin/marketdata-worker.js). */
 export async function runWorker(config: ServeConfig): Promise<void> {
+  const signalled = firstSignal();
   const server = await startServer(config);
   process.send?.({ type: "listening", url: server.url } satisfies WorkerMessage);
-  await untilSignal(() => server.close());
+  await stopOn(signalled, () => server.close());
   // The IPC channel would keep the process alive.
   process.disconnect?.();
 }
