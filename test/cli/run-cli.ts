@@ -47,6 +47,16 @@ export function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 30_00
   });
 }
 
+/**
+ * The URL of a `serve --workers N` (N > 1) once every worker listens: the
+ * primary's line. Each worker prints its own "Server listening" first, and a
+ * test that starts on that one can send every request before the others join.
+ */
+export async function waitForWorkers(child: ChildProcess, workers: number): Promise<string> {
+  const [, url] = await waitForOutput(child, new RegExp(`"workers":${workers},"msg":"Server listening at (http://127\\.0\\.0\\.1:\\d+)"`));
+  return url!;
+}
+
 /** A Connect POST whose body is only half sent until `finish` is called. */
 export function slowCall(url: string, key: string, contractAddress: string) {
   const body = JSON.stringify({ contractAddress });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { slowCall, spawnCli, waitForOutput } from "./run-cli.js";
+import { slowCall, spawnCli, waitForWorkers } from "./run-cli.js";
 
 // `serve --workers 2`: node:cluster workers on one port, drained on SIGTERM.
 
@@ -16,7 +16,7 @@ describe("marketdata serve --workers 2", () => {
     let log = "";
     child.stdout?.on("data", (c: Buffer) => (log += c.toString()));
     try {
-      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+      const url = await waitForWorkers(child, 2);
       const u = `${url}/v1/collection/scores?contractAddress=${COLLECTION}`;
       // New connections are spread over the workers (round-robin).
       for (let i = 0; i < 20; i++) {

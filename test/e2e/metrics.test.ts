@@ -1,6 +1,6 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { spawnCli, waitForOutput } from "../cli/run-cli.js";
+import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { clientsFor, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
@@ -87,8 +87,7 @@ describe("serve --metrics-port with --workers 2", () => {
     const port = await freePort();
     const child = spawnCli(["serve", "--db", t.f.dbPath, "--port", "0", "--workers", "2", "--metrics-port", String(port), "--rate-limit", "0"]);
     try {
-      // The primary's line (workers print their own first).
-      const [, url] = await waitForOutput(child, /"workers":2,"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/);
+      const url = await waitForWorkers(child, 2);
       for (let i = 0; i < 10; i++) {
         const r = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": t.f.key, connection: "close" } });
         expect(r.status).toBe(200);

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
-import { spawnCli, waitForOutput } from "../cli/run-cli.js";
+import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { REDIS_URL, redisUp, skipRedis } from "../support/redis.js";
 import { clientsFor, startTestServer, type TestServer, transportFor } from "../support/server.js";
@@ -124,7 +124,7 @@ describe("across the workers of one server (node:cluster)", () => {
     const { key } = newKey(10);
     const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "2"]);
     try {
-      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+      const url = await waitForWorkers(child, 2);
       // Bursts of 30 over 6 parallel connections (both workers serve some): a
       // per-worker count would admit 20 in a window. A burst may straddle two
       // windows, so one of three must show exactly one window's 10.
