@@ -32,7 +32,10 @@ export async function importLinesPg(pool: pg.Pool, lines: AsyncIterable<string>,
     // Lines whose key repeats within the file, or whose values were already there.
     stats.unchanged = stage.rows - stats.inserted - stats.updated;
   });
-  // Planner statistics for what was just written (sampled: cheap).
-  await pool.query("ANALYZE");
+  // After the commit (readers are not blocked): planner statistics, and the
+  // visibility map, without which an index-only scan (an asset's stats over
+  // sales_by_asset) visits the heap for every row until autovacuum comes:
+  // 10,000 heap fetches, 12.7 ms instead of 3 ms, on the bench:engines asset.
+  await pool.query(`VACUUM (ANALYZE) ${kind.tables.join(", ")}`);
   return stats;
 }
