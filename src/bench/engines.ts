@@ -1,15 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
 import { Random } from "../demo/random.js";
 import { openReadRepositories } from "../store/open-read.js";
-import type { ReadRepositories, SalesFilter } from "../store/repositories.js";
-import { BIN, load, log, median, startCli, startTarget, type Target } from "./harness.js";
+import type { ReadRepositories } from "../store/repositories.js";
+import { BIN, load, log, median, startCli, startTarget, type Target, loadOf, withLoadOptions } from "./harness.js";
 import { writeSales, YEAR } from "./sales-file.js";
 import { allowReplication, createStandby, waitForReplay } from "../deploy/standby.js";
+import { measureCpu } from "./cpu.js";
+import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 
 // npm run bench:engines — the same work on SQLite and on PostgreSQL in one
 // run (issue 10): the import of a generated collection through the CLI
@@ -17,17 +19,15 @@ import { allowReplication, createStandby, waitForReplay } from "../deploy/standb
 // it, cold-path serving throughput (response cache off, distinct requests),
 // and, on a pg_basebackup hot standby, one server against two.
 
-const program = new Command("bench:engines")
-  .description("SQLite beside PostgreSQL: import, stats latency, cold serving throughput, and two servers on a hot standby")
-  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
-  .option("--sales <n>", "sales in the generated collection", "1000000")
-  .option("--parts <list>", "import,stats,serve,standby", "import,stats,serve,standby")
-  .option("--samples <n>", "stats calls per window shape", "500")
-  .option("--rounds <n>", "alternating rounds per comparison", "3")
-  .option("--seconds <s>", "seconds per load round", "5")
-  .option("--connections <n>", "autocannon connections", "50")
-  .option("--standby-port <port>", "port of the hot standby", "5433")
-  .parse();
+const program = withLoadOptions(
+  new Command("bench:engines")
+    .description("SQLite beside PostgreSQL: import, stats latency, cold serving throughput, and two servers on a hot standby")
+    .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
+    .option("--sales <n>", "sales in the generated collection", "1000000")
+    .option("--parts <list>", "import,stats,serve,standby", "import,stats,serve,standby")
+    .option("--samples <n>", "stats calls per window shape", "500")
+    .option("--standby-port <port>", "port of the hot standby", "5433"),
+).parse();
 const opts = program.opts<{
   pg: string;
   sales: string;
@@ -39,7 +39,7 @@ const opts = program.opts<{
   standbyPort: string;
 }>();
 const PARTS = new Set(opts.parts.split(","));
-const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
+const LOAD = loadOf(opts);
 const ADDRESS = "0x00000000000000000000000000000000000e4c11";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-engines-"));
@@ -93,26 +93,7 @@ async function span(store: ReadRepositories, id: number): Promise<{ first: numbe
   return { first: last - 2 * YEAR, last };
 }
 
-function windowOf(first: number, last: number, length: number | undefined, rnd: Random): SalesFilter {
-  if (length === undefined) return {};
-  if (length === -1) {
-    const a = rnd.int(first, last);
-    const b = rnd.int(first, last);
-    return { since: Math.min(a, b), until: Math.max(a, b) };
-  }
-  const until = rnd.int(first + length, last);
-  return { since: until - length + 1, until };
-}
-
 async function statsLatency(): Promise<void> {
-  const shapes: [string, number | undefined][] = [
-    ["whole history", undefined],
-    ["a year", YEAR],
-    ["a month", 30 * 86400],
-    ["a day", 86400],
-    ["an hour", 3600],
-    ["random window", -1],
-  ];
   const samples = Number(opts.samples);
   const stores = { sqlite: await openReadRepositories(sqlite), pg: await openReadRepositories(pgUrl, { poolSize: 1 }) };
   log(`\n## stats latency on ${opts.sales} sales: one salesSummary call, ${samples} random windows per shape (the same windows on both)\n`);
@@ -122,9 +103,9 @@ async function statsLatency(): Promise<void> {
     const ids = { sqlite: (await stores.sqlite.collections.collectionId(ADDRESS))!, pg: (await stores.pg.collections.collectionId(ADDRESS))! };
     const { first, last } = await span(stores.sqlite, ids.sqlite);
     for (const assetId of [undefined, "0"]) {
-      for (const [label, length] of shapes) {
+      for (const [label, length] of WINDOW_SHAPES) {
         const rnd = new Random(length ?? 0);
-        const windows = Array.from({ length: samples }, () => ({ ...windowOf(first, last, length, rnd), assetId }));
+        const windows = Array.from({ length: samples }, () => ({ ...randomWindow(first, last, length, rnd), assetId }));
         const times: Record<string, number[]> = { sqlite: [], pg: [] };
         // Alternating: one window on each engine in turn.
         for (const w of windows) {
@@ -153,7 +134,7 @@ async function coldPaths(): Promise<string[]> {
     const rnd = new Random(3);
     const paths: string[] = [];
     for (let i = 0; i < 20_000; i++) {
-      const w = windowOf(first, last, -1, rnd);
+      const w = randomWindow(first, last, -1, rnd);
       if (i % 2 === 0) paths.push(`/v1/collection/stats?contractAddress=${ADDRESS}&since=${w.since}&until=${w.until}`);
       else {
         const asset = rnd.next() < 0.3 ? `&assetId=${rnd.int(1, 9999)}` : "";
@@ -213,20 +194,41 @@ async function standbyServers(k: string): Promise<void> {
     const url = standby.url(dbName);
     servers.push(await startCli(url, 1, 0, ["--rate-limit", "0"]));
     servers.push(await startCli(url, 1, 0, ["--rate-limit", "0"]));
+    // CPU per request of each part (both servers, the standby's postmaster
+    // and backends, this process as the load generator) and the machine's
+    // busy share: what limits the second server on this machine.
+    const postmaster = Number(readFileSync(join(standby.dir, "postmaster.pid"), "utf8").split("\n")[0]);
+    const groups = {
+      servers: { pids: servers.map((s) => s.child.pid!), tree: true },
+      standby: { pids: [postmaster], tree: true },
+      loadgen: { pids: [process.pid], tree: false },
+    };
     const one: number[] = [];
     const two: number[] = [];
+    const use: Record<"one" | "two", { cpu: Record<string, number>; busy: number; total: number; requests: number }[]> = { one: [], two: [] };
     for (let r = 0; r < LOAD.rounds; r++) {
-      one.push((await load(servers[0]!.url, paths, k, LOAD)).rps);
-      two.push(await loadPair(servers[0]!, servers[1]!, paths, k));
+      const a = await measureCpu(groups, () => load(servers[0]!.url, paths, k, LOAD));
+      one.push(a.result.rps);
+      use.one.push({ cpu: a.cpu, ...a.machine, requests: a.result.rps * LOAD.seconds });
+      const b = await measureCpu(groups, () => loadPair(servers[0]!, servers[1]!, paths, k));
+      two.push(b.result);
+      use.two.push({ cpu: b.cpu, ...b.machine, requests: b.result * LOAD.seconds });
     }
     const o = median(one);
     const t = median(two);
     log(`\n## the hot standby: one server against two (serve --workers 1 each, cache off, the same cold requests; ${LOAD.rounds} alternating rounds, medians)\n`);
-    log("| servers | req/s |");
-    log("|---|---|");
-    log(`| one | ${o.toFixed(0)} |`);
-    log(`| two | ${t.toFixed(0)} |`);
-    log(`\ntwo / one: ${(t / o).toFixed(2)} (this machine has 2 cores for the servers, the standby's backends and the load generator together)`);
+    log("| servers | req/s | machine busy | CPU ms per request: servers | standby backends | load generator | all |");
+    log("|---|---|---|---|---|---|---|");
+    for (const [name, rps] of [["one", o], ["two", t]] as const) {
+      const rounds = use[name];
+      const per = (g: string) => median(rounds.map((u) => (1000 * u.cpu[g]!) / u.requests));
+      const all = median(rounds.map((u) => (1000 * (u.cpu.servers! + u.cpu.standby! + u.cpu.loadgen!)) / u.requests));
+      const busy = median(rounds.map((u) => u.busy / u.total));
+      log(`| ${name} | ${rps.toFixed(0)} | ${(100 * busy).toFixed(0)}% | ${per("servers").toFixed(3)} | ${per("standby").toFixed(3)} | ${per("loadgen").toFixed(3)} | ${all.toFixed(3)} |`);
+    }
+    const perRequest = median(use.one.map((u) => (u.cpu.servers! + u.cpu.standby! + u.cpu.loadgen!) / u.requests));
+    const cores = availableParallelism();
+    log(`\ntwo / one: ${(t / o).toFixed(2)}. The machine's ${cores} cores at ${(perRequest * 1000).toFixed(3)} CPU ms per request (server + standby + load generator) allow at most ${(cores / perRequest).toFixed(0)} req/s whatever the number of servers: a second server adds throughput only where the first leaves cores idle.`);
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await standby.destroy();

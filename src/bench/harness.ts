@@ -2,6 +2,7 @@ import { type ChildProcess, fork, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import type { Command } from "commander";
 import { ApiKeyAdmin } from "../store/api-keys.js";
 import { openReadOnly, openWritable } from "../store/database.js";
 
@@ -202,3 +203,16 @@ export async function compare(
   );
 }
 
+
+/** The parsed load options (withLoadOptions) as numbers. */
+export function loadOf(opts: { rounds: string; seconds: string; connections: string }): LoadOptions & { rounds: number } {
+  return { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
+}
+
+/** The load options every load benchmark takes: alternating rounds, seconds per round, connections. */
+export function withLoadOptions(cmd: Command): Command {
+  return cmd
+    .option("--rounds <n>", "alternating rounds per comparison", "3")
+    .option("--seconds <s>", "seconds per load round", "5")
+    .option("--connections <n>", "autocannon connections", "50");
+}

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { ALL_ENDPOINTS, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget } from "./harness.js";
+import { ALL_ENDPOINTS, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget, withLoadOptions } from "./harness.js";
 import { Command } from "commander";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { Random } from "../demo/random.js";
@@ -11,15 +11,13 @@ import { Random } from "../demo/random.js";
 // a ratio from one run: rounds alternate between the servers compared, and
 // medians are reported. Servers run in child processes; autocannon runs here.
 
-const program = new Command("bench:serve")
-  .description("benchmark the server against a bare Fastify ceiling and a hand-written service")
-  .option("--rounds <n>", "alternating rounds per comparison", "3")
-  .option("--seconds <s>", "seconds per round", "5")
-  .option("--connections <n>", "autocannon connections", "50")
-  .option("--stores <list>", "demo stores to run on", "default,large")
-  .option("--parts <list>", "hot,cold,grpc,workers", "hot,cold,grpc,workers")
-  .option("--endpoints <list>", "endpoint paths (default: all eight)")
-  .parse();
+const program = withLoadOptions(
+  new Command("bench:serve")
+    .description("benchmark the server against a bare Fastify ceiling and a hand-written service")
+    .option("--stores <list>", "demo stores to run on", "default,large")
+    .option("--parts <list>", "hot,cold,grpc,workers", "hot,cold,grpc,workers")
+    .option("--endpoints <list>", "endpoint paths (default: all eight)"),
+).parse();
 const opts = program.opts<{ rounds: string; seconds: string; connections: string; stores: string; parts: string; endpoints?: string }>();
 const ROUNDS = Number(opts.rounds);
 const SECONDS = Number(opts.seconds);

@@ -9,8 +9,9 @@ import { ApiKeyAdmin } from "../store/api-keys.js";
 import { openReadOnly, openWritable, type Db } from "../store/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/write-store.js";
-import { compare, ensureStore, log, median, ROOT, startTarget } from "./harness.js";
-import { writeSales, YEAR } from "./sales-file.js";
+import { compare, ensureStore, log, median, ROOT, startTarget, loadOf, withLoadOptions } from "./harness.js";
+import { randomWindow, WINDOW_SHAPES } from "./windows.js";
+import { writeSales } from "./sales-file.js";
 
 // npm run bench:stats — collection stats from write-time aggregates (see the
 // README's "Collection stats"): latency of every window shape against a
@@ -18,17 +19,15 @@ import { writeSales, YEAR } from "./sales-file.js";
 // rotating windows next to /v1/collection/scores, and import speed with and
 // without keeping the aggregates.
 
-const program = new Command("bench:stats")
-  .description("benchmark collection stats: latency per window, throughput under load, import cost of the aggregates")
-  .option("--sales <n>", "sales in the generated collection", "1000000")
-  .option("--stores <list>", "large (the large demo store's largest collection), generated", "large,generated")
-  .option("--parts <list>", "latency,load,import", "latency,load,import")
-  .option("--samples <n>", "stats calls per window shape", "1000")
-  .option("--import-rows <list>", "sales per import round, one comparison per size (spread over two years like the generated collection)", "1000000,200000")
-  .option("--rounds <n>", "alternating rounds per comparison", "3")
-  .option("--seconds <s>", "seconds per load round", "5")
-  .option("--connections <n>", "autocannon connections", "50")
-  .parse();
+const program = withLoadOptions(
+  new Command("bench:stats")
+    .description("benchmark collection stats: latency per window, throughput under load, import cost of the aggregates")
+    .option("--sales <n>", "sales in the generated collection", "1000000")
+    .option("--stores <list>", "large (the large demo store's largest collection), generated", "large,generated")
+    .option("--parts <list>", "latency,load,import", "latency,load,import")
+    .option("--samples <n>", "stats calls per window shape", "1000")
+    .option("--import-rows <list>", "sales per import round, one comparison per size (spread over two years like the generated collection)", "1000000,200000"),
+).parse();
 const opts = program.opts<{
   sales: string;
   stores: string;
@@ -40,17 +39,9 @@ const opts = program.opts<{
   connections: string;
 }>();
 const PARTS = new Set(opts.parts.split(","));
-const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
+const LOAD = loadOf(opts);
 const SAMPLES = Number(opts.samples);
 
-const WINDOWS: [string, number | undefined][] = [
-  ["whole history", undefined],
-  ["a year", YEAR],
-  ["a month", 30 * 86400],
-  ["a day", 86400],
-  ["an hour", 3600],
-  ["random window", -1],
-];
 const GENERATED = "0x00000000000000000000000000000000000b3c71";
 
 interface Subject {
@@ -130,18 +121,6 @@ function subject(name: string, db: string, address?: string): Subject {
   }
 }
 
-/** A window of `length` seconds (undefined: whole history; -1: random bounds) placed at random in the data. */
-function windowOf(s: Subject, length: number | undefined, rnd: Random): { since?: number; until?: number } {
-  if (length === undefined) return {};
-  if (length === -1) {
-    const a = rnd.int(s.first, s.last);
-    const b = rnd.int(s.first, s.last);
-    return { since: Math.min(a, b), until: Math.max(a, b) };
-  }
-  const until = rnd.int(Math.min(s.first + length, s.last), s.last);
-  return { since: until - length + 1, until };
-}
-
 function percentiles(ms: number[]): { p50: number; p99: number } {
   const sorted = [...ms].sort((a, b) => a - b);
   return { p50: sorted[Math.floor(sorted.length * 0.5)]!, p99: sorted[Math.floor(sorted.length * 0.99)]! };
@@ -175,9 +154,9 @@ function latency(s: Subject): void {
   log("|---|---|---|---|---|---|---|");
   const rows: unknown[] = [];
   for (const asset of [false, true]) {
-    for (const [label, length] of WINDOWS) {
+    for (const [label, length] of WINDOW_SHAPES) {
       const rnd = new Random(length ?? 0);
-      const windows = Array.from({ length: SAMPLES }, () => windowOf(s, length, rnd));
+      const windows = Array.from({ length: SAMPLES }, () => randomWindow(s.first, s.last, length, rnd));
       const filter = (i: number) => ({ ...windows[i]!, assetId: asset ? s.hotAsset : undefined });
       const stats = time(SAMPLES, 20_000, (i) => store.sales.salesSummary(id, filter(i)));
       const stmt = groupBy(asset);
@@ -202,7 +181,7 @@ async function underLoad(s: Subject): Promise<void> {
     const rnd = new Random(5);
     const base = `/v1/collection/stats?contractAddress=${s.address}`;
     const stats = Array.from({ length: 50_000 }, () => {
-      const w = windowOf(s, -1, rnd);
+      const w = randomWindow(s.first, s.last, -1, rnd);
       return `${base}&since=${w.since}&until=${w.until}`;
     });
     const scores = [`/v1/collection/scores?contractAddress=${s.address}`];
