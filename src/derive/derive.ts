@@ -1,6 +1,7 @@
 import type { DerivedWrite, DeriveRepository } from "../store/derive-store.js";
-import { AppraisalModel, formatConfidence } from "./appraisal.js";
-import { computeRarity, traitVectors } from "./rarity.js";
+import { appraiseCollection } from "./appraise.js";
+import { formatConfidence } from "./appraisal.js";
+import { computeRarity } from "./rarity.js";
 
 // Derived data sets of a collection: rarity from its tokens, appraisals from
 // its sales (valued at the time of its latest sale).
@@ -57,19 +58,15 @@ export async function deriveCollection(store: DeriveRepository, contractAddress:
   let appraisals = 0;
   let appraisalWrite: DerivedWrite | undefined;
   if (sales.length > 0) {
-    const traits = traitVectors(tokens);
-    const model = new AppraisalModel((id) => traits.get(id));
-    for (const s of sales) model.observe(s);
-    const at = sales[sales.length - 1]!.timestamp + 1;
-    const rows = [];
     // Every token, and every asset that sold even if its token was never imported.
-    const assets = new Set([...tokens.map((t) => t.assetId), ...lastBuyer.keys()]);
-    for (const assetId of assets) {
-      const a = model.appraise(assetId, at);
-      if (a && a.fairMarketValue > 0n) {
+    const assets = [...new Set([...tokens.map((t) => t.assetId), ...lastBuyer.keys()])];
+    const rows = [];
+    const listed = await store.openListingPrices(collectionId);
+    for (const a of appraiseCollection(tokens, sales, assets, listed)) {
+      if (a.fairMarketValue > 0n) {
         rows.push({
           contractAddress,
-          assetId,
+          assetId: a.assetId,
           fairMarketValue: a.fairMarketValue.toString(),
           confidence: formatConfidence(a.confidence),
         });

@@ -2,12 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { backtestCollection, emptyErrors, median } from "../../src/derive/backtest.js";
-import { traitVectors } from "../../src/derive/rarity.js";
+import { byTier, errorFigures } from "../../src/derive/backtest-report.js";
+import { backtestStore } from "../../src/derive/backtest-store.js";
 import { buildDemo } from "../../src/demo/build.js";
 import { ApiKeyAdmin } from "../../src/store/api-keys.js";
 import { openReadOnly, openWritable } from "../../src/store/database.js";
-import { DeriveStore } from "../../src/store/derive-store.js";
 import { dumpStore } from "../support/dump.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
 import { sqliteWritable } from "../../src/store/writable.js";
@@ -85,19 +84,17 @@ describe("demo store", () => {
     });
   });
 
-  it("appraisals beat both naive baselines in the backtest", () => {
+  it("appraisals beat both naive baselines in the backtest, in every price tier", () => {
     const db = openReadOnly(a);
-    const store = new DeriveStore(db);
-    const errors = emptyErrors();
-    for (const address of store.collectionsToDerive()) {
-      const id = store.collectionId(address)!;
-      const traits = traitVectors(store.tokens(id));
-      backtestCollection(store.sales(id), (x) => traits.get(x), errors);
-    }
+    const predictions = backtestStore(db).flatMap((c) => c.predictions);
     db.close();
-    expect(errors.model.length).toBeGreaterThan(1000);
-    expect(median(errors.model)).toBeLessThan(median(errors.weekMedian));
-    expect(median(errors.model)).toBeLessThan(median(errors.lastSale));
+    expect(predictions.length).toBeGreaterThan(1000);
+    const tiers = byTier(predictions);
+    for (const part of [predictions, tiers.floor, tiers.middle, tiers.top]) {
+      const model = errorFigures(part, "model").mdape;
+      expect(model).toBeLessThan(errorFigures(part, "weekMedian").mdape);
+      expect(model).toBeLessThan(errorFigures(part, "lastSale").mdape);
+    }
   });
 
   it("every appraisal has a confidence in [0, 1] written as text", () => {

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { AppraisalRow, RarityRow } from "../../domain/records.js";
 import type { DerivedWrite, DeriveRepository, SaleForModel, TokenRecord } from "../derive-store.js";
+import { lowestPrices } from "../listing-prices.js";
 import { BULK_KINDS } from "./bulk-kinds.js";
 import { openStage, writeTransaction } from "./copy.js";
 
@@ -50,6 +51,14 @@ export class PgDeriveStore implements DeriveRepository {
     return r.rows.map((s) => ({ assetId: s.asset_id, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));
   }
 
+  async openListingPrices(collectionId: number): Promise<Map<string, bigint>> {
+    const r = await this.pool.query<{ asset_id: string; price: string }>(
+      `SELECT l.asset_id::text AS asset_id, l.price::text AS price FROM listings l WHERE l.collection_id = $1 AND l.status = 'CREATED'`,
+      [collectionId],
+    );
+    return lowestPrices(r.rows);
+  }
+
   replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported = false): Promise<DerivedWrite> {
     return this.#replace("rarity", collectionId, rows, replaceImported);
   }
@@ -59,7 +68,8 @@ export class PgDeriveStore implements DeriveRepository {
   }
 
   async refreshPlannerStats(): Promise<void> {
-    await this.pool.query("ANALYZE rarity, appraisals");
+    // VACUUM too: the visibility map for index-only scans (ingest/pg-importer.ts).
+    await this.pool.query("VACUUM (ANALYZE) rarity, appraisals");
   }
 
   async #replace(

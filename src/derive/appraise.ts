@@ -1,0 +1,84 @@
+import type { SaleForModel } from "../store/derive-store.js";
+import { AppraisalModel, DEFAULT_PARAMS, type Estimate, type ModelParams, toWei, WEI_PER_ETH } from "./appraisal.js";
+import { Calibrator } from "./calibration.js";
+import { type FeatureSpace, featureSpace } from "./features.js";
+import type { TokenTraits } from "./rarity.js";
+
+// What derive serves: every asset valued just after the collection's latest
+// sale by a model fed the whole history, with a confidence calibrated on the
+// model's own prequential record (each sale appraised just before it
+// happened, from strictly earlier sales; calibration.ts).
+
+/** One sale as the prequential pass appraised it, just before observing it. */
+export interface Appraised {
+  /** Its index in the sales. */
+  index: number;
+  sale: SaleForModel;
+  estimate: Estimate;
+  confidence: number;
+}
+
+/**
+ * Feeds `sales` (oldest first) to a new model, appraising each just before
+ * it is observed (sales of one second, sweeps, are all appraised before any
+ * of them is observed), and teaches the calibrator each outcome. `visit`
+ * sees each appraisal and each observed sale: the backtest's hooks.
+ */
+export function prequential(
+  sales: readonly SaleForModel[],
+  space: FeatureSpace,
+  params: ModelParams = DEFAULT_PARAMS,
+  visit: { appraised?(a: Appraised): void; observed?(sale: SaleForModel): void } = {},
+): { model: AppraisalModel; calibrator: Calibrator } {
+  const model = new AppraisalModel(space, params);
+  const calibrator = new Calibrator();
+  let i = 0;
+  while (i < sales.length) {
+    let j = i;
+    while (j < sales.length && sales[j]!.timestamp === sales[i]!.timestamp) j++;
+    for (let k = i; k < j; k++) {
+      const sale = sales[k]!;
+      const estimate = model.estimate(sale.assetId, sale.timestamp);
+      if (estimate === undefined || sale.price <= 0n) continue;
+      if (visit.appraised) visit.appraised({ index: k, sale, estimate, confidence: calibrator.confidence(estimate) });
+      calibrator.pending(estimate, Math.exp(estimate.ln), Number(sale.price) / WEI_PER_ETH, sale.timestamp);
+    }
+    for (let k = i; k < j; k++) {
+      model.observe(sales[k]!);
+      visit.observed?.(sales[k]!);
+    }
+    calibrator.settle();
+    i = j;
+  }
+  return { model, calibrator };
+}
+
+export interface AssetAppraisal {
+  assetId: string;
+  fairMarketValue: bigint;
+  confidence: number;
+}
+
+/**
+ * Runs the model over `sales` (oldest first), appraising each before it is
+ * observed, and yields the latest value of each of `assets`, bounded by its
+ * lowest open listing (`listed`): the token can be bought for that.
+ */
+export function* appraiseCollection(
+  tokens: readonly TokenTraits[],
+  sales: readonly SaleForModel[],
+  assets: readonly string[],
+  listed: ReadonlyMap<string, bigint> = new Map(),
+  params: ModelParams = DEFAULT_PARAMS,
+): Generator<AssetAppraisal> {
+  if (sales.length === 0) return;
+  const { model, calibrator } = prequential(sales, featureSpace(tokens), params);
+  const at = sales[sales.length - 1]!.timestamp + 1;
+  for (const assetId of assets) {
+    const e = model.estimate(assetId, at);
+    if (e === undefined) continue;
+    const value = toWei(e.ln);
+    const listing = listed.get(assetId);
+    yield { assetId, fairMarketValue: listing !== undefined && listing > 0n && listing < value ? listing : value, confidence: calibrator.confidence(e) };
+  }
+}

@@ -1,0 +1,194 @@
+import { DAY, type Estimate, solveSpd } from "./appraisal.js";
+
+// Confidence: the probability that the asset's next sale lands within ±20%
+// of fairMarketValue (0.8·v ≤ price ≤ 1.2·v), learned from the model's own
+// record. Every sale of the collection is appraised just before it happens
+// (from strictly earlier sales: the same pass the backtest makes), and
+// whether it landed in the band is an outcome. A logistic regression of
+// those outcomes on what makes an appraisal uncertain gives the
+// probability:
+//
+//   the spread of the market's latest trait-adjusted prices, how few of
+//   them there are, how long ago the last sale was, how far the token's
+//   traits put it from a plain token, how few sales its rarest trait value
+//   has had, and how little of its own history there is.
+//
+// It is refitted every REFIT_EVERY outcomes (or REFIT_SHARE of them all) on
+// the latest WINDOW of them, weighted by a half-life (a market's
+// predictability changes with its regime), with a ridge penalty (RIDGE)
+// keeping it sane while outcomes are few, then recalibrated on the latest
+// RECENT outcomes (a regime change shows there first). Confidence blends
+// that fit with the recent share of outcomes in the band, by how well each
+// did lately: where the fit has no skill, it falls back towards the share.
+// Before any outcome the fit answers the share a Laplace error of the
+// market's spread would put in the band.
+
+export const BAND = 0.2;
+const LOW = Math.log(1 - BAND);
+const HIGH = Math.log(1 + BAND);
+const HALF_LIFE = 90 * DAY;
+const WINDOW = 2_000;
+const REFIT_EVERY = 250;
+/** ... or this share of all outcomes so far, whichever is more: a long history is refitted ~100 times per tenfold growth, not once per 250 sales. */
+const REFIT_SHARE = 0.05;
+const RIDGE = 1;
+const DIMS = 7;
+/** Per outcome, how much of the past the recent share and the skill scores keep (~500 outcomes). */
+const SKILL_DECAY = 1 - 1 / 500;
+/** How sharply the blend turns to the better of fit and share as their recent squared errors part. */
+const SKILL_RATE = 1;
+const RECENT = 300;
+const RECENT_RIDGE = 5;
+/** Where the recalibration starts: σ(0 + 1·z), no change. */
+const IDENTITY = Float64Array.of(0, 1);
+
+/** True when `actual` lands within ±BAND of `value`. */
+export const inBand = (value: number, actual: number) => actual >= (1 - BAND) * value && actual <= (1 + BAND) * value;
+
+export function features(e: Estimate): Float64Array {
+  return Float64Array.of(
+    1,
+    e.levelSpread,
+    1 / Math.sqrt(Math.max(1, e.levelSales)),
+    Math.log1p(e.staleDays),
+    Math.log1p(Math.abs(e.traits)),
+    1 / (1 + e.ownWeight),
+    1 / Math.sqrt(1 + e.traitEvidence),
+  );
+}
+
+/** P(ln(price/value) in [LOW, HIGH]) when it is Laplace with mean absolute value m. */
+export function laplaceBand(m: number): number {
+  const b = Math.max(m, 1e-3);
+  return 1 - 0.5 * Math.exp(LOW / b) - 0.5 * Math.exp(-HIGH / b);
+}
+
+const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
+
+/**
+ * Weighted logistic regression by Newton's method (IRLS), starting from
+ * `start`, with a ridge penalty on every coefficient but the intercept
+ * (index 0).
+ */
+export function fitLogistic(
+  xs: readonly Float64Array[],
+  ys: readonly number[],
+  ws: readonly number[],
+  start: Float64Array,
+  ridge = RIDGE,
+): Float64Array {
+  const d = start.length;
+  let beta = Float64Array.from(start);
+  for (let iter = 0; iter < 8; iter++) {
+    const h = new Float64Array(d * d);
+    const g = new Float64Array(d);
+    for (let k = 0; k < xs.length; k++) {
+      const x = xs[k]!;
+      let z = 0;
+      for (let i = 0; i < d; i++) z += beta[i]! * x[i]!;
+      const p = sigmoid(z);
+      const r = ws[k]! * (ys[k]! - p);
+      const v = ws[k]! * p * (1 - p);
+      for (let i = 0; i < d; i++) {
+        g[i] = g[i]! + r * x[i]!;
+        for (let j = 0; j <= i; j++) h[i * d + j] = h[i * d + j]! + v * x[i]! * x[j]!;
+      }
+    }
+    for (let i = 1; i < d; i++) {
+      g[i] = g[i]! - ridge * beta[i]!;
+      h[i * d + i] = h[i * d + i]! + ridge;
+    }
+    h[0] = h[0]! + 1e-6;
+    for (let i = 0; i < d; i++) for (let j = i + 1; j < d; j++) h[i * d + j] = h[j * d + i]!;
+    const step = solveSpd(h, g, d);
+    let size = 0;
+    const next = new Float64Array(d);
+    for (let i = 0; i < d; i++) {
+      next[i] = beta[i]! + step[i]!;
+      size += Math.abs(step[i]!);
+    }
+    beta = next;
+    if (size < 1e-4) break;
+  }
+  return beta;
+}
+
+export class Calibrator {
+  #coef: Float64Array | undefined;
+  /** c and d of the recent recalibration σ(c + d·z). */
+  #recal: Float64Array = IDENTITY;
+  readonly #x: Float64Array[] = [];
+  readonly #hit: number[] = [];
+  readonly #t: number[] = [];
+  #sinceFit = 0;
+  #outcomes = 0;
+  #pending: { x: Float64Array; hit: number; t: number; fitted: number; base: number }[] = [];
+  /** The recent share of outcomes in the band, and the recent squared errors of the fit and of that share. */
+  #base = 0.5;
+  #fitLoss = 0;
+  #baseLoss = 0;
+
+  /** The probability that the sale after estimate `e` lands within ±BAND of its value. */
+  confidence(e: Estimate): number {
+    const fitted = this.#fitted(e);
+    // The fit where it has earned it, the recent share where it has not.
+    const w = sigmoid(SKILL_RATE * (this.#baseLoss - this.#fitLoss));
+    return w * fitted + (1 - w) * this.#base;
+  }
+
+  /** The logistic fit's probability (before any outcome, a Laplace error of the market's spread). */
+  #fitted(e: Estimate, x = features(e)): number {
+    if (this.#coef === undefined) return laplaceBand(Math.max(0.05, e.levelSpread * 1.5));
+    return sigmoid(this.#recal[0]! + this.#recal[1]! * this.#z(x));
+  }
+
+  #z(x: Float64Array): number {
+    let z = 0;
+    for (let i = 0; i < DIMS; i++) z += this.#coef![i]! * x[i]!;
+    return z;
+  }
+
+  /** An appraisal and the sale that followed it; learned from at the next settle(). */
+  pending(e: Estimate, value: number, actual: number, t: number): void {
+    const x = features(e);
+    this.#pending.push({ x, hit: inBand(value, actual) ? 1 : 0, t, fitted: this.#fitted(e, x), base: this.#base });
+  }
+
+  /** Learns from the pending outcomes (once every sale of one second is appraised). */
+  settle(): void {
+    for (const o of this.#pending) {
+      this.#x.push(o.x);
+      this.#hit.push(o.hit);
+      this.#t.push(o.t);
+      this.#sinceFit++;
+      this.#outcomes++;
+      this.#fitLoss = this.#fitLoss * SKILL_DECAY + (o.fitted - o.hit) ** 2;
+      this.#baseLoss = this.#baseLoss * SKILL_DECAY + (o.base - o.hit) ** 2;
+      this.#base = this.#base * SKILL_DECAY + o.hit * (1 - SKILL_DECAY);
+    }
+    this.#pending = [];
+    if (this.#x.length > 2 * WINDOW) {
+      this.#x.splice(0, this.#x.length - WINDOW);
+      this.#hit.splice(0, this.#hit.length - WINDOW);
+      this.#t.splice(0, this.#t.length - WINDOW);
+    }
+    if (this.#sinceFit >= Math.max(REFIT_EVERY, REFIT_SHARE * this.#outcomes) || (this.#coef === undefined && this.#x.length >= 20)) this.#refit();
+  }
+
+  #refit(): void {
+    this.#sinceFit = 0;
+    const from = Math.max(0, this.#x.length - WINDOW);
+    const xs = this.#x.slice(from);
+    const ys = this.#hit.slice(from);
+    const now = this.#t[this.#t.length - 1]!;
+    const ws = this.#t.slice(from).map((t) => 0.5 ** ((now - t) / HALF_LIFE));
+    this.#coef = fitLogistic(xs, ys, ws, this.#coef ?? new Float64Array(DIMS));
+    // The latest RECENT outcomes, scored by the new fit, recalibrate it:
+    // what the market's drift did to the fit's log-odds lately. The slope
+    // is held towards 0 by RECENT_RIDGE: where the recent outcomes do not
+    // bear the fit's spread out, confidence falls back towards their share.
+    const r = Math.max(0, this.#x.length - RECENT);
+    const zs = this.#x.slice(r).map((x) => Float64Array.of(1, this.#z(x)));
+    this.#recal = fitLogistic(zs, this.#hit.slice(r), zs.map(() => 1), IDENTITY, RECENT_RIDGE);
+  }
+}

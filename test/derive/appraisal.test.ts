@@ -1,0 +1,220 @@
+import { describe, expect, it } from "vitest";
+import { appraiseCollection } from "../../src/derive/appraise.js";
+import { AppraisalModel, solveSpd } from "../../src/derive/appraisal.js";
+import { backtestCollection, type Prediction } from "../../src/derive/backtest.js";
+import { byTier, calibration, errorFigures } from "../../src/derive/backtest-report.js";
+import { fitLogistic, inBand, laplaceBand } from "../../src/derive/calibration.js";
+import { featureSpace } from "../../src/derive/features.js";
+import type { TokenTraits } from "../../src/derive/rarity.js";
+import { Random } from "../../src/demo/random.js";
+import type { SaleForModel } from "../../src/store/derive-store.js";
+
+// The appraisal model, its backtest and its figures, on small synthetic
+// markets whose answers are known.
+
+const DAY = 86_400;
+const ETH = 10n ** 18n;
+
+/** 300 tokens with a type and 0-3 accessories; the market's level doubles over the period. */
+function market(seed: number, count = 3000): { tokens: TokenTraits[]; sales: SaleForModel[] } {
+  const rnd = new Random(seed);
+  const types = ["plain", "plain", "plain", "plain", "rare"];
+  const accessories = ["hat", "pipe", "earring", "mask"];
+  const tokens: TokenTraits[] = Array.from({ length: 300 }, (_, i) => {
+    const attributes = [{ trait_type: "type", value: types[rnd.int(0, types.length - 1)]! }];
+    for (const a of accessories) if (rnd.next() < 0.3) attributes.push({ trait_type: "accessory", value: a });
+    return { assetId: String(i), attributes };
+  });
+  const premium = (t: TokenTraits) =>
+    (t.attributes.some((a) => a.value === "rare") ? 1.5 : 0) + 0.2 * t.attributes.filter((a) => a.trait_type === "accessory").length;
+  const sales: SaleForModel[] = [];
+  const start = 1_600_000_000;
+  for (let i = 0; i < count; i++) {
+    const t = start + Math.floor((i * 400 * DAY) / count);
+    const token = tokens[rnd.int(0, tokens.length - 1)]!;
+    const level = Math.log(1 + i / count);
+    const eth = Math.exp(level + premium(token) + rnd.normal(0, 0.1));
+    sales.push({ assetId: token.assetId, timestamp: t, price: BigInt(Math.round(eth * 1e6)) * 10n ** 12n, buyer: "0x" });
+  }
+  return { tokens, sales };
+}
+
+describe("features", () => {
+  it("count every attribute, a repeated trait type included, with the attribute count and per-type rarity", () => {
+    const space = featureSpace([
+      { assetId: "1", attributes: [{ trait_type: "type", value: "Male" }, { trait_type: "accessory", value: "Hat" }, { trait_type: "accessory", value: "Pipe" }] },
+      { assetId: "2", attributes: [{ trait_type: "type", value: "Male" }, { trait_type: "accessory", value: "Hat" }] },
+    ]);
+    const names = (id: string) => [...space.byAsset.get(id)!.ids].map((i) => space.names[i]);
+    expect(names("1")).toEqual(expect.arrayContaining(["type=male", "accessory=hat", "accessory=pipe", "count=3", "rarity:type", "rarity:accessory"]));
+    expect(names("2")).toContain("count=2");
+    expect(names("2")).not.toContain("accessory=pipe");
+    const v = space.byAsset.get("1")!;
+    const rarity = (type: string) => v.values[[...v.ids].indexOf(space.names.indexOf(`rarity:${type}`))]!;
+    // hat: 2 of 2 tokens (−ln 1 = 0); pipe: 1 of 2 (−ln ½).
+    expect(rarity("accessory")).toBeCloseTo(Math.log(2), 12);
+    expect(rarity("type")).toBeCloseTo(0, 12);
+  });
+});
+
+describe("the model", () => {
+  it("learns trait premiums and follows the market level", () => {
+    const { tokens, sales } = market(1);
+    const model = new AppraisalModel(featureSpace(tokens));
+    for (const s of sales) model.observe(s);
+    const at = sales[sales.length - 1]!.timestamp + 1;
+    const plain = tokens.find((t) => t.attributes.length === 1 && t.attributes[0]!.value === "plain")!;
+    const rare = tokens.find((t) => t.attributes.length === 1 && t.attributes[0]!.value === "rare")!;
+    // The level has doubled: a plain token with no accessory is worth ~2 ETH, a rare one ~2·e^1.5.
+    expect(Math.exp(model.estimate(plain.assetId, at)!.ln)).toBeGreaterThan(1.7);
+    expect(Math.exp(model.estimate(plain.assetId, at)!.ln)).toBeLessThan(2.3);
+    expect(model.estimate(rare.assetId, at)!.ln - model.estimate(plain.assetId, at)!.ln).toBeGreaterThan(1.2);
+  });
+
+  it("refuses sales out of time order", () => {
+    const model = new AppraisalModel(featureSpace([]));
+    model.observe({ assetId: "1", timestamp: 100, price: ETH });
+    expect(() => model.observe({ assetId: "1", timestamp: 99, price: ETH })).toThrow(/time order/);
+  });
+
+  it("a wash trade at a thousandth of the price moves no appraisal by more than the clip allows", () => {
+    const { tokens, sales } = market(2, 1000);
+    const a = new AppraisalModel(featureSpace(tokens));
+    const b = new AppraisalModel(featureSpace(tokens));
+    for (const s of sales) {
+      a.observe(s);
+      b.observe(s);
+    }
+    const last = sales[sales.length - 1]!;
+    b.observe({ assetId: "7", timestamp: last.timestamp + 1, price: 10n ** 15n / 1000n });
+    const at = last.timestamp + 2;
+    for (const id of ["1", "7", "42"]) {
+      // Its own asset by at most clip / (1 + ownPrior) = 0.2 (plus the level's and premiums' small moves); the others barely.
+      expect(Math.abs(a.estimate(id, at)!.ln - b.estimate(id, at)!.ln)).toBeLessThan(id === "7" ? 0.25 : 0.05);
+    }
+  });
+});
+
+describe("the backtest", () => {
+  it("never looks ahead: a planted sale at an absurd price moves no earlier appraisal", () => {
+    const { tokens, sales } = market(3);
+    const space = featureSpace(tokens);
+    const at = sales[Math.floor(sales.length * 0.9)]!.timestamp;
+    // A stable sort: the planted sale comes after the real sales of its second.
+    const planted = [...sales, { assetId: "5", timestamp: at, price: 10n ** 30n, buyer: "0x" }].sort((x, y) => x.timestamp - y.timestamp);
+    const a = backtestCollection(sales, space);
+    const b = backtestCollection(planted, space);
+    // Both hold out from the same sale on; those up to the planted one's second are appraised before it is seen.
+    expect(Math.floor(planted.length * 0.8)).toBe(Math.floor(sales.length * 0.8));
+    const n = sales.filter((s) => s.timestamp <= at).length - Math.floor(sales.length * 0.8);
+    expect(n).toBeGreaterThan(100);
+    for (let i = 0; i < n; i++) {
+      expect(b[i]!.model).toBe(a[i]!.model);
+      expect(b[i]!.confidence).toBe(a[i]!.confidence);
+    }
+    // After it, the absurd price does move appraisals: the comparison above can fail.
+    expect(b.slice(n + 1).some((x, i) => x.model !== a[n + i]!.model)).toBe(true);
+  });
+
+  it("is deterministic: the same sales give the same appraisals and figures", () => {
+    const { tokens, sales } = market(4);
+    const space = featureSpace(tokens);
+    expect(backtestCollection(sales, space)).toEqual(backtestCollection(sales, space));
+    const assets = tokens.map((t) => t.assetId);
+    expect([...appraiseCollection(tokens, sales, assets)]).toEqual([...appraiseCollection(tokens, sales, assets)]);
+  });
+
+  it("beats both baselines on a market the model can learn", () => {
+    const { tokens, sales } = market(5);
+    const ps = backtestCollection(sales, featureSpace(tokens));
+    const model = errorFigures(ps, "model").mdape;
+    expect(model).toBeLessThan(errorFigures(ps, "weekMedian").mdape);
+    expect(model).toBeLessThan(errorFigures(ps, "lastSale").mdape);
+  });
+
+  it("an open listing below the model's value bounds the appraisal", () => {
+    const { tokens, sales } = market(6, 500);
+    const assets = ["1", "2"];
+    const free = [...appraiseCollection(tokens, sales, assets)];
+    const listed = [...appraiseCollection(tokens, sales, assets, new Map([["1", 1000n], ["2", 10n ** 24n]]))];
+    expect(listed[0]!.fairMarketValue).toBe(1000n);
+    expect(listed[1]!.fairMarketValue).toBe(free[1]!.fairMarketValue);
+  });
+});
+
+/** A prediction with the given values (the estimate is irrelevant to the figures). */
+const p = (actual: number, model: number, confidence = 0.5, relative = 1, constantConfidence = 0.5): Prediction =>
+  ({ actual, model, weekMedian: actual * 2, lastSale: actual, confidence, relative, constantConfidence }) as Prediction;
+
+describe("figures", () => {
+  it("error figures: MdAPE and the shares within ±10% and ±20% of the predicted value", () => {
+    const ps = [p(100, 100), p(100, 105), p(100, 115), p(100, 130), p(100, 50)];
+    const f = errorFigures(ps, "model");
+    expect(f.mdape).toBeCloseTo(0.15, 12);
+    // Within ±10% of the prediction: 100 (of 100) and 100 (of 105); ±20%: also 100 (of 115).
+    expect(f.within10).toBeCloseTo(2 / 5, 12);
+    expect(f.within20).toBeCloseTo(3 / 5, 12);
+    expect(errorFigures(ps, "weekMedian").mdape).toBeCloseTo(1, 12);
+    expect(errorFigures(ps, "lastSale").mdape).toBe(0);
+  });
+
+  it("tiers: the lower half, up to the 95th percentile, and the top 5% by relative price", () => {
+    const ps = Array.from({ length: 100 }, (_, i) => p(1, 1, 0.5, i));
+    const t = byTier([...ps].reverse());
+    expect(t.floor.map((x) => x.relative)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(t.middle.map((x) => x.relative)).toEqual(Array.from({ length: 45 }, (_, i) => 50 + i));
+    expect(t.top.map((x) => x.relative)).toEqual([95, 96, 97, 98, 99]);
+  });
+
+  it("calibration: deciles by confidence, observed shares and Brier scores", () => {
+    // Ten groups of ten; in group g, g of the ten sales land in the band and confidence says g/10.
+    const ps: Prediction[] = [];
+    for (let g = 0; g < 10; g++) for (let k = 0; k < 10; k++) ps.push(p(100, k < g ? 100 : 200, g / 10, 1, 0.45));
+    const c = calibration(ps);
+    expect(c.deciles).toHaveLength(10);
+    c.deciles.forEach((d, g) => {
+      expect(d.count).toBe(10);
+      expect(d.meanConfidence).toBeCloseTo(g / 10, 12);
+      expect(d.observed).toBeCloseTo(g / 10, 12);
+    });
+    // Brier: mean over groups of g/10·(1 − g/10); the constant 0.45 scores mean((0.45 − hit)²).
+    const brier = Array.from({ length: 10 }, (_, g) => (g / 10) * (1 - g / 10)).reduce((a, b) => a + b) / 10;
+    expect(c.brier).toBeCloseTo(brier, 12);
+    expect(c.observed).toBeCloseTo(0.45, 12);
+    expect(c.constantBrier).toBeCloseTo(0.45 * 0.55, 12);
+    expect(c.hindsightBrier).toBeCloseTo(0.45 * 0.55, 12);
+  });
+
+  it("the band is ±20% of the value", () => {
+    expect(inBand(100, 80)).toBe(true);
+    expect(inBand(100, 120)).toBe(true);
+    expect(inBand(100, 79.9)).toBe(false);
+    expect(inBand(100, 120.1)).toBe(false);
+  });
+
+  it("laplaceBand: wide errors rarely land in the band, narrow ones nearly always", () => {
+    expect(laplaceBand(0.01)).toBeGreaterThan(0.99);
+    expect(laplaceBand(10)).toBeLessThan(0.03);
+    expect(laplaceBand(0.2)).toBeGreaterThan(laplaceBand(0.3));
+  });
+
+  it("fitLogistic recovers known coefficients", () => {
+    const rnd = new Random(9);
+    const xs: Float64Array[] = [];
+    const ys: number[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const x = Float64Array.of(1, rnd.normal(0, 1));
+      xs.push(x);
+      ys.push(rnd.next() < 1 / (1 + Math.exp(-(0.5 - 1.5 * x[1]!))) ? 1 : 0);
+    }
+    const beta = fitLogistic(xs, ys, xs.map(() => 1), new Float64Array(2), 0);
+    expect(beta[0]).toBeCloseTo(0.5, 1);
+    expect(beta[1]).toBeCloseTo(-1.5, 1);
+  });
+
+  it("solveSpd solves a symmetric positive definite system", () => {
+    const x = solveSpd(Float64Array.of(4, 2, 2, 3), Float64Array.of(2, 5), 2);
+    expect(x[0]).toBeCloseTo(-0.5, 12);
+    expect(x[1]).toBeCloseTo(2, 12);
+  });
+});
