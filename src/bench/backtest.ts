@@ -1,59 +1,90 @@
-// npm run backtest [-- --db PATH]: appraisal backtest on a store (by default
-// a fresh demo store at default scale, seed 1, built in a temporary folder).
+// npm run backtest [-- --db PATH] [--no-punks]: the appraisal backtest, on a
+// store (by default a fresh demo store at default scale, seed 1, built in a
+// temporary folder) and on the real CryptoPunks data when ../shared/data has
+// it, each built through the service's own import and derive code.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { backtestCollection, emptyErrors, HOLDOUT, median } from "../derive/backtest.js";
-import { traitVectors } from "../derive/rarity.js";
+import { HOLDOUT, type Prediction } from "../derive/backtest.js";
+import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, TIERS } from "../derive/backtest-report.js";
+import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
 import { buildDemo } from "../demo/build.js";
 import { openReadOnly, openWritable } from "../store/database.js";
-import { DeriveStore } from "../store/derive-store.js";
 import { sqliteWritable } from "../store/writable.js";
 
 const { values } = parseArgs({
-  options: { db: { type: "string" }, help: { type: "boolean", short: "h" } },
+  options: { db: { type: "string" }, "no-punks": { type: "boolean" }, "no-demo": { type: "boolean" }, help: { type: "boolean", short: "h" } },
 });
 if (values.help) {
-  console.log("usage: npm run backtest [-- --db PATH]\n\nAppraises each of the latest 20% of every collection's sales from earlier sales only,\nand prints the median absolute percentage error next to two naive baselines.");
+  console.log(`usage: npm run backtest [-- --db PATH] [--no-demo] [--no-punks]
+
+Appraises each of the latest ${HOLDOUT * 100}% of every collection's sales from strictly earlier
+data, next to two naive baselines, and prints the error by price tier and the
+calibration of confidence: for the store at --db (default: a fresh demo store)
+and for the real CryptoPunks data in ${PUNKS_DIR} when present.`);
   process.exit(0);
 }
 
-let dbPath = values.db;
-let tmp: string | undefined;
-if (dbPath === undefined) {
-  tmp = mkdtempSync(join(tmpdir(), "marketdata-backtest-"));
-  dbPath = join(tmp, "demo.sqlite");
-  console.error("building the demo store (default scale, seed 1)...");
-  const w = openWritable(dbPath);
-  await buildDemo(sqliteWritable(w), 1, "default");
-  w.close();
-}
-
-const db = openReadOnly(dbPath);
-const store = new DeriveStore(db);
-const all = emptyErrors();
+const NAMES: Record<Predictor, string> = {
+  model: "this model",
+  weekMedian: "collection median, prior 7 days",
+  lastSale: "the asset's own last sale",
+};
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-console.log(`collection                                  sales  held out  model MdAPE  7-day median  last sale`);
-for (const address of store.collectionsToDerive()) {
-  const id = store.collectionId(address)!;
-  const sales = store.sales(id);
-  const traits = traitVectors(store.tokens(id));
-  const e = backtestCollection(sales, (a) => traits.get(a));
-  all.model.push(...e.model);
-  all.weekMedian.push(...e.weekMedian);
-  all.lastSale.push(...e.lastSale);
-  all.withOwnSale += e.withOwnSale;
+
+function report(title: string, collections: { address: string; sales: number; predictions: Prediction[] }[]): void {
+  const all = collections.flatMap((c) => c.predictions);
+  const sales = collections.reduce((s, c) => s + c.sales, 0);
+  console.log(`\n## ${title}: ${all.length} held-out sales of ${sales} (${collections.length} collection${collections.length === 1 ? "" : "s"})\n`);
+  const tiers = byTier(all);
+  const parts: [string, Prediction[]][] = [["all", all], ...TIERS.map((t): [string, Prediction[]] => [t, tiers[t]])];
+  console.log("| predictor | tier | sales | MdAPE | within ±10% | within ±20% |");
+  console.log("|---|---|---|---|---|---|");
+  for (const p of PREDICTORS) {
+    for (const [name, part] of parts) {
+      const f = errorFigures(part, p);
+      console.log(`| ${NAMES[p]} | ${name} | ${part.length} | ${pct(f.mdape)} | ${pct(f.within10)} | ${pct(f.within20)} |`);
+    }
+  }
+  const best = Math.min(errorFigures(all, "weekMedian").mdape, errorFigures(all, "lastSale").mdape);
+  console.log(`\nmodel MdAPE / better baseline: ${(errorFigures(all, "model").mdape / best).toFixed(2)}`);
+  const c = calibration(all);
+  console.log("\n| confidence decile | sales | mean confidence | observed within ±20% | difference |");
+  console.log("|---|---|---|---|---|");
+  c.deciles.forEach((d, i) =>
+    console.log(`| ${i + 1} | ${d.count} | ${d.meanConfidence.toFixed(3)} | ${d.observed.toFixed(3)} | ${(d.observed - d.meanConfidence).toFixed(3)} |`),
+  );
   console.log(
-    `${address}  ${String(sales.length).padStart(6)}  ${String(e.model.length).padStart(8)}  ${pct(median(e.model)).padStart(11)}  ${pct(median(e.weekMedian)).padStart(12)}  ${pct(median(e.lastSale)).padStart(9)}`,
+    `\nBrier score: model ${c.brier.toFixed(4)}; constant confidence (the training period's share) ${c.constantBrier.toFixed(4)}; ` +
+      `best constant in hindsight (${c.observed.toFixed(3)}) ${c.hindsightBrier.toFixed(4)}`,
   );
 }
-console.log(
-  `\nall collections: ${all.model.length} sales appraised (latest ${HOLDOUT * 100}% of each collection; ` +
-    `${all.withOwnSale} had an earlier sale of the same asset)\n` +
-    `  model (trait-adjusted comparables)   MdAPE ${pct(median(all.model))}\n` +
-    `  collection median, prior 7 days      MdAPE ${pct(median(all.weekMedian))}\n` +
-    `  asset's own last sale                MdAPE ${pct(median(all.lastSale))}`,
-);
-db.close();
-if (tmp) rmSync(tmp, { recursive: true, force: true });
+
+const tmp = mkdtempSync(join(tmpdir(), "marketdata-backtest-"));
+try {
+  if (!values["no-demo"]) {
+    let dbPath = values.db;
+    if (dbPath === undefined) {
+      dbPath = join(tmp, "demo.sqlite");
+      console.error("building the demo store (default scale, seed 1)...");
+      const w = openWritable(dbPath);
+      await buildDemo(sqliteWritable(w), 1, "default");
+      w.close();
+    }
+    const db = openReadOnly(dbPath);
+    report(values.db === undefined ? "demo store (default scale, seed 1)" : dbPath, backtestStore(db));
+    db.close();
+  }
+  if (!values["no-punks"]) {
+    if (!havePunks()) console.log(`\n(no CryptoPunks data at ${PUNKS_DIR}: skipped)`);
+    else {
+      console.error("importing and deriving the CryptoPunks data...");
+      const { db, rejected } = await buildPunksStore(join(tmp, "punks.sqlite"));
+      report(`CryptoPunks, real sales 2017-06 to 2021-01 (${rejected} records without a price rejected)`, backtestStore(db));
+      db.close();
+    }
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
