@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { HOLDOUT, type Prediction } from "../derive/backtest.js";
-import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, TIERS } from "../derive/backtest-report.js";
+import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, resolution, shareNoise, TIERS } from "../derive/backtest-report.js";
+import { CONFIDENCE_INPUTS } from "../derive/calibration.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
 import { buildDemo } from "../demo/build.js";
 import { openReadOnly, openWritable } from "../store/database.js";
@@ -59,6 +60,19 @@ function report(title: string, collections: { address: string; sales: number; pr
     `\nBrier score: model ${c.brier.toFixed(4)}; constant confidence (the training period's share) ${c.constantBrier.toFixed(4)}; ` +
       `best constant in hindsight (${c.observed.toFixed(3)}) ${c.hindsightBrier.toFixed(4)}`,
   );
+  // Resolution: can any input tell hits from misses? A confidence beats a
+  // constant only by the spread of these shares beyond sampling noise.
+  const inputs: [string, (p: Prediction) => number][] = [
+    ...CONFIDENCE_INPUTS.map(({ name, of }): [string, (p: Prediction) => number] => [name, (p) => of(p.estimate)]),
+    ["confidence itself", (p) => p.confidence],
+  ];
+  console.log(`\n| share within ±20% by quintile of | Q1 | Q2 | Q3 | Q4 | Q5 | max − min |`);
+  console.log("|---|---|---|---|---|---|---|");
+  for (const [name, value] of inputs) {
+    const shares = resolution(all, value).map((g) => g.observed);
+    console.log(`| ${name} | ${shares.map((x) => x.toFixed(3)).join(" | ")} | ${(Math.max(...shares) - Math.min(...shares)).toFixed(3)} |`);
+  }
+  console.log(`\n(two standard errors of one quintile's share from sampling alone: ±${shareNoise(c.observed, all.length / 5).toFixed(3)})`);
 }
 
 const tmp = mkdtempSync(join(tmpdir(), "marketdata-backtest-"));

@@ -90,3 +90,32 @@ export function calibration(ps: readonly Prediction[], groups = 10): Calibration
     observed,
   };
 }
+
+export interface ResolutionGroup {
+  /** The smallest value in the group. */
+  from: number;
+  count: number;
+  /** Observed share of sales within ±20% of the model's value. */
+  observed: number;
+}
+
+/**
+ * Predictions in `groups` groups of equal size by `value` (ties kept in the
+ * given order), with the share of each that landed within ±20%: whether an
+ * input can tell likelier hits from likelier misses at all. Where every
+ * group's share is the same up to sampling noise, no confidence built on
+ * that input can beat a constant.
+ */
+export function resolution(ps: readonly Prediction[], value: (p: Prediction) => number, groups = 5): ResolutionGroup[] {
+  const sorted = ps.map((p) => ({ p, v: value(p) })).sort((a, b) => a.v - b.v);
+  const out: ResolutionGroup[] = [];
+  for (let g = 0; g < groups; g++) {
+    const part = sorted.slice(Math.floor((g * sorted.length) / groups), Math.floor(((g + 1) * sorted.length) / groups));
+    if (part.length === 0) continue;
+    out.push({ from: part[0]!.v, count: part.length, observed: part.reduce((s, x) => s + hit(x.p), 0) / part.length });
+  }
+  return out;
+}
+
+/** Two standard errors of an observed share p over n sales: the spread sampling alone gives group shares. */
+export const shareNoise = (p: number, n: number) => (n === 0 ? Number.NaN : 2 * Math.sqrt((p * (1 - p)) / n));

@@ -57,6 +57,16 @@ export function features(e: Estimate): Float64Array {
   );
 }
 
+/** The estimate's inputs `features` transforms, by name: what the backtest's resolution table groups outcomes by. */
+export const CONFIDENCE_INPUTS: readonly { name: string; of: (e: Estimate) => number }[] = [
+  { name: "market spread", of: (e) => e.levelSpread },
+  { name: "sales in the level's window", of: (e) => e.levelSales },
+  { name: "days since the last sale", of: (e) => e.staleDays },
+  { name: "size of the trait premium", of: (e) => Math.abs(e.traits) },
+  { name: "own-history weight", of: (e) => e.ownWeight },
+  { name: "rarest value's evidence", of: (e) => e.traitEvidence },
+];
+
 /** P(ln(price/value) in [LOW, HIGH]) when it is Laplace with mean absolute value m. */
 export function laplaceBand(m: number): number {
   const b = Math.max(m, 1e-3);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { appraiseCollection } from "../../src/derive/appraise.js";
 import { AppraisalModel, solveSpd } from "../../src/derive/appraisal.js";
 import { backtestCollection, type Prediction } from "../../src/derive/backtest.js";
-import { byTier, calibration, errorFigures } from "../../src/derive/backtest-report.js";
+import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
 import { fitLogistic, inBand, laplaceBand } from "../../src/derive/calibration.js";
 import { featureSpace } from "../../src/derive/features.js";
 import type { TokenTraits } from "../../src/derive/rarity.js";
@@ -183,6 +183,22 @@ describe("figures", () => {
     expect(c.observed).toBeCloseTo(0.45, 12);
     expect(c.constantBrier).toBeCloseTo(0.45 * 0.55, 12);
     expect(c.hindsightBrier).toBeCloseTo(0.45 * 0.55, 12);
+  });
+
+  it("resolution: the share within ±20% by quintile of an input, and the spread sampling alone gives", () => {
+    // 100 predictions; `relative` is the input. The hit rate rises by quintile: 0, 5, 10, 15, 20 hits of 20.
+    const ps: Prediction[] = [];
+    for (let q = 0; q < 5; q++) for (let k = 0; k < 20; k++) ps.push(p(100, k < q * 5 ? 100 : 300, 0.5, q * 20 + k));
+    const groups = resolution([...ps].reverse(), (x) => x.relative);
+    expect(groups.map((g) => g.from)).toEqual([0, 20, 40, 60, 80]);
+    expect(groups.map((g) => g.count)).toEqual([20, 20, 20, 20, 20]);
+    expect(groups.map((g) => g.observed)).toEqual([0, 0.25, 0.5, 0.75, 1]);
+    // An input with one value for all: the groups follow the given order (quarters of 25 with 5, 10, 15, 20 hits).
+    expect(resolution(ps, () => 1, 4).map((g) => g.observed)).toEqual([0.2, 0.4, 0.6, 0.8]);
+    expect(resolution([], () => 1)).toEqual([]);
+    // 2·sqrt(p(1 − p)/n): 2·sqrt(0.25/100) = 0.1.
+    expect(shareNoise(0.5, 100)).toBeCloseTo(0.1, 12);
+    expect(shareNoise(0.5, 0)).toBeNaN();
   });
 
   it("the band is ±20% of the value", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Prediction } from "../../src/derive/backtest.js";
-import { byTier, calibration, errorFigures } from "../../src/derive/backtest-report.js";
+import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../../src/derive/backtest-store.js";
 import type { Db } from "../../src/store/database.js";
 
@@ -54,5 +54,11 @@ describe.skipIf(!havePunks())("CryptoPunks backtest", () => {
     const c = calibration(ps);
     for (const d of c.deciles) expect(Math.abs(d.observed - d.meanConfidence)).toBeLessThanOrEqual(0.1);
     expect(c.brier).toBeLessThan(c.constantBrier);
+  });
+
+  it("confidence resolves: its lowest and highest quintiles differ by far more than sampling noise", () => {
+    const shares = resolution(ps, (p) => p.confidence).map((g) => g.observed);
+    const noise = shareNoise(calibration(ps).observed, ps.length / 5);
+    expect(shares.at(-1)! - shares[0]!).toBeGreaterThan(3 * noise);
   });
 });
