@@ -21,8 +21,9 @@ if (values.help) {
   console.log(`usage: npm run backtest [-- --db PATH] [--no-demo] [--no-punks]
 
 Appraises each of the latest ${HOLDOUT * 100}% of every collection's sales from strictly earlier
-data, next to two naive baselines, and prints the error by price tier and the
-calibration of confidence: for the store at --db (default: a fresh demo store)
+data, next to two naive baselines, and prints the error by price tier, the
+calibration of confidence, and its resolution (the share within ±20% by
+quintile of each input): for the store at --db (default: a fresh demo store)
 and for the real CryptoPunks data in ${PUNKS_DIR} when present.`);
   process.exit(0);
 }
