@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,7 +6,8 @@ import pg from "pg";
 import { Random } from "../demo/random.js";
 import { openReadRepositories } from "../store/open-read.js";
 import type { ReadRepositories } from "../store/repositories.js";
-import { BIN, load, log, median, startCli, startTarget, type Target, loadOf, withLoadOptions } from "./harness.js";
+import { runCliSync } from "../cli/run-sync.js";
+import { load, log, median, percentiles, startCli, startTarget, type Target, loadOf, withLoadOptions } from "./harness.js";
 import { writeSales, YEAR } from "./sales-file.js";
 import { allowReplication, createStandby, waitForReplay } from "../deploy/standby.js";
 import { measureCpu } from "./cpu.js";
@@ -55,8 +55,7 @@ await admin.connect();
 await admin.query(`CREATE DATABASE ${dbName}`);
 
 function cli(args: string[]): string {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`marketdata ${args.join(" ")}: ${r.stderr}`);
+  const r = runCliSync(args);
   return r.stderr + r.stdout;
 }
 const key = (db: string) => cli(["keys", "create", "--db", db, "--name", "bench", "--rate", "1000000"]).trim().split("\n").pop()!.trim();
@@ -115,8 +114,9 @@ async function statsLatency(): Promise<void> {
             times[e]!.push(performance.now() - t);
           }
         }
-        const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * q)]!.toFixed(3);
-        log(`| ${label} | ${assetId ?? "-"} | ${p(times.sqlite!, 0.5)} | ${p(times.sqlite!, 0.99)} | ${p(times.pg!, 0.5)} | ${p(times.pg!, 0.99)} |`);
+        const s = percentiles(times.sqlite!);
+        const g = percentiles(times.pg!);
+        log(`| ${label} | ${assetId ?? "-"} | ${s.p50.toFixed(3)} | ${s.p99.toFixed(3)} | ${g.p50.toFixed(3)} | ${g.p99.toFixed(3)} |`);
       }
     }
   } finally {

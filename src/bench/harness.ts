@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
+import { BIN } from "../cli/run-sync.js";
 import { ApiKeyAdmin } from "../store/api-keys.js";
 import { openReadOnly, openWritable } from "../store/database.js";
 
@@ -11,7 +12,6 @@ import { openReadOnly, openWritable } from "../store/database.js";
 // autocannon rounds alternating between targets, reported as medians.
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const BIN = `${ROOT}src/bin/marketdata.js`;
 const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
 
 export interface LoadOptions {
@@ -23,6 +23,12 @@ export interface LoadOptions {
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 export const log = (s: string) => process.stderr.write(`${s}\n`);
+
+/** The 50th and 99th percentiles of latencies (the value at that rank, no interpolation). */
+export function percentiles(ms: number[]): { p50: number; p99: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { p50: sorted[Math.floor(sorted.length * 0.5)]!, p99: sorted[Math.floor(sorted.length * 0.99)]! };
+}
 
 export function ensureStore(scale: string): { db: string; key: string } {
   mkdirSync(`${ROOT}data`, { recursive: true });

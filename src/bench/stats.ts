@@ -9,7 +9,7 @@ import { ApiKeyAdmin } from "../store/api-keys.js";
 import { openReadOnly, openWritable, type Db } from "../store/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/write-store.js";
-import { compare, ensureStore, log, median, ROOT, startTarget, loadOf, withLoadOptions } from "./harness.js";
+import { compare, ensureStore, log, median, percentiles, ROOT, startTarget, loadOf, withLoadOptions } from "./harness.js";
 import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 import { writeSales } from "./sales-file.js";
 
@@ -119,11 +119,6 @@ function subject(name: string, db: string, address?: string): Subject {
   } finally {
     r.close();
   }
-}
-
-function percentiles(ms: number[]): { p50: number; p99: number } {
-  const sorted = [...ms].sort((a, b) => a - b);
-  return { p50: sorted[Math.floor(sorted.length * 0.5)]!, p99: sorted[Math.floor(sorted.length * 0.99)]! };
 }
 
 /** Calls fn up to `samples` times (or for at most budgetMs), each with a fresh window. */

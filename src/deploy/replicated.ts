@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import pg from "pg";
+import { BIN, runCliSync } from "../cli/run-sync.js";
 import { allowReplication, createStandby, type Standby, waitForReplay } from "./standby.js";
 
 // The replicated deployment, end to end on one machine (issue 10): a
@@ -18,7 +19,6 @@ import { allowReplication, createStandby, type Standby, waitForReplay } from "./
 // `npm run deploy:replicated -- --help`; test/deploy/replicated.test.ts runs
 // it in CI and checks the report.
 
-const BIN = fileURLToPath(new URL("../bin/marketdata.js", import.meta.url));
 const COLLECTION = `0x${"5e".repeat(20)}`;
 const RATE = 100;
 
@@ -97,14 +97,8 @@ function startServe(db: string, redis: string, prefix: string): Promise<Server> 
   });
 }
 
-function cli(args: string[]): string {
-  try {
-    return execFileSync(process.execPath, [BIN, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`marketdata ${args[0]} failed: ${(e.stderr || e.message).trim()}`);
-  }
-}
+/** A CLI command against the primary; its stdout. */
+const cli = (args: string[]): string => runCliSync(args, 120_000).stdout;
 
 async function statsOf(server: Server, key: string): Promise<{ status: number; total?: number }> {
   const res = await fetch(`${server.url}/v1/collection/stats?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } });

@@ -1,4 +1,4 @@
-import type { TokenTraits } from "./rarity.js";
+import { isEmptyTrait, normalizeTrait, type TokenTraits } from "./rarity.js";
 
 // What the appraisal model knows of a token: a sparse vector over the
 // collection's trait values. Every attribute counts, a repeated trait type
@@ -21,16 +21,13 @@ export interface FeatureSpace {
   readonly byAsset: ReadonlyMap<string, FeatureVector>;
 }
 
-const normalize = (v: unknown) => String(v).trim().toLowerCase();
-const empty = (v: string) => v === "" || v === "none";
-
 /** The attributes of a token as normalized (type, value) pairs, repeats kept, exact duplicates once. */
 export function traitPairs(token: TokenTraits): [string, string][] {
   const seen = new Set<string>();
   const out: [string, string][] = [];
   for (const a of token.attributes) {
-    const type = normalize(a.trait_type);
-    const value = normalize(a.value);
+    const type = normalizeTrait(a.trait_type);
+    const value = normalizeTrait(a.value);
     const key = `${type}=${value}`;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -72,7 +69,7 @@ export function featureSpace(tokens: readonly TokenTraits[]): FeatureSpace {
     for (const [type, value] of pairs[k]!) {
       const key = `${type}=${value}`;
       cell(column(key), 1);
-      if (empty(value)) continue;
+      if (isEmptyTrait(value)) continue;
       count++;
       cell(column(`rarity:${type}`), -Math.log(share.get(key)! / n));
     }

@@ -25,17 +25,19 @@ export interface CollectionRarity {
 
 export const META_TRAIT = "meta_trait:trait_count";
 /** The value category of a trait type a token lacks. */
-export const NULL_VALUE = "\u0000null";
 const TIE_TOLERANCE = 1e-9;
 
-const normalize = (v: unknown) => String(v).trim().toLowerCase();
+/** A trait type or value as rarity and appraisals compare them: trimmed, lower case. */
+export const normalizeTrait = (v: unknown) => String(v).trim().toLowerCase();
+/** A value that means the token lacks the trait ("none" or empty): not counted as an attribute. */
+export const isEmptyTrait = (value: string) => value === "" || value === "none";
 
 /** Each token's traits as type → value, normalized, meta trait added. */
 export function normalizedTraits(token: TokenTraits): Map<string, string> {
   const traits = new Map<string, string>();
-  for (const a of token.attributes) traits.set(normalize(a.trait_type), normalize(a.value));
+  for (const a of token.attributes) traits.set(normalizeTrait(a.trait_type), normalizeTrait(a.value));
   let count = 0;
-  for (const v of traits.values()) if (v !== "none" && v !== "") count++;
+  for (const v of traits.values()) if (!isEmptyTrait(v)) count++;
   traits.set(META_TRAIT, String(count));
   return traits;
 }
@@ -114,21 +116,4 @@ export function computeRarity(tokens: readonly TokenTraits[]): CollectionRarity 
 /** Python's math.isclose with rel_tol only, as OpenRarity compares scores. */
 function isClose(a: number, b: number): boolean {
   return Math.abs(a - b) <= TIE_TOLERANCE * Math.max(Math.abs(a), Math.abs(b));
-}
-
-/**
- * Every token's full trait vector: its normalized traits, plus the null
- * category of each trait type of the collection that it lacks.
- */
-export function traitVectors(tokens: readonly TokenTraits[]): Map<string, Map<string, string>> {
-  const own = tokens.map(normalizedTraits);
-  const types = new Set<string>();
-  for (const t of own) for (const type of t.keys()) types.add(type);
-  const out = new Map<string, Map<string, string>>();
-  tokens.forEach((token, i) => {
-    const traits = own[i]!;
-    for (const type of types) if (!traits.has(type)) traits.set(type, NULL_VALUE);
-    out.set(token.assetId, traits);
-  });
-  return out;
 }
