@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import { parseProxyEntry } from "./transport/client-address.js";
 
 // Server configuration, validated once at startup. The CLI layer fills the
 // flags from the command line, then the environment (MARKETDATA_DB, PORT,
@@ -14,6 +15,8 @@ export const DEFAULT_LOG_LEVEL = "info";
 export const DEFAULT_RATE_LIMIT = 1000;
 export const DEFAULT_ANONYMOUS_RATE_LIMIT = 20;
 export const DEFAULT_REDIS_PREFIX = "marketdata:rl";
+/** Where --metrics-port listens unless --metrics-host says otherwise: this machine only. */
+export const DEFAULT_METRICS_HOST = "127.0.0.1";
 /** Seconds. */
 export const DEFAULT_TIMEOUTS = {
   headers: 10,
@@ -21,6 +24,7 @@ export const DEFAULT_TIMEOUTS = {
   keepAlive: 5,
   idle: 60,
   shutdown: 10,
+  store: 10,
 } as const;
 /** How long, on shutdown, idle keep-alive connections may still bring a request (ms). */
 export const DRAIN_MS = 1000;
@@ -46,8 +50,10 @@ export interface ServeConfig {
   /** Shared rate-limit counts for several servers; absent: counted by this server. */
   redis?: { url: string; prefix: string } | undefined;
   timeouts: Timeouts;
-  /** Prometheus metrics: off, on the main port (GET /metrics), or on a port of their own. */
-  metrics: { enabled: boolean; port?: number | undefined };
+  /** Prometheus metrics: off, on the main port (GET /metrics, loopback callers only), or on a host and port of their own. */
+  metrics: { enabled: boolean; port?: number | undefined; host?: string | undefined };
+  /** Proxies (addresses or CIDR blocks) whose X-Forwarded-For names the client. */
+  trustProxy: string[];
   /** Origins browsers may call from (CORS); "*" for any; empty: off. */
   corsOrigins: string[];
   /** PostgreSQL connections per serving process (ignored for SQLite). */
@@ -61,6 +67,8 @@ export interface Timeouts {
   keepAliveMs: number;
   idleMs: number;
   shutdownMs: number;
+  /** A PostgreSQL query's bound (statement_timeout; the client waits a second longer); absent: DEFAULT_TIMEOUTS.store. */
+  storeMs?: number;
 }
 
 export class ConfigError extends Error {}
@@ -81,11 +89,14 @@ export interface ServeFlags {
   keepAliveTimeout?: string | undefined;
   idleTimeout?: string | undefined;
   shutdownTimeout?: string | undefined;
+  storeTimeout?: string | undefined;
   poolSize?: string | undefined;
   /** false with --no-metrics. */
   metrics?: boolean | undefined;
   metricsPort?: string | undefined;
+  metricsHost?: string | undefined;
   corsOrigin?: string | undefined;
+  trustProxy?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -115,6 +126,7 @@ export function resolveTimeouts(flags: ServeFlags): Timeouts {
     keepAliveMs: t(flags.keepAliveTimeout, DEFAULT_TIMEOUTS.keepAlive, "--keep-alive-timeout"),
     idleMs: t(flags.idleTimeout, DEFAULT_TIMEOUTS.idle, "--idle-timeout"),
     shutdownMs: t(flags.shutdownTimeout, DEFAULT_TIMEOUTS.shutdown, "--shutdown-timeout"),
+    storeMs: t(flags.storeTimeout, DEFAULT_TIMEOUTS.store, "--store-timeout"),
   };
   // Headers arrive within the request, so Node requires this order.
   if (timeouts.headersMs > timeouts.requestMs) {
@@ -155,8 +167,31 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),
+      host: metricsHost(flags),
     },
+    trustProxy: trustProxy(flags.trustProxy ?? ""),
   };
+}
+
+function metricsHost(flags: ServeFlags): string | undefined {
+  if (flags.metricsHost === undefined) return undefined;
+  if (flags.metricsHost.trim() === "") throw new ConfigError("--metrics-host (METRICS_HOST) must not be empty");
+  if (flags.metricsPort === undefined) throw new ConfigError("--metrics-host (METRICS_HOST) needs --metrics-port (METRICS_PORT)");
+  return flags.metricsHost;
+}
+
+/** A comma-separated list of proxy addresses or CIDR blocks ("10.0.0.0/8, 127.0.0.1"). */
+function trustProxy(text: string): string[] {
+  const list = text
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+  for (const p of list) {
+    if (parseProxyEntry(p) === undefined) {
+      throw new ConfigError(`--trust-proxy (TRUST_PROXY) takes addresses or CIDR blocks like 10.0.0.0/8 or ::1, got ${JSON.stringify(p)}`);
+    }
+  }
+  return list;
 }
 
 function redisUrl(text: string): string {

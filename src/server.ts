@@ -7,26 +7,28 @@ import { pino, type Logger } from "pino";
 import cluster from "node:cluster";
 import { Redis } from "ioredis";
 import { AggregatorRegistry } from "prom-client";
-import { DEFAULT_CACHE_MB, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
+import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
 import { openReadRepositories } from "./store/open-read.js";
 import type { ReadRepositories } from "./store/repositories.js";
 import { registerConnectGetRoutes } from "./transport/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
-import { Admission, type RateLimits } from "./transport/admission.js";
+import { Admission, addressLimited, type RateLimits } from "./transport/admission.js";
+import { ClientAddresses } from "./transport/client-address.js";
+import { refuseLongUrl } from "./transport/url-limit.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
 import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
 import { createRpcGate } from "./transport/rpc-gate.js";
 import { corsPolicy } from "./transport/cors.js";
 import { registerDocs } from "./transport/docs.js";
-import { clusterWindows, MemoryWindows, redisWindows } from "./transport/rate-limit.js";
+import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
 import type { KeyVerifier } from "./transport/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
-import { registerRestRoutes } from "./transport/rest/transcoder.js";
-import { healthRoutes, Lifecycle, type Readiness, registerHealthEndpoints, registerMetricsEndpoint } from "./transport/health.js";
+import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
+import { cachedReadiness, healthRoutes, Lifecycle, registerHealthEndpoints, registerMetricsEndpoint } from "./transport/health.js";
 import { reflectionRoutes } from "./transport/reflection.js";
 import { Health } from "../gen/health/v1/health_pb.js";
 import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
@@ -53,6 +55,12 @@ export interface ServerDeps {
   metrics?: "route" | "off" | "collect";
   /** Origins allowed to call from a browser ("*" for any); none: CORS off. */
   corsOrigins?: readonly string[];
+  /** Proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client; none: the TCP peer is the client. */
+  trustProxy?: readonly string[];
+  /** Why the server is degraded (the shared rate-limit store failing); for /readyz. */
+  degraded?: () => string | undefined;
+  /** Requests counted per process because the shared rate-limit store did not answer (metrics). */
+  rateLimitFallbacks?: () => number;
 }
 
 export interface BuiltServer {
@@ -79,9 +87,12 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
   const admission = new Admission(keys, deps.rateLimits);
+  const addresses = new ClientAddresses(deps.trustProxy);
+  const guard = addressLimited(admission, addresses);
   const lifecycle = new Lifecycle();
   lifecycle.onShutdown(() => admission.close());
-  const readiness = storeReadiness(deps.store, lifecycle);
+  const readiness = cachedReadiness(() => storeNotReadyReason(deps.store), lifecycle, deps.degraded);
+  const restFlags = successFlags(services);
   // Health and reflection: every RPC protocol, no API key (guards.ts PUBLIC_SERVICES).
   const publicServices = [Health, ReflectionV1, ReflectionV1Alpha];
   const publicProcedures = new Set(publicServices.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
@@ -89,7 +100,13 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const metrics =
     metricsMode === "off"
       ? undefined
-      : new ServerMetrics({ cache, rateLimited: admission.refused, store: deps.store.info });
+      : new ServerMetrics({
+          cache,
+          rateLimited: admission.refused,
+          keyLookups: keys,
+          store: deps.store.info,
+          ...(deps.rateLimitFallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimitFallbacks }),
+        });
   const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
   let nextRpcId = 0;
@@ -122,10 +139,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         },
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
-      const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log });
+      const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log, addresses });
       const cors = corsPolicy(deps.corsOrigins ?? []);
       const handler: RequestHandler = (req, res) => {
         if (cors?.apply(req, res)) return;
+        if (refuseLongUrl(req, res, restFlags)) return;
         // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
         // every other method is an RPC or nothing (rpc-gate.ts).
         if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
@@ -166,8 +184,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       done();
     });
   }
-  registerHealthEndpoints(app, readiness);
-  registerDocs(app);
+  registerHealthEndpoints(app, readiness, guard);
+  registerDocs(app, guard);
   if (metrics !== undefined) {
     // Only the API's own routes are observed: health checks and scrapes would drown them.
     app.addHook("onResponse", (request, reply, done) => {
@@ -177,10 +195,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
       done();
     });
-    if (metricsMode === "route") registerMetricsEndpoint(app, metrics);
+    // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
+    if (metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   }
-  registerRestRoutes(app, { services, admission, cache, watch });
-  registerConnectGetRoutes(app, { services, admission, cache, watch });
+  registerRestRoutes(app, { services, admission, cache, watch, addresses });
+  registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
 }
 
@@ -199,21 +218,16 @@ function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Ht
   });
 }
 
-/** Ready: not shutting down, the store readable and at this build's schema. */
-function storeReadiness(store: ReadRepositories, lifecycle: Lifecycle): Readiness {
+/** Why the store cannot be served (unreadable, or not at this build's schema); undefined when it can. */
+async function storeNotReadyReason(store: ReadRepositories): Promise<string | undefined> {
   const { info } = store;
-  return {
-    async notReadyReason() {
-      if (lifecycle.shuttingDown) return "shutting down";
-      try {
-        const version = await info.schemaVersion();
-        if (version !== info.expectedSchemaVersion) return `store schema version ${version}, this build needs ${info.expectedSchemaVersion}`;
-      } catch {
-        return "store not readable";
-      }
-      return undefined;
-    },
-  };
+  try {
+    const version = await info.schemaVersion();
+    if (version !== info.expectedSchemaVersion) return `store schema version ${version}, this build needs ${info.expectedSchemaVersion}`;
+  } catch {
+    return "store not readable";
+  }
+  return undefined;
 }
 
 /** The one log line of an RPC request, written when its response ends. */
@@ -254,7 +268,9 @@ export interface RunningServer {
 }
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
-  Partial<Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize">> & {
+  Partial<
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy">
+  > & {
     drainMs?: number;
   };
 
@@ -269,21 +285,28 @@ function defaultTimeouts(): Timeouts {
   };
 }
 
-/**
- * Where rate limits are counted: Redis when configured (every server
- * shares one count), else the cluster primary in a worker (one count per
- * server), else this process. Unset limits (the tests' default) count nothing.
- */
 /** How long startup waits for Redis before serving with per-process counts meanwhile. */
 const REDIS_READY_MS = 3000;
 
-async function rateLimitsFor(config: StartOptions, log: Logger): Promise<{ limits?: RateLimits; close(): Promise<void> }> {
+interface CountedLimits {
+  limits: RateLimits;
+  degraded?: () => string | undefined;
+  fallbacks?: () => number;
+  close(): Promise<void>;
+}
+
+/**
+ * Where rate limits are counted: Redis when configured (every server
+ * shares one count), else the cluster primary in a worker (one count per
+ * server), else this process. Counted even when both server limits are 0:
+ * a key's own limit (keys create --rate) always holds.
+ */
+async function rateLimitsFor(config: StartOptions, log: Logger): Promise<CountedLimits> {
   const keyRate = config.rateLimit ?? 0;
   const anonymousRate = config.anonymousRateLimit ?? 0;
-  if (keyRate === 0 && anonymousRate === 0) return { close: async () => {} };
-  const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
   if (config.redis !== undefined) {
-    const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    // Commands fail at their deadline rather than queue (RedisWindows falls back meanwhile).
+    const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_DEADLINE_MS });
     // Without a listener a connection error would end the process; the limiter falls back meanwhile.
     client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
     const ready = await new Promise<boolean>((resolve) => {
@@ -294,13 +317,17 @@ async function rateLimitsFor(config: StartOptions, log: Logger): Promise<{ limit
       });
     });
     if (!ready) log.warn("redis not ready: rate limits are counted per process until it is");
+    const windows = new RedisWindows(client, config.redis.prefix, { log });
     return {
-      limits: { keyRate, anonymousRate, windows: redisWindows(client, config.redis.prefix, onError) },
+      limits: { keyRate, anonymousRate, windows },
+      degraded: () => windows.degradedReason(),
+      fallbacks: () => windows.fallbacks,
       close: async () => {
         await client.quit().catch(() => client.disconnect());
       },
     };
   }
+  const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
   const windows = cluster.isWorker ? clusterWindows(onError) : new MemoryWindows();
   return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
 }
@@ -315,7 +342,10 @@ export async function serveMetrics(registry: { contentType: string; metrics(): P
 
 /** Opens the store read-only (a SQLite file, or a PostgreSQL primary or replica) and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
-  const store = await openReadRepositories(config.db, config.poolSize === undefined ? {} : { poolSize: config.poolSize });
+  const store = await openReadRepositories(config.db, {
+    ...(config.poolSize === undefined ? {} : { poolSize: config.poolSize }),
+    ...(config.timeouts?.storeMs === undefined ? {} : { queryTimeoutMs: config.timeouts.storeMs }),
+  });
   const logger = pino({ level: config.logLevel ?? "silent" });
   const limits = await rateLimitsFor(config, logger);
   try {
@@ -325,7 +355,10 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       store,
       logger,
       cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
-      ...(limits.limits === undefined ? {} : { rateLimits: limits.limits }),
+      rateLimits: limits.limits,
+      ...(limits.degraded === undefined ? {} : { degraded: limits.degraded }),
+      ...(limits.fallbacks === undefined ? {} : { rateLimitFallbacks: limits.fallbacks }),
+      trustProxy: config.trustProxy ?? [],
       ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
       metrics: metricsMode,
@@ -338,7 +371,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
         new AggregatorRegistry();
         AggregatorRegistry.setRegistries([metrics.registry]);
       }
-      else metricsServer = await serveMetrics(metrics.registry, config.metrics.port, config.host);
+      else metricsServer = await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST);
     }
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
 import { BIN } from "../cli/run-sync.js";
-import { ApiKeyAdmin } from "../store/api-keys.js";
+import { withStoreKeys } from "../store/api-keys.js";
 import { openReadOnly, openWritable } from "../store/database.js";
 
 // What the benchmarks share: the demo stores they run on, servers in child
@@ -81,12 +81,8 @@ export function collectionAddresses(path: string): string[] {
 
 /** A key with its own rate limit (null: the server's default) in the bench store. */
 export function benchKey(db: string, name: string, rateLimit: number | null): string {
-  const w = openWritable(db);
-  try {
-    return new ApiKeyAdmin(w).create(name, { rateLimit }).key;
-  } finally {
-    w.close();
-  }
+  openWritable(db).close();
+  return withStoreKeys(db, (admin) => admin.create(name, { rateLimit }).key);
 }
 
 export interface Target {

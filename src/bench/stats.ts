@@ -5,7 +5,7 @@ import { createInterface } from "node:readline";
 import { Command } from "commander";
 import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
-import { ApiKeyAdmin } from "../store/api-keys.js";
+import { withStoreKeys } from "../store/api-keys.js";
 import { openReadOnly, openWritable, type Db } from "../store/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/write-store.js";
@@ -90,7 +90,7 @@ async function generatedStore(n: number): Promise<string> {
 
 function subject(name: string, db: string, address?: string): Subject {
   const w = openWritable(db);
-  const key = new ApiKeyAdmin(w).create("bench:stats").key;
+  const key = withStoreKeys(db, (admin) => admin.create("bench:stats").key);
   w.close();
   const r = openReadOnly(db);
   try {

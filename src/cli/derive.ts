@@ -32,7 +32,7 @@ export function describe(r: DeriveResult): string {
   const appraisals =
     r.sales > 0 ? `${r.appraisals} appraisals from ${r.sales} sales in ${r.appraisalMs.toFixed(0)} ms` : "no sales, no appraisals";
   const imported = [provenance("rarity", r.rarityWrite), provenance("appraisals", r.appraisalWrite)].filter((x) => x !== "");
-  return `derived ${r.contractAddress}: ${rarity}; ${appraisals}${imported.map((x) => `\n  ${x}`).join("")}`;
+  return `derived ${r.contractAddress}: ${rarity}; ${appraisals}; written in one transaction in ${r.writeMs.toFixed(0)} ms${imported.map((x) => `\n  ${x}`).join("")}`;
 }
 
 /** What happened to an operator's imported rows: the line derive prints when there are any. */

@@ -82,14 +82,27 @@ const listening = (command: Command) =>
     .addOption(new Option("--keep-alive-timeout <s>", "seconds an idle HTTP/1.1 connection is kept").default(String(DEFAULT_TIMEOUTS.keepAlive)))
     .addOption(new Option("--idle-timeout <s>", "seconds an HTTP/2 session without activity is kept").default(String(DEFAULT_TIMEOUTS.idle)))
     .addOption(
+      new Option("--store-timeout <s>", "seconds a PostgreSQL query may take before its request is answered unavailable (a postgres:// --db only)").default(
+        String(DEFAULT_TIMEOUTS.store),
+      ),
+    )
+    .addOption(
       new Option("--pool-size <n>", "PostgreSQL connections per serving process (a postgres:// --db only)").env("PG_POOL_SIZE").default(String(DEFAULT_POOL_SIZE)),
     )
     .addOption(new Option("--cors-origin <origins>", 'browser origins allowed to call (comma-separated, or "*"); default: none').env("CORS_ORIGIN"))
     .addOption(new Option("--no-metrics", "do not collect or serve Prometheus metrics"))
     .addOption(
-      new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the main one (with --workers > 1: the sum of all workers)").env(
-        "METRICS_PORT",
-      ),
+      new Option(
+        "--metrics-port <port>",
+        "serve GET /metrics on this port instead of the main one, where it answers callers on this machine only (with --workers > 1: the sum of all workers)",
+      ).env("METRICS_PORT"),
+    )
+    .addOption(new Option("--metrics-host <host>", "address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)").env("METRICS_HOST"))
+    .addOption(
+      new Option(
+        "--trust-proxy <proxies>",
+        "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (per-address limits); default: none, the TCP peer is the client",
+      ).env("TRUST_PROXY"),
     )
     .addOption(
       new Option("--shutdown-timeout <s>", "seconds SIGTERM waits for requests in flight before closing every connection").default(

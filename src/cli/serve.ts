@@ -3,9 +3,10 @@ import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
-import type { ServeConfig } from "../config.js";
+import { DEFAULT_METRICS_HOST, type ServeConfig } from "../config.js";
 import { serveMetrics, startServer } from "../server.js";
 import { openReadRepositories } from "../store/open-read.js";
+import { CliError } from "./errors.js";
 
 // `serve`: one process, or with --workers N a node:cluster primary that
 // forks N workers sharing the port, each opening the store read-only.
@@ -14,8 +15,17 @@ import { openReadRepositories } from "../store/open-read.js";
 /** The environment variable that hands a worker its (already validated) config. */
 export const WORKER_CONFIG_ENV = "MARKETDATA_WORKER_CONFIG";
 const WORKER_ENTRY = fileURLToPath(new URL("../bin/marketdata-worker.js", import.meta.url));
-/** A worker that dies unexpectedly is replaced after this delay (a crash loop stays slow). */
-const RESPAWN_DELAY_MS = 1000;
+/**
+ * A worker that dies is replaced after RESPAWN_DELAY_MS, doubled for each
+ * worker in a row that died within STARTUP_GRACE_MS of its start (a crash
+ * loop: the store gone, a port taken), up to RESPAWN_MAX_DELAY_MS; after
+ * MAX_START_FAILURES such deaths in a row the server stops and exits 1 with
+ * the reason, rather than restarting forever.
+ */
+const RESPAWN_DELAY_MS = 250;
+const RESPAWN_MAX_DELAY_MS = 30_000;
+const STARTUP_GRACE_MS = 10_000;
+export const MAX_START_FAILURES = 5;
 
 type WorkerMessage = { type: "listening"; url: string };
 
@@ -67,9 +77,16 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   let stopping = false;
   const live = new Set<Worker>();
   let failed = false;
+  /** Workers in a row that died within STARTUP_GRACE_MS of their start. */
+  let startFailures = 0;
+  let giveUp: (reason: string) => void = () => {};
+  const gaveUp = new Promise<string>((resolve) => {
+    giveUp = resolve;
+  });
 
   const fork = (): Worker => {
     const worker = cluster.fork(env);
+    const started = performance.now();
     live.add(worker);
     worker.on("exit", (code, signal) => {
       live.delete(worker);
@@ -77,8 +94,17 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
         if (code !== 0) failed = true;
         return;
       }
-      log.error({ worker: worker.id, code, signal }, "worker died; starting a replacement");
-      setTimeout(() => !stopping && fork(), RESPAWN_DELAY_MS).unref();
+      const atStart = performance.now() - started < STARTUP_GRACE_MS;
+      startFailures = atStart ? startFailures + 1 : 0;
+      if (startFailures >= MAX_START_FAILURES) {
+        const reason = `${startFailures} workers in a row died within ${STARTUP_GRACE_MS / 1000} s of starting (the last with ${signal ?? `exit code ${code}`}); stopping`;
+        log.error({ worker: worker.id, code, signal }, reason);
+        giveUp(reason);
+        return;
+      }
+      const delay = Math.min(RESPAWN_MAX_DELAY_MS, RESPAWN_DELAY_MS * 2 ** startFailures);
+      log.error({ worker: worker.id, code, signal, restartInMs: delay }, "worker died; starting a replacement");
+      setTimeout(() => !stopping && fork(), delay).unref();
     });
     return worker;
   };
@@ -101,18 +127,26 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   const aggregator = new AggregatorRegistry();
   const metricsServer =
     config.metrics.enabled && config.metrics.port !== undefined
-      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.host)
+      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST)
       : undefined;
   log.info({ workers: config.workers }, `Server listening at ${url}`);
   onReady?.(url);
 
-  await stopOn(signalled, async (signal) => {
+  const ended = await Promise.race([signalled.then((signal) => ({ signal })), gaveUp.then((reason) => ({ reason }))]);
+  const stopWorkers = async () => {
     stopping = true;
-    log.info({ signal, workers: live.size }, "shutting down: workers finish requests in flight");
     const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
     for (const w of live) w.process.kill("SIGTERM");
     await Promise.all(exits);
     await metricsServer?.close();
+  };
+  if ("reason" in ended) {
+    await stopWorkers();
+    throw new CliError(`serve: ${ended.reason}`);
+  }
+  await stopOn(Promise.resolve(ended.signal), async (signal) => {
+    log.info({ signal, workers: live.size }, "shutting down: workers finish requests in flight");
+    await stopWorkers();
     if (failed) throw new Error("a worker did not shut down cleanly");
   });
 }

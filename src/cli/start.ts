@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServeConfig } from "../config.js";
-import { ApiKeyAdmin } from "../store/api-keys.js";
+import { withStoreKeys } from "../store/api-keys.js";
 import { openWritable, refusePostgres } from "../store/database.js";
 import { runDemo } from "./demo.js";
 import { serveUntilSignalled } from "./serve.js";
@@ -23,8 +23,8 @@ export async function runStart(config: ServeConfig, demoScale = "default"): Prom
   let address: string | undefined;
   const db = openWritable(config.db);
   try {
-    if (key === undefined && (db.prepare("SELECT count(*) FROM api_keys").pluck().get() as number) === 0) {
-      key = new ApiKeyAdmin(db).create("demo").key;
+    if (key === undefined && withStoreKeys(config.db, (admin) => admin.list().length) === 0) {
+      key = withStoreKeys(config.db, (admin) => admin.create("demo").key);
       // Kept beside the store (git-ignored, owner-only) so later starts can print it.
       writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
     }

@@ -1,3 +1,4 @@
+import type { AppraisalRow } from "../domain/records.js";
 import type { DerivedWrite, DeriveRepository } from "../store/derive-store.js";
 import { appraiseCollection } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
@@ -10,10 +11,14 @@ export interface DeriveResult {
   contractAddress: string;
   tokens: number;
   entropy: number;
+  /** Computing rarity (its write is in writeMs). */
   rarityMs: number;
   sales: number;
   appraisals: number;
+  /** Computing the appraisals (their write is in writeMs). */
   appraisalMs: number;
+  /** Writing both data sets, in one transaction. */
+  writeMs: number;
   /** How imported rows fared; absent when that data set was not derived. */
   rarityWrite?: DerivedWrite;
   appraisalWrite?: DerivedWrite;
@@ -37,34 +42,29 @@ export async function deriveCollection(store: DeriveRepository, contractAddress:
   const ownerOf = new Map(tokens.map((t) => [t.assetId, t.currentOwner || lastBuyer.get(t.assetId) || ""]));
   // Without tokens there is nothing to derive rarity from; rarity imported
   // from elsewhere is kept.
-  const rarityWrite =
+  const rarityRows =
     tokens.length > 0
-      ? await store.replaceRarity(
-          collectionId,
-          rarity.tokens.map((t) => ({
-            contractAddress,
-            assetId: t.assetId,
-            currentOwner: ownerOf.get(t.assetId) ?? "",
-            rarityScore: t.rarityScore,
-            statisticalRarity: t.statisticalRarity,
-            rarityRank: t.rarityRank,
-          })),
-          options.replaceImported,
-        )
+      ? rarity.tokens.map((t) => ({
+          contractAddress,
+          assetId: t.assetId,
+          currentOwner: ownerOf.get(t.assetId) ?? "",
+          rarityScore: t.rarityScore,
+          statisticalRarity: t.statisticalRarity,
+          rarityRank: t.rarityRank,
+        }))
       : undefined;
   const rarityMs = performance.now() - started;
 
   started = performance.now();
-  let appraisals = 0;
-  let appraisalWrite: DerivedWrite | undefined;
+  let appraisalRows: AppraisalRow[] | undefined;
   if (sales.length > 0) {
     // Every token, and every asset that sold even if its token was never imported.
     const assets = [...new Set([...tokens.map((t) => t.assetId), ...lastBuyer.keys()])];
-    const rows = [];
+    appraisalRows = [];
     const listed = await store.openListingPrices(collectionId);
     for (const a of appraiseCollection(tokens, sales, assets, listed)) {
       if (a.fairMarketValue > 0n) {
-        rows.push({
+        appraisalRows.push({
           contractAddress,
           assetId: a.assetId,
           fairMarketValue: a.fairMarketValue.toString(),
@@ -72,9 +72,20 @@ export async function deriveCollection(store: DeriveRepository, contractAddress:
         });
       }
     }
-    appraisalWrite = await store.replaceAppraisals(collectionId, rows, options.replaceImported);
-    appraisals = appraisalWrite.written;
   }
+  const appraisalMs = performance.now() - started;
+
+  // Both data sets in one transaction: no reader sees new rarity beside old appraisals.
+  started = performance.now();
+  const writes = await store.replaceDerived(
+    collectionId,
+    { ...(rarityRows === undefined ? {} : { rarity: rarityRows }), ...(appraisalRows === undefined ? {} : { appraisals: appraisalRows }) },
+    options.replaceImported,
+  );
+  const writeMs = performance.now() - started;
+  const rarityWrite = writes.rarity;
+  const appraisalWrite = writes.appraisals;
+  const appraisals = appraisalWrite?.written ?? 0;
   return {
     contractAddress,
     tokens: tokens.length,
@@ -82,7 +93,8 @@ export async function deriveCollection(store: DeriveRepository, contractAddress:
     rarityMs,
     sales: sales.length,
     appraisals,
-    appraisalMs: performance.now() - started,
+    appraisalMs,
+    writeMs,
     ...(rarityWrite === undefined ? {} : { rarityWrite }),
     ...(appraisalWrite === undefined ? {} : { appraisalWrite }),
   };

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Statement } from "better-sqlite3";
-import type { Db } from "./database.js";
+import { type Db, openKeys } from "./database.js";
 
 // API keys are 32 random bytes, so a plain SHA-256 is a safe digest to store:
 // there is nothing to brute-force that a slow hash would protect.
@@ -89,5 +89,15 @@ export class ApiKeyVerifier {
   /** The grant of a valid, unrevoked key; undefined otherwise. */
   lookup(key: string): KeyGrant | undefined {
     return this.#lookup.get(hashApiKey(key)) as KeyGrant | undefined;
+  }
+}
+
+/** Runs `fn` on the keys of the SQLite store at `storePath` (its key file, database.ts openKeys), then closes them. */
+export function withStoreKeys<T>(storePath: string, fn: (admin: ApiKeyAdmin) => T): T {
+  const keys = openKeys(storePath);
+  try {
+    return fn(new ApiKeyAdmin(keys));
+  } finally {
+    keys.close();
   }
 }

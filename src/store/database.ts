@@ -23,6 +23,59 @@ export function refusePostgres(path: string): void {
 }
 
 /**
+ * The file beside a SQLite store that holds its API keys. Keys have a file of
+ * their own because SQLite has one writer per file: an import holds the
+ * store's write lock for its whole length, and a leaked key must be
+ * revocable (and a key created) in milliseconds whatever else is running.
+ * Copy or back up both files together.
+ */
+export function keysFileOf(storePath: string): string {
+  return `${storePath}-keys`;
+}
+
+const KEYS_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS api_keys (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    key_hash BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER,
+    -- requests per second; NULL: the server's default
+    rate_limit INTEGER
+  );
+`;
+
+/**
+ * Opens the keys of the store at `storePath` (keysFileOf): for writing,
+ * created if absent; read-only (servers), refused plainly if absent. A
+ * connection of its own, so that no write on the store ever waits for a
+ * key change or the other way round. An in-memory store has in-memory keys.
+ */
+export function openKeys(storePath: string, options: { readonly?: boolean } = {}): Db {
+  if (storePath === ":memory:" || storePath === "") {
+    const db = new Database(":memory:");
+    db.exec(KEYS_SCHEMA);
+    return db;
+  }
+  const path = keysFileOf(storePath);
+  if (options.readonly) {
+    if (!existsSync(path)) {
+      throw new StoreError(`the key file ${path} of store ${storePath} is missing; "marketdata keys list --db ${storePath}" creates it`);
+    }
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    db.pragma("busy_timeout = 1000");
+    return db;
+  }
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  // A revocation acknowledged must survive a power cut.
+  db.pragma("synchronous = FULL");
+  db.pragma("busy_timeout = 5000");
+  db.exec(KEYS_SCHEMA);
+  return db;
+}
+
+/**
  * Opens the store for writing (import, keys, demo), creating it and applying
  * pending migrations. WAL lets running servers keep reading meanwhile.
  */
@@ -99,7 +152,7 @@ export function migrate(db: Db): void {
     const step = MIGRATIONS[v]!;
     db.transaction(() => {
       if (typeof step === "string") db.exec(step);
-      else step(db);
+      else step(db, { openKeys: () => openKeys(db.name) });
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
   }

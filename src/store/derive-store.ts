@@ -8,7 +8,7 @@ import type { AppraisalRow, RarityRow } from "../domain/records.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
 // collection's derived rows: old rows out, new rows in through the same
-// upserts as imports, in one transaction.
+// upserts as imports, rarity and appraisals together in one transaction.
 
 const BULK_ROWS = 20_000;
 
@@ -37,6 +37,18 @@ export interface SaleForModel {
   buyer: string;
 }
 
+/** A collection's newly derived rows; a data set left out is not touched. */
+export interface DerivedRows {
+  rarity?: readonly RarityRow[];
+  appraisals?: readonly AppraisalRow[];
+}
+
+/** What replaceDerived wrote, per data set given. */
+export interface DerivedWrites {
+  rarity?: DerivedWrite;
+  appraisals?: DerivedWrite;
+}
+
 /** What derive reads and writes, on either engine (SQLite: this file; PostgreSQL: pg/pg-derive-store.ts). */
 export interface DeriveRepository {
   /** Collections with tokens (rarity) or sales (appraisals). */
@@ -47,8 +59,11 @@ export interface DeriveRepository {
   sales(collectionId: number): MaybePromise<SaleForModel[]>;
   /** The lowest price of each asset's open (CREATED) listings: what the asset can be bought for now. */
   openListingPrices(collectionId: number): MaybePromise<Map<string, bigint>>;
-  replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported?: boolean): MaybePromise<DerivedWrite>;
-  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[], replaceImported?: boolean): MaybePromise<DerivedWrite>;
+  /**
+   * Replaces the collection's derived rarity and appraisals in one
+   * transaction: readers see the old rows of both or the new rows of both.
+   */
+  replaceDerived(collectionId: number, rows: DerivedRows, replaceImported?: boolean): MaybePromise<DerivedWrites>;
   /** After a derive: the planner's statistics for what it wrote. */
   refreshPlannerStats(): MaybePromise<void>;
 }
@@ -110,14 +125,21 @@ export class DeriveStore implements DeriveRepository {
     refreshPlannerStats(this.#db);
   }
 
-  replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported = false): DerivedWrite {
-    return this.#replace("rarity", collectionId, rows, replaceImported, (r, keep) => this.#writer.upsertRarity(r, "derived", keep));
-  }
-
-  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[], replaceImported = false): DerivedWrite {
-    return this.#replace("appraisal", collectionId, rows, replaceImported, (r, keep) =>
-      this.#writer.upsertAppraisal(r, "derived", keep),
-    );
+  replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): DerivedWrites {
+    const { rarity, appraisals } = rows;
+    // One transaction; each data set's own (nested) is a savepoint inside it.
+    return this.#writer.transaction(() => ({
+      ...(rarity === undefined
+        ? {}
+        : { rarity: this.#replace("rarity", collectionId, rarity, replaceImported, (r, keep) => this.#writer.upsertRarity(r, "derived", keep)) }),
+      ...(appraisals === undefined
+        ? {}
+        : {
+            appraisals: this.#replace("appraisal", collectionId, appraisals, replaceImported, (r, keep) =>
+              this.#writer.upsertAppraisal(r, "derived", keep),
+            ),
+          }),
+    }));
   }
 
   /**

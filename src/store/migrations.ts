@@ -9,8 +9,14 @@
 import type { Db } from "./database.js";
 import { SalesAggregates } from "./sales-stats.js";
 
+/** What a migration step may open besides the store. */
+export interface MigrationContext {
+  /** The store's key file (database.ts openKeys), created if absent; the step closes it. */
+  openKeys(): Db;
+}
+
 /** SQL, or a function for a step that needs code (a backfill). */
-export type Migration = string | ((db: Db) => void);
+export type Migration = string | ((db: Db, context: MigrationContext) => void);
 
 export const MIGRATIONS: readonly Migration[] = [
   `
@@ -178,4 +184,22 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE appraisals ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
   ALTER TABLE rarity ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
   `,
+  // 4: API keys move to a file of their own (database.ts keysFileOf), so that
+  // a key can be revoked while an import holds the store's write lock. The
+  // copy is idempotent: if this step rolls back, the next run copies again.
+  (db, context) => {
+    const keys = context.openKeys();
+    try {
+      const rows = db.prepare("SELECT id, name, key_hash, created_at, revoked_at, rate_limit FROM api_keys").all();
+      const insert = keys.prepare(
+        "INSERT OR IGNORE INTO api_keys (id, name, key_hash, created_at, revoked_at, rate_limit) VALUES (@id, @name, @key_hash, @created_at, @revoked_at, @rate_limit)",
+      );
+      keys.transaction(() => {
+        for (const r of rows) insert.run(r);
+      })();
+    } finally {
+      keys.close();
+    }
+    db.exec("DROP TABLE api_keys");
+  },
 ];

@@ -7,6 +7,8 @@ import { sqliteRepositories } from "./sqlite/read-repositories.js";
 export interface OpenReadOptions {
   /** PostgreSQL connections per process. */
   poolSize?: number;
+  /** PostgreSQL: how long a query may take before it fails as unavailable (pg/database.ts). */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -16,7 +18,11 @@ export interface OpenReadOptions {
  */
 export async function openReadRepositories(db: string, options: OpenReadOptions = {}): Promise<ReadRepositories> {
   if (!isPostgresUrl(db)) return sqliteRepositories(openReadOnly(db));
-  const pool = openPool(db, { max: options.poolSize ?? 10, readOnly: true });
+  const pool = openPool(db, {
+    max: options.poolSize ?? 10,
+    readOnly: true,
+    ...(options.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: options.queryTimeoutMs }),
+  });
   try {
     await requireCurrentPgSchema(pool, db);
   } catch (err) {

@@ -1,12 +1,20 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type KeyGrant, type KeyVerifier, requireApiKey } from "./guards.js";
-import type { RateState, RateWindows } from "./rate-limit.js";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ClientAddresses } from "./client-address.js";
+import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey } from "./guards.js";
+import { MemoryWindows, type RateState, type RateWindows } from "./rate-limit.js";
 import { type MaybePromise, settle } from "../store/repositories.js";
 
 // The first thing every request meets, on every protocol, before its body
-// is read: the API key, then the rate limit of that key, or, for a request
-// without a valid key, the limit of its client address (a flood of bad keys
-// must not reach the store unbounded).
+// is read. A request whose key this server has not seen valid is counted
+// against its client address's limit first, and refused there without a
+// store lookup once the address is over it: a flood of made-up keys costs
+// at most the address limit's worth of lookups per second. A key seen valid
+// (since this server started) is looked up without touching its address's
+// count, so callers sharing an address with a flood keep being served. A
+// valid key is then held to its own limit (keys create --rate) or the
+// server's default; a key's own limit holds even when the server's limits
+// are off.
 
 export interface RateLimits {
   /** Requests per second of a key without a limit of its own; 0: unlimited. */
@@ -24,16 +32,22 @@ export interface Admitted {
   error?: ConnectError;
 }
 
+/** The verifier admission needs: lookups, and whether a key was seen valid before (MemoizedKeyVerifier). */
+export interface AdmissionKeys extends KeyVerifier {
+  known?(key: string): boolean;
+}
+
 export class Admission {
-  readonly #keys: KeyVerifier;
-  readonly #limits: RateLimits | undefined;
+  readonly #keys: AdmissionKeys;
+  readonly #limits: RateLimits;
   #closing = false;
   /** Requests refused by a rate limit so far (read by the metrics). */
   readonly refused = { key: 0, address: 0 };
 
-  constructor(keys: KeyVerifier, limits?: RateLimits) {
+  /** Without `limits`, only keys' own limits are counted, in this process. */
+  constructor(keys: AdmissionKeys, limits?: RateLimits) {
     this.#keys = keys;
-    this.#limits = limits && (limits.keyRate > 0 || limits.anonymousRate > 0) ? limits : undefined;
+    this.#limits = limits ?? { keyRate: 0, anonymousRate: 0, windows: new MemoryWindows() };
   }
 
   /** From now on every request is refused with `unavailable`: the server is shutting down. */
@@ -41,37 +55,65 @@ export class Admission {
     this.#closing = true;
   }
 
-  /** Synchronous when keys are checked and limits counted in this process (a cached answer stays synchronous). */
-  admit(key: string | null | undefined, address: string | undefined): MaybePromise<Admitted> {
+  /**
+   * Admits a request with API key `key` from address bucket `address`
+   * (client-address.ts). Synchronous when keys are checked and limits
+   * counted in this process (a cached answer stays synchronous).
+   */
+  admit(key: string | null | undefined, address: string): MaybePromise<Admitted> {
     if (this.#closing) return SHUTTING_DOWN;
+    if (!key) return this.#countAddress(address, MISSING);
+    if (this.#limits.anonymousRate > 0 && this.#keys.known?.(key) !== true) {
+      // Counted before the lookup; refused here, the key is never looked up.
+      return settle(this.#takeAddress(address), (rate) => (rate.allowed ? this.#lookup(key, address, rate) : this.#tooMany(rate)));
+    }
+    return this.#lookup(key, address, undefined);
+  }
+
+  /**
+   * Admits a request to a surface served without a key (health, reflection,
+   * readiness, metrics, docs): counted against its address's limit only.
+   */
+  admitAddress(address: string): MaybePromise<Admitted> {
+    if (this.#limits.anonymousRate === 0) return OPEN;
+    return settle(this.#takeAddress(address), (rate) => (rate.allowed ? { rate } : this.#tooMany(rate)));
+  }
+
+  #lookup(key: string, address: string, counted: RateState | undefined): MaybePromise<Admitted> {
+    const refusedKey = (err: unknown): MaybePromise<Admitted> => {
+      if (!(err instanceof ConnectError)) return STORE_UNAVAILABLE;
+      // Already counted against the address before the lookup: not twice.
+      return counted === undefined ? this.#countAddress(address, err) : { rate: counted, error: err };
+    };
     let checked: MaybePromise<KeyGrant>;
     try {
       checked = requireApiKey(this.#keys, key);
     } catch (err) {
-      return err instanceof ConnectError ? this.#anonymous(err, address) : STORE_UNAVAILABLE;
+      return refusedKey(err);
     }
-    if (checked instanceof Promise) {
-      return checked.then(
-        (grant) => this.#limitKey(grant),
-        (err: unknown) => (err instanceof ConnectError ? this.#anonymous(err, address) : STORE_UNAVAILABLE),
-      );
-    }
+    if (checked instanceof Promise) return checked.then((grant) => this.#limitKey(grant), refusedKey);
     return this.#limitKey(checked);
   }
 
-  /** A request without a valid key: refused, after counting against its address's limit. */
-  #anonymous(err: ConnectError, address: string | undefined): MaybePromise<Admitted> {
-    const limits = this.#limits;
-    if (limits === undefined || limits.anonymousRate === 0) return { error: err };
-    return settle(limits.windows.take(`a:${address ?? "?"}`, limits.anonymousRate), (rate) => {
-      if (!rate.allowed) this.refused.address++;
-      return { rate, error: rate.allowed ? err : tooMany(rate) };
-    });
+  /** A request without a valid key: refused with `err`, after counting against its address's limit. */
+  #countAddress(address: string, err: ConnectError): MaybePromise<Admitted> {
+    if (this.#limits.anonymousRate === 0) return { error: err };
+    return settle(this.#takeAddress(address), (rate) => (rate.allowed ? { rate, error: err } : this.#tooMany(rate)));
+  }
+
+  #takeAddress(address: string): MaybePromise<RateState> {
+    return this.#limits.windows.take(`a:${address}`, this.#limits.anonymousRate);
+  }
+
+  #tooMany(rate: RateState): Admitted {
+    this.refused.address++;
+    return { rate, error: tooMany(rate) };
   }
 
   #limitKey(grant: KeyGrant): MaybePromise<Admitted> {
-    const limit = grant.rateLimit ?? this.#limits?.keyRate ?? 0;
-    if (this.#limits === undefined || limit === 0) return { grant };
+    // A key's own limit always holds; the server's default only when it has none.
+    const limit = grant.rateLimit ?? this.#limits.keyRate;
+    if (limit === 0) return { grant };
     return settle(this.#limits.windows.take(`k:${grant.id}`, limit), (rate) => {
       if (rate.allowed) return { grant, rate };
       this.refused.key++;
@@ -79,6 +121,9 @@ export class Admission {
     });
   }
 }
+
+const MISSING = new ConnectError(MISSING_KEY, Code.Unauthenticated);
+const OPEN: Admitted = {};
 
 /** The key could not be checked (the store is down or unreachable): the caller may retry. */
 const STORE_UNAVAILABLE: Admitted = {
@@ -112,4 +157,28 @@ export function rateLimitHeaders(rate: RateState | undefined): Record<string, st
   };
   if (!rate.allowed) headers["retry-after"] = String(resetSeconds(rate));
   return headers;
+}
+
+/** Fastify's hook signature, narrowed to what addressLimited needs. */
+type OnRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
+
+/**
+ * The onRequest hook of GET routes served without a key (health, readiness,
+ * metrics, docs): the caller's address limit, refused with 429 and the
+ * RateLimit headers in the Connect error shape.
+ */
+export function addressLimited(admission: Admission, addresses: ClientAddresses): OnRequest {
+  return (request, reply, done) => {
+    const then = (a: Admitted) => {
+      if (a.rate !== undefined) reply.headers(rateLimitHeaders(a.rate));
+      if (a.error === undefined) {
+        done();
+        return;
+      }
+      reply.code(429).header("cache-control", "no-store").send({ code: "resource_exhausted", message: a.error.rawMessage });
+    };
+    const admitted = admission.admitAddress(addresses.bucketOf(request.raw));
+    if (admitted instanceof Promise) admitted.then(then, () => then(OPEN));
+    else then(admitted);
+  };
 }

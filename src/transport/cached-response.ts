@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ADDRESS_RE } from "../domain/formats.js";
@@ -108,25 +109,40 @@ function sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CachedRe
   return reply.type(entry.contentType).send(entry.body);
 }
 
+/** The longest URL any GET route takes (414 past it): the longest valid request is under 3 KB. */
+export const MAX_URL_BYTES = 8192;
+
 /**
  * Remembers, per route, the cache key that a request URL parsed to, so that
  * a repeated URL skips parsing on its way to the cache. Parsing depends on
- * the URL alone, never on the data, so an entry is never stale. Bounded.
+ * the URL alone, never on the data, so an entry is never stale. Only URLs
+ * that were answered successfully are remembered (never one that failed
+ * validation: a caller could fill the memo with unique failing URLs), only
+ * short ones (a long URL's parse is cheap beside its own transfer), and the
+ * whole memo is bounded in bytes, least recently used first out.
  */
 export class ParsedKeyMemo {
-  readonly #keys = new Map<string, string>();
-  readonly #max: number;
+  readonly #keys: LRUCache<string, string>;
 
-  constructor(max = 10_000) {
-    this.#max = max;
+  constructor(maxBytes = PARSED_MEMO_BYTES) {
+    // Two bytes per character at most (V8 strings), plus the entry's bookkeeping.
+    this.#keys = new LRUCache<string, string>({ maxSize: maxBytes, sizeCalculation: (key, url) => 2 * (url.length + key.length) + 96 });
   }
 
   get(url: string): string | undefined {
     return this.#keys.get(url);
   }
 
+  /** Call once the request was answered successfully. */
   set(url: string, key: string): void {
-    if (this.#keys.size >= this.#max) this.#keys.clear();
-    this.#keys.set(url, key);
+    if (url.length <= PARSED_MEMO_MAX_URL) this.#keys.set(url, key);
+  }
+
+  get bytes(): number {
+    return this.#keys.calculatedSize;
   }
 }
+
+/** Per route. */
+export const PARSED_MEMO_BYTES = 1024 * 1024;
+const PARSED_MEMO_MAX_URL = 1024;

@@ -8,6 +8,7 @@ import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
 import { cacheKeyPrefix, compileRequestKey, sendCached } from "./cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "./freshness.js";
 import { type Admission, rateLimitHeaders } from "./admission.js";
+import type { ClientAddresses } from "./client-address.js";
 import { apiKeyFrom, publicError } from "./guards.js";
 import type { QueryObject } from "./rest/query.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./rpc-body.js";
@@ -26,6 +27,7 @@ export interface ConnectGetDeps {
   admission: Admission;
   cache: ResponseCache;
   watch: DataVersionWatch;
+  addresses: ClientAddresses;
 }
 
 function single(v: string | string[] | undefined): string | undefined {
@@ -65,7 +67,7 @@ export function registerConnectGetRoutes(app: FastifyInstance, deps: ConnectGetD
       }
       const binary = encoding === "proto";
       try {
-        const admitted = await deps.admission.admit(apiKeyFrom(request.headers), request.ip);
+        const admitted = await deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw));
         if (admitted.rate !== undefined) reply.headers(rateLimitHeaders(admitted.rate));
         if (admitted.error !== undefined) throw admitted.error;
         const bytes = decodeMessage(q);

@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
+import type { PublicGuard } from "./health.js";
 
 // The API's documentation, offline: GET /openapi.json (gen/openapi.json, made
 // by buf generate from the contract) and GET /docs, Swagger UI from the
 // swagger-ui-dist package (no CDN), pointed at it. Its "Authorize" takes an
 // API key and "Try it out" calls the /v1 routes of this same server. Neither
-// needs a key: they describe the API, not its data.
+// needs a key (they describe the API, not its data), but both count against
+// the caller's address limit.
 
 const OPENAPI = new URL("../../gen/openapi.json", import.meta.url);
 const UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
@@ -46,14 +48,14 @@ const INIT = `window.ui = SwaggerUIBundle({
 });
 `;
 
-export function registerDocs(app: FastifyInstance): void {
+export function registerDocs(app: FastifyInstance, guard: PublicGuard): void {
   const spec = readFileSync(OPENAPI);
   // Read once at startup: a missing file fails the start, not a request.
   const files = new Map(Object.entries(UI_FILES).map(([name, type]) => [name, { type, body: readFileSync(join(UI_DIR, name)) }]));
   files.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT) });
-  app.get("/openapi.json", (_request, reply) => reply.type("application/json; charset=utf-8").header("cache-control", "no-cache").send(spec));
-  app.get("/docs", (_request, reply) => reply.type("text/html; charset=utf-8").send(PAGE));
-  app.get("/docs/:file", (request, reply) => {
+  app.get("/openapi.json", { onRequest: guard }, (_request, reply) => reply.type("application/json; charset=utf-8").header("cache-control", "no-cache").send(spec));
+  app.get("/docs", { onRequest: guard }, (_request, reply) => reply.type("text/html; charset=utf-8").send(PAGE));
+  app.get("/docs/:file", { onRequest: guard }, (request, reply) => {
     const file = files.get((request.params as { file: string }).file);
     if (file === undefined) return reply.code(404).send({ code: "not_found", message: "no such file" });
     return reply.type(file.type).header("cache-control", "public, max-age=3600").send(file.body);

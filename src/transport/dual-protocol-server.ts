@@ -23,7 +23,7 @@ export interface ConnectionTimeouts {
   requestMs: number;
   /** An idle HTTP/1.1 keep-alive connection. */
   keepAliveMs: number;
-  /** An HTTP/2 session without any activity. */
+  /** An HTTP/2 session without any activity (with a stream open: without an answer to a PING). */
   idleMs: number;
   /** On close: how long idle keep-alive connections may still send a request (answered, then closed). */
   drainMs: number;
@@ -69,6 +69,8 @@ export class DualProtocolServer extends net.Server {
   /** Every open socket, whatever became of it: the shutdown deadline destroys what is left. */
   readonly #sockets = new Set<net.Socket>();
   readonly #timeouts: ConnectionTimeouts;
+  /** Streams open on each HTTP/2 session. */
+  readonly #openStreams = new WeakMap<http2.Http2Session, number>();
   #closing = false;
 
   constructor(handler: RequestHandler, timeouts: ConnectionTimeouts) {
@@ -90,9 +92,19 @@ export class DualProtocolServer extends net.Server {
       serve,
     );
     this.http2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, serve);
-    // A session idle this long is destroyed (no 'timeout' listener on the server).
+    // A session without activity for idleMs: closed when it has no open
+    // stream; while a stream is open (a quiet health Watch), kept as long as
+    // its client answers a PING within idleMs. Node's default (no listener)
+    // destroys the session whatever it carries, cutting a Watch without
+    // trailers every idleMs.
     this.http2.setTimeout(timeouts.idleMs);
+    this.http2.on("timeout", (session: http2.Http2Session) => this.#onIdle(session));
     this.http2.on("stream", (stream, headers) => {
+      const session = stream.session;
+      if (session !== undefined) {
+        this.#openStreams.set(session, (this.#openStreams.get(session) ?? 0) + 1);
+        stream.once("close", () => this.#openStreams.set(session, (this.#openStreams.get(session) ?? 1) - 1));
+      }
       if (timeouts.longLivedPaths?.has(headers[":path"] ?? "")) return;
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeouts.requestMs);
       stream.once("close", () => clearTimeout(timer));
@@ -107,6 +119,26 @@ export class DualProtocolServer extends net.Server {
     // connections (for idle closing and request timeouts) once it has seen
     // "listening".
     this.on("listening", () => this.http1.emit("listening"));
+  }
+
+  /** An HTTP/2 session was idle for idleMs: see the "timeout" listener. */
+  #onIdle(session: http2.Http2Session): void {
+    if (session.destroyed || session.closed) return;
+    if ((this.#openStreams.get(session) ?? 0) === 0) {
+      session.destroy();
+      return;
+    }
+    // The PING's answer is activity: the idle timer starts again.
+    const deadline = setTimeout(() => session.destroy(), this.#timeouts.idleMs);
+    deadline.unref();
+    const sent = session.ping((err) => {
+      clearTimeout(deadline);
+      if (err !== null) session.destroy();
+    });
+    if (!sent) {
+      clearTimeout(deadline);
+      session.destroy();
+    }
   }
 
   #route(socket: net.Socket): void {

@@ -73,38 +73,54 @@ const KEY_MEMO_ENTRIES = 10_000;
 /**
  * A KeyVerifier that remembers valid keys for up to a second (and only until
  * the store changes, so a revocation is refused on the next request). Invalid
- * keys are never remembered: each costs a store lookup, as before.
+ * keys are never remembered: each costs a store lookup, as before, which is
+ * why admission counts unknown keys against their address first.
+ *
+ * Keys once seen valid stay `known` after their memo lapses or a commit
+ * (they are looked up again all the same); a key found invalid is forgotten.
+ * Only valid keys are held, so the memo's bytes are bounded by its entries.
  */
 export class MemoizedKeyVerifier implements KeyVerifier {
   readonly #inner: KeyVerifier;
-  readonly #valid = new Map<string, { until: number; grant: KeyGrant }>();
+  readonly #valid = new Map<string, { until: number; generation: number; grant: KeyGrant }>();
   readonly #now: () => number;
   readonly #watch: DataVersionWatch;
+  /** Moves on every commit: entries of an older generation must be looked up again. */
+  #generation = 0;
+  /** Lookups that reached the store (read by the metrics and tests). */
+  storeLookups = 0;
 
   constructor(inner: KeyVerifier, watch: DataVersionWatch, now: () => number = Date.now) {
     this.#inner = inner;
     this.#now = now;
     this.#watch = watch;
-    watch.onChange(() => this.#valid.clear());
+    watch.onChange(() => this.#generation++);
+  }
+
+  /** True when `key` was valid at its last lookup by this server. */
+  known(key: string): boolean {
+    return this.#valid.has(key);
   }
 
   lookup(key: string): MaybePromise<KeyGrant | undefined> {
-    // A revocation committed since the last request clears the memo first.
+    // A revocation committed since the last request makes every memo stale first.
     return settle(this.#watch.check(), () => {
       const now = this.#now();
       const memo = this.#valid.get(key);
-      if (memo !== undefined && memo.until > now) return memo.grant;
-      return settle(this.#inner.lookup(key), (grant) => this.#remember(key, grant, now));
+      if (memo !== undefined && memo.until > now && memo.generation === this.#generation) return memo.grant;
+      this.storeLookups++;
+      const generation = this.#generation;
+      return settle(this.#inner.lookup(key), (grant) => this.#remember(key, grant, now, generation));
     });
   }
 
-  #remember(key: string, grant: KeyGrant | undefined, now: number): KeyGrant | undefined {
+  #remember(key: string, grant: KeyGrant | undefined, now: number, generation: number): KeyGrant | undefined {
     if (grant === undefined) {
       this.#valid.delete(key);
       return undefined;
     }
-    if (this.#valid.size >= KEY_MEMO_ENTRIES) this.#valid.clear();
-    this.#valid.set(key, { until: now + KEY_MEMO_MS, grant });
+    if (this.#valid.size >= KEY_MEMO_ENTRIES && !this.#valid.has(key)) this.#valid.clear();
+    this.#valid.set(key, { until: now + KEY_MEMO_MS, generation, grant });
     return grant;
   }
 }

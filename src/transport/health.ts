@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ClientAddresses } from "./client-address.js";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -12,13 +13,44 @@ import {
 // - GET /healthz: the process is alive and its event loop answers;
 // - GET /readyz: ready for traffic (store readable, schema current, not
 //   shutting down); 503 from the moment shutdown starts, so that load
-//   balancers drain this server before it stops accepting;
+//   balancers drain this server before it stops accepting; 200 with status
+//   "degraded" while it serves without something it depends on (Redis);
 // - grpc.health.v1.Health (Check, Watch, List) on every RPC protocol, per
 //   service ("" is the whole server), with the same readiness.
+// All of them answer without a key but within the caller's address limit,
+// and readiness is checked against the store at most once a second.
 
 export interface Readiness {
   /** Undefined when ready; otherwise why not. */
   notReadyReason(): string | undefined | Promise<string | undefined>;
+  /** Serving, but with something it depends on failing (a shared rate-limit store); undefined when not. */
+  degradedReason?(): string | undefined;
+}
+
+/** How long a readiness answer is reused: probes and Health calls cost the store at most one check per second. */
+export const READINESS_TTL_MS = 1000;
+
+/**
+ * Reuses `check`'s answer for READINESS_TTL_MS (one check in flight at a
+ * time, whoever asks); `shuttingDown` is read on every call, so draining is
+ * never reported late.
+ */
+export function cachedReadiness(
+  check: () => Promise<string | undefined>,
+  lifecycle: Lifecycle,
+  degraded?: () => string | undefined,
+  now: () => number = performance.now.bind(performance),
+): Readiness {
+  let last: { at: number; answer: Promise<string | undefined> } | undefined;
+  return {
+    notReadyReason() {
+      if (lifecycle.shuttingDown) return "shutting down";
+      const t = now();
+      if (last === undefined || t - last.at >= READINESS_TTL_MS) last = { at: t, answer: check() };
+      return last.answer;
+    },
+    ...(degraded === undefined ? {} : { degradedReason: degraded }),
+  };
 }
 
 /** Shutdown as an event: admission, readiness and health watchers follow it. */
@@ -94,20 +126,48 @@ export function healthRoutes(router: ConnectRouter, services: readonly string[],
   });
 }
 
-/** GET /metrics in Prometheus' text format, without an API key (bind it to a private port with --metrics-port). */
-export function registerMetricsEndpoint(app: FastifyInstance, metrics: { registry: { contentType: string; metrics(): Promise<string> } }): void {
-  app.get("/metrics", async (_request, reply) =>
-    reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics()),
-  );
+/** The onRequest hook of routes served without a key (admission.ts addressLimited). */
+export type PublicGuard = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
+
+export interface MetricsRouteOptions {
+  guard?: PublicGuard;
+  /** Answers only this machine's callers (others get 404): the API port's default. */
+  loopbackOnly?: ClientAddresses;
 }
 
-export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness): void {
-  app.get("/healthz", (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
-  app.get("/readyz", async (_request, reply) => {
+/**
+ * GET /metrics in Prometheus' text format, without an API key: on the API
+ * port for callers on this machine only, or on a listener of its own
+ * (--metrics-port, --metrics-host) for a scraper elsewhere.
+ */
+export function registerMetricsEndpoint(
+  app: FastifyInstance,
+  metrics: { registry: { contentType: string; metrics(): Promise<string> } },
+  options: MetricsRouteOptions = {},
+): void {
+  const { guard, loopbackOnly } = options;
+  app.get("/metrics", guard === undefined ? {} : { onRequest: guard }, async (request, reply) => {
+    if (loopbackOnly !== undefined && !loopbackOnly.isLoopback(request.raw)) {
+      return reply.code(404).send({ code: "not_found", message: "no route GET /metrics" });
+    }
+    return reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+}
+
+export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness, guard: PublicGuard): void {
+  app.get("/healthz", { onRequest: guard }, (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
+  app.get("/readyz", { onRequest: guard }, async (_request, reply) => {
     const reason = await readiness.notReadyReason();
+    const degraded = reason === undefined ? readiness.degradedReason?.() : undefined;
     return reply
       .code(reason === undefined ? 200 : 503)
       .header("cache-control", "no-store")
-      .send(reason === undefined ? { status: "ready" } : { status: "not ready", reason });
+      .send(
+        reason !== undefined
+          ? { status: "not ready", reason }
+          : degraded !== undefined
+            ? { status: "degraded", reason: degraded }
+            : { status: "ready" },
+      );
   });
 }

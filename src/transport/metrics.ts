@@ -15,6 +15,10 @@ export type Protocol = "rest" | "connect-get" | "connect" | "grpc-web" | "grpc";
 export interface MetricSources {
   cache: { hits: number; misses: number; bytes: number };
   rateLimited: { key: number; address: number };
+  /** Key lookups that reached the store (a memoized answer is not one). */
+  keyLookups: { storeLookups: number };
+  /** Requests counted in this process because the shared rate-limit store (Redis) did not answer; absent without one. */
+  rateLimitFallbacks?: () => number;
   /** The store's data version and last write (the last import, derive or key change). */
   store: Pick<StoreInfo, "dataVersion" | "lastWrite">;
 }
@@ -128,6 +132,27 @@ export class ServerMetrics {
         this.inc({ subject: "address" }, sources.rateLimited.address);
       },
     });
+    new Counter({
+      name: "marketdata_key_store_lookups_total",
+      help: "API key lookups that reached the store (keys not verified in the last second, or unknown keys within their address's limit)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.keyLookups.storeLookups);
+      },
+    });
+    const fallbacks = sources.rateLimitFallbacks;
+    if (fallbacks !== undefined) {
+      new Counter({
+        name: "marketdata_rate_limit_fallbacks_total",
+        help: "Requests counted by this process alone because the shared rate-limit store (Redis) did not answer within its deadline",
+        registers,
+        collect() {
+          this.reset();
+          this.inc(fallbacks());
+        },
+      });
+    }
     new Gauge({
       name: "marketdata_store_data_version",
       help: "The store's data version as this server sees it: moves on every committed write (on a replica, once replayed)",

@@ -8,6 +8,7 @@ import { apiKeyFrom, type ErrorLogger, publicError } from "./guards.js";
 import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./rpc-body.js";
 import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./rpc-errors.js";
 import type { RequestHandler } from "./dual-protocol-server.js";
+import type { ClientAddresses } from "./client-address.js";
 
 // Every RPC POST (Connect, gRPC-Web, gRPC) passes here before its body is
 // read: the API key and rate limit (admission.ts), so an unauthenticated
@@ -28,11 +29,12 @@ export interface RpcGateDeps {
   admission: Admission;
   /** Request message type by procedure path ("/pkg.Service/Method"). */
   inputs: ReadonlyMap<string, DescMessage>;
-  /** Procedures served without admission (health, reflection): straight to connect-node. */
+  /** Procedures served without a key (health, reflection): the address limit, then connect-node. */
   publicProcedures: ReadonlySet<string>;
   grpcUnary: { accepts(req: http2.Http2ServerRequest): boolean; handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void };
   connectNode: RequestHandler;
   log: ErrorLogger;
+  addresses: ClientAddresses;
 }
 
 export function createRpcGate(deps: RpcGateDeps): RequestHandler {
@@ -81,10 +83,24 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
     );
   };
 
+  /** Health and reflection: no key, but the caller's address limit (a small request can ask for a large answer). */
+  const passPublic = (req: AnyRequest, res: AnyResponse, kind: RpcKind | undefined): void => {
+    const admitted = deps.admission.admitAddress(deps.addresses.bucketOf(req));
+    const then = (a: Admitted) => {
+      if (a.error !== undefined) {
+        refuse(req, res, kind ?? { protocol: "connect", binary: false }, a.error, rateLimitHeaders(a.rate));
+        return;
+      }
+      deps.connectNode(req, res);
+    };
+    if (admitted instanceof Promise) admitted.then(then, (err: unknown) => refuse(req, res, kind ?? { protocol: "connect", binary: false }, publicError(err, deps.log, req.url ?? "")));
+    else then(admitted);
+  };
+
   return (req, res) => {
     const kind = rpcKindOf(req.headers["content-type"]);
     if (deps.publicProcedures.has(req.url ?? "")) {
-      deps.connectNode(req, res);
+      passPublic(req, res, kind);
       return;
     }
     if (!deps.inputs.has(req.url ?? "")) {
@@ -98,7 +114,7 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       refuse(req, res, { protocol: "connect", binary: false }, new ConnectError(`unsupported content type ${type}; ${SUPPORTED}`, Code.InvalidArgument), {}, 415);
       return;
     }
-    const admitted = deps.admission.admit(apiKeyFrom(req.headers), req.socket.remoteAddress);
+    const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req));
     if (admitted instanceof Promise) {
       admitted.then(
         (a) => pass(req, res, kind, a),

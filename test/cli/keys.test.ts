@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ApiKeyVerifier } from "../../src/store/api-keys.js";
-import { openReadOnly } from "../../src/store/database.js";
+import { openKeys } from "../../src/store/database.js";
 import { runCli } from "./run-cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-keys-"));
@@ -11,7 +11,7 @@ const db = join(dir, "nested", "keys.sqlite");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function isValid(key: string): boolean {
-  const conn = openReadOnly(db);
+  const conn = openKeys(db, { readonly: true });
   try {
     return new ApiKeyVerifier(conn).lookup(key) !== undefined;
   } finally {
@@ -53,7 +53,7 @@ describe("marketdata keys", () => {
     expect(created.stderr).toMatch(/100 requests\/s/);
     const limited = created.stdout.trim().split("\n").pop()!;
     const grantOf = (k: string) => {
-      const conn = openReadOnly(db);
+      const conn = openKeys(db, { readonly: true });
       try {
         return new ApiKeyVerifier(conn).lookup(k);
       } finally {
@@ -69,7 +69,7 @@ describe("marketdata keys", () => {
   });
 
   it("stores only a hash of each key", () => {
-    const conn = openReadOnly(db);
+    const conn = openKeys(db, { readonly: true });
     const rows = conn.prepare("SELECT * FROM api_keys").all();
     conn.close();
     expect(JSON.stringify(rows)).not.toContain(key.slice(4));

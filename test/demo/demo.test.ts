@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { byTier, errorFigures } from "../../src/derive/backtest-report.js";
 import { backtestStore } from "../../src/derive/backtest-store.js";
 import { buildDemo } from "../../src/demo/build.js";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
+import { withStoreKeys } from "../../src/store/api-keys.js";
 import { openReadOnly, openWritable } from "../../src/store/database.js";
 import { dumpStore } from "../support/dump.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
@@ -63,7 +63,7 @@ describe("demo store", () => {
     let collections: string[];
     beforeAll(async () => {
       const db = openWritable(a);
-      key = new ApiKeyAdmin(db).create("t").key;
+      key = withStoreKeys(a, (admin) => admin.create("t").key);
       collections = db.prepare("SELECT address FROM collections ORDER BY address").pluck().all() as string[];
       db.close();
       server = await startTestServer(a);

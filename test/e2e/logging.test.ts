@@ -2,7 +2,6 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildServer } from "../../src/server.js";
-import { ApiKeyVerifier } from "../../src/store/api-keys.js";
 import { type Db, openReadOnly } from "../../src/store/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
@@ -27,7 +26,7 @@ beforeAll(async () => {
     },
   });
   store = sqliteRepositories(db);
-  const { app } = await buildServer({ store, keys: new ApiKeyVerifier(db), logger: pino({ level: "info" }, sink) });
+  const { app } = await buildServer({ store, keys: store.keys, logger: pino({ level: "info" }, sink) });
   baseUrl = await app.listen({ port: 0, host: "127.0.0.1" });
   close = () => app.close();
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
+import { withStoreKeys } from "../../src/store/api-keys.js";
 import { openWritable } from "../../src/store/database.js";
 import { WriteStore } from "../../src/store/write-store.js";
 import { BIN } from "../cli/run-cli.js";
@@ -29,8 +29,8 @@ it("a running server answers consistently during an import and serves the new da
   store.transaction(() => {
     for (let i = 0; i < 100; i++) store.upsertSale(sale(i) as never);
   });
-  const key = new ApiKeyAdmin(w).create("t").key;
   w.close();
+  const key = withStoreKeys(db, (admin) => admin.create("t").key);
   const file = join(dir, "more.ndjson");
   writeFileSync(file, `${Array.from({ length: 120_000 }, (_, i) => JSON.stringify(sale(1000 + i))).join("\n")}\n`);
 

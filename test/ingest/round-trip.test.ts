@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemo } from "../../src/demo/build.js";
 import { importLines } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
-import { openWritable } from "../../src/store/database.js";
+import { withStoreKeys } from "../../src/store/api-keys.js";
+import { keysFileOf, openKeys, openWritable } from "../../src/store/database.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
 import { sqliteWritable } from "../../src/store/writable.js";
 
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const copyPath = join(dir, "copy.sqlite");
   const db = openWritable(sourcePath);
   await buildDemo(sqliteWritable(db), 3, "small");
-  key = new ApiKeyAdmin(db).create("t").key;
+  key = withStoreKeys(sourcePath, (admin) => admin.create("t").key);
   collections = db.prepare("SELECT address FROM collections ORDER BY address").pluck().all() as string[];
   db.close();
   source = await startTestServer(sourcePath);
@@ -71,10 +71,13 @@ beforeAll(async () => {
       for (const r of exported[kind]) yield JSON.stringify(r);
     })(), { kind, skipInvalid: false });
   }
-  target.exec(`ATTACH DATABASE '${sourcePath}' AS src`);
-  target.exec("INSERT INTO api_keys (name, key_hash, created_at) SELECT name, key_hash, created_at FROM src.api_keys");
-  target.exec("DETACH DATABASE src");
   target.close();
+  // Keys are the operator's, not the API's: copied file to file.
+  const keys = openKeys(copyPath);
+  keys.exec(`ATTACH DATABASE '${keysFileOf(sourcePath)}' AS src`);
+  keys.exec("INSERT INTO api_keys (name, key_hash, created_at) SELECT name, key_hash, created_at FROM src.api_keys");
+  keys.exec("DETACH DATABASE src");
+  keys.close();
   copy = await startTestServer(copyPath);
 });
 

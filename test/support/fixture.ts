@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ApiKeyAdmin } from "../../src/store/api-keys.js";
+import { withStoreKeys } from "../../src/store/api-keys.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/database.js";
 import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/domain/records.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/write-store.js";
@@ -56,10 +56,11 @@ export function buildFixture(): Fixture {
   const dbPath = join(dir, "store.sqlite");
   const db = openWritable(dbPath);
   const w = new WriteStore(db);
-  const admin = new ApiKeyAdmin(db);
-  const { key } = admin.create("tests");
-  const revoked = admin.create("revoked");
-  admin.revoke(revoked.id);
+  const { key, revoked } = withStoreKeys(dbPath, (admin) => {
+    const made = { key: admin.create("tests").key, revoked: admin.create("revoked") };
+    admin.revoke(made.revoked.id);
+    return made;
+  });
 
   const f: Omit<Fixture, "cleanup"> = {
     dir,

@@ -1,6 +1,9 @@
 import type pg from "pg";
 import { ApiKeyAdmin, type ApiKeyInfo, hashApiKey, newApiKey } from "../api-keys.js";
-import { openWritable } from "../database.js";
+import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
+import { openKeys, openWritable, schemaVersion } from "../database.js";
+import { MIGRATIONS } from "../migrations.js";
 import { BUMP_DATA_VERSION, isPostgresUrl, openPool, requireCurrentPgSchema } from "../pg/database.js";
 
 // Key management (the keys CLI) on either engine, behind one interface: the
@@ -30,8 +33,15 @@ export async function openKeyAdmin(db: string): Promise<KeyAdmin> {
   return new PgKeyAdmin(pool);
 }
 
+/**
+ * Keys of a SQLite store, in its key file: never behind the store's write
+ * lock, so a key is created or revoked in milliseconds while an import runs.
+ * The store itself is only opened for writing (created or migrated) when it
+ * is missing or behind this build's schema.
+ */
 function sqliteKeyAdmin(path: string): KeyAdmin {
-  const db = openWritable(path);
+  if (!existsSync(path) || storeSchemaVersion(path) < MIGRATIONS.length) openWritable(path).close();
+  const db = openKeys(path);
   const admin = new ApiKeyAdmin(db);
   return {
     create: async (name, options) => admin.create(name, options),
@@ -100,5 +110,15 @@ class PgKeyAdmin implements KeyAdmin {
 
   close(): Promise<void> {
     return this.#pool.end();
+  }
+}
+
+/** The schema version of the store at `path`, read without taking any lock a writer holds. */
+function storeSchemaVersion(path: string): number {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return schemaVersion(db);
+  } finally {
+    db.close();
   }
 }

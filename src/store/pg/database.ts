@@ -43,18 +43,36 @@ export interface PoolOptions {
   max?: number;
   /** Every transaction read-only (serve): a replica or the primary, it never writes. */
   readOnly?: boolean;
+  /**
+   * Serving: how long a query may run (PostgreSQL's statement_timeout) and,
+   * a little longer, how long this client waits for its answer, so that a
+   * query sent before a network partition ends instead of holding its
+   * connection forever. Default DEFAULT_QUERY_TIMEOUT_MS with readOnly.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** A serving query's bound (--store-timeout's default). */
+export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+/** The client waits this much longer than statement_timeout: the server's own cancel (57014) normally comes first. */
+const CLIENT_TIMEOUT_SLACK_MS = 1000;
 
 export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): pg.Pool {
   const o = typeof maxOrOptions === "number" ? { max: maxOrOptions } : maxOrOptions;
+  const queryTimeoutMs = o.queryTimeoutMs ?? (o.readOnly ? DEFAULT_QUERY_TIMEOUT_MS : undefined);
   const pool = new pg.Pool({
     connectionString: url,
     max: o.max ?? 10,
     types: TYPES,
     // Waiting for a free connection is bounded: an unreachable server becomes an answer (unavailable), not a hang.
     connectionTimeoutMillis: 5000,
+    // A peer that vanished (a partition, a host gone) is found by the kernel on idle connections too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     // Serving: every transaction read-only, and no query may outlast a request's deadline.
-    ...(o.readOnly ? { options: "-c default_transaction_read_only=on -c statement_timeout=10000" } : {}),
+    ...(o.readOnly ? { options: `-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}` } : {}),
+    // A query whose answer never comes (the network, not the server) fails here; its connection is discarded.
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_SLACK_MS }),
   });
   // An idle client's error (the server restarted) must not end the process; the next query reconnects.
   pool.on("error", () => {});

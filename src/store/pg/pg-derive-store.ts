@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { AppraisalRow, RarityRow } from "../../domain/records.js";
-import type { DerivedWrite, DeriveRepository, SaleForModel, TokenRecord } from "../derive-store.js";
+import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../derive-store.js";
 import { lowestPrices } from "../listing-prices.js";
 import { BULK_KINDS } from "./bulk-kinds.js";
 import { openStage, writeTransaction } from "./copy.js";
@@ -8,7 +8,8 @@ import { openStage, writeTransaction } from "./copy.js";
 // derive on PostgreSQL: the same reads and the same replacement rules as
 // SQLite's DeriveStore (imported rows are an operator's data: never deleted,
 // kept over computed ones unless --replace-imported), with the computed rows
-// staged by COPY and merged in one statement.
+// staged by COPY and merged in one statement per data set, both data sets
+// in one transaction.
 
 const TABLE = { rarity: "rarity", appraisal: "appraisals" } as const;
 const VALUES = {
@@ -59,12 +60,14 @@ export class PgDeriveStore implements DeriveRepository {
     return lowestPrices(r.rows);
   }
 
-  replaceRarity(collectionId: number, rows: readonly RarityRow[], replaceImported = false): Promise<DerivedWrite> {
-    return this.#replace("rarity", collectionId, rows, replaceImported);
-  }
-
-  replaceAppraisals(collectionId: number, rows: readonly AppraisalRow[], replaceImported = false): Promise<DerivedWrite> {
-    return this.#replace("appraisal", collectionId, rows, replaceImported);
+  /** Both data sets in one transaction: readers see the old rows of both or the new rows of both. */
+  replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): Promise<DerivedWrites> {
+    return writeTransaction(this.pool, async (client) => {
+      const writes: DerivedWrites = {};
+      if (rows.rarity !== undefined) writes.rarity = await this.#replace(client, "rarity", collectionId, rows.rarity, replaceImported);
+      if (rows.appraisals !== undefined) writes.appraisals = await this.#replace(client, "appraisal", collectionId, rows.appraisals, replaceImported);
+      return writes;
+    });
   }
 
   async refreshPlannerStats(): Promise<void> {
@@ -73,6 +76,7 @@ export class PgDeriveStore implements DeriveRepository {
   }
 
   async #replace(
+    client: pg.PoolClient,
     kind: "rarity" | "appraisal",
     collectionId: number,
     rows: readonly (RarityRow | AppraisalRow)[],
@@ -80,7 +84,7 @@ export class PgDeriveStore implements DeriveRepository {
   ): Promise<DerivedWrite> {
     const table = TABLE[kind];
     const values = VALUES[kind];
-    return writeTransaction(this.pool, async (client) => {
+    {
       await client.query(`DELETE FROM ${table} WHERE collection_id = $1 AND source = 'derived'`, [collectionId]);
       const stage = await openStage(client, BULK_KINDS[kind === "rarity" ? "rarity" : "appraisals"]);
       for (const r of rows) {
@@ -102,6 +106,8 @@ export class PgDeriveStore implements DeriveRepository {
         [collectionId],
       );
       const { inserted, replaced } = merged.rows[0]!;
+      // The next data set of this transaction stages its own rows.
+      await client.query("DROP TABLE stage");
       const imported = await client.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${table} WHERE collection_id = $1 AND source = 'imported'`,
         [collectionId],
@@ -112,6 +118,6 @@ export class PgDeriveStore implements DeriveRepository {
         replacedImported: replaced,
         imported: imported.rows[0]!.n,
       };
-    });
+    }
   }
 }

@@ -32,14 +32,16 @@ export class PgQueries {
 }
 
 /**
- * A connection-level failure rather than a query's: no server, a server
- * shutting down or restarting (SQLSTATE classes 08 and 57P), a dropped
- * connection, or no connection free in time.
+ * A failure of the store's availability rather than of the query: no
+ * server, a server shutting down or restarting (SQLSTATE classes 08 and
+ * 57P), a query cancelled at statement_timeout (57014: a server too busy, or
+ * a replica held back by recovery), a dropped connection, no connection free
+ * in time, or no answer within the client's query timeout (a partition).
  */
 export function unavailable(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? "");
-  if (/^(08|57P)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE)$/.test(code)) return true;
-  return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect/i.test(err.message);
+  if (/^(08|57P|57014$)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH)$/.test(code)) return true;
+  return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(err.message);
 }
 
 /** 0x-prefixed lower-case hex of a bytea column. */

@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { ApiKeyVerifier } from "../api-keys.js";
 import { SqliteAssetMetrics } from "../asset-metrics/sqlite-asset-metrics.js";
 import { SqliteCollections } from "../collections/sqlite-collections.js";
-import { type Db, schemaVersion } from "../database.js";
+import { type Db, keysFileOf, openKeys, schemaVersion } from "../database.js";
 import { SqliteListings } from "../listings/sqlite-listings.js";
 import { MIGRATIONS } from "../migrations.js";
 import type { ReadRepositories, StoreInfo } from "../repositories.js";
@@ -22,9 +22,11 @@ export interface SqliteRepositories extends ReadRepositories {
   preparedSql(): string[];
 }
 
-export function sqliteRepositories(db: Db): SqliteRepositories {
+/** `keys`: the store's key file (database.ts openKeys); opened beside `db` when absent, and closed with it. */
+export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readonly: db.readonly })): SqliteRepositories {
   const statements = new SqliteStatements(db);
   const dataVersion = db.prepare("PRAGMA data_version").pluck();
+  const keysVersion = keys.prepare("PRAGMA data_version").pluck();
   const info: StoreInfo = {
     description: db.name,
     engine: "sqlite",
@@ -32,12 +34,14 @@ export function sqliteRepositories(db: Db): SqliteRepositories {
     // SQLite's data_version: read from shared memory in WAL mode under its
     // read lock (2 µs alone, 10-20 µs under load; transport/freshness.ts
     // reads it at most once per loop turn). It moves whenever another
-    // connection (an import, a derive, a key change) commits.
-    dataVersion: () => dataVersion.get() as number,
+    // connection (an import, a derive) commits; the key file's moves with
+    // every key change. Both only grow, so their sum moves with either.
+    dataVersion: () => (dataVersion.get() as number) + (keysVersion.get() as number),
     // An import may migrate the file under a running server.
     schemaVersion: () => schemaVersion(db),
     // The file's or its WAL's last write: the last import, derive or key change.
-    lastWrite: () => Math.max(mtime(db.name), mtime(`${db.name}-wal`)) / 1000,
+    lastWrite: () =>
+      Math.max(mtime(db.name), mtime(`${db.name}-wal`), mtime(keysFileOf(db.name)), mtime(`${keysFileOf(db.name)}-wal`)) / 1000,
   };
   return {
     collections: new SqliteCollections(statements),
@@ -45,11 +49,12 @@ export function sqliteRepositories(db: Db): SqliteRepositories {
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
     social: new SqliteSocial(statements),
-    keys: new ApiKeyVerifier(db),
+    keys: new ApiKeyVerifier(keys),
     info,
     preparedSql: () => statements.preparedSql(),
     close: async () => {
       db.close();
+      keys.close();
     },
   };
 }

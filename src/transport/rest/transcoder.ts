@@ -5,6 +5,7 @@ import type { ServiceSet } from "../../service/services.js";
 import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
 import type { DataVersionWatch, ResponseCache } from "../freshness.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../admission.js";
+import type { ClientAddresses } from "../client-address.js";
 import { apiKeyFrom, publicError } from "../guards.js";
 import { restRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "./json-writer.js";
@@ -22,6 +23,7 @@ export interface RestDeps {
   admission: Admission;
   cache: ResponseCache;
   watch: DataVersionWatch;
+  addresses: ClientAddresses;
 }
 
 export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
@@ -48,18 +50,30 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
       try {
         if (admitted.error !== undefined) throw admitted.error;
         const parseRequest = () => parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
-        let key = parsedKeys.get(request.url);
+        const url = request.url;
+        let key = parsedKeys.get(url);
+        const remembered = key !== undefined;
         let input: Message | undefined;
         if (key === undefined) {
           input = parseRequest();
           key = cachePrefix + requestKey(input);
-          parsedKeys.set(request.url, key);
         }
         const result = sendCached(request, reply, deps.cache, deps.watch, key, async () => {
           input ??= parseRequest();
           return { body: Buffer.from(write(await impl(input))), contentType: "application/json; charset=utf-8" };
         });
-        return result instanceof Promise ? result.catch((err: unknown) => fail(request, reply, err)) : result;
+        // Remembered once answered: a URL that failed validation never is.
+        if (!(result instanceof Promise)) {
+          if (!remembered) parsedKeys.set(url, key);
+          return result;
+        }
+        return result.then(
+          (r) => {
+            if (!remembered) parsedKeys.set(url, key);
+            return r;
+          },
+          (err: unknown) => fail(request, reply, err),
+        );
       } catch (err) {
         return fail(request, reply, err);
       }
@@ -67,12 +81,22 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
 
     // Not an async function: with limits counted in-process, a cached answer is sent synchronously.
     app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
-      const admitted = deps.admission.admit(apiKeyFrom(request.headers), request.ip);
+      const admitted = deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw));
       return admitted instanceof Promise
         ? admitted.then((a) => serve(request, reply, a), (err: unknown) => fail(request, reply, err))
         : serve(request, reply, admitted);
     });
   }
+}
+
+/** Each /v1 path's success flag field, for answers written before routing (url-limit.ts). */
+export function successFlags(services: ServiceSet): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (const { method, path } of restRoutes(services.services)) {
+    const flag = successFlag(method.output);
+    if (flag !== undefined) flags.set(path, flag);
+  }
+  return flags;
 }
 
 /** The response's success flag field (`successful` or `success`), by JSON name. */
