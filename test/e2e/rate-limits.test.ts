@@ -113,6 +113,25 @@ describe("in one process", () => {
   });
 });
 
+describe("with the server's limits off (--rate-limit 0 --anonymous-rate-limit 0)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(f.dbPath, { rateLimit: 0, anonymousRateLimit: 0 });
+  });
+  afterAll(() => server?.close());
+
+  it("a key's own limit still holds, with its RateLimit headers (the review: 6 of 6 served, no headers)", async () => {
+    const { key } = newKey(2);
+    await startOfSecond();
+    const results = [];
+    for (let i = 0; i < 6; i++) results.push(await get(server.url, key));
+    expect(results.map((r) => [r.status, r.limit])).toEqual([[200, "2"], [200, "2"], [429, "2"], [429, "2"], [429, "2"], [429, "2"]]);
+    // A key without a limit of its own is not limited, and no headers are sent for it.
+    const unlimited = await get(server.url, f.key);
+    expect([unlimited.status, unlimited.limit]).toEqual([200, null]);
+  });
+});
+
 describe("across the workers of one server (node:cluster)", () => {
   it("two workers enforce one limit", async () => {
     const { key } = newKey(10);
