@@ -16,7 +16,7 @@ import {
   resolveServeConfig,
   type ServeFlags,
 } from "../config.js";
-import { StoreError } from "../store/database.js";
+import { sqliteErrorLine, StoreError } from "../store/database.js";
 import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
 import { runDemo } from "./demo.js";
@@ -208,5 +208,13 @@ try {
     process.stderr.write(`marketdata: PostgreSQL: ${err.message}\n`);
     process.exit(1);
   }
-  throw err;
+  const sqlite = sqliteErrorLine(err);
+  if (sqlite !== undefined) {
+    process.stderr.write(`marketdata: ${sqlite}\n`);
+    process.exit(1);
+  }
+  // Anything else is this program's fault: still one line (the stack with MARKETDATA_DEBUG=1).
+  process.stderr.write(`marketdata: internal error: ${err instanceof Error ? err.message : String(err)}\n`);
+  if (process.env.MARKETDATA_DEBUG === "1" && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+  process.exit(1);
 }

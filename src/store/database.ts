@@ -7,6 +7,18 @@ export type Db = Database.Database;
 
 export class StoreError extends Error {}
 
+/**
+ * The one line a command prints for an error of the SQLite engine (locked,
+ * busy, corrupt, read-only, disk full); undefined for any other error.
+ */
+export function sqliteErrorLine(err: unknown): string | undefined {
+  if (!(err instanceof Database.SqliteError)) return undefined;
+  if (err.code === "SQLITE_BUSY" || err.code === "SQLITE_LOCKED") {
+    return `the store is busy: another process (an import, derive or demo) holds its write lock; retry when it has finished (${err.message})`;
+  }
+  return `the store failed: ${err.message} (${err.code})`;
+}
+
 /** The store could not be reached (PostgreSQL down or restarting): the caller may retry; callers see `unavailable`. */
 export class StoreUnavailableError extends Error {}
 

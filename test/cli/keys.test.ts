@@ -1,9 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ApiKeyVerifier } from "../../src/store/api-keys.js";
-import { openKeys } from "../../src/store/database.js";
+import { ApiKeyVerifier, hashApiKey, newApiKey } from "../../src/store/api-keys.js";
+import { keysFileOf, openKeys, openReadOnly } from "../../src/store/database.js";
+import { MIGRATIONS } from "../../src/store/migrations.js";
+import { startTestServer } from "../support/server.js";
 import { runCli } from "./run-cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-keys-"));
@@ -99,4 +102,38 @@ describe("marketdata keys", () => {
       expect(r.stdout).toMatch(/^Usage: marketdata/);
     },
   );
+});
+
+describe("a store whose keys were kept inside it (schema 3)", () => {
+  it("moves them to the key file on the first writing command, and servers accept them", async () => {
+    const path = join(dir, "old.sqlite");
+    const old = new Database(path);
+    old.pragma("journal_mode = WAL");
+    for (const step of MIGRATIONS.slice(0, 3)) {
+      if (typeof step === "string") old.exec(step);
+      else step(old, { openKeys: () => { throw new Error("not at schema 3"); } });
+    }
+    old.pragma("user_version = 3");
+    const key = newApiKey();
+    old.prepare("INSERT INTO api_keys (name, key_hash, created_at, revoked_at, rate_limit) VALUES ('legacy', ?, 1700000000, NULL, 9)").run(hashApiKey(key));
+    old.close();
+    expect(existsSync(keysFileOf(path))).toBe(false);
+
+    const r = runCli(["keys", "list", "--db", path]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/\n1\s+legacy\s+2023-11-14T\S+\s+-\s+9\n/);
+    expect(existsSync(keysFileOf(path))).toBe(true);
+    const conn = openReadOnly(path);
+    expect(conn.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'api_keys'").pluck().get()).toBe(0);
+    conn.close();
+    const server = await startTestServer(path);
+    try {
+      const ask = (k: string) => fetch(`${server.url}/v1/collection/scores?contractAddress=0x${"a".repeat(40)}`, { headers: { "x-api-key": k } });
+      // An empty store: the key is accepted and the collection is not found; a made-up key is refused.
+      expect((await ask(key)).status).toBe(404);
+      expect((await ask(newApiKey())).status).toBe(401);
+    } finally {
+      await server.close();
+    }
+  });
 });
