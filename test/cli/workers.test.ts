@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+import { renameSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { slowCall, spawnCli, waitForWorkers } from "./run-cli.js";
@@ -81,4 +83,33 @@ describe("marketdata serve --workers 2", () => {
     expect(code).toBe(1);
     expect(err).toMatch(/^marketdata: store .*missing\.sqlite does not exist/);
   });
+});
+
+describe("a worker that keeps dying at start", () => {
+  it("is restarted with a growing delay, then the server stops and exits 1 with the reason (the review: every second, forever)", async () => {
+    const g = buildFixture();
+    const child = spawnCli(["serve", "--db", g.dbPath, "--port", "0", "--workers", "2"], { LOG_LEVEL: "info" });
+    let log = "";
+    child.stdout?.on("data", (c: Buffer) => (log += c.toString()));
+    let stderr = "";
+    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await waitForWorkers(child, 2);
+      // Replacements cannot open the store any more; the running worker keeps its open file.
+      renameSync(g.dbPath, `${g.dbPath}.moved`);
+      const workers = execFileSync("ps", ["-o", "pid=", "--ppid", String(child.pid)], { encoding: "utf8" }).trim().split(/\s+/).map(Number);
+      process.kill(workers[0]!, "SIGKILL");
+      const started = performance.now();
+      expect(await exited).toBe(1);
+      const took = performance.now() - started;
+      const delays = [...log.matchAll(/"restartInMs":(\d+)/g)].map((m) => Number(m[1]));
+      expect(delays).toEqual([500, 1000, 2000, 4000]);
+      expect(stderr).toMatch(/^marketdata: serve: 5 workers in a row died within 10 s of starting \(the last with exit code 1\); stopping$/m);
+      expect(took).toBeLessThan(40_000);
+    } finally {
+      child.kill("SIGKILL");
+      g.cleanup();
+    }
+  }, 60_000);
 });
