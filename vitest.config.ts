@@ -9,6 +9,7 @@ import { defineConfig, type ViteUserConfig } from "vitest/config";
 
 /** The end-to-end files that depend on the store (transport-only ones run once, on SQLite). */
 const STORE_E2E = [
+  "test/e2e/admission.test.ts",
   "test/e2e/asset-id-lists.test.ts",
   "test/e2e/auth.test.ts",
   "test/e2e/grpc-js-client.test.ts",
@@ -18,6 +19,7 @@ const STORE_E2E = [
   "test/e2e/pagination-inserts.test.ts",
   "test/e2e/pagination.test.ts",
   "test/e2e/protocols.test.ts",
+  "test/e2e/public-surfaces.test.ts",
   "test/e2e/reflection-health.test.ts",
   "test/e2e/response-cache.test.ts",
   "test/e2e/rest-shapes.test.ts",

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../cli/run-cli.js";
 import { fixtureOnEngine } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { startOfSecond, startTestServer, type TestServer } from "../support/server.js";
 
 // The order of admission: a request whose key the server has not seen
 // valid is counted against its client address before the key is looked up,
@@ -19,11 +19,9 @@ beforeAll(async () => {
 });
 afterAll(() => f?.cleanup());
 
-/** The start of the next one-second window: /metrics counts against the same address limit. */
-const nextSecond = () => new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
-
 async function lookups(server: TestServer): Promise<number> {
-  await nextSecond();
+  // A new window: /metrics counts against the same address limit.
+  await startOfSecond();
   const text = await (await fetch(`${server.url}/metrics`)).text();
   return Number(/^marketdata_key_store_lookups_total (\d+)$/m.exec(text)![1]);
 }
@@ -61,7 +59,7 @@ describe("a flood of bad keys", () => {
   });
 
   it("a key seen valid is still served from the flooded address, and a revoked one is refused", async () => {
-    await nextSecond();
+    await startOfSecond();
     expect(await get(server, f.key)).toBe(200);
     await Promise.all(Array.from({ length: 40 }, (_, i) => get(server, `mdk_more_${i}`)));
     expect(await get(server, f.key)).toBe(200);
@@ -88,18 +86,18 @@ describe("behind a proxy (--trust-proxy)", () => {
   };
 
   it("each client the proxy names has its own bucket; IPv6 clients share theirs by /64", async () => {
-    await nextSecond();
+    await startOfSecond();
     expect(await statusesFrom(trusting, ["203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2"])).toEqual([401, 401, 429, 401]);
     expect(await statusesFrom(trusting, ["2001:db8::1", "2001:db8::ffff", "2001:db8:0:0:1::1", "2001:db8:0:1::1"])).toEqual([401, 401, 429, 401]);
   });
 
   it("without --trust-proxy, X-Forwarded-For is the caller's claim and is ignored", async () => {
-    await nextSecond();
+    await startOfSecond();
     expect(await statusesFrom(plain, ["203.0.113.1", "203.0.113.2", "203.0.113.3"])).toEqual([401, 401, 429]);
   });
 
   it("/metrics on the API port answers this machine only, as the trusted proxy tells it", async () => {
-    await nextSecond();
+    await startOfSecond();
     expect((await fetch(`${trusting.url}/metrics`)).status).toBe(200);
     const remote = await fetch(`${trusting.url}/metrics`, { headers: { "x-forwarded-for": "198.51.100.7" } });
     expect(remote.status).toBe(404);

@@ -9,7 +9,7 @@ import { openReadRepositories } from "../../src/store/open-read.js";
 import type { ReadRepositories } from "../../src/store/repositories.js";
 import { fixtureOnEngine } from "../support/engine.js";
 import { buildFixture, type Fixture } from "../support/fixture.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { freePort, startOfSecond, startTestServer, type TestServer } from "../support/server.js";
 
 // Surfaces served without a key (health, readiness, reflection, metrics,
 // docs) are within the caller's address limit: the review found every one of
@@ -23,8 +23,6 @@ beforeAll(async () => {
 });
 afterAll(() => f?.cleanup());
 
-const nextSecond = () => new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
-
 describe("at --anonymous-rate-limit 1", () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -33,7 +31,7 @@ describe("at --anonymous-rate-limit 1", () => {
   afterAll(() => server?.close());
 
   it.each(["/healthz", "/readyz", "/metrics", "/docs", "/docs/swagger-ui.css", "/openapi.json"])("GET %s: the first of a second answers, the second is 429", async (path) => {
-    await nextSecond();
+    await startOfSecond();
     const first = await fetch(`${server.url}${path}`);
     await first.arrayBuffer();
     const second = await fetch(`${server.url}${path}`);
@@ -44,11 +42,11 @@ describe("at --anonymous-rate-limit 1", () => {
 
   it("health Check (Connect) and reflection (gRPC): the second call of a second is resource_exhausted", async () => {
     const health = createClient(Health, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
-    await nextSecond();
+    await startOfSecond();
     const codes: string[] = [];
     for (let i = 0; i < 2; i++) codes.push(await health.check({ service: "" }).then(() => "ok", (e: { code: number }) => String(e.code)));
     const reflection = createClient(ServerReflection, createGrpcTransport({ baseUrl: server.url }));
-    await nextSecond();
+    await startOfSecond();
     const ask = async () => {
       try {
         for await (const r of reflection.serverReflectionInfo((async function* () {
@@ -89,7 +87,7 @@ describe("readiness", () => {
   afterAll(() => close?.());
 
   it("30 /readyz and 10 Health List calls within a second check the store at most twice (the review: 2 queries each on PostgreSQL)", async () => {
-    await nextSecond();
+    await startOfSecond();
     checks = 0;
     const health = createClient(Health, createConnectTransport({ baseUrl: url, httpVersion: "1.1" }));
     const answers = await Promise.all([
@@ -104,7 +102,7 @@ describe("readiness", () => {
 
 describe("metrics on a host and port of their own", () => {
   it("--metrics-port serves /metrics there (127.0.0.1 unless --metrics-host), and the API port has none", async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = await freePort();
     const server = await startTestServer(f.dbPath, { metrics: { enabled: true, port } });
     try {
       expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(200);

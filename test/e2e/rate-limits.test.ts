@@ -5,7 +5,7 @@ import { withStoreKeys } from "../../src/store/api-keys.js";
 import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { REDIS_URL, redisUp, skipRedis } from "../support/redis.js";
-import { clientsFor, startTestServer, type TestServer, transportFor } from "../support/server.js";
+import { clientsFor, startOfSecond, startTestServer, type TestServer, transportFor } from "../support/server.js";
 
 // Per-key and per-address rate limits on every protocol, counted in one
 // process, across the workers of one server (node:cluster), and across
@@ -31,11 +31,6 @@ async function get(baseUrl: string, key: string | undefined, query = `contractAd
     reset: h("ratelimit-reset"),
     retryAfter: h("retry-after"),
   };
-}
-
-/** Waits for the start of a wall-clock second: in-process windows are aligned to them. */
-async function startOfSecond(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
 }
 
 function newKey(rateLimit: number | null): { id: number; key: string } {

@@ -3,6 +3,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnCli, waitForOutput } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { freePort } from "../support/server.js";
 
 // A Redis that hangs (its process stopped with SIGSTOP: connections stay
 // open, nothing answers) must not hang the server. The review saw requests
@@ -14,14 +15,6 @@ import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 const hasRedisServer = spawnSync("redis-server", ["--version"]).status === 0;
 if (!hasRedisServer) console.warn("SKIPPED: the hung-Redis test: no redis-server binary (apt-get install redis-server)");
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, "127.0.0.1");
-  await new Promise((r) => s.once("listening", r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 describe.skipIf(!hasRedisServer)("with --redis and the Redis process stopped", () => {
   let f: Fixture;

@@ -5,6 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
+import { READINESS_TTL_MS } from "../../src/transport/health.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
@@ -100,6 +101,8 @@ describe("health", () => {
   it("/readyz turns 503 when the store's schema is not this build's", async () => {
     const current = ENGINE === "postgres" ? PG_MIGRATIONS.length : MIGRATIONS.length;
     await setSchemaVersion(t.f.dbPath, current + 1);
+    // Readiness is checked against the store at most once a second (READINESS_TTL_MS).
+    await new Promise((r) => setTimeout(r, READINESS_TTL_MS + 50));
     try {
       expect(await get("/readyz")).toEqual({
         status: 503,
@@ -110,6 +113,7 @@ describe("health", () => {
     } finally {
       await setSchemaVersion(t.f.dbPath, current);
     }
+    await new Promise((r) => setTimeout(r, READINESS_TTL_MS + 50));
     expect((await get("/readyz")).status).toBe(200);
   });
 

@@ -100,9 +100,9 @@ const cases: Case[] = [
   { name: "scores: one address malformed", path: "/v1/collection/scores", query: { contractAddress: `${C},0xzz` }, message: 'contractAddress must be 0x followed by 40 hex characters, got "0xzz"', rpc: (c, h) => c.collection.listScores({ contractAddress: [C, "0xzz"] }, { headers: h }) },
   { name: "scores: 21 addresses", path: "/v1/collection/scores", query: { contractAddress: twentyOne.join(",") }, message: "contractAddress accepts at most 20 addresses, got 21", rpc: (c, h) => c.collection.listScores({ contractAddress: twentyOne }, { headers: h }) },
   { name: "scores: unknown parameter", path: "/v1/collection/scores", query: { contractAddress: C, limit: 3 }, message: 'unknown query parameter "limit"; accepted: contractAddress' },
-  // A long value is echoed cut to 100 characters, with its length.
-  { name: "a 10,000-character address is echoed cut", path: "/v1/asset/sales", query: { contractAddress: "z".repeat(10_000) }, message: `contractAddress must be 0x followed by 40 hex characters, got "${"z".repeat(100)}"... (10000 characters)`, rpc: (c, h) => c.asset.listSales({ contractAddress: "z".repeat(10_000) }, { headers: h }) },
-  { name: "a 10,000-character parameter name is echoed cut", path: "/v1/collection/scores", query: { contractAddress: C, ["p".repeat(10_000)]: 1 }, message: /^unknown query parameter "p{100}"\.\.\. \(10000 characters\); accepted: contractAddress$/ },
+  // A long value is echoed cut to 100 characters, with its length (URLs past 8 KiB are 414: memory-bounds.test.ts).
+  { name: "a 5,000-character address is echoed cut", path: "/v1/asset/sales", query: { contractAddress: "z".repeat(5_000) }, message: `contractAddress must be 0x followed by 40 hex characters, got "${"z".repeat(100)}"... (5000 characters)`, rpc: (c, h) => c.asset.listSales({ contractAddress: "z".repeat(5_000) }, { headers: h }) },
+  { name: "a 5,000-character parameter name is echoed cut", path: "/v1/collection/scores", query: { contractAddress: C, ["p".repeat(5_000)]: 1 }, message: /^unknown query parameter "p{100}"\.\.\. \(5000 characters\); accepted: contractAddress$/ },
 ];
 
 const flagOf = (path: string) =>

@@ -1,3 +1,4 @@
+import net from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -88,4 +89,18 @@ export function useFixtureServer(build: () => Fixture, options: Partial<StartOpt
     await ctx.f?.cleanup();
   });
   return ctx;
+}
+
+/** The start of the next wall-clock second: in-process rate-limit windows are aligned to them. */
+export async function startOfSecond(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+}
+
+/** A loopback port free at the time of asking (for listeners a test cannot give port 0). */
+export async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, "127.0.0.1");
+  await new Promise((r) => s.once("listening", r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
 }

@@ -55,10 +55,11 @@ describe("server config", async () => {
       rateLimit: 1000,
       anonymousRateLimit: 20,
       redis: undefined,
-      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000 },
-      metrics: { enabled: true, port: undefined },
+      timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000, storeMs: 10_000 },
+      metrics: { enabled: true, port: undefined, host: undefined },
       corsOrigins: [],
       poolSize: 10,
+      trustProxy: [],
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
     expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });
@@ -78,5 +79,10 @@ describe("server config", async () => {
     expect(() => resolveServeConfig({ corsOrigin: "https://a.example/app" })).toThrow(/--cors-origin \(CORS_ORIGIN\) takes origins/);
     expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);
     expect(() => resolveServeConfig({ rateLimit: "fast" })).toThrow(/--rate-limit \(RATE_LIMIT\) must be an integer/);
+    expect(resolveServeConfig({ trustProxy: "10.0.0.0/8, ::1" }).trustProxy).toEqual(["10.0.0.0/8", "::1"]);
+    expect(() => resolveServeConfig({ trustProxy: "10.0.0.0/40" })).toThrow(/--trust-proxy \(TRUST_PROXY\) takes addresses or CIDR blocks/);
+    expect(resolveServeConfig({ metricsPort: "9464", metricsHost: "0.0.0.0" }).metrics).toEqual({ enabled: true, port: 9464, host: "0.0.0.0" });
+    expect(() => resolveServeConfig({ metricsHost: "0.0.0.0" })).toThrow(/--metrics-host \(METRICS_HOST\) needs --metrics-port/);
+    expect(resolveServeConfig({ storeTimeout: "2.5" }).timeouts.storeMs).toBe(2500);
   });
 });
