@@ -81,6 +81,7 @@ async function generatedStore(n: number): Promise<string> {
     renameSync(`${db}.tmp`, db);
     rmSync(`${db}.tmp-wal`, { force: true });
     rmSync(`${db}.tmp-shm`, { force: true });
+    rmSync(`${db}.tmp-keys`, { force: true });
     log(`  imported at ${rate.toFixed(0)} rows/s`);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -104,6 +104,8 @@ export function openWritable(path: string): Db {
   db.pragma("cache_size = -262144");
   db.pragma("temp_store = MEMORY");
   migrate(db);
+  // Every writable open leaves the key file in place (a store copied without it gets an empty one).
+  if (path !== ":memory:" && !existsSync(keysFileOf(path))) openKeys(path).close();
   // A store written before planner statistics were kept gets them on its first
   // writable open, so servers never plan without them.
   if (!hasPlannerStats(db)) refreshPlannerStats(db);

@@ -131,10 +131,15 @@ export class DualProtocolServer extends net.Server {
     // The PING's answer is activity: the idle timer starts again.
     const deadline = setTimeout(() => session.destroy(), this.#timeouts.idleMs);
     deadline.unref();
-    const sent = session.ping((err) => {
-      clearTimeout(deadline);
-      if (err !== null) session.destroy();
-    });
+    let sent = false;
+    try {
+      sent = session.ping((err) => {
+        clearTimeout(deadline);
+        if (err !== null) session.destroy();
+      });
+    } catch {
+      // Not yet connected, or closing: nothing to keep.
+    }
     if (!sent) {
       clearTimeout(deadline);
       session.destroy();
