@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "./run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import pg from "pg";
+import { importRecords, withKeys } from "../support/engine.js";
+import { createTestDatabase, skipPg } from "../support/pg.js";
 
 // A leaked key must be revocable within a second whatever else is running.
 // The review saw `keys revoke` fail after 6.4 s with an uncaught SqliteError
@@ -90,5 +93,48 @@ describe("while an import holds the store's write lock", () => {
     const code = await exited;
     expect(importErr).toMatch(/500 rows read, 500 inserted/);
     expect(code).toBe(0);
+  });
+});
+
+describe.skipIf(skipPg)("on PostgreSQL, while an import's transaction is open", () => {
+  it("keys revoke answers at once and a server on the database refuses the key", async () => {
+    const db = await createTestDatabase();
+    const g = buildFixture();
+    let s: TestServer | undefined;
+    let importer: ReturnType<typeof spawn> | undefined;
+    try {
+      await importRecords(db.url, "scores", [g.score]);
+      const { id, key } = await withKeys(db.url, (admin) => admin.create("leaked"));
+      s = await startTestServer(db.url);
+      const ask = () => fetch(`${s!.url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } }).then((r) => r.status);
+      expect(await ask()).toBe(200);
+      importer = spawn(process.execPath, [BIN, "import", "--db", db.url, "sales", "-"], { stdio: ["pipe", "ignore", "ignore"] });
+      const exited = new Promise<number | null>((resolve) => importer!.once("exit", resolve));
+      importer.stdin!.write(`${Array.from({ length: 500 }, (_, i) => sale(i)).join("\n")}\n`);
+      // Wait for the import's transaction (another backend on this database with one open).
+      const probe = new pg.Client({ connectionString: db.url });
+      await probe.connect();
+      const dbName = new URL(db.url).pathname.slice(1);
+      const openTransactions = async () =>
+        Number(
+          (await probe.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND xact_start IS NOT NULL AND pid <> pg_backend_pid() AND application_name = ''", [dbName])).rows[0]!.n,
+        );
+      for (let i = 0; i < 300 && (await openTransactions()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await openTransactions()).toBeGreaterThan(0);
+      await probe.end();
+
+      const started = performance.now();
+      const revoke = spawnSync(process.execPath, [BIN, "keys", "revoke", "--db", db.url, String(id)], { encoding: "utf8", timeout: 30_000 });
+      expect(revoke.stderr).toBe(`Revoked API key ${id}.\n`);
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect(await ask()).toBe(401);
+      importer.stdin!.end();
+      expect(await exited).toBe(0);
+    } finally {
+      importer?.kill("SIGKILL");
+      await s?.close();
+      g.cleanup();
+      await db.drop();
+    }
   });
 });
