@@ -182,16 +182,21 @@ function metricsHost(flags: ServeFlags): string | undefined {
 
 /** A comma-separated list of proxy addresses or CIDR blocks ("10.0.0.0/8, 127.0.0.1"). */
 function trustProxy(text: string): string[] {
-  const list = text
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "");
+  const list = commaList(text);
   for (const p of list) {
     if (parseProxyEntry(p) === undefined) {
       throw new ConfigError(`--trust-proxy (TRUST_PROXY) takes addresses or CIDR blocks like 10.0.0.0/8 or ::1, got ${JSON.stringify(p)}`);
     }
   }
   return list;
+}
+
+/** The non-empty, trimmed items of a comma-separated flag value. */
+function commaList(text: string): string[] {
+  return text
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
 }
 
 function redisUrl(text: string): string {
@@ -209,10 +214,7 @@ function redisUrl(text: string): string {
 
 /** A comma-separated list of origins ("https://app.example.com", "http://localhost:5173") or "*". */
 function corsOrigins(text: string): string[] {
-  const list = text
-    .split(",")
-    .map((o) => o.trim())
-    .filter((o) => o !== "");
+  const list = commaList(text);
   for (const o of list) {
     if (o === "*") continue;
     let url: URL | undefined;
