@@ -7,7 +7,7 @@ import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marke
 import { Random } from "../demo/random.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
-// README's "Serving speed" for what is measured and why). Every comparison is
+// docs/benchmarks.md, "Serving speed", for what is measured and why). Every comparison is
 // a ratio from one run: rounds alternate between the servers compared, and
 // medians are reported. Servers run in child processes; autocannon runs here.
 

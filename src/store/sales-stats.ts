@@ -17,7 +17,7 @@ import type { StatsFilter } from "./repositories.js";
 // window's length. Hours were chosen over a running total per sale (two seeks,
 // no raw edge) because a write anywhere in history then rewrites one row per
 // later hour instead of one per later sale, and the table holds a fraction of
-// the sales' rows (see the README's "Collection stats" section for figures).
+// the sales' rows (docs/benchmarks.md, "Collection stats", for figures).
 //
 // Volumes are decimal text summed with BigInt: exact for any amount.
 //
