@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { defineConfig, type ViteUserConfig } from "vitest/config";
 
@@ -7,25 +8,18 @@ import { defineConfig, type ViteUserConfig } from "vitest/config";
 // PostgreSQL the second project is left out with a visible message, unless
 // MARKETDATA_TEST_PG is set, which makes it required (CI sets it).
 
-/** The end-to-end files that depend on the store (transport-only ones run once, on SQLite). */
-const STORE_E2E = [
-  "test/e2e/admission.test.ts",
-  "test/e2e/asset-id-lists.test.ts",
-  "test/e2e/auth.test.ts",
-  "test/e2e/grpc-js-client.test.ts",
-  "test/e2e/hostile-input.test.ts",
-  "test/e2e/metrics.test.ts",
-  "test/e2e/not-found.test.ts",
-  "test/e2e/pagination-inserts.test.ts",
-  "test/e2e/pagination.test.ts",
-  "test/e2e/protocols.test.ts",
-  "test/e2e/public-surfaces.test.ts",
-  "test/e2e/reflection-health.test.ts",
-  "test/e2e/response-cache.test.ts",
-  "test/e2e/rest-shapes.test.ts",
-  "test/e2e/stats.test.ts",
-  "test/e2e/validation.test.ts",
-];
+/**
+ * The end-to-end files that depend on the store, found by what they use
+ * rather than listed: a file that serves the fixture on the test engine
+ * (useFixtureServer) or imports the engine helpers (support/engine.ts) runs
+ * on both engines; the others build a SQLite fixture themselves and test the
+ * transport, once. A new store test therefore runs on PostgreSQL by
+ * construction.
+ */
+const STORE_E2E = readdirSync("test/e2e")
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => `test/e2e/${f}`)
+  .filter((f) => /useFixtureServer|from "\.\.\/support\/engine\.js"/.test(readFileSync(f, "utf8")));
 
 function reachable(url: string): Promise<boolean> {
   const u = new URL(url);

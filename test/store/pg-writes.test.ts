@@ -1,3 +1,4 @@
+import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -166,7 +167,8 @@ describe.skipIf(skipPg)("PostgreSQL writes", () => {
       expect(r.stderr).toMatch(/demo store postgres:\/\/.* ready/);
       const p = openPool(other.url, 1);
       try {
-        expect(await migratePg(p)).toMatchObject({ from: expect.any(Number) });
+        // Nothing to do: the demo left the database at this build's schema.
+        expect(await migratePg(p)).toEqual({ from: PG_MIGRATIONS.length, to: PG_MIGRATIONS.length });
         expect((await p.query("SELECT count(*)::int AS n FROM sales")).rows[0].n).toBeGreaterThan(1000);
       } finally {
         await p.end();
