@@ -1,5 +1,5 @@
+import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import pg from "pg";
 import {
   ConfigError,
   DEFAULT_CACHE_MB,
@@ -16,20 +16,30 @@ import {
   resolveServeConfig,
   type ServeFlags,
 } from "../config.js";
-import { sqliteErrorLine, StoreError } from "../store/database.js";
-import { CliError } from "./errors.js";
 import { KINDS } from "../ingest/kinds.js";
-import { runDemo } from "./demo.js";
-import { runDerive } from "./derive.js";
-import { runStatsRebuild } from "./stats.js";
-import { runMigrate } from "./migrate.js";
-import { runStart } from "./start.js";
-import { runImport } from "./import.js";
-import { createKey, listKeys, revokeKey, updateKey } from "./keys.js";
-import { serveUntilSignalled } from "./serve.js";
+import { errorLine } from "./errors.js";
+
+// Each command's module is imported when that command runs: `--version`,
+// `--help` and a mistyped flag load commander and this file only, and
+// `keys list` never loads the server.
+
+/** This package's version: package.json is two folders up from the source, three from the build (dist/src/cli). */
+function packageVersion(): string {
+  for (const path of ["../../package.json", "../../../package.json"]) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "marketdata" && pkg.version !== undefined) return pkg.version;
+    } catch {
+      // not this one
+    }
+  }
+  return "unknown";
+}
+const VERSION = packageVersion();
 
 const program = new Command("marketdata")
-  .description("NFT collection market data: REST /v1, Connect, gRPC and gRPC-Web from one SQLite store")
+  .description("NFT collection market data: REST /v1, Connect, gRPC and gRPC-Web from a SQLite file or PostgreSQL")
+  .version(VERSION)
   .showHelpAfterError()
   .exitOverride((err) => {
     process.exit(err.exitCode);
@@ -45,7 +55,7 @@ program
   .description("bring a store to this build's schema: a SQLite file (created if absent) or a PostgreSQL database (run against the primary)")
   .addOption(storeOption())
   .action(async (opts: { db: string }) => {
-    await runMigrate(opts.db);
+    await (await import("./migrate.js")).runMigrate(opts.db);
   });
 
 /** The options of every command that listens. */
@@ -112,7 +122,8 @@ const listening = (command: Command) =>
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
   .action(async (opts: ServeFlags) => {
-    await serveUntilSignalled(resolveServeConfig(opts));
+    const config = resolveServeConfig(opts);
+    await (await import("./serve.js")).serveUntilSignalled(config);
   });
 
 const keys = program.command("keys").description("issue, list, update and revoke API keys");
@@ -122,25 +133,25 @@ keys
   .addOption(storeOption())
   .requiredOption("--name <name>", "who or what the key is for")
   .option("--rate <n>", 'requests per second for this key, or "default" (the server\'s --rate-limit)', "default")
-  .action((opts: { db: string; name: string; rate: string }) => createKey(opts.db, opts.name, opts.rate));
+  .action(async (opts: { db: string; name: string; rate: string }) => (await import("./keys.js")).createKey(opts.db, opts.name, opts.rate));
 keys
   .command("update")
   .description("change a key's rate limit; running servers apply it within a second")
   .addOption(storeOption())
   .argument("<id>", "key id, from `keys list`")
   .option("--rate <n>", 'requests per second, or "default" (the server\'s --rate-limit)')
-  .action((id: string, opts: { db: string; rate?: string }) => updateKey(opts.db, id, opts.rate));
+  .action(async (id: string, opts: { db: string; rate?: string }) => (await import("./keys.js")).updateKey(opts.db, id, opts.rate));
 keys
   .command("list")
   .description("show id, name, created and revoked times (never the keys)")
   .addOption(storeOption())
-  .action((opts: { db: string }) => listKeys(opts.db));
+  .action(async (opts: { db: string }) => (await import("./keys.js")).listKeys(opts.db));
 keys
   .command("revoke")
   .description("revoke a key by id; servers refuse it from their next request")
   .addOption(storeOption())
   .argument("<id>", "key id, from `keys list`")
-  .action((id: string, opts: { db: string }) => revokeKey(opts.db, id));
+  .action(async (id: string, opts: { db: string }) => (await import("./keys.js")).revokeKey(opts.db, id));
 
 program
   .command("import")
@@ -150,7 +161,7 @@ program
   .argument("<kind>", `one of: ${KINDS.join(", ")}`)
   .argument("<file>", "NDJSON file, or - for stdin")
   .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean }) => {
-    await runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+    await (await import("./import.js")).runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
   });
 
 program
@@ -160,7 +171,7 @@ program
   .option("--seed <n>", "random seed: the same seed gives the same store", "1")
   .addOption(new Option("--scale <scale>", "data set size").choices(["small", "default", "large"]).default("default"))
   .action(async (opts: { db: string; seed: string; scale: string }) => {
-    await runDemo(opts.db, opts.seed, opts.scale);
+    await (await import("./demo.js")).runDemo(opts.db, opts.seed, opts.scale);
   });
 
 listening(
@@ -170,7 +181,8 @@ listening(
 )
   .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
   .action(async (opts: ServeFlags & { demoScale: string }) => {
-    await runStart(resolveServeConfig(opts), opts.demoScale);
+    const config = resolveServeConfig(opts);
+    await (await import("./start.js")).runStart(config, opts.demoScale);
   });
 
 program
@@ -182,7 +194,7 @@ program
   .option("--collection <address>", "only this collection")
   .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
   .action(async (opts: { db: string; collection?: string; replaceImported: boolean }) => {
-    await runDerive(opts.db, opts.collection, opts.replaceImported);
+    await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported);
   });
 
 const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");
@@ -193,28 +205,15 @@ stats
   .option("--collection <address>", "only this collection")
   .option("--check", "change nothing; exit 1 if any aggregate differs from the sales", false)
   .action(async (opts: { db: string; collection?: string; check: boolean }) => {
-    await runStatsRebuild(opts.db, opts);
+    await (await import("./stats.js")).runStatsRebuild(opts.db, opts);
   });
 
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreError) {
-    process.stderr.write(`marketdata: ${err.message}\n`);
-    process.exit(1);
-  }
-  // PostgreSQL unreachable or refusing: its own words, no stack (URLs are never in them).
-  if (err instanceof Error && (err instanceof pg.DatabaseError || /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET)$/.test(String((err as { code?: unknown }).code)))) {
-    process.stderr.write(`marketdata: PostgreSQL: ${err.message}\n`);
-    process.exit(1);
-  }
-  const sqlite = sqliteErrorLine(err);
-  if (sqlite !== undefined) {
-    process.stderr.write(`marketdata: ${sqlite}\n`);
-    process.exit(1);
-  }
-  // Anything else is this program's fault: still one line (the stack with MARKETDATA_DEBUG=1).
-  process.stderr.write(`marketdata: internal error: ${err instanceof Error ? err.message : String(err)}\n`);
-  if (process.env.MARKETDATA_DEBUG === "1" && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+  const { line, stack } = await errorLine(err);
+  process.stderr.write(`marketdata: ${line}\n`);
+  // The stack of an unexpected error only on request.
+  if (stack !== undefined && process.env.MARKETDATA_DEBUG === "1") process.stderr.write(`${stack}\n`);
   process.exit(1);
 }

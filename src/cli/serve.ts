@@ -14,7 +14,8 @@ import { CliError } from "./errors.js";
 
 /** The environment variable that hands a worker its (already validated) config. */
 export const WORKER_CONFIG_ENV = "MARKETDATA_WORKER_CONFIG";
-const WORKER_ENTRY = fileURLToPath(new URL("../bin/marketdata-worker.js", import.meta.url));
+/** The compiled worker module beside this one (dist/src/cli/worker.js): workers start without compiling anything. */
+const WORKER_ENTRY = fileURLToPath(new URL("./worker.js", import.meta.url));
 /**
  * A worker that dies is replaced after RESPAWN_DELAY_MS, doubled for each
  * worker in a row that died within STARTUP_GRACE_MS of its start (a crash
