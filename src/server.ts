@@ -17,6 +17,7 @@ import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
 import { Admission, addressLimited, type RateLimits } from "./transport/admission.js";
 import { ClientAddresses } from "./transport/client-address.js";
 import { refuseLongUrl } from "./transport/url-limit.js";
+import { registerNotFound } from "./transport/not-found.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
 import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
@@ -184,6 +185,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       done();
     });
   }
+  registerNotFound(app);
   registerHealthEndpoints(app, readiness, guard);
   registerDocs(app, guard);
   if (metrics !== undefined) {

@@ -148,7 +148,7 @@ export function registerMetricsEndpoint(
   const { guard, loopbackOnly } = options;
   app.get("/metrics", guard === undefined ? {} : { onRequest: guard }, async (request, reply) => {
     if (loopbackOnly !== undefined && !loopbackOnly.isLoopback(request.raw)) {
-      return reply.code(404).send({ code: "not_found", message: "no route GET /metrics" });
+      return reply.code(404).send({ code: "not_found", message: 'no route GET "/metrics"' });
     }
     return reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

@@ -58,8 +58,11 @@ describe("known collection without matching rows", () => {
     expect(stats.body.data).toMatchObject({ totalNumSales: 0, totalVolume: "0", groups: [] });
   });
 
-  it("an unknown path is a plain 404", async () => {
-    const response = await fetch(`${t.server.baseUrl}/v1/nothing-here`, { headers: { "x-api-key": t.f.key } });
+  it("an unknown path answers 404 in the API's error form, not Fastify's", async () => {
+    const response = await fetch(`${t.server.baseUrl}/v1/nothing-here?x=1`, { headers: { "x-api-key": t.f.key } });
     expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ code: "not_found", message: 'no route GET "/v1/nothing-here"' });
+    const long = await fetch(`${t.server.baseUrl}/${"p".repeat(500)}`);
+    expect(((await long.json()) as { message: string }).message).toBe(`no route GET "/${"p".repeat(99)}"... (501 characters)`);
   });
 });
