@@ -1,5 +1,6 @@
 import type { FeatureSpace, FeatureVector } from "./features.js";
 import { isRarityColumn } from "./features.js";
+import { clamp, insertionSort, medianOfSorted } from "./numeric.js";
 
 // Appraisals: a hedonic model of ln(price), fitted from the sales a
 // collection has had so far, robust to the way real NFT markets behave.
@@ -34,6 +35,8 @@ import { isRarityColumn } from "./features.js";
 export const DAY = 86_400;
 export const WEI_PER_ETH = 1e18;
 const SWEEPS = 8;
+/** β is refitted once at least this many sales (and refitShare of all) came since the last fit. */
+const MIN_REFIT_SALES = 20;
 
 export interface ModelParams {
   levelDays: number;
@@ -49,7 +52,7 @@ export interface ModelParams {
   ownHalfLifeDays: number;
   /** Pseudo-sales at the trait model's value that an asset's own history is averaged with. */
   ownPrior: number;
-  /** Refit β once the sales observed since the last fit reach this share of all (and at least 20). */
+  /** Refit β once the sales observed since the last fit reach this share of all (and at least MIN_REFIT_SALES). */
   refitShare: number;
 }
 
@@ -96,21 +99,26 @@ const EMPTY: FeatureVector = { ids: new Int32Array(0), values: new Float64Array(
 
 export class AppraisalModel {
   readonly #space: FeatureSpace;
-  readonly #p: ModelParams;
-  readonly #f: number;
+  readonly #params: ModelParams;
+  readonly #columns: number;
   readonly #ridge: Float64Array;
   /** 1 for a trait value's (or attribute count's) column, 0 for a rarity slope's. */
   readonly #valueColumn: Uint8Array;
-  /** Σ w·x·xᵀ and Σ w·x·r with w = e^((t − t0)/τ): decayed sums that decay exactly as time moves. */
-  readonly #a: Float64Array;
-  readonly #b: Float64Array;
+  /**
+   * The normal equations' decayed sums, with w = e^((t − t0)/τ) so that they
+   * decay exactly as time moves: the Gram matrix Σ w·x·xᵀ (columns × columns,
+   * row-major) and the moments Σ w·x·r of the clipped targets r.
+   */
+  readonly #gram: Float64Array;
+  readonly #moments: Float64Array;
   #beta: Float64Array;
   #t0: number | undefined;
   #lastT = Number.NEGATIVE_INFINITY;
   #sinceFit = 0;
-  readonly #t: number[] = [];
-  readonly #y: number[] = [];
-  readonly #x: FeatureVector[] = [];
+  /** Per observed sale, in time order: its time, ln price (ETH) and feature row. */
+  readonly #times: number[] = [];
+  readonly #lnPrices: number[] = [];
+  readonly #rows: FeatureVector[] = [];
   /** Per sale: ln p − x·β, and the fit of β it was computed with. */
   readonly #adjusted: number[] = [];
   readonly #fitOf: number[] = [];
@@ -123,13 +131,13 @@ export class AppraisalModel {
 
   constructor(space: FeatureSpace, params: ModelParams = DEFAULT_PARAMS) {
     this.#space = space;
-    this.#p = params;
-    this.#f = space.names.length;
+    this.#params = params;
+    this.#columns = space.names.length;
     this.#valueColumn = Uint8Array.from(space.names, (n) => (isRarityColumn(n) ? 0 : 1));
     this.#ridge = Float64Array.from(this.#valueColumn, (v) => (v === 1 ? params.ridge : params.rarityRidge));
-    this.#a = new Float64Array(this.#f * this.#f);
-    this.#b = new Float64Array(this.#f);
-    this.#beta = new Float64Array(this.#f);
+    this.#gram = new Float64Array(this.#columns * this.#columns);
+    this.#moments = new Float64Array(this.#columns);
+    this.#beta = new Float64Array(this.#columns);
     this.#tau = (params.traitHalfLifeDays * DAY) / Math.LN2;
     this.#ownRate = Math.LN2 / (params.ownHalfLifeDays * DAY);
   }
@@ -146,8 +154,8 @@ export class AppraisalModel {
 
   /** How many observed sales are before t (sales come in time order). */
   #before(t: number): number {
-    let to = this.#t.length;
-    while (to > 0 && this.#t[to - 1]! >= t) to--;
+    let to = this.#times.length;
+    while (to > 0 && this.#times[to - 1]! >= t) to--;
     return to;
   }
 
@@ -160,8 +168,8 @@ export class AppraisalModel {
   #window(t: number): [number, number] {
     const to = this.#before(t);
     let from = to;
-    const since = t - this.#p.levelDays * DAY;
-    while (from > 0 && to - from < this.#p.levelMax && (this.#t[from - 1]! >= since || to - from < this.#p.levelMin)) from--;
+    const since = t - this.#params.levelDays * DAY;
+    while (from > 0 && to - from < this.#params.levelMax && (this.#times[from - 1]! >= since || to - from < this.#params.levelMin)) from--;
     return [from, to];
   }
 
@@ -170,9 +178,9 @@ export class AppraisalModel {
 
   #level(t: number): { level: number; n: number; spread: number } | undefined {
     const c = this.#levelCache;
-    if (c !== undefined && c.t === t && c.sales === this.#t.length && c.beta === this.#beta) return c.value;
+    if (c !== undefined && c.t === t && c.sales === this.#times.length && c.beta === this.#beta) return c.value;
     const value = this.#computeLevel(t);
-    this.#levelCache = { t, sales: this.#t.length, beta: this.#beta, value };
+    this.#levelCache = { t, sales: this.#times.length, beta: this.#beta, value };
     return value;
   }
 
@@ -187,15 +195,15 @@ export class AppraisalModel {
       // Each sale's x·β is computed once per fit of β, not once per level.
       if (this.#fitOf[i] !== this.#fits) {
         this.#fitOf[i] = this.#fits;
-        this.#adjusted[i] = this.#y[i]! - this.#dot(this.#x[i]!);
+        this.#adjusted[i] = this.#lnPrices[i]! - this.#dot(this.#rows[i]!);
       }
       z[i - from] = this.#adjusted[i]!;
     }
     insertionSort(z, n);
-    const level = medianOf(z, n);
+    const level = medianOfSorted(z, n);
     for (let i = 0; i < n; i++) z[i] = Math.abs(z[i]! - level);
     insertionSort(z, n);
-    return { level, n, spread: medianOf(z, n) };
+    return { level, n, spread: medianOfSorted(z, n) };
   }
 
   #ownEffect(assetId: string, t: number): { a: number; w: number } {
@@ -209,7 +217,7 @@ export class AppraisalModel {
       w += k;
       wu += k * s.u;
     }
-    return { a: wu / (w + this.#p.ownPrior), w };
+    return { a: wu / (w + this.#params.ownPrior), w };
   }
 
   /** Adds a sale; sales must come in time order. */
@@ -225,40 +233,40 @@ export class AppraisalModel {
     if (lv !== undefined) {
       const fitted = this.#dot(x);
       const error = y - lv.level - fitted;
-      const target = fitted + Math.max(-this.#p.clip, Math.min(this.#p.clip, error));
+      const target = fitted + clamp(error, this.#params.clip);
       this.#t0 ??= sale.timestamp;
       const w = Math.exp((sale.timestamp - this.#t0) / this.#tau);
-      const f = this.#f;
+      const f = this.#columns;
       for (let i = 0; i < x.ids.length; i++) {
-        const a = x.ids[i]!;
-        const wa = w * x.values[i]!;
-        this.#b[a] = this.#b[a]! + wa * target;
+        const col = x.ids[i]!;
+        const wx = w * x.values[i]!;
+        this.#moments[col] = this.#moments[col]! + wx * target;
         for (let j = 0; j < x.ids.length; j++) {
-          const idx = a * f + x.ids[j]!;
-          this.#a[idx] = this.#a[idx]! + wa * x.values[j]!;
+          const idx = col * f + x.ids[j]!;
+          this.#gram[idx] = this.#gram[idx]! + wx * x.values[j]!;
         }
       }
       let own = this.#own.get(sale.assetId);
       if (!own) this.#own.set(sale.assetId, (own = []));
-      own.push({ t: sale.timestamp, u: Math.max(-this.#p.clip, Math.min(this.#p.clip, error)) });
+      own.push({ t: sale.timestamp, u: clamp(error, this.#params.clip) });
       this.#sinceFit++;
     }
-    this.#t.push(sale.timestamp);
-    this.#y.push(y);
-    this.#x.push(x);
+    this.#times.push(sale.timestamp);
+    this.#lnPrices.push(y);
+    this.#rows.push(x);
     this.#adjusted.push(0);
     this.#fitOf.push(-1);
   }
 
   #refitIfDue(): void {
-    if (this.#sinceFit === 0 || this.#sinceFit < Math.max(20, this.#p.refitShare * this.#t.length)) return;
+    if (this.#sinceFit === 0 || this.#sinceFit < Math.max(MIN_REFIT_SALES, this.#params.refitShare * this.#times.length)) return;
     this.#sinceFit = 0;
     this.#beta = this.#solve(this.#weightScale());
     this.#fits++;
   }
 
   /**
-   * β of (scale·A + Λ)·β = scale·b over the columns some sale has touched:
+   * β of (scale·G + Λ)·β = scale·m (G the Gram matrix, m the moments) over the columns some sale has touched:
    * SWEEPS Gauss-Seidel sweeps from the last β. Refits are frequent and β
    * moves little between them, so a few sweeps track the exact solution; a
    * sweep costs one pass over the matrix where a factorization costs a
@@ -266,13 +274,13 @@ export class AppraisalModel {
    * columns, 6 ms against 0.15 ms).
    */
   #solve(scale: number): Float64Array {
-    const f = this.#f;
-    const a = this.#a;
+    const f = this.#columns;
+    const gram = this.#gram;
     const beta = Float64Array.from(this.#beta);
-    const b = this.#b;
+    const moments = this.#moments;
     const ridge = this.#ridge;
     const active: number[] = [];
-    for (let i = 0; i < f; i++) if (a[i * f + i]! > 0) active.push(i);
+    for (let i = 0; i < f; i++) if (gram[i * f + i]! > 0) active.push(i);
     const idx = Int32Array.from(active);
     const n = idx.length;
     for (let sweep = 0; sweep < SWEEPS; sweep++) {
@@ -282,11 +290,11 @@ export class AppraisalModel {
         let dot = 0;
         for (let q = 0; q < n; q++) {
           const j = idx[q]!;
-          dot += a[row + j]! * beta[j]!;
+          dot += gram[row + j]! * beta[j]!;
         }
-        const aii = a[row + i]!;
-        dot -= aii * beta[i]!;
-        beta[i] = (scale * (b[i]! - dot)) / (scale * aii + ridge[i]!);
+        const gii = gram[row + i]!;
+        dot -= gii * beta[i]!;
+        beta[i] = (scale * (moments[i]! - dot)) / (scale * gii + ridge[i]!);
       }
     }
     return beta;
@@ -305,7 +313,7 @@ export class AppraisalModel {
     let evidence = Number.POSITIVE_INFINITY;
     for (let k = 0; k < x.ids.length; k++) {
       const c = x.ids[k]!;
-      if (this.#valueColumn[c] === 1) evidence = Math.min(evidence, this.#a[c * this.#f + c]! * scale);
+      if (this.#valueColumn[c] === 1) evidence = Math.min(evidence, this.#gram[c * this.#columns + c]! * scale);
     }
     return {
       ln: lv.level + traits + own.a,
@@ -315,55 +323,10 @@ export class AppraisalModel {
       ownWeight: own.w,
       levelSales: lv.n,
       levelSpread: lv.spread,
-      staleDays: last > 0 ? (t - this.#t[last - 1]!) / DAY : 0,
+      staleDays: last > 0 ? (t - this.#times[last - 1]!) / DAY : 0,
       traitEvidence: Number.isFinite(evidence) ? evidence : 0,
     };
   }
-}
-
-/** The median of the first n values of a, sorted. */
-function medianOf(a: Float64Array, n: number): number {
-  return n % 2 === 1 ? a[(n - 1) / 2]! : (a[n / 2 - 1]! + a[n / 2]!) / 2;
-}
-
-/** Sorts the first n values of a in place: the level's windows are a few dozen values. */
-function insertionSort(a: Float64Array, n: number): void {
-  for (let i = 1; i < n; i++) {
-    const v = a[i]!;
-    let j = i - 1;
-    while (j >= 0 && a[j]! > v) {
-      a[j + 1] = a[j]!;
-      j--;
-    }
-    a[j + 1] = v;
-  }
-}
-
-/** Solves m·x = b for a symmetric positive definite m (Cholesky); m is overwritten. */
-export function solveSpd(m: Float64Array, b: Float64Array, n: number): Float64Array {
-  for (let j = 0; j < n; j++) {
-    let d = m[j * n + j]!;
-    for (let k = 0; k < j; k++) d -= m[j * n + k]! ** 2;
-    d = Math.sqrt(Math.max(d, 1e-12));
-    m[j * n + j] = d;
-    for (let i = j + 1; i < n; i++) {
-      let s = m[i * n + j]!;
-      for (let k = 0; k < j; k++) s -= m[i * n + k]! * m[j * n + k]!;
-      m[i * n + j] = s / d;
-    }
-  }
-  const x = Float64Array.from(b);
-  for (let i = 0; i < n; i++) {
-    let s = x[i]!;
-    for (let k = 0; k < i; k++) s -= m[i * n + k]! * x[k]!;
-    x[i] = s / m[i * n + i]!;
-  }
-  for (let i = n - 1; i >= 0; i--) {
-    let s = x[i]!;
-    for (let k = i + 1; k < n; k++) s -= m[k * n + i]! * x[k]!;
-    x[i] = s / m[i * n + i]!;
-  }
-  return x;
 }
 
 export function toWei(lnEth: number): bigint {

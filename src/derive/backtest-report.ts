@@ -1,4 +1,5 @@
-import { ape, median, type Prediction } from "./backtest.js";
+import { ape, type Prediction } from "./backtest.js";
+import { median } from "./numeric.js";
 import { BAND, inBand } from "./calibration.js";
 
 // The figures of a backtest, from its predictions: error by predictor and

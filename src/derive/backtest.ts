@@ -1,4 +1,5 @@
 import type { SaleForModel } from "../store/derive-store.js";
+import { median } from "./numeric.js";
 import { DAY, DEFAULT_PARAMS, type Estimate, type ModelParams, WEI_PER_ETH } from "./appraisal.js";
 import { prequential } from "./appraise.js";
 import { inBand } from "./calibration.js";
@@ -114,9 +115,3 @@ function centeredMedian(sales: readonly SaleForModel[], k: number): number {
 
 export const ape = (predicted: number, actual: number) => Math.abs(predicted - actual) / actual;
 
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const s = [...values].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 === 1 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-}

@@ -1,4 +1,5 @@
-import { DAY, type Estimate, solveSpd } from "./appraisal.js";
+import { DAY, type Estimate } from "./appraisal.js";
+import { sigmoid, solveSpd } from "./numeric.js";
 
 // Confidence: the probability that the asset's next sale lands within ±20%
 // of fairMarketValue (0.8·v ≤ price ≤ 1.2·v), learned from the model's own
@@ -32,7 +33,8 @@ const REFIT_EVERY = 250;
 /** ... or this share of all outcomes so far, whichever is more: a long history is refitted ~100 times per tenfold growth, not once per 250 sales. */
 const REFIT_SHARE = 0.05;
 const RIDGE = 1;
-const DIMS = 7;
+/** The first fit waits for this many outcomes (until then: the Laplace band of the market's spread). */
+const FIRST_FIT_OUTCOMES = 20;
 /** Per outcome, how much of the past the recent share and the skill scores keep (~500 outcomes). */
 const SKILL_DECAY = 1 - 1 / 500;
 /** How sharply the blend turns to the better of fit and share as their recent squared errors part. */
@@ -45,35 +47,38 @@ const IDENTITY = Float64Array.of(0, 1);
 /** True when `actual` lands within ±BAND of `value`. */
 export const inBand = (value: number, actual: number) => actual >= (1 - BAND) * value && actual <= (1 + BAND) * value;
 
-export function features(e: Estimate): Float64Array {
-  return Float64Array.of(
-    1,
-    e.levelSpread,
-    1 / Math.sqrt(Math.max(1, e.levelSales)),
-    Math.log1p(e.staleDays),
-    Math.log1p(Math.abs(e.traits)),
-    1 / (1 + e.ownWeight),
-    1 / Math.sqrt(1 + e.traitEvidence),
-  );
-}
-
-/** The estimate's inputs `features` transforms, by name: what the backtest's resolution table groups outcomes by. */
-export const CONFIDENCE_INPUTS: readonly { name: string; of: (e: Estimate) => number }[] = [
-  { name: "market spread", of: (e) => e.levelSpread },
-  { name: "sales in the level's window", of: (e) => e.levelSales },
-  { name: "days since the last sale", of: (e) => e.staleDays },
-  { name: "size of the trait premium", of: (e) => Math.abs(e.traits) },
-  { name: "own-history weight", of: (e) => e.ownWeight },
-  { name: "rarest value's evidence", of: (e) => e.traitEvidence },
+/**
+ * What confidence is learned from: each input of an estimate, by name (the
+ * backtest's resolution table groups outcomes by it), and the transform
+ * that makes it a regressor (each grows as the appraisal gets less certain,
+ * and saturates). The features are an intercept and these, in this order.
+ */
+export const CONFIDENCE_INPUTS: readonly { name: string; of: (e: Estimate) => number; feature: (v: number) => number }[] = [
+  { name: "market spread", of: (e) => e.levelSpread, feature: (v) => v },
+  { name: "sales in the level's window", of: (e) => e.levelSales, feature: (v) => 1 / Math.sqrt(Math.max(1, v)) },
+  { name: "days since the last sale", of: (e) => e.staleDays, feature: (v) => Math.log1p(v) },
+  { name: "size of the trait premium", of: (e) => Math.abs(e.traits), feature: (v) => Math.log1p(v) },
+  { name: "own-history weight", of: (e) => e.ownWeight, feature: (v) => 1 / (1 + v) },
+  { name: "rarest value's evidence", of: (e) => e.traitEvidence, feature: (v) => 1 / Math.sqrt(1 + v) },
 ];
+
+/** The regressors: the intercept, then one per input. */
+const DIMS = 1 + CONFIDENCE_INPUTS.length;
+
+export function features(e: Estimate): Float64Array {
+  const x = new Float64Array(DIMS);
+  x[0] = 1;
+  CONFIDENCE_INPUTS.forEach((input, i) => {
+    x[i + 1] = input.feature(input.of(e));
+  });
+  return x;
+}
 
 /** P(ln(price/value) in [LOW, HIGH]) when it is Laplace with mean absolute value m. */
 export function laplaceBand(m: number): number {
   const b = Math.max(m, 1e-3);
   return 1 - 0.5 * Math.exp(LOW / b) - 0.5 * Math.exp(-HIGH / b);
 }
-
-const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 
 /**
  * Weighted logistic regression by Newton's method (IRLS), starting from
@@ -127,9 +132,10 @@ export class Calibrator {
   #coef: Float64Array | undefined;
   /** c and d of the recent recalibration σ(c + d·z). */
   #recal: Float64Array = IDENTITY;
-  readonly #x: Float64Array[] = [];
-  readonly #hit: number[] = [];
-  readonly #t: number[] = [];
+  /** Per outcome, in time order: its features, whether it landed in the band (1) or not (0), its time. */
+  readonly #rows: Float64Array[] = [];
+  readonly #hits: number[] = [];
+  readonly #times: number[] = [];
   #sinceFit = 0;
   #outcomes = 0;
   #pending: { x: Float64Array; hit: number; t: number; fitted: number; base: number }[] = [];
@@ -167,9 +173,9 @@ export class Calibrator {
   /** Learns from the pending outcomes (once every sale of one second is appraised). */
   settle(): void {
     for (const o of this.#pending) {
-      this.#x.push(o.x);
-      this.#hit.push(o.hit);
-      this.#t.push(o.t);
+      this.#rows.push(o.x);
+      this.#hits.push(o.hit);
+      this.#times.push(o.t);
       this.#sinceFit++;
       this.#outcomes++;
       this.#fitLoss = this.#fitLoss * SKILL_DECAY + (o.fitted - o.hit) ** 2;
@@ -177,28 +183,28 @@ export class Calibrator {
       this.#base = this.#base * SKILL_DECAY + o.hit * (1 - SKILL_DECAY);
     }
     this.#pending = [];
-    if (this.#x.length > 2 * WINDOW) {
-      this.#x.splice(0, this.#x.length - WINDOW);
-      this.#hit.splice(0, this.#hit.length - WINDOW);
-      this.#t.splice(0, this.#t.length - WINDOW);
+    if (this.#rows.length > 2 * WINDOW) {
+      this.#rows.splice(0, this.#rows.length - WINDOW);
+      this.#hits.splice(0, this.#hits.length - WINDOW);
+      this.#times.splice(0, this.#times.length - WINDOW);
     }
-    if (this.#sinceFit >= Math.max(REFIT_EVERY, REFIT_SHARE * this.#outcomes) || (this.#coef === undefined && this.#x.length >= 20)) this.#refit();
+    if (this.#sinceFit >= Math.max(REFIT_EVERY, REFIT_SHARE * this.#outcomes) || (this.#coef === undefined && this.#rows.length >= FIRST_FIT_OUTCOMES)) this.#refit();
   }
 
   #refit(): void {
     this.#sinceFit = 0;
-    const from = Math.max(0, this.#x.length - WINDOW);
-    const xs = this.#x.slice(from);
-    const ys = this.#hit.slice(from);
-    const now = this.#t[this.#t.length - 1]!;
-    const ws = this.#t.slice(from).map((t) => 0.5 ** ((now - t) / HALF_LIFE));
+    const from = Math.max(0, this.#rows.length - WINDOW);
+    const xs = this.#rows.slice(from);
+    const ys = this.#hits.slice(from);
+    const now = this.#times[this.#times.length - 1]!;
+    const ws = this.#times.slice(from).map((t) => 0.5 ** ((now - t) / HALF_LIFE));
     this.#coef = fitLogistic(xs, ys, ws, this.#coef ?? new Float64Array(DIMS));
     // The latest RECENT outcomes, scored by the new fit, recalibrate it:
     // what the market's drift did to the fit's log-odds lately. The slope
     // is held towards 0 by RECENT_RIDGE: where the recent outcomes do not
     // bear the fit's spread out, confidence falls back towards their share.
-    const r = Math.max(0, this.#x.length - RECENT);
-    const zs = this.#x.slice(r).map((x) => Float64Array.of(1, this.#z(x)));
-    this.#recal = fitLogistic(zs, this.#hit.slice(r), zs.map(() => 1), IDENTITY, RECENT_RIDGE);
+    const r = Math.max(0, this.#rows.length - RECENT);
+    const zs = this.#rows.slice(r).map((x) => Float64Array.of(1, this.#z(x)));
+    this.#recal = fitLogistic(zs, this.#hits.slice(r), zs.map(() => 1), IDENTITY, RECENT_RIDGE);
   }
 }

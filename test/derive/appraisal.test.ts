@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { appraiseCollection } from "../../src/derive/appraise.js";
-import { AppraisalModel, solveSpd } from "../../src/derive/appraisal.js";
+import { AppraisalModel } from "../../src/derive/appraisal.js";
+import { solveSpd } from "../../src/derive/numeric.js";
 import { backtestCollection, type Prediction } from "../../src/derive/backtest.js";
 import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
 import { fitLogistic, inBand, laplaceBand } from "../../src/derive/calibration.js";
