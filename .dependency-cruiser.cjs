@@ -1,0 +1,64 @@
+// The architecture as rules (npm run lint:deps; CI runs it). Dependencies
+// flow one way: cli and bench/deploy on top, then the composition root
+// (server.ts), transport, service, and the store at the bottom, whose
+// engines (SQLite, PostgreSQL) only the store may touch. Violations that
+// predate these rules are listed in .dependency-cruiser-known-violations.json
+// (issue 20 removes them); anything new fails CI.
+
+/** A module of one of the store's engines, or an engine's driver. */
+const ENGINE = "^src/store/(pg|sqlite)/|^src/store/(database|write-store|derive-store|sales-stats|migrations|api-keys)[.]ts$|(^|/)node_modules/(better-sqlite3|pg|pg-copy-streams)/";
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-cycles",
+      comment: "A cycle has no bottom: neither module can be understood, tested or replaced without the other.",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "store-is-the-bottom",
+      comment: "The store answers what it is asked; it knows nothing of who asks (services, transports, import, derive, commands).",
+      severity: "error",
+      from: { path: "^src/store/" },
+      to: { path: "^src/(service|transport|ingest|derive|cli|demo|bench|deploy)/|^src/server[.]ts$" },
+    },
+    {
+      name: "service-below-transport",
+      comment: "Services are protocol-free: every transport calls the same ones, so none may reach up into a transport or a command.",
+      severity: "error",
+      from: { path: "^src/service/" },
+      to: { path: "^src/(transport|cli|bench|deploy)/|^src/server[.]ts$" },
+    },
+    {
+      name: "engines-stay-in-the-store",
+      comment: "Code outside the store talks to it through its ports, so that either engine serves every path; only the store imports an engine or its driver.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/store/|^src/bench/|^src/deploy/" },
+      to: { path: ENGINE },
+    },
+    {
+      name: "tools-are-on-top",
+      comment: "Benchmarks and deployment scripts use the service; the service never uses them.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(bench|deploy)/" },
+      to: { path: "^src/(bench|deploy)/" },
+    },
+    {
+      name: "commands-are-on-top",
+      comment: "The CLI composes everything below it; nothing below imports a command.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(cli|bench|deploy|bin)/" },
+      to: { path: "^src/cli/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    // Type-only imports count: a port that takes a type from an adapter is a dependency on it.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"], extensions: [".ts", ".js"] },
+    exclude: { path: "^gen/" },
+  },
+};

@@ -1,0 +1,43 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+// The layer rules of .dependency-cruiser.cjs (npm run lint:deps in CI) catch
+// what they say they catch: a fixture tree with one deliberate violation of
+// each kind fails them (the same command and config CI runs, from the
+// fixture's folder), and the real tree has no violation beyond the known
+// ones recorded before the rules existed.
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURE = fileURLToPath(new URL("./fixtures/layers", import.meta.url));
+const DEPCRUISE = `${ROOT}node_modules/.bin/depcruise`;
+
+function violations(cwd: string, extra: string[] = []): string[] {
+  let out: string;
+  try {
+    out = execFileSync(DEPCRUISE, ["src", "--config", `${ROOT}.dependency-cruiser.cjs`, "--output-type", "json", ...extra], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  } catch (err) {
+    // Exit status 1 when there are violations: the JSON is still on stdout.
+    out = (err as { stdout: string }).stdout;
+  }
+  const result = JSON.parse(out) as { summary: { violations: { rule: { name: string; severity: string }; from: string; to: string }[] } };
+  // Known violations (--ignore-known) are reported with severity "ignore".
+  return result.summary.violations.filter((v) => v.rule.severity !== "ignore").map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort();
+}
+
+describe("dependency rules", () => {
+  it("fail a tree with a deliberate violation of each kind", () => {
+    const found = violations(FIXTURE);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        "store-is-the-bottom: src/store/leak.ts -> src/transport/entry.ts",
+        expect.stringMatching(/^engines-stay-in-the-store: src\/service\/engine\.ts -> .*node_modules\/pg\//),
+        expect.stringMatching(/^no-cycles: src\/service\/p[io]ng\.ts -> src\/service\/p[io]ng\.ts$/),
+      ]),
+    );
+  });
+
+  it("pass the real tree, but for the violations known before the rules", () => {
+    expect(violations(ROOT, ["--ignore-known"])).toEqual([]);
+  });
+});
