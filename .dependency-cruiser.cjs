@@ -1,12 +1,11 @@
 // The architecture as rules (npm run lint:deps; CI runs it). Dependencies
 // flow one way: cli and bench/deploy on top, then the composition root
 // (server.ts), transport, service, and the store at the bottom, whose
-// engines (SQLite, PostgreSQL) only the store may touch. Violations that
-// predate these rules are listed in .dependency-cruiser-known-violations.json
-// (issue 20 removes them); anything new fails CI.
+// engines (SQLite, PostgreSQL) only the store may touch, each one folder
+// behind the ports (store/ports.ts); store/open.ts alone picks one.
 
 /** A module of one of the store's engines, or an engine's driver. */
-const ENGINE = "^src/store/(pg|sqlite)/|^src/store/(database|write-store|derive-store|sales-stats|migrations|api-keys)[.]ts$|(^|/)node_modules/(better-sqlite3|pg|pg-copy-streams)/";
+const ENGINE = "^src/store/(postgres|sqlite)/|(^|/)node_modules/(better-sqlite3|pg|pg-copy-streams)/";
 
 module.exports = {
   forbidden: [
@@ -37,6 +36,20 @@ module.exports = {
       severity: "error",
       from: { path: "^src/", pathNot: "^src/store/|^src/bench/|^src/deploy/" },
       to: { path: ENGINE },
+    },
+    {
+      name: "engines-see-only-ports",
+      comment: "Each engine is one complete folder behind the ports: it imports the ports, the shared store helpers and the domain, never the other engine or anything above.",
+      severity: "error",
+      from: { path: "^src/store/(sqlite|postgres)/" },
+      to: { path: "^src/", pathNot: "^src/store/(shared)/|^src/store/ports[.]ts$|^src/domain/|^src/store/$1/" },
+    },
+    {
+      name: "ports-know-only-the-domain",
+      comment: "The ports are what the rest of the code sees of the store: they may not take a type from an engine.",
+      severity: "error",
+      from: { path: "^src/store/(ports[.]ts|shared/)" },
+      to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports[.]ts$|^src/store/shared/" },
     },
     {
       name: "tools-are-on-top",

@@ -11,8 +11,9 @@ import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, resoluti
 import { CONFIDENCE_INPUTS } from "../derive/calibration.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
 import { buildDemo } from "../demo/build.js";
-import { openReadOnly, openWritable } from "../store/database.js";
-import { sqliteWritable } from "../store/writable.js";
+import { openWritable } from "../store/sqlite/database.js";
+import { sqliteWritable } from "../store/sqlite/writable.js";
+import { openWritableStore } from "../store/open.js";
 
 const { values } = parseArgs({
   options: { db: { type: "string" }, "no-punks": { type: "boolean" }, "no-demo": { type: "boolean" }, help: { type: "boolean", short: "h" } },
@@ -87,17 +88,17 @@ try {
       await buildDemo(sqliteWritable(w), 1, "default");
       w.close();
     }
-    const db = openReadOnly(dbPath);
-    report(values.db === undefined ? "demo store (default scale, seed 1)" : dbPath, backtestStore(db));
-    db.close();
+    const store = await openWritableStore(dbPath);
+    report(values.db === undefined ? "demo store (default scale, seed 1)" : dbPath, await backtestStore(store.derive));
+    await store.close();
   }
   if (!values["no-punks"]) {
     if (!havePunks()) console.log(`\n(no CryptoPunks data at ${PUNKS_DIR}: skipped)`);
     else {
       console.error("importing and deriving the CryptoPunks data...");
-      const { db, rejected } = await buildPunksStore(join(tmp, "punks.sqlite"));
-      report(`CryptoPunks, real sales 2017-06 to 2021-01 (${rejected} records without a price rejected)`, backtestStore(db));
-      db.close();
+      const { store, rejected } = await buildPunksStore(join(tmp, "punks.sqlite"));
+      report(`CryptoPunks, real sales 2017-06 to 2021-01 (${rejected} records without a price rejected)`, await backtestStore(store.derive));
+      await store.close();
     }
   }
 } finally {

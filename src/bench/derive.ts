@@ -12,9 +12,10 @@ import { deriveAll, deriveCollection } from "../derive/derive.js";
 import { buildDemo } from "../demo/build.js";
 import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
-import { openWritable } from "../store/database.js";
-import { DeriveStore } from "../store/derive-store.js";
-import { sqliteWritable } from "../store/writable.js";
+import { SqliteRecordImport } from "../store/sqlite/importer.js";
+import { openWritable } from "../store/sqlite/database.js";
+import { DeriveStore } from "../store/sqlite/derive-store.js";
+import { sqliteWritable } from "../store/sqlite/writable.js";
 import { median } from "./harness.js";
 import { writeSales } from "./sales-file.js";
 
@@ -44,8 +45,8 @@ try {
     const db = openWritable(join(dir, "collection.sqlite"));
     const sales = join(dir, "sales.ndjson");
     await writeSales(sales, 100_000, 3, ADDRESS);
-    await importLines(db, tokenLines(9_999), { kind: "tokens", skipInvalid: false });
-    await importLines(db, createInterface({ input: createReadStream(sales), crlfDelay: Infinity }), { kind: "sales", skipInvalid: false });
+    await importLines(new SqliteRecordImport(db), tokenLines(9_999), { kind: "tokens", skipInvalid: false });
+    await importLines(new SqliteRecordImport(db), createInterface({ input: createReadStream(sales), crlfDelay: Infinity }), { kind: "sales", skipInvalid: false });
     const rounds: number[] = [];
     let appraisal = 0;
     for (let r = 0; r < ROUNDS; r++) {

@@ -4,8 +4,8 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
 import { BIN } from "../cli/run-sync.js";
-import { withStoreKeys } from "../store/api-keys.js";
-import { openReadOnly, openWritable } from "../store/database.js";
+import { withStoreKeys } from "../store/sqlite/api-keys.js";
+import { openReadOnly, openWritable } from "../store/sqlite/database.js";
 
 // What the benchmarks share: the demo stores they run on, servers in child
 // processes (so the load generator never shares their event loop), and

@@ -8,9 +8,10 @@ import { fileURLToPath } from "node:url";
 import { deriveCollection } from "../derive/derive.js";
 import { computeRarity, type TokenTraits } from "../derive/rarity.js";
 import { importLines } from "../ingest/importer.js";
+import { SqliteRecordImport } from "../store/sqlite/importer.js";
 import { Random, zipfCumulative } from "../demo/random.js";
-import { openWritable } from "../store/database.js";
-import { DeriveStore } from "../store/derive-store.js";
+import { openWritable } from "../store/sqlite/database.js";
+import { DeriveStore } from "../store/sqlite/derive-store.js";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log("usage: npm run bench:rarity");
@@ -28,7 +29,7 @@ async function throughStore(label: string, tokens: TokenTraits[], address: strin
   try {
     const db = openWritable(join(dir, "r.sqlite"));
     await importLines(
-      db,
+      new SqliteRecordImport(db),
       (async function* () {
         for (const t of tokens) yield JSON.stringify({ contractAddress: address, assetId: t.assetId, attributes: t.attributes });
       })(),

@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify, { type FastifyInstance } from "fastify";
 import { startServer } from "../server.js";
-import { openReadOnly } from "../store/database.js";
+import { openReadOnly } from "../store/sqlite/database.js";
 import type { ListingStatusName } from "../domain/records.js";
-import type { KeyValue } from "../store/repositories.js";
+import type { KeyValue } from "../store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the

@@ -5,10 +5,11 @@ import { createInterface } from "node:readline";
 import { Command } from "commander";
 import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
-import { withStoreKeys } from "../store/api-keys.js";
-import { openReadOnly, openWritable, type Db } from "../store/database.js";
+import { SqliteRecordImport } from "../store/sqlite/importer.js";
+import { withStoreKeys } from "../store/sqlite/api-keys.js";
+import { openReadOnly, openWritable, type Db } from "../store/sqlite/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
-import { WriteStore } from "../store/write-store.js";
+import { WriteStore } from "../store/sqlite/write-store.js";
 import { compare, ensureStore, log, median, percentiles, ROOT, startTarget, loadOf, withLoadOptions } from "./harness.js";
 import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 import { writeSales } from "./sales-file.js";
@@ -62,7 +63,7 @@ const results: Record<string, unknown> = {};
 async function importFile(db: Db, file: string, maintainStats: boolean): Promise<number> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   const started = performance.now();
-  const stats = await importLines(db, lines, { kind: "sales", skipInvalid: false, maintainStats });
+  const stats = await importLines(new SqliteRecordImport(db), lines, { kind: "sales", skipInvalid: false, maintainStats });
   return stats.inserted / ((performance.now() - started) / 1000);
 }
 

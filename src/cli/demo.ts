@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { buildDemo, type DemoProgress, type DemoResult } from "../demo/build.js";
 import { SCALES, type Scale } from "../demo/generate.js";
-import { isPostgresUrl } from "../store/pg/database.js";
-import { openWritableStore } from "../store/writable.js";
+import { isPostgresUrl } from "../store/open.js";
+import { openWritableStore } from "../store/open.js";
 import { describe } from "./derive.js";
 import { CliError } from "./errors.js";
 import { summary } from "./import.js";

@@ -1,7 +1,7 @@
 import { isAddress } from "../domain/formats.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import type { DerivedWrite } from "../store/derive-store.js";
-import { deriveRepository, openWritableStore } from "../store/writable.js";
+import type { DerivedWrite } from "../store/ports.js";
+import { openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 
 export async function runDerive(dbPath: string, collection: string | undefined, replaceImported = false): Promise<DeriveResult[]> {
@@ -11,7 +11,7 @@ export async function runDerive(dbPath: string, collection: string | undefined, 
   const only = collection?.toLowerCase();
   const store = await openWritableStore(dbPath);
   try {
-    const repo = deriveRepository(store);
+    const repo = store.derive;
     if (only !== undefined && (await repo.collectionId(only)) === undefined) {
       throw new CliError(`collection ${only} not found in ${store.description}`);
     }

@@ -1,7 +1,7 @@
 import { createReadStream, createWriteStream, rmSync, statSync, type WriteStream } from "node:fs";
 import { createInterface } from "node:readline";
-import { openWritableStore } from "../store/writable.js";
-import { importInto } from "../ingest/import-into.js";
+import { openWritableStore } from "../store/open.js";
+import { importLines } from "../ingest/importer.js";
 import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
 import { isKind, KINDS } from "../ingest/kinds.js";
 import { CliError } from "./errors.js";
@@ -68,7 +68,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
   const bar = progressBar(`import ${cmd.kind}`, size);
   const started = process.hrtime.bigint();
   try {
-    const stats = await importInto(store, lines, {
+    const stats = await importLines(store.records, lines, {
       kind: cmd.kind,
       skipInvalid: cmd.skipInvalid,
       onReject,

@@ -1,4 +1,5 @@
-import { type KeyAdmin, openKeyAdmin } from "../store/keys/key-admin.js";
+import { openKeyAdmin } from "../store/open.js";
+import type { KeyAdmin } from "../store/ports.js";
 import { CliError } from "./errors.js";
 
 // `keys`: on a SQLite file or a PostgreSQL database (--db postgres://...).

@@ -5,7 +5,7 @@ import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import { DEFAULT_METRICS_HOST, type ServeConfig } from "../config.js";
 import { serveMetrics, startServer } from "../server.js";
-import { openReadRepositories } from "../store/open-read.js";
+import { openReadRepositories } from "../store/open.js";
 import { CliError } from "./errors.js";
 
 // `serve`: one process, or with --workers N a node:cluster primary that

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServeConfig } from "../config.js";
-import { withStoreKeys } from "../store/api-keys.js";
-import { openWritable, refusePostgres } from "../store/database.js";
+import { openKeyAdmin, openWritableStore, refusePostgres } from "../store/open.js";
 import { runDemo } from "./demo.js";
 import { serveUntilSignalled } from "./serve.js";
 
@@ -21,19 +20,23 @@ export async function runStart(config: ServeConfig, demoScale = "default"): Prom
   }
   let key = existsSync(keyFile) ? readFileSync(keyFile, "utf8").trim() : undefined;
   let address: string | undefined;
-  const db = openWritable(config.db);
+  const store = await openWritableStore(config.db);
   try {
-    if (key === undefined && withStoreKeys(config.db, (admin) => admin.list().length) === 0) {
-      key = withStoreKeys(config.db, (admin) => admin.create("demo").key);
-      // Kept beside the store (git-ignored, owner-only) so later starts can print it.
-      writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
-    }
-    address = db
-      .prepare("SELECT c.address FROM collections c ORDER BY (SELECT count(*) FROM tokens t WHERE t.collection_id = c.id) DESC, c.address LIMIT 1")
-      .pluck()
-      .get() as string | undefined;
+    address = await store.largestCollection();
   } finally {
-    db.close();
+    await store.close();
+  }
+  if (key === undefined) {
+    const admin = await openKeyAdmin(config.db);
+    try {
+      if ((await admin.list()).length === 0) {
+        key = (await admin.create("demo")).key;
+        // Kept beside the store (git-ignored, owner-only) so later starts can print it.
+        writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+      }
+    } finally {
+      await admin.close();
+    }
   }
   await serveUntilSignalled(config, (url) => printWelcome(url, address, key));
 }

@@ -1,7 +1,7 @@
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import { importInto } from "../ingest/import-into.js";
+import { importLines } from "../ingest/importer.js";
 import type { ImportStats } from "../ingest/importer.js";
-import { deriveRepository, type WritableStore } from "../store/writable.js";
+import type { WritableStore } from "../store/ports.js";
 import type { Kind } from "../ingest/kinds.js";
 import { generateDemo, type Scale } from "./generate.js";
 
@@ -29,7 +29,7 @@ export async function buildDemo(store: WritableStore, seed: number, scale: Scale
     const records = data[kind];
     progress?.startKind(kind, records.length);
     const started = performance.now();
-    imported[kind] = await importInto(store, asLines(records), {
+    imported[kind] = await importLines(store.records, asLines(records), {
       kind,
       skipInvalid: false,
       onProgress: (s) => progress?.progress(kind, s.lines),
@@ -37,7 +37,7 @@ export async function buildDemo(store: WritableStore, seed: number, scale: Scale
     progress?.endKind(kind, imported[kind]!, (performance.now() - started) / 1000);
   }
   progress?.deriving();
-  return { imported, derived: await deriveAll(deriveRepository(store)) };
+  return { imported, derived: await deriveAll(store.derive) };
 }
 
 async function* asLines(records: readonly object[]): AsyncIterable<string> {

@@ -2,10 +2,10 @@ import { createReadStream, existsSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import type { Kind } from "../domain/kinds.js";
 import { importLines } from "../ingest/importer.js";
-import type { Kind } from "../ingest/kinds.js";
-import { type Db, openWritable } from "../store/database.js";
-import { DeriveStore } from "../store/derive-store.js";
+import { openWritableStore } from "../store/open.js";
+import type { DeriveRepository, WritableStore } from "../store/ports.js";
 import { deriveAll } from "./derive.js";
 import { backtestCollection, type Prediction } from "./backtest.js";
 import { featureSpace } from "./features.js";
@@ -24,31 +24,30 @@ const PUNKS_FILES: [Kind, string][] = [
 export const havePunks = (dir = PUNKS_DIR) => PUNKS_FILES.every(([, f]) => existsSync(join(dir, f)));
 
 /**
- * Imports the CryptoPunks files into a new SQLite store at `path` (the nine
- * sales without a price are rejected, as the data's README says), derives
- * it, and returns the open store.
+ * Imports the CryptoPunks files into a new store at `path` (the nine sales
+ * without a price are rejected, as the data's README says), derives it, and
+ * returns the open store.
  */
-export async function buildPunksStore(path: string, dir = PUNKS_DIR): Promise<{ db: Db; rejected: number }> {
-  const db = openWritable(path);
+export async function buildPunksStore(path: string, dir = PUNKS_DIR): Promise<{ store: WritableStore; rejected: number }> {
+  const store = await openWritableStore(path, { migrateEmpty: true });
   let rejected = 0;
   for (const [kind, file] of PUNKS_FILES) {
     const lines = createInterface({ input: createReadStream(join(dir, file)), crlfDelay: Infinity });
-    const stats = await importLines(db, lines, { kind, skipInvalid: true });
+    const stats = await importLines(store.records, lines, { kind, skipInvalid: true });
     rejected += stats.rejected;
   }
-  await deriveAll(new DeriveStore(db));
-  return { db, rejected };
+  await deriveAll(store.derive);
+  return { store, rejected };
 }
 
 /** Every collection of the store with sales, backtested. */
-export function backtestStore(db: Db): { address: string; sales: number; predictions: Prediction[] }[] {
-  const store = new DeriveStore(db);
+export async function backtestStore(repo: DeriveRepository): Promise<{ address: string; sales: number; predictions: Prediction[] }[]> {
   const out = [];
-  for (const address of store.collectionsToDerive()) {
-    const id = store.collectionId(address)!;
-    const sales = store.sales(id);
+  for (const address of await repo.collectionsToDerive()) {
+    const id = (await repo.collectionId(address))!;
+    const sales = await repo.sales(id);
     if (sales.length === 0) continue;
-    out.push({ address, sales: sales.length, predictions: backtestCollection(sales, featureSpace(store.tokens(id))) });
+    out.push({ address, sales: sales.length, predictions: backtestCollection(sales, featureSpace(await repo.tokens(id))) });
   }
   return out;
 }

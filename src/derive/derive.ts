@@ -1,5 +1,5 @@
 import type { AppraisalRow } from "../domain/records.js";
-import type { DerivedWrite, DeriveRepository } from "../store/derive-store.js";
+import type { DerivedWrite, DeriveRepository } from "../store/ports.js";
 import { appraiseCollection } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
 import { computeRarity } from "./rarity.js";

@@ -1,11 +1,10 @@
-import { type Db, refreshPlannerStats } from "../store/database.js";
-import { WriteStore } from "../store/write-store.js";
+import type { ImportRecord, RecordImport } from "../store/ports.js";
 import type { Problem } from "./fields.js";
-import { handlerFor, type Kind, TABLE_OF } from "./kinds.js";
+import { handlerFor, type Kind } from "./kinds.js";
 
-// NDJSON import: one record per line, checked, then upserted by natural key,
-// all inside one transaction, so a store sees the whole file or none of it
-// (a killed import leaves the store as it was: SQLite rolls back).
+// NDJSON import: one record per line, checked here, then written by the
+// store (its RecordImport port) by natural key, all inside one transaction,
+// so a store sees the whole file or none of it.
 
 export interface ImportStats {
   /** Non-blank lines read. */
@@ -49,14 +48,6 @@ export class ImportCancelled extends Error {
 }
 
 const PROGRESS_EVERY = 10_000;
-
-/**
- * An import switches to bulk mode (secondary indexes dropped, rebuilt once at
- * the end) once it has inserted a quarter as many rows as the table held:
- * from then on, rebuilding costs less than updating the indexes row by row.
- * Into an empty table that is from the first row.
- */
-const BULK_FRACTION = 0.25;
 
 /**
  * Reads, parses and checks every line, handing each valid record to `accept`
@@ -105,33 +96,18 @@ export async function scanLines(
 }
 
 /**
- * Imports `lines` into `db`. By default any bad line rolls the whole import
- * back (after reading every line, so all problems are reported);
+ * Imports `lines` into `target` (a store's RecordImport port, either
+ * engine), in one transaction. By default any bad line rolls the whole
+ * import back (after reading every line, so all problems are reported);
  * with skipInvalid the valid records are kept.
  */
-export async function importLines(db: Db, lines: AsyncIterable<string>, options: ImportOptions): Promise<ImportStats> {
-  const store = new WriteStore(db, { maintainStats: options.maintainStats ?? true });
-  const handler = handlerFor(options.kind);
+export async function importLines(target: RecordImport, lines: AsyncIterable<string>, options: ImportOptions): Promise<ImportStats> {
   const stats: ImportStats = { lines: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0 };
-  db.exec("BEGIN IMMEDIATE");
-  const table = TABLE_OF[options.kind];
-  const rowsBefore = store.rowCount(table);
-  let restoreIndexes: (() => void) | undefined;
-  try {
-    await scanLines(lines, options, stats, (record) => {
-      stats[handler.write(store, record)] += 1;
-      if (restoreIndexes === undefined && stats.inserted >= Math.max(1, rowsBefore * BULK_FRACTION)) {
-        restoreIndexes = store.deferIndexes(table);
-      }
-    });
-    restoreIndexes?.();
-    // After the indexes are back: the aggregates are recomputed from index ranges.
-    store.flushAggregates();
-    db.exec("COMMIT");
-    refreshPlannerStats(db);
-    return stats;
-  } catch (err) {
-    if (db.inTransaction) db.exec("ROLLBACK");
-    throw err;
-  }
+  await target.importRecords(
+    options.kind,
+    (write) => scanLines(lines, options, stats, (record) => write(record as ImportRecord)),
+    stats,
+    options.maintainStats === undefined ? {} : { maintainStats: options.maintainStats },
+  );
+  return stats;
 }

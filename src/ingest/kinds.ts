@@ -1,11 +1,12 @@
 import { compareDecimal } from "../domain/formats.js";
-import type { RecordKind, UpsertResult, WriteStore } from "../store/write-store.js";
+import { type Kind, KINDS } from "../domain/kinds.js";
 import * as f from "./fields.js";
 import type { Problem } from "./fields.js";
 
-// The importable kinds of decisions.md: each is the API's own JSON record
-// (plus contractAddress where the API record lacks it), checked field by
-// field, with the cross-field rules, and written by the store's upsert.
+// The importable kinds of decisions.md (domain/kinds.ts): each is the API's
+// own JSON record (plus contractAddress where the API record lacks it),
+// checked field by field, with the cross-field rules. The store writes the
+// checked records (its RecordImport port).
 
 const socialUser = f.object({
   id: f.nonEmpty,
@@ -139,8 +140,9 @@ const SHAPES = {
   }),
 };
 
-export type Kind = keyof typeof SHAPES;
-export const KINDS = Object.keys(SHAPES) as Kind[];
+export { type Kind, KINDS };
+// Every kind has a shape, and nothing else does.
+SHAPES satisfies { [K in Kind]: unknown };
 
 type RecordOf<K extends Kind> = NonNullable<ReturnType<(typeof SHAPES)[K]>>;
 
@@ -161,41 +163,14 @@ const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[]) => void } = {
   tweets: (r, problems) => interactionRule(r, problems),
 };
 
-const WRITERS: { [K in Kind]: (store: WriteStore, r: RecordOf<K>) => UpsertResult } = {
-  collections: (s, r) => s.upsertCollection(r),
-  tokens: (s, r) => s.upsertToken(r),
-  appraisals: (s, r) => s.upsertAppraisal(r),
-  rarity: (s, r) => s.upsertRarity(r),
-  sales: (s, r) => s.upsertSale(r),
-  listings: (s, r) => s.upsertListing(r),
-  influencers: (s, r) => s.upsertInfluencer(r),
-  tweets: (s, { retweetedStatus, ...r }) => s.upsertTweet({ ...r, retweetedStatusJson: retweetedStatus }),
-  scores: (s, r) => s.upsertScore(r),
-};
-
-/** The store table each kind fills (for bulk-load index handling). */
-export const TABLE_OF: { [K in Kind]: RecordKind } = {
-  collections: "collection",
-  tokens: "token",
-  appraisals: "appraisal",
-  rarity: "rarity",
-  sales: "sale",
-  listings: "listing",
-  influencers: "influencer",
-  tweets: "tweet",
-  scores: "score",
-};
-
 export interface KindHandler {
   /** The checked record, or undefined with `problems` filled in. */
   check(value: unknown, problems: Problem[]): unknown;
-  write(store: WriteStore, record: unknown): UpsertResult;
 }
 
 export function handlerFor<K extends Kind>(kind: K): KindHandler {
   const shape = SHAPES[kind] as (v: unknown, p: Problem[]) => RecordOf<K> | undefined;
   const rule = RULES[kind] as ((r: RecordOf<K>, p: Problem[]) => void) | undefined;
-  const write = WRITERS[kind] as (s: WriteStore, r: RecordOf<K>) => UpsertResult;
   return {
     check(value, problems) {
       const record = shape(value, problems);
@@ -203,10 +178,7 @@ export function handlerFor<K extends Kind>(kind: K): KindHandler {
       rule?.(record, problems);
       return problems.length > 0 ? undefined : record;
     },
-    write: (store, record) => write(store, record as RecordOf<K>),
   };
 }
 
-export function isKind(s: string): s is Kind {
-  return (KINDS as string[]).includes(s);
-}
+export { isKind } from "../domain/kinds.js";

@@ -19,7 +19,7 @@ import {
   RARITY_KEY,
   type ReadRepositories,
   SALE_KEY,
-} from "../store/repositories.js";
+} from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";

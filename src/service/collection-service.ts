@@ -7,7 +7,7 @@ import {
   ListScoresResponseSchema,
   ListTweetsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadRepositories } from "../store/repositories.js";
+import type { ReadRepositories } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";

@@ -1,7 +1,7 @@
 import { echo } from "../domain/echo.js";
 import { createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { KeySpec, KeyValue } from "../store/repositories.js";
+import type { KeySpec, KeyValue } from "../store/ports.js";
 
 // Page tokens are opaque, URL-safe strings holding the keyset position of the
 // next page plus a digest of the query that produced them, so a token cannot

@@ -3,7 +3,7 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadRepositories } from "../store/repositories.js";
+import type { ReadRepositories } from "../store/ports.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { sqliteErrorLine, StoreError } from "./database.js";
+import { sqliteErrorLine, StoreError } from "./sqlite/database.js";
 
 /**
  * The one line a command prints for an error of the store: a StoreError's

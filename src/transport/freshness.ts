@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import { type MaybePromise, settle } from "../store/repositories.js";
+import { type MaybePromise, settle } from "../store/ports.js";
 import type { KeyGrant, KeyVerifier } from "./guards.js";
 
 // What a server may remember between requests, and when it must forget.

@@ -1,7 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { KeyGrant } from "../store/api-keys.js";
-import { StoreUnavailableError } from "../store/database.js";
-import { type MaybePromise, settle } from "../store/repositories.js";
+import { type KeyGrant, StoreUnavailableError } from "../store/ports.js";
+import { type MaybePromise, settle } from "../store/ports.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
 // run them as Connect interceptors (interceptors.ts); REST and Connect GET

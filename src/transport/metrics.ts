@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import type { StoreInfo } from "../store/repositories.js";
+import type { StoreInfo } from "../store/ports.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels

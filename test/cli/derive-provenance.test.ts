@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openReadOnly } from "../../src/store/database.js";
+import { openReadOnly } from "../../src/store/sqlite/database.js";
 import { C, VALID } from "../ingest/records.js";
 import { runCli } from "./run-cli.js";
 

@@ -3,9 +3,9 @@ import Database from "better-sqlite3";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ApiKeyVerifier, hashApiKey, newApiKey } from "../../src/store/api-keys.js";
-import { keysFileOf, openKeys, openReadOnly } from "../../src/store/database.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { ApiKeyVerifier, hashApiKey, newApiKey } from "../../src/store/sqlite/api-keys.js";
+import { keysFileOf, openKeys, openReadOnly } from "../../src/store/sqlite/database.js";
+import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { startTestServer } from "../support/server.js";
 import { runCli } from "./run-cli.js";
 

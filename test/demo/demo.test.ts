@@ -4,12 +4,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { byTier, errorFigures } from "../../src/derive/backtest-report.js";
 import { backtestStore } from "../../src/derive/backtest-store.js";
+import { DeriveStore } from "../../src/store/sqlite/derive-store.js";
 import { buildDemo } from "../../src/demo/build.js";
-import { withStoreKeys } from "../../src/store/api-keys.js";
-import { openReadOnly, openWritable } from "../../src/store/database.js";
+import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
+import { openReadOnly, openWritable } from "../../src/store/sqlite/database.js";
 import { dumpStore } from "../support/dump.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
-import { sqliteWritable } from "../../src/store/writable.js";
+import { sqliteWritable } from "../../src/store/sqlite/writable.js";
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-demo-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -84,9 +85,9 @@ describe("demo store", () => {
     });
   });
 
-  it("appraisals beat both naive baselines in the backtest, in every price tier", () => {
+  it("appraisals beat both naive baselines in the backtest, in every price tier", async () => {
     const db = openReadOnly(a);
-    const predictions = backtestStore(db).flatMap((c) => c.predictions);
+    const predictions = (await backtestStore(new DeriveStore(db))).flatMap((c) => c.predictions);
     db.close();
     expect(predictions.length).toBeGreaterThan(1000);
     const tiers = byTier(predictions);

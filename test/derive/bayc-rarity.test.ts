@@ -40,7 +40,7 @@ describe.skipIf(!haveBayc)("BAYC through the import and derive commands", () => 
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
     const { runCli } = await import("../cli/run-cli.js");
-    const { openReadOnly } = await import("../../src/store/database.js");
+    const { openReadOnly } = await import("../../src/store/sqlite/database.js");
     const { sqliteRepositories } = await import("../../src/store/sqlite/read-repositories.js");
     const dir = mkdtempSync(join(tmpdir(), "marketdata-bayc-"));
     try {

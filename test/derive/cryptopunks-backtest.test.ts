@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Prediction } from "../../src/derive/backtest.js";
 import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../../src/derive/backtest-store.js";
-import type { Db } from "../../src/store/database.js";
+import type { WritableStore } from "../../src/store/ports.js";
 
 // The appraisal model on a real market: the 10,000 CryptoPunks and their
 // 6,608 sales (../shared/data, beside the checkout in CI; absent from a
@@ -15,18 +15,18 @@ if (!havePunks()) console.warn(`SKIPPED: CryptoPunks backtest needs ${PUNKS_DIR}
 
 describe.skipIf(!havePunks())("CryptoPunks backtest", () => {
   let dir: string;
-  let db: Db;
+  let store: WritableStore;
   let ps: Prediction[];
   let rejected: number;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "marketdata-punks-"));
-    ({ db, rejected } = await buildPunksStore(join(dir, "punks.sqlite")));
-    ps = backtestStore(db).flatMap((c) => c.predictions);
+    ({ store, rejected } = await buildPunksStore(join(dir, "punks.sqlite")));
+    ps = (await backtestStore(store.derive)).flatMap((c) => c.predictions);
   }, 120_000);
 
-  afterAll(() => {
-    db?.close();
+  afterAll(async () => {
+    await store?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

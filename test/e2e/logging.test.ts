@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildServer } from "../../src/server.js";
-import { type Db, openReadOnly } from "../../src/store/database.js";
+import { type Db, openReadOnly } from "../../src/store/sqlite/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, transportFor } from "../support/server.js";

@@ -4,11 +4,11 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { READINESS_TTL_MS } from "../../src/transport/health.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
-import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
+import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { ENGINE, setSchemaVersion } from "../support/engine.js";
 
 // What a new user's tools find with nothing but the server's address:

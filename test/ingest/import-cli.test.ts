@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openReadOnly } from "../../src/store/database.js";
+import { openReadOnly } from "../../src/store/sqlite/database.js";
 import { BIN, killImportMidway, runCli } from "../cli/run-cli.js";
 import { dumpStore, rowCounts } from "../support/dump.js";
 import { VALID, withField } from "./records.js";

@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ImportRejected, importLines, type LineError } from "../../src/ingest/importer.js";
+import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
 import { type Kind, KINDS } from "../../src/ingest/kinds.js";
-import { openWritable } from "../../src/store/database.js";
+import { openWritable } from "../../src/store/sqlite/database.js";
 import { rowCounts } from "../support/dump.js";
 import { INVALID, VALID, withField } from "./records.js";
 
@@ -16,7 +17,7 @@ async function importInto(path: string, kind: Kind, lines: string[], skipInvalid
   const db = openWritable(path);
   const rejects: LineError[] = [];
   try {
-    const stats = await importLines(db, toIterable(lines), { kind, skipInvalid, onReject: (e) => rejects.push(e) });
+    const stats = await importLines(new SqliteRecordImport(db), toIterable(lines), { kind, skipInvalid, onReject: (e) => rejects.push(e) });
     return { stats, rejects, error: undefined };
   } catch (error) {
     return { stats: undefined, rejects, error };

@@ -4,11 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemo } from "../../src/demo/build.js";
 import { importLines } from "../../src/ingest/importer.js";
+import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
-import { withStoreKeys } from "../../src/store/api-keys.js";
-import { keysFileOf, openKeys, openWritable } from "../../src/store/database.js";
+import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
+import { keysFileOf, openKeys, openWritable } from "../../src/store/sqlite/database.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";
-import { sqliteWritable } from "../../src/store/writable.js";
+import { sqliteWritable } from "../../src/store/sqlite/writable.js";
 
 // What one instance serves, another can import: every record the API serves
 // for the demo store, imported into a fresh store, yields the same responses.
@@ -67,7 +68,7 @@ beforeAll(async () => {
 
   const target = openWritable(copyPath);
   for (const kind of Object.keys(exported) as Kind[]) {
-    await importLines(target, (async function* () {
+    await importLines(new SqliteRecordImport(target), (async function* () {
       for (const r of exported[kind]) yield JSON.stringify(r);
     })(), { kind, skipInvalid: false });
   }

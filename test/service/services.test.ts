@@ -4,7 +4,7 @@ import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { buildServer } from "../../src/server.js";
 import { createServices } from "../../src/service/services.js";
-import { openReadOnly, type Db } from "../../src/store/database.js";
+import { openReadOnly, type Db } from "../../src/store/sqlite/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { rpcInterceptors } from "../../src/transport/interceptors.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";

@@ -2,7 +2,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { AppraisalRow, RarityRow } from "../../src/domain/records.js";
-import { deriveRepository, openWritableStore } from "../../src/store/writable.js";
+import { openWritableStore } from "../../src/store/open.js";
 import { importRecords } from "../support/engine.js";
 import { COLLECTION } from "../support/fixture.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
@@ -49,7 +49,7 @@ async function check(target: string): Promise<void> {
   await importRecords(target, "rarity", [rarity("1", 1)]);
   const store = await openWritableStore(target);
   try {
-    const repo = deriveRepository(store);
+    const repo = store.derive;
     const id = (await repo.collectionId(COLLECTION))!;
     // The appraisals half fails (a value the schema refuses): the rarity half must not land either.
     await expect(

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migratePg, openPool, pgSchemaVersion, requireCurrentPgSchema } from "../../src/store/pg/database.js";
-import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
+import { migratePg, openPool, pgSchemaVersion, requireCurrentPgSchema } from "../../src/store/postgres/database.js";
+import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { runCli } from "../cli/run-cli.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 

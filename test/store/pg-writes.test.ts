@@ -1,13 +1,14 @@
-import { PG_MIGRATIONS } from "../../src/store/pg/migrations.js";
+import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ImportCancelled } from "../../src/ingest/importer.js";
-import { importLinesPg } from "../../src/ingest/pg-importer.js";
-import { migratePg, openPool } from "../../src/store/pg/database.js";
-import { pgRepositories } from "../../src/store/pg/read-repositories.js";
+import { importLines } from "../../src/ingest/importer.js";
+import { PgRecordImport } from "../../src/store/postgres/importer.js";
+import { migratePg, openPool } from "../../src/store/postgres/database.js";
+import { pgRepositories } from "../../src/store/postgres/read-repositories.js";
 import { runCli } from "../cli/run-cli.js";
 import { VALID } from "../ingest/records.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
@@ -100,7 +101,7 @@ describe.skipIf(skipPg)("PostgreSQL writes", () => {
     const before = (await pool.query("SELECT count(*)::int AS n FROM sales")).rows[0].n;
     const rows = Array.from({ length: 30_000 }, (_, i) => sale(1000 + i));
     let n = 0;
-    await expect(importLinesPg(pool, lines(rows), { kind: "sales", skipInvalid: false, cancelled: () => ++n > 1 })).rejects.toBeInstanceOf(
+    await expect(importLines(new PgRecordImport(pool), lines(rows), { kind: "sales", skipInvalid: false, cancelled: () => ++n > 1 })).rejects.toBeInstanceOf(
       ImportCancelled,
     );
     expect((await pool.query("SELECT count(*)::int AS n FROM sales")).rows[0].n).toBe(before);
@@ -110,10 +111,10 @@ describe.skipIf(skipPg)("PostgreSQL writes", () => {
 
   it("keeps the stats aggregates exact through inserts, moves between hours and marketplaces, and amounts past 2^256 sums", async () => {
     const rows = Array.from({ length: 200 }, (_, i) => sale(100 + i, { price: (2n ** 255n + BigInt(i)).toString() }));
-    await importLinesPg(pool, lines(rows), { kind: "sales", skipInvalid: false });
+    await importLines(new PgRecordImport(pool), lines(rows), { kind: "sales", skipInvalid: false });
     // Move some sales back in time and to another marketplace.
     const moved = rows.slice(0, 50).map((r, i) => ({ ...r, timestamp: 1_600_000_000 + i * 7, marketplace: "LOOKSRARE" }));
-    await importLinesPg(pool, lines(moved), { kind: "sales", skipInvalid: false });
+    await importLines(new PgRecordImport(pool), lines(moved), { kind: "sales", skipInvalid: false });
     const all = await pool.query<{ marketplace: string; n: number; v: string }>(
       "SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales GROUP BY marketplace",
     );

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/database.js";
-import { WriteStore } from "../../src/store/write-store.js";
-import type { ListingsFilter, SalesFilter } from "../../src/store/repositories.js";
+import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/sqlite/database.js";
+import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { SalesAggregates } from "../../src/store/sales-stats.js";
+import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no

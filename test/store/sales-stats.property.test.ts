@@ -1,15 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
-import { openWritable, type Db } from "../../src/store/database.js";
+import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
+import { openWritable, type Db } from "../../src/store/sqlite/database.js";
 import type { SaleRow } from "../../src/domain/records.js";
 import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { WriteStore } from "../../src/store/write-store.js";
-import { BUCKET_SECONDS, SalesAggregates,  } from "../../src/store/sales-stats.js";
+import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { BUCKET_SECONDS, SalesAggregates,  } from "../../src/store/sqlite/sales-stats.js";
 import type { SalesSummary } from "../../src/domain/records.js";
-import { importInto } from "../../src/ingest/import-into.js";
-import { openReadRepositories } from "../../src/store/open-read.js";
-import { openWritableStore } from "../../src/store/writable.js";
+import { openReadRepositories } from "../../src/store/open.js";
+import { openWritableStore } from "../../src/store/open.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 
 // Random import histories against a BigInt oracle over the raw rows: every
@@ -139,7 +139,7 @@ describe("collection stats from write-time aggregates (property)", () => {
               const texts = b.sales.map((x) => line(x));
               if (b.invalidLine) texts.splice(texts.length >> 1, 0, '{"hash": "not a sale"}');
               try {
-                await importLines(db, linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
+                await importLines(new SqliteRecordImport(db), linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
                 for (const s of b.sales) truth.set(s.key, s);
               } catch (err) {
                 // A file with a bad line, without --skip-invalid, rolls back whole.
@@ -173,7 +173,7 @@ describe("collection stats from write-time aggregates (property)", () => {
         { key: 3, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS - 1, price: 2n ** 96n },
         { key: 4, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS, price: 1n },
       ];
-      await importLines(db, linesOf(sales.map((x) => line(x))), { kind: "sales", skipInvalid: false });
+      await importLines(new SqliteRecordImport(db), linesOf(sales.map((x) => line(x))), { kind: "sales", skipInvalid: false });
       const read = sqliteRepositories(db);
       const id = read.collections.collectionId(C)!;
       for (const w of [
@@ -208,7 +208,7 @@ describe.skipIf(skipPg)("collection stats on PostgreSQL (property)", () => {
             const texts = b.sales.map((x) => line(x, address));
             if (b.invalidLine) texts.splice(texts.length >> 1, 0, '{"hash": "not a sale"}');
             try {
-              await importInto(store, linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
+              await importLines(store.records, linesOf(texts), { kind: "sales", skipInvalid: b.skipInvalid });
               for (const x of b.sales) truth.set(x.key, x);
             } catch (err) {
               if (!(err instanceof ImportRejected)) throw err;

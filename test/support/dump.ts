@@ -1,4 +1,4 @@
-import { openReadOnly } from "../../src/store/database.js";
+import { openReadOnly } from "../../src/store/sqlite/database.js";
 
 const TABLES = ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "social_users", "influencers", "tweets", "scores", "sales_hourly"];
 

@@ -4,12 +4,13 @@ import pg from "pg";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deriveAll } from "../../src/derive/derive.js";
-import { importInto } from "../../src/ingest/import-into.js";
+import { importLines } from "../../src/ingest/importer.js";
 import type { ImportStats } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
-import { type KeyAdmin, openKeyAdmin } from "../../src/store/keys/key-admin.js";
-import { isPostgresUrl } from "../../src/store/pg/database.js";
-import { deriveRepository, openWritableStore } from "../../src/store/writable.js";
+import { openKeyAdmin } from "../../src/store/open.js";
+import type { KeyAdmin } from "../../src/store/ports.js";
+import { isPostgresUrl } from "../../src/store/postgres/database.js";
+import { openWritableStore } from "../../src/store/open.js";
 import type { Fixture } from "./fixture.js";
 import { createTestDatabase } from "./pg.js";
 
@@ -25,7 +26,7 @@ export const ENGINE: Engine = process.env.MARKETDATA_TEST_ENGINE === "postgres" 
 export async function importRecords(target: string, kind: Kind, records: readonly object[]): Promise<ImportStats> {
   const store = await openWritableStore(target, { migrateEmpty: true });
   try {
-    return await importInto(store, asLines(records), { kind, skipInvalid: false });
+    return await importLines(store.records, asLines(records), { kind, skipInvalid: false });
   } finally {
     await store.close();
   }
@@ -43,7 +44,7 @@ export async function withKeys<T>(target: string, use: (admin: KeyAdmin) => Prom
 export async function deriveAt(target: string): Promise<void> {
   const store = await openWritableStore(target);
   try {
-    await deriveAll(deriveRepository(store));
+    await deriveAll(store.derive);
   } finally {
     await store.close();
   }

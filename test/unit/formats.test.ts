@@ -1,8 +1,8 @@
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
-import { assetKey } from "../../src/store/asset-key.js";
-import { limbsToWei, splitWei, sumWei } from "../../src/store/wei.js";
+import { assetKey } from "../../src/store/sqlite/asset-key.js";
+import { limbsToWei, splitWei, sumWei } from "../../src/store/sqlite/wei.js";
 
 describe("formats", () => {
   it("addresses and hashes", () => {

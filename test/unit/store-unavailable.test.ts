@@ -1,9 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it, vi } from "vitest";
-import { StoreUnavailableError } from "../../src/store/database.js";
-import { openPool } from "../../src/store/pg/database.js";
-import { unavailable } from "../../src/store/pg/queries.js";
-import { pgRepositories } from "../../src/store/pg/read-repositories.js";
+import { StoreUnavailableError } from "../../src/store/ports.js";
+import { openPool } from "../../src/store/postgres/database.js";
+import { unavailable } from "../../src/store/postgres/queries.js";
+import { pgRepositories } from "../../src/store/postgres/read-repositories.js";
 import { publicError } from "../../src/transport/guards.js";
 
 // A PostgreSQL store that cannot be reached is the server's trouble, not the

@@ -1,13 +1,13 @@
 import { statSync } from "node:fs";
-import { ApiKeyVerifier } from "../api-keys.js";
-import { SqliteAssetMetrics } from "../asset-metrics/sqlite-asset-metrics.js";
-import { SqliteCollections } from "../collections/sqlite-collections.js";
-import { type Db, keysFileOf, openKeys, schemaVersion } from "../database.js";
-import { SqliteListings } from "../listings/sqlite-listings.js";
-import { MIGRATIONS } from "../migrations.js";
-import type { ReadRepositories, StoreInfo } from "../repositories.js";
-import { SqliteSales } from "../sales/sqlite-sales.js";
-import { SqliteSocial } from "../social/sqlite-social.js";
+import { ApiKeyVerifier } from "./api-keys.js";
+import { SqliteAssetMetrics } from "./asset-metrics.js";
+import { SqliteCollections } from "./collections.js";
+import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
+import { SqliteListings } from "./listings.js";
+import { MIGRATIONS } from "./migrations.js";
+import type { ReadRepositories, StoreInfo } from "../ports.js";
+import { SqliteSales } from "./sales.js";
+import { SqliteSocial } from "./social.js";
 import { SqliteStatements } from "./statements.js";
 
 /** Every read repository on one SQLite connection (synchronous results). */

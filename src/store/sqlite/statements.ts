@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import type { Db } from "../database.js";
+import type { Db } from "./db.js";
 
 /**
  * The prepared statements of one SQLite connection, shared by its
@@ -32,4 +32,4 @@ export class SqliteStatements {
   }
 }
 
-export type Row = Record<string, unknown>;
+export type { Row } from "../shared/rows.js";

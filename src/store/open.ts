@@ -1,0 +1,109 @@
+import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
+import type { KeyAdmin, ReadRepositories, WritableStore } from "./ports.js";
+import { PgKeyAdmin } from "./postgres/key-admin.js";
+import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, requireCurrentPgSchema } from "./postgres/database.js";
+import { pgRepositories } from "./postgres/read-repositories.js";
+import { pgWritable } from "./postgres/writable.js";
+import { StoreError } from "./ports.js";
+import { sqliteKeyAdmin } from "./sqlite/api-keys.js";
+import { openReadOnly, openWritable, refusePostgres } from "./sqlite/database.js";
+import { MIGRATIONS } from "./sqlite/migrations.js";
+import { sqliteRepositories } from "./sqlite/read-repositories.js";
+import { sqliteWritable } from "./sqlite/writable.js";
+
+// The one module that chooses an engine from a --db value: a SQLite file
+// (the embedded default), or a postgres:// URL. Everything else opens stores
+// here and talks to them through the ports (ports.ts).
+
+export { isPostgresUrl, refusePostgres };
+
+export interface OpenReadOptions {
+  /** PostgreSQL connections per process. */
+  poolSize?: number;
+  /** PostgreSQL: how long a query may take before it fails as unavailable (postgres/database.ts). */
+  queryTimeoutMs?: number;
+}
+
+/**
+ * Opens a store for serving, read-only, on either engine: a SQLite file, or
+ * a PostgreSQL URL (a primary or a hot standby; every transaction read-only).
+ * Refuses a store whose schema is not this build's, saying what to do.
+ */
+export async function openReadRepositories(db: string, options: OpenReadOptions = {}): Promise<ReadRepositories> {
+  if (!isPostgresUrl(db)) return sqliteRepositories(openReadOnly(db));
+  const pool = openPool(db, {
+    max: options.poolSize ?? 10,
+    readOnly: true,
+    ...(options.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: options.queryTimeoutMs }),
+  });
+  try {
+    await requireCurrentPgSchema(pool, db);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return pgRepositories(pool, db);
+}
+
+export interface OpenWritableOptions {
+  /** Create the schema in an empty PostgreSQL database (import, demo). */
+  migrateEmpty?: boolean;
+}
+
+/**
+ * A store opened for writing (import, derive, demo, stats rebuild), on
+ * either engine. SQLite files are created and migrated on open; a
+ * PostgreSQL database is migrated automatically only when it is empty
+ * (import and demo), otherwise its schema must be this build's ("marketdata
+ * migrate" upgrades it: a deliberate step on a shared primary).
+ */
+export async function openWritableStore(target: string, options: OpenWritableOptions = {}): Promise<WritableStore> {
+  if (!isPostgresUrl(target)) return sqliteWritable(openWritable(target));
+  const pool = openPool(target, 2);
+  try {
+    if (options.migrateEmpty && (await pgSchemaVersion(pool)) === 0) await migratePg(pool);
+    await requireCurrentPgSchema(pool, target);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return pgWritable(pool, redactUrl(target));
+}
+
+/** Key management on either engine (on SQLite: the store's key file, never behind an import). */
+export async function openKeyAdmin(db: string): Promise<KeyAdmin> {
+  if (!isPostgresUrl(db)) return sqliteKeyAdmin(db);
+  const pool = openPool(db, 1);
+  try {
+    await requireCurrentPgSchema(pool, db);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return new PgKeyAdmin(pool);
+}
+
+/** Brings a store to this build's schema: a SQLite file (created if absent) or a PostgreSQL database (the primary). */
+export async function migrateStore(db: string): Promise<{ description: string; from: number; to: number }> {
+  if (isPostgresUrl(db)) {
+    const pool = openPool(db, 1);
+    try {
+      const { from, to } = await migratePg(pool).catch((err: unknown) => {
+        if (err instanceof StoreError) throw err;
+        throw new StoreError(`cannot migrate the PostgreSQL store at ${redactUrl(db)}: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      return { description: `PostgreSQL store ${redactUrl(db)}`, from, to };
+    } finally {
+      await pool.end();
+    }
+  }
+  let from = 0;
+  if (existsSync(db)) {
+    const probe = new Database(db, { readonly: true, fileMustExist: true });
+    from = probe.pragma("user_version", { simple: true }) as number;
+    probe.close();
+  }
+  openWritable(db).close();
+  return { description: `store ${db}`, from, to: MIGRATIONS.length };
+}

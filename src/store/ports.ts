@@ -1,0 +1,281 @@
+import type {
+  AppraisalRow,
+  InfluencerRow,
+  ListingRow,
+  ListingStatusName,
+  RarityRow,
+  SaleRow,
+  SalesSummary,
+  ScoreRow,
+  TweetRow,
+} from "../domain/records.js";
+import type { Kind } from "../domain/kinds.js";
+
+// The store's ports: every interface the rest of the code uses to read,
+// import, derive, rebuild stats and manage keys, and the store's errors.
+// Each engine implements all of it in one folder (sqlite/, postgres/),
+// importing only this file, shared/ and the domain; open.ts picks the engine
+// from a --db value. SQLite answers synchronously (better-sqlite3),
+// PostgreSQL with promises; the MaybePromise results let the SQLite path
+// stay synchronous where it matters (key checks and the data version on a
+// cached answer).
+
+/** A store that cannot be opened or is not at this build's schema: said plainly to the operator. */
+export class StoreError extends Error {}
+
+/** The store could not be reached (PostgreSQL down or restarting): the caller may retry; callers see `unavailable`. */
+export class StoreUnavailableError extends Error {}
+
+/** What a valid key grants: its identity (for its rate limit) and its own limit. */
+export interface KeyGrant {
+  id: number;
+  /** Requests per second; null: the server's default. */
+  rateLimit: number | null;
+}
+
+/** A key as `keys list` shows it (never the key itself). */
+export interface ApiKeyInfo {
+  id: number;
+  name: string;
+  createdAt: number;
+  revokedAt: number | null;
+  /** Requests per second; null: the server's default. */
+  rateLimit: number | null;
+}
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** `then` for a value that may or may not be a promise: synchronous when it is not. */
+export function settle<T, R>(value: MaybePromise<T>, then: (v: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(then) : then(value);
+}
+
+export type KeyValue = number | string;
+/** The type of each element of a list's page key, for validating decoded tokens. */
+export type KeySpec = readonly ("int" | "text")[];
+
+export interface PageRequest {
+  limit: number;
+  /** Position after which the page starts; null for the first page. */
+  after: KeyValue[] | null;
+}
+
+export interface Page<T> {
+  rows: T[];
+  /** Key of the last row when more rows follow, else null. */
+  nextKey: KeyValue[] | null;
+}
+
+export interface TimeWindow {
+  since?: number | undefined;
+  until?: number | undefined;
+}
+
+export interface SalesFilter extends TimeWindow {
+  assetId?: string | undefined;
+  marketplace?: string | undefined;
+}
+
+export interface StatsFilter extends TimeWindow {
+  assetId?: string | undefined;
+}
+
+export interface ListingsFilter {
+  assetId?: string | undefined;
+  marketplace?: string | undefined;
+  status?: ListingStatusName | undefined;
+}
+
+export const APPRAISAL_KEY: KeySpec = ["text"];
+export const RARITY_KEY: KeySpec = ["int", "text"];
+export const SALE_KEY: KeySpec = ["int", "int", "text", "text"];
+export const LISTING_KEY: KeySpec = ["int", "text", "text"];
+
+export interface CollectionsRepository {
+  /** The id of a collection the store knows anything about, or undefined. */
+  collectionId(address: string): MaybePromise<number | undefined>;
+  score(collectionId: number): MaybePromise<ScoreRow | undefined>;
+}
+
+export interface AssetMetricsRepository {
+  appraisalsPage(collectionId: number, page: PageRequest): MaybePromise<Page<AppraisalRow>>;
+  appraisalsByAsset(collectionId: number, assetIds: readonly string[]): MaybePromise<AppraisalRow[]>;
+  rarityPage(collectionId: number, page: PageRequest): MaybePromise<Page<RarityRow>>;
+  rarityByAsset(collectionId: number, assetIds: readonly string[]): MaybePromise<RarityRow[]>;
+}
+
+export interface SalesRepository {
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): MaybePromise<Page<SaleRow>>;
+  /** A window's totals from one snapshot of the store, in a bounded number of index seeks. */
+  salesSummary(collectionId: number, filter: StatsFilter): MaybePromise<SalesSummary>;
+}
+
+export interface ListingsRepository {
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
+}
+
+export interface SocialRepository {
+  topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
+  topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
+}
+
+export interface KeysRepository {
+  /** The grant of a valid, unrevoked key; undefined otherwise. Read on every check, so revocations apply at once. */
+  lookup(key: string): MaybePromise<KeyGrant | undefined>;
+}
+
+/** What the server needs to know about the store itself. */
+export interface StoreInfo {
+  /** For messages: the file, or the PostgreSQL URL without its password. */
+  readonly description: string;
+  readonly engine: "sqlite" | "postgres";
+  /** Moves on every committed write (SQLite: data_version; PostgreSQL: store_state, replicated with the data). */
+  dataVersion(): MaybePromise<number>;
+  schemaVersion(): MaybePromise<number>;
+  /** The schema version this build needs. */
+  readonly expectedSchemaVersion: number;
+  /** Unix seconds of the last write, when known. */
+  lastWrite(): MaybePromise<number>;
+}
+
+export interface ReadRepositories {
+  collections: CollectionsRepository;
+  assetMetrics: AssetMetricsRepository;
+  sales: SalesRepository;
+  listings: ListingsRepository;
+  social: SocialRepository;
+  keys: KeysRepository;
+  info: StoreInfo;
+  close(): Promise<void>;
+}
+
+/** A page of `rows` fetched with limit + 1: the extra row only says that more follow. */
+export function toPage<R, T>(rows: R[], limit: number, map: (r: R) => T, keyOf: (t: T) => KeyValue[]): Page<T> {
+  const more = rows.length > limit;
+  const mapped = (more ? rows.slice(0, limit) : rows).map(map);
+  const last = mapped[mapped.length - 1];
+  return { rows: mapped, nextKey: more && last !== undefined ? keyOf(last) : null };
+}
+
+// derive: what it reads of a collection and how it replaces the derived rows.
+
+/** What a derive wrote for one data set of a collection. */
+export interface DerivedWrite {
+  /** Derived rows now in the store. */
+  written: number;
+  /** Computed rows not written because an imported row for the asset wins. */
+  keptImported: number;
+  /** Imported rows overwritten by computed ones (--replace-imported). */
+  replacedImported: number;
+  /** Imported rows left in the store for the collection. */
+  imported: number;
+}
+
+export interface TokenRecord {
+  assetId: string;
+  currentOwner: string;
+  attributes: { trait_type: string; value: unknown }[];
+}
+
+export interface SaleForModel {
+  assetId: string;
+  timestamp: number;
+  price: bigint;
+  buyer: string;
+}
+
+/** A collection's newly derived rows; a data set left out is not touched. */
+export interface DerivedRows {
+  rarity?: readonly RarityRow[];
+  appraisals?: readonly AppraisalRow[];
+}
+
+/** What replaceDerived wrote, per data set given. */
+export interface DerivedWrites {
+  rarity?: DerivedWrite;
+  appraisals?: DerivedWrite;
+}
+
+/** What derive reads and writes, on either engine (SQLite: sqlite/derive-store.ts; PostgreSQL: postgres/derive-store.ts). */
+export interface DeriveRepository {
+  /** Collections with tokens (rarity) or sales (appraisals). */
+  collectionsToDerive(): MaybePromise<string[]>;
+  collectionId(address: string): MaybePromise<number | undefined>;
+  tokens(collectionId: number): MaybePromise<TokenRecord[]>;
+  /** A collection's sales, oldest first. */
+  sales(collectionId: number): MaybePromise<SaleForModel[]>;
+  /** The lowest price of each asset's open (CREATED) listings: what the asset can be bought for now. */
+  openListingPrices(collectionId: number): MaybePromise<Map<string, bigint>>;
+  /**
+   * Replaces the collection's derived rarity and appraisals in one
+   * transaction: readers see the old rows of both or the new rows of both.
+   */
+  replaceDerived(collectionId: number, rows: DerivedRows, replaceImported?: boolean): MaybePromise<DerivedWrites>;
+  /** After a derive: the planner's statistics for what it wrote. */
+  refreshPlannerStats(): MaybePromise<void>;
+}
+
+
+// import: checked records (ingest/) written in one transaction.
+
+/** A checked record of one importable kind, in the API's JSON shape (ingest/kinds.ts checked it). */
+export type ImportRecord = Record<string, unknown>;
+
+/** How the written records compared with what the store held; kept up to date as records are written where the engine can. */
+export interface ImportCounts {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+}
+
+export interface RecordImport {
+  /**
+   * One import in one transaction: `feed` hands each checked record to
+   * `write` (awaited when it returns a promise); the transaction commits
+   * when `feed` resolves and rolls back when it throws, so readers see the
+   * whole import or none of it. `counts` is filled in.
+   */
+  importRecords(
+    kind: Kind,
+    feed: (write: (record: ImportRecord) => MaybePromise<void>) => Promise<void>,
+    counts: ImportCounts,
+    options?: { maintainStats?: boolean },
+  ): Promise<void>;
+}
+
+// keys: what `keys` does, on either engine.
+
+export interface KeyAdmin {
+  create(name: string, options?: { rateLimit?: number | null }): Promise<{ id: number; key: string }>;
+  list(): Promise<ApiKeyInfo[]>;
+  /** False when no such key exists. */
+  setRateLimit(id: number, rateLimit: number | null): Promise<boolean>;
+  /** False when no such key exists; revoking twice keeps the first time. */
+  revoke(id: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+// a store opened for writing (import, derive, demo, stats rebuild).
+
+/** What a stats rebuild found and left. */
+export interface StatsRebuildCounts {
+  /** Hour rows that were wrong (inserted, changed or deleted by the rebuild). */
+  changed: number;
+  /** Hour rows after the rebuild. */
+  rows: number;
+}
+
+export interface WritableStore {
+  /** The store for messages: a file path, or a PostgreSQL URL without its password. */
+  description: string;
+  records: RecordImport;
+  derive: DeriveRepository;
+  /**
+   * Recomputes the stats aggregates of one collection (or all) from the raw
+   * sales, in one transaction; with `check`, writes nothing.
+   */
+  rebuildStats(collectionId: number | undefined, check: boolean): Promise<StatsRebuildCounts>;
+  /** The collection with the most tokens (what `start` shows first); undefined in an empty store. */
+  largestCollection(): Promise<string | undefined>;
+  close(): Promise<void>;
+}

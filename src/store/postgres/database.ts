@@ -1,0 +1,137 @@
+import pg from "pg";
+import { StoreError } from "../ports.js";
+import { PG_MIGRATIONS } from "./migrations.js";
+
+// PostgreSQL connections and versioned migrations. The applied version is a
+// row of schema_migrations; migrate() runs the missing steps, each in its own
+// transaction, under an advisory lock so that two importers starting at
+// once do not both migrate.
+
+/** Any number: the lock only has to be the same for every migrating process. */
+const MIGRATION_LOCK = 0x6d64_6d67;
+
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "postgres://…";
+  }
+}
+
+/**
+ * int8 as a JavaScript number: every bigint column of this schema (epoch
+ * seconds, blocks, counts, ids) stays far below 2^53. numeric (asset ids,
+ * wei) keeps arriving as exact decimal text.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+};
+
+/** Bumps the data version: every write transaction runs it before COMMIT. */
+export const BUMP_DATA_VERSION = "UPDATE store_state SET data_version = data_version + 1, last_write = now() WHERE id = 1";
+
+export interface PoolOptions {
+  /** Connections at most. */
+  max?: number;
+  /** Every transaction read-only (serve): a replica or the primary, it never writes. */
+  readOnly?: boolean;
+  /**
+   * Serving: how long a query may run (PostgreSQL's statement_timeout) and,
+   * a little longer, how long this client waits for its answer, so that a
+   * query sent before a network partition ends instead of holding its
+   * connection forever. Default DEFAULT_QUERY_TIMEOUT_MS with readOnly.
+   */
+  queryTimeoutMs?: number;
+}
+
+/** A serving query's bound (--store-timeout's default). */
+export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+/** The client waits this much longer than statement_timeout: the server's own cancel (57014) normally comes first. */
+const CLIENT_TIMEOUT_SLACK_MS = 1000;
+
+export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): pg.Pool {
+  const o = typeof maxOrOptions === "number" ? { max: maxOrOptions } : maxOrOptions;
+  const queryTimeoutMs = o.queryTimeoutMs ?? (o.readOnly ? DEFAULT_QUERY_TIMEOUT_MS : undefined);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: o.max ?? 10,
+    types: TYPES,
+    // Waiting for a free connection is bounded: an unreachable server becomes an answer (unavailable), not a hang.
+    connectionTimeoutMillis: 5000,
+    // A peer that vanished (a partition, a host gone) is found by the kernel on idle connections too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    // Serving: every transaction read-only, and no query may outlast a request's deadline.
+    ...(o.readOnly ? { options: `-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}` } : {}),
+    // A query whose answer never comes (the network, not the server) fails here; its connection is discarded.
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_SLACK_MS }),
+  });
+  // An idle client's error (the server restarted) must not end the process; the next query reconnects.
+  pool.on("error", () => {});
+  return pool;
+}
+
+export async function pgSchemaVersion(client: pg.Pool | pg.PoolClient): Promise<number> {
+  const exists = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations') AS t");
+  if (exists.rows[0]?.t === null) return 0;
+  const r = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations");
+  return r.rows[0]?.v ?? 0;
+}
+
+/** Applies the missing migrations; returns the versions before and after. */
+export async function migratePg(pool: pg.Pool): Promise<{ from: number; to: number }> {
+  const client = await pool.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+      const from = await pgSchemaVersion(client);
+      if (from > PG_MIGRATIONS.length) {
+        throw new StoreError(`the PostgreSQL store has schema version ${from}, newer than this build (${PG_MIGRATIONS.length})`);
+      }
+      for (let v = from; v < PG_MIGRATIONS.length; v++) {
+        await client.query("BEGIN");
+        try {
+          await client.query(PG_MIGRATIONS[v]!);
+          await client.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
+          await client.query("COMMIT");
+        } catch (err) {
+          await client.query("ROLLBACK");
+          throw err;
+        }
+      }
+      return { from, to: PG_MIGRATIONS.length };
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Refuses a store whose schema is older or newer than this build, with what to do about it. */
+export async function requireCurrentPgSchema(pool: pg.Pool, url: string): Promise<void> {
+  let version: number;
+  try {
+    version = await pgSchemaVersion(pool);
+  } catch (err) {
+    throw new StoreError(`cannot read the PostgreSQL store at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (version === PG_MIGRATIONS.length) return;
+  if (version < PG_MIGRATIONS.length) {
+    throw new StoreError(
+      `the PostgreSQL store at ${redactUrl(url)} has schema version ${version}, this build needs ${PG_MIGRATIONS.length}; run "marketdata migrate --db URL" against the primary`,
+    );
+  }
+  throw new StoreError(
+    `the PostgreSQL store at ${redactUrl(url)} has schema version ${version}, newer than this build (${PG_MIGRATIONS.length}); upgrade this server`,
+  );
+}

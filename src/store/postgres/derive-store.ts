@@ -1,0 +1,123 @@
+import type pg from "pg";
+import type { AppraisalRow, RarityRow } from "../../domain/records.js";
+import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports.js";
+import { lowestPrices } from "../shared/listing-prices.js";
+import { BULK_KINDS } from "./bulk-kinds.js";
+import { openStage, writeTransaction } from "./copy.js";
+
+// derive on PostgreSQL: the same reads and the same replacement rules as
+// SQLite's DeriveStore (imported rows are an operator's data: never deleted,
+// kept over computed ones unless --replace-imported), with the computed rows
+// staged by COPY and merged in one statement per data set, both data sets
+// in one transaction.
+
+const TABLE = { rarity: "rarity", appraisal: "appraisals" } as const;
+const VALUES = {
+  rarity: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank"],
+  appraisal: ["fair_market_value", "confidence"],
+} as const;
+
+export class PgDeriveStore implements DeriveRepository {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async collectionsToDerive(): Promise<string[]> {
+    const r = await this.pool.query<{ address: string }>(
+      `SELECT address FROM collections c
+       WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id)
+          OR EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = c.id)
+       ORDER BY address`,
+    );
+    return r.rows.map((x) => x.address);
+  }
+
+  async collectionId(address: string): Promise<number | undefined> {
+    return (await this.pool.query<{ id: number }>("SELECT id FROM collections WHERE address = $1", [address])).rows[0]?.id;
+  }
+
+  async tokens(collectionId: number): Promise<TokenRecord[]> {
+    const r = await this.pool.query<{ asset_id: string; current_owner: string; attributes: TokenRecord["attributes"] }>(
+      // Ordered by the numeric column, not by the text alias of the same name.
+      "SELECT t.asset_id::text AS asset_id, t.current_owner, t.attributes FROM tokens t WHERE t.collection_id = $1 ORDER BY t.asset_id",
+      [collectionId],
+    );
+    return r.rows.map((t) => ({ assetId: t.asset_id, currentOwner: t.current_owner, attributes: t.attributes }));
+  }
+
+  async sales(collectionId: number): Promise<SaleForModel[]> {
+    const r = await this.pool.query<{ asset_id: string; timestamp: number; price: string; buyer: string }>(
+      `SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
+       FROM sales s WHERE s.collection_id = $1 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
+      [collectionId],
+    );
+    return r.rows.map((s) => ({ assetId: s.asset_id, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));
+  }
+
+  async openListingPrices(collectionId: number): Promise<Map<string, bigint>> {
+    const r = await this.pool.query<{ asset_id: string; price: string }>(
+      `SELECT l.asset_id::text AS asset_id, l.price::text AS price FROM listings l WHERE l.collection_id = $1 AND l.status = 'CREATED'`,
+      [collectionId],
+    );
+    return lowestPrices(r.rows);
+  }
+
+  /** Both data sets in one transaction: readers see the old rows of both or the new rows of both. */
+  replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): Promise<DerivedWrites> {
+    return writeTransaction(this.pool, async (client) => {
+      const writes: DerivedWrites = {};
+      if (rows.rarity !== undefined) writes.rarity = await this.#replace(client, "rarity", collectionId, rows.rarity, replaceImported);
+      if (rows.appraisals !== undefined) writes.appraisals = await this.#replace(client, "appraisal", collectionId, rows.appraisals, replaceImported);
+      return writes;
+    });
+  }
+
+  async refreshPlannerStats(): Promise<void> {
+    // VACUUM too: the visibility map for index-only scans (ingest/pg-importer.ts).
+    await this.pool.query("VACUUM (ANALYZE) rarity, appraisals");
+  }
+
+  async #replace(
+    client: pg.PoolClient,
+    kind: "rarity" | "appraisal",
+    collectionId: number,
+    rows: readonly (RarityRow | AppraisalRow)[],
+    replaceImported: boolean,
+  ): Promise<DerivedWrite> {
+    const table = TABLE[kind];
+    const values = VALUES[kind];
+    {
+      await client.query(`DELETE FROM ${table} WHERE collection_id = $1 AND source = 'derived'`, [collectionId]);
+      const stage = await openStage(client, BULK_KINDS[kind === "rarity" ? "rarity" : "appraisals"]);
+      for (const r of rows) {
+        const pending = stage.write(r as unknown as Record<string, unknown>);
+        if (pending !== undefined) await pending;
+      }
+      await stage.finish();
+      // Only imported rows are left: a conflict meets one.
+      const onConflict = replaceImported
+        ? `DO UPDATE SET ${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}, source = 'derived'`
+        : "DO NOTHING";
+      const merged = await client.query<{ inserted: number; replaced: number }>(
+        `WITH up AS (
+           INSERT INTO ${table} (collection_id, asset_id, ${values.join(", ")}, source)
+           SELECT $1, asset_id, ${values.join(", ")}, 'derived' FROM stage
+           ON CONFLICT (collection_id, asset_id) ${onConflict}
+           RETURNING (xmax = 0) AS inserted)
+         SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS replaced FROM up`,
+        [collectionId],
+      );
+      const { inserted, replaced } = merged.rows[0]!;
+      // The next data set of this transaction stages its own rows.
+      await client.query("DROP TABLE stage");
+      const imported = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${table} WHERE collection_id = $1 AND source = 'imported'`,
+        [collectionId],
+      );
+      return {
+        written: inserted + replaced,
+        keptImported: replaceImported ? 0 : rows.length - inserted,
+        replacedImported: replaced,
+        imported: imported.rows[0]!.n,
+      };
+    }
+  }
+}

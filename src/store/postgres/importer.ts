@@ -1,0 +1,47 @@
+import type pg from "pg";
+import type { Kind } from "../../domain/kinds.js";
+import type { ImportCounts, ImportRecord, MaybePromise, RecordImport } from "../ports.js";
+import { BULK_KINDS } from "./bulk-kinds.js";
+import { openStage, writeTransaction } from "./copy.js";
+
+// Import into PostgreSQL: the checked records streamed by COPY into a
+// staging table and merged by set-based upserts (bulk-kinds.ts), the stats
+// aggregates recomputed from the hours the sales touched, and the data
+// version bumped: all in one transaction, so readers (and replicas) see the
+// whole import or none of it. A killed import rolls back.
+
+export class PgRecordImport implements RecordImport {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async importRecords(
+    kindName: Kind,
+    feed: (write: (record: ImportRecord) => MaybePromise<void>) => Promise<void>,
+    counts: ImportCounts,
+  ): Promise<void> {
+    const kind = BULK_KINDS[kindName];
+    await writeTransaction(this.pool, async (client) => {
+      const stage = await openStage(client, kind);
+      try {
+        await feed((record) => stage.write(record));
+      } catch (err) {
+        stage.abort(err);
+        throw err;
+      }
+      await stage.finish();
+      for (const [i, sql] of kind.statements.entries()) {
+        const r = await client.query<{ inserted: number; updated: number }>(sql);
+        if (i === kind.counts) {
+          counts.inserted = r.rows[0]!.inserted;
+          counts.updated = r.rows[0]!.updated;
+        }
+      }
+      // Lines whose key repeats within the file, or whose values were already there.
+      counts.unchanged = stage.rows - counts.inserted - counts.updated;
+    });
+    // After the commit (readers are not blocked): planner statistics, and the
+    // visibility map, without which an index-only scan (an asset's stats over
+    // sales_by_asset) visits the heap for every row until autovacuum comes:
+    // 10,000 heap fetches, 12.7 ms instead of 3 ms, on the bench:engines asset.
+    await this.pool.query(`VACUUM (ANALYZE) ${kind.tables.join(", ")}`);
+  }
+}

@@ -1,0 +1,68 @@
+import type pg from "pg";
+import type { ApiKeyInfo, KeyAdmin } from "../ports.js";
+import { hashApiKey, newApiKey } from "../shared/key-format.js";
+import { BUMP_DATA_VERSION } from "./database.js";
+
+// Keys of a PostgreSQL store: every write bumps the data version in its
+// transaction, so servers on the primary and on every replica drop what
+// they remembered (a revoked key is refused once replayed).
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export class PgKeyAdmin implements KeyAdmin {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  /** Runs `sql` and bumps the data version in one transaction, so caches everywhere see the change. */
+  async #write<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    const client = await this.#pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await client.query<R>(sql, params);
+      await client.query(BUMP_DATA_VERSION);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async create(name: string, options: { rateLimit?: number | null } = {}): Promise<{ id: number; key: string }> {
+    const key = newApiKey();
+    const r = await this.#write<{ id: number }>(
+      "INSERT INTO api_keys (name, key_hash, created_at, rate_limit) VALUES ($1, $2, $3, $4) RETURNING id",
+      [name, hashApiKey(key), nowSeconds(), options.rateLimit ?? null],
+    );
+    return { id: r.rows[0]!.id, key };
+  }
+
+  async list(): Promise<ApiKeyInfo[]> {
+    const r = await this.#pool.query<{ id: number; name: string; createdAt: string; revokedAt: string | null; rateLimit: number | null }>(
+      `SELECT id, name, created_at AS "createdAt", revoked_at AS "revokedAt", rate_limit AS "rateLimit" FROM api_keys ORDER BY id`,
+    );
+    // bigint columns arrive as text: epoch seconds fit a number.
+    return r.rows.map((k) => ({ ...k, createdAt: Number(k.createdAt), revokedAt: k.revokedAt === null ? null : Number(k.revokedAt) }));
+  }
+
+  async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
+    return ((await this.#write("UPDATE api_keys SET rate_limit = $1 WHERE id = $2", [rateLimit, id])).rowCount ?? 0) === 1;
+  }
+
+  async revoke(id: number): Promise<boolean> {
+    const exists = await this.#pool.query("SELECT 1 FROM api_keys WHERE id = $1", [id]);
+    if (exists.rowCount === 0) return false;
+    await this.#write("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [nowSeconds(), id]);
+    return true;
+  }
+
+  close(): Promise<void> {
+    return this.#pool.end();
+  }
+}
+

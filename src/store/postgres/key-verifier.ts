@@ -1,0 +1,17 @@
+import type { KeyGrant } from "../ports.js";
+import { hashApiKey } from "../shared/key-format.js";
+import type { PgQueries } from "./queries.js";
+import type { KeysRepository } from "../ports.js";
+
+/** The server's key check on PostgreSQL (SQLite's is api-keys.ts ApiKeyVerifier): the same lookup by digest. */
+export class PgKeyVerifier implements KeysRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async lookup(key: string): Promise<KeyGrant | undefined> {
+    const rows = await this.q.rows<KeyGrant>(
+      `SELECT id, rate_limit AS "rateLimit" FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hashApiKey(key)],
+    );
+    return rows[0];
+  }
+}

@@ -1,0 +1,51 @@
+import type pg from "pg";
+import { StoreUnavailableError } from "../ports.js";
+
+/**
+ * Runs a named prepared statement: PostgreSQL parses and plans each SQL text
+ * once per connection instead of on every request. Names are derived from
+ * the text, so every distinct query (per filter combination) gets its own.
+ */
+export class PgQueries {
+  /** Statement name and the values of its first run, by SQL text. */
+  readonly #names = new Map<string, { name: string; values: unknown[] }>();
+
+  constructor(readonly pool: pg.Pool) {}
+
+  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    let known = this.#names.get(text);
+    if (known === undefined) {
+      known = { name: `q${this.#names.size}`, values };
+      this.#names.set(text, known);
+    }
+    try {
+      return (await this.pool.query<R>({ name: known.name, text, values })).rows;
+    } catch (err) {
+      throw unavailable(err) ? new StoreUnavailableError("the PostgreSQL store is unreachable", { cause: err }) : err;
+    }
+  }
+
+  /** Every SQL text run so far, with the values of its first run (for query-plan tests). */
+  preparedRuns(): { text: string; values: unknown[] }[] {
+    return [...this.#names].map(([text, { values }]) => ({ text, values }));
+  }
+}
+
+/**
+ * A failure of the store's availability rather than of the query: no
+ * server, a server shutting down or restarting (SQLSTATE classes 08 and
+ * 57P), a query cancelled at statement_timeout (57014: a server too busy, or
+ * a replica held back by recovery), a dropped connection, no connection free
+ * in time, or no answer within the client's query timeout (a partition).
+ */
+export function unavailable(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  if (/^(08|57P|57014$)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH)$/.test(code)) return true;
+  return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(err.message);
+}
+
+/** 0x-prefixed lower-case hex of a bytea column. */
+export const hexOf = (column: string, as: string) => `'0x' || encode(${column}, 'hex') AS ${as}`;
+
+/** The bytes of a 0x-hex value, as a bytea parameter. */
+export const hexBytes = (hex: string) => Buffer.from(hex.slice(2), "hex");

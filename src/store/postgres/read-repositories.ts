@@ -1,0 +1,43 @@
+import type pg from "pg";
+import { PgAssetMetrics } from "./asset-metrics.js";
+import { PgCollections } from "./collections.js";
+import { PgKeyVerifier } from "./key-verifier.js";
+import { PgListings } from "./listings.js";
+import type { ReadRepositories, StoreInfo } from "../ports.js";
+import { PgSales } from "./sales.js";
+import { PgSocial } from "./social.js";
+import { pgSchemaVersion, redactUrl } from "./database.js";
+import { PG_MIGRATIONS } from "./migrations.js";
+import { PgQueries } from "./queries.js";
+
+/** Every read repository on one PostgreSQL pool (a primary or a streaming replica). */
+export interface PgRepositories extends ReadRepositories {
+  /** Every SQL text run so far, with the values of its first run (for query-plan tests). */
+  preparedRuns(): { text: string; values: unknown[] }[];
+}
+
+export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
+  const q = new PgQueries(pool);
+  const info: StoreInfo = {
+    description: redactUrl(url),
+    engine: "postgres",
+    expectedSchemaVersion: PG_MIGRATIONS.length,
+    // A row of the data, bumped by every write in its own transaction: a
+    // replica reports the version it has replayed, never one ahead of its rows.
+    dataVersion: async () => (await q.rows<{ v: number }>("SELECT data_version AS v FROM store_state WHERE id = 1", []))[0]?.v ?? 0,
+    schemaVersion: () => pgSchemaVersion(pool),
+    lastWrite: async () =>
+      (await q.rows<{ t: number }>("SELECT extract(epoch FROM last_write)::float8 AS t FROM store_state WHERE id = 1", []))[0]?.t ?? 0,
+  };
+  return {
+    collections: new PgCollections(q),
+    assetMetrics: new PgAssetMetrics(q),
+    sales: new PgSales(q),
+    listings: new PgListings(q),
+    social: new PgSocial(q),
+    keys: new PgKeyVerifier(q),
+    info,
+    preparedRuns: () => q.preparedRuns(),
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,102 @@
+import { type SaleRow, type SalesSummary, summarize } from "../../domain/records.js";
+import { hexBytes, hexOf, type PgQueries } from "./queries.js";
+import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
+import { saleKey, toSale } from "../shared/rows.js";
+
+// Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
+// window's stats in ONE statement (one snapshot, one round trip): per
+// marketplace, found by a loose index scan of sales_hourly, the running
+// totals at two instants, each the last hour row before the instant's hour
+// plus the raw sales of that hour up to it (store/sales-stats.ts has the
+// reasoning). Sums are numeric: exact for any amount.
+
+const SALE_COLUMNS = `c.address, ${hexOf("s.hash", "hash")}, ${hexOf("s.seller", "seller")}, ${hexOf("s.buyer", "buyer")},
+  s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
+  s.amount_received::text AS amount_received, s.marketplace`;
+
+/** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
+const atOrBefore = (hour: string, from: string, to: string) => `
+  SELECT coalesce(run.n, 0) + edge.n AS n, coalesce(run.v, 0) + edge.v AS v
+  FROM (SELECT 1) one
+  LEFT JOIN LATERAL (
+    SELECT h.cum_num_sales AS n, h.cum_volume AS v FROM sales_hourly h
+    WHERE h.collection_id = $1 AND h.marketplace = m.marketplace AND h.hour < ${hour}
+    ORDER BY h.hour DESC LIMIT 1) run ON true
+  CROSS JOIN LATERAL (
+    SELECT count(*) AS n, coalesce(sum(s.price), 0) AS v FROM sales s
+    WHERE s.collection_id = $1 AND s.marketplace = m.marketplace AND s.timestamp >= ${from} AND s.timestamp <= ${to}) edge`;
+
+export const PG_WINDOW_STATS_SQL = `
+  WITH RECURSIVE m(marketplace) AS (
+    SELECT min(marketplace) FROM sales_hourly WHERE collection_id = $1
+    UNION ALL
+    SELECT (SELECT min(h.marketplace) FROM sales_hourly h WHERE h.collection_id = $1 AND h.marketplace > m.marketplace)
+    FROM m WHERE m.marketplace IS NOT NULL)
+  SELECT m.marketplace, (up.n - lo.n)::int AS n, (up.v - lo.v)::text AS v
+  FROM m
+  CROSS JOIN LATERAL (${atOrBefore("$2", "$3", "$4")}) up
+  CROSS JOIN LATERAL (${atOrBefore("$5", "$6", "$7")}) lo
+  WHERE m.marketplace IS NOT NULL`;
+
+export const PG_ASSET_STATS_SQL = `
+  SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales
+  WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4
+  GROUP BY marketplace`;
+
+/** Past every timestamp the API accepts (and within bigint). */
+const END_OF_TIME = Number.MAX_SAFE_INTEGER;
+
+/** The parameters of atOrBefore for instant t: everything for undefined, nothing for t < 0. */
+function instant(t: number | undefined): [number, number, number] {
+  if (t === undefined) return [Math.floor(END_OF_TIME / BUCKET_SECONDS) + 1, 1, 0];
+  if (t < 0) return [-1, 1, 0];
+  const hour = Math.floor(t / BUCKET_SECONDS);
+  return [hour, hour * BUCKET_SECONDS, t];
+}
+
+export class PgSales implements SalesRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Promise<Page<SaleRow>> {
+    const values: unknown[] = [collectionId];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const where = ["s.collection_id = $1"];
+    if (filter.assetId !== undefined) where.push(`s.asset_id = ${$(filter.assetId)}`);
+    if (filter.marketplace !== undefined) where.push(`s.marketplace = ${$(filter.marketplace)}`);
+    if (filter.since !== undefined) where.push(`s.timestamp >= ${$(filter.since)}`);
+    if (filter.until !== undefined) where.push(`s.timestamp <= ${$(filter.until)}`);
+    if (page.after) {
+      const [ts, block, hash, assetId] = page.after;
+      const t = $(ts);
+      const b = $(block);
+      // The leading "<=" bounds the index range; the rest breaks ties.
+      where.push(`s.timestamp <= ${t} AND (s.timestamp < ${t} OR s.block < ${b} OR (s.block = ${b}
+        AND (s.hash, s.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))`);
+    }
+    const rows = await this.q.rows(
+      `SELECT ${SALE_COLUMNS} FROM sales s JOIN collections c ON c.id = s.collection_id
+       WHERE ${where.join(" AND ")}
+       ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_id LIMIT ${$(page.limit + 1)}`,
+      values,
+    );
+    return toPage(rows, page.limit, toSale, saleKey);
+  }
+
+  async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {
+    const rows =
+      filter.assetId === undefined
+        ? await this.q.rows<{ marketplace: string; n: number; v: string }>(PG_WINDOW_STATS_SQL, [
+            collectionId,
+            ...instant(filter.until),
+            ...instant(filter.since === undefined ? -1 : filter.since - 1),
+          ])
+        : await this.q.rows<{ marketplace: string; n: number; v: string }>(PG_ASSET_STATS_SQL, [
+            collectionId,
+            filter.assetId,
+            filter.since ?? 0,
+            filter.until ?? END_OF_TIME,
+          ]);
+    return summarize(rows.map((r) => [r.marketplace, { n: r.n, volume: BigInt(r.v) }]));
+  }
+}

@@ -1,0 +1,48 @@
+import type { ListingRow, ListingStatusName } from "../../domain/records.js";
+import { assetIdSql, assetKey } from "./asset-key.js";
+import { type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { type Row, listingKey, toListing } from "../shared/rows.js";
+import type { SqliteStatements } from "./statements.js";
+
+export class SqliteListings implements ListingsRepository {
+  constructor(private readonly s: SqliteStatements) {}
+
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
+    const where = ["l.collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    for (const [column, value] of [
+      ["asset_key", filter.assetId === undefined ? undefined : assetKey(filter.assetId)],
+      ["marketplace", filter.marketplace],
+      ["status", filter.status],
+    ] as const) {
+      if (value !== undefined) {
+        where.push(`l.${column} = ?`);
+        params.push(value);
+      }
+    }
+    if (page.after) {
+      const [createdAt, marketplace, marketplaceId] = page.after;
+      where.push(`l.created_at <= ? AND (l.created_at < ? OR (l.created_at = ?
+        AND (l.marketplace, l.marketplace_id) > (?, ?)))`);
+      params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
+    }
+    const sql = `SELECT c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at,
+        l.price, l.status
+      FROM listings l INDEXED BY ${listingsIndex(filter)} JOIN collections c ON c.id = l.collection_id
+      WHERE ${where.join(" AND ")}
+      ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
+    params.push(page.limit + 1);
+    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toListing, listingKey);
+  }
+}
+
+/** The index whose leading columns bind the most selective filter (see sqlite-sales.ts). */
+export function listingsIndex(f: ListingsFilter): string {
+  if (f.assetId !== undefined) return "listings_by_asset";
+  // With a marketplace, created_at then marketplace_id is its index's own
+  // order; listings_by_status would need a sort when both are given.
+  if (f.marketplace !== undefined) return "listings_by_marketplace";
+  if (f.status !== undefined) return "listings_by_status";
+  return "listings_by_time";
+}
+

@@ -1,0 +1,205 @@
+// Versioned schema. PRAGMA user_version holds the number of migrations
+// applied; each migration runs once, in its own transaction.
+//
+// Asset ids are uint256 decimal strings ordered numerically. They are stored
+// as asset_key: the id prefixed with its two-digit length ("04" + "7495"),
+// whose text order is the numeric order, so one plain column serves both
+// lookups and keyset ranges (see store/asset-key.ts).
+
+import type { Db } from "./db.js";
+import { SalesAggregates } from "./sales-stats.js";
+
+/** What a migration step may open besides the store. */
+export interface MigrationContext {
+  /** The store's key file (database.ts openKeys), created if absent; the step closes it. */
+  openKeys(): Db;
+}
+
+/** SQL, or a function for a step that needs code (a backfill). */
+export type Migration = string | ((db: Db, context: MigrationContext) => void);
+
+export const MIGRATIONS: readonly Migration[] = [
+  `
+  CREATE TABLE collections (
+    id INTEGER PRIMARY KEY,
+    address TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL DEFAULT ''
+  );
+
+  CREATE TABLE tokens (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    current_owner TEXT NOT NULL DEFAULT '',
+    attributes TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (collection_id, asset_key)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE appraisals (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    fair_market_value TEXT NOT NULL,
+    confidence TEXT NOT NULL,
+    PRIMARY KEY (collection_id, asset_key)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE rarity (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    current_owner TEXT NOT NULL,
+    rarity_score REAL NOT NULL,
+    statistical_rarity REAL NOT NULL,
+    rarity_rank INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, asset_key)
+  ) WITHOUT ROWID;
+  CREATE INDEX rarity_by_rank ON rarity (collection_id, rarity_rank, asset_key);
+
+  -- A rowid table: rows append cheaply, and the secondary indexes point at
+  -- an 8-byte rowid rather than at the wide natural key.
+  CREATE TABLE sales (
+    id INTEGER PRIMARY KEY,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    -- 32 and 20 raw bytes (store/hex.ts).
+    hash BLOB NOT NULL,
+    seller BLOB NOT NULL,
+    buyer BLOB NOT NULL,
+    timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    amount_received TEXT NOT NULL,
+    price_hi INTEGER,
+    price_lo INTEGER,
+    marketplace TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX sales_natural_key ON sales (hash, collection_id, asset_key);
+  CREATE INDEX sales_by_time ON sales (
+    collection_id, timestamp DESC, block DESC, hash, asset_key);
+  -- Stats sums are covered by the asset and marketplace indexes.
+  CREATE INDEX sales_by_asset ON sales (
+    collection_id, asset_key, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo);
+  CREATE INDEX sales_by_marketplace ON sales (
+    collection_id, marketplace, timestamp DESC, block DESC, hash, asset_key, price_hi, price_lo);
+
+  CREATE TABLE listings (
+    id INTEGER PRIMARY KEY,
+    marketplace TEXT NOT NULL,
+    marketplace_id TEXT NOT NULL,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_updated_at INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    status TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX listings_natural_key ON listings (marketplace, marketplace_id);
+  CREATE INDEX listings_by_time ON listings (collection_id, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_asset ON listings (collection_id, asset_key, created_at DESC, marketplace, marketplace_id);
+  CREATE INDEX listings_by_marketplace ON listings (collection_id, marketplace, created_at DESC, marketplace_id);
+  CREATE INDEX listings_by_status ON listings (collection_id, status, created_at DESC, marketplace, marketplace_id);
+
+  CREATE TABLE social_users (
+    id TEXT PRIMARY KEY,
+    screen_name TEXT NOT NULL,
+    profile_image_url TEXT NOT NULL,
+    description TEXT NOT NULL,
+    name TEXT NOT NULL,
+    location TEXT NOT NULL,
+    followers_count INTEGER NOT NULL,
+    verified INTEGER NOT NULL,
+    statuses_count INTEGER NOT NULL,
+    favourites_count INTEGER NOT NULL,
+    protected INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE influencers (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    user_id TEXT NOT NULL REFERENCES social_users(id),
+    score REAL NOT NULL,
+    PRIMARY KEY (collection_id, user_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX influencers_by_score ON influencers (collection_id, score DESC, user_id);
+
+  CREATE TABLE tweets (
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL REFERENCES social_users(id),
+    source TEXT NOT NULL,
+    text TEXT NOT NULL,
+    retweet_count INTEGER NOT NULL,
+    favorite_count INTEGER NOT NULL,
+    possibly_sensitive INTEGER NOT NULL,
+    lang TEXT NOT NULL,
+    -- Canonical protobuf JSON of the retweeted post, or NULL.
+    retweeted_status TEXT,
+    created_at TEXT NOT NULL,
+    date TEXT NOT NULL,
+    original_id TEXT NOT NULL,
+    original_text TEXT NOT NULL,
+    original_tweet INTEGER NOT NULL,
+    interaction INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX tweets_by_interaction ON tweets (collection_id, interaction DESC, id);
+
+  CREATE TABLE scores (
+    collection_id INTEGER PRIMARY KEY REFERENCES collections(id),
+    hype REAL NOT NULL,
+    gains REAL NOT NULL,
+    community REAL NOT NULL,
+    total REAL NOT NULL
+  );
+
+  CREATE TABLE api_keys (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    key_hash BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  );
+  `,
+  // 2: collection stats from aggregates kept at write time (store/sales-stats.ts),
+  // backfilled from the sales already in the store.
+  (db) => {
+    db.exec(`
+      CREATE TABLE sales_hourly (
+        collection_id INTEGER NOT NULL REFERENCES collections(id),
+        marketplace TEXT NOT NULL,
+        -- floor(timestamp / 3600)
+        hour INTEGER NOT NULL,
+        -- every sale up to the end of this hour (exact wei as decimal text)
+        cum_num_sales INTEGER NOT NULL,
+        cum_volume TEXT NOT NULL,
+        PRIMARY KEY (collection_id, marketplace, hour)
+      ) WITHOUT ROWID;
+    `);
+    new SalesAggregates(db).rebuild();
+  },
+  // 3: per-key rate limits (NULL: the server's default) and the provenance of
+  // appraisals and rarity: an operator's imported rows win over derived ones
+  // (derive never overwrites or deletes them unless told to). Rows written
+  // before this version count as imported: the safe reading, since a derive
+  // could otherwise destroy an operator's data.
+  `
+  ALTER TABLE api_keys ADD COLUMN rate_limit INTEGER;
+  ALTER TABLE appraisals ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
+  ALTER TABLE rarity ADD COLUMN source TEXT NOT NULL DEFAULT 'imported' CHECK (source IN ('imported', 'derived'));
+  `,
+  // 4: API keys move to a file of their own (database.ts keysFileOf), so that
+  // a key can be revoked while an import holds the store's write lock. The
+  // copy is idempotent: if this step rolls back, the next run copies again.
+  (db, context) => {
+    const keys = context.openKeys();
+    try {
+      const rows = db.prepare("SELECT id, name, key_hash, created_at, revoked_at, rate_limit FROM api_keys").all();
+      const insert = keys.prepare(
+        "INSERT OR IGNORE INTO api_keys (id, name, key_hash, created_at, revoked_at, rate_limit) VALUES (@id, @name, @key_hash, @created_at, @revoked_at, @rate_limit)",
+      );
+      keys.transaction(() => {
+        for (const r of rows) insert.run(r);
+      })();
+    } finally {
+      keys.close();
+    }
+    db.exec("DROP TABLE api_keys");
+  },
+];

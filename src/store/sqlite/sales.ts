@@ -1,0 +1,82 @@
+import type { SaleRow, SalesSummary } from "../../domain/records.js";
+import { assetIdSql, assetKey } from "./asset-key.js";
+import { hexSql, hexToBytes } from "./hex.js";
+import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { SalesStatsReader } from "./sales-stats.js";
+import { type Row, saleKey, toSale } from "../shared/rows.js";
+import type { SqliteStatements } from "./statements.js";
+
+// Sales newest first (decisions.md's order), in keyset pages that cost the
+// same however deep they are, and a window's stats from the hourly running
+// totals (store/sales-stats.ts).
+
+export class SqliteSales implements SalesRepository {
+  readonly #stats: SalesStatsReader;
+
+  constructor(private readonly s: SqliteStatements) {
+    this.#stats = new SalesStatsReader((sql) => s.prepare(sql));
+  }
+
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
+    const where = ["s.collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    addSalesFilter(where, params, filter, "s.");
+    if (page.after) {
+      // The leading "<=" bounds the index seek; the rest breaks timestamp ties,
+      // so a page costs the same however deep it is.
+      const [ts, block, hash, assetId] = page.after;
+      where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
+        AND (s.hash, s.asset_key) > (?, ?)))))`);
+      params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
+    }
+    const sql = `SELECT c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
+        s.amount_received, s.marketplace
+      FROM sales s INDEXED BY ${salesIndex(filter)} JOIN collections c ON c.id = s.collection_id
+      WHERE ${where.join(" AND ")}
+      ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
+    params.push(page.limit + 1);
+    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toSale, saleKey);
+  }
+
+  /**
+   * A collection's stats for a window, from one snapshot of the store (an
+   * import committing meanwhile cannot mix its rows into the sums), in a
+   * bounded number of index seeks per marketplace (store/sales-stats.ts).
+   */
+  salesSummary(collectionId: number, filter: StatsFilter): SalesSummary {
+    return this.s.snapshot(() => this.#stats.summary(collectionId, filter));
+  }
+}
+
+// Each filter combination names its index (INDEXED BY): the index whose
+// leading columns bind the most selective filter, the asset before the
+// marketplace. The planner would mostly find the same with statistics
+// (refreshed after every import and derive), but a store served read-only
+// cannot gather them, and a wrong guess scans a whole collection
+// (test/store/query-plans.test.ts checks the columns each seek binds).
+function salesIndex(f: SalesFilter): string {
+  if (f.assetId !== undefined) return "sales_by_asset";
+  if (f.marketplace !== undefined) return "sales_by_marketplace";
+  return "sales_by_time";
+}
+
+function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alias: string): void {
+  if (f.assetId !== undefined) {
+    where.push(`${alias}asset_key = ?`);
+    params.push(assetKey(f.assetId));
+  }
+  if (f.marketplace !== undefined) {
+    where.push(`${alias}marketplace = ?`);
+    params.push(f.marketplace);
+  }
+  if (f.since !== undefined) {
+    where.push(`${alias}timestamp >= ?`);
+    params.push(f.since);
+  }
+  if (f.until !== undefined) {
+    where.push(`${alias}timestamp <= ?`);
+    params.push(f.until);
+  }
+}
+

@@ -1,0 +1,39 @@
+import type { StatsRebuildCounts, WritableStore } from "../ports.js";
+import type { Db } from "./db.js";
+import { DeriveStore } from "./derive-store.js";
+import { SqliteRecordImport } from "./importer.js";
+import { SalesAggregates } from "./sales-stats.js";
+
+// A SQLite store opened for writing, as the WritableStore port.
+
+/** An open SQLite connection as a writable store (closing the store closes it). */
+export function sqliteWritable(db: Db): WritableStore {
+  return {
+    description: db.name,
+    records: new SqliteRecordImport(db),
+    derive: new DeriveStore(db),
+    rebuildStats: async (collectionId, check) => rebuildStats(db, collectionId, check),
+    largestCollection: async () =>
+      db
+        .prepare("SELECT c.address FROM collections c ORDER BY (SELECT count(*) FROM tokens t WHERE t.collection_id = c.id) DESC, c.address LIMIT 1")
+        .pluck()
+        .get() as string | undefined,
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/** The aggregates recomputed from the raw sales in one transaction; with check, rolled back. */
+function rebuildStats(db: Db, collectionId: number | undefined, check: boolean): StatsRebuildCounts {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const { changed } = new SalesAggregates(db).rebuild(collectionId);
+    const rows = db.prepare("SELECT count(*) FROM sales_hourly").pluck().get() as number;
+    db.exec(check ? "ROLLBACK" : "COMMIT");
+    return { changed, rows };
+  } catch (err) {
+    if (db.inTransaction) db.exec("ROLLBACK");
+    throw err;
+  }
+}

@@ -1,0 +1,384 @@
+import type { Statement } from "better-sqlite3";
+import type { Db } from "./db.js";
+import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import { assetKey } from "./asset-key.js";
+import { hexToBytes } from "./hex.js";
+import { splitWei } from "./wei.js";
+import { SalesAggregates } from "./sales-stats.js";
+
+// Write side of the store: one upsert per record kind, keyed by the natural
+// keys of decisions.md. Each kind is described by a table spec; the SQL is
+// derived from it, so the kinds differ only in how a record maps to columns.
+
+export type UpsertResult = "inserted" | "updated" | "unchanged";
+
+/** Where an appraisal or rarity row came from: an operator's import, or `derive`. */
+export type Provenance = "imported" | "derived";
+
+type Columns = Record<string, unknown>;
+
+interface TableSpec {
+  table: string;
+  /** Natural key columns. */
+  key: readonly string[];
+  /** Every other column. */
+  values: readonly string[];
+}
+
+interface Upserter {
+  insert: Statement;
+  update: Statement;
+  spec: TableSpec;
+}
+
+const TABLES = {
+  token: { table: "tokens", key: ["collection_id", "asset_key"], values: ["current_owner", "attributes"] },
+  appraisal: {
+    table: "appraisals",
+    key: ["collection_id", "asset_key"],
+    values: ["fair_market_value", "confidence", "source"],
+  },
+  rarity: {
+    table: "rarity",
+    key: ["collection_id", "asset_key"],
+    values: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
+  },
+  sale: {
+    table: "sales",
+    key: ["hash", "collection_id", "asset_key"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
+  },
+  listing: {
+    table: "listings",
+    key: ["marketplace", "marketplace_id"],
+    values: ["collection_id", "asset_key", "created_at", "last_updated_at", "price", "status"],
+  },
+  socialUser: {
+    table: "social_users",
+    key: ["id"],
+    values: [
+      "screen_name", "profile_image_url", "description", "name", "location", "followers_count",
+      "verified", "statuses_count", "favourites_count", "protected",
+    ],
+  },
+  influencer: { table: "influencers", key: ["collection_id", "user_id"], values: ["score"] },
+  tweet: {
+    table: "tweets",
+    key: ["collection_id", "id"],
+    values: [
+      "user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang",
+      "retweeted_status", "created_at", "date", "original_id", "original_text", "original_tweet", "interaction",
+    ],
+  },
+  score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
+  collection: { table: "collections", key: ["address"], values: ["name"] },
+} satisfies Record<string, TableSpec>;
+
+export type RecordKind = keyof typeof TABLES;
+
+export type SocialUserRecord = SocialUserRow;
+
+/** A tweet row plus the collection it relates to. */
+export interface TweetRecord extends TweetRow {
+  contractAddress: string;
+}
+
+export class WriteStore {
+  readonly #db: Db;
+  readonly #upserters = new Map<RecordKind, Upserter>();
+  readonly #collectionIds = new Map<string, number>();
+  readonly #insertCollection: Statement;
+  readonly #selectCollection: Statement;
+  readonly #saleBefore: Statement;
+  readonly #aggregates: SalesAggregates;
+  readonly #maintainStats: boolean;
+
+  /**
+   * maintainStats: false leaves the stats aggregates stale (until `stats
+   * rebuild`); it exists only to measure what maintaining them costs.
+   */
+  constructor(db: Db, options: { maintainStats?: boolean } = {}) {
+    this.#db = db;
+    this.#maintainStats = options.maintainStats ?? true;
+    this.#insertCollection = db.prepare("INSERT OR IGNORE INTO collections (address) VALUES (?)");
+    this.#selectCollection = db.prepare("SELECT id FROM collections WHERE address = ?");
+    this.#saleBefore = db
+      .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
+      .raw();
+    this.#aggregates = new SalesAggregates(db);
+  }
+
+  /**
+   * Runs fn in one transaction: all of its writes land, or none, and the
+   * stats aggregates they affect are brought up to date before it commits.
+   */
+  transaction<T>(fn: () => T): T {
+    const nested = this.#db.inTransaction;
+    try {
+      return this.#db
+        .transaction(() => {
+          const result = fn();
+          if (!nested) this.flushAggregates();
+          return result;
+        })
+        .immediate();
+    } catch (err) {
+      // Rows added inside were rolled back; their additions cannot be trusted.
+      if (nested) this.#aggregates.distrustAdded();
+      throw err;
+    }
+  }
+
+  /**
+   * Brings the stats aggregates up to date with the sales written so far.
+   * Whoever commits a transaction that wrote sales calls this first
+   * (transaction() and the importer do).
+   */
+  flushAggregates(): number {
+    return this.#aggregates.pending ? this.#aggregates.flush().changed : 0;
+  }
+
+  /** The id of a collection, registering the address on first sight. */
+  collectionId(address: string): number {
+    let id = this.#collectionIds.get(address);
+    if (id === undefined) {
+      this.#insertCollection.run(address);
+      id = (this.#selectCollection.get(address) as { id: number }).id;
+      this.#collectionIds.set(address, id);
+    }
+    return id;
+  }
+
+  upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
+    return this.#upsert("collection", { address: r.contractAddress, name: r.name });
+  }
+
+  upsertToken(r: {
+    contractAddress: string;
+    assetId: string;
+    currentOwner: string;
+    attributes: readonly { trait_type: string; value: unknown }[];
+  }): UpsertResult {
+    return this.#upsert("token", {
+      collection_id: this.collectionId(r.contractAddress),
+      asset_key: assetKey(r.assetId),
+      current_owner: r.currentOwner,
+      attributes: JSON.stringify(r.attributes),
+    });
+  }
+
+  /**
+   * Imported rows (the default) insert or overwrite; a derived row with
+   * `keepExisting` never replaces a row already there (derive-store.ts:
+   * imported rows win over derived ones) and reports it "unchanged".
+   */
+  upsertAppraisal(r: AppraisalRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
+    return this.#upsert(
+      "appraisal",
+      {
+        collection_id: this.collectionId(r.contractAddress),
+        asset_key: assetKey(r.assetId),
+        fair_market_value: r.fairMarketValue,
+        confidence: r.confidence,
+        source,
+      },
+      undefined,
+      keepExisting,
+    );
+  }
+
+  upsertRarity(r: RarityRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
+    return this.#upsert(
+      "rarity",
+      {
+        collection_id: this.collectionId(r.contractAddress),
+        asset_key: assetKey(r.assetId),
+        current_owner: r.currentOwner,
+        rarity_score: r.rarityScore,
+        statistical_rarity: r.statisticalRarity,
+        rarity_rank: r.rarityRank,
+        source,
+      },
+      undefined,
+      keepExisting,
+    );
+  }
+
+  /**
+   * Upserts a sale and marks the stats hours it lands in (and, for a changed
+   * sale, the hour it left). Outside a transaction it opens one, so the row
+   * and the aggregates always commit together.
+   */
+  upsertSale(r: SaleRow): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.upsertSale(r));
+    const price = BigInt(r.price);
+    const { hi, lo } = splitWei(price);
+    const hash = hexToBytes(r.hash);
+    const collectionId = this.collectionId(r.contractAddress);
+    const key = assetKey(r.assetId);
+    let before: [string, number] | undefined;
+    const row = {
+      hash,
+      collection_id: collectionId,
+      asset_key: key,
+      seller: hexToBytes(r.from),
+      buyer: hexToBytes(r.to),
+      timestamp: r.timestamp,
+      block: r.block,
+      price: r.price,
+      amount_received: r.amountReceived,
+      price_hi: hi,
+      price_lo: lo,
+      marketplace: r.marketplace,
+    };
+    const result = this.#upsert("sale", row, () => {
+      before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
+    });
+    if (this.#maintainStats) {
+      if (result === "inserted") this.#aggregates.add(collectionId, r.marketplace, r.timestamp, price);
+      else if (result === "updated") {
+        this.#aggregates.touch(collectionId, before![0], before![1]);
+        this.#aggregates.touch(collectionId, r.marketplace, r.timestamp);
+      }
+    }
+    return result;
+  }
+
+  upsertListing(r: ListingRow): UpsertResult {
+    return this.#upsert("listing", {
+      marketplace: r.marketplace,
+      marketplace_id: r.marketplaceId,
+      collection_id: this.collectionId(r.contractAddress),
+      asset_key: assetKey(r.assetId),
+      created_at: r.createdAt,
+      last_updated_at: r.lastUpdatedAt,
+      price: r.price,
+      status: r.status,
+    });
+  }
+
+  upsertSocialUser(u: SocialUserRecord): UpsertResult {
+    return this.#upsert("socialUser", {
+      id: u.id,
+      screen_name: u.screenName,
+      profile_image_url: u.profileImageUrl,
+      description: u.description,
+      name: u.name,
+      location: u.location,
+      followers_count: u.followersCount,
+      verified: u.verified ? 1 : 0,
+      statuses_count: u.statusesCount,
+      favourites_count: u.favouritesCount,
+      protected: u.protected ? 1 : 0,
+    });
+  }
+
+  upsertInfluencer(r: { contractAddress: string; user: SocialUserRecord; score: number }): UpsertResult {
+    this.upsertSocialUser(r.user);
+    return this.#upsert("influencer", {
+      collection_id: this.collectionId(r.contractAddress),
+      user_id: r.user.id,
+      score: r.score,
+    });
+  }
+
+  upsertTweet(r: TweetRecord): UpsertResult {
+    this.upsertSocialUser(r.user);
+    return this.#upsert("tweet", {
+      collection_id: this.collectionId(r.contractAddress),
+      id: r.id,
+      user_id: r.user.id,
+      source: r.source,
+      text: r.text,
+      retweet_count: r.retweetCount,
+      favorite_count: r.favoriteCount,
+      possibly_sensitive: r.possiblySensitive ? 1 : 0,
+      lang: r.lang,
+      retweeted_status: r.retweetedStatusJson,
+      created_at: r.createdAt,
+      date: r.date,
+      original_id: r.originalId,
+      original_text: r.originalText,
+      original_tweet: r.originalTweet ? 1 : 0,
+      interaction: r.interaction,
+    });
+  }
+
+  upsertScore(r: ScoreRow): UpsertResult {
+    if (r.name !== "") this.upsertCollection({ contractAddress: r.contractAddress, name: r.name });
+    return this.#upsert("score", {
+      collection_id: this.collectionId(r.contractAddress),
+      hype: r.hype,
+      gains: r.gains,
+      community: r.community,
+      total: r.total,
+    });
+  }
+
+  /** Rows currently in the table that records of `kind` go to. */
+  rowCount(kind: RecordKind): number {
+    return (this.#db.prepare(`SELECT count(*) FROM ${TABLES[kind].table}`).pluck().get() as number) ?? 0;
+  }
+
+  /**
+   * Drops the secondary indexes of `kind`'s table (keeping the natural key,
+   * which upserts need) and returns a function that rebuilds them. Building an
+   * index once, sorted, is far cheaper than updating it row by row during a
+   * large import. Both happen inside the caller's transaction, so readers see
+   * the old indexes until it commits, and a killed import loses nothing.
+   */
+  deferIndexes(kind: RecordKind): () => void {
+    const { table } = TABLES[kind];
+    const indexes = this.#db
+      .prepare(
+        `SELECT name, sql FROM sqlite_master
+         WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL AND name != ?`,
+      )
+      .all(table, `${table}_natural_key`) as { name: string; sql: string }[];
+    for (const { name } of indexes) this.#db.exec(`DROP INDEX ${name}`);
+    this.#upserters.delete(kind);
+    return () => {
+      for (const { sql } of indexes) this.#db.exec(sql);
+      this.#upserters.delete(kind);
+    };
+  }
+
+  /**
+   * Inserts a new row, or updates the row with the same natural key when any
+   * value differs; reports which happened so imports can count them.
+   */
+  #upsert(kind: RecordKind, row: Columns, beforeUpdate?: () => void, keepExisting = false): UpsertResult {
+    const u = this.#upserter(kind);
+    // Positional binding (faster than by name on hot imports): the insert
+    // takes key then value columns; the update values, key, values again.
+    const { key, values } = u.spec;
+    const params: unknown[] = new Array(key.length + values.length);
+    for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
+    for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
+    if (u.insert.run(params).changes > 0) return "inserted";
+    if (keepExisting) return "unchanged";
+    beforeUpdate?.();
+    const vals = params.slice(key.length);
+    return u.update.run(vals, params.slice(0, key.length), vals).changes > 0 ? "updated" : "unchanged";
+  }
+
+  #upserter(kind: RecordKind): Upserter {
+    let u = this.#upserters.get(kind);
+    if (!u) {
+      const spec: TableSpec = TABLES[kind];
+      const all = [...spec.key, ...spec.values];
+      const marks = (n: number) => Array(n).fill("?").join(", ");
+      u = {
+        spec,
+        insert: this.#db.prepare(`INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${marks(all.length)})`),
+        update: this.#db.prepare(
+          `UPDATE ${spec.table} SET ${spec.values.map((c) => `${c} = ?`).join(", ")}
+           WHERE ${spec.key.map((c) => `${c} = ?`).join(" AND ")}
+             AND (${spec.values.join(", ")}) IS NOT (${marks(spec.values.length)})`,
+        ),
+      };
+      this.#upserters.set(kind, u);
+    }
+    return u;
+  }
+}
