@@ -2,7 +2,7 @@ import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
-import { clientsFor, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
+import { clientsFor, startOfSecond, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
 // Prometheus metrics at GET /metrics: requests by procedure, protocol and
 // code, latency histograms, the response cache, rate-limit refusals, the
@@ -24,6 +24,8 @@ describe("GET /metrics", () => {
   it("counts requests by procedure, protocol and code, with bounded labels", async () => {
     const h = { "x-api-key": t.f.key };
     const sales = `${t.server.url}/v1/asset/sales?contractAddress=${COLLECTION}&limit=2`;
+    // The five requests below within one rate window (windows start on whole seconds).
+    await startOfSecond();
     await (await fetch(sales, { headers: h })).text();
     await (await fetch(sales, { headers: h })).text(); // a cache hit
     await (await fetch(`${t.server.url}/v1/asset/sales?contractAddress=nope`, { headers: h })).text();
