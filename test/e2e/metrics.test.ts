@@ -1,8 +1,7 @@
-import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
-import { clientsFor, startOfSecond, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
+import { clientsFor, freePort, startOfSecond, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
 // Prometheus metrics at GET /metrics: requests by procedure, protocol and
 // code, latency histograms, the response cache, rate-limit refusals, the
@@ -74,15 +73,6 @@ describe("GET /metrics", () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe("serve --metrics-port with --workers 2", () => {
   it("the primary serves the sum of both workers on its own port; the main port has no /metrics", async () => {
