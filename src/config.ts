@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { parseProxyEntry } from "./transport/client-address.js";
+import { parseProxyEntry } from "./transport/policy/client-address.js";
 
 // Server configuration, validated once at startup. The CLI layer fills the
 // flags from the command line, then the environment (MARKETDATA_DB, PORT,

@@ -1,5 +1,4 @@
 import type http from "node:http";
-import type http2 from "node:http2";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
@@ -11,29 +10,27 @@ import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, typ
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
 import { openReadRepositories } from "./store/open.js";
 import type { ReadRepositories } from "./store/ports.js";
-import { registerConnectGetRoutes } from "./transport/connect-get.js";
-import { DualProtocolServer, type RequestHandler } from "./transport/dual-protocol-server.js";
-import { createGrpcUnaryHandler } from "./transport/grpc-unary.js";
-import { Admission, addressLimited, type RateLimits } from "./transport/admission.js";
-import { ClientAddresses } from "./transport/client-address.js";
-import { refuseLongUrl } from "./transport/url-limit.js";
-import { registerNotFound } from "./transport/not-found.js";
-import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc-body.js";
-import { grpcStatusOf, rpcKindOf } from "./transport/rpc-errors.js";
-import { codeOfGrpcStatus, codeOfHttpStatus, ServerMetrics } from "./transport/metrics.js";
-import { createRpcGate } from "./transport/rpc-gate.js";
-import { corsPolicy } from "./transport/cors.js";
-import { registerDocs } from "./transport/docs.js";
-import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/rate-limit.js";
-import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/freshness.js";
-import type { KeyVerifier } from "./transport/guards.js";
-import { requestLogger, rpcInterceptors } from "./transport/interceptors.js";
+import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
+import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
+import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";
+import { Admission, addressLimited, type RateLimits } from "./transport/policy/admission.js";
+import { ClientAddresses } from "./transport/policy/client-address.js";
+import { observeRoutes, requestEntry } from "./transport/entry.js";
+import { PUBLIC_SERVICES } from "./transport/policy/public-services.js";
+import { registerNotFound } from "./transport/http/not-found.js";
+import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc/body.js";
+import { registerMetricsEndpoint, ServerMetrics } from "./transport/ops/metrics.js";
+import { createRpcGate } from "./transport/rpc/gate.js";
+import { corsPolicy } from "./transport/http/cors.js";
+import { registerDocs } from "./transport/ops/docs.js";
+import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/policy/rate-limit.js";
+import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/cache/freshness.js";
+import type { KeyVerifier } from "./transport/policy/guards.js";
+import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
 import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
-import { cachedReadiness, healthRoutes, Lifecycle, registerHealthEndpoints, registerMetricsEndpoint } from "./transport/health.js";
-import { reflectionRoutes } from "./transport/reflection.js";
+import { cachedReadiness, healthRoutes, Lifecycle, registerHealthEndpoints } from "./transport/ops/health.js";
+import { reflectionRoutes } from "./transport/ops/reflection.js";
 import { Health } from "../gen/health/v1/health_pb.js";
-import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
-import { ServerReflection as ReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 // The composition root: the one place where store, services and transports
 // are wired together, for the CLI and the tests alike.
@@ -94,9 +91,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   lifecycle.onShutdown(() => admission.close());
   const readiness = cachedReadiness(() => storeNotReadyReason(deps.store), lifecycle, deps.degraded);
   const restFlags = successFlags(services);
-  // Health and reflection: every RPC protocol, no API key (guards.ts PUBLIC_SERVICES).
-  const publicServices = [Health, ReflectionV1, ReflectionV1Alpha];
-  const publicProcedures = new Set(publicServices.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
+  // Health and reflection: every RPC protocol, no API key (policy/public-services.ts).
+  const publicProcedures = new Set(PUBLIC_SERVICES.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   const metricsMode = deps.metrics ?? "route";
   const metrics =
     metricsMode === "off"
@@ -141,20 +137,15 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
       const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log, addresses });
-      const cors = corsPolicy(deps.corsOrigins ?? []);
-      const handler: RequestHandler = (req, res) => {
-        if (cors?.apply(req, res)) return;
-        if (refuseLongUrl(req, res, restFlags)) return;
-        // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
-        // every other method is an RPC or nothing (rpc-gate.ts).
-        if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
-          fastifyHandler(req as http.IncomingMessage, res as http.ServerResponse);
-          return;
-        }
-        if (log.isLevelEnabled("info")) logRpc(log, req, res);
-        if (metrics !== undefined) observeRpc(metrics, req, res, inputs.has(req.url ?? "") || publicProcedures.has(req.url ?? ""));
-        gate(req, res);
-      };
+      const handler = requestEntry({
+        cors: corsPolicy(deps.corsOrigins ?? []),
+        restFlags,
+        fastify: fastifyHandler as RequestHandler,
+        gate,
+        log,
+        metrics,
+        known: (procedure) => inputs.has(procedure) || publicProcedures.has(procedure),
+      });
       const t = deps.timeouts ?? defaultTimeouts();
       return new DualProtocolServer(handler, {
         headersMs: t.headersMs,
@@ -167,7 +158,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
       }) as unknown as http.Server;
     },
     // While closing, requests still arriving are refused by admission
-    // (admission.ts) with `unavailable`, in each protocol's error form.
+    // (policy/admission.ts) with `unavailable`, in each protocol's error form.
     return503OnClosing: false,
   });
   app.addHook("preClose", (done) => {
@@ -175,49 +166,15 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     done();
   });
 
-  // Registered only when the lines would be written: an idle hook still costs each request.
-  if (log.isLevelEnabled("info")) {
-    app.addHook("onResponse", (request, reply, done) => {
-      request.log.info(
-        { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
-        "request",
-      );
-      done();
-    });
-  }
+  observeRoutes(app, log, metrics);
   registerNotFound(app);
   registerHealthEndpoints(app, readiness, guard);
   registerDocs(app, guard);
-  if (metrics !== undefined) {
-    // Only the API's own routes are observed: health checks and scrapes would drown them.
-    app.addHook("onResponse", (request, reply, done) => {
-      const route = request.routeOptions.url;
-      const protocol = route === undefined ? undefined : route.startsWith("/v1/") ? "rest" : route.startsWith("/marketdata.") ? "connect-get" : undefined;
-      if (protocol !== undefined) metrics.observe(route!, protocol, codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
-      else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
-      done();
-    });
-    // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
-    if (metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
-  }
+  // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
+  if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
-}
-
-/** Records an RPC POST when its response ends: the procedure (or "unmatched"), its protocol, its code. */
-function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown, known: boolean): void {
-  const started = performance.now();
-  const protocol = rpcKindOf(req.headers["content-type"])?.protocol ?? "connect";
-  (res as http.ServerResponse).once("finish", () => {
-    const r = res as http.ServerResponse;
-    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
-    const code =
-      protocol === "connect" || grpcStatus === undefined
-        ? codeOfHttpStatus(r.statusCode)
-        : codeOfGrpcStatus(Number(grpcStatus));
-    metrics.observe(known ? (req.url ?? "unmatched") : "unmatched", protocol, code, (performance.now() - started) / 1000);
-  });
 }
 
 /** Why the store cannot be served (unreadable, or not at this build's schema); undefined when it can. */
@@ -230,35 +187,6 @@ async function storeNotReadyReason(store: ReadRepositories): Promise<string | un
     return "store not readable";
   }
   return undefined;
-}
-
-/** The one log line of an RPC request, written when its response ends. */
-function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown): void {
-  const started = performance.now();
-  (res as http.ServerResponse).once("finish", () => {
-    const r = res as http.ServerResponse;
-    // Trailers-only errors and the direct gRPC path's trailers are not headers of `r`.
-    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
-    log.info(
-      {
-        reqId: (req as { reqId?: string }).reqId,
-        method: req.method,
-        url: truncate(req.url ?? ""),
-        status: r.statusCode,
-        ...(grpcStatus === undefined ? {} : { grpcStatus }),
-        ms: round(performance.now() - started),
-      },
-      "request",
-    );
-  });
-}
-
-function truncate(url: string): string {
-  return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
 
 export interface RunningServer {

@@ -5,7 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
-import { READINESS_TTL_MS } from "../../src/transport/health.js";
+import { READINESS_TTL_MS } from "../../src/transport/ops/health.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";

@@ -6,7 +6,7 @@ import { buildServer } from "../../src/server.js";
 import { createServices } from "../../src/service/services.js";
 import { openReadOnly, type Db } from "../../src/store/sqlite/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { rpcInterceptors } from "../../src/transport/interceptors.js";
+import { rpcInterceptors } from "../../src/transport/rpc/interceptors.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { bySaleOrder } from "../support/oracle.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DataVersionWatch, KEY_MEMO_MS, MemoizedKeyVerifier, ResponseCache } from "../../src/transport/freshness.js";
-import { matchesIfNoneMatch } from "../../src/transport/cached-response.js";
+import { DataVersionWatch, KEY_MEMO_MS, MemoizedKeyVerifier, ResponseCache } from "../../src/transport/cache/freshness.js";
+import { matchesIfNoneMatch } from "../../src/transport/cache/cached-response.js";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 

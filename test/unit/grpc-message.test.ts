@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { percentEncode } from "../../src/transport/rpc-errors.js";
+import { percentEncode } from "../../src/transport/rpc/errors.js";
 
 describe("grpc-message percent-encoding", () => {
   it("keeps printable ASCII, encodes %, control characters and UTF-8 bytes", () => {

@@ -4,7 +4,7 @@ import { StoreUnavailableError } from "../../src/store/ports.js";
 import { openPool } from "../../src/store/postgres/database.js";
 import { unavailable } from "../../src/store/postgres/queries.js";
 import { pgRepositories } from "../../src/store/postgres/read-repositories.js";
-import { publicError } from "../../src/transport/guards.js";
+import { publicError } from "../../src/transport/policy/guards.js";
 
 // A PostgreSQL store that cannot be reached is the server's trouble, not the
 // caller's and not a bug: every protocol answers `unavailable` (HTTP 503),

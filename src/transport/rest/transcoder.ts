@@ -2,11 +2,11 @@ import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ServiceSet } from "../../service/services.js";
-import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cached-response.js";
-import type { DataVersionWatch, ResponseCache } from "../freshness.js";
-import { type Admission, type Admitted, rateLimitHeaders } from "../admission.js";
-import type { ClientAddresses } from "../client-address.js";
-import { apiKeyFrom, publicError } from "../guards.js";
+import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cache/cached-response.js";
+import type { DataVersionWatch, ResponseCache } from "../cache/freshness.js";
+import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
+import type { ClientAddresses } from "../policy/client-address.js";
+import { apiKeyFrom, publicError } from "../policy/guards.js";
 import { restRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
@@ -15,7 +15,7 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 // A request is parsed into its request message and handed to the service
 // implementation in-process, with no serialization in between. The checks
 // the RPC interceptors make (API key and rate limit first, error masking) are the same
-// functions (admission.ts, guards.ts), so every protocol authenticates, validates and
+// functions (policy/admission.ts, policy/guards.ts), so every protocol authenticates, validates and
 // fails alike. Parser and writer are compiled per method at startup.
 
 export interface RestDeps {
@@ -89,7 +89,7 @@ export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
   }
 }
 
-/** Each /v1 path's success flag field, for answers written before routing (url-limit.ts). */
+/** Each /v1 path's success flag field, for answers written before routing (http/url-limit.ts). */
 export function successFlags(services: ServiceSet): Map<string, string> {
   const flags = new Map<string, string>();
   for (const { method, path } of restRoutes(services.services)) {

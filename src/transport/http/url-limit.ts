@@ -1,6 +1,6 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { MAX_URL_BYTES } from "./cached-response.js";
+import { MAX_URL_BYTES } from "../cache/cached-response.js";
 
 // One bound on request URLs for every protocol, checked before routing or
 // parsing. HTTP/1.1 requests are already bounded by Node's 16 KB header
@@ -15,7 +15,7 @@ type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
 /**
  * Answers a GET or HEAD whose URL is longer than MAX_URL_BYTES and returns
  * true; false (nothing written) otherwise. `flags`: each /v1 path's success
- * flag field (transcoder.ts successFlags).
+ * flag field (rest/transcoder.ts successFlags).
  */
 export function refuseLongUrl(req: AnyRequest, res: AnyResponse, flags: ReadonlyMap<string, string>): boolean {
   const url = req.url ?? "";

@@ -2,8 +2,8 @@ import { create, type DescFile, type DescService, toBinary } from "@bufbuild/pro
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import * as v1 from "../../../gen/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 // gRPC server reflection (grpc.reflection.v1 and v1alpha: today's tools use
 // one or the other), built from the generated descriptors: no proto files

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { echo } from "../domain/echo.js";
+import { echo } from "../../domain/echo.js";
 
 // A GET (or HEAD) to no route answers in the API's own error form, the
 // Connect error shape every other error shares, rather than Fastify's

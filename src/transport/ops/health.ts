@@ -1,13 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ClientAddresses } from "./client-address.js";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
   HealthCheckResponseSchema,
   HealthListResponseSchema,
-} from "../../gen/health/v1/health_pb.js";
+} from "../../../gen/health/v1/health_pb.js";
 
 // Health for load balancers and orchestrators, without an API key:
 // - GET /healthz: the process is alive and its event loop answers;
@@ -126,33 +125,8 @@ export function healthRoutes(router: ConnectRouter, services: readonly string[],
   });
 }
 
-/** The onRequest hook of routes served without a key (admission.ts addressLimited). */
+/** The onRequest hook of routes served without a key (policy/admission.ts addressLimited). */
 export type PublicGuard = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
-
-export interface MetricsRouteOptions {
-  guard?: PublicGuard;
-  /** Answers only this machine's callers (others get 404): the API port's default. */
-  loopbackOnly?: ClientAddresses;
-}
-
-/**
- * GET /metrics in Prometheus' text format, without an API key: on the API
- * port for callers on this machine only, or on a listener of its own
- * (--metrics-port, --metrics-host) for a scraper elsewhere.
- */
-export function registerMetricsEndpoint(
-  app: FastifyInstance,
-  metrics: { registry: { contentType: string; metrics(): Promise<string> } },
-  options: MetricsRouteOptions = {},
-): void {
-  const { guard, loopbackOnly } = options;
-  app.get("/metrics", guard === undefined ? {} : { onRequest: guard }, async (request, reply) => {
-    if (loopbackOnly !== undefined && !loopbackOnly.isLoopback(request.raw)) {
-      return reply.code(404).send({ code: "not_found", message: 'no route GET "/metrics"' });
-    }
-    return reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
-}
 
 export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness, guard: PublicGuard): void {
   app.get("/healthz", { onRequest: guard }, (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));

@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
-import { type MaybePromise, settle } from "../store/ports.js";
-import type { KeyGrant, KeyVerifier } from "./guards.js";
+import { type MaybePromise, settle } from "../../store/ports.js";
+import type { KeyGrant, KeyVerifier } from "../policy/guards.js";
 
 // What a server may remember between requests, and when it must forget.
 // Everything here is keyed to the store's data version: whenever another

@@ -1,6 +1,9 @@
 import { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import type { StoreInfo } from "../store/ports.js";
+import type { StoreInfo } from "../../store/ports.js";
+import type { FastifyInstance } from "fastify";
+import type { ClientAddresses } from "../policy/client-address.js";
+import type { PublicGuard } from "./health.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels
@@ -200,4 +203,29 @@ function customMetric(name: string, help: string, type: "counter" | "histogram",
     get: async () => ({ name, help, type, aggregator: "sum" as const, values: values() }),
     reset: () => {},
   } as unknown as Metric;
+}
+
+export interface MetricsRouteOptions {
+  guard?: PublicGuard;
+  /** Answers only this machine's callers (others get 404): the API port's default. */
+  loopbackOnly?: ClientAddresses;
+}
+
+/**
+ * GET /metrics in Prometheus' text format, without an API key: on the API
+ * port for callers on this machine only, or on a listener of its own
+ * (--metrics-port, --metrics-host) for a scraper elsewhere.
+ */
+export function registerMetricsEndpoint(
+  app: FastifyInstance,
+  metrics: { registry: { contentType: string; metrics(): Promise<string> } },
+  options: MetricsRouteOptions = {},
+): void {
+  const { guard, loopbackOnly } = options;
+  app.get("/metrics", guard === undefined ? {} : { onRequest: guard }, async (request, reply) => {
+    if (loopbackOnly !== undefined && !loopbackOnly.isLoopback(request.raw)) {
+      return reply.code(404).send({ code: "not_found", message: 'no route GET "/metrics"' });
+    }
+    return reply.header("cache-control", "no-store").type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
 }

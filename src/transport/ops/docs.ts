@@ -11,7 +11,7 @@ import type { PublicGuard } from "./health.js";
 // needs a key (they describe the API, not its data), but both count against
 // the caller's address limit.
 
-const OPENAPI = new URL("../../gen/openapi.json", import.meta.url);
+const OPENAPI = new URL("../../../gen/openapi.json", import.meta.url);
 const UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 const UI_FILES: Record<string, string> = {
   "swagger-ui.css": "text/css; charset=utf-8",

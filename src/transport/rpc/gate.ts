@@ -1,17 +1,17 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
-import { type Admission, type Admitted, rateLimitHeaders } from "./admission.js";
+import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { echo } from "../domain/echo.js";
-import { apiKeyFrom, type ErrorLogger, publicError } from "./guards.js";
-import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./rpc-body.js";
-import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./rpc-errors.js";
-import type { RequestHandler } from "./dual-protocol-server.js";
-import type { ClientAddresses } from "./client-address.js";
+import { echo } from "../../domain/echo.js";
+import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
+import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./body.js";
+import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./errors.js";
+import type { RequestHandler } from "../http/dual-protocol-server.js";
+import type { ClientAddresses } from "../policy/client-address.js";
 
 // Every RPC POST (Connect, gRPC-Web, gRPC) passes here before its body is
-// read: the API key and rate limit (admission.ts), so an unauthenticated
+// read: the API key and rate limit (policy/admission.ts), so an unauthenticated
 // caller never makes the server read, inflate or parse anything. Then:
 // - gRPC unary calls to read-only methods: the direct path (grpc-unary.ts);
 // - binary messages for connect-node: read (bounded) and decoded once here,

@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ADDRESS_RE } from "../domain/formats.js";
+import { ADDRESS_RE } from "../../domain/formats.js";
 import type { CachedResponse, DataVersionWatch, ResponseCache } from "./freshness.js";
-import { settle } from "../store/ports.js";
+import { settle } from "../../store/ports.js";
 
 // Conditional requests and the response cache: a strong ETag on each 200 of
 // every GET the service answers (REST /v1 and Connect GET), 304 for a

@@ -2,7 +2,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { ECHO_LIMIT } from "../domain/echo.js";
+import { ECHO_LIMIT } from "../../domain/echo.js";
 
 // Errors written by this project's own RPC paths (admission before the body,
 // malformed messages, the direct gRPC path) in each protocol's own form, so

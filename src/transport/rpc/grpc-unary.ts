@@ -2,19 +2,19 @@ import type http2 from "node:http2";
 import { type DescMethodUnary, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { contentTypeUnaryProto } from "@connectrpc/connect/protocol-connect";
-import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
-import { cachedEntry, cacheKeyPrefix, compileRequestKey } from "./cached-response.js";
-import type { DataVersionWatch, ResponseCache } from "./freshness.js";
-import { type ErrorLogger, publicError } from "./guards.js";
-import { readBody, unwrapEnvelope } from "./rpc-body.js";
-import { grpcStatusOf, undecodable, writeRpcError } from "./rpc-errors.js";
+import { readOnlyUnaryMethods, type ServiceSet } from "../../service/services.js";
+import { cachedEntry, cacheKeyPrefix, compileRequestKey } from "../cache/cached-response.js";
+import type { DataVersionWatch, ResponseCache } from "../cache/freshness.js";
+import { type ErrorLogger, publicError } from "../policy/guards.js";
+import { readBody, unwrapEnvelope } from "./body.js";
+import { grpcStatusOf, undecodable, writeRpcError } from "./errors.js";
 
 // gRPC unary calls to read-only methods (NO_SIDE_EFFECTS), served without
 // connect-node's general machinery. A profile of connect-node's gRPC path
 // under load put most of a call's CPU in its generic layers (async
 // iterables, linked abort controllers, DOMExceptions, header objects) and in
 // re-encoding the same response on every call. Here a call is: read the
-// one length-prefixed message (the key was checked before: server.ts), look the encoded response up
+// one length-prefixed message (the key was checked before: gate.ts), look the encoded response up
 // in the response cache (shared with Connect GET's binary responses: the
 // bytes are the same), call the service in-process on a miss, write one
 // DATA frame and the trailers. Anything else (other content types, client

@@ -1,5 +1,6 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, PUBLIC_SERVICES, publicError, requireApiKey } from "./guards.js";
+import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "../policy/guards.js";
+import { PUBLIC_SERVICE_NAMES } from "../policy/public-services.js";
 
 /**
  * The request's own logger (bound to its request id), set by the transport
@@ -15,7 +16,7 @@ export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Intercepto
 /** Refuses any call without a valid, unrevoked x-api-key before the service is reached (health and reflection excepted). */
 export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
   return (next) => async (req) => {
-    if (!PUBLIC_SERVICES.has(req.service.typeName)) await requireApiKey(keys, req.header.get(API_KEY_HEADER));
+    if (!PUBLIC_SERVICE_NAMES.has(req.service.typeName)) await requireApiKey(keys, req.header.get(API_KEY_HEADER));
     return next(req);
   };
 }

@@ -4,22 +4,22 @@ import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance } from "fastify";
-import { readOnlyUnaryMethods, type ServiceSet } from "../service/services.js";
-import { cacheKeyPrefix, compileRequestKey, sendCached } from "./cached-response.js";
-import type { DataVersionWatch, ResponseCache } from "./freshness.js";
-import { type Admission, rateLimitHeaders } from "./admission.js";
-import type { ClientAddresses } from "./client-address.js";
-import { apiKeyFrom, publicError } from "./guards.js";
-import type { QueryObject } from "./rest/query.js";
-import { MAX_REQUEST_MESSAGE_BYTES } from "./rpc-body.js";
-import { undecodable } from "./rpc-errors.js";
+import { readOnlyUnaryMethods, type ServiceSet } from "../../service/services.js";
+import { cacheKeyPrefix, compileRequestKey, sendCached } from "../cache/cached-response.js";
+import type { DataVersionWatch, ResponseCache } from "../cache/freshness.js";
+import { type Admission, rateLimitHeaders } from "../policy/admission.js";
+import type { ClientAddresses } from "../policy/client-address.js";
+import { apiKeyFrom, publicError } from "../policy/guards.js";
+import type { QueryObject } from "../rest/query.js";
+import { MAX_REQUEST_MESSAGE_BYTES } from "./body.js";
+import { undecodable } from "./errors.js";
 
 // Connect's GET form of unary calls (methods marked NO_SIDE_EFFECTS):
 // `GET /pkg.Service/Method?encoding=proto|json&message=...[&base64=1][&compression=gzip]`.
 // Served here rather than by connect-node so that it shares the REST path's
 // in-process call, response cache and conditional requests (ETag / 304):
 // a Connect GET is cacheable HTTP. Connect POST, gRPC and gRPC-Web go to
-// connect-node directly (server.ts). Responses are never compressed.
+// connect-node directly (entry.ts, rpc/gate.ts). Responses are never compressed.
 
 
 export interface ConnectGetDeps {

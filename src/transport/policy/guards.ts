@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type KeyGrant, StoreUnavailableError } from "../store/ports.js";
-import { type MaybePromise, settle } from "../store/ports.js";
+import { type KeyGrant, StoreUnavailableError } from "../../store/ports.js";
+import { type MaybePromise, settle } from "../../store/ports.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
 // run them as Connect interceptors (interceptors.ts); REST and Connect GET
@@ -18,13 +18,6 @@ export interface KeyVerifier {
 export interface ErrorLogger {
   error(obj: object, msg: string): void;
 }
-
-/** Services served without an API key: health and reflection describe the server, not its data. */
-export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-]);
 
 export const MISSING_KEY = `missing API key: send it in the ${API_KEY_HEADER} header`;
 export const INVALID_KEY = "invalid or revoked API key";

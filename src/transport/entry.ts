@@ -1,0 +1,113 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import type { RequestHandler } from "./http/dual-protocol-server.js";
+import { refuseLongUrl } from "./http/url-limit.js";
+import { codeOfGrpcStatus, codeOfHttpStatus, type ServerMetrics } from "./ops/metrics.js";
+import { grpcStatusOf, rpcKindOf } from "./rpc/errors.js";
+
+// Where every request enters once its connection has picked a protocol
+// (http/dual-protocol-server.ts): CORS preflights, the URL bound, then GETs
+// to Fastify (REST, Connect GET, health, docs) and every other method to the
+// RPC gate (rpc/gate.ts); and the one request log line and the metrics of
+// each, whichever path served it.
+
+export interface EntryDeps {
+  cors: { apply(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean } | undefined;
+  /** Each /v1 path's success flag (for the 414 written before routing). */
+  restFlags: ReadonlyMap<string, string>;
+  fastify: RequestHandler;
+  gate: RequestHandler;
+  log: Logger;
+  metrics: ServerMetrics | undefined;
+  /** True for an RPC procedure the server defines (anything else is "unmatched" in the metrics). */
+  known(procedure: string): boolean;
+}
+
+export function requestEntry(deps: EntryDeps): RequestHandler {
+  const { cors, restFlags, fastify, gate, log, metrics } = deps;
+  return (req, res) => {
+    if (cors?.apply(req, res)) return;
+    if (refuseLongUrl(req, res, restFlags)) return;
+    // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
+    // every other method is an RPC or nothing (rpc/gate.ts).
+    if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
+      fastify(req, res);
+      return;
+    }
+    if (log.isLevelEnabled("info")) logRpc(log, req, res);
+    if (metrics !== undefined) observeRpc(metrics, req, res, deps.known(req.url ?? ""));
+    gate(req, res);
+  };
+}
+
+/**
+ * The request log line and the metrics of what Fastify serves. Registered
+ * only when they would be written: an idle hook still costs each request.
+ */
+export function observeRoutes(app: FastifyInstance, log: Logger, metrics: ServerMetrics | undefined): void {
+  if (log.isLevelEnabled("info")) {
+    app.addHook("onResponse", (request, reply, done) => {
+      request.log.info(
+        { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
+        "request",
+      );
+      done();
+    });
+  }
+  if (metrics === undefined) return;
+  // Only the API's own routes are observed: health checks and scrapes would drown them.
+  app.addHook("onResponse", (request, reply, done) => {
+    const route = request.routeOptions.url;
+    const protocol = route === undefined ? undefined : route.startsWith("/v1/") ? "rest" : route.startsWith("/marketdata.") ? "connect-get" : undefined;
+    if (protocol !== undefined) metrics.observe(route!, protocol, codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+    else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+    done();
+  });
+}
+
+/** Records an RPC POST when its response ends: the procedure (or "unmatched"), its protocol, its code. */
+function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown, known: boolean): void {
+  const started = performance.now();
+  const protocol = rpcKindOf(req.headers["content-type"])?.protocol ?? "connect";
+  (res as http.ServerResponse).once("finish", () => {
+    const r = res as http.ServerResponse;
+    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
+    const code =
+      protocol === "connect" || grpcStatus === undefined
+        ? codeOfHttpStatus(r.statusCode)
+        : codeOfGrpcStatus(Number(grpcStatus));
+    metrics.observe(known ? (req.url ?? "unmatched") : "unmatched", protocol, code, (performance.now() - started) / 1000);
+  });
+}
+
+/** The one log line of an RPC request, written when its response ends. */
+function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown): void {
+  const started = performance.now();
+  (res as http.ServerResponse).once("finish", () => {
+    const r = res as http.ServerResponse;
+    // Trailers-only errors and the direct gRPC path's trailers are not headers of `r`.
+    const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
+    log.info(
+      {
+        reqId: (req as { reqId?: string }).reqId,
+        method: req.method,
+        url: truncate(req.url ?? ""),
+        status: r.statusCode,
+        ...(grpcStatus === undefined ? {} : { grpcStatus }),
+        ms: round(performance.now() - started),
+      },
+      "request",
+    );
+  });
+}
+
+function truncate(url: string): string {
+  return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
