@@ -3,11 +3,9 @@ import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
-import cluster from "node:cluster";
-import { Redis } from "ioredis";
-import { AggregatorRegistry } from "prom-client";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
+import { countedLimits, publishMetrics } from "./counts.js";
 import { openReadRepositories } from "./store/open.js";
 import type { ReadRepositories } from "./store/ports.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
@@ -23,7 +21,6 @@ import { registerMetricsEndpoint, ServerMetrics } from "./transport/ops/metrics.
 import { createRpcGate } from "./transport/rpc/gate.js";
 import { corsPolicy } from "./transport/http/cors.js";
 import { registerDocs } from "./transport/ops/docs.js";
-import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/policy/rate-limit.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/cache/freshness.js";
 import type { KeyVerifier } from "./transport/policy/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
@@ -215,61 +212,6 @@ function defaultTimeouts(): Timeouts {
   };
 }
 
-/** How long startup waits for Redis before serving with per-process counts meanwhile. */
-const REDIS_READY_MS = 3000;
-
-interface CountedLimits {
-  limits: RateLimits;
-  degraded?: () => string | undefined;
-  fallbacks?: () => number;
-  close(): Promise<void>;
-}
-
-/**
- * Where rate limits are counted: Redis when configured (every server
- * shares one count), else the cluster primary in a worker (one count per
- * server), else this process. Counted even when both server limits are 0:
- * a key's own limit (keys create --rate) always holds.
- */
-async function rateLimitsFor(config: StartOptions, log: Logger): Promise<CountedLimits> {
-  const keyRate = config.rateLimit ?? 0;
-  const anonymousRate = config.anonymousRateLimit ?? 0;
-  if (config.redis !== undefined) {
-    // Commands fail at their deadline rather than queue (RedisWindows falls back meanwhile).
-    const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_DEADLINE_MS });
-    // Without a listener a connection error would end the process; the limiter falls back meanwhile.
-    client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
-    const ready = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), REDIS_READY_MS);
-      client.once("ready", () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
-    if (!ready) log.warn("redis not ready: rate limits are counted per process until it is");
-    const windows = new RedisWindows(client, config.redis.prefix, { log });
-    return {
-      limits: { keyRate, anonymousRate, windows },
-      degraded: () => windows.degradedReason(),
-      fallbacks: () => windows.fallbacks,
-      close: async () => {
-        await client.quit().catch(() => client.disconnect());
-      },
-    };
-  }
-  const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
-  const windows = cluster.isWorker ? clusterWindows(onError) : new MemoryWindows();
-  return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
-}
-
-/** GET /metrics alone, on a port of its own (no API key: bind it where only the scraper reaches). */
-export async function serveMetrics(registry: { contentType: string; metrics(): Promise<string> }, port: number, host: string): Promise<FastifyInstance> {
-  const app = Fastify();
-  registerMetricsEndpoint(app, { registry });
-  await app.listen({ port, host });
-  return app;
-}
-
 /** Opens the store read-only (a SQLite file, or a PostgreSQL primary or replica) and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const store = await openReadRepositories(config.db, {
@@ -277,7 +219,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
     ...(config.timeouts?.storeMs === undefined ? {} : { queryTimeoutMs: config.timeouts.storeMs }),
   });
   const logger = pino({ level: config.logLevel ?? "silent" });
-  const limits = await rateLimitsFor(config, logger);
+  const limits = await countedLimits(config, logger);
   try {
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
@@ -294,15 +236,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       metrics: metricsMode,
       corsOrigins: config.corsOrigins ?? [],
     });
-    let metricsServer: FastifyInstance | undefined;
-    if (metrics !== undefined && config.metrics?.port !== undefined) {
-      if (cluster.isWorker) {
-        // Constructing one installs the worker's answer to the primary's requests (prom-client's cluster.js).
-        new AggregatorRegistry();
-        AggregatorRegistry.setRegistries([metrics.registry]);
-      }
-      else metricsServer = await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST);
-    }
+    const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");

@@ -1,10 +1,9 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { AggregatorRegistry } from "prom-client";
-import { RateLimiterClusterMaster } from "rate-limiter-flexible";
-import { DEFAULT_METRICS_HOST, type ServeConfig } from "../config.js";
-import { serveMetrics, startServer } from "../server.js";
+import type { ServeConfig } from "../config.js";
+import { primaryCounts } from "../counts.js";
+import { startServer } from "../server.js";
 import { openReadRepositories } from "../store/open.js";
 import { CliError } from "./errors.js";
 
@@ -71,8 +70,8 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   const log = pino({ level: config.logLevel });
   // Refuse a missing or outdated store here, once, with the CLI's message.
   await (await openReadRepositories(config.db, { poolSize: 1 })).close();
-  // The workers' rate-limit counts live here, so N workers enforce one limit (Redis, when given, replaces it).
-  if (config.redis === undefined) new RateLimiterClusterMaster();
+  // Before any worker: the windows its workers share, and the sum of their metrics.
+  const counts = await primaryCounts(config);
   cluster.setupPrimary({ exec: WORKER_ENTRY, args: [] });
   const env = { [WORKER_CONFIG_ENV]: JSON.stringify(config) };
   let stopping = false;
@@ -121,15 +120,10 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   ).catch(async (err: unknown) => {
     stopping = true;
     for (const w of live) w.kill("SIGTERM");
+    await counts.close();
     throw err;
   });
   const url = urls[0]!;
-  // Metrics on their own port: the primary serves the sum of every worker's (prom-client's aggregator over IPC).
-  const aggregator = new AggregatorRegistry();
-  const metricsServer =
-    config.metrics.enabled && config.metrics.port !== undefined
-      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST)
-      : undefined;
   log.info({ workers: config.workers }, `Server listening at ${url}`);
   onReady?.(url);
 
@@ -139,7 +133,7 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
     const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
     for (const w of live) w.process.kill("SIGTERM");
     await Promise.all(exits);
-    await metricsServer?.close();
+    await counts.close();
   };
   if ("reason" in ended) {
     await stopWorkers();

@@ -1,0 +1,104 @@
+import cluster from "node:cluster";
+import Fastify, { type FastifyInstance } from "fastify";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { AggregatorRegistry } from "prom-client";
+import { RateLimiterClusterMaster } from "rate-limiter-flexible";
+import { DEFAULT_METRICS_HOST, type ServeConfig } from "./config.js";
+import type { RateLimits } from "./transport/policy/admission.js";
+import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/policy/rate-limit.js";
+import { registerMetricsEndpoint, type ServerMetrics } from "./transport/ops/metrics.js";
+
+// Where a server's counts live, for each role a process can have: one
+// process serving alone, a worker of `serve --workers N`, and the cluster
+// primary that holds what its workers share. Rate limits are counted in
+// Redis (every server shares one count), else in the primary for its
+// workers, else in the process; metrics on a port of their own are served
+// by the process alone, or by the primary summing its workers'.
+
+type CountConfig = Partial<Pick<ServeConfig, "rateLimit" | "anonymousRateLimit" | "redis" | "metrics">>;
+
+/** How long startup waits for Redis before serving with per-process counts meanwhile. */
+const REDIS_READY_MS = 3000;
+
+export interface CountedLimits {
+  limits: RateLimits;
+  degraded?: () => string | undefined;
+  fallbacks?: () => number;
+  close(): Promise<void>;
+}
+
+/**
+ * A serving process's rate-limit windows (alone or a worker). Counted even
+ * when both server limits are 0: a key's own limit (keys create --rate)
+ * always holds.
+ */
+export async function countedLimits(config: CountConfig, log: Logger): Promise<CountedLimits> {
+  const keyRate = config.rateLimit ?? 0;
+  const anonymousRate = config.anonymousRateLimit ?? 0;
+  if (config.redis !== undefined) {
+    // Commands fail at their deadline rather than queue (RedisWindows falls back meanwhile).
+    const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_DEADLINE_MS });
+    // Without a listener a connection error would end the process; the limiter falls back meanwhile.
+    client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), REDIS_READY_MS);
+      client.once("ready", () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!ready) log.warn("redis not ready: rate limits are counted per process until it is");
+    const windows = new RedisWindows(client, config.redis.prefix, { log });
+    return {
+      limits: { keyRate, anonymousRate, windows },
+      degraded: () => windows.degradedReason(),
+      fallbacks: () => windows.fallbacks,
+      close: async () => {
+        await client.quit().catch(() => client.disconnect());
+      },
+    };
+  }
+  const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
+  const windows = cluster.isWorker ? clusterWindows(onError) : new MemoryWindows();
+  return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
+}
+
+/**
+ * A serving process's metrics on a port of their own (--metrics-port): served
+ * here when alone; in a worker, handed to the primary, which serves the sum.
+ */
+export async function publishMetrics(metrics: ServerMetrics | undefined, config: CountConfig): Promise<FastifyInstance | undefined> {
+  if (metrics === undefined || config.metrics?.port === undefined) return undefined;
+  if (cluster.isWorker) {
+    // Constructing one installs the worker's answer to the primary's requests (prom-client's cluster.js).
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([metrics.registry]);
+    return undefined;
+  }
+  return serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST);
+}
+
+/**
+ * The cluster primary's counts: its workers' rate-limit windows (unless
+ * Redis holds them) and the sum of their metrics on --metrics-port.
+ */
+export async function primaryCounts(config: CountConfig): Promise<{ close(): Promise<void> }> {
+  // The workers' rate-limit counts live here, so N workers enforce one limit (Redis, when given, replaces it).
+  if (config.redis === undefined) new RateLimiterClusterMaster();
+  // Metrics on their own port: the sum of every worker's (prom-client's aggregator over IPC).
+  const aggregator = new AggregatorRegistry();
+  const server =
+    config.metrics?.enabled !== false && config.metrics?.port !== undefined
+      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST)
+      : undefined;
+  return { close: async () => void (await server?.close()) };
+}
+
+/** GET /metrics alone, on a port of its own (no API key: bind it where only the scraper reaches). */
+async function serveMetrics(registry: { contentType: string; metrics(): Promise<string> }, port: number, host: string): Promise<FastifyInstance> {
+  const app = Fastify();
+  registerMetricsEndpoint(app, { registry });
+  await app.listen({ port, host });
+  return app;
+}
