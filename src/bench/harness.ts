@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
-import { BIN } from "../cli/run-sync.js";
+import { BIN, startServe } from "../cli/run-sync.js";
 import { withStoreKeys } from "../store/sqlite/api-keys.js";
 import { openReadOnly, openWritable } from "../store/sqlite/database.js";
 
@@ -119,35 +119,15 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
 }
 
 /** The CLI's serve with N workers, for workers 1 vs 2. */
-export function startCli(db: string, workers: number, cacheMb: number, extra: string[] = []): Promise<Target> {
-  const args = ["serve", "--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info", ...extra];
-  const child = fork(BIN, args, {
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.once("exit", (code) => reject(new Error(`serve exited with ${code}`)));
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /Server listening at (http:\/\/[\d.:]+)/.exec(out);
-      if (m) {
-        child.stdout!.removeAllListeners("data");
-        child.stdout!.resume();
-        resolve({
-          url: m[1]!,
-          child,
-          reset: () => {},
-          eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
-          stop: () =>
-            new Promise((res) => {
-              child.removeAllListeners("exit");
-              child.once("exit", () => res());
-              child.kill("SIGTERM");
-            }),
-        });
-      }
-    });
-  });
+export async function startCli(db: string, workers: number, cacheMb: number, extra: string[] = []): Promise<Target> {
+  const serve = await startServe(["--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info", ...extra]);
+  return {
+    url: serve.url,
+    child: serve.child,
+    reset: () => {},
+    eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
+    stop: () => serve.stop(),
+  };
 }
 
 export interface Run {

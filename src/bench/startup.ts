@@ -1,6 +1,6 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { Command } from "commander";
-import { BIN } from "../cli/run-sync.js";
+import { BIN, startServe } from "../cli/run-sync.js";
 import { ensureStore, log, median } from "./harness.js";
 
 // How long the CLI takes to start: `marketdata --version` (a command that
@@ -23,27 +23,12 @@ function quick(): number {
   return performance.now() - started;
 }
 
-function serveReady(db: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(process.execPath, [BIN, "serve", "--db", db, "--port", "0", "--workers", "1"], { stdio: ["ignore", "pipe", "pipe"] });
-    let seen = "";
-    const early = (code: number | null) => reject(new Error(`serve exited with ${code}: ${seen}`));
-    const onData = (c: Buffer) => {
-      seen += c.toString();
-      if (/listening at http/i.test(seen)) {
-        const ms = performance.now() - started;
-        child.off("exit", early);
-        child.stdout.off("data", onData);
-        child.stderr.off("data", onData);
-        child.once("exit", () => resolve(ms));
-        child.kill("SIGTERM");
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.once("exit", early);
-  });
+async function serveReady(db: string): Promise<number> {
+  const started = performance.now();
+  const serve = await startServe(["--db", db, "--port", "0", "--workers", "1"]);
+  const ms = performance.now() - started;
+  await serve.stop();
+  return ms;
 }
 
 const { db } = ensureStore("default");

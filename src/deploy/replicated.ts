@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import pg from "pg";
-import { BIN, runCliSync } from "../cli/run-sync.js";
+import { runCliSync, startServe } from "../cli/run-sync.js";
 import { allowReplication, createStandby, type Standby, waitForReplay } from "./standby.js";
 
 // The replicated deployment, end to end on one machine (issue 10): a
@@ -58,43 +58,9 @@ interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts `serve` on `db` and resolves once it listens; its output is drained (last lines kept for errors). */
-function startServe(db: string, redis: string, prefix: string): Promise<Server> {
-  const child = spawn(
-    process.execPath,
-    [BIN, "serve", "--db", db, "--port", "0", "--workers", "1", "--redis", redis, "--redis-prefix", prefix, "--log-level", "info"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let tail = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error("serve did not start within 30 s")), 30_000);
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      reject(new Error(`${err.message}; output:\n${tail}`));
-    };
-    const onData = (chunk: Buffer) => {
-      tail = (tail + chunk.toString()).slice(-4000);
-      const m = tail.match(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m && timer) {
-        clearTimeout(timer);
-        resolve({
-          url: m[1]!,
-          child,
-          stop: () =>
-            new Promise<void>((done) => {
-              if (child.exitCode !== null) return done();
-              child.once("exit", () => done());
-              child.kill("SIGTERM");
-              setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
-            }),
-        });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => fail(new Error(`serve exited with ${code}`)));
-  });
+/** Starts `serve` on `db` and resolves once it listens (cli/run-sync.ts startServe: output drained, last lines kept for errors). */
+function startReplicaServer(db: string, redis: string, prefix: string): Promise<Server> {
+  return startServe(["--db", db, "--port", "0", "--workers", "1", "--redis", redis, "--redis-prefix", prefix, "--log-level", "info"], { timeoutMs: 30_000 });
 }
 
 /** A CLI command against the primary; its stdout. */
@@ -197,7 +163,7 @@ export async function runReplicatedDeployment(o: ReplicatedOptions): Promise<Rep
     standby = await createStandby(adminUrl, o.standbyPort, join(tmp, "standby"));
     log(`standby: pg_basebackup -R copy streaming on 127.0.0.1:${o.standbyPort}`);
     const prefix = `marketdata:replicated:${process.pid}:`;
-    const both = await Promise.all([startServe(standby.url(name), o.redis, prefix), startServe(standby.url(name), o.redis, prefix)]);
+    const both = await Promise.all([startReplicaServer(standby.url(name), o.redis, prefix), startReplicaServer(standby.url(name), o.redis, prefix)]);
     servers.push(...both);
     const pair = both as [Server, Server];
     log(`servers on the standby: ${pair[0].url}, ${pair[1].url} (Redis ${o.redis})`);
