@@ -5,13 +5,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { pino, type Logger } from "pino";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
-import { countedLimits, publishMetrics } from "./counts.js";
+import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
 import { openReadRepositories } from "./store/open.js";
 import type { ReadRepositories } from "./store/ports.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";
-import { Admission, addressLimited, type RateLimits } from "./transport/policy/admission.js";
+import { Admission, addressLimited } from "./transport/policy/admission.js";
 import { ClientAddresses } from "./transport/policy/client-address.js";
 import { observeRoutes, requestEntry } from "./transport/entry.js";
 import { PUBLIC_SERVICES } from "./transport/policy/public-services.js";
@@ -40,8 +40,8 @@ export interface ServerDeps {
   logger?: Logger;
   /** Response cache size in bytes; 0 turns it off. Default DEFAULT_CACHE_MB. */
   cacheBytes?: number;
-  /** Per-key and per-address request limits; none when absent. */
-  rateLimits?: RateLimits;
+  /** Per-key and per-address request limits, where they are counted and how that store fares (counts.ts); keys' own limits only when absent. */
+  rateLimits?: Omit<CountedLimits, "close">;
   /** Connection timeouts and the shutdown deadline; DEFAULT_TIMEOUTS when absent. */
   timeouts?: Timeouts;
   /** On close, how long idle keep-alive connections may still send a request (ms). */
@@ -52,10 +52,6 @@ export interface ServerDeps {
   corsOrigins?: readonly string[];
   /** Proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client; none: the TCP peer is the client. */
   trustProxy?: readonly string[];
-  /** Why the server is degraded (the shared rate-limit store failing); for /readyz. */
-  degraded?: () => string | undefined;
-  /** Requests counted per process because the shared rate-limit store did not answer (metrics). */
-  rateLimitFallbacks?: () => number;
 }
 
 export interface BuiltServer {
@@ -81,12 +77,12 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
   const services = createServices(deps.store);
   const interceptors = rpcInterceptors(keys, log);
-  const admission = new Admission(keys, deps.rateLimits);
+  const admission = new Admission(keys, deps.rateLimits?.limits);
   const addresses = new ClientAddresses(deps.trustProxy);
   const guard = addressLimited(admission, addresses);
   const lifecycle = new Lifecycle();
   lifecycle.onShutdown(() => admission.close());
-  const readiness = cachedReadiness(() => storeNotReadyReason(deps.store), lifecycle, deps.degraded);
+  const readiness = cachedReadiness(() => storeNotReadyReason(deps.store), lifecycle, deps.rateLimits?.degraded);
   const restFlags = successFlags(services);
   // Health and reflection: every RPC protocol, no API key (policy/public-services.ts).
   const publicProcedures = new Set(PUBLIC_SERVICES.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
@@ -99,7 +95,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           rateLimited: admission.refused,
           keyLookups: keys,
           store: deps.store.info,
-          ...(deps.rateLimitFallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimitFallbacks }),
+          ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
   const grpcUnary = createGrpcUnaryHandler({ services, cache, watch, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
@@ -227,9 +223,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       store,
       logger,
       cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
-      rateLimits: limits.limits,
-      ...(limits.degraded === undefined ? {} : { degraded: limits.degraded }),
-      ...(limits.fallbacks === undefined ? {} : { rateLimitFallbacks: limits.fallbacks }),
+      rateLimits: limits,
       trustProxy: config.trustProxy ?? [],
       ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),

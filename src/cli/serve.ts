@@ -146,7 +146,7 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   });
 }
 
-/** The body of a worker process (src/bin/marketdata-worker.js). */
+/** The body of a worker process (worker.ts, compiled: the cluster exec entry). */
 export async function runWorker(config: ServeConfig): Promise<void> {
   const signalled = firstSignal();
   const server = await startServer(config);

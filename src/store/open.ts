@@ -1,5 +1,3 @@
-import { existsSync } from "node:fs";
-import Database from "better-sqlite3";
 import type { KeyAdmin, ReadRepositories, WritableStore } from "./ports.js";
 import { PgKeyAdmin } from "./postgres/key-admin.js";
 import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, requireCurrentPgSchema } from "./postgres/database.js";
@@ -7,7 +5,7 @@ import { pgRepositories } from "./postgres/read-repositories.js";
 import { pgWritable } from "./postgres/writable.js";
 import { StoreError } from "./ports.js";
 import { sqliteKeyAdmin } from "./sqlite/api-keys.js";
-import { openReadOnly, openWritable, refusePostgres } from "./sqlite/database.js";
+import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "./sqlite/database.js";
 import { MIGRATIONS } from "./sqlite/migrations.js";
 import { sqliteRepositories } from "./sqlite/read-repositories.js";
 import { sqliteWritable } from "./sqlite/writable.js";
@@ -98,12 +96,7 @@ export async function migrateStore(db: string): Promise<{ description: string; f
       await pool.end();
     }
   }
-  let from = 0;
-  if (existsSync(db)) {
-    const probe = new Database(db, { readonly: true, fileMustExist: true });
-    from = probe.pragma("user_version", { simple: true }) as number;
-    probe.close();
-  }
+  const from = storeSchemaVersion(db);
   openWritable(db).close();
   return { description: `store ${db}`, from, to: MIGRATIONS.length };
 }

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_URL_BYTES, PARSED_MEMO_BYTES, ParsedKeyMemo } from "../../src/transport/cache/cached-response.js";
+import { PARSED_MEMO_BYTES, ParsedKeyMemo } from "../../src/transport/cache/cached-response.js";
+import { MAX_URL_BYTES } from "../../src/transport/http/url-limit.js";
 import { spawnCli, waitForOutput } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 

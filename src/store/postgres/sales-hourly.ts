@@ -1,6 +1,6 @@
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 
-// The hourly running totals of sales (store/sales-stats.ts explains them) on
+// The hourly running totals of sales (store/sqlite/sales-stats.ts explains them) on
 // PostgreSQL, kept by set-based statements instead of per-row marks: every
 // write of sales names, per collection and marketplace, the earliest hour it
 // touched; the rows from that hour on are deleted and summed again from the

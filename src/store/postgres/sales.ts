@@ -8,7 +8,7 @@ import { saleKey, toSale } from "../shared/rows.js";
 // window's stats in ONE statement (one snapshot, one round trip): per
 // marketplace, found by a loose index scan of sales_hourly, the running
 // totals at two instants, each the last hour row before the instant's hour
-// plus the raw sales of that hour up to it (store/sales-stats.ts has the
+// plus the raw sales of that hour up to it (store/sqlite/sales-stats.ts has the
 // reasoning). Sums are numeric: exact for any amount.
 
 const SALE_COLUMNS = `c.address, ${hexOf("s.hash", "hash")}, ${hexOf("s.seller", "seller")}, ${hexOf("s.buyer", "buyer")},

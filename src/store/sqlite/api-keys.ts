@@ -1,8 +1,7 @@
-import { existsSync } from "node:fs";
-import Database, { type Statement } from "better-sqlite3";
+import type { Statement } from "better-sqlite3";
 import type { ApiKeyInfo, KeyAdmin, KeyGrant } from "../ports.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
-import { type Db, openKeys, openWritable, schemaVersion } from "./database.js";
+import { type Db, openKeys, openWritable, storeSchemaVersion } from "./database.js";
 import { MIGRATIONS } from "./migrations.js";
 
 // API keys of a SQLite store, in its key file (database.ts keysFileOf).
@@ -86,7 +85,7 @@ export function withStoreKeys<T>(storePath: string, fn: (admin: ApiKeyAdmin) => 
  * is missing or behind this build's schema.
  */
 export function sqliteKeyAdmin(path: string): KeyAdmin {
-  if (!existsSync(path) || storeSchemaVersion(path) < MIGRATIONS.length) openWritable(path).close();
+  if (storeSchemaVersion(path) < MIGRATIONS.length) openWritable(path).close();
   const db = openKeys(path);
   const admin = new ApiKeyAdmin(db);
   return {
@@ -98,14 +97,4 @@ export function sqliteKeyAdmin(path: string): KeyAdmin {
       db.close();
     },
   };
-}
-
-/** The schema version of the store at `path`, read without taking any lock a writer holds. */
-function storeSchemaVersion(path: string): number {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  try {
-    return schemaVersion(db);
-  } finally {
-    db.close();
-  }
 }

@@ -153,6 +153,17 @@ export function openReadOnly(path: string): Db {
   return db;
 }
 
+/** The schema version of the store file at `path` (0 when there is none), read without taking any lock a writer holds. */
+export function storeSchemaVersion(path: string): number {
+  if (!existsSync(path)) return 0;
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return schemaVersion(db);
+  } finally {
+    db.close();
+  }
+}
+
 export function schemaVersion(db: Db): number {
   return db.pragma("user_version", { simple: true }) as number;
 }

@@ -157,7 +157,7 @@ export const MIGRATIONS: readonly Migration[] = [
     revoked_at INTEGER
   );
   `,
-  // 2: collection stats from aggregates kept at write time (store/sales-stats.ts),
+  // 2: collection stats from aggregates kept at write time (sales-stats.ts),
   // backfilled from the sales already in the store.
   (db) => {
     db.exec(`

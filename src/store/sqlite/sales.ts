@@ -8,7 +8,7 @@ import type { SqliteStatements } from "./statements.js";
 
 // Sales newest first (decisions.md's order), in keyset pages that cost the
 // same however deep they are, and a window's stats from the hourly running
-// totals (store/sales-stats.ts).
+// totals (sales-stats.ts).
 
 export class SqliteSales implements SalesRepository {
   readonly #stats: SalesStatsReader;
@@ -42,7 +42,7 @@ export class SqliteSales implements SalesRepository {
   /**
    * A collection's stats for a window, from one snapshot of the store (an
    * import committing meanwhile cannot mix its rows into the sums), in a
-   * bounded number of index seeks per marketplace (store/sales-stats.ts).
+   * bounded number of index seeks per marketplace (sales-stats.ts).
    */
   salesSummary(collectionId: number, filter: StatsFilter): SalesSummary {
     return this.s.snapshot(() => this.#stats.summary(collectionId, filter));

@@ -109,9 +109,6 @@ function sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CachedRe
   return reply.type(entry.contentType).send(entry.body);
 }
 
-/** The longest URL any GET route takes (414 past it): the longest valid request is under 3 KB. */
-export const MAX_URL_BYTES = 8192;
-
 /**
  * Remembers, per route, the cache key that a request URL parsed to, so that
  * a repeated URL skips parsing on its way to the cache. Parsing depends on

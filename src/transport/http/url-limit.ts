@@ -1,6 +1,5 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { MAX_URL_BYTES } from "../cache/cached-response.js";
 
 // One bound on request URLs for every protocol, checked before routing or
 // parsing. HTTP/1.1 requests are already bounded by Node's 16 KB header
@@ -8,6 +7,9 @@ import { MAX_URL_BYTES } from "../cache/cached-response.js";
 // needs more than a few KB. A GET past the bound is answered 414 in the
 // family's error form (REST's success flag included); an RPC POST with such
 // a path names no procedure and is answered 404 by the RPC gate.
+
+/** The longest URL any GET route takes (414 past it): the longest valid request is under 3 KB. */
+export const MAX_URL_BYTES = 8192;
 
 type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import type { PublicGuard } from "./health.js";
+import type { PublicGuard } from "../policy/admission.js";
 
 // The API's documentation, offline: GET /openapi.json (gen/openapi.json, made
 // by buf generate from the contract) and GET /docs, Swagger UI from the

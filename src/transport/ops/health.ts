@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, type ConnectRouter, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
+import type { PublicGuard } from "../policy/admission.js";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -125,8 +126,6 @@ export function healthRoutes(router: ConnectRouter, services: readonly string[],
   });
 }
 
-/** The onRequest hook of routes served without a key (policy/admission.ts addressLimited). */
-export type PublicGuard = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 
 export function registerHealthEndpoints(app: FastifyInstance, readiness: Readiness, guard: PublicGuard): void {
   app.get("/healthz", { onRequest: guard }, (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));

@@ -3,7 +3,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import type { StoreInfo } from "../../store/ports.js";
 import type { FastifyInstance } from "fastify";
 import type { ClientAddresses } from "../policy/client-address.js";
-import type { PublicGuard } from "./health.js";
+import type { PublicGuard } from "../policy/admission.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels

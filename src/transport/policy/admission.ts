@@ -97,8 +97,7 @@ export class Admission {
 
   /** A request without a valid key: refused with `err`, after counting against its address's limit. */
   #countAddress(address: string, err: ConnectError): MaybePromise<Admitted> {
-    if (this.#limits.anonymousRate === 0) return { error: err };
-    return settle(this.#takeAddress(address), (rate) => (rate.allowed ? { rate, error: err } : this.#tooMany(rate)));
+    return settle(this.admitAddress(address), (a) => (a.error === undefined ? { ...a, error: err } : a));
   }
 
   #takeAddress(address: string): MaybePromise<RateState> {
@@ -159,15 +158,15 @@ export function rateLimitHeaders(rate: RateState | undefined): Record<string, st
   return headers;
 }
 
-/** Fastify's hook signature, narrowed to what addressLimited needs. */
-type OnRequest = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
+/** The onRequest hook of routes served without a key (addressLimited). */
+export type PublicGuard = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 
 /**
  * The onRequest hook of GET routes served without a key (health, readiness,
  * metrics, docs): the caller's address limit, refused with 429 and the
  * RateLimit headers in the Connect error shape.
  */
-export function addressLimited(admission: Admission, addresses: ClientAddresses): OnRequest {
+export function addressLimited(admission: Admission, addresses: ClientAddresses): PublicGuard {
   return (request, reply, done) => {
     const then = (a: Admitted) => {
       if (a.rate !== undefined) reply.headers(rateLimitHeaders(a.rate));

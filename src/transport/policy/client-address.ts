@@ -27,10 +27,11 @@ export function normalizeAddress(address: string): string {
 
 /** The rate-limit bucket of an address: an IPv4 address, or an IPv6 /64 prefix. */
 export function addressBucket(address: string | undefined): string {
-  if (address === undefined || address === "") return "?";
-  const normal = normalizeAddress(address);
-  if (net.isIP(normal) !== 6) return normal;
-  return `${normal.split(":").slice(0, 4).join(":")}::/64`;
+  return address === undefined || address === "" ? "?" : bucketOfNormal(normalizeAddress(address));
+}
+
+function bucketOfNormal(normal: string): string {
+  return net.isIP(normal) !== 6 ? normal : `${normal.split(":").slice(0, 4).join(":")}::/64`;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address ("::" and a trailing dotted IPv4 resolved). */
@@ -70,6 +71,8 @@ interface PeerRequest {
 
 export class ClientAddresses {
   readonly #trusted: net.BlockList | undefined;
+  /** Without trusted proxies a connection's bucket is its peer's: worked out once per connection, not per request. */
+  readonly #bucketOfSocket = new WeakMap<object, string>();
 
   /** `trustProxy`: addresses and CIDR blocks (validated by config.ts) whose X-Forwarded-For is believed. */
   constructor(trustProxy: readonly string[] = []) {
@@ -102,7 +105,19 @@ export class ClientAddresses {
 
   /** The rate-limit bucket of the request's client (addressBucket). */
   bucketOf(req: PeerRequest): string {
-    return addressBucket(this.of(req));
+    const socket = req.socket;
+    if (this.#trusted !== undefined || socket === null) return this.#bucket(req);
+    let bucket = this.#bucketOfSocket.get(socket);
+    if (bucket === undefined) {
+      bucket = this.#bucket(req);
+      this.#bucketOfSocket.set(socket, bucket);
+    }
+    return bucket;
+  }
+
+  #bucket(req: PeerRequest): string {
+    const client = this.of(req);
+    return client === undefined || client === "" ? "?" : bucketOfNormal(client);
   }
 
   /** True when the request's client (not merely a proxy in front of it) is on this machine. */
