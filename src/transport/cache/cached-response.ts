@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
-import type { FastifyReply, FastifyRequest } from "fastify";
 import { ADDRESS_RE } from "../../domain/formats.js";
 import type { CachedResponse, DataVersionWatch, ResponseCache } from "./freshness.js";
 import { settle } from "../../store/ports.js";
@@ -53,12 +52,14 @@ export interface Encoded {
   contentType: string;
 }
 
+export type CacheEncoding = "rest" | "connect-json" | "connect-proto";
+
 /**
  * The cache key of a request: its encoding (`rest`, `connect-json` or
  * `connect-proto`; gRPC shares `connect-proto`, whose bytes are the same),
  * the procedure, then the canonical request (compileRequestKey).
  */
-export function cacheKeyPrefix(encoding: "rest" | "connect-json" | "connect-proto", procedure: string): string {
+export function cacheKeyPrefix(encoding: CacheEncoding, procedure: string): string {
   return `${encoding} ${procedure} `;
 }
 
@@ -84,29 +85,6 @@ export function cachedEntry(
       return entry;
     });
   });
-}
-
-/**
- * Answers a GET from the cache or from `produce`, with ETag and 304 handling.
- * The caller has already authenticated the request. A cache hit is answered
- * synchronously (no promise for Fastify to wait on).
- */
-export function sendCached(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  cache: ResponseCache,
-  watch: DataVersionWatch,
-  key: string,
-  produce: () => Promise<Encoded>,
-): FastifyReply | Promise<FastifyReply> {
-  const entry = cachedEntry(cache, watch, key, produce);
-  return entry instanceof Promise ? entry.then((e) => sendEntry(request, reply, e)) : sendEntry(request, reply, entry);
-}
-
-function sendEntry(request: FastifyRequest, reply: FastifyReply, entry: CachedResponse): FastifyReply {
-  reply.header("etag", entry.etag).header("cache-control", CACHE_CONTROL);
-  if (matchesIfNoneMatch(request.headers["if-none-match"], entry.etag)) return reply.code(304).send();
-  return reply.type(entry.contentType).send(entry.body);
 }
 
 /**

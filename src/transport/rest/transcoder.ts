@@ -1,91 +1,64 @@
-import type { DescMessage, Message } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ServiceSet } from "../../service/services.js";
-import { cacheKeyPrefix, compileRequestKey, ParsedKeyMemo, sendCached } from "../cache/cached-response.js";
-import type { DataVersionWatch, ResponseCache } from "../cache/freshness.js";
-import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import { apiKeyFrom, publicError } from "../policy/guards.js";
+import { FastifyExchange, type ErrorForm } from "../unary/fastify-exchange.js";
+import { compileUnary, type UnaryCodec, type UnaryDeps } from "../unary/pipeline.js";
 import { restRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
 
-// Serves every RPC that has a google.api.http rule as a /v1 JSON endpoint.
-// A request is parsed into its request message and handed to the service
-// implementation in-process, with no serialization in between. The checks
-// the RPC interceptors make (API key and rate limit first, error masking) are the same
-// functions (policy/admission.ts, policy/guards.ts), so every protocol authenticates, validates and
-// fails alike. Parser and writer are compiled per method at startup.
+// Serves every RPC that has a google.api.http rule as a /v1 JSON endpoint,
+// through the one unary pipeline (unary/pipeline.ts) with REST's codec: the
+// query (and path) parameters parsed into the request message, the response
+// written in the /v1 JSON dialect, errors as {flag: 0, code, message} with
+// the code's HTTP status. Parser and writer are compiled per method at
+// startup; the service is called in-process, with no serialization between.
 
-export interface RestDeps {
-  services: ServiceSet;
-  admission: Admission;
-  cache: ResponseCache;
-  watch: DataVersionWatch;
+export interface RestDeps extends UnaryDeps {
   addresses: ClientAddresses;
 }
 
+interface RestInput {
+  query: QueryObject;
+  params: Record<string, string> | undefined;
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** REST's codec of one method. */
+function restCodec(method: DescMethodUnary): UnaryCodec<RestInput> {
+  const parse = compileQueryParser(method.input);
+  const write = compileJsonWriter(method.output);
+  return {
+    encoding: "rest",
+    decode: (input) => parse(input.query, input.params),
+    encode: (output: Message) => ({ body: Buffer.from(write(output)), contentType: JSON_TYPE }),
+  };
+}
+
+/** REST's error form: the family's success flag at 0, the code's name and the message. */
+function restErrorForm(output: DescMessage): ErrorForm {
+  const flag = successFlag(output);
+  return (error) => ({
+    status: codeToHttpStatus(error.code),
+    contentType: JSON_TYPE,
+    body: { ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage },
+  });
+}
+
+const readRest = (request: FastifyRequest): RestInput => ({
+  query: request.query as QueryObject,
+  params: request.params as Record<string, string> | undefined,
+});
+
 export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
   for (const { method, path } of restRoutes(deps.services.services)) {
-    const parse = compileQueryParser(method.input);
-    const write = compileJsonWriter(method.output);
-    const requestKey = compileRequestKey(method.input);
-    const impl = deps.services.unary(method);
-    const flag = successFlag(method.output);
-    const procedure = `/${method.parent.typeName}/${method.name}`;
-    const cachePrefix = cacheKeyPrefix("rest", procedure);
-
-    const parsedKeys = new ParsedKeyMemo();
-    const fail = (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply => {
-      const error = publicError(err, request.log, procedure);
-      return reply
-        .status(codeToHttpStatus(error.code))
-        .type("application/json; charset=utf-8")
-        .send({ ...(flag ? { [flag]: 0 } : {}), code: codeToString(error.code), message: error.rawMessage });
-    };
-
-    const serve = (request: FastifyRequest, reply: FastifyReply, admitted: Admitted): FastifyReply | Promise<FastifyReply> => {
-      if (admitted.rate !== undefined) reply.headers(rateLimitHeaders(admitted.rate));
-      try {
-        if (admitted.error !== undefined) throw admitted.error;
-        const parseRequest = () => parse(request.query as QueryObject, request.params as Record<string, string> | undefined);
-        const url = request.url;
-        let key = parsedKeys.get(url);
-        const remembered = key !== undefined;
-        let input: Message | undefined;
-        if (key === undefined) {
-          input = parseRequest();
-          key = cachePrefix + requestKey(input);
-        }
-        const result = sendCached(request, reply, deps.cache, deps.watch, key, async () => {
-          input ??= parseRequest();
-          return { body: Buffer.from(write(await impl(input))), contentType: "application/json; charset=utf-8" };
-        });
-        // Remembered once answered: a URL that failed validation never is.
-        if (!(result instanceof Promise)) {
-          if (!remembered) parsedKeys.set(url, key);
-          return result;
-        }
-        return result.then(
-          (r) => {
-            if (!remembered) parsedKeys.set(url, key);
-            return r;
-          },
-          (err: unknown) => fail(request, reply, err),
-        );
-      } catch (err) {
-        return fail(request, reply, err);
-      }
-    };
-
-    // Not an async function: with limits counted in-process, a cached answer is sent synchronously.
-    app.get(path, (request: FastifyRequest, reply: FastifyReply) => {
-      const admitted = deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw));
-      return admitted instanceof Promise
-        ? admitted.then((a) => serve(request, reply, a), (err: unknown) => fail(request, reply, err))
-        : serve(request, reply, admitted);
-    });
+    const run = compileUnary(deps, method, restCodec(method));
+    const errorForm = restErrorForm(method.output);
+    // Not an async function: a cached answer to a request admitted in-process is sent synchronously.
+    app.get(path, (request, reply) => run(new FastifyExchange(request, reply, deps.addresses, readRest, errorForm, true)));
   }
 }
 

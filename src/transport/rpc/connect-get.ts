@@ -1,32 +1,25 @@
 import { gunzipSync } from "node:zlib";
-import { fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, contentTypeUnaryJson, contentTypeUnaryProto, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import type { FastifyInstance } from "fastify";
-import { readOnlyUnaryMethods, type ServiceSet } from "../../service/services.js";
-import { cacheKeyPrefix, compileRequestKey, sendCached } from "../cache/cached-response.js";
-import type { DataVersionWatch, ResponseCache } from "../cache/freshness.js";
-import { type Admission, rateLimitHeaders } from "../policy/admission.js";
+import { codeToHttpStatus, contentTypeUnaryJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { readOnlyUnaryMethods } from "../../service/services.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import { apiKeyFrom, publicError } from "../policy/guards.js";
 import type { QueryObject } from "../rest/query.js";
+import { type ErrorForm, FastifyExchange } from "../unary/fastify-exchange.js";
+import { compileUnary, type UnaryDeps } from "../unary/pipeline.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./body.js";
-import { undecodable } from "./errors.js";
+import { jsonCodec, protoCodec } from "./codecs.js";
 
 // Connect's GET form of unary calls (methods marked NO_SIDE_EFFECTS):
 // `GET /pkg.Service/Method?encoding=proto|json&message=...[&base64=1][&compression=gzip]`.
-// Served here rather than by connect-node so that it shares the REST path's
-// in-process call, response cache and conditional requests (ETag / 304):
-// a Connect GET is cacheable HTTP. Connect POST, gRPC and gRPC-Web go to
-// connect-node directly (entry.ts, rpc/gate.ts). Responses are never compressed.
+// Served here rather than by connect-node so that it goes through the unary
+// pipeline (unary/pipeline.ts) with REST and gRPC: the in-process call, the
+// response cache and conditional requests (ETag / 304): a Connect GET is
+// cacheable HTTP. Connect POST, gRPC-Web and gRPC other than unary binary go
+// to connect-node (entry.ts, rpc/gate.ts). Responses are never compressed.
 
-
-export interface ConnectGetDeps {
-  services: ServiceSet;
-  admission: Admission;
-  cache: ResponseCache;
-  watch: DataVersionWatch;
+export interface ConnectGetDeps extends UnaryDeps {
   addresses: ClientAddresses;
 }
 
@@ -34,7 +27,9 @@ function single(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function decodeMessage(q: QueryObject): Uint8Array {
+/** The message bytes a Connect GET carries in its query. */
+function readMessage(request: FastifyRequest): Uint8Array {
+  const q = request.query as QueryObject;
   const message = single(q.message) ?? "";
   let bytes: Uint8Array;
   try {
@@ -54,45 +49,22 @@ function decodeMessage(q: QueryObject): Uint8Array {
   }
 }
 
+/** Connect's error form: the code's HTTP status and its JSON error body. */
+const connectErrorForm: ErrorForm = (error) => ({
+  status: codeToHttpStatus(error.code),
+  contentType: contentTypeUnaryJson,
+  body: Buffer.from(errorToJsonBytes(error, {})),
+});
+
 export function registerConnectGetRoutes(app: FastifyInstance, deps: ConnectGetDeps): void {
   for (const { method, procedure } of readOnlyUnaryMethods(deps.services.services)) {
-    const impl = deps.services.unary(method);
-    const requestKey = compileRequestKey(method.input);
-
-    app.get(procedure, async (request, reply) => {
-      const q = request.query as QueryObject;
-      const encoding = single(q.encoding);
-      if (encoding !== "proto" && encoding !== "json") {
-        return reply.code(415).send();
-      }
-      const binary = encoding === "proto";
-      try {
-        const admitted = await deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw));
-        if (admitted.rate !== undefined) reply.headers(rateLimitHeaders(admitted.rate));
-        if (admitted.error !== undefined) throw admitted.error;
-        const bytes = decodeMessage(q);
-        let input;
-        try {
-          input = binary
-            ? fromBinary(method.input, bytes)
-            : fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: false });
-        } catch (err) {
-          throw undecodable(method.input.typeName, err);
-        }
-        const key = cacheKeyPrefix(`connect-${encoding}`, procedure) + requestKey(input);
-        return await sendCached(request, reply, deps.cache, deps.watch, key, async () => {
-          const output = await impl(input);
-          return binary
-            ? { body: Buffer.from(toBinary(method.output, output)), contentType: contentTypeUnaryProto }
-            : { body: Buffer.from(toJsonString(method.output, output)), contentType: contentTypeUnaryJson };
-        });
-      } catch (err) {
-        const error = publicError(err, request.log, procedure);
-        return reply
-          .code(codeToHttpStatus(error.code))
-          .type(contentTypeUnaryJson)
-          .send(Buffer.from(errorToJsonBytes(error, {})));
-      }
+    const proto = compileUnary(deps, method, protoCodec(method));
+    const json = compileUnary(deps, method, jsonCodec(method));
+    app.get(procedure, (request, reply) => {
+      const encoding = single((request.query as QueryObject).encoding);
+      if (encoding !== "proto" && encoding !== "json") return reply.code(415).send();
+      const run = encoding === "proto" ? proto : json;
+      return run(new FastifyExchange(request, reply, deps.addresses, readMessage, connectErrorForm, false));
     });
   }
 }

@@ -11,9 +11,11 @@ import type { RequestHandler } from "../http/dual-protocol-server.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 
 // Every RPC POST (Connect, gRPC-Web, gRPC) passes here before its body is
-// read: the API key and rate limit (policy/admission.ts), so an unauthenticated
-// caller never makes the server read, inflate or parse anything. Then:
-// - gRPC unary calls to read-only methods: the direct path (grpc-unary.ts);
+// read. gRPC unary calls to read-only methods go to the unary pipeline
+// (grpc-unary.ts), which admits them as it does REST and Connect GET. Every
+// other call meets the API key and rate limit (policy/admission.ts) here, so
+// an unauthenticated caller never makes the server read, inflate or parse
+// anything. Then:
 // - binary messages for connect-node: read (bounded) and decoded once here,
 //   because connect-node answers a malformed protobuf message with
 //   `internal` (a server fault) where it is the caller's: invalid_argument.
@@ -51,10 +53,6 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       return;
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
-    if (req.httpVersionMajor === 2 && deps.grpcUnary.accepts(req as http2.Http2ServerRequest)) {
-      deps.grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
-      return;
-    }
     const input = deps.inputs.get(req.url ?? "");
     if (!kind.binary || input === undefined) {
       deps.connectNode(req, res);
@@ -112,6 +110,11 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
     if (kind === undefined) {
       const type = echo(req.headers["content-type"] ?? "");
       refuse(req, res, { protocol: "connect", binary: false }, new ConnectError(`unsupported content type ${type}; ${SUPPORTED}`, Code.InvalidArgument), {}, 415);
+      return;
+    }
+    if (req.httpVersionMajor === 2 && deps.grpcUnary.accepts(req as http2.Http2ServerRequest)) {
+      // The unary pipeline (unary/pipeline.ts) admits it, as it does REST and Connect GET.
+      deps.grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
       return;
     }
     const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req));
