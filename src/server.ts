@@ -3,6 +3,7 @@ import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
+import { createLogger } from "./log.js";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, readOnlyUnaryMethods } from "./service/services.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
@@ -214,7 +215,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
     ...(config.poolSize === undefined ? {} : { poolSize: config.poolSize }),
     ...(config.timeouts?.storeMs === undefined ? {} : { queryTimeoutMs: config.timeouts.storeMs }),
   });
-  const logger = pino({ level: config.logLevel ?? "silent" });
+  const logger = createLogger(config.logLevel ?? "silent");
   const limits = await countedLimits(config, logger);
   try {
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
-import { pino } from "pino";
+import { createLogger } from "../log.js";
 import type { ServeConfig } from "../config.js";
 import { primaryCounts } from "../counts.js";
 import { startServer } from "../server.js";
@@ -67,7 +67,7 @@ async function stopOn(signalled: Promise<NodeJS.Signals>, stop: (signal: NodeJS.
 }
 
 async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals>, onReady?: (url: string) => void): Promise<void> {
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config.logLevel);
   // Refuse a missing or outdated store here, once, with the CLI's message.
   await (await openReadRepositories(config.db, { poolSize: 1 })).close();
   // Before any worker: the windows its workers share, and the sum of their metrics.

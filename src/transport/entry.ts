@@ -43,26 +43,27 @@ export function requestEntry(deps: EntryDeps): RequestHandler {
 }
 
 /**
- * The request log line and the metrics of what Fastify serves. Registered
- * only when they would be written: an idle hook still costs each request.
+ * The request log line and the metrics of what Fastify serves, in one
+ * onResponse hook, registered only when it has something to do: every hook
+ * costs each request.
  */
 export function observeRoutes(app: FastifyInstance, log: Logger, metrics: ServerMetrics | undefined): void {
-  if (log.isLevelEnabled("info")) {
-    app.addHook("onResponse", (request, reply, done) => {
+  const logging = log.isLevelEnabled("info");
+  if (!logging && metrics === undefined) return;
+  app.addHook("onResponse", (request, reply, done) => {
+    if (logging) {
       request.log.info(
         { method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
         "request",
       );
-      done();
-    });
-  }
-  if (metrics === undefined) return;
-  // Only the API's own routes are observed: health checks and scrapes would drown them.
-  app.addHook("onResponse", (request, reply, done) => {
-    const route = request.routeOptions.url;
-    const protocol = route === undefined ? undefined : route.startsWith("/v1/") ? "rest" : route.startsWith("/marketdata.") ? "connect-get" : undefined;
-    if (protocol !== undefined) metrics.observe(route!, protocol, codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
-    else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+    }
+    if (metrics !== undefined) {
+      // Only the API's own routes are observed: health checks and scrapes would drown them.
+      const route = request.routeOptions.url;
+      const protocol = route === undefined ? undefined : route.startsWith("/v1/") ? "rest" : route.startsWith("/marketdata.") ? "connect-get" : undefined;
+      if (protocol !== undefined) metrics.observe(route!, protocol, codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+      else if (route === undefined) metrics.observe("unmatched", "rest", codeOfHttpStatus(reply.statusCode), reply.elapsedTime / 1000);
+    }
     done();
   });
 }
