@@ -1,4 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // The marketdata CLI as a child process, for the scripts that drive it as an
@@ -21,23 +24,46 @@ export function runCliSync(args: string[], timeoutMs?: number): { stdout: string
 export interface ServeProcess {
   url: string;
   child: ChildProcess;
-  /** The last few KB of what it printed (for errors). */
-  tail(): string;
+  /** Everything it printed so far, stdout and stderr (kept once it exited). */
+  output(): string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once it exited. */
   stop(graceMs?: number): Promise<void>;
 }
 
 /**
  * Starts `marketdata serve ARGS` and resolves once it prints its listening
- * line (with --workers N > 1, the primary's, after every worker), draining
- * its output meanwhile so a full pipe never stalls it. The one way the
- * benchmarks and the deployment scripts start a server.
+ * line (with --workers N > 1, the primary's, after every worker). Its output
+ * goes to a file, as an operator's log would, not through a pipe this
+ * process must drain: a load generator reading the server's request lines
+ * would spend its own CPU on them. The one way the benchmarks and the
+ * deployment scripts start a server.
  */
-export function startServe(args: string[], options: { timeoutMs?: number } = {}): Promise<ServeProcess> {
-  if (!args.includes("--workers")) throw new Error("startServe: say --workers (the default depends on the machine)");
-  const lone = args[args.indexOf("--workers") + 1] === "1";
-  const child = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  let tail = "";
+export function startServe(args: string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<ServeProcess> {
+  const workers = args.includes("--workers") ? args[args.indexOf("--workers") + 1] : options.env?.WORKERS;
+  if (workers === undefined) throw new Error("startServe: say --workers or WORKERS (the default depends on the machine)");
+  const lone = workers === "1";
+  const dir = mkdtempSync(join(tmpdir(), "marketdata-serve-"));
+  const logFile = join(dir, "serve.log");
+  const out = openSync(logFile, "w");
+  const child = spawn(process.execPath, [BIN, "serve", ...args], {
+    stdio: ["ignore", out, out],
+    ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
+  });
+  closeSync(out);
+  let final: string | undefined;
+  const output = (): string => {
+    if (final !== undefined) return final;
+    try {
+      return readFileSync(logFile, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  // Registered first, so the output is kept before anyone else hears of the exit.
+  child.once("exit", () => {
+    final = output();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const stop = (graceMs = 10_000) =>
     new Promise<void>((done) => {
       if (child.exitCode !== null || child.signalCode !== null) return done();
@@ -45,25 +71,26 @@ export function startServe(args: string[], options: { timeoutMs?: number } = {})
       child.kill("SIGTERM");
       setTimeout(() => child.kill("SIGKILL"), graceMs).unref();
     });
+  // One worker: its own line. More: the primary's, which names them (each worker prints its own first).
+  const listening = lone ? /"msg":"Server listening at (http:\/\/[\d.:[\]]+)"/ : /"workers":\d+,"msg":"Server listening at (http:\/\/[\d.:[\]]+)"/;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`serve did not start within ${(options.timeoutMs ?? 60_000) / 1000} s`)), options.timeoutMs ?? 60_000);
+    const started = performance.now();
     const fail = (err: Error) => {
-      clearTimeout(timer);
+      clearInterval(poll);
       child.kill("SIGKILL");
-      reject(new Error(`${err.message}; output:\n${tail}`));
+      reject(new Error(`${err.message}; output:\n${output().slice(-4000)}`));
     };
     const onExit = (code: number | null) => fail(new Error(`serve exited with ${code}`));
-    const onData = (chunk: Buffer) => {
-      tail = (tail + chunk.toString()).slice(-4000);
-      // One worker: its own line. More: the primary's, which names them (each worker prints its own first).
-      const m = (lone ? /"msg":"Server listening at (http:\/\/[\d.:[\]]+)"/ : /"workers":\d+,"msg":"Server listening at (http:\/\/[\d.:[\]]+)"/).exec(tail);
-      if (m === null) return;
-      clearTimeout(timer);
-      child.off("exit", onExit);
-      resolve({ url: m[1]!, child, tail: () => tail, stop });
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    const poll = setInterval(() => {
+      const m = listening.exec(output());
+      if (m !== null) {
+        clearInterval(poll);
+        child.off("exit", onExit);
+        resolve({ url: m[1]!, child, output, stop });
+      } else if (performance.now() - started > (options.timeoutMs ?? 60_000)) {
+        fail(new Error(`serve did not start within ${(options.timeoutMs ?? 60_000) / 1000} s`));
+      }
+    }, 25);
     child.once("exit", onExit);
   });
 }

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import http from "node:http";
-import { fileURLToPath } from "node:url";
+import { BIN } from "../../src/cli/run-sync.js";
 
-export const BIN = fileURLToPath(new URL("../../src/bin/marketdata.js", import.meta.url));
+export { BIN };
 
 export interface CliResult {
   status: number | null;
@@ -45,16 +45,6 @@ export function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 30_00
       reject(new Error(`exited with ${code} before ${re}; output:\n${seen}`));
     });
   });
-}
-
-/**
- * The URL of a `serve --workers N` (N > 1) once every worker listens: the
- * primary's line. Each worker prints its own "Server listening" first, and a
- * test that starts on that one can send every request before the others join.
- */
-export async function waitForWorkers(child: ChildProcess, workers: number): Promise<string> {
-  const [, url] = await waitForOutput(child, new RegExp(`"workers":${workers},"msg":"Server listening at (http://127\\.0\\.0\\.1:\\d+)"`));
-  return url!;
 }
 
 /** A Connect POST whose body is only half sent until `finish` is called. */

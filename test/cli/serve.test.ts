@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { runCli, slowCall, spawnCli, waitForOutput } from "./run-cli.js";
+import { startServe } from "../../src/cli/run-sync.js";
+import { runCli, slowCall } from "./run-cli.js";
 
 let f: Fixture;
 beforeAll(() => {
@@ -25,14 +26,13 @@ describe("marketdata serve", () => {
   });
 
   it("reads MARKETDATA_DB, PORT and HOST, serves, and on SIGTERM finishes the request in flight", async () => {
-    const child = spawnCli(["serve"], { MARKETDATA_DB: f.dbPath, PORT: "0", HOST: "127.0.0.1" });
+    const { child, url } = await startServe([], { env: { MARKETDATA_DB: f.dbPath, PORT: "0", HOST: "127.0.0.1", WORKERS: "1" } });
     try {
-      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
       const ok = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": f.key } });
       expect(ok.status).toBe(200);
 
       // A Connect call whose body is still arriving when the signal lands.
-      const call = slowCall(url!, f.key, COLLECTION);
+      const call = slowCall(url, f.key, COLLECTION);
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
       await new Promise((r) => setTimeout(r, 300));
       child.kill("SIGTERM");

@@ -2,7 +2,8 @@ import { execFileSync } from "node:child_process";
 import { renameSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { slowCall, spawnCli, waitForWorkers } from "./run-cli.js";
+import { startServe } from "../../src/cli/run-sync.js";
+import { slowCall, spawnCli } from "./run-cli.js";
 
 // `serve --workers 2`: node:cluster workers on one port, drained on SIGTERM.
 
@@ -14,11 +15,8 @@ afterAll(() => f.cleanup());
 
 describe("marketdata serve --workers 2", () => {
   it("answers from two worker processes, and SIGTERM under load finishes the requests in flight and exits 0", async () => {
-    const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "2"], { LOG_LEVEL: "info" });
-    let log = "";
-    child.stdout?.on("data", (c: Buffer) => (log += c.toString()));
+    const { child, url, output } = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "2"], { env: { LOG_LEVEL: "info" } });
     try {
-      const url = await waitForWorkers(child, 2);
       const u = `${url}/v1/collection/scores?contractAddress=${COLLECTION}`;
       // New connections are spread over the workers (round-robin).
       for (let i = 0; i < 20; i++) {
@@ -27,15 +25,15 @@ describe("marketdata serve --workers 2", () => {
         await r.text();
       }
       // Log lines are written asynchronously: wait for all 20 (a loaded machine lags).
-      const requestLines = () => log.split("\n").filter((l) => l.includes('"msg":"request"'));
+      const requestLines = () => output().split("\n").filter((l) => l.includes('"msg":"request"'));
       for (let waited = 0; requestLines().length < 20 && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       const pids = new Set(requestLines().map((l) => (JSON.parse(l) as { pid: number }).pid));
       expect(pids.size).toBe(2);
       // Never the key in a log line.
-      expect(log).not.toContain(f.key);
+      expect(output()).not.toContain(f.key);
 
       // Load on kept-alive connections, plus calls whose bodies are still arriving.
-      const inFlight = Array.from({ length: 6 }, () => slowCall(url!, f.key, COLLECTION));
+      const inFlight = Array.from({ length: 6 }, () => slowCall(url, f.key, COLLECTION));
       let stop = false;
       const statuses: number[] = [];
       const networkErrors: string[] = [];
@@ -69,7 +67,7 @@ describe("marketdata serve --workers 2", () => {
       // Every response the load got is an answer or a "closing" refusal, never a server error.
       expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
       expect(networkErrors.filter((e) => e !== "ECONNREFUSED" && e !== "ECONNRESET" && e !== "UND_ERR_SOCKET")).toEqual([]);
-      expect(log).toMatch(/shutting down: workers finish requests in flight/);
+      expect(output()).toMatch(/shutting down: workers finish requests in flight/);
     } finally {
       child.kill("SIGKILL");
     }
@@ -88,14 +86,9 @@ describe("marketdata serve --workers 2", () => {
 describe("a worker that keeps dying at start", () => {
   it("is restarted with a growing delay, then the server stops and exits 1 with the reason (the review: every second, forever)", async () => {
     const g = buildFixture();
-    const child = spawnCli(["serve", "--db", g.dbPath, "--port", "0", "--workers", "2"], { LOG_LEVEL: "info" });
-    let log = "";
-    child.stdout?.on("data", (c: Buffer) => (log += c.toString()));
-    let stderr = "";
-    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
+    const { child, output } = await startServe(["--db", g.dbPath, "--port", "0", "--workers", "2"], { env: { LOG_LEVEL: "info" } });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
-      await waitForWorkers(child, 2);
       // Replacements cannot open the store any more; the running worker keeps its open file.
       renameSync(g.dbPath, `${g.dbPath}.moved`);
       const workers = execFileSync("ps", ["-o", "pid=", "--ppid", String(child.pid)], { encoding: "utf8" }).trim().split(/\s+/).map(Number);
@@ -103,9 +96,9 @@ describe("a worker that keeps dying at start", () => {
       const started = performance.now();
       expect(await exited).toBe(1);
       const took = performance.now() - started;
-      const delays = [...log.matchAll(/"restartInMs":(\d+)/g)].map((m) => Number(m[1]));
+      const delays = [...output().matchAll(/"restartInMs":(\d+)/g)].map((m) => Number(m[1]));
       expect(delays).toEqual([500, 1000, 2000, 4000]);
-      expect(stderr).toMatch(/^marketdata: serve: 5 workers in a row died within 10 s of starting \(the last with exit code 1\); stopping$/m);
+      expect(output()).toMatch(/^marketdata: serve: 5 workers in a row died within 10 s of starting \(the last with exit code 1\); stopping$/m);
       expect(took).toBeLessThan(40_000);
     } finally {
       child.kill("SIGKILL");

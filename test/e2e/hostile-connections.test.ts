@@ -1,6 +1,7 @@
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, spawnCli, waitForOutput } from "../cli/run-cli.js";
+import { startServe } from "../../src/cli/run-sync.js";
+import { runCli } from "../cli/run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { H2_EMPTY_SETTINGS, H2_PREFACE, idleSocket, timeUntilClosed } from "../support/raw.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -120,10 +121,9 @@ describe("shutdown", () => {
   });
 
   it("SIGTERM ends `serve` by --shutdown-timeout while an idle connection stays open", async () => {
-    const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "1", "--shutdown-timeout", "1", "--headers-timeout", "30"]);
+    const { child, url } = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "1", "--shutdown-timeout", "1", "--headers-timeout", "30"]);
     try {
-      const [, url] = await waitForOutput(child, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
-      const socket = await idleSocket(Number(new URL(url!).port));
+      const socket = await idleSocket(Number(new URL(url).port));
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
       const started = performance.now();
       child.kill("SIGTERM");

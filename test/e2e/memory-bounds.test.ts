@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PARSED_MEMO_BYTES, ParsedKeyMemo } from "../../src/transport/cache/cached-response.js";
 import { MAX_URL_BYTES } from "../../src/transport/http/url-limit.js";
-import { spawnCli, waitForOutput } from "../cli/run-cli.js";
+import { type ServeProcess, startServe } from "../../src/cli/run-sync.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // What a key holder sends cannot make the server keep memory: unique long
@@ -17,19 +17,17 @@ const REQUESTS_PER_PROTOCOL = 3000;
 const RSS_GROWTH_LIMIT_MB = 100;
 
 let f: Fixture;
-let child: ReturnType<typeof spawnCli>;
+let server: ServeProcess;
 let url: string;
 
 beforeAll(async () => {
   f = buildFixture();
   // One process (its RSS is the server's), no rate limit to wait on, a small response cache.
-  child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "1", "--rate-limit", "0", "--cache-mb", "1"]);
-  url = (await waitForOutput(child, /listening at (http:\/\/127\.0\.0\.1:\d+)/i))[1]!;
-  // Request log lines are read and dropped: a full pipe would stall the server.
-  child.stdout?.resume();
+  server = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "1", "--rate-limit", "0", "--cache-mb", "1"]);
+  url = server.url;
 });
-afterAll(() => {
-  child?.kill("SIGKILL");
+afterAll(async () => {
+  await server?.stop(1000);
   f?.cleanup();
 });
 
@@ -86,11 +84,11 @@ describe("memory a key holder can fill", () => {
     const size = MAX_URL_BYTES - 100;
     await http1(Array.from({ length: REQUESTS_PER_PROTOCOL / 2 }, (_, i) => failingUrl(-i - 1, size)));
     await h2(Array.from({ length: REQUESTS_PER_PROTOCOL / 2 }, (_, i) => failingUrl(-i - 1 - REQUESTS_PER_PROTOCOL, size)));
-    const before = rssMb(child.pid!);
+    const before = rssMb(server.child.pid!);
     const h1 = await http1(Array.from({ length: REQUESTS_PER_PROTOCOL }, (_, i) => failingUrl(i, size)));
     const h2s = await h2(Array.from({ length: REQUESTS_PER_PROTOCOL }, (_, i) => failingUrl(REQUESTS_PER_PROTOCOL + i, size)));
     expect(new Set([...h1, ...h2s])).toEqual(new Set([400]));
-    const growth = rssMb(child.pid!) - before;
+    const growth = rssMb(server.child.pid!) - before;
     console.log(`RSS growth after ${2 * REQUESTS_PER_PROTOCOL} unique ${size}-byte failing URLs: ${growth.toFixed(1)} MB`);
     expect(growth).toBeLessThan(RSS_GROWTH_LIMIT_MB);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
+import { startServe } from "../../src/cli/run-sync.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { clientsFor, freePort, startOfSecond, startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 
@@ -77,9 +77,8 @@ describe("GET /metrics", () => {
 describe("serve --metrics-port with --workers 2", () => {
   it("the primary serves the sum of both workers on its own port; the main port has no /metrics", async () => {
     const port = await freePort();
-    const child = spawnCli(["serve", "--db", t.f.dbPath, "--port", "0", "--workers", "2", "--metrics-port", String(port), "--rate-limit", "0"]);
+    const { url, stop } = await startServe(["--db", t.f.dbPath, "--port", "0", "--workers", "2", "--metrics-port", String(port), "--rate-limit", "0"]);
     try {
-      const url = await waitForWorkers(child, 2);
       for (let i = 0; i < 10; i++) {
         const r = await fetch(`${url}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": t.f.key, connection: "close" } });
         expect(r.status).toBe(200);
@@ -89,7 +88,7 @@ describe("serve --metrics-port with --workers 2", () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(sample(text, "marketdata_requests_total", { procedure: "/v1/collection/scores", protocol: "rest", code: "ok" })).toBe(10);
     } finally {
-      child.kill("SIGTERM");
+      await stop();
     }
   });
 });

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
-import { spawnCli, waitForWorkers } from "../cli/run-cli.js";
+import { startServe } from "../../src/cli/run-sync.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { REDIS_URL, redisUp, skipRedis } from "../support/redis.js";
 import { clientsFor, startOfSecond, startTestServer, type TestServer, transportFor } from "../support/server.js";
@@ -130,9 +130,8 @@ describe("with the server's limits off (--rate-limit 0 --anonymous-rate-limit 0)
 describe("across the workers of one server (node:cluster)", () => {
   it("two workers enforce one limit", async () => {
     const { key } = newKey(10);
-    const child = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "2"]);
+    const { url, stop } = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "2"]);
     try {
-      const url = await waitForWorkers(child, 2);
       // Bursts of 30 over 6 parallel connections (both workers serve some): a
       // per-worker count would admit 20 in a window. A burst may straddle two
       // windows, so one of three must show exactly one window's 10.
@@ -149,7 +148,7 @@ describe("across the workers of one server (node:cluster)", () => {
       expect(accepted).toContain(10);
       expect(Math.max(...accepted)).toBeLessThanOrEqual(20);
     } finally {
-      child.kill("SIGTERM");
+      await stop();
     }
   });
 });

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnCli, waitForOutput } from "../cli/run-cli.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type ServeProcess, startServe } from "../../src/cli/run-sync.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { freePort } from "../support/server.js";
 
@@ -19,9 +19,8 @@ if (!hasRedisServer) console.warn("SKIPPED: the hung-Redis test: no redis-server
 describe.skipIf(!hasRedisServer)("with --redis and the Redis process stopped", () => {
   let f: Fixture;
   let redis: ChildProcess;
-  let server: ChildProcess;
+  let server: ServeProcess;
   let url: string;
-  let output = "";
 
   beforeAll(async () => {
     f = buildFixture();
@@ -35,14 +34,13 @@ describe.skipIf(!hasRedisServer)("with --redis and the Redis process stopped", (
       if (up) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    server = spawnCli(["serve", "--db", f.dbPath, "--port", "0", "--workers", "1", "--redis", `redis://127.0.0.1:${port}`, "--rate-limit", "50", "--anonymous-rate-limit", "50"]);
-    server.stdout!.on("data", (c: Buffer) => (output += c.toString()));
-    url = (await waitForOutput(server, /listening at (http:\/\/127\.0\.0\.1:\d+)/i))[1]!;
+    server = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "1", "--redis", `redis://127.0.0.1:${port}`, "--rate-limit", "50", "--anonymous-rate-limit", "50"]);
+    url = server.url;
   });
-  afterAll(() => {
+  afterAll(async () => {
     redis?.kill("SIGCONT");
     redis?.kill("SIGKILL");
-    server?.kill("SIGKILL");
+    await server?.stop(1000);
     f?.cleanup();
   });
 
@@ -70,7 +68,8 @@ describe.skipIf(!hasRedisServer)("with --redis and the Redis process stopped", (
       expect(body.reason).toMatch(/^redis did not answer within 50 ms .*rate limits are counted per process$/);
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(Number(/^marketdata_rate_limit_fallbacks_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(30);
-      expect(output).toContain("redis rate-limit store failed: counting per process until it answers");
+      // Log lines are written in batches (src/log.ts): within 100 ms.
+      await vi.waitFor(() => expect(server.output()).toContain("redis rate-limit store failed: counting per process until it answers"));
     } finally {
       redis.kill("SIGCONT");
     }
@@ -82,6 +81,6 @@ describe.skipIf(!hasRedisServer)("with --redis and the Redis process stopped", (
       status = ((await (await fetch(`${url}/readyz`)).json()) as { status: string }).status;
     }
     expect(status).toBe("ready");
-    expect(output).toContain("redis rate-limit store answers again: limits are shared");
+    await vi.waitFor(() => expect(server.output()).toContain("redis rate-limit store answers again: limits are shared"));
   });
 });
