@@ -1,5 +1,5 @@
 import { type ChildProcess, fork, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
@@ -88,8 +88,10 @@ export function benchKey(db: string, name: string, rateLimit: number | null): st
 export interface Target {
   url: string;
   child: ChildProcess;
+  /** The process that serves (for its CPU time); undefined for a cluster, whose workers are other processes. */
+  pid: number | undefined;
   eld(): Promise<{ eldP99Ms: number; eldMaxMs: number }>;
-  reset(): void;
+  reset(): void | Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -101,7 +103,8 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
       resolve({
         url: m.url,
         child,
-        reset: () => child.send("eld-reset"),
+        pid: child.pid,
+        reset: () => void child.send("eld-reset"),
         eld: () =>
           new Promise((res) => {
             child.once("message", res as never);
@@ -118,14 +121,26 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
   });
 }
 
-/** The CLI's serve with N workers, for workers 1 vs 2. */
+/**
+ * `marketdata serve` as an operator starts it: its own defaults (logging at
+ * info, metrics on) unless `extra` says otherwise. Event-loop delay comes
+ * from its /metrics (prom-client's p99 since the previous scrape), read on
+ * the API port from this machine; with several workers it is one worker's.
+ */
 export async function startCli(db: string, workers: number, cacheMb: number, extra: string[] = []): Promise<Target> {
-  const serve = await startServe(["--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), "--log-level", "info", ...extra]);
+  const serve = await startServe(["--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), ...extra]);
+  const scrape = async (): Promise<number> => {
+    const r = await fetch(`${serve.url}/metrics`).catch(() => undefined);
+    if (r === undefined || !r.ok) return Number.NaN;
+    const m = /^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(await r.text());
+    return m === null ? Number.NaN : Number(m[1]) * 1000;
+  };
   return {
     url: serve.url,
     child: serve.child,
-    reset: () => {},
-    eld: async () => ({ eldP99Ms: Number.NaN, eldMaxMs: Number.NaN }),
+    pid: workers === 1 ? serve.child.pid : undefined,
+    reset: async () => void (await scrape()),
+    eld: async () => ({ eldP99Ms: await scrape(), eldMaxMs: Number.NaN }),
     stop: () => serve.stop(),
   };
 }
@@ -135,6 +150,24 @@ export interface Run {
   p99: number;
   bad: number;
 }
+
+/**
+ * CPU time (user + system) a process has used, in ms, from /proc (Linux;
+ * NaN elsewhere). Per request, it is the server's own cost, which the
+ * load generator sharing the machine's cores does not blur as it does
+ * requests per second.
+ */
+export function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+/** USER_HZ: 100 on every Linux architecture this runs on. */
+const CLOCK_TICKS = 100;
 
 /** One autocannon round rotating over `paths` (one global rotation, across connections). */
 export async function load(url: string, paths: string[], key: string, o: LoadOptions): Promise<Run> {
@@ -162,14 +195,16 @@ export async function compare(
   targets: { name: string; target: Target; paths: string[] }[],
   key: string,
   o: LoadOptions & { rounds: number },
-): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number }>> {
-  const runs: Record<string, (Run & { eldP99Ms: number })[]> = {};
+): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number; cpuUs: number }>> {
+  const runs: Record<string, (Run & { eldP99Ms: number; cpuUs: number })[]> = {};
   for (let r = 0; r < o.rounds; r++) {
     for (const { name, target, paths } of targets) {
-      target.reset();
+      await target.reset();
+      const before = cpuMs(target.pid);
       const run = await load(target.url, paths, key, o);
+      const cpuUs = ((cpuMs(target.pid) - before) * 1000) / (run.rps * o.seconds);
       const { eldP99Ms } = await target.eld();
-      (runs[name] ??= []).push({ ...run, eldP99Ms });
+      (runs[name] ??= []).push({ ...run, eldP99Ms, cpuUs });
     }
   }
   return Object.fromEntries(
@@ -180,6 +215,7 @@ export async function compare(
         p99: median(rs.map((x) => x.p99)),
         bad: rs.reduce((n, x) => n + x.bad, 0),
         eldP99Ms: median(rs.map((x) => x.eldP99Ms)),
+        cpuUs: median(rs.map((x) => x.cpuUs)),
       },
     ]),
   );
