@@ -7,7 +7,6 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import type { Db } from "./db.js";
-import { SalesAggregates } from "./sales-stats.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -158,7 +157,7 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   `,
   // 2: collection stats from aggregates kept at write time (sales-stats.ts),
-  // backfilled from the sales already in the store.
+  // backfilled from the sales already in the store (backfillSalesHourly).
   (db) => {
     db.exec(`
       CREATE TABLE sales_hourly (
@@ -172,7 +171,7 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (collection_id, marketplace, hour)
       ) WITHOUT ROWID;
     `);
-    new SalesAggregates(db).rebuild();
+    backfillSalesHourly(db);
   },
   // 3: per-key rate limits (NULL: the server's default) and the provenance of
   // appraisals and rarity: an operator's imported rows win over derived ones
@@ -203,3 +202,32 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec("DROP TABLE api_keys");
   },
 ];
+
+/**
+ * Migration 2's backfill, frozen as it was written: the running totals of
+ * each collection and marketplace at the end of every hour with sales. Its
+ * own code, not today's aggregate maintenance (sales-stats.ts), so that a
+ * later change there can never change what an old store migrates to.
+ * `stats rebuild --check` on a migrated store finds nothing to fix
+ * (test/cli/stats-rebuild.test.ts). One marketplace of one collection in
+ * memory at a time.
+ */
+function backfillSalesHourly(db: Db): void {
+  const pairs = db.prepare("SELECT DISTINCT collection_id, marketplace FROM sales").raw().all() as [number, string][];
+  const sales = db
+    .prepare("SELECT timestamp / 3600, price FROM sales WHERE collection_id = ? AND marketplace = ? ORDER BY timestamp")
+    .raw();
+  const put = db.prepare("INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) VALUES (?, ?, ?, ?, ?)");
+  for (const [collection, marketplace] of pairs) {
+    let n = 0;
+    let volume = 0n;
+    let hour: number | undefined;
+    for (const [h, price] of sales.all(collection, marketplace) as [number, string][]) {
+      if (hour !== undefined && h !== hour) put.run(collection, marketplace, hour, n, volume.toString());
+      hour = h;
+      n++;
+      volume += BigInt(price);
+    }
+    if (hour !== undefined) put.run(collection, marketplace, hour, n, volume.toString());
+  }
+}
