@@ -1,7 +1,7 @@
 import type { AppraisalRow, RarityRow } from "../../domain/records.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { type AssetMetricsRepository, type Page, type PageRequest, toPage } from "../ports.js";
-import { type Row, toAppraisal, toRarity } from "../shared/rows.js";
+import { toAppraisal, toRarity } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 // Appraisals and rarity: keyset pages in asset order and in rank order, and
@@ -19,7 +19,7 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
     const params: unknown[] = [collectionId];
     if (page.after) params.push(assetKey(page.after[0] as string));
     params.push(page.limit + 1);
-    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toAppraisal, (r) => [r.assetId]);
+    return toPage(this.s.rows(sql, params), page.limit, toAppraisal, (r) => [r.assetId]);
   }
 
   appraisalsByAsset(collectionId: number, assetIds: readonly string[]): AppraisalRow[] {
@@ -27,7 +27,7 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
       FROM json_each(?) j CROSS JOIN appraisals a ON a.collection_id = ? AND a.asset_key = j.value
       JOIN collections c ON c.id = a.collection_id
       ORDER BY a.asset_key`;
-    return (this.s.prepare(sql).all(keysJson(assetIds), collectionId) as Row[]).map(toAppraisal);
+    return this.s.rows(sql, [keysJson(assetIds), collectionId]).map(toAppraisal);
   }
 
   rarityPage(collectionId: number, page: PageRequest): Page<RarityRow> {
@@ -39,7 +39,7 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
     const params: unknown[] = [collectionId];
     if (page.after) params.push(page.after[0], assetKey(page.after[1] as string));
     params.push(page.limit + 1);
-    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toRarity, (r) => [r.rarityRank, r.assetId]);
+    return toPage(this.s.rows(sql, params), page.limit, toRarity, (r) => [r.rarityRank, r.assetId]);
   }
 
   rarityByAsset(collectionId: number, assetIds: readonly string[]): RarityRow[] {
@@ -47,7 +47,7 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
       FROM json_each(?) j CROSS JOIN rarity r ON r.collection_id = ? AND r.asset_key = j.value
       JOIN collections c ON c.id = r.collection_id
       ORDER BY r.rarity_rank, r.asset_key`;
-    return (this.s.prepare(sql).all(keysJson(assetIds), collectionId) as Row[]).map(toRarity);
+    return this.s.rows(sql, [keysJson(assetIds), collectionId]).map(toRarity);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { ListingRow, ListingStatusName } from "../../domain/records.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
-import { type Row, listingKey, toListing } from "../shared/rows.js";
+import { listingKey, toListing } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 export class SqliteListings implements ListingsRepository {
@@ -32,7 +32,7 @@ export class SqliteListings implements ListingsRepository {
       WHERE ${where.join(" AND ")}
       ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
     params.push(page.limit + 1);
-    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toListing, listingKey);
+    return toPage(this.s.rows(sql, params), page.limit, toListing, listingKey);
   }
 }
 

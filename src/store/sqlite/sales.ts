@@ -3,7 +3,7 @@ import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
 import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { SalesStatsReader } from "./sales-stats.js";
-import { type Row, saleKey, toSale } from "../shared/rows.js";
+import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 // Sales newest first (decisions.md's order), in keyset pages that cost the
@@ -36,7 +36,7 @@ export class SqliteSales implements SalesRepository {
       WHERE ${where.join(" AND ")}
       ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
     params.push(page.limit + 1);
-    return toPage(this.s.prepare(sql).all(...params) as Row[], page.limit, toSale, saleKey);
+    return toPage(this.s.rows(sql, params), page.limit, toSale, saleKey);
   }
 
   /**
