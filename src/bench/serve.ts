@@ -123,6 +123,8 @@ for (const scale of opts.stores.split(",")) {
   const bytes = await startTarget("bytes", db, bytesFile);
   const hand = await startTarget("handwritten", db);
   const cold = await coldRequests(server.url, key, cs);
+  // Kept for reproducing a cold run outside the bench (a profile of one endpoint, say).
+  writeFileSync(`${ROOT}data/bench-cold-${scale}.json`, JSON.stringify(cold));
   const uncached = await startCli(db, 1, 0, ["--rate-limit", "0"]);
   const storeResults: Record<string, unknown> = {};
 
