@@ -65,3 +65,27 @@ it("a running server answers consistently during an import and serves the new da
     await server.close();
   }
 });
+
+it("a collection the running server found unknown is served once an import adds it", async () => {
+  const db = join(dir, "later.sqlite");
+  const other = `0x${"d".repeat(40)}`;
+  const w = openWritable(db);
+  const store = new WriteStore(w);
+  store.transaction(() => store.upsertSale(sale(1) as never));
+  const key = withStoreKeys(db, (admin) => admin.create("t").key);
+  const server = await startTestServer(db);
+  try {
+    const before = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: other }, key);
+    expect(before.status).toBe(404);
+    // Found once: remembered by the server (store/sqlite/collections.ts); not found: asked again.
+    expect((await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: C }, key)).status).toBe(200);
+    store.transaction(() => store.upsertSale({ ...sale(2), contractAddress: other } as never));
+    const after = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: other }, key);
+    expect(after.status).toBe(200);
+    expect((after.body.data as unknown[]).length).toBe(1);
+    expect((await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: C }, key)).status).toBe(200);
+  } finally {
+    await server.close();
+    w.close();
+  }
+});

@@ -4,10 +4,23 @@ import { toScore } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 export class SqliteCollections implements CollectionsRepository {
+  /**
+   * Addresses found, with their ids. A collection is never deleted or given
+   * another id once it has one, and this connection reads one file for its
+   * whole life, so a found id stays true; an address not found is looked up
+   * again every time (an import may add it). Bounded by the collections the
+   * store holds.
+   */
+  readonly #ids = new Map<string, number>();
+
   constructor(private readonly s: SqliteStatements) {}
 
   collectionId(address: string): number | undefined {
-    return this.s.row("SELECT id FROM collections WHERE address = ?", [address])?.id as number | undefined;
+    const known = this.#ids.get(address);
+    if (known !== undefined) return known;
+    const id = this.s.row("SELECT id FROM collections WHERE address = ?", [address])?.id as number | undefined;
+    if (id !== undefined) this.#ids.set(address, id);
+    return id;
   }
 
   score(collectionId: number): ScoreRow | undefined {
