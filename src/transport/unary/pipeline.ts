@@ -65,6 +65,8 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
   const prefix = cacheKeyPrefix(codec.encoding, procedure);
   // URL -> cache key, for GETs: a repeated URL skips decoding (bounded; ParsedKeyMemo).
   let urls: ParsedKeyMemo | undefined;
+  // With the cache off (--cache-mb 0) no key is ever looked up: none is made.
+  const caching = deps.cache.enabled;
 
   const fail = (x: UnaryExchange<In, R>, err: unknown): R => x.fail(publicError(err, x.log, procedure));
 
@@ -89,6 +91,7 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
 
   const decoded = (x: UnaryExchange<In, R>, input: In): R | Promise<R> => {
     const message = codec.decode(input);
+    if (!caching) return answer(x, "", message, false);
     return answer(x, prefix + requestKey(message), message, x.url !== undefined);
   };
 
