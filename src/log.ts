@@ -6,10 +6,10 @@ import { type DestinationStream, pino, type Logger } from "pino";
 // request with it. Lines are batched: held until 64 KB are pending or 100 ms
 // have passed, then handed to the kernel in one write instead of one per
 // request line (each write costs ~50 µs of CPU whatever its size up to tens
-// of KB: a 4 KB batch still cost 2 µs per request line). What waits is bounded (MAX_PENDING_BYTES): past it,
-// lines are dropped rather than held without limit. What is pending is
-// written when the process exits, on a crash as on a normal exit; only a
-// SIGKILL loses the last 100 ms.
+// of KB: a 4 KB batch still cost 2 µs per request line). What waits is
+// bounded (MAX_PENDING_BYTES): past it, lines are dropped rather than held
+// without limit. What is pending is written when the process exits, on a
+// crash as on a normal exit; only a SIGKILL loses the last 100 ms.
 
 const BATCH_BYTES = 64 * 1024;
 const BATCH_MS = 100;

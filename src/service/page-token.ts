@@ -1,5 +1,5 @@
 import { echo } from "../domain/echo.js";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { KeySpec, KeyValue } from "../store/ports.js";
 
@@ -16,7 +16,7 @@ interface TokenBody {
 
 /** A digest of everything that selects rows, to bind tokens to their query. */
 export function queryDigest(parts: readonly unknown[]): string {
-  return createHash("sha256").update(JSON.stringify(parts)).digest("base64url").slice(0, 16);
+  return hash("sha256", JSON.stringify(parts), "base64url").slice(0, 16);
 }
 
 export function encodePageToken(digest: string, key: KeyValue[] | null): string {
