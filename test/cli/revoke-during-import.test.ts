@@ -102,6 +102,7 @@ describe.skipIf(skipPg)("on PostgreSQL, while an import's transaction is open", 
     const g = buildFixture();
     let s: TestServer | undefined;
     let importer: ReturnType<typeof spawn> | undefined;
+    let probe: pg.Client | undefined;
     try {
       await importRecords(db.url, "scores", [g.score]);
       const { id, key } = await withKeys(db.url, (admin) => admin.create("leaked"));
@@ -111,17 +112,23 @@ describe.skipIf(skipPg)("on PostgreSQL, while an import's transaction is open", 
       importer = spawn(process.execPath, [BIN, "import", "--db", db.url, "sales", "-"], { stdio: ["pipe", "ignore", "ignore"] });
       const exited = new Promise<number | null>((resolve) => importer!.once("exit", resolve));
       importer.stdin!.write(`${Array.from({ length: 500 }, (_, i) => sale(i)).join("\n")}\n`);
-      // Wait for the import's transaction (another backend on this database with one open).
-      const probe = new pg.Client({ connectionString: db.url });
-      await probe.connect();
+      // Wait for the import's transaction: a backend on this database whose
+      // transaction has been open for half a second (its COPY waits for more
+      // input). Not any backend inside a transaction: the server's own pool
+      // runs each query in one, for an instant, and counting those raced
+      // (the wait saw one, the assertion after it none).
+      const client = new pg.Client({ connectionString: db.url });
+      probe = client;
+      await client.connect();
       const dbName = new URL(db.url).pathname.slice(1);
       const openTransactions = async () =>
         Number(
-          (await probe.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND xact_start IS NOT NULL AND pid <> pg_backend_pid() AND application_name = ''", [dbName])).rows[0]!.n,
+          (await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND xact_start < now() - interval '500 milliseconds' AND pid <> pg_backend_pid()", [dbName])).rows[0]!.n,
         );
       for (let i = 0; i < 300 && (await openTransactions()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
       expect(await openTransactions()).toBeGreaterThan(0);
-      await probe.end();
+      probe = undefined;
+      await client.end();
 
       const started = performance.now();
       const revoke = spawnSync(process.execPath, [BIN, "keys", "revoke", "--db", db.url, String(id)], { encoding: "utf8", timeout: 30_000 });
@@ -131,6 +138,7 @@ describe.skipIf(skipPg)("on PostgreSQL, while an import's transaction is open", 
       importer.stdin!.end();
       expect(await exited).toBe(0);
     } finally {
+      await probe?.end();
       importer?.kill("SIGKILL");
       await s?.close();
       g.cleanup();
