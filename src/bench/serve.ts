@@ -1,10 +1,9 @@
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { ALL_ENDPOINTS, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget, withLoadOptions } from "./harness.js";
+import { ALL_ENDPOINTS, coldRequests, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget, withLoadOptions } from "./harness.js";
 import { Command } from "commander";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { Random } from "../demo/random.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
 // docs/benchmarks.md, "Serving speed", for what is measured and why). Every comparison is
@@ -26,81 +25,6 @@ const PARTS = new Set(opts.parts.split(","));
 
 const LOAD = { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS };
 const ENDPOINTS = opts.endpoints?.split(",") ?? ALL_ENDPOINTS;
-
-async function getJson(url: string, key: string): Promise<Record<string, unknown>> {
-  const r = await fetch(url, { headers: { "x-api-key": key } });
-  return (await r.json()) as Record<string, unknown>;
-}
-
-/** At least 1,000 distinct, valid requests per endpoint, cursors gathered by walking pages. */
-async function coldRequests(base: string, key: string, cs: string[]): Promise<Record<string, string[]>> {
-  const rnd = new Random(7);
-  const variants = (c: string) => [c, c.toUpperCase().replace("0X", "0x"), `0x${c.slice(2, 22).toUpperCase()}${c.slice(22)}`, `0x${c.slice(2, 22)}${c.slice(22).toUpperCase()}`];
-  const out: Record<string, Set<string>> = {};
-  const add = (path: string, q: Record<string, string | number | undefined>) => {
-    const qs = Object.entries(q)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
-      .join("&");
-    (out[path] ??= new Set()).add(`${path}?${qs}`);
-  };
-  const walk = async (path: string, q: Record<string, string | number | undefined>, tokenField: string, pages: number) => {
-    let cursor = "";
-    for (let p = 0; p < pages; p++) {
-      const query = { ...q, cursor: cursor || undefined };
-      add(path, query);
-      const body = await getJson(`${base}${path}?${new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)] as [string, string]))}`, key);
-      cursor = String(body[tokenField] ?? "");
-      if (!cursor) break;
-    }
-  };
-  const marketplaces = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
-  const statuses = ["CREATED", "FULFILLED", "CANCELLED", "EXPIRED"];
-  for (const c of cs) {
-    const sales = (await getJson(`${base}/v1/asset/sales?contractAddress=${c}&limit=50`, key)).data as { assetId: string; timestamp: number }[];
-    const assets = [...new Set(sales.map((s) => s.assetId))];
-    const latest = sales[0]?.timestamp ?? 1_790_000_000;
-    for (const limit of [7, 20, 50]) {
-      await walk("/v1/asset/appraisals", { contractAddress: c, limit }, "nextPage", 20);
-      await walk("/v1/asset/rarity", { contractAddress: c, limit }, "nextPage", 20);
-      await walk("/v1/asset/sales", { contractAddress: c, limit }, "cursor", 15);
-      await walk("/v1/asset/listings", { contractAddress: c, limit }, "cursor", 15);
-    }
-    for (let i = 0; i < 200; i++) {
-      const ids = Array.from({ length: rnd.int(1, 20) }, () => String(rnd.int(0, 999)));
-      add("/v1/asset/appraisals", { contractAddress: c, assetId: ids.join(",") });
-      add("/v1/asset/rarity", { contractAddress: c, assetId: ids.join(",") });
-    }
-    for (let i = 0; i < 220; i++) {
-      const since = latest - rnd.int(3600, 730 * 86400);
-      const until = rnd.next() < 0.5 ? undefined : since + rnd.int(3600, 90 * 86400);
-      const assetId = rnd.next() < 0.4 ? assets[rnd.int(0, assets.length - 1)] : undefined;
-      const marketplace = rnd.next() < 0.5 ? marketplaces[rnd.int(0, 5)] : undefined;
-      add("/v1/asset/sales", { contractAddress: c, assetId, marketplace, since, until, limit: rnd.int(1, 50) });
-      add("/v1/asset/listings", {
-        contractAddress: c,
-        assetId,
-        marketplace,
-        status: rnd.next() < 0.6 ? statuses[rnd.int(0, 3)] : undefined,
-        limit: rnd.int(1, 50),
-      });
-      add("/v1/collection/stats", { contractAddress: c, assetId: rnd.next() < 0.3 ? assets[rnd.int(0, assets.length - 1)] : undefined, since, until });
-    }
-    for (const variant of variants(c)) {
-      for (let limit = 1; limit <= 50; limit++) {
-        add("/v1/collection/influencers", { contractAddress: variant, limit });
-        add("/v1/collection/tweets", { contractAddress: variant, limit });
-      }
-    }
-  }
-  for (let i = 0; i < 3000 && (out["/v1/collection/scores"]?.size ?? 0) < 1200; i++) {
-    // Order is kept in the response, so each order of a subset is its own request.
-    const pick = cs.filter(() => rnd.next() < 0.6).sort(() => rnd.next() - 0.5);
-    if (pick.length === 0) pick.push(cs[rnd.int(0, cs.length - 1)]!);
-    add("/v1/collection/scores", { contractAddress: pick.map((c) => (rnd.next() < 0.5 ? c : c.toUpperCase().replace("0X", "0x"))).join(",") });
-  }
-  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v]]));
-}
 
 const results: Record<string, unknown> = {};
 const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : "—");

@@ -38,14 +38,17 @@ export interface ServeProcess {
  * would spend its own CPU on them. The one way the benchmarks and the
  * deployment scripts start a server.
  */
-export function startServe(args: string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<ServeProcess> {
+export function startServe(
+  args: string[],
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; /** Another build's command (bench:serve-ab's baseline); this one's by default. */ bin?: string } = {},
+): Promise<ServeProcess> {
   const workers = args.includes("--workers") ? args[args.indexOf("--workers") + 1] : options.env?.WORKERS;
   if (workers === undefined) throw new Error("startServe: say --workers or WORKERS (the default depends on the machine)");
   const lone = workers === "1";
   const dir = mkdtempSync(join(tmpdir(), "marketdata-serve-"));
   const logFile = join(dir, "serve.log");
   const out = openSync(logFile, "w");
-  const child = spawn(process.execPath, [BIN, "serve", ...args], {
+  const child = spawn(process.execPath, [options.bin ?? BIN, "serve", ...args], {
     stdio: ["ignore", out, out],
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
   });
