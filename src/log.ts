@@ -15,14 +15,17 @@ const BATCH_BYTES = 64 * 1024;
 const BATCH_MS = 100;
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 
+/** The process's one stdout destination, shared by every logger it makes: one timer, one pair of exit handlers, lines in order. */
+let stdout: LineBatches | undefined;
+
 export function createLogger(level: string): Logger {
   if (level === "silent") return pino({ level });
   // pino's own asynchronous destination (sonic-boom) writes, retries and
   // bounds what is pending; it is handed whole batches, not lines: it
   // measures its pending text on every write it is given, which per line
   // cost more than formatting the line (docs/benchmarks.md, "Serving speed").
-  const out = pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_BYTES });
-  return pino({ level }, new LineBatches(out));
+  stdout ??= new LineBatches(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_BYTES }));
+  return pino({ level }, stdout);
 }
 
 /** Lines collected into one string per batch, then written by `out`. */

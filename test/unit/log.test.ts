@@ -35,6 +35,21 @@ describe("the server's log", () => {
     expect(indexes(run("throw new Error('boom');", 300))).toEqual(upTo(300));
   });
 
+  it("keeps one destination per process: lines of two loggers stay in order, and no handler is added per logger", () => {
+    const out = run(
+      `const before = process.listenerCount("exit");
+       const other = createLogger("info");
+       for (let i = 300; i < 600; i++) other.info({ i }, "line");
+       for (let k = 0; k < 20; k++) createLogger("warn");
+       log.info({ listeners: [before, process.listenerCount("exit")] }, "count");
+       process.exit(0);`,
+      300,
+    );
+    expect(indexes(out)).toEqual(upTo(600));
+    const [before, after] = (JSON.parse(out.at(-1)!) as { listeners: number[] }).listeners;
+    expect(after).toBe(before);
+  });
+
   it("writes a line within a tenth of a second, not only once a batch is full", () => {
     const out = run(`setTimeout(() => process.kill(process.pid, "SIGKILL"), 400);`, 3);
     // SIGKILL skips every exit handler: only what the timer wrote is there.
