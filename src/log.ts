@@ -1,66 +1,101 @@
+import { writeSync } from "node:fs";
 import { type DestinationStream, pino, type Logger } from "pino";
 
-// The server's log: one JSON line per event on stdout (pino), written
-// asynchronously. A line never blocks the event loop: a stalled reader of
-// stdout (a full pipe, a slow log shipper) would otherwise stall every
-// request with it. Lines are batched: held until 64 KB are pending or 100 ms
-// have passed, then handed to the kernel in one write instead of one per
-// request line (each write costs ~50 µs of CPU whatever its size up to tens
-// of KB: a 4 KB batch still cost 2 µs per request line). What waits is
-// bounded (MAX_PENDING_BYTES): past it, lines are dropped rather than held
-// without limit. What is pending is written when the process exits, on a
-// crash as on a normal exit; only a SIGKILL loses the last 100 ms.
+// The server's log: one JSON line per event on stdout (pino). A line never
+// blocks the event loop: a stalled reader of stdout (a full pipe, a slow log
+// shipper) would otherwise stall every request with it. Lines are batched:
+// held until 64 KB are pending or 100 ms have passed, then handed to the
+// kernel in one write instead of one per request line (each write costs
+// ~50 µs of CPU whatever its size up to tens of KB: a 4 KB batch still cost
+// 2 µs per request line). What waits is bounded (MAX_PENDING_BYTES): past
+// it, lines are dropped rather than held without limit. What is pending is
+// written when the process exits, on a crash as on a normal exit; only a
+// SIGKILL loses the last 100 ms.
+//
+// Writes are synchronous on a non-blocking descriptor, not asynchronous
+// writes on the thread pool (pino.destination with sync: false): one of
+// those could still be in flight when the process exits, and the final
+// synchronous write then overtook it (lines out of order, seen in CI). Here
+// a full pipe answers EAGAIN at once; the rest waits for the next tick.
 
 const BATCH_BYTES = 64 * 1024;
 const BATCH_MS = 100;
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;
+/** How long the exit handler waits, in all, for a stalled reader of stdout. */
+const EXIT_WAIT_MS = 2_000;
+const STDOUT = 1;
 
 /** The process's one stdout destination, shared by every logger it makes: one timer, one pair of exit handlers, lines in order. */
 let stdout: LineBatches | undefined;
 
 export function createLogger(level: string): Logger {
   if (level === "silent") return pino({ level });
-  // pino's own asynchronous destination (sonic-boom) writes, retries and
-  // bounds what is pending; it is handed whole batches, not lines: it
-  // measures its pending text on every write it is given, which per line
-  // cost more than formatting the line (docs/benchmarks.md, "Serving speed").
-  stdout ??= new LineBatches(pino.destination({ dest: 1, sync: false, maxLength: MAX_PENDING_BYTES }));
+  stdout ??= new LineBatches();
   return pino({ level }, stdout);
 }
 
-/** Lines collected into one string per batch, then written by `out`. */
+/** Lines collected into one string per batch, then written to stdout without ever blocking the loop. */
 class LineBatches implements DestinationStream {
-  readonly #out: DestinationStream & { flushSync(): void };
   #lines: string[] = [];
   #bytes = 0;
+  /** What the kernel did not take yet (a full pipe), oldest first. */
+  #unwritten: Buffer[] = [];
+  #unwrittenBytes = 0;
 
-  constructor(out: DestinationStream & { flushSync(): void }) {
-    this.#out = out;
+  constructor() {
+    // Node makes a pipe or socket on stdout non-blocking when it opens
+    // process.stdout (a file or terminal never holds a write for long):
+    // from then on a write to a full pipe fails with EAGAIN instead of
+    // waiting for the reader.
+    void process.stdout;
     setInterval(() => this.#flush(), BATCH_MS).unref();
-    // Before pino's own exit handler ends `out`: what is batched here goes
-    // first. On "exit" the loop is gone, so it is written synchronously.
     process.prependListener("beforeExit", () => this.#flush());
-    process.prependListener("exit", () => {
-      try {
-        this.#flush();
-        this.#out.flushSync();
-      } catch {
-        // The destination is gone (stdout closed): nothing more can be written.
-      }
-    });
+    process.prependListener("exit", () => this.#flushBeforeExit());
   }
 
   write(line: string): void {
+    if (this.#bytes + this.#unwrittenBytes + line.length > MAX_PENDING_BYTES) return;
     this.#lines.push(line);
     this.#bytes += line.length;
     if (this.#bytes >= BATCH_BYTES) this.#flush();
   }
 
   #flush(): void {
-    if (this.#lines.length === 0) return;
-    const batch = this.#lines.join("");
-    this.#lines = [];
-    this.#bytes = 0;
-    this.#out.write(batch);
+    if (this.#lines.length > 0) {
+      const batch = Buffer.from(this.#lines.join(""));
+      this.#lines = [];
+      this.#bytes = 0;
+      this.#unwritten.push(batch);
+      this.#unwrittenBytes += batch.length;
+    }
+    this.#writeWhatFits();
+  }
+
+  /** Writes the oldest unwritten bytes until the kernel takes no more; true once none are left. */
+  #writeWhatFits(): boolean {
+    while (this.#unwritten.length > 0) {
+      const head = this.#unwritten[0]!;
+      let n: number;
+      try {
+        n = writeSync(STDOUT, head);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "EAGAIN") return false;
+        // stdout is gone (EPIPE, closed): nothing more can be written.
+        this.#unwritten = [];
+        this.#unwrittenBytes = 0;
+        return true;
+      }
+      this.#unwrittenBytes -= n;
+      if (n < head.length) this.#unwritten[0] = head.subarray(n);
+      else this.#unwritten.shift();
+    }
+    return true;
+  }
+
+  /** On exit the loop is gone: written now, waiting a moment at a time for a slow reader, for EXIT_WAIT_MS at most. */
+  #flushBeforeExit(): void {
+    this.#flush();
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let waited = 0; !this.#writeWhatFits() && waited < EXIT_WAIT_MS; waited += 5) Atomics.wait(pause, 0, 0, 5);
   }
 }

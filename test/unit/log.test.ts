@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -7,6 +7,9 @@ import { describe, expect, it } from "vitest";
 // checks that every line reached its stdout (a pipe here), whole and in order.
 
 const LOG_MODULE = fileURLToPath(new URL("../../src/log.ts", import.meta.url));
+// The compiled module (npm test builds it first), run by plain node: tsx
+// itself makes stdout non-blocking, which would hide a destination that does not.
+const BUILT_LOG_MODULE = fileURLToPath(new URL("../../dist/src/log.js", import.meta.url));
 
 function run(ending: string, lines: number): string[] {
   const script = `
@@ -48,6 +51,44 @@ describe("the server's log", () => {
     expect(indexes(out)).toEqual(upTo(600));
     const [before, after] = (JSON.parse(out.at(-1)!) as { listeners: number[] }).listeners;
     expect(after).toBe(before);
+  });
+
+  it("never blocks the event loop on a reader that stalls, and writes everything, in order, once it reads again", async () => {
+    // The parent reads nothing until the child says it is done: the pipe
+    // (64 KB) fills after a few batches. The child logs 4 MB meanwhile and
+    // measures how late a 10 ms timer fires; then it exits, and waits there
+    // for the parent, now reading, to take the rest.
+    const script = `
+      const { createLogger } = await import(${JSON.stringify(BUILT_LOG_MODULE)});
+      const log = createLogger("info");
+      let i = 0, worst = 0, last = performance.now();
+      const tick = setInterval(() => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last - 10);
+        last = now;
+        for (let k = 0; k < 2000 && i < 20000; k++, i++) log.info({ i, pad: "x".repeat(100) }, "line");
+        if (i === 20000) { clearInterval(tick); process.stderr.write(JSON.stringify({ worst }) + "\\n", () => process.exit(0)); }
+      }, 10);
+    `;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.pause();
+    // A destination that blocks never lets the child report: it is killed, and the test fails.
+    const guard = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    const report = await new Promise<string>((resolve, reject) => {
+      let err = "";
+      child.stderr.on("data", (d: Buffer) => {
+        err += d.toString();
+        if (err.includes("\n")) resolve(err);
+      });
+      child.on("close", () => reject(new Error(`the child ended without reporting: ${err}`)));
+    }).finally(() => clearTimeout(guard));
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => chunks.push(d)).resume();
+    await new Promise((resolve) => child.on("close", resolve));
+    const out = Buffer.concat(chunks).toString("utf8").split("\n").filter((l) => l.length > 0);
+    expect(indexes(out)).toEqual(upTo(20000));
+    // A write that waited for the reader would hold the loop until the parent read again (never, here).
+    expect((JSON.parse(report) as { worst: number }).worst).toBeLessThan(1000);
   });
 
   it("writes a line within a tenth of a second, not only once a batch is full", () => {
