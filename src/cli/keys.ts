@@ -1,5 +1,5 @@
 import { openKeyAdmin } from "../store/open.js";
-import type { KeyAdmin } from "../store/ports.js";
+import type { KeyAdmin, KeyScope } from "../store/ports.js";
 import { CliError } from "./errors.js";
 
 // `keys`: on a SQLite file or a PostgreSQL database (--db postgres://...).
@@ -29,11 +29,11 @@ function parseId(idText: string): number {
 
 const rateText = (rate: number | null) => (rate === null ? "the server's default rate limit" : `${rate} requests/s`);
 
-export async function createKey(dbPath: string, name: string, rate = "default"): Promise<void> {
+export async function createKey(dbPath: string, name: string, rate = "default", scope: KeyScope = "read"): Promise<void> {
   if (name.trim() === "") throw new CliError("--name must not be empty");
   const rateLimit = parseRate(rate);
-  const { id, key } = await withAdmin(dbPath, (admin) => admin.create(name, { rateLimit }));
-  process.stderr.write(`Created API key ${id} (${name}), ${rateText(rateLimit)}. It is shown only once; store it now.\n`);
+  const { id, key } = await withAdmin(dbPath, (admin) => admin.create(name, { rateLimit, scope }));
+  process.stderr.write(`Created ${scope} API key ${id} (${name}), ${rateText(rateLimit)}. It is shown only once; store it now.\n`);
   // The key alone on the last line of stdout, so scripts can capture it.
   process.stdout.write(`${key}\n`);
 }
@@ -42,8 +42,8 @@ export async function listKeys(dbPath: string): Promise<void> {
   const keys = await withAdmin(dbPath, (admin) => admin.list());
   const iso = (t: number | null) => (t === null ? "-" : new Date(t * 1000).toISOString());
   const rows = [
-    ["ID", "NAME", "CREATED", "REVOKED", "RATE/S"],
-    ...keys.map((k) => [String(k.id), k.name, iso(k.createdAt), iso(k.revokedAt), k.rateLimit === null ? "default" : String(k.rateLimit)]),
+    ["ID", "NAME", "SCOPE", "CREATED", "REVOKED", "RATE/S"],
+    ...keys.map((k) => [String(k.id), k.name, k.scope, iso(k.createdAt), iso(k.revokedAt), k.rateLimit === null ? "default" : String(k.rateLimit)]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) process.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()}\n`);

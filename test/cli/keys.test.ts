@@ -39,7 +39,7 @@ describe("marketdata keys", () => {
   it("list shows id, name, created and revoked, never a key", () => {
     const r = runCli(["keys", "list", "--db", db]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+dashboard\s+\d{4}-\d\d-\d\dT\S+\s+-\s+default\n2\s+other/);
+    expect(r.stdout).toMatch(/^ID\s+NAME\s+SCOPE\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+dashboard\s+read\s+\d{4}-\d\d-\d\dT\S+\s+-\s+default\n2\s+other/);
     expect(r.stdout).not.toContain("mdk_");
   });
 
@@ -47,7 +47,7 @@ describe("marketdata keys", () => {
     const r = runCli(["keys", "revoke", "--db", db, "1"]);
     expect(r.status).toBe(0);
     expect(isValid(key)).toBe(false);
-    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n1\s+dashboard\s+\S+\s+\d{4}-\d\d-\d\dT/);
+    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n1\s+dashboard\s+read\s+\S+\s+\d{4}-\d\d-\d\dT/);
   });
 
   it("create --rate and update --rate set a key's own rate limit; update --rate default clears it", () => {
@@ -63,12 +63,44 @@ describe("marketdata keys", () => {
         conn.close();
       }
     };
-    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 100 });
-    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n3\s+limited\s+\S+\s+-\s+100\n/);
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 100, scope: "read" });
+    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n3\s+limited\s+read\s+\S+\s+-\s+100\n/);
     expect(runCli(["keys", "update", "--db", db, "3", "--rate", "7"]).status).toBe(0);
-    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 7 });
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: 7, scope: "read" });
     expect(runCli(["keys", "update", "--db", db, "3", "--rate", "default"]).status).toBe(0);
-    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: null });
+    expect(grantOf(limited)).toEqual({ id: 3, rateLimit: null, scope: "read" });
+  });
+
+  it("create --scope ingest (or admin) makes a key that may write; list shows each key's scope", () => {
+    const created = runCli(["keys", "create", "--db", db, "--name", "indexer", "--scope", "ingest"]);
+    expect(created.status).toBe(0);
+    expect(created.stderr).toMatch(/^Created ingest API key \d+ \(indexer\)/);
+    const writer = created.stdout.trim().split("\n").pop()!;
+    const conn = openKeys(db, { readonly: true });
+    try {
+      expect(new ApiKeyVerifier(conn).lookup(writer)).toMatchObject({ scope: "ingest" });
+    } finally {
+      conn.close();
+    }
+    expect(runCli(["keys", "list", "--db", db]).stdout).toMatch(/\n\d+\s+indexer\s+ingest\s+\d{4}-/);
+  });
+
+  it("a key file made before scopes: read-only servers take every key as a read key; the next writing command adds the column", () => {
+    const path = join(dir, "prescope.sqlite");
+    runCli(["keys", "list", "--db", path]);
+    const keysFile = `${path}-keys`;
+    const raw = new Database(keysFile);
+    raw.exec("DROP TABLE api_keys; CREATE TABLE api_keys (id INTEGER PRIMARY KEY, name TEXT NOT NULL, key_hash BLOB NOT NULL UNIQUE, created_at INTEGER NOT NULL, revoked_at INTEGER, rate_limit INTEGER)");
+    const old = "mdk_old-key-from-before-scopes";
+    raw.prepare("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('old', ?, 1700000000)").run(hashApiKey(old));
+    raw.close();
+    const ro = openKeys(path, { readonly: true });
+    try {
+      expect(new ApiKeyVerifier(ro).lookup(old)).toEqual({ id: 1, rateLimit: null, scope: "read" });
+    } finally {
+      ro.close();
+    }
+    expect(runCli(["keys", "list", "--db", path]).stdout).toMatch(/\n1\s+old\s+read\s+2023-11-14T/);
   });
 
   it("stores only a hash of each key", () => {
@@ -87,6 +119,7 @@ describe("marketdata keys", () => {
     [["keys", "update", "--db", "DB", "2", "--rate", "fast"], /--rate must be a whole number/],
     [["keys", "update", "--db", "DB", "99", "--rate", "5"], /no API key with id 99/],
     [["keys", "update", "--db", "DB", "2"], /nothing to update: give --rate N or --rate default/],
+    [["keys", "create", "--db", "DB", "--name", "x", "--scope", "write"], /argument 'write' is invalid. Allowed choices are read, ingest, admin/],
   ])("refuses %j clearly", (args, message) => {
     const r = runCli(args.map((a) => (a === "DB" ? db : a)));
     expect(r.status).not.toBe(0);
@@ -121,7 +154,7 @@ describe("a store whose keys were kept inside it (schema 3)", () => {
 
     const r = runCli(["keys", "list", "--db", path]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/\n1\s+legacy\s+2023-11-14T\S+\s+-\s+9\n/);
+    expect(r.stdout).toMatch(/\n1\s+legacy\s+read\s+2023-11-14T\S+\s+-\s+9\n/);
     expect(existsSync(keysFileOf(path))).toBe(true);
     const conn = openReadOnly(path);
     expect(conn.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'api_keys'").pluck().get()).toBe(0);

@@ -92,11 +92,24 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     expect(key).toMatch(/^mdk_/);
     expect(runCli(["keys", "update", "--db", db.url, "1", "--rate", "default"]).status).toBe(0);
     expect(runCli(["keys", "revoke", "--db", db.url, "1"]).status).toBe(0);
-    expect(runCli(["keys", "list", "--db", db.url]).stdout).toMatch(/^ID\s+NAME\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+pg\s+\S+\s+\d{4}-\S+\s+default\n$/);
+    expect(runCli(["keys", "list", "--db", db.url]).stdout).toMatch(/^ID\s+NAME\s+SCOPE\s+CREATED\s+REVOKED\s+RATE\/S\n1\s+pg\s+read\s+\S+\s+\d{4}-\S+\s+default\n$/);
     expect(runCli(["keys", "revoke", "--db", db.url, "9"]).stderr).toMatch(/no API key with id 9/);
     const stored = await pool.query<{ key_hash: Buffer }>("SELECT key_hash FROM api_keys");
     expect(stored.rows[0]!.key_hash).toHaveLength(32);
     expect(await version()).toBe(before + 3);
+  });
+
+  it("migration 2 gives every key made before it the read scope; keys create --scope ingest makes a writer", async () => {
+    // The store as version 1 left it: keys without a scope.
+    await pool.query("ALTER TABLE api_keys DROP COLUMN scope");
+    await pool.query("DELETE FROM schema_migrations WHERE version >= 2");
+    await pool.query("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('v1', sha256('old'::bytea), 1700000000)");
+    expect(await migratePg(pool)).toEqual({ from: 1, to: PG_MIGRATIONS.length });
+    const scopes = await pool.query<{ name: string; scope: string }>("SELECT name, scope FROM api_keys ORDER BY id");
+    expect(scopes.rows.every((r) => r.scope === "read")).toBe(true);
+    expect(runCli(["keys", "create", "--db", db.url, "--name", "indexer", "--scope", "ingest"]).status).toBe(0);
+    expect(runCli(["keys", "list", "--db", db.url]).stdout).toMatch(/\n\d+\s+indexer\s+ingest\s+/);
+    await expect(pool.query("UPDATE api_keys SET scope = 'root'")).rejects.toThrow(/check constraint/);
   });
 
   it("start (the embedded demo) refuses a PostgreSQL URL plainly instead of taking it for a file", () => {

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { ApiKeyInfo, KeyAdmin } from "../ports.js";
+import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
 import { BUMP_DATA_VERSION } from "./database.js";
 
@@ -33,18 +33,18 @@ export class PgKeyAdmin implements KeyAdmin {
     }
   }
 
-  async create(name: string, options: { rateLimit?: number | null } = {}): Promise<{ id: number; key: string }> {
+  async create(name: string, options: { rateLimit?: number | null; scope?: KeyScope } = {}): Promise<{ id: number; key: string }> {
     const key = newApiKey();
     const r = await this.#write<{ id: number }>(
-      "INSERT INTO api_keys (name, key_hash, created_at, rate_limit) VALUES ($1, $2, $3, $4) RETURNING id",
-      [name, hashApiKey(key), nowSeconds(), options.rateLimit ?? null],
+      "INSERT INTO api_keys (name, key_hash, created_at, rate_limit, scope) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+      [name, hashApiKey(key), nowSeconds(), options.rateLimit ?? null, options.scope ?? "read"],
     );
     return { id: r.rows[0]!.id, key };
   }
 
   async list(): Promise<ApiKeyInfo[]> {
-    const r = await this.#pool.query<{ id: number; name: string; createdAt: string; revokedAt: string | null; rateLimit: number | null }>(
-      `SELECT id, name, created_at AS "createdAt", revoked_at AS "revokedAt", rate_limit AS "rateLimit" FROM api_keys ORDER BY id`,
+    const r = await this.#pool.query<{ id: number; name: string; createdAt: string; revokedAt: string | null; rateLimit: number | null; scope: KeyScope }>(
+      `SELECT id, name, created_at AS "createdAt", revoked_at AS "revokedAt", rate_limit AS "rateLimit", scope FROM api_keys ORDER BY id`,
     );
     // bigint columns arrive as text: epoch seconds fit a number.
     return r.rows.map((k) => ({ ...k, createdAt: Number(k.createdAt), revokedAt: k.revokedAt === null ? null : Number(k.revokedAt) }));

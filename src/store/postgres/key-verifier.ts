@@ -9,7 +9,7 @@ export class PgKeyVerifier implements KeysRepository {
 
   async lookup(key: string): Promise<KeyGrant | undefined> {
     const rows = await this.q.rows<KeyGrant>(
-      `SELECT id, rate_limit AS "rateLimit" FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      `SELECT id, rate_limit AS "rateLimit", scope FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hashApiKey(key)],
     );
     return rows[0];

@@ -156,4 +156,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   INSERT INTO store_state VALUES (1, 0, now());
   `,
+  // 2: keys get a scope (ports.ts KeyScope); every key made before is a read key.
+  `
+  ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'read' CHECK (scope IN ('read', 'ingest', 'admin'));
+  `,
 ];

@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
-import type { ApiKeyInfo, KeyAdmin, KeyGrant } from "../ports.js";
+import type { ApiKeyInfo, KeyAdmin, KeyGrant, KeyScope } from "../ports.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
-import { type Db, openKeys, openWritable, storeSchemaVersion } from "./database.js";
+import { type Db, hasScopeColumn, openKeys, openWritable, storeSchemaVersion } from "./database.js";
 import { MIGRATIONS } from "./migrations.js";
 
 // API keys of a SQLite store, in its key file (database.ts keysFileOf).
@@ -17,18 +17,18 @@ export class ApiKeyAdmin {
   }
 
   /** Issues a new key and returns it; only its hash is kept. */
-  create(name: string, options: { rateLimit?: number | null; now?: number } = {}): { id: number; key: string } {
+  create(name: string, options: { rateLimit?: number | null; scope?: KeyScope; now?: number } = {}): { id: number; key: string } {
     const key = newApiKey();
     const info = this.#db
-      .prepare("INSERT INTO api_keys (name, key_hash, created_at, rate_limit) VALUES (?, ?, ?, ?)")
-      .run(name, hashApiKey(key), Math.floor((options.now ?? Date.now()) / 1000), options.rateLimit ?? null);
+      .prepare("INSERT INTO api_keys (name, key_hash, created_at, rate_limit, scope) VALUES (?, ?, ?, ?, ?)")
+      .run(name, hashApiKey(key), Math.floor((options.now ?? Date.now()) / 1000), options.rateLimit ?? null, options.scope ?? "read");
     return { id: Number(info.lastInsertRowid), key };
   }
 
   list(): ApiKeyInfo[] {
     return this.#db
       .prepare(
-        "SELECT id, name, created_at AS createdAt, revoked_at AS revokedAt, rate_limit AS rateLimit FROM api_keys ORDER BY id",
+        "SELECT id, name, created_at AS createdAt, revoked_at AS revokedAt, rate_limit AS rateLimit, scope FROM api_keys ORDER BY id",
       )
       .all() as ApiKeyInfo[];
   }
@@ -57,8 +57,11 @@ export class ApiKeyVerifier {
   readonly #lookup: Statement;
 
   constructor(db: Db) {
+    // A key file from before scopes, served read-only (not yet opened for
+    // writing by this build): every key in it is a read key.
+    const scope = hasScopeColumn(db) ? "scope" : "'read' AS scope";
     this.#lookup = db.prepare(
-      "SELECT id, rate_limit AS rateLimit FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+      `SELECT id, rate_limit AS rateLimit, ${scope} FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL`,
     );
   }
 

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientAddresses } from "./client-address.js";
 import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey } from "./guards.js";
 import { MemoryWindows, type RateState, type RateWindows } from "./rate-limit.js";
-import { type MaybePromise, settle } from "../../store/ports.js";
+import { type MaybePromise, mayIngest, settle } from "../../store/ports.js";
 
 // The first thing every request meets, on every protocol, before its body
 // is read. A request whose key this server has not seen valid is counted
@@ -19,6 +19,8 @@ import { type MaybePromise, settle } from "../../store/ports.js";
 export interface RateLimits {
   /** Requests per second of a key without a limit of its own; 0: unlimited. */
   keyRate: number;
+  /** Ingest requests (batches) per second per key, counted apart from its reads; 0: unlimited. */
+  ingestRate: number;
   /** Requests per second per client address without a valid key; 0: unlimited. */
   anonymousRate: number;
   windows: RateWindows;
@@ -47,7 +49,7 @@ export class Admission {
   /** Without `limits`, only keys' own limits are counted, in this process. */
   constructor(keys: AdmissionKeys, limits?: RateLimits) {
     this.#keys = keys;
-    this.#limits = limits ?? { keyRate: 0, anonymousRate: 0, windows: new MemoryWindows() };
+    this.#limits = limits ?? { keyRate: 0, ingestRate: 0, anonymousRate: 0, windows: new MemoryWindows() };
   }
 
   /** From now on every request is refused with `unavailable`: the server is shutting down. */
@@ -57,17 +59,19 @@ export class Admission {
 
   /**
    * Admits a request with API key `key` from address bucket `address`
-   * (client-address.ts). Synchronous when keys are checked and limits
-   * counted in this process (a cached answer stays synchronous).
+   * (client-address.ts) to a read, or to a write (`ingest`: a key with the
+   * ingest scope, held to the ingest limit, counted apart from its reads).
+   * Synchronous when keys are checked and limits counted in this process (a
+   * cached answer stays synchronous).
    */
-  admit(key: string | null | undefined, address: string): MaybePromise<Admitted> {
+  admit(key: string | null | undefined, address: string, surface: Surface = "read"): MaybePromise<Admitted> {
     if (this.#closing) return SHUTTING_DOWN;
     if (!key) return this.#countAddress(address, MISSING);
     if (this.#limits.anonymousRate > 0 && this.#keys.known?.(key) !== true) {
       // Counted before the lookup; refused here, the key is never looked up.
-      return settle(this.#takeAddress(address), (rate) => (rate.allowed ? this.#lookup(key, address, rate) : this.#tooMany(rate)));
+      return settle(this.#takeAddress(address), (rate) => (rate.allowed ? this.#lookup(key, address, rate, surface) : this.#tooMany(rate)));
     }
-    return this.#lookup(key, address, undefined);
+    return this.#lookup(key, address, undefined, surface);
   }
 
   /**
@@ -79,7 +83,7 @@ export class Admission {
     return settle(this.#takeAddress(address), (rate) => (rate.allowed ? { rate } : this.#tooMany(rate)));
   }
 
-  #lookup(key: string, address: string, counted: RateState | undefined): MaybePromise<Admitted> {
+  #lookup(key: string, address: string, counted: RateState | undefined, surface: Surface): MaybePromise<Admitted> {
     const refusedKey = (err: unknown): MaybePromise<Admitted> => {
       if (!(err instanceof ConnectError)) return STORE_UNAVAILABLE;
       // Already counted against the address before the lookup: not twice.
@@ -91,8 +95,8 @@ export class Admission {
     } catch (err) {
       return refusedKey(err);
     }
-    if (checked instanceof Promise) return checked.then((grant) => this.#limitKey(grant), refusedKey);
-    return this.#limitKey(checked);
+    if (checked instanceof Promise) return checked.then((grant) => this.#limitKey(grant, surface), refusedKey);
+    return this.#limitKey(checked, surface);
   }
 
   /** A request without a valid key: refused with `err`, after counting against its address's limit. */
@@ -109,11 +113,13 @@ export class Admission {
     return { rate, error: tooMany(rate) };
   }
 
-  #limitKey(grant: KeyGrant): MaybePromise<Admitted> {
-    // A key's own limit always holds; the server's default only when it has none.
-    const limit = grant.rateLimit ?? this.#limits.keyRate;
+  #limitKey(grant: KeyGrant, surface: Surface): MaybePromise<Admitted> {
+    if (surface === "ingest" && !mayIngest(grant.scope)) return { grant, error: READ_ONLY_KEY };
+    // Reads: a key's own limit always holds, the server's default only when
+    // it has none. Writes: the server's ingest limit, in a window of their own.
+    const limit = surface === "ingest" ? this.#limits.ingestRate : (grant.rateLimit ?? this.#limits.keyRate);
     if (limit === 0) return { grant };
-    return settle(this.#limits.windows.take(`k:${grant.id}`, limit), (rate) => {
+    return settle(this.#limits.windows.take(`${surface === "ingest" ? "i" : "k"}:${grant.id}`, limit), (rate) => {
       if (rate.allowed) return { grant, rate };
       this.refused.key++;
       return { grant, rate, error: tooMany(rate) };
@@ -121,7 +127,14 @@ export class Admission {
   }
 }
 
+/** What a request asks of its key: to read, or to write through the ingest API. */
+export type Surface = "read" | "ingest";
+
 const MISSING = new ConnectError(MISSING_KEY, Code.Unauthenticated);
+export const READ_ONLY_KEY = new ConnectError(
+  'this API key may only read; writes need a key made with "marketdata keys create --scope ingest"',
+  Code.PermissionDenied,
+);
 const OPEN: Admitted = {};
 
 /** The key could not be checked (the store is down or unreachable): the caller may retry. */

@@ -1,6 +1,9 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "../policy/guards.js";
 import { PUBLIC_SERVICE_NAMES } from "../policy/public-services.js";
+import { READ_ONLY_KEY } from "../policy/admission.js";
+import { mayIngest } from "../../store/ports.js";
+import { IngestService } from "../../../gen/marketdata/v1/ingest_service_pb.js";
 
 /**
  * The request's own logger (bound to its request id), set by the transport
@@ -13,10 +16,18 @@ export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Intercepto
   return [maskInternalErrors(log), apiKeyInterceptor(keys)];
 }
 
-/** Refuses any call without a valid, unrevoked x-api-key before the service is reached (health and reflection excepted). */
+/**
+ * Refuses any call without a valid, unrevoked x-api-key before the service
+ * is reached (health and reflection excepted), and a write with a key that
+ * may only read. The gate (gate.ts) admits every call first; this holds
+ * wherever the router is mounted without it.
+ */
 export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
   return (next) => async (req) => {
-    if (!PUBLIC_SERVICE_NAMES.has(req.service.typeName)) await requireApiKey(keys, req.header.get(API_KEY_HEADER));
+    if (!PUBLIC_SERVICE_NAMES.has(req.service.typeName)) {
+      const grant = await requireApiKey(keys, req.header.get(API_KEY_HEADER));
+      if (req.service.typeName === IngestService.typeName && !mayIngest(grant.scope)) throw READ_ONLY_KEY;
+    }
     return next(req);
   };
 }
