@@ -12,7 +12,8 @@ import { CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema, FileDescrip
 import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
 import { MAX_EPOCH_SECONDS, MARKETPLACE_RE } from "../src/domain/formats.js";
 import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/service/params.js";
-import { restRoutes } from "../src/transport/rest/http-rules.js";
+import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/service/ingest-limits.js";
+import { type NdjsonRoute, ndjsonRoutes, restRoutes } from "../src/transport/rest/http-rules.js";
 import { shortEnumName } from "../src/transport/rest/json-dialect.js";
 
 // protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
@@ -28,6 +29,8 @@ const BAYC = "0xbc4ca0eda7647a8ab7c2061c2e118a18a936f13d";
 const CONNECT_CODES = [
   "invalid_argument",
   "unauthenticated",
+  "permission_denied",
+  "failed_precondition",
   "not_found",
   "resource_exhausted",
   "unavailable",
@@ -153,6 +156,52 @@ class Document {
     };
   }
 
+  /**
+   * One NDJSON line of an ingest route: the record message in the REST
+   * dialect, which is the line `marketdata import KIND` reads, with the two
+   * shapes where a line is not its RPC record: a tweet's line is the Tweet
+   * with its collection's address beside its fields (the RPC nests it), and
+   * a token attribute's value is the JSON value itself (the RPC's oneof).
+   */
+  line(message: DescMessage): Schema {
+    const tweet = message.fields.find((f) => f.name === "tweet" && f.fieldKind === "message");
+    if (tweet?.message !== undefined) {
+      const base = this.#message(tweet.message) as { required: string[]; properties: Record<string, Schema> };
+      const address = message.fields.find((f) => f.name === "contract_address")!;
+      return {
+        ...base,
+        ...(describe(message) ? { description: describe(message) } : {}),
+        required: [address.jsonName, ...base.required],
+        properties: { [address.jsonName]: this.#field(address), ...base.properties },
+      };
+    }
+    const attributes = message.fields.find((f) => f.name === "attributes");
+    if (attributes !== undefined) {
+      const base = this.#message(message) as { properties: Record<string, Schema> };
+      return {
+        ...base,
+        required: message.fields.filter((f) => f.name !== "current_owner").map((f) => f.jsonName),
+        properties: {
+          ...base.properties,
+          [attributes.jsonName]: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["trait_type", "value"],
+              properties: {
+                trait_type: { type: "string" },
+                value: { type: ["string", "number", "boolean"] },
+                display_type: { type: "string", default: "" },
+              },
+              additionalProperties: false,
+            },
+          },
+        },
+      };
+    }
+    return this.ref(message);
+  }
+
   /** A query parameter: the names, repetition and enum spellings query.ts accepts. */
   parameter(field: DescField): Schema {
     let base: Schema;
@@ -213,6 +262,7 @@ function openApi(services: DescService[]): object {
       },
     };
   }
+  for (const route of ndjsonRoutes(services)) paths[route.path] = ingestOperation(doc, route);
   for (const flag of flags) {
     doc.schemas[`Error_${flag}`] = {
       type: "object",
@@ -254,6 +304,61 @@ function openApi(services: DescService[]): object {
   };
 }
 
+/** POST /v1/ingest/KIND: NDJSON of the kind's records in, IngestResponse out. */
+function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
+  const summary = describe(method);
+  const error = (description: string) => ({
+    description,
+    content: { "application/json": { schema: { $ref: "#/components/schemas/IngestError" } } },
+  });
+  doc.schemas.IngestError ??= {
+    type: "object",
+    required: ["code", "message"],
+    properties: {
+      code: { type: "string", enum: [...CONNECT_CODES] },
+      message: { type: "string" },
+      accepted: { type: "integer", const: 0, description: "Present when the batch was refused for invalid records: nothing was written" },
+      duplicates: { type: "integer", const: 0 },
+      rejected: { type: "array", items: { $ref: "#/components/schemas/IngestRejection" } },
+    },
+    additionalProperties: false,
+  };
+  return {
+    post: {
+      operationId: method.name,
+      tags: [method.parent.name],
+      ...(summary ? { summary } : {}),
+      description:
+        `${summary ?? method.name} The body is NDJSON: one record per line, as \`marketdata import\` reads them ` +
+        `(at most ${MAX_BATCH_RECORDS} records and ${MAX_BATCH_BYTES} bytes); blank lines are skipped but counted. ` +
+        `A batch with an invalid record writes nothing unless skipInvalid is true. Needs a key with the ingest or admin scope. ` +
+        `Also served as the RPC ${method.parent.typeName}/${method.name} (Connect, gRPC, gRPC-Web).`,
+      parameters: method.input.fields.filter((f) => f !== body).map((f) => doc.parameter(f)),
+      requestBody: {
+        required: true,
+        description: "One record per line; each line is a JSON object of this schema",
+        content: { "application/x-ndjson": { schema: doc.line(body.message) } },
+      },
+      responses: {
+        "200": {
+          description: "The batch was committed: what was new or changed (accepted), what the store already held (duplicates), and the invalid lines skipped",
+          content: { "application/json": { schema: doc.ref(method.output) } },
+        },
+        "400": error(
+          "invalid_argument: invalid records (each in rejected, by line; nothing written), too many records, or an unknown parameter; " +
+            "failed_precondition: this server cannot write (a PostgreSQL standby): send writes to a server on the primary",
+        ),
+        "401": error("unauthenticated: the x-api-key header is missing, unknown or revoked"),
+        "403": error("permission_denied: the key may only read"),
+        "413": error("resource_exhausted: the body is larger than a batch may be"),
+        "415": error("invalid_argument: the body is not application/x-ndjson"),
+        "429": error("resource_exhausted: over the key's ingest rate limit"),
+        "503": error("unavailable: the store could not take the write now (busy, unreachable, shutting down); retry"),
+      },
+    },
+  };
+}
+
 const plugin: Plugin = {
   name: "protoc-gen-openapi",
   version: "v1",
@@ -264,7 +369,7 @@ const plugin: Plugin = {
       const file = registry.getFile(name);
       if (file) services.push(...file.services);
     }
-    const routed = services.filter((s) => restRoutes([s]).length > 0);
+    const routed = services.filter((s) => restRoutes([s]).length > 0 || ndjsonRoutes([s]).length > 0);
     return create(CodeGeneratorResponseSchema, {
       supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
       file: routed.length === 0 ? [] : [{ name: "openapi.json", content: `${JSON.stringify(openApi(routed), null, 2)}\n` }],

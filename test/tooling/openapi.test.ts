@@ -4,7 +4,8 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/service/services.js";
-import { restRoutes } from "../../src/transport/rest/http-rules.js";
+import { ndjsonRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
+import { fixtureRecords, withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { restGet, useFixtureServer } from "../support/server.js";
 
@@ -13,19 +14,28 @@ import { restGet, useFixtureServer } from "../support/server.js";
 // the server (data and errors) validate against its schemas.
 
 const FILE = fileURLToPath(new URL("../../gen/openapi.json", import.meta.url));
+interface Operation {
+  parameters: { name: string }[];
+  requestBody?: { content: Record<string, { schema: object }> };
+  responses: Record<string, { content?: { "application/json": { schema: object } } }>;
+}
 const spec = JSON.parse(readFileSync(FILE, "utf8")) as {
-  paths: Record<string, { get: { parameters: { name: string }[]; responses: Record<string, { content?: { "application/json": { schema: object } } }> } }>;
+  paths: Record<string, { get: Operation; post: Operation }>;
   components: { schemas: Record<string, object> };
 };
 
 const t = useFixtureServer(buildFixture);
 
-/** A validator of one response body against the document's schema for (path, status). */
-function validatorFor(path: string, status: string) {
+/** A validator against one of the document's schemas (its references resolved in the document). */
+function compile(schema: object) {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   ajv.addSchema({ $id: "openapi", components: spec.components });
-  const schema = JSON.parse(JSON.stringify(spec.paths[path]!.get.responses[status]!.content!["application/json"].schema).replaceAll("#/components", "openapi#/components"));
-  return ajv.compile(schema);
+  return ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll("#/components", "openapi#/components")) as object);
+}
+
+/** A validator of one response body against the document's schema for (path, status). */
+function validatorFor(path: string, status: string, verb: "get" | "post" = "get") {
+  return compile(spec.paths[path]![verb].responses[status]!.content!["application/json"].schema);
 }
 
 const QUERIES: Record<string, Record<string, string | number>> = {
@@ -48,7 +58,12 @@ describe("gen/openapi.json", () => {
 
   it("has every /v1 route with every query parameter the server accepts, and the x-api-key scheme", () => {
     const routes = restRoutes(SERVICES);
-    expect(Object.keys(spec.paths).sort()).toEqual(routes.map((r) => r.path).sort());
+    const writes = ndjsonRoutes(SERVICES);
+    expect(Object.keys(spec.paths).sort()).toEqual([...routes, ...writes].map((r) => r.path).sort());
+    for (const r of writes) {
+      expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(["skipInvalid"]);
+      expect(Object.keys(spec.paths[r.path]!.post.requestBody!.content)).toEqual(["application/x-ndjson"]);
+    }
     for (const r of routes) {
       expect(spec.paths[r.path]!.get.parameters.map((p) => p.name).sort()).toEqual(r.method.input.fields.map((f) => f.jsonName).sort());
     }
@@ -68,6 +83,35 @@ describe("gen/openapi.json", () => {
       expect(String(r.status)).toBe(status);
       const error = validatorFor(path, status);
       expect(error(r.body), JSON.stringify(error.errors)).toBe(true);
+    }
+  });
+
+  it("every importable record of the fixture is a valid line of its ingest route; the answers validate", async () => {
+    const records = fixtureRecords(t.f);
+    for (const [kind, rows] of Object.entries(records)) {
+      const path = `/v1/ingest/${kind}`;
+      const line = compile(spec.paths[path]!.post.requestBody!.content["application/x-ndjson"]!.schema);
+      for (const r of rows) expect(line(JSON.parse(JSON.stringify(r))), `${kind}: ${JSON.stringify(line.errors)}`).toBe(true);
+    }
+    const token = { contractAddress: COLLECTION, assetId: "1", currentOwner: "", attributes: [{ trait_type: "Fur", value: "Gold" }, { trait_type: "Level", value: 3, display_type: "number" }] };
+    expect(compile(spec.paths["/v1/ingest/tokens"]!.post.requestBody!.content["application/x-ndjson"]!.schema)(token)).toBe(true);
+
+    const key = await withKeys(t.f.dbPath, async (admin) => (await admin.create("openapi", { scope: "ingest" })).key);
+    const post = async (body: string, k: string | undefined) => {
+      const r = await fetch(`${t.server.url}/v1/ingest/scores`, { method: "POST", headers: { "content-type": "application/x-ndjson", ...(k ? { "x-api-key": k } : {}) }, body });
+      return { status: String(r.status), body: (await r.json()) as unknown };
+    };
+    const line = JSON.stringify(records.scores![0]);
+    for (const [status, body, k] of [
+      ["200", line, key],
+      ["400", `${line}\n{"nope":1}`, key],
+      ["401", line, undefined],
+      ["403", line, t.f.key],
+    ] as const) {
+      const r = await post(body, k);
+      expect(r.status).toBe(status);
+      const v = validatorFor("/v1/ingest/scores", status, "post");
+      expect(v(r.body), JSON.stringify(v.errors)).toBe(true);
     }
   });
 });

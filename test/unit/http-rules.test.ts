@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
-import { restRoutes } from "../../src/transport/rest/http-rules.js";
+import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { KINDS } from "../../src/domain/kinds.js";
+import { ndjsonRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
 
 /** AssetService with its first method's rule replaced. */
 function withRule(rule: Parameters<typeof create<typeof HttpRuleSchema>>[1]): DescService {
@@ -25,12 +27,21 @@ describe("REST routes from google.api.http rules", () => {
     ]);
   });
 
+  it("serves the ingest RPCs' POST rules as NDJSON into their records, one route per importable kind", () => {
+    const routes = ndjsonRoutes([IngestService]);
+    expect(routes.map((r) => r.path).sort()).toEqual(KINDS.map((k) => `/v1/ingest/${k}`).sort());
+    for (const r of routes) expect(r.body.name).toBe("records");
+    // The streaming RPCs have no REST route, and the POST rules are not GET routes.
+    expect(restRoutes([IngestService])).toEqual([]);
+  });
+
   it("maps simple path variables", () => {
     expect(restRoutes([withRule({ pattern: { case: "get", value: "/v1/x/{contract_address}" } })])[0]!.path).toBe("/v1/x/:contract_address");
   });
 
   it.each([
-    [{ pattern: { case: "post" as const, value: "/v1/x" } }, /only GET rules/],
+    [{ pattern: { case: "put" as const, value: "/v1/x" } }, /only GET rules, and POST rules taking NDJSON/],
+    [{ pattern: { case: "post" as const, value: "/v1/x" } }, /a POST rule's body must name a repeated message field/],
     [{ pattern: { case: "get" as const, value: "/v1/x" }, body: "*" }, /cannot map a body/],
     [{ pattern: { case: "get" as const, value: "/v1/x" }, additionalBindings: [{ pattern: { case: "get" as const, value: "/v2/x" } }] }, /additional_bindings/],
     [{ pattern: { case: "get" as const, value: "/v1/{name=collections/*}" } }, /path variable \{name=collections\/\*\} is not served/],

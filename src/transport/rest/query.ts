@@ -119,10 +119,15 @@ function setter(field: DescField): Setter {
   };
 }
 
-/** Compiles the parser of one request type (throws at startup on unsupported fields). */
-export function compileQueryParser(desc: DescMessage): QueryParser {
+/**
+ * Compiles the parser of one request type (throws at startup on unsupported
+ * fields). `body`: a field the request's body fills (a POST rule's), not a
+ * query parameter.
+ */
+export function compileQueryParser(desc: DescMessage, body?: DescField): QueryParser {
   const setters = new Map<string, Setter>();
-  for (const field of desc.fields) {
+  const params = desc.fields.filter((f) => f !== body);
+  for (const field of params) {
     if (field.fieldKind === "message" || field.fieldKind === "map" || (field.fieldKind === "list" && field.listKind === "message")) {
       throw new Error(`${desc.typeName}.${field.name}: message and map fields cannot be query parameters`);
     }
@@ -131,7 +136,7 @@ export function compileQueryParser(desc: DescMessage): QueryParser {
     setters.set(field.jsonName, set);
     setters.set(field.name, set);
   }
-  const accepted = desc.fields.map((f) => f.jsonName).join(", ");
+  const accepted = params.map((f) => f.jsonName).join(", ");
   return (query, pathParams) => {
     const message = create(desc) as unknown as Record<string, unknown>;
     const seen = new Set<string>();
