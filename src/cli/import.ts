@@ -3,7 +3,7 @@ import { createInterface } from "node:readline";
 import { openWritableStore } from "../store/open.js";
 import { importLines } from "../ingest/importer.js";
 import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
-import { isKind, KINDS } from "../ingest/kinds.js";
+import { isKind, type Kind, KINDS } from "../ingest/kinds.js";
 import { CliError } from "./errors.js";
 import { progressBar } from "./progress.js";
 
@@ -16,18 +16,20 @@ export interface ImportCommand {
   skipInvalid: boolean;
 }
 
-export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
-  if (!isKind(cmd.kind)) throw new CliError(`KIND must be one of ${KINDS.join(", ")}, got ${JSON.stringify(cmd.kind)}`);
-  const fromStdin = cmd.file === "-";
-  const name = fromStdin ? "stdin" : cmd.file;
-  let size = 0;
-  if (!fromStdin) {
-    try {
-      size = statSync(cmd.file).size;
-    } catch {
-      throw new CliError(`cannot read ${cmd.file}: no such file`);
-    }
+/** An import's KIND and FILE checked (also by import --follow): the kind, the input's name for messages, its size (0 for stdin). */
+export function importInput(kind: string, file: string): { kind: Kind; name: string; size: number } {
+  if (!isKind(kind)) throw new CliError(`KIND must be one of ${KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
+  if (file === "-") return { kind, name: "stdin", size: 0 };
+  try {
+    return { kind, name: file, size: statSync(file).size };
+  } catch {
+    throw new CliError(`cannot read ${file}: no such file`);
   }
+}
+
+export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
+  const { kind, name, size } = importInput(cmd.kind, cmd.file);
+  const fromStdin = cmd.file === "-";
   // readline emits lines as soon as the input is read: its iterator is taken
   // at once, so lines read while the store connects (PostgreSQL) wait in its
   // bounded buffer (the input pauses) instead of being lost.
@@ -65,11 +67,11 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     rejects?.end();
     throw err;
   }
-  const bar = progressBar(`import ${cmd.kind}`, size);
+  const bar = progressBar(`import ${kind}`, size);
   const started = process.hrtime.bigint();
   try {
     const stats = await importLines(store.records, lines, {
-      kind: cmd.kind,
+      kind: kind,
       skipInvalid: cmd.skipInvalid,
       onReject,
       onProgress: (s, bytes) => bar.update(s.lines, bytes),
@@ -77,7 +79,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     });
     bar.stop();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    process.stderr.write(`${summary(cmd.kind, name, stats, seconds)}\n`);
+    process.stderr.write(`${summary(kind, name, stats, seconds)}\n`);
     if (stats.rejected > 0) process.stderr.write(`rejected lines and reasons: ${rejectsPath}\n`);
     else if (rejects) await closeAndRemove(rejects, rejectsPath);
     return stats;

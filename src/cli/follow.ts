@@ -1,0 +1,167 @@
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Ingest, type IngestLine, rejectionsOf } from "../service/ingest-service.js";
+import { MAX_BATCH_RECORDS } from "../service/ingest-limits.js";
+import { openIngestWriter, openWritableStore } from "../store/open.js";
+import { CliError } from "./errors.js";
+import { importInput } from "./import.js";
+
+// `marketdata import KIND FILE --follow`: for feeds that are files. Reads
+// FILE from its start and then every line appended to it (or stdin, to its
+// end), and commits as lines arrive: whatever has come in within FLUSH_MS
+// of the first pending line (at most MAX_BATCH_RECORDS) is one batch, written
+// through the same path as the ingest API (service/ingest-service.ts, the
+// store's IngestWriter: a CLI follower and running servers take turns at
+// the store's write lock). Each batch is all or nothing: an invalid line
+// stops the follower (exit 1, naming it; the batches before it stay),
+// unless --skip-invalid, which reports and skips it. SIGINT or SIGTERM
+// commits what is pending, then exits 0.
+
+/** How long a line waits for others to share its commit. */
+const FLUSH_MS = 200;
+/** How often a followed file is checked for new bytes. */
+const POLL_MS = 100;
+const CHUNK = 1 << 20;
+
+export interface FollowCommand {
+  db: string;
+  kind: string;
+  file: string;
+  skipInvalid: boolean;
+}
+
+export async function runFollow(cmd: FollowCommand): Promise<void> {
+  const { kind, name } = importInput(cmd.kind, cmd.file);
+  // As import does: a store created (or an empty PostgreSQL database migrated) if need be.
+  await (await openWritableStore(cmd.db, { migrateEmpty: true })).close();
+  const writer = openIngestWriter(cmd.db);
+  const ingest = new Ingest(writer);
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  let pending: IngestLine[] = [];
+  let firstPendingAt = 0;
+  const totals = { lines: 0, accepted: 0, duplicates: 0, rejected: 0 };
+  const flush = async () => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    try {
+      const r = await ingest.batch(kind, batch, cmd.skipInvalid);
+      totals.lines += batch.length;
+      totals.accepted += r.accepted;
+      totals.duplicates += r.duplicates;
+      totals.rejected += r.rejected.length;
+      for (const x of r.rejected) process.stderr.write(`${name}:${x.line}: ${x.message} (skipped)\n`);
+      process.stderr.write(`${name}: committed ${batch.length} lines: ${r.accepted} accepted, ${r.duplicates} duplicates, ${r.rejected.length} rejected\n`);
+    } catch (err) {
+      const detail = err instanceof ConnectError ? rejectionsOf(err) : undefined;
+      if (detail !== undefined) {
+        for (const x of detail.rejected) process.stderr.write(`${name}:${x.line}: ${x.message}\n`);
+        throw new CliError(`${name}: invalid line(s) in a batch; that batch was not written, the ones before it were (use --skip-invalid to skip such lines)`);
+      }
+      if (err instanceof ConnectError && err.code === Code.Unavailable) throw new CliError(`${name}: ${err.rawMessage}`);
+      throw err;
+    }
+  };
+
+  try {
+    let line = 0;
+    const lines = cmd.file === "-" ? stdinLines(stop.signal) : appendedLines(cmd.file, stop.signal);
+    for await (const text of withTicks(lines, FLUSH_MS / 4)) {
+      if (text !== undefined) {
+        line += 1;
+        const trimmed = text.trim();
+        if (trimmed !== "") {
+          if (pending.length === 0) firstPendingAt = performance.now();
+          let value: unknown;
+          try {
+            value = JSON.parse(trimmed);
+            pending.push({ line, value });
+          } catch (err) {
+            pending.push({ line, invalid: `is not valid JSON (${(err as Error).message})` });
+          }
+        }
+      }
+      if (pending.length >= MAX_BATCH_RECORDS || (pending.length > 0 && performance.now() - firstPendingAt >= FLUSH_MS)) await flush();
+    }
+    await flush();
+    process.stderr.write(
+      `${name}: done: ${totals.lines} lines, ${totals.accepted} accepted, ${totals.duplicates} duplicates, ${totals.rejected} rejected\n`,
+    );
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await writer.close();
+  }
+}
+
+/** The lines of stdin, to its end (or until `signal`). */
+async function* stdinLines(signal: AbortSignal): AsyncGenerator<string> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  signal.addEventListener("abort", () => rl.close(), { once: true });
+  for await (const line of rl) yield line;
+}
+
+/**
+ * The lines of `path`, then every complete line appended to it, until
+ * `signal` (and the end of what was written before it). A file cut shorter
+ * than what was read (rotated or truncated) is read again from its start.
+ */
+async function* appendedLines(path: string, signal: AbortSignal): AsyncGenerator<string> {
+  const fd = openSync(path, "r");
+  const buffer = Buffer.alloc(CHUNK);
+  let position = 0;
+  let rest = "";
+  try {
+    for (;;) {
+      const n = readSync(fd, buffer, 0, CHUNK, position);
+      if (n === 0) {
+        // Stopped: what was appended before the signal has just been read.
+        if (signal.aborted) return;
+        if (statSync(path).size < position) {
+          position = 0;
+          rest = "";
+          continue;
+        }
+        await sleep(POLL_MS, undefined, { signal }).catch(() => {});
+        continue;
+      }
+      position += n;
+      const text = rest + buffer.toString("utf8", 0, n);
+      const lines = text.split("\n");
+      rest = lines.pop()!;
+      for (const l of lines) yield l;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The items of `source`, and `undefined` every `ms` while it is quiet (so
+ * pending lines are flushed on time). One timer at a time, however many
+ * items come between two ticks.
+ */
+async function* withTicks<T>(source: AsyncIterable<T>, ms: number): AsyncGenerator<T | undefined> {
+  const it = source[Symbol.asyncIterator]();
+  let next = it.next();
+  let tick: Promise<"tick"> | undefined;
+  for (;;) {
+    tick ??= sleep(ms).then(() => "tick" as const);
+    const r = await Promise.race([next, tick]);
+    if (r === "tick") {
+      tick = undefined;
+      yield undefined;
+      continue;
+    }
+    if (r.done) return;
+    yield r.value;
+    next = it.next();
+  }
+}
+
