@@ -14,6 +14,8 @@ export const DEFAULT_LOG_LEVEL = "info";
 /** Requests per second of a key without its own limit, and of a client address without a valid key. */
 export const DEFAULT_RATE_LIMIT = 1000;
 export const DEFAULT_ANONYMOUS_RATE_LIMIT = 20;
+/** Ingest requests (batches of up to 10,000 records) per second per key. */
+export const DEFAULT_INGEST_RATE_LIMIT = 100;
 export const DEFAULT_REDIS_PREFIX = "marketdata:rl";
 /** Where --metrics-port listens unless --metrics-host says otherwise: this machine only. */
 export const DEFAULT_METRICS_HOST = "127.0.0.1";
@@ -47,6 +49,8 @@ export interface ServeConfig {
   rateLimit: number;
   /** Requests per second per client address without a valid key; 0: unlimited. */
   anonymousRateLimit: number;
+  /** Ingest requests per second per key, counted apart from its reads; 0: unlimited. */
+  ingestRateLimit: number;
   /** Shared rate-limit counts for several servers; absent: counted by this server. */
   redis?: { url: string; prefix: string } | undefined;
   timeouts: Timeouts;
@@ -82,6 +86,7 @@ export interface ServeFlags {
   logLevel?: string | undefined;
   rateLimit?: string | undefined;
   anonymousRateLimit?: string | undefined;
+  ingestRateLimit?: string | undefined;
   redis?: string | undefined;
   redisPrefix?: string | undefined;
   headersTimeout?: string | undefined;
@@ -157,6 +162,12 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     anonymousRateLimit: wholeNumber(
       flags.anonymousRateLimit ?? String(DEFAULT_ANONYMOUS_RATE_LIMIT),
       "--anonymous-rate-limit (ANONYMOUS_RATE_LIMIT)",
+      0,
+      1_000_000_000,
+    ),
+    ingestRateLimit: wholeNumber(
+      flags.ingestRateLimit ?? String(DEFAULT_INGEST_RATE_LIMIT),
+      "--ingest-rate-limit (INGEST_RATE_LIMIT)",
       0,
       1_000_000_000,
     ),

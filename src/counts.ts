@@ -16,7 +16,7 @@ import { registerMetricsEndpoint, type ServerMetrics } from "./transport/ops/met
 // workers, else in the process; metrics on a port of their own are served
 // by the process alone, or by the primary summing its workers'.
 
-type CountConfig = Partial<Pick<ServeConfig, "rateLimit" | "anonymousRateLimit" | "redis" | "metrics">>;
+type CountConfig = Partial<Pick<ServeConfig, "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "metrics">>;
 
 /** How long startup waits for Redis before serving with per-process counts meanwhile. */
 const REDIS_READY_MS = 3000;
@@ -36,6 +36,7 @@ export interface CountedLimits {
 export async function countedLimits(config: CountConfig, log: Logger): Promise<CountedLimits> {
   const keyRate = config.rateLimit ?? 0;
   const anonymousRate = config.anonymousRateLimit ?? 0;
+  const ingestRate = config.ingestRateLimit ?? 0;
   if (config.redis !== undefined) {
     // Commands fail at their deadline rather than queue (RedisWindows falls back meanwhile).
     const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_DEADLINE_MS });
@@ -51,7 +52,7 @@ export async function countedLimits(config: CountConfig, log: Logger): Promise<C
     if (!ready) log.warn("redis not ready: rate limits are counted per process until it is");
     const windows = new RedisWindows(client, config.redis.prefix, { log });
     return {
-      limits: { keyRate, anonymousRate, windows },
+      limits: { keyRate, ingestRate, anonymousRate, windows },
       degraded: () => windows.degradedReason(),
       fallbacks: () => windows.fallbacks,
       close: async () => {
@@ -61,7 +62,7 @@ export async function countedLimits(config: CountConfig, log: Logger): Promise<C
   }
   const onError = (err: unknown) => log.warn({ err }, "rate-limit store failed; request admitted");
   const windows = cluster.isWorker ? clusterWindows(onError) : new MemoryWindows();
-  return { limits: { keyRate, anonymousRate, windows }, close: async () => {} };
+  return { limits: { keyRate, ingestRate, anonymousRate, windows }, close: async () => {} };
 }
 
 /**

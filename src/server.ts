@@ -1,14 +1,16 @@
 import type http from "node:http";
-import { createContextValues } from "@connectrpc/connect";
+import { type ConnectRouter, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
-import { createServices, readOnlyUnaryMethods } from "./service/services.js";
+import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods } from "./service/services.js";
+import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
+import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
-import { openReadRepositories } from "./store/open.js";
-import type { ReadRepositories } from "./store/ports.js";
+import { openIngestWriter, openReadRepositories } from "./store/open.js";
+import type { IngestWriter, ReadRepositories } from "./store/ports.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";
@@ -26,6 +28,7 @@ import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transpor
 import type { KeyVerifier } from "./transport/policy/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
 import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
+import { registerIngestRoutes } from "./transport/rest/ingest.js";
 import { cachedReadiness, healthRoutes, Lifecycle, registerHealthEndpoints } from "./transport/ops/health.js";
 import { reflectionRoutes } from "./transport/ops/reflection.js";
 import { Health } from "../gen/health/v1/health_pb.js";
@@ -35,6 +38,8 @@ import { Health } from "../gen/health/v1/health_pb.js";
 
 export interface ServerDeps {
   store: ReadRepositories;
+  /** Where the ingest API writes; absent: every write is refused (failed_precondition). */
+  writer?: IngestWriter;
   /** The key check; the store's own keys repository when absent. */
   keys?: KeyVerifier;
   /** Request and error logging; silent when absent. */
@@ -76,7 +81,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const watch = new DataVersionWatch(deps.store.info);
   const keys = new MemoizedKeyVerifier(deps.keys ?? deps.store.keys, watch);
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
-  const services = createServices(deps.store);
+  const services = createServices(deps.store, deps.writer);
   const interceptors = rpcInterceptors(keys, log);
   const admission = new Admission(keys, deps.rateLimits?.limits);
   const addresses = new ClientAddresses(deps.trustProxy);
@@ -100,6 +105,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         });
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
+  const ingestInputs = new Map(
+    IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
+  );
   let nextRpcId = 0;
 
   const app = Fastify({
@@ -108,14 +116,14 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     logController: new LogController({ disableRequestLogging: true }),
     // Fastify's types know one server kind; this one serves HTTP/1.1 and h2c.
     serverFactory: (fastifyHandler) => {
-      const rpc = connectNodeAdapter({
-        routes: (router) => {
-          services.routes(router);
-          healthRoutes(router, services.services.map((s) => s.typeName), readiness, lifecycle);
-          reflectionRoutes(router, [...services.services, Health]);
-        },
+      const routes = (router: ConnectRouter) => {
+        services.routes(router);
+        healthRoutes(router, services.services.map((s) => s.typeName), readiness, lifecycle);
+        reflectionRoutes(router, [...services.services, Health]);
+      };
+      const adapter = {
+        routes,
         interceptors,
-        readMaxBytes: MAX_REQUEST_MESSAGE_BYTES,
         // Unknown fields are refused, as REST refuses unknown parameters:
         // a misspelt filter must not silently return unfiltered data.
         jsonOptions: { ignoreUnknownFields: false },
@@ -123,14 +131,30 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         // on the networks a self-hosted service runs on. Compressed requests
         // are still accepted.
         compressMinBytes: MIB,
-        contextValues: (req) => {
+        contextValues: (req: unknown) => {
           const reqId = `rpc-${++nextRpcId}`;
           (req as { reqId?: string }).reqId = reqId;
           return createContextValues().set(requestLogger, log.child({ reqId }));
         },
+      };
+      const rpc = connectNodeAdapter({
+        ...adapter,
+        readMaxBytes: MAX_REQUEST_MESSAGE_BYTES,
         fallback: fastifyHandler as unknown as NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>,
       });
-      const gate = createRpcGate({ admission, inputs, publicProcedures, grpcUnary, connectNode: rpc as RequestHandler, log, addresses });
+      // The writes' own handler: the same routes, reading messages up to a
+      // batch's size; the gate hands it the IngestService procedures only.
+      const ingestRpc = connectNodeAdapter({ ...adapter, readMaxBytes: MAX_BATCH_BYTES });
+      const gate = createRpcGate({
+        admission,
+        inputs,
+        publicProcedures,
+        grpcUnary,
+        connectNode: rpc as RequestHandler,
+        ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
+        log,
+        addresses,
+      });
       const handler = requestEntry({
         cors: corsPolicy(deps.corsOrigins ?? []),
         restFlags,
@@ -138,7 +162,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         gate,
         log,
         metrics,
-        known: (procedure) => inputs.has(procedure) || publicProcedures.has(procedure),
+        known: (procedure) => inputs.has(procedure) || INGEST_PROCEDURES.has(procedure) || publicProcedures.has(procedure),
       });
       const t = deps.timeouts ?? defaultTimeouts();
       return new DualProtocolServer(handler, {
@@ -148,7 +172,12 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         idleMs: t.idleMs,
         shutdownMs: t.shutdownMs,
         drainMs: deps.drainMs ?? DRAIN_MS,
-        longLivedPaths: new Set([`/${Health.typeName}/${Health.method.watch.name}`]),
+        // Streams that may last (a health Watch, an indexer's feed of sales):
+        // held to the idle rules, not to the request timeout.
+        longLivedPaths: new Set([
+          `/${Health.typeName}/${Health.method.watch.name}`,
+          ...IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
+        ]),
       }) as unknown as http.Server;
     },
     // While closing, requests still arriving are refused by admission
@@ -167,6 +196,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
+  registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
 }
@@ -193,7 +223,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy">
   > & {
     drainMs?: number;
   };
@@ -217,11 +247,14 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
   });
   const logger = createLogger(config.logLevel ?? "silent");
   const limits = await countedLimits(config, logger);
+  // Opened on the first write: a server never sent one never opens its store for writing.
+  const writer = openIngestWriter(config.db);
   try {
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
     const { app, cache, metrics } = await buildServer({
       store,
+      writer,
       logger,
       cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
       rateLimits: limits,
@@ -243,11 +276,13 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       close: async () => {
         await app.close();
         await metricsServer?.close();
+        await writer.close();
         await limits.close();
         await store.close();
       },
     };
   } catch (err) {
+    await writer.close();
     await limits.close();
     await store.close();
     throw err;

@@ -8,16 +8,19 @@ import { Random } from "../demo/random.js";
 export const YEAR = 365 * 86400;
 export const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"];
 
-/** NDJSON of n sales over two years on six marketplaces; every 100th sale is of asset 0 (10,000 of 1M). */
-export async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
+/**
+ * n sales on six marketplaces, in time order from `start` over `span`
+ * seconds (by default two years from 2022-01-01), as NDJSON lines; every
+ * 100th sale is of asset 0 (10,000 of 1M).
+ */
+export function* saleLines(n: number, seed: number, address: string, time: { start?: number; span?: number } = {}): Generator<string> {
   const rnd = new Random(seed);
   const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
-  const out = createWriteStream(path);
-  const start = 1_640_995_200; // 2022-01-01
-  const step = (2 * YEAR) / n;
+  const start = time.start ?? 1_640_995_200;
+  const step = (time.span ?? 2 * YEAR) / n;
   for (let i = 0; i < n; i++) {
     const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
-    const line = JSON.stringify({
+    yield JSON.stringify({
       hash: `0x${rnd.hex(64)}`,
       from: rnd.pick(wallets),
       to: rnd.pick(wallets),
@@ -30,9 +33,15 @@ export async function writeSales(path: string, n: number, seed: number, address:
       currency: "ETH",
       marketplace: rnd.pick(MARKETPLACES),
     });
+  }
+}
+
+/** NDJSON of n sales (saleLines) in a file. */
+export async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
+  const out = createWriteStream(path);
+  for (const line of saleLines(n, seed, address)) {
     if (!out.write(`${line}\n`)) await once(out, "drain");
   }
   out.end();
   await once(out, "finish");
 }
-

@@ -7,6 +7,7 @@ import {
   DEFAULT_HOST,
   DEFAULT_LOG_LEVEL,
   DEFAULT_ANONYMOUS_RATE_LIMIT,
+  DEFAULT_INGEST_RATE_LIMIT,
   DEFAULT_PORT,
   DEFAULT_POOL_SIZE,
   DEFAULT_RATE_LIMIT,
@@ -17,6 +18,7 @@ import {
   type ServeFlags,
 } from "../config.js";
 import { KINDS } from "../ingest/kinds.js";
+import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
 import { errorLine } from "./errors.js";
 
 // Each command's module is imported when that command runs: `--version`,
@@ -85,6 +87,11 @@ const listening = (command: Command) =>
         .env("ANONYMOUS_RATE_LIMIT")
         .default(String(DEFAULT_ANONYMOUS_RATE_LIMIT)),
     )
+    .addOption(
+      new Option("--ingest-rate-limit <n>", "ingest requests (batches) per second per API key, apart from its reads; 0: unlimited")
+        .env("INGEST_RATE_LIMIT")
+        .default(String(DEFAULT_INGEST_RATE_LIMIT)),
+    )
     .addOption(new Option("--redis <url>", "share rate-limit counts with every server using this Redis (redis://host:port)").env("REDIS_URL"))
     .addOption(new Option("--redis-prefix <prefix>", "key prefix of the counts in Redis").default(DEFAULT_REDIS_PREFIX))
     .addOption(new Option("--headers-timeout <s>", "seconds for a connection's first bytes and a request's headers").default(String(DEFAULT_TIMEOUTS.headers)))
@@ -133,7 +140,14 @@ keys
   .addOption(storeOption())
   .requiredOption("--name <name>", "who or what the key is for")
   .option("--rate <n>", 'requests per second for this key, or "default" (the server\'s --rate-limit)', "default")
-  .action(async (opts: { db: string; name: string; rate: string }) => (await import("./keys.js")).createKey(opts.db, opts.name, opts.rate));
+  .addOption(
+    new Option("--scope <scope>", "read: the read API; ingest: also write through the ingest API; admin: everything")
+      .choices(KEY_SCOPES)
+      .default("read"),
+  )
+  .action(async (opts: { db: string; name: string; rate: string; scope: KeyScope }) =>
+    (await import("./keys.js")).createKey(opts.db, opts.name, opts.rate, opts.scope),
+  );
 keys
   .command("update")
   .description("change a key's rate limit; running servers apply it within a second")
@@ -143,7 +157,7 @@ keys
   .action(async (id: string, opts: { db: string; rate?: string }) => (await import("./keys.js")).updateKey(opts.db, id, opts.rate));
 keys
   .command("list")
-  .description("show id, name, created and revoked times (never the keys)")
+  .description("show id, name, scope, created and revoked times and rate (never the keys)")
   .addOption(storeOption())
   .action(async (opts: { db: string }) => (await import("./keys.js")).listKeys(opts.db));
 keys
@@ -158,10 +172,12 @@ program
   .description("import an NDJSON file of one kind, atomically (creates the store if absent)")
   .addOption(dbOption())
   .option("--skip-invalid", "import the valid lines; write rejected ones with reasons to FILE.rejects.ndjson", false)
+  .option("--follow", "keep reading lines appended to FILE (stdin: to its end) and commit them as they arrive, 200 ms at most behind; Ctrl-C commits what is pending and stops", false)
   .argument("<kind>", `one of: ${KINDS.join(", ")}`)
   .argument("<file>", "NDJSON file, or - for stdin")
-  .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean }) => {
-    await (await import("./import.js")).runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+  .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean; follow: boolean }) => {
+    if (opts.follow) await (await import("./follow.js")).runFollow({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+    else await (await import("./import.js")).runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
   });
 
 program

@@ -3,15 +3,25 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadRepositories } from "../store/ports.js";
+import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { type IngestWriter, type ReadRepositories, StoreReadOnlyError } from "../store/ports.js";
+import { createIngestService, Ingest } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 
 // Every service of the contract over one store, for every transport: RPC
 // protocols register them on a Connect router; REST and Connect GET call a
 // method's implementation directly (the implementations need no context).
+// Reads go to the store's read repositories, writes (IngestService) to its
+// writer.
 
-export const SERVICES: readonly DescService[] = [AssetService, CollectionService];
+export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService];
+
+/** The writer of a server given none (read-only tests and tools): every write is refused as such. */
+const NO_WRITER: IngestWriter = {
+  write: () => Promise.reject(new StoreReadOnlyError("this server takes no writes")),
+  close: async () => {},
+};
 
 export type UnaryImpl = (request: Message) => Message | Promise<Message>;
 
@@ -21,28 +31,43 @@ export interface ServiceSet {
   routes(router: ConnectRouter): void;
   /** The implementation of a unary method, for in-process calls. */
   unary(method: DescMethodUnary): UnaryImpl;
+  /** The ingest path, for transports that carry batches in their own form (REST NDJSON). */
+  readonly ingest: Ingest;
 }
 
-export function createServices(store: ReadRepositories): ServiceSet {
+export function createServices(store: ReadRepositories, writer: IngestWriter = NO_WRITER): ServiceSet {
   const asset = createAssetService(store);
   const collection = createCollectionService(store);
+  const ingest = new Ingest(writer);
+  const ingestService = createIngestService(ingest);
   const impls = new Map<string, Record<string, unknown>>([
     [AssetService.typeName, asset as Record<string, unknown>],
     [CollectionService.typeName, collection as Record<string, unknown>],
+    [IngestService.typeName, ingestService as Record<string, unknown>],
   ]);
   return {
     services: SERVICES,
     routes(router) {
       router.service(AssetService, asset);
       router.service(CollectionService, collection);
+      router.service(IngestService, ingestService);
     },
     unary(method) {
       const impl = impls.get(method.parent.typeName)?.[method.localName];
       if (typeof impl !== "function") throw new Error(`no implementation for ${method.parent.typeName}.${method.name}`);
       return impl as UnaryImpl;
     },
+    ingest,
   };
 }
+
+/** Every procedure path of `services` ("/pkg.Service/Method"). */
+export function procedures(services: readonly DescService[]): string[] {
+  return services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
+}
+
+/** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */
+export const INGEST_PROCEDURES: ReadonlySet<string> = new Set(procedures([IngestService]));
 
 /** Every unary method marked NO_SIDE_EFFECTS (served by GET and cached), with its procedure path. */
 export function readOnlyUnaryMethods(services: readonly DescService[]): { method: DescMethodUnary; procedure: string }[] {

@@ -1,14 +1,16 @@
-import type { KeyAdmin, ReadRepositories, WritableStore } from "./ports.js";
+import type { IngestWriter, KeyAdmin, ReadRepositories, WritableStore } from "./ports.js";
 import { PgKeyAdmin } from "./postgres/key-admin.js";
 import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, requireCurrentPgSchema } from "./postgres/database.js";
 import { pgRepositories } from "./postgres/read-repositories.js";
 import { pgWritable } from "./postgres/writable.js";
+import { pgIngestWriter } from "./postgres/ingest-writer.js";
 import { StoreError } from "./ports.js";
 import { sqliteKeyAdmin } from "./sqlite/api-keys.js";
 import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "./sqlite/database.js";
 import { MIGRATIONS } from "./sqlite/migrations.js";
 import { sqliteRepositories } from "./sqlite/read-repositories.js";
 import { sqliteWritable } from "./sqlite/writable.js";
+import { sqliteIngestWriter } from "./sqlite/ingest-writer.js";
 
 // The one module that chooses an engine from a --db value: a SQLite file
 // (the embedded default), or a postgres:// URL. Everything else opens stores
@@ -67,6 +69,15 @@ export async function openWritableStore(target: string, options: OpenWritableOpt
     throw err;
   }
   return pgWritable(pool, redactUrl(target));
+}
+
+/**
+ * The server's writer for the ingest API, on either engine. Nothing is
+ * opened until the first batch: a server that is never sent a write never
+ * opens its store for writing (a read-only file, a replica).
+ */
+export function openIngestWriter(db: string): IngestWriter {
+  return isPostgresUrl(db) ? pgIngestWriter(db) : sqliteIngestWriter(db);
 }
 
 /** Key management on either engine (on SQLite: the store's key file, never behind an import). */

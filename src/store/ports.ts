@@ -26,11 +26,25 @@ export class StoreError extends Error {}
 /** The store could not be reached (PostgreSQL down or restarting): the caller may retry; callers see `unavailable`. */
 export class StoreUnavailableError extends Error {}
 
-/** What a valid key grants: its identity (for its rate limit) and its own limit. */
+/**
+ * What a key may do: `read` the API (every key made before scopes existed is
+ * one), `ingest` records and read, or `admin`: everything an ingest key may,
+ * and whatever operator-side RPCs come to need it.
+ */
+export type KeyScope = "read" | "ingest" | "admin";
+export const KEY_SCOPES: readonly KeyScope[] = ["read", "ingest", "admin"];
+
+/** True when a key of `scope` may write through the ingest API. */
+export function mayIngest(scope: KeyScope): boolean {
+  return scope === "ingest" || scope === "admin";
+}
+
+/** What a valid key grants: its identity (for its rate limit), its own limit and its scope. */
 export interface KeyGrant {
   id: number;
   /** Requests per second; null: the server's default. */
   rateLimit: number | null;
+  scope: KeyScope;
 }
 
 /** A key as `keys list` shows it (never the key itself). */
@@ -41,6 +55,7 @@ export interface ApiKeyInfo {
   revokedAt: number | null;
   /** Requests per second; null: the server's default. */
   rateLimit: number | null;
+  scope: KeyScope;
 }
 
 export type MaybePromise<T> = T | Promise<T>;
@@ -239,14 +254,48 @@ export interface RecordImport {
     kind: Kind,
     feed: (write: (record: ImportRecord) => MaybePromise<void>) => Promise<void>,
     counts: ImportCounts,
-    options?: { maintainStats?: boolean },
+    options?: ImportRecordsOptions,
   ): Promise<void>;
 }
+
+export interface ImportRecordsOptions {
+  /** false only to measure what keeping the stats aggregates costs (bench:stats). */
+  maintainStats?: boolean;
+  /**
+   * Refresh the planner's statistics after the commit (default true): right
+   * after a file's import; not after each small batch of the ingest API,
+   * whose rows move the statistics little (the SQLite writer refreshes them
+   * now and then; PostgreSQL's autovacuum does).
+   */
+  refreshStatistics?: boolean;
+  /**
+   * How long the write may wait for another writer's lock before it fails
+   * (PostgreSQL; the server's writer: a caller gets `unavailable` and
+   * retries). Unset: as long as it takes (an import).
+   */
+  lockWaitMs?: number;
+}
+
+/**
+ * The server's writes (the ingest API): one batch of checked records of one
+ * kind in one transaction, durable once the promise resolves. Fails with
+ * StoreUnavailableError when the store cannot take writes now (another
+ * writer held it past the writer's patience), and with StoreReadOnlyError
+ * where this server cannot write at all.
+ */
+export interface IngestWriter {
+  write(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts>;
+  close(): Promise<void>;
+}
+
+/** This server's store takes no writes (a PostgreSQL replica, a read-only file): ingest goes to a server on the primary. */
+export class StoreReadOnlyError extends Error {}
 
 // keys: what `keys` does, on either engine.
 
 export interface KeyAdmin {
-  create(name: string, options?: { rateLimit?: number | null }): Promise<{ id: number; key: string }>;
+  /** A new key (read scope unless told otherwise); only its digest is kept. */
+  create(name: string, options?: { rateLimit?: number | null; scope?: KeyScope }): Promise<{ id: number; key: string }>;
   list(): Promise<ApiKeyInfo[]>;
   /** False when no such key exists. */
   setRateLimit(id: number, rateLimit: number | null): Promise<boolean>;

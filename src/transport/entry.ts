@@ -9,8 +9,8 @@ import { grpcStatusOf, rpcKindOf } from "./rpc/errors.js";
 
 // Where every request enters once its connection has picked a protocol
 // (http/dual-protocol-server.ts): CORS preflights, the URL bound, then GETs
-// to Fastify (REST, Connect GET, health, docs) and every other method to the
-// RPC gate (rpc/gate.ts); and the one request log line and the metrics of
+// to Fastify (REST, Connect GET, health, docs), with REST's POSTs, and every
+// other method to the RPC gate (rpc/gate.ts); and the one request log line and the metrics of
 // each, whichever path served it.
 
 export interface EntryDeps {
@@ -30,9 +30,10 @@ export function requestEntry(deps: EntryDeps): RequestHandler {
   return (req, res) => {
     if (cors?.apply(req, res)) return;
     if (refuseLongUrl(req, res, restFlags)) return;
-    // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS;
-    // every other method is an RPC or nothing (rpc/gate.ts).
-    if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
+    // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS,
+    // and the REST writes (POST /v1/ingest/KIND, rest/ingest.ts); every
+    // other method is an RPC or nothing (rpc/gate.ts).
+    if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS" || (req.method === "POST" && req.url?.startsWith("/v1/") === true)) {
       fastify(req, res);
       return;
     }

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KINDS } from "../../src/domain/kinds.js";
 import { launchChromium, skipBrowser } from "../support/browser.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -39,16 +40,20 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
       await page.goto(`${server.url}/docs`);
       await page.waitForSelector(".opblock-summary-path", { timeout: 15_000 });
       const paths = await page.$$eval(".opblock-summary-path", (els) => els.map((e) => e.getAttribute("data-path")));
-      expect(paths.sort()).toEqual([
-        "/v1/asset/appraisals",
-        "/v1/asset/listings",
-        "/v1/asset/rarity",
-        "/v1/asset/sales",
-        "/v1/collection/influencers",
-        "/v1/collection/scores",
-        "/v1/collection/stats",
-        "/v1/collection/tweets",
-      ]);
+      expect(paths.sort()).toEqual(
+        [
+          "/v1/asset/appraisals",
+          "/v1/asset/listings",
+          "/v1/asset/rarity",
+          "/v1/asset/sales",
+          "/v1/collection/influencers",
+          "/v1/collection/scores",
+          "/v1/collection/stats",
+          "/v1/collection/tweets",
+          // The writes (IngestService's POST rules).
+          ...KINDS.map((k) => `/v1/ingest/${k}`),
+        ].sort(),
+      );
 
       // Authorize with the key.
       await page.click(".btn.authorize");

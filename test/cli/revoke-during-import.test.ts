@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
 import { spawnSync } from "node:child_process";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN } from "./run-cli.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
@@ -8,6 +7,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 import pg from "pg";
 import { importRecords, withKeys } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
+import { writeLocked } from "../support/sqlite-lock.js";
 
 // A leaked key must be revocable within a second whatever else is running.
 // The review saw `keys revoke` fail after 6.4 s with an uncaught SqliteError
@@ -25,21 +25,6 @@ afterAll(async () => {
   await server?.close();
   f?.cleanup();
 });
-
-/** True while another connection holds the store's write lock. */
-function writeLocked(path: string): boolean {
-  const db = new Database(path);
-  db.pragma("busy_timeout = 0");
-  try {
-    db.exec("BEGIN IMMEDIATE");
-    db.exec("ROLLBACK");
-    return false;
-  } catch {
-    return true;
-  } finally {
-    db.close();
-  }
-}
 
 const sale = (i: number) =>
   JSON.stringify({

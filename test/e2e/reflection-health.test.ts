@@ -9,7 +9,7 @@ import { READINESS_TTL_MS } from "../../src/transport/ops/health.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { startTestServer, transportFor, useFixtureServer } from "../support/server.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
-import { ENGINE, setSchemaVersion } from "../support/engine.js";
+import { ENGINE, setSchemaVersion, withKeys } from "../support/engine.js";
 
 // What a new user's tools find with nothing but the server's address:
 // buf curl (the npm @bufbuild/buf binary) lists the services through server
@@ -50,6 +50,7 @@ describe("server reflection with buf curl, no --schema", () => {
       "grpc.reflection.v1alpha.ServerReflection",
       "marketdata.v1.AssetService",
       "marketdata.v1.CollectionService",
+      "marketdata.v1.IngestService",
     ]);
   });
 
@@ -67,6 +68,17 @@ describe("server reflection with buf curl, no --schema", () => {
       const out = JSON.parse(r.stdout) as Record<string, unknown>;
       expect(out.successful ?? out.success, `${protocol} ${method}`).toBe(1);
     }
+  });
+
+  it.each(["grpc", "grpcweb", "connect"])("writes through IngestService over %s with a key that may", async (protocol) => {
+    const key = await withKeys(t.f.dbPath, async (admin) => (await admin.create("indexer", { scope: "ingest" })).key);
+    const score = t.f.score;
+    const r = await bufCurl(["--protocol", protocol, "-H", `x-api-key: ${key}`, "-d", JSON.stringify({ records: [score], skipInvalid: true }), `${t.server.url}/marketdata.v1.IngestService/IngestScores`]);
+    expect(r.stderr).toBe("");
+    // The fixture's own score: already held, so a duplicate (proto JSON leaves out zero fields).
+    expect(JSON.parse(r.stdout)).toEqual({ duplicates: 1 });
+    const refused = await bufCurl(["--protocol", protocol, "-H", `x-api-key: ${t.f.key}`, "-d", JSON.stringify({ records: [score] }), `${t.server.url}/marketdata.v1.IngestService/IngestScores`]);
+    expect(refused.stderr).toMatch(/permission_denied/);
   });
 
   it("without a key the data RPCs are still refused, reflection is not", async () => {
@@ -94,7 +106,7 @@ describe("health", () => {
       expect((await health.check({ service: "marketdata.v1.AssetService" })).status).toBe(Status.SERVING);
       await expect(health.check({ service: "nope.Service" })).rejects.toThrow(/not_found|unknown service/i);
       const list = await health.list({});
-      expect(Object.keys(list.statuses).sort()).toEqual(["", "marketdata.v1.AssetService", "marketdata.v1.CollectionService"]);
+      expect(Object.keys(list.statuses).sort()).toEqual(["", "marketdata.v1.AssetService", "marketdata.v1.CollectionService", "marketdata.v1.IngestService"]);
     }
   });
 

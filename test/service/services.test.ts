@@ -29,7 +29,7 @@ function transport(store: SqliteRepositories, log = { error: vi.fn() }) {
     log,
     // The server's own routes and interceptors, without the network.
     transport: createRouterTransport((router) => createServices(store).routes(router), {
-      router: { interceptors: rpcInterceptors({ lookup: (k) => (k === "good" ? { id: 1, rateLimit: null } : undefined) }, log) },
+      router: { interceptors: rpcInterceptors({ lookup: (k) => (k === "good" ? { id: 1, rateLimit: null, scope: "read" as const } : undefined) }, log) },
     }),
   };
 }
@@ -73,7 +73,7 @@ describe("REST over a store that fails", () => {
     vi.spyOn(store.sales, "salesPage").mockImplementation(() => {
       throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
     });
-    const { app } = await buildServer({ store, keys: { lookup: () => ({ id: 1, rateLimit: null }) } });
+    const { app } = await buildServer({ store, keys: { lookup: () => ({ id: 1, rateLimit: null, scope: "read" as const }) } });
     try {
       const res = await app.inject({ url: `/v1/asset/sales?contractAddress=${COLLECTION}`, headers: { "x-api-key": "k" } });
       expect(res.statusCode).toBe(500);

@@ -54,6 +54,7 @@ describe("server config", async () => {
       logLevel: "info",
       rateLimit: 1000,
       anonymousRateLimit: 20,
+      ingestRateLimit: 100,
       redis: undefined,
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000, storeMs: 10_000 },
       metrics: { enabled: true, port: undefined, host: undefined },

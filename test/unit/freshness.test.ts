@@ -34,7 +34,7 @@ describe("verified-key memo", () => {
     let now = 1_000_000;
     let lookups = 0;
     const valid = new Set(["good"]);
-    const keys = new MemoizedKeyVerifier({ lookup: (k) => (lookups++, valid.has(k) ? { id: 1, rateLimit: null } : undefined) }, watch, () => now);
+    const keys = new MemoizedKeyVerifier({ lookup: (k) => (lookups++, valid.has(k) ? { id: 1, rateLimit: null, scope: "read" as const } : undefined) }, watch, () => now);
     expect(keys.lookup("good")).toBeDefined();
     expect(keys.lookup("good")).toBeDefined();
     expect(lookups).toBe(1);

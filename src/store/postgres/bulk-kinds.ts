@@ -23,7 +23,17 @@ export interface BulkKind {
   counts: number;
   /** The tables the statements write: vacuumed and analyzed after the commit. */
   tables: readonly string[];
+  /**
+   * The statements keep aggregates recomputed from the rows (sales_hourly):
+   * they run one transaction at a time on the store (importer.ts takes
+   * WRITE_LOCK first), or two writers' recomputed hours would each miss the
+   * other's rows.
+   */
+  serialized?: boolean;
 }
+
+/** The advisory lock of the writes that keep aggregates (BulkKind.serialized), held to the end of their transaction. */
+export const WRITE_LOCK = 0x6d64_7772;
 
 const col = (name: string, type = "text"): StageColumn => ({ name, type });
 
@@ -140,6 +150,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = {
     ],
     counts: 3,
     tables: ["collections", "sales", "sales_hourly"],
+    serialized: true,
   },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),

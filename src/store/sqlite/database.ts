@@ -53,9 +53,26 @@ const KEYS_SCHEMA = `
     created_at INTEGER NOT NULL,
     revoked_at INTEGER,
     -- requests per second; NULL: the server's default
-    rate_limit INTEGER
+    rate_limit INTEGER,
+    -- what the key may do (ports.ts KeyScope)
+    scope TEXT NOT NULL DEFAULT 'read' CHECK (scope IN ('read', 'ingest', 'admin'))
   );
 `;
+
+/**
+ * A key file made before keys had scopes gets the column (every key in it
+ * a read key). Key files have no migrations of their own: each writable
+ * open brings the file to this schema, in one statement.
+ */
+function addScopeColumn(db: Db): void {
+  if (hasScopeColumn(db)) return;
+  db.exec("ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'read' CHECK (scope IN ('read', 'ingest', 'admin'))");
+}
+
+/** False for a key file made before scopes (a server reading it read-only treats every key as a read key). */
+export function hasScopeColumn(db: Db): boolean {
+  return (db.pragma("table_info(api_keys)") as { name: string }[]).some((c) => c.name === "scope");
+}
 
 /**
  * Opens the keys of the store at `storePath` (keysFileOf): for writing,
@@ -84,6 +101,7 @@ export function openKeys(storePath: string, options: { readonly?: boolean } = {}
   db.pragma("synchronous = FULL");
   db.pragma("busy_timeout = 5000");
   db.exec(KEYS_SCHEMA);
+  addScopeColumn(db);
   return db;
 }
 
@@ -97,12 +115,8 @@ export function openWritable(path: string): Db {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
-  // Imports touch index pages all over the file; a large cache keeps them in
-  // memory (the pages are only allocated as needed).
-  db.pragma("cache_size = -262144");
-  db.pragma("temp_store = MEMORY");
+  tuneForWrites(db);
   migrate(db);
   // Every writable open leaves the key file in place (a store copied without it gets an empty one).
   if (path !== ":memory:" && !existsSync(keysFileOf(path))) openKeys(path).close();
@@ -110,6 +124,20 @@ export function openWritable(path: string): Db {
   // writable open, so servers never plan without them.
   if (!hasPlannerStats(db)) refreshPlannerStats(db);
   return db;
+}
+
+/**
+ * What every writing connection sets (imports, the server's ingest writer).
+ * Writes touch index pages all over the file (a sale's hash and asset keys
+ * land anywhere in their indexes): a large cache keeps them in memory between
+ * transactions instead of reading them back each time, and keeps a
+ * transaction's dirty pages from spilling before its commit (the pages are
+ * only allocated as needed).
+ */
+export function tuneForWrites(db: Db): void {
+  db.pragma("foreign_keys = ON");
+  db.pragma("cache_size = -262144");
+  db.pragma("temp_store = MEMORY");
 }
 
 /**

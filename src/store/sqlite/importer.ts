@@ -1,5 +1,5 @@
 import type { Kind } from "../../domain/kinds.js";
-import type { ImportCounts, ImportRecord, MaybePromise, RecordImport } from "../ports.js";
+import type { ImportCounts, ImportRecord, ImportRecordsOptions, MaybePromise, RecordImport } from "../ports.js";
 import { type Db, refreshPlannerStats } from "./database.js";
 import { type RecordKind, type TweetRecord, type UpsertResult, WriteStore } from "./write-store.js";
 
@@ -19,7 +19,7 @@ type Writer = (store: WriteStore, record: ImportRecord) => UpsertResult;
 // The records were checked against these shapes by ingest/kinds.ts.
 const as = <T>(r: ImportRecord) => r as unknown as T;
 
-const WRITERS: { [K in Kind]: Writer } = {
+export const WRITERS: { [K in Kind]: Writer } = {
   collections: (s, r) => s.upsertCollection(as(r)),
   tokens: (s, r) => s.upsertToken(as(r)),
   appraisals: (s, r) => s.upsertAppraisal(as(r)),
@@ -54,7 +54,7 @@ export class SqliteRecordImport implements RecordImport {
     kind: Kind,
     feed: (write: (record: ImportRecord) => MaybePromise<void>) => Promise<void>,
     counts: ImportCounts,
-    options: { maintainStats?: boolean } = {},
+    options: ImportRecordsOptions = {},
   ): Promise<void> {
     const db = this.db;
     const store = new WriteStore(db, { maintainStats: options.maintainStats ?? true });
@@ -74,7 +74,7 @@ export class SqliteRecordImport implements RecordImport {
       // After the indexes are back: the aggregates are recomputed from index ranges.
       store.flushAggregates();
       db.exec("COMMIT");
-      refreshPlannerStats(db);
+      if (options.refreshStatistics ?? true) refreshPlannerStats(db);
     } catch (err) {
       if (db.inTransaction) db.exec("ROLLBACK");
       throw err;

@@ -35,6 +35,12 @@ export interface ConnectionTimeouts {
 
 /** Concurrent streams one HTTP/2 client may open (Node's default is unbounded). */
 const MAX_CONCURRENT_STREAMS = 100;
+/**
+ * Memory one HTTP/2 session may hold, in MB, before Node refuses its new
+ * streams with ENHANCE_YOUR_CALM (Node's default: 10). One ingest batch may
+ * be 16 MiB (service/ingest-limits.ts), and a writer streams several.
+ */
+const MAX_SESSION_MEMORY_MB = 64;
 
 /**
  * A request Node could not parse (headers past 16 KB, bad syntax) or that
@@ -91,7 +97,7 @@ export class DualProtocolServer extends net.Server {
       },
       serve,
     );
-    this.http2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, serve);
+    this.http2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS }, maxSessionMemory: MAX_SESSION_MEMORY_MB }, serve);
     // A session without activity for idleMs: closed when it has no open
     // stream; while a stream is open (a quiet health Watch), kept as long as
     // its client answers a PING within idleMs. Node's default (no listener)

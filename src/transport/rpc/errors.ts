@@ -24,7 +24,12 @@ export function rpcKindOf(contentType: string | undefined): RpcKind | undefined 
     case "application/json":
       return { protocol: "connect", binary: false };
     case "application/proto":
+    // Connect's streaming calls (StreamSales, StreamListings); refused ones
+    // are answered by HTTP status, which Connect clients map to the code.
+    case "application/connect+proto":
       return { protocol: "connect", binary: true };
+    case "application/connect+json":
+      return { protocol: "connect", binary: false };
     case "application/grpc-web":
     case "application/grpc-web+proto":
       return { protocol: "grpc-web", binary: true };

@@ -29,8 +29,15 @@ type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface RpcGateDeps {
   admission: Admission;
-  /** Request message type by procedure path ("/pkg.Service/Method"). */
+  /** Request message type by procedure path ("/pkg.Service/Method") of the read methods. */
   inputs: ReadonlyMap<string, DescMessage>;
+  /**
+   * The writes (IngestService): admitted as writes (a key with the ingest
+   * scope, the ingest rate limit), their unary messages checked as the
+   * reads' are but up to `maxBytes`, and served by a connect-node handler
+   * that reads messages that large (the reads' stays at 64 KB).
+   */
+  ingest: { procedures: ReadonlySet<string>; inputs: ReadonlyMap<string, DescMessage>; maxBytes: number; connectNode: RequestHandler };
   /** Procedures served without a key (health, reflection): the address limit, then connect-node. */
   publicProcedures: ReadonlySet<string>;
   grpcUnary: { accepts(req: http2.Http2ServerRequest): boolean; handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void };
@@ -40,7 +47,7 @@ export interface RpcGateDeps {
 }
 
 export function createRpcGate(deps: RpcGateDeps): RequestHandler {
-  const pass = (req: AnyRequest, res: AnyResponse, kind: RpcKind, admitted: Admitted): void => {
+  const pass = (req: AnyRequest, res: AnyResponse, kind: RpcKind, admitted: Admitted, write: boolean): void => {
     // A response sent before the whole body was read (refused, too large):
     // the rest is read and dropped, so the connection or stream can end
     // (bounded by the request timeout), and no flow-control window stays full.
@@ -53,18 +60,19 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       return;
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
-    const input = deps.inputs.get(req.url ?? "");
+    const connectNode = write ? deps.ingest.connectNode : deps.connectNode;
+    const input = (write ? deps.ingest.inputs : deps.inputs).get(req.url ?? "");
     if (!kind.binary || input === undefined) {
-      deps.connectNode(req, res);
+      connectNode(req, res);
       return;
     }
-    checkBinary(req, res, kind, input);
+    checkBinary(req, res, kind, input, write ? deps.ingest.maxBytes : MAX_REQUEST_MESSAGE_BYTES, connectNode);
   };
 
-  const checkBinary = (req: AnyRequest, res: AnyResponse, kind: RpcKind, input: DescMessage): void => {
-    readBody(req, MAX_REQUEST_MESSAGE_BYTES + 5).then(
+  const checkBinary = (req: AnyRequest, res: AnyResponse, kind: RpcKind, input: DescMessage, maxBytes: number, connectNode: RequestHandler): void => {
+    readBody(req, maxBytes + 5).then(
       async (body) => {
-        const message = await messageOf(req, kind, body).catch(() => undefined);
+        const message = await messageOf(req, kind, body, maxBytes).catch(() => undefined);
         // A body this path cannot take apart (envelope, compression) is left to connect-node's own errors.
         if (message !== undefined) {
           try {
@@ -75,7 +83,7 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
           }
         }
         replayBody(req, body);
-        deps.connectNode(req, res);
+        connectNode(req, res);
       },
       (err: unknown) => refuse(req, res, kind, publicError(err, deps.log, req.url ?? "")),
     );
@@ -101,7 +109,8 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       passPublic(req, res, kind);
       return;
     }
-    if (!deps.inputs.has(req.url ?? "")) {
+    const write = deps.ingest.procedures.has(req.url ?? "");
+    if (!write && !deps.inputs.has(req.url ?? "")) {
       // No such procedure (or a POST to a REST path): answered here, in the
       // caller's protocol (Connect's JSON error form when it is unknown).
       refuse(req, res, kind ?? { protocol: "connect", binary: false }, new ConnectError(`unknown procedure ${echo(req.url ?? "")}`, Code.Unimplemented), {}, 404);
@@ -117,14 +126,14 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       deps.grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
       return;
     }
-    const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req));
+    const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req), write ? "ingest" : "read");
     if (admitted instanceof Promise) {
       admitted.then(
-        (a) => pass(req, res, kind, a),
+        (a) => pass(req, res, kind, a, write),
         (err: unknown) => refuse(req, res, kind, publicError(err, deps.log, req.url ?? "")),
       );
     } else {
-      pass(req, res, kind, admitted);
+      pass(req, res, kind, admitted, write);
     }
   };
 }
@@ -157,13 +166,13 @@ function refuse(
 }
 
 /** The message bytes of a unary request body, decompressed. */
-async function messageOf(req: AnyRequest, kind: RpcKind, body: Buffer): Promise<Uint8Array> {
+async function messageOf(req: AnyRequest, kind: RpcKind, body: Buffer, maxBytes: number): Promise<Uint8Array> {
   if (kind.protocol !== "connect") {
-    return unwrapEnvelope(body, req.headers["grpc-encoding"] === "gzip", MAX_REQUEST_MESSAGE_BYTES);
+    return unwrapEnvelope(body, req.headers["grpc-encoding"] === "gzip", maxBytes);
   }
   const encoding = req.headers["content-encoding"] ?? "identity";
   if (encoding === "identity") return body;
-  if (encoding === "gzip") return gunzipBounded(body, MAX_REQUEST_MESSAGE_BYTES);
+  if (encoding === "gzip") return gunzipBounded(body, maxBytes);
   throw new Error(`unsupported encoding ${encoding}`);
 }
 

@@ -1,0 +1,272 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fromJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Command } from "commander";
+import pg from "pg";
+import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { type Sale, SaleSchema } from "../../gen/marketdata/v1/resources_pb.js";
+import { runCliSync } from "../cli/run-sync.js";
+import { load, log, median, percentiles, startCli, type Target } from "./harness.js";
+import { saleLines } from "./sales-file.js";
+
+// npm run bench:ingest — the ingest API through `marketdata serve` at its
+// defaults (one worker, logging at info, metrics on; the ingest limit off,
+// one key drives the load): sales per second over REST NDJSON and over gRPC
+// client streaming with 1 and 50 writers; acknowledgement latency at a
+// steady 1,000 sales/s from 20 writers; and hot reads of one collection
+// while 1,000 sales/s go into another, against the same reads with no
+// writes (alternating rounds). On SQLite and PostgreSQL (databases of its
+// own, created and dropped), each run on a fresh copy of one base store, so
+// that no run writes into what an earlier one left. Writers run in this
+// process, sharing the machine's two cores with the server.
+
+const opts = new Command("bench:ingest")
+  .description("ingest throughput, acknowledgement latency and reads under writes, on SQLite and PostgreSQL")
+  .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
+  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .option("--seconds <s>", "seconds per round", "5")
+  .option("--rounds <n>", "rounds per figure (medians)", "3")
+  .option("--batch <n>", "sales per batch in the throughput runs", "1000")
+  .parse()
+  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string }>();
+
+const SECONDS = Number(opts.seconds);
+const ROUNDS = Number(opts.rounds);
+const BATCH = Number(opts.batch);
+const WRITE_COLLECTION = `0x${"a1".repeat(20)}`;
+const READ_COLLECTION = `0x${"b2".repeat(20)}`;
+let seed = 1;
+
+/**
+ * Batches of fresh sales (distinct hashes), enough for `sales` in all, as a
+ * live feed sends them: in time order, within the last hour.
+ */
+function batches(sales: number, size: number, address = WRITE_COLLECTION): string[][] {
+  const now = Math.floor(Date.now() / 1000);
+  const lines = [...saleLines(sales, seed++, address, { start: now - 3600, span: 3600 })];
+  const out: string[][] = [];
+  for (let i = 0; i < lines.length; i += size) out.push(lines.slice(i, i + size));
+  return out;
+}
+
+async function postBatch(url: string, key: string, lines: string[]): Promise<{ ok: boolean; sales: number }> {
+  const r = await fetch(`${url}/v1/ingest/sales`, {
+    method: "POST",
+    headers: { "content-type": "application/x-ndjson", "x-api-key": key },
+    body: lines.join("\n"),
+  });
+  const body = (await r.json()) as { accepted?: number; duplicates?: number };
+  return { ok: r.status === 200, sales: (body.accepted ?? 0) + (body.duplicates ?? 0) };
+}
+
+/** Sales/s of `writers` REST writers posting batches back to back for SECONDS. */
+async function restThroughput(url: string, key: string, writers: number): Promise<number> {
+  // Enough for 100,000 sales/s; generated before the clock starts.
+  const pool = batches(100_000 * SECONDS, BATCH);
+  let next = 0;
+  let done = 0;
+  let failed = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: writers }, async () => {
+      while (performance.now() < end && next < pool.length) {
+        const r = await postBatch(url, key, pool[next++]!);
+        if (r.ok) done += r.sales;
+        else failed++;
+      }
+    }),
+  );
+  if (failed > 0) log(`  (${failed} batches failed)`);
+  return done / ((performance.now() - started) / 1000);
+}
+
+/** Sales/s of `streams` gRPC StreamSales calls sending batches back to back for SECONDS. */
+async function grpcThroughput(url: string, key: string, streams: number): Promise<number> {
+  const pool = batches(100_000 * SECONDS, BATCH).map((b) => b.map((line) => fromJson(SaleSchema, JSON.parse(line) as never)));
+  let next = 0;
+  let done = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const started = performance.now();
+  // 50 streams of 1,000-sale messages queue more than Node's default 10 MB
+  // per HTTP/2 session while the server applies flow control: this client
+  // (one session for all the streams) may hold more.
+  const client = createClient(IngestService, createGrpcTransport({ baseUrl: url, nodeOptions: { maxSessionMemory: 256 } }));
+  await Promise.all(
+    Array.from({ length: streams }, async () => {
+      async function* messages(): AsyncGenerator<{ records: Sale[] }> {
+        while (performance.now() < end && next < pool.length) yield { records: pool[next++]! };
+      }
+      const r = await client.streamSales(messages(), { headers: { "x-api-key": key } });
+      done += r.accepted + r.duplicates;
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+/** Acknowledgement latency of 20 writers at 50 sales/s each (a batch of 5 every 100 ms). */
+async function ackLatency(url: string, key: string): Promise<{ p50: number; p99: number; n: number }> {
+  const pool = batches(1000 * SECONDS + 1000, 5);
+  let next = 0;
+  const times: number[] = [];
+  const end = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: 20 }, async (_, w) => {
+      await new Promise((r) => setTimeout(r, w * 5));
+      for (let due = performance.now(); due < end; due += 100) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const t = performance.now();
+        const r = await postBatch(url, key, pool[next++ % pool.length]!);
+        if (r.ok) times.push(performance.now() - t);
+      }
+    }),
+  );
+  return { ...percentiles(times), n: times.length };
+}
+
+/** Hot reads of READ_COLLECTION with and without 1,000 sales/s going into WRITE_COLLECTION: req/s, alternating rounds. */
+async function readsUnderWrites(server: Target, key: string): Promise<{ quiet: number; writing: number }> {
+  const path = `/v1/asset/sales?contractAddress=${READ_COLLECTION}&limit=20`;
+  const quiet: number[] = [];
+  const writing: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    quiet.push((await load(server.url, [path], key, { connections: 50, seconds: SECONDS })).rps);
+    const pool = batches(1000 * SECONDS + 1000, 100);
+    let stop = false;
+    const writer = (async () => {
+      for (let i = 0, due = performance.now(); !stop; i++, due += 100) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+        await postBatch(server.url, key, pool[i % pool.length]!);
+      }
+    })();
+    writing.push((await load(server.url, [path], key, { connections: 50, seconds: SECONDS })).rps);
+    stop = true;
+    await writer;
+  }
+  return { quiet: median(quiet), writing: median(writing) };
+}
+
+/** A store to measure on, and how to get a fresh copy of it (the base state) for each run. */
+interface Engine {
+  label: string;
+  /** A fresh copy of the base store; its address and how to drop it. */
+  fresh(): Promise<{ db: string; drop(): Promise<void> }>;
+}
+
+/** Sales already in the written collection before each run: the issue's "10,000 tokens and 100,000 sales" scale. */
+const BASE_SALES = 100_000;
+
+/** The base store: this build's schema, an ingest key, BASE_SALES in the written collection and 2,000 in the read one. */
+async function fillBase(db: string): Promise<string> {
+  runCliSync(["migrate", "--db", db]);
+  const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest", "--scope", "ingest"]).stdout.trim().split("\n").pop()!;
+  const file = join(dir, "base.ndjson");
+  const now = Math.floor(Date.now() / 1000);
+  writeFileSync(file, `${[...saleLines(BASE_SALES, 99, WRITE_COLLECTION, { start: now - 30 * 86400, span: 30 * 86400 - 7200 }), ...saleLines(2000, 98, READ_COLLECTION, { start: now - 86400, span: 80000 })].join("\n")}\n`);
+  runCliSync(["import", "sales", file, "--db", db], 600_000);
+  return key;
+}
+
+/** One measurement on a fresh copy of the base store, through `serve` at its defaults. */
+async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<T>): Promise<T> {
+  const store = await engine.fresh();
+  // One client address and one key drive all the load: every limit off (50
+  // first requests at once, before the key's first lookup returns on
+  // PostgreSQL, would otherwise meet the per-address limit).
+  const server = await startCli(store.db, 1, 64, ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"]);
+  try {
+    return await run(server);
+  } finally {
+    await server.stop();
+    await store.drop();
+  }
+}
+
+async function benchEngine(engine: Engine, key: string): Promise<void> {
+  log(`\n## ${engine.label}: ingest through serve, each run on a fresh copy of a store holding ${BASE_SALES} sales (${ROUNDS} rounds of ${SECONDS} s, medians)\n`);
+  log(`| load | sales/s |`);
+  log(`|---|---|`);
+  for (const writers of [1, 50]) {
+    const rest: number[] = [];
+    const grpc: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      rest.push(await onFreshStore(engine, (s) => restThroughput(s.url, key, writers)));
+      grpc.push(await onFreshStore(engine, (s) => grpcThroughput(s.url, key, writers)));
+    }
+    log(`| REST NDJSON, ${writers} writer${writers > 1 ? "s" : ""}, batches of ${BATCH} | ${Math.round(median(rest))} |`);
+    log(`| gRPC StreamSales, ${writers} stream${writers > 1 ? "s" : ""}, messages of ${BATCH} | ${Math.round(median(grpc))} |`);
+  }
+  await onFreshStore(engine, async (server) => {
+    const lat: { p50: number; p99: number; n: number }[] = [];
+    for (let r = 0; r < ROUNDS; r++) lat.push(await ackLatency(server.url, key));
+    log(
+      `\nacknowledgement latency, 1,000 sales/s from 20 writers (batches of 5, REST): p50 ${median(lat.map((l) => l.p50)).toFixed(1)} ms, p99 ${median(lat.map((l) => l.p99)).toFixed(1)} ms`,
+    );
+    const reads = await readsUnderWrites(server, key);
+    log(
+      `hot reads of another collection: ${Math.round(reads.quiet)} req/s with no writes, ${Math.round(reads.writing)} req/s while 1,000 sales/s are written: ${(reads.writing / reads.quiet).toFixed(2)}`,
+    );
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-ingest-"));
+try {
+  for (const name of opts.engines.split(",")) {
+    if (name === "sqlite") {
+      const base = join(dir, "base.sqlite");
+      const key = await fillBase(base);
+      let n = 0;
+      await benchEngine(
+        {
+          label: "SQLite",
+          fresh: async () => {
+            const db = join(dir, `run-${++n}.sqlite`);
+            // The base is closed (no WAL left): the file and its key file are the whole store.
+            copyFileSync(base, db);
+            copyFileSync(`${base}-keys`, `${db}-keys`);
+            return { db, drop: async () => void ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"].forEach((f) => rmSync(`${db}${f}`, { force: true })) };
+          },
+        },
+        key,
+      );
+    } else if (name === "postgres") {
+      const admin = new pg.Client({ connectionString: opts.pg });
+      await admin.connect();
+      const baseName = `marketdata_bench_ingest_${process.pid}`;
+      const urlOf = (db: string) => {
+        const u = new URL(opts.pg);
+        u.pathname = `/${db}`;
+        return u.toString();
+      };
+      await admin.query(`CREATE DATABASE ${baseName}`);
+      try {
+        const key = await fillBase(urlOf(baseName));
+        let n = 0;
+        await benchEngine(
+          {
+            label: "PostgreSQL",
+            fresh: async () => {
+              const name = `${baseName}_${++n}`;
+              // A copy of the base database (no connection to it is open between runs).
+              await admin.query(`CREATE DATABASE ${name} TEMPLATE ${baseName}`);
+              return { db: urlOf(name), drop: async () => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
+            },
+          },
+          key,
+        );
+      } finally {
+        await admin.query(`DROP DATABASE IF EXISTS ${baseName} WITH (FORCE)`);
+        await admin.end();
+      }
+    } else {
+      throw new Error(`--engines: sqlite or postgres, got ${name}`);
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,166 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Kind } from "../domain/kinds.js";
+import { handlerFor } from "../ingest/kinds.js";
+import type { Problem } from "../ingest/fields.js";
+import { type IngestWriter, StoreReadOnlyError } from "../store/ports.js";
+import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { IMPORT_SHAPE } from "./ingest-records.js";
+import { MAX_BATCH_RECORDS } from "./ingest-limits.js";
+
+// The ingest API's one path, whatever carried the batch (an RPC's records,
+// REST's NDJSON lines): every record checked as `marketdata import` checks a
+// line, then the valid ones written by natural key in one transaction
+// (IngestWriter), the answer counting what was new or changed (accepted)
+// and what the store already held exactly so (duplicates: a sender's retry).
+// A batch with an invalid record writes nothing and is refused as
+// invalid_argument, the answer (every rejected record, numbered) attached as
+// the error's detail (REST: in the error body), unless the caller asked to
+// skip invalid records.
+
+/** One record of a batch: its position (REST: its line) and its JSON value, or why it has none. */
+export interface IngestLine {
+  line: number;
+  value?: unknown;
+  /** The line is not JSON: why. */
+  invalid?: string;
+}
+
+export interface IngestResult {
+  accepted: number;
+  duplicates: number;
+  rejected: { line: number; message: string }[];
+}
+
+/** Rejected records quoted in an error's message (all of them are in its detail). */
+const QUOTED_REJECTIONS = 3;
+
+export class Ingest {
+  readonly #writer: IngestWriter;
+
+  constructor(writer: IngestWriter) {
+    this.#writer = writer;
+  }
+
+  /** Checks and writes one batch of `kind`; throws invalid_argument when it is refused as a whole. */
+  async batch(kind: Kind, lines: readonly IngestLine[], skipInvalid: boolean): Promise<IngestResult> {
+    tooLarge(lines.length);
+    const handler = handlerFor(kind);
+    const valid: Record<string, unknown>[] = [];
+    const rejected: IngestResult["rejected"] = [];
+    for (const { line, value, invalid } of lines) {
+      const problems: Problem[] = invalid === undefined ? [] : [{ field: "record", reason: invalid }];
+      const record = invalid === undefined ? handler.check(value, problems) : undefined;
+      if (problems.length > 0 || record === undefined) rejected.push({ line, message: problems.map((p) => `${p.field}: ${p.reason}`).join("; ") });
+      else valid.push(record as Record<string, unknown>);
+    }
+    if (rejected.length > 0 && !skipInvalid) throw refused(lines.length, { accepted: 0, duplicates: 0, rejected });
+    if (valid.length === 0) return { accepted: 0, duplicates: 0, rejected };
+    let counts;
+    try {
+      counts = await this.#writer.write(kind, valid);
+    } catch (err) {
+      if (err instanceof StoreReadOnlyError) throw new ConnectError(err.message, Code.FailedPrecondition);
+      throw err;
+    }
+    return { accepted: counts.inserted + counts.updated, duplicates: counts.unchanged, rejected };
+  }
+
+  /** A batch of RPC records of `kind`, numbered from `first`. */
+  records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1): Promise<IngestResult> {
+    tooLarge(records.length);
+    const shape = IMPORT_SHAPE[kind] as (r: unknown) => Record<string, unknown>;
+    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: shape(r) })), skipInvalid);
+  }
+}
+
+/** Refuses a batch over MAX_BATCH_RECORDS before any of it is checked (`counting`: n is as far as the count got). */
+export function tooLarge(n: number, counting = false): void {
+  if (n > MAX_BATCH_RECORDS) {
+    const got = counting ? "more" : String(n);
+    throw new ConnectError(`a batch holds at most ${MAX_BATCH_RECORDS} records, got ${got}; split it`, Code.InvalidArgument);
+  }
+}
+
+export function toIngestResponse(r: IngestResult): IngestResponse {
+  return create(IngestResponseSchema, { accepted: r.accepted, duplicates: r.duplicates, rejected: r.rejected });
+}
+
+/** The error of a batch refused as a whole: the first rejections in its message, all of them in its detail. */
+function refused(total: number, result: IngestResult): ConnectError {
+  const quoted = result.rejected
+    .slice(0, QUOTED_REJECTIONS)
+    .map((r) => `record ${r.line}: ${r.message}`)
+    .join("; ");
+  const more = result.rejected.length > QUOTED_REJECTIONS ? `; and ${result.rejected.length - QUOTED_REJECTIONS} more` : "";
+  return new ConnectError(
+    `${result.rejected.length} of ${total} records invalid; nothing was written (set skipInvalid to write the valid ones): ${quoted}${more}`,
+    Code.InvalidArgument,
+    undefined,
+    [{ desc: IngestResponseSchema, value: toIngestResponse(result) }],
+  );
+}
+
+/** The ingest result inside an error from Ingest.batch (its detail), for transports that write it in their own form. */
+export function rejectionsOf(err: ConnectError): IngestResponse | undefined {
+  return err.findDetails(IngestResponseSchema)[0];
+}
+
+interface Batch {
+  records: readonly unknown[];
+  skipInvalid: boolean;
+}
+
+/**
+ * Messages of a stream being written at once: the next ones are read and
+ * checked while earlier ones commit (and share their commits), at most this
+ * many held.
+ */
+const STREAM_IN_FLIGHT = 8;
+
+/**
+ * A client stream of batches of `kind`: each committed as it comes, in
+ * order; one answer adding them up, records numbered across the stream. A
+ * batch refused (or failed) ends the stream with its error; the batches
+ * before it stay committed, and so may the few read after it while it was
+ * in flight (a retry of the stream finds them duplicates).
+ */
+async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>): Promise<IngestResponse> {
+  const total: IngestResult = { accepted: 0, duplicates: 0, rejected: [] };
+  const inFlight: Promise<{ result?: IngestResult; error?: unknown }>[] = [];
+  const settle = async () => {
+    const { result, error } = await inFlight.shift()!;
+    if (error !== undefined) throw error;
+    total.accepted += result!.accepted;
+    total.duplicates += result!.duplicates;
+    // Bounded: a stream that keeps sending invalid records keeps the first of them.
+    for (const x of result!.rejected) if (total.rejected.length < MAX_BATCH_RECORDS) total.rejected.push(x);
+  };
+  let next = 1;
+  for await (const b of batches) {
+    const first = next;
+    next += b.records.length;
+    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first).then((result) => ({ result }), (error: unknown) => ({ error })));
+    if (inFlight.length >= STREAM_IN_FLIGHT) await settle();
+  }
+  while (inFlight.length > 0) await settle();
+  return toIngestResponse(total);
+}
+
+/** The IngestService implementation (Connect router; every RPC protocol). */
+export function createIngestService(ingest: Ingest) {
+  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid));
+  return {
+    ingestCollections: unary("collections"),
+    ingestTokens: unary("tokens"),
+    ingestSales: unary("sales"),
+    streamSales: (reqs: AsyncIterable<Batch>) => stream(ingest, "sales", reqs),
+    ingestListings: unary("listings"),
+    streamListings: (reqs: AsyncIterable<Batch>) => stream(ingest, "listings", reqs),
+    ingestAppraisals: unary("appraisals"),
+    ingestRarity: unary("rarity"),
+    ingestInfluencers: unary("influencers"),
+    ingestTweets: unary("tweets"),
+    ingestScores: unary("scores"),
+  };
+}

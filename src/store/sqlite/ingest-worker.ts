@@ -1,0 +1,35 @@
+import { parentPort, workerData } from "node:worker_threads";
+import type { Kind } from "../../domain/kinds.js";
+import type { ImportRecord } from "../ports.js";
+import { GroupCommitWriter } from "./group-commit.js";
+
+// The worker thread of a server's SQLite writes (ingest-writer.ts starts it):
+// upserts, commits and their fsyncs happen here, so the server's event loop
+// never waits on the disk or the write lock. Each message is one batch; the
+// batches that arrive while a commit is under way share the next one
+// (group-commit.ts).
+
+export interface WriteRequest {
+  id: number;
+  kind: Kind;
+  records: ImportRecord[];
+}
+
+export type WriteReply = { id: number; counts: { inserted: number; updated: number; unchanged: number } } | { id: number; error: { name: string; message: string } };
+
+const port = parentPort!;
+const writer = new GroupCommitWriter((workerData as { path: string }).path);
+
+port.on("message", (m: WriteRequest | "close") => {
+  if (m === "close") {
+    void writer.close().then(() => port.close());
+    return;
+  }
+  writer.write(m.kind, m.records).then(
+    (counts) => port.postMessage({ id: m.id, counts } satisfies WriteReply),
+    (err: unknown) => {
+      const e = err instanceof Error ? err : new Error(String(err));
+      port.postMessage({ id: m.id, error: { name: e.constructor.name, message: e.message } } satisfies WriteReply);
+    },
+  );
+});

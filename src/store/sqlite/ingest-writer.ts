@@ -1,0 +1,73 @@
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { Kind } from "../../domain/kinds.js";
+import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import type { WriteReply, WriteRequest } from "./ingest-worker.js";
+
+// The server's side of its SQLite writes: batches are handed to a worker
+// thread (ingest-worker.ts), which upserts and commits them (group commit,
+// synchronous = FULL), so reads never wait for a write, its fsync or the
+// store's write lock. Started on the first write; one per process. Should
+// the thread die, the batches it held fail as unavailable and the next write
+// starts another.
+
+/** The worker's module beside this one: its build in dist/, or its source under tsx (dev and tests). */
+const WORKER = new URL(`./ingest-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
+
+const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError };
+
+export function sqliteIngestWriter(path: string): IngestWriter {
+  let worker: Worker | undefined;
+  let nextId = 0;
+  const pending = new Map<number, { resolve(c: ImportCounts): void; reject(e: Error): void }>();
+  let closed = false;
+
+  const start = (): Worker => {
+    // Under tsx (dev, tests) the worker is TypeScript too: tsx's loader is
+    // registered in the thread before its module is imported.
+    const w = WORKER.pathname.endsWith(".ts")
+      ? new Worker(`import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER.href)}); });`, { eval: true, workerData: { path } })
+      : new Worker(fileURLToPath(WORKER), { workerData: { path } });
+    w.on("message", (reply: WriteReply) => {
+      const p = pending.get(reply.id);
+      if (p === undefined) return;
+      pending.delete(reply.id);
+      if (pending.size === 0) w.unref();
+      if ("counts" in reply) p.resolve(reply.counts);
+      else p.reject(new (ERRORS[reply.error.name] ?? Error)(reply.error.message));
+    });
+    const lost = (why: string) => {
+      if (worker === w) worker = undefined;
+      for (const p of pending.values()) p.reject(new StoreUnavailableError(`the store's writer stopped (${why}); retry`));
+      pending.clear();
+    };
+    w.on("error", (err) => lost(err.message));
+    w.on("exit", (code) => lost(`exit ${code}`));
+    return w;
+  };
+
+  return {
+    write(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts> {
+      if (closed) return Promise.reject(new StoreUnavailableError("the store's writer is closed"));
+      worker ??= start();
+      const id = ++nextId;
+      return new Promise((resolve, reject) => {
+        // Busy, the thread keeps the process alive; idle, it does not.
+        if (pending.size === 0) worker!.ref();
+        pending.set(id, { resolve, reject });
+        worker!.postMessage({ id, kind, records: records as ImportRecord[] } satisfies WriteRequest);
+      });
+    },
+    async close() {
+      closed = true;
+      const w = worker;
+      if (w === undefined) return;
+      // Batches already handed over are committed first: the thread drains its queue, then exits.
+      const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+      // Kept alive until it has exited: an idle thread is unreferenced.
+      w.ref();
+      w.postMessage("close");
+      await exited;
+    },
+  };
+}

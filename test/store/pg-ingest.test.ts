@@ -1,0 +1,87 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { saleLines } from "../../src/bench/sales-file.js";
+import { handlerFor } from "../../src/ingest/kinds.js";
+import { migrateStore, openIngestWriter, openWritableStore } from "../../src/store/open.js";
+import { withKeys } from "../support/engine.js";
+import { COLLECTION } from "../support/fixture.js";
+import { createTestDatabase, skipPg } from "../support/pg.js";
+import { startTestServer, type TestServer, transportFor } from "../support/server.js";
+
+// Ingest on PostgreSQL: concurrent writers keep the stats aggregates true
+// (their merges take turns: bulk-kinds.ts WRITE_LOCK); and a server whose
+// PostgreSQL cannot take writes (a hot standby; here a database whose
+// transactions are read-only by default, which refuses writes with the same
+// SQLSTATE 25006) answers ingest with failed_precondition, saying where
+// writes go, and keeps serving reads.
+
+describe.skipIf(skipPg)("concurrent ingest batches on PostgreSQL", () => {
+  it("16 batches at once into one collection: every one committed, the aggregates exactly the raw sales'", async () => {
+    const db = await createTestDatabase();
+    const writer = openIngestWriter(db.url);
+    try {
+      await migrateStore(db.url);
+      const check = handlerFor("sales");
+      const now = Math.floor(Date.now() / 1000);
+      const records = [...saleLines(8000, 4, COLLECTION, { start: now - 3600, span: 3600 })].map((l) => check.check(JSON.parse(l), []) as Record<string, unknown>);
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) => writer.write("sales", records.slice(i * 500, i * 500 + 500))));
+      expect(results.reduce((n, c) => n + c.inserted, 0)).toBe(8000);
+      const store = await openWritableStore(db.url);
+      try {
+        expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await writer.close();
+      await db.drop();
+    }
+  });
+});
+
+describe.skipIf(skipPg)("ingest on a PostgreSQL server that cannot write", () => {
+  let db: { url: string; drop(): Promise<void> };
+  let server: TestServer;
+  let key: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await migrateStore(db.url);
+    key = await withKeys(db.url, async (admin) => (await admin.create("indexer", { scope: "ingest" })).key);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query(`ALTER DATABASE ${new URL(db.url).pathname.slice(1)} SET default_transaction_read_only = on`);
+    await admin.end();
+    server = await startTestServer(db.url);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await db?.drop();
+  });
+
+  const score = { name: "X", contractAddress: COLLECTION, hype: 1, gains: 1, community: 1, total: 1 };
+
+  it("REST: 400 failed_precondition (Connect's status for it), naming the primary", async () => {
+    const r = await fetch(`${server.baseUrl}/v1/ingest/scores`, {
+      method: "POST",
+      headers: { "content-type": "application/x-ndjson", "x-api-key": key },
+      body: JSON.stringify(score),
+    });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toEqual({ code: "failed_precondition", message: expect.stringMatching(/takes no writes.*send ingest to a server on the primary/) });
+  });
+
+  it.each(["connect", "grpc"] as const)("%s: failed_precondition; reads still served", async (protocol) => {
+    const c = createClient(IngestService, transportFor(protocol, server.baseUrl));
+    const err = await c.ingestScores({ records: [score] }, { headers: { "x-api-key": key } }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(err?.code).toBe(Code.FailedPrecondition);
+    const read = await fetch(`${server.baseUrl}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } });
+    expect(read.status).toBe(404);
+  });
+});
