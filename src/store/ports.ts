@@ -146,11 +146,35 @@ export interface StoreInfo {
   readonly engine: "sqlite" | "postgres";
   /** Moves on every committed write (SQLite: data_version; PostgreSQL: store_state, replicated with the data). */
   dataVersion(): MaybePromise<number>;
+  /**
+   * What was committed since `since` (a `now` this returned before; none at
+   * the first call, which only reports `now`). Every write transaction
+   * stamps the collections it changed with the version it commits as, so a
+   * reader can forget what it remembered of those collections alone.
+   * Cheap when nothing moved (SQLite: shared memory; PostgreSQL: one row).
+   */
+  changesSince(since: DataVersion | undefined): MaybePromise<StoreChanges>;
   schemaVersion(): MaybePromise<number>;
   /** The schema version this build needs. */
   readonly expectedSchemaVersion: number;
   /** Unix seconds of the last write, when known. */
   lastWrite(): MaybePromise<number>;
+}
+
+/** Where the store stands: its data (collections, social users) and its keys, each a number that only grows. */
+export interface DataVersion {
+  readonly data: number;
+  readonly keys: number;
+}
+
+export interface StoreChanges {
+  readonly now: DataVersion;
+  /**
+   * The collections (lower-case addresses) whose data changed, or "all"
+   * when a change may reach any of them (a social user shared by several
+   * collections' influencers and tweets, a migration).
+   */
+  readonly collections: readonly string[] | "all";
 }
 
 export interface ReadRepositories {

@@ -100,8 +100,11 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
   });
 
   it("migration 2 gives every key made before it the read scope; keys create --scope ingest makes a writer", async () => {
-    // The store as version 1 left it: keys without a scope.
+    // The store as version 1 left it: keys without a scope (and none of the later migrations).
     await pool.query("ALTER TABLE api_keys DROP COLUMN scope");
+    await pool.query("DROP INDEX collections_by_data_version");
+    await pool.query("ALTER TABLE collections DROP COLUMN data_version");
+    await pool.query("ALTER TABLE store_state DROP COLUMN all_version, DROP COLUMN keys_version");
     await pool.query("DELETE FROM schema_migrations WHERE version >= 2");
     await pool.query("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('v1', sha256('old'::bytea), 1700000000)");
     expect(await migratePg(pool)).toEqual({ from: 1, to: PG_MIGRATIONS.length });

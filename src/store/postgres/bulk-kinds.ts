@@ -21,6 +21,8 @@ export interface BulkKind {
   /** Statements run after COPY, in order; `counts` is the one whose result row counts the kind's rows. */
   statements: readonly string[];
   counts: number;
+  /** The statement that counts rows shared by every collection (social users), when the kind writes any. */
+  sharedCounts?: number;
   /** The tables the statements write: vacuumed and analyzed after the commit. */
   tables: readonly string[];
   /**
@@ -173,6 +175,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = {
       upsertSql("influencers", ["collection_id", "user_id"], ["score"], withCollection("c.id AS collection_id, st.user_id, st.score")),
     ],
     counts: 2,
+    sharedCounts: 1,
     tables: ["collections", "social_users", "influencers"],
   },
   tweets: {
@@ -193,6 +196,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = {
           st.original_tweet, st.interaction`)),
     ],
     counts: 2,
+    sharedCounts: 1,
     tables: ["collections", "social_users", "tweets"],
   },
   scores: {

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { type BulkKind, copyLine } from "./bulk-kinds.js";
-import { BUMP_DATA_VERSION } from "./database.js";
+import { stampVersions, type Touched } from "./data-versions.js";
 
 /** Creates the staging table of `kind` (dropped at commit) and opens a COPY stream into it. */
 export async function openStage(client: pg.PoolClient, kind: BulkKind): Promise<StageWriter> {
@@ -58,17 +58,19 @@ export class StageWriter {
 }
 
 /**
- * Runs `fn` in a transaction on one connection of `pool`, bumping the data
- * version before COMMIT; rolls back on any error. A connection that failed
- * mid-COPY is discarded rather than reused.
+ * Runs `fn` in a transaction on one connection of `pool`, then takes the
+ * next data version and stamps what `fn` marked in `touched` with it
+ * (data-versions.ts) before COMMIT; rolls back on any error. A connection
+ * that failed mid-COPY is discarded rather than reused.
  */
-export async function writeTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function writeTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient, touched: Touched) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
     await client.query("BEGIN");
-    const result = await fn(client);
-    await client.query(BUMP_DATA_VERSION);
+    const touched: Touched = {};
+    const result = await fn(client, touched);
+    await stampVersions(client, touched);
     await client.query("COMMIT");
     return result;
   } catch (err) {

@@ -35,9 +35,6 @@ const TYPES = {
     oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
 };
 
-/** Bumps the data version: every write transaction runs it before COMMIT. */
-export const BUMP_DATA_VERSION = "UPDATE store_state SET data_version = data_version + 1, last_write = now() WHERE id = 1";
-
 export interface PoolOptions {
   /** Connections at most. */
   max?: number;

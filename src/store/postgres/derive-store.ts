@@ -62,7 +62,8 @@ export class PgDeriveStore implements DeriveRepository {
 
   /** Both data sets in one transaction: readers see the old rows of both or the new rows of both. */
   replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): Promise<DerivedWrites> {
-    return writeTransaction(this.pool, async (client) => {
+    return writeTransaction(this.pool, async (client, touched) => {
+      touched.ids = [collectionId];
       const writes: DerivedWrites = {};
       if (rows.rarity !== undefined) writes.rarity = await this.#replace(client, "rarity", collectionId, rows.rarity, replaceImported);
       if (rows.appraisals !== undefined) writes.appraisals = await this.#replace(client, "appraisal", collectionId, rows.appraisals, replaceImported);

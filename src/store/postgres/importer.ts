@@ -20,7 +20,7 @@ export class PgRecordImport implements RecordImport {
     options: ImportRecordsOptions = {},
   ): Promise<void> {
     const kind = BULK_KINDS[kindName];
-    await writeTransaction(this.pool, async (client) => {
+    await writeTransaction(this.pool, async (client, touched) => {
       const stage = await openStage(client, kind);
       try {
         await feed((record) => stage.write(record));
@@ -40,7 +40,11 @@ export class PgRecordImport implements RecordImport {
           counts.inserted = r.rows[0]!.inserted;
           counts.updated = r.rows[0]!.updated;
         }
+        // A changed profile shows wherever the user is named, in any collection.
+        if (i === kind.sharedCounts && r.rows[0]!.updated > 0) touched.all = true;
       }
+      // Every staged collection, changed or not: fewer statements than finding which.
+      if (counts.inserted + counts.updated > 0) touched.staged = true;
       // Lines whose key repeats within the file, or whose values were already there.
       counts.unchanged = stage.rows - counts.inserted - counts.updated;
     });

@@ -1,11 +1,12 @@
 import type pg from "pg";
 import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
-import { BUMP_DATA_VERSION } from "./database.js";
+import { stampVersions } from "./data-versions.js";
 
-// Keys of a PostgreSQL store: every write bumps the data version in its
-// transaction, so servers on the primary and on every replica drop what
-// they remembered (a revoked key is refused once replayed).
+// Keys of a PostgreSQL store: every write stamps the keys with the next data
+// version in its transaction (data-versions.ts), so servers on the primary
+// and on every replica drop the keys they remembered (a revoked key is
+// refused once replayed); what they cached of the data stays.
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -16,13 +17,13 @@ export class PgKeyAdmin implements KeyAdmin {
     this.#pool = pool;
   }
 
-  /** Runs `sql` and bumps the data version in one transaction, so caches everywhere see the change. */
+  /** Runs `sql` and stamps the keys changed in one transaction, so servers everywhere see the change. */
   async #write<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
     const client = await this.#pool.connect();
     try {
       await client.query("BEGIN");
       const result = await client.query<R>(sql, params);
-      await client.query(BUMP_DATA_VERSION);
+      await stampVersions(client, { keys: true });
       await client.query("COMMIT");
       return result;
     } catch (err) {

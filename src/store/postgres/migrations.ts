@@ -160,4 +160,13 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'read' CHECK (scope IN ('read', 'ingest', 'admin'));
   `,
+  // 3: data versions per collection (data-versions.ts): what a write changed
+  // is stamped with the version it commits as, so servers forget what they
+  // cached of those collections alone; all_version and keys_version: the
+  // last versions that changed every collection, or the keys.
+  `
+  ALTER TABLE store_state ADD COLUMN all_version bigint NOT NULL DEFAULT 0, ADD COLUMN keys_version bigint NOT NULL DEFAULT 0;
+  ALTER TABLE collections ADD COLUMN data_version bigint NOT NULL DEFAULT 0;
+  CREATE INDEX collections_by_data_version ON collections (data_version);
+  `,
 ];

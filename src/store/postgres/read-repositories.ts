@@ -9,6 +9,7 @@ import { PgSocial } from "./social.js";
 import { pgSchemaVersion, redactUrl } from "./database.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgQueries } from "./queries.js";
+import { changesSince } from "./data-versions.js";
 
 /** Every read repository on one PostgreSQL pool (a primary or a streaming replica). */
 export interface PgRepositories extends ReadRepositories {
@@ -25,6 +26,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     // A row of the data, bumped by every write in its own transaction: a
     // replica reports the version it has replayed, never one ahead of its rows.
     dataVersion: async () => (await q.rows<{ v: number }>("SELECT data_version AS v FROM store_state WHERE id = 1", []))[0]?.v ?? 0,
+    changesSince: (since) => changesSince(q, since),
     schemaVersion: () => pgSchemaVersion(pool),
     lastWrite: async () =>
       (await q.rows<{ t: number }>("SELECT extract(epoch FROM last_write)::float8 AS t FROM store_state WHERE id = 1", []))[0]?.t ?? 0,

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { BUMP_DATA_VERSION } from "./database.js";
+import { stampVersions } from "./data-versions.js";
 import { freshHourlySql } from "./sales-hourly.js";
 
 /**
@@ -24,7 +24,7 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
     if (!check && changed > 0) {
       await client.query(`DELETE FROM sales_hourly WHERE ${scope}`);
       await client.query("INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) SELECT * FROM fresh");
-      await client.query(BUMP_DATA_VERSION);
+      await stampVersions(client, collectionId === undefined ? { all: true } : { ids: [collectionId] });
     }
     const rows = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM sales_hourly");
     await client.query(check ? "ROLLBACK" : "COMMIT");

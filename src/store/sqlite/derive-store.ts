@@ -103,6 +103,7 @@ export class DeriveStore implements DeriveRepository {
     const counts: DerivedWrite = { written: 0, keptImported: 0, replacedImported: 0, imported: 0 };
     this.#writer.transaction(() => {
       this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ? AND source = 'derived'`).run(collectionId);
+      this.#writer.touch(collectionId);
       // Large collections: build the secondary indexes once, after the rows.
       const restore = rows.length >= BULK_ROWS ? this.#writer.deferIndexes(kind) : undefined;
       // Only imported rows are left: an insert that does not happen meets one.

@@ -100,7 +100,7 @@ export class GroupCommitWriter implements IngestWriter {
     const counts = group.map(() => ({ inserted: 0, updated: 0, unchanged: 0 }));
     try {
       group.forEach((p, i) => this.#writeBatch(store, p, counts[i]!));
-      store.flushAggregates();
+      store.beforeCommit();
       db.exec("COMMIT");
     } catch (err) {
       if (db.inTransaction) db.exec("ROLLBACK");

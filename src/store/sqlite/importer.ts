@@ -72,7 +72,7 @@ export class SqliteRecordImport implements RecordImport {
       });
       restoreIndexes?.();
       // After the indexes are back: the aggregates are recomputed from index ranges.
-      store.flushAggregates();
+      store.beforeCommit();
       db.exec("COMMIT");
       if (options.refreshStatistics ?? true) refreshPlannerStats(db);
     } catch (err) {

@@ -201,6 +201,20 @@ export const MIGRATIONS: readonly Migration[] = [
     }
     db.exec("DROP TABLE api_keys");
   },
+  // 5: data versions (data-versions.ts): every write transaction takes the
+  // next store version and stamps the collections it changed with it, so a
+  // server forgets what it cached of those collections alone. all_version:
+  // the last version whose change may reach every collection.
+  `
+  CREATE TABLE store_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL,
+    all_version INTEGER NOT NULL
+  );
+  INSERT INTO store_state VALUES (1, 0, 0);
+  ALTER TABLE collections ADD COLUMN data_version INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX collections_by_data_version ON collections (data_version);
+  `,
 ];
 
 /**

@@ -9,6 +9,7 @@ import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { SqliteSales } from "./sales.js";
 import { SqliteSocial } from "./social.js";
 import { SqliteStatements } from "./statements.js";
+import { VersionReader } from "./data-versions.js";
 
 /** Every read repository on one SQLite connection (synchronous results). */
 export interface SqliteRepositories extends ReadRepositories {
@@ -27,6 +28,8 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
   const statements = new SqliteStatements(db);
   const dataVersion = db.prepare("PRAGMA data_version").pluck();
   const keysVersion = keys.prepare("PRAGMA data_version").pluck();
+  // Prepared on first use: a store at an older schema (no store_state) can still be opened, to be refused as not ready.
+  let versions: VersionReader | undefined;
   const info: StoreInfo = {
     description: db.name,
     engine: "sqlite",
@@ -37,6 +40,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     // connection (an import, a derive) commits; the key file's moves with
     // every key change. Both only grow, so their sum moves with either.
     dataVersion: () => (dataVersion.get() as number) + (keysVersion.get() as number),
+    changesSince: (since) => (versions ??= new VersionReader(db, keys)).changesSince(since),
     // An import may migrate the file under a running server.
     schemaVersion: () => schemaVersion(db),
     // The file's or its WAL's last write: the last import, derive or key change.

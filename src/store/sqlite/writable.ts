@@ -3,6 +3,7 @@ import type { Db } from "./db.js";
 import { DeriveStore } from "./derive-store.js";
 import { SqliteRecordImport } from "./importer.js";
 import { SalesAggregates } from "./sales-stats.js";
+import { stampVersions, TouchedCollections } from "./data-versions.js";
 
 // A SQLite store opened for writing, as the WritableStore port.
 
@@ -30,6 +31,12 @@ function rebuildStats(db: Db, collectionId: number | undefined, check: boolean):
   try {
     const { changed } = new SalesAggregates(db).rebuild(collectionId);
     const rows = db.prepare("SELECT count(*) FROM sales_hourly").pluck().get() as number;
+    if (changed > 0 && !check) {
+      const touched = new TouchedCollections();
+      if (collectionId === undefined) touched.all = true;
+      else touched.add(collectionId);
+      stampVersions(db, touched);
+    }
     db.exec(check ? "ROLLBACK" : "COMMIT");
     return { changed, rows };
   } catch (err) {

@@ -5,6 +5,7 @@ import { assetKey } from "./asset-key.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
+import { stampVersions, TouchedCollections } from "./data-versions.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -92,6 +93,8 @@ export class WriteStore {
   readonly #saleBefore: Statement;
   readonly #aggregates: SalesAggregates;
   readonly #maintainStats: boolean;
+  /** The collections changed since the last commit (stamped by beforeCommit). */
+  readonly #touched = new TouchedCollections();
 
   /**
    * maintainStats: false leaves the stats aggregates stale (until `stats
@@ -118,7 +121,7 @@ export class WriteStore {
       return this.#db
         .transaction(() => {
           const result = fn();
-          if (!nested) this.flushAggregates();
+          if (!nested) this.beforeCommit();
           return result;
         })
         .immediate();
@@ -130,12 +133,19 @@ export class WriteStore {
   }
 
   /**
-   * Brings the stats aggregates up to date with the sales written so far.
-   * Whoever commits a transaction that wrote sales calls this first
-   * (transaction() and the importer do).
+   * Brings the stats aggregates up to date with the sales written so far,
+   * and stamps the collections written with the next data version
+   * (data-versions.ts). Whoever commits a transaction this store wrote in
+   * calls this first (transaction(), the importer and group commit do).
    */
-  flushAggregates(): number {
-    return this.#aggregates.pending ? this.#aggregates.flush().changed : 0;
+  beforeCommit(): void {
+    if (this.#aggregates.pending) this.#aggregates.flush();
+    stampVersions(this.#db, this.#touched);
+  }
+
+  /** Marks a collection changed by a write made outside the upserts (derive's deletes). */
+  touch(collectionId: number): void {
+    this.#touched.add(collectionId);
   }
 
   /** The id of a collection, registering the address on first sight. */
@@ -355,11 +365,25 @@ export class WriteStore {
     const params: unknown[] = new Array(key.length + values.length);
     for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
-    if (u.insert.run(params).changes > 0) return "inserted";
+    if (u.insert.run(params).changes > 0) {
+      this.#touchedBy(kind, row, "inserted");
+      return "inserted";
+    }
     if (keepExisting) return "unchanged";
     beforeUpdate?.();
     const vals = params.slice(key.length);
-    return u.update.run(vals, params.slice(0, key.length), vals).changes > 0 ? "updated" : "unchanged";
+    if (u.update.run(vals, params.slice(0, key.length), vals).changes === 0) return "unchanged";
+    this.#touchedBy(kind, row, "updated");
+    return "updated";
+  }
+
+  /** Which collections a changed row changes the answers of. */
+  #touchedBy(kind: RecordKind, row: Columns, result: "inserted" | "updated"): void {
+    if (typeof row.collection_id === "number") this.#touched.add(row.collection_id);
+    else if (kind === "collection") this.#touched.add(this.collectionId(row.address as string));
+    // A user's new profile shows in every collection's influencers and tweets
+    // that name them; a new user is named only by rows of this write.
+    else if (kind === "socialUser" && result === "updated") this.#touched.all = true;
   }
 
   #upserter(kind: RecordKind): Upserter {

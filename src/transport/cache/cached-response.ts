@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { ADDRESS_RE } from "../../domain/formats.js";
-import type { CachedResponse, DataVersionWatch, ResponseCache } from "./freshness.js";
+import type { CachedResponse, CacheEntry, DataVersionWatch, ResponseCache } from "./freshness.js";
 import { settle } from "../../store/ports.js";
 
 // Conditional requests and the response cache: a strong ETag on each 200 of
@@ -74,18 +74,40 @@ export function cachedEntry(
   cache: ResponseCache,
   watch: DataVersionWatch,
   key: string,
-  produce: () => Promise<Encoded>,
+  produce: (stampBeforeRead: (collections: readonly string[] | undefined) => void) => Promise<Encoded>,
 ): CachedResponse | Promise<CachedResponse> {
-  // Before anything remembered is used: a commit since the last request drops it all.
+  // Before anything remembered is used: what a commit since the last request changed is stale.
   return settle(watch.check(), () => {
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
-    return produce().then(({ body, contentType }) => {
-      const entry: CachedResponse = { body, contentType, etag: etagOf(body) };
+    // The stamp is taken before the store is read: a commit seen later moves
+    // it past the entry's, whether or not the read saw that commit.
+    let collections: readonly string[] | undefined;
+    let stamp = watch.stampOf(undefined);
+    const stampBeforeRead = (c: readonly string[] | undefined) => {
+      collections = c;
+      stamp = watch.stampOf(c);
+    };
+    return produce(stampBeforeRead).then(({ body, contentType }) => {
+      const entry: CacheEntry = { body, contentType, etag: etagOf(body), collections, stamp };
       cache.set(key, entry);
       return entry;
     });
   });
+}
+
+/**
+ * The collections a request reads (lower-case addresses), from its
+ * `contract_address` field (one, or a list): every read method names them
+ * so. undefined for a method without one: its answers may depend on any.
+ */
+export function compileCollectionsOf(desc: DescMessage): (message: Message) => readonly string[] | undefined {
+  const field = desc.fields.find((f) => f.name === "contract_address");
+  if (field === undefined) return () => undefined;
+  return (message) => {
+    const v = (message as unknown as Record<string, unknown>)[field.localName];
+    return (Array.isArray(v) ? (v as string[]) : [v as string]).map((a) => a.toLowerCase());
+  };
 }
 
 /**

@@ -1,7 +1,15 @@
 import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import type { ServiceSet } from "../../service/services.js";
-import { type CacheEncoding, cachedEntry, cacheKeyPrefix, compileRequestKey, type Encoded, ParsedKeyMemo } from "../cache/cached-response.js";
+import {
+  type CacheEncoding,
+  cachedEntry,
+  cacheKeyPrefix,
+  compileCollectionsOf,
+  compileRequestKey,
+  type Encoded,
+  ParsedKeyMemo,
+} from "../cache/cached-response.js";
 import type { CachedResponse, DataVersionWatch, ResponseCache } from "../cache/freshness.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import { type ErrorLogger, publicError } from "../policy/guards.js";
@@ -61,6 +69,7 @@ export type UnaryPipeline<In, R> = (exchange: UnaryExchange<In, R>) => R | Promi
 export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, codec: UnaryCodec<In>): UnaryPipeline<In, R> {
   const impl = deps.services.unary(method);
   const requestKey = compileRequestKey(method.input);
+  const collectionsOf = compileCollectionsOf(method.input);
   const procedure = `/${method.parent.typeName}/${method.name}`;
   const prefix = cacheKeyPrefix(codec.encoding, procedure);
   // URL -> cache key, for GETs: a repeated URL skips decoding (bounded; ParsedKeyMemo).
@@ -71,8 +80,9 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
   const fail = (x: UnaryExchange<In, R>, err: unknown): R => x.fail(publicError(err, x.log, procedure));
 
   const answer = (x: UnaryExchange<In, R>, key: string, message: Message | undefined, remember: boolean): R | Promise<R> => {
-    const entry = cachedEntry(deps.cache, deps.watch, key, async () => {
+    const entry = cachedEntry(deps.cache, deps.watch, key, async (stampBeforeRead) => {
       const input = message ?? codec.decode(await x.input());
+      stampBeforeRead(collectionsOf(input));
       return codec.encode(await impl(input));
     });
     // Remembered once answered: a URL that failed validation never is.
