@@ -1,8 +1,8 @@
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import type { WriteReply, WriteRequest } from "./ingest-worker.js";
+import { startModuleWorker } from "../shared/worker-thread.js";
 
 // The server's side of its SQLite writes: batches are handed to a worker
 // thread (ingest-worker.ts), which upserts and commits them (group commit,
@@ -10,9 +10,6 @@ import type { WriteReply, WriteRequest } from "./ingest-worker.js";
 // store's write lock. Started on the first write; one per process. Should
 // the thread die, the batches it held fail as unavailable and the next write
 // starts another.
-
-/** The worker's module beside this one: its build in dist/, or its source under tsx (dev and tests). */
-const WORKER = new URL(`./ingest-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
 
 const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError };
 
@@ -23,11 +20,7 @@ export function sqliteIngestWriter(path: string): IngestWriter {
   let closed = false;
 
   const start = (): Worker => {
-    // Under tsx (dev, tests) the worker is TypeScript too: tsx's loader is
-    // registered in the thread before its module is imported.
-    const w = WORKER.pathname.endsWith(".ts")
-      ? new Worker(`import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER.href)}); });`, { eval: true, workerData: { path } })
-      : new Worker(fileURLToPath(WORKER), { workerData: { path } });
+    const w = startModuleWorker(import.meta.url, "ingest-worker", { path });
     w.on("message", (reply: WriteReply) => {
       const p = pending.get(reply.id);
       if (p === undefined) return;
