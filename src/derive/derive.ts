@@ -1,8 +1,9 @@
-import type { AppraisalRow } from "../domain/records.js";
-import type { DerivedWrite, DeriveRepository } from "../store/ports.js";
-import { appraiseCollection } from "./appraise.js";
+import type { AppraisalRow, RarityRow } from "../domain/records.js";
+import type { DerivedWrite, DeriveRepository, SaleForModel, TokenRecord } from "../store/ports.js";
+import { PrequentialPass } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
-import { computeRarity } from "./rarity.js";
+import { featureSpace } from "./features.js";
+import { type CollectionRarity, computeRarity } from "./rarity.js";
 
 // Derived data sets of a collection: rarity from its tokens, appraisals from
 // its sales (valued at the time of its latest sale).
@@ -29,70 +30,104 @@ export interface DeriveOptions {
   replaceImported?: boolean;
 }
 
-export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
+/**
+ * What derive computed of a collection, kept by the background refresh
+ * (refresh.ts) to take later sales incrementally: the tokens and their
+ * rarity, the model's pass over every sale so far, each asset's last buyer.
+ */
+export interface FittedCollection {
+  contractAddress: string;
+  collectionId: number;
+  tokens: TokenRecord[];
+  rarity: CollectionRarity;
+  pass: PrequentialPass;
+  lastBuyer: Map<string, string>;
+}
+
+/** Reads a collection's tokens and sales and fits rarity and the model to them (timings of the two computations). */
+export async function fitCollection(
+  store: DeriveRepository,
+  contractAddress: string,
+): Promise<{ fitted: FittedCollection; sales: SaleForModel[]; rarityMs: number; appraisalMs: number }> {
   const collectionId = await store.collectionId(contractAddress);
   if (collectionId === undefined) throw new Error(`collection ${contractAddress} not found`);
   const tokens = await store.tokens(collectionId);
   const sales = await store.sales(collectionId);
-
   let started = performance.now();
   const rarity = computeRarity(tokens);
+  const rarityMs = performance.now() - started;
+  started = performance.now();
+  const pass = new PrequentialPass(featureSpace(tokens));
+  pass.feed(sales);
   const lastBuyer = new Map<string, string>();
   for (const s of sales) lastBuyer.set(s.assetId, s.buyer);
-  const ownerOf = new Map(tokens.map((t) => [t.assetId, t.currentOwner || lastBuyer.get(t.assetId) || ""]));
-  // Without tokens there is nothing to derive rarity from; rarity imported
-  // from elsewhere is kept.
-  const rarityRows =
-    tokens.length > 0
-      ? rarity.tokens.map((t) => ({
-          contractAddress,
-          assetId: t.assetId,
-          currentOwner: ownerOf.get(t.assetId) ?? "",
-          rarityScore: t.rarityScore,
-          statisticalRarity: t.statisticalRarity,
-          rarityRank: t.rarityRank,
-        }))
-      : undefined;
-  const rarityMs = performance.now() - started;
+  const appraisalMs = performance.now() - started;
+  return { fitted: { contractAddress, collectionId, tokens, rarity, pass, lastBuyer }, sales, rarityMs, appraisalMs };
+}
 
-  started = performance.now();
-  let appraisalRows: AppraisalRow[] | undefined;
-  if (sales.length > 0) {
-    // Every token, and every asset that sold even if its token was never imported.
-    const assets = [...new Set([...tokens.map((t) => t.assetId), ...lastBuyer.keys()])];
-    appraisalRows = [];
-    const listed = await store.openListingPrices(collectionId);
-    for (const a of appraiseCollection(tokens, sales, assets, listed)) {
-      if (a.fairMarketValue > 0n) {
-        appraisalRows.push({
-          contractAddress,
-          assetId: a.assetId,
-          fairMarketValue: a.fairMarketValue.toString(),
-          confidence: formatConfidence(a.confidence),
-        });
-      }
+/** Feeds later sales (every one after the last fed, whole seconds) to a fitted collection. */
+export function feedSales(fitted: FittedCollection, sales: readonly SaleForModel[]): void {
+  fitted.pass.feed(sales);
+  for (const s of sales) fitted.lastBuyer.set(s.assetId, s.buyer);
+}
+
+/**
+ * The rarity rows of a fitted collection (none without tokens: rarity
+ * imported from elsewhere is kept), each owner the token's or else its last
+ * buyer.
+ */
+export function rarityRows(f: FittedCollection): RarityRow[] | undefined {
+  if (f.tokens.length === 0) return undefined;
+  const ownerOf = new Map(f.tokens.map((t) => [t.assetId, t.currentOwner || f.lastBuyer.get(t.assetId) || ""]));
+  return f.rarity.tokens.map((t) => ({
+    contractAddress: f.contractAddress,
+    assetId: t.assetId,
+    currentOwner: ownerOf.get(t.assetId) ?? "",
+    rarityScore: t.rarityScore,
+    statisticalRarity: t.statisticalRarity,
+    rarityRank: t.rarityRank,
+  }));
+}
+
+/** The appraisal of every token and every asset that sold (even if its token was never imported); none without sales. */
+export function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, bigint>): AppraisalRow[] | undefined {
+  if (f.pass.observed === 0) return undefined;
+  const assets = new Set([...f.tokens.map((t) => t.assetId), ...f.lastBuyer.keys()]);
+  const rows: AppraisalRow[] = [];
+  for (const a of f.pass.appraise(assets, listed)) {
+    if (a.fairMarketValue > 0n) {
+      rows.push({ contractAddress: f.contractAddress, assetId: a.assetId, fairMarketValue: a.fairMarketValue.toString(), confidence: formatConfidence(a.confidence) });
     }
   }
-  const appraisalMs = performance.now() - started;
+  return rows;
+}
+
+export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
+  const { fitted, rarityMs: rarityFitMs, appraisalMs: fitMs } = await fitCollection(store, contractAddress);
+  let started = performance.now();
+  const rarity = rarityRows(fitted);
+  const rarityMs = rarityFitMs + performance.now() - started;
+  started = performance.now();
+  const appraisals = fitted.pass.observed === 0 ? undefined : appraisalRows(fitted, await store.openListingPrices(fitted.collectionId));
+  const appraisalMs = fitMs + performance.now() - started;
 
   // Both data sets in one transaction: no reader sees new rarity beside old appraisals.
   started = performance.now();
   const writes = await store.replaceDerived(
-    collectionId,
-    { ...(rarityRows === undefined ? {} : { rarity: rarityRows }), ...(appraisalRows === undefined ? {} : { appraisals: appraisalRows }) },
+    fitted.collectionId,
+    { ...(rarity === undefined ? {} : { rarity }), ...(appraisals === undefined ? {} : { appraisals }) },
     options.replaceImported,
   );
   const writeMs = performance.now() - started;
   const rarityWrite = writes.rarity;
   const appraisalWrite = writes.appraisals;
-  const appraisals = appraisalWrite?.written ?? 0;
   return {
     contractAddress,
-    tokens: tokens.length,
-    entropy: rarity.entropy,
+    tokens: fitted.tokens.length,
+    entropy: fitted.rarity.entropy,
     rarityMs,
-    sales: sales.length,
-    appraisals,
+    sales: fitted.pass.observed,
+    appraisals: appraisalWrite?.written ?? 0,
     appraisalMs,
     writeMs,
     ...(rarityWrite === undefined ? {} : { rarityWrite }),

@@ -243,6 +243,8 @@ export interface DeriveRepository {
   tokens(collectionId: number): MaybePromise<TokenRecord[]>;
   /** A collection's sales, oldest first. */
   sales(collectionId: number): MaybePromise<SaleForModel[]>;
+  /** A collection's sales of seconds after `after`, oldest first, and how many sales it has in all: one snapshot of the store. */
+  salesSince(collectionId: number, after: number): MaybePromise<{ sales: SaleForModel[]; total: number }>;
   /** The lowest price of each asset's open (CREATED) listings: what the asset can be bought for now. */
   openListingPrices(collectionId: number): MaybePromise<Map<string, bigint>>;
   /**

@@ -1,0 +1,75 @@
+import type { Worker } from "node:worker_threads";
+import type { Kind } from "../domain/kinds.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports.js";
+import { startModuleWorker } from "../store/shared/worker-thread.js";
+import type { RefreshReply, RefreshRequest } from "./refresh-worker.js";
+
+// The server's side of the background derive: a worker thread
+// (refresh-worker.ts) started on the first write that needs it, told which
+// collections ingest changed. One per process; should it die, the next
+// write starts another (its fits are then made again in full).
+
+/** Kinds whose writes change what derive computes: appraisals (sales, listings) and rarity (tokens). */
+const DERIVED_FROM: ReadonlySet<Kind> = new Set(["sales", "listings", "tokens"]);
+
+export interface DerivedRefresh {
+  /** Called after each refresh (or failure), in the server's thread. */
+  onRefreshed(listener: (reply: RefreshReply) => void): void;
+  close(): Promise<void>;
+}
+
+/**
+ * `writer`, telling a background derive of the collections each committed
+ * batch changed: sales, listings and tokens feed appraisals and rarity.
+ */
+export function refreshAfterWrites(writer: IngestWriter, db: string): IngestWriter & DerivedRefresh {
+  let worker: Worker | undefined;
+  const listeners: ((reply: RefreshReply) => void)[] = [];
+  let closed = false;
+
+  const start = (): Worker => {
+    const w = startModuleWorker(import.meta.url, "refresh-worker", { db });
+    w.unref();
+    w.on("message", (reply: RefreshReply) => {
+      for (const l of listeners) l(reply);
+    });
+    const lost = () => {
+      if (worker === w) worker = undefined;
+    };
+    w.on("error", lost);
+    w.on("exit", lost);
+    return w;
+  };
+
+  const touched = (kind: Kind, records: readonly ImportRecord[], counts: ImportCounts) => {
+    if (closed || !DERIVED_FROM.has(kind) || counts.inserted + counts.updated === 0) return;
+    // A changed sale may have moved behind the model's last second: fitted again.
+    const refit = kind === "tokens" || (kind === "sales" && counts.updated > 0);
+    const committedAt = Date.now();
+    worker ??= start();
+    for (const address of new Set(records.map((r) => String(r.contractAddress).toLowerCase()))) {
+      worker.postMessage({ address, refit, committedAt } satisfies RefreshRequest);
+    }
+  };
+
+  return {
+    async write(kind, records) {
+      const counts = await writer.write(kind, records);
+      touched(kind, records, counts);
+      return counts;
+    },
+    onRefreshed(listener) {
+      listeners.push(listener);
+    },
+    async close() {
+      await writer.close();
+      closed = true;
+      const w = worker;
+      if (w === undefined) return;
+      const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+      w.ref();
+      w.postMessage("close");
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { openWritableStore } from "../store/open.js";
+import { DerivedRefresher, type RefreshResult } from "./refresh.js";
+
+// The worker thread of a server's background derive (refresh-thread.ts
+// starts it): the model's work and the derived rows' write happen here, so
+// reads never wait for them. Collections to refresh arrive as messages; one
+// is refreshed at a time, and a collection touched again while it waits is
+// refreshed once.
+
+export interface RefreshRequest {
+  address: string;
+  /** Its tokens or earlier sales changed: fit it again in full. */
+  refit: boolean;
+  /** When the write that asked for it was acknowledged (epoch ms). */
+  committedAt: number;
+}
+
+export type RefreshReply =
+  /** waitedMs: for each write it brought up to date, the time from its acknowledgement to this refresh's commit. */
+  | { result: RefreshResult; waitedMs: number[] }
+  | { failed: string; message: string };
+
+/** Acknowledgement times kept per waiting collection (for waitedMs); past it, the latest are not kept. */
+const KEPT_COMMIT_TIMES = 10_000;
+
+const port = parentPort!;
+const store = await openWritableStore((workerData as { db: string }).db);
+const refresher = new DerivedRefresher(store.derive);
+/** Waiting collections, in the order first touched: whether to refit, and when the writes waiting were acknowledged. */
+const waiting = new Map<string, { refit: boolean; committedAt: number[] }>();
+let running = false;
+let closing = false;
+
+port.on("message", (m: RefreshRequest | "close") => {
+  if (m === "close") {
+    closing = true;
+    if (!running) void finish();
+    return;
+  }
+  const w = waiting.get(m.address);
+  if (w === undefined) waiting.set(m.address, { refit: m.refit, committedAt: [m.committedAt] });
+  else {
+    w.refit ||= m.refit;
+    if (w.committedAt.length < KEPT_COMMIT_TIMES) w.committedAt.push(m.committedAt);
+  }
+  if (!running) {
+    running = true;
+    // After every message already queued: the writes of one moment share a refresh.
+    setImmediate(() => void run());
+  }
+});
+
+async function run(): Promise<void> {
+  while (waiting.size > 0 && !closing) {
+    const [address, w] = waiting.entries().next().value!;
+    waiting.delete(address);
+    const started = performance.now();
+    try {
+      const result = await refresher.refresh(address, w.refit);
+      const doneAt = Date.now();
+      port.postMessage({ result, waitedMs: w.committedAt.map((t) => doneAt - t) } satisfies RefreshReply);
+    } catch (err) {
+      // The next write to the collection asks again; a full fit then starts from the store.
+      port.postMessage({ failed: address, message: err instanceof Error ? err.message : String(err) } satisfies RefreshReply);
+    }
+    // At most half of a core: after a refresh, as long again before the next
+    // (a refresh of 10,000 tokens takes ~200 ms; writes meanwhile share the
+    // next one). It also lets the messages that came meanwhile in: a SQLite
+    // refresh never yields (its reads and writes are synchronous).
+    await new Promise((resolve) => setTimeout(resolve, performance.now() - started));
+  }
+  running = false;
+  if (closing) await finish();
+}
+
+async function finish(): Promise<void> {
+  await store.close();
+  port.close();
+}
