@@ -62,6 +62,8 @@ export interface ServeConfig {
   corsOrigins: string[];
   /** PostgreSQL connections per serving process (ignored for SQLite). */
   poolSize: number;
+  /** Appraisals and rarity brought up to date in the background after ingest writes (derive/refresh.ts). */
+  deriveRefresh: boolean;
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -98,6 +100,8 @@ export interface ServeFlags {
   poolSize?: string | undefined;
   /** false with --no-metrics. */
   metrics?: boolean | undefined;
+  /** false with --no-derive-refresh. */
+  deriveRefresh?: boolean | undefined;
   metricsPort?: string | undefined;
   metricsHost?: string | undefined;
   corsOrigin?: string | undefined;
@@ -175,6 +179,7 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     timeouts: resolveTimeouts(flags),
     corsOrigins: corsOrigins(flags.corsOrigin ?? ""),
     poolSize: wholeNumber(flags.poolSize ?? String(DEFAULT_POOL_SIZE), "--pool-size (PG_POOL_SIZE)", 1, 1000),
+    deriveRefresh: flags.deriveRefresh !== false,
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),

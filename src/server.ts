@@ -10,6 +10,8 @@ import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
 import { openIngestWriter, openReadRepositories } from "./store/open.js";
+import { refreshAfterWrites } from "./derive/refresh-thread.js";
+import type { RefreshReply } from "./derive/refresh-worker.js";
 import type { IngestWriter, ReadRepositories } from "./store/ports.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
@@ -223,7 +225,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh">
   > & {
     drainMs?: number;
   };
@@ -239,6 +241,16 @@ function defaultTimeouts(): Timeouts {
   };
 }
 
+/** One line per background derive: what it did, and how long after each write it brought up to date. */
+function logRefresh(logger: Logger, r: RefreshReply): void {
+  if ("failed" in r) {
+    logger.warn({ collection: r.failed, err: r.message }, "background derive failed; the next write retries it");
+    return;
+  }
+  const { contractAddress, mode, sales, fed, ms } = r.result;
+  logger.info({ collection: contractAddress, mode, sales, fed, ms: Math.round(ms), waitedMs: r.waitedMs }, "derived");
+}
+
 /** Opens the store read-only (a SQLite file, or a PostgreSQL primary or replica) and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const store = await openReadRepositories(config.db, {
@@ -248,7 +260,13 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
   const logger = createLogger(config.logLevel ?? "silent");
   const limits = await countedLimits(config, logger);
   // Opened on the first write: a server never sent one never opens its store for writing.
-  const writer = openIngestWriter(config.db);
+  // Unless turned off, what ingest writes is derived from in the background.
+  let writer = openIngestWriter(config.db);
+  if (config.deriveRefresh !== false) {
+    const refreshing = refreshAfterWrites(writer, config.db);
+    refreshing.onRefreshed((r) => logRefresh(logger, r));
+    writer = refreshing;
+  }
   try {
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";

@@ -7,17 +7,17 @@ import { createReadStream, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { deriveAll, deriveCollection } from "../derive/derive.js";
 import { buildDemo } from "../demo/build.js";
-import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
 import { SqliteRecordImport } from "../store/sqlite/importer.js";
 import { openWritable } from "../store/sqlite/database.js";
 import { DeriveStore } from "../store/sqlite/derive-store.js";
 import { sqliteWritable } from "../store/sqlite/writable.js";
 import { median } from "./harness.js";
-import { writeSales } from "./sales-file.js";
+import { tokenLines, writeSales } from "./sales-file.js";
 
 const { values } = parseArgs({ options: { parts: { type: "string", default: "collection,large" }, help: { type: "boolean", short: "h" } } });
 if (values.help) {
@@ -28,24 +28,13 @@ const parts = new Set(values.parts!.split(","));
 const ADDRESS = "0x00000000000000000000000000000000000de71e";
 const ROUNDS = 3;
 
-async function* tokenLines(n: number): AsyncGenerator<string> {
-  const rnd = new Random(5);
-  const types = ["background", "fur", "eyes", "mouth", "hat", "clothes", "earring", "accessory"];
-  for (let i = 1; i <= n; i++) {
-    const attributes = types
-      .filter(() => rnd.next() < 0.8)
-      .map((t) => ({ trait_type: t, value: `${t}-${Math.floor(rnd.next() ** 2 * 30)}` }));
-    yield JSON.stringify({ contractAddress: ADDRESS, assetId: String(i), attributes });
-  }
-}
-
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-derive-"));
 try {
   if (parts.has("collection")) {
     const db = openWritable(join(dir, "collection.sqlite"));
     const sales = join(dir, "sales.ndjson");
     await writeSales(sales, 100_000, 3, ADDRESS);
-    await importLines(new SqliteRecordImport(db), tokenLines(9_999), { kind: "tokens", skipInvalid: false });
+    await importLines(new SqliteRecordImport(db), Readable.from(tokenLines(9_999, ADDRESS)), { kind: "tokens", skipInvalid: false });
     await importLines(new SqliteRecordImport(db), createInterface({ input: createReadStream(sales), crlfDelay: Infinity }), { kind: "sales", skipInvalid: false });
     const rounds: number[] = [];
     let appraisal = 0;

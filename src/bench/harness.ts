@@ -94,6 +94,8 @@ export interface Target {
   eld(): Promise<{ eldP99Ms: number; eldMaxMs: number }>;
   reset(): void | Promise<void>;
   stop(): Promise<void>;
+  /** What it printed so far (serve: its log); "" where it is not kept. */
+  output(): string;
 }
 
 export function startTarget(kind: string, db: string, extra?: string): Promise<Target> {
@@ -106,6 +108,7 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
         child,
         pid: child.pid,
         reset: () => void child.send("eld-reset"),
+        output: () => "",
         eld: () =>
           new Promise((res) => {
             child.once("message", res as never);
@@ -143,6 +146,7 @@ export async function startCli(db: string, workers: number, cacheMb: number, ext
     reset: async () => void (await scrape()),
     eld: async () => ({ eldP99Ms: await scrape(), eldMaxMs: Number.NaN }),
     stop: () => serve.stop(),
+    output: () => serve.output(),
   };
 }
 

@@ -10,7 +10,7 @@ import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { type Sale, SaleSchema } from "../../gen/marketdata/v1/resources_pb.js";
 import { runCliSync } from "../cli/run-sync.js";
 import { load, log, median, percentiles, startCli, type Target } from "./harness.js";
-import { saleLines } from "./sales-file.js";
+import { saleLines, tokenLines } from "./sales-file.js";
 
 // npm run bench:ingest — the ingest API through `marketdata serve` at its
 // defaults (one worker, logging at info, metrics on; the ingest limit off,
@@ -18,7 +18,9 @@ import { saleLines } from "./sales-file.js";
 // client streaming with 1 and 50 writers; acknowledgement latency at a
 // steady 1,000 sales/s from 20 writers; and hot reads of one collection
 // while 1,000 sales/s go into another, against the same reads with no
-// writes (alternating rounds). On SQLite and PostgreSQL (databases of its
+// writes (alternating rounds); and freshness: how long after a commit serve's
+// background derive has the collection's appraisals up to date, at 1,000
+// live sales/s. On SQLite and PostgreSQL (databases of its
 // own, created and dropped), each run on a fresh copy of one base store, so
 // that no run writes into what an earlier one left. Writers run in this
 // process, sharing the machine's two cores with the server.
@@ -30,8 +32,11 @@ const opts = new Command("bench:ingest")
   .option("--seconds <s>", "seconds per round", "5")
   .option("--rounds <n>", "rounds per figure (medians)", "3")
   .option("--batch <n>", "sales per batch in the throughput runs", "1000")
+  .option("--parts <list>", "throughput,latency,freshness", "throughput,latency,freshness")
   .parse()
-  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string }>();
+  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string }>();
+
+const PARTS = new Set(opts.parts.split(","));
 
 const SECONDS = Number(opts.seconds);
 const ROUNDS = Number(opts.rounds);
@@ -151,6 +156,65 @@ async function readsUnderWrites(server: Target, key: string): Promise<{ quiet: n
   return { quiet: median(quiet), writing: median(writing) };
 }
 
+/**
+ * Freshness: 10 writers send live sales into WRITE_COLLECTION (10,000
+ * tokens, BASE_SALES sales), a batch of 10 stamped with the current second
+ * every 100 ms each (1,000 sales/s, 100 commits/s), while serve derives in
+ * the background; for each commit, the time from its acknowledgement to
+ * the commit of the appraisals that include it, as serve's "derived" log
+ * lines report it. The collection's first refresh (a full fit) is made
+ * before the clock starts, as a running server's would be.
+ */
+async function freshness(server: Target, key: string): Promise<string> {
+  const now = () => Math.floor(Date.now() / 1000);
+  const pool = [...saleLines(20_000, seed++, WRITE_COLLECTION)].map((l) => JSON.parse(l) as Record<string, unknown>);
+  let next = 0;
+  const live = (n: number) => pool.slice(next, (next += n)).map((sale) => JSON.stringify({ ...sale, timestamp: now() }));
+  const derivedLines = (from: number) =>
+    server
+      .output()
+      .slice(from)
+      .split("\n")
+      .filter((l) => l.includes('"msg":"derived"'))
+      .map((l) => JSON.parse(l) as { mode: string; ms: number; fed: number; waitedMs: number[] });
+  const until = async (done: () => boolean, what: string) => {
+    for (const deadline = performance.now() + 120_000; !done(); await new Promise((r) => setTimeout(r, 100))) {
+      if (performance.now() > deadline) throw new Error(`freshness: ${what} did not happen within 120 s`);
+    }
+  };
+  const warm = (await postBatch(server.url, key, live(10))).ok;
+  if (!warm) throw new Error("freshness: the first batch failed");
+  await until(() => derivedLines(0).length > 0, "the first refresh");
+  const from = server.output().length;
+  const acks: number[] = [];
+  const end = performance.now() + 2 * SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: 10 }, async (_, w) => {
+      await new Promise((r) => setTimeout(r, w * 10));
+      for (let due = performance.now(); due < end; due += 100) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const t = performance.now();
+        if ((await postBatch(server.url, key, live(10))).ok) acks.push(performance.now() - t);
+      }
+    }),
+  );
+  await until(() => derivedLines(from).reduce((n, l) => n + l.waitedMs.length, 0) >= acks.length, "the refresh of every commit").catch((err: Error) => {
+    const lines = derivedLines(from);
+    throw new Error(`${err.message} (${acks.length} commits; refreshes so far: ${JSON.stringify(lines.map(({ mode, ms, fed, waitedMs }) => ({ mode, ms, fed, n: waitedMs.length })))}; ${server.output().split("\n").filter((l) => /"level":(40|50)/.test(l)).slice(-3).join("\n")})`);
+  });
+  const lines = derivedLines(from);
+  const waited = percentiles(lines.flatMap((l) => l.waitedMs));
+  const ack = percentiles(acks);
+  const modes = lines.reduce((m, l) => m.set(l.mode, (m.get(l.mode) ?? 0) + 1), new Map<string, number>());
+  return (
+    `freshness, ${acks.length} commits of 10 live sales (1,000 sales/s from 10 writers) into 10,000 tokens / ${BASE_SALES} sales: ` +
+    `commit to derived appraisals p50 ${waited.p50.toFixed(0)} ms, p99 ${waited.p99.toFixed(0)} ms; ` +
+    `${lines.length} refreshes (${[...modes].map(([m, n]) => `${n} ${m}`).join(", ")}), median ${median(lines.map((l) => l.ms)).toFixed(0)} ms; ` +
+    `acknowledgements meanwhile p50 ${ack.p50.toFixed(1)} ms, p99 ${ack.p99.toFixed(1)} ms`
+  );
+}
+
 /** A store to measure on, and how to get a fresh copy of it (the base state) for each run. */
 interface Engine {
   label: string;
@@ -161,10 +225,13 @@ interface Engine {
 /** Sales already in the written collection before each run: the issue's "10,000 tokens and 100,000 sales" scale. */
 const BASE_SALES = 100_000;
 
-/** The base store: this build's schema, an ingest key, BASE_SALES in the written collection and 2,000 in the read one. */
+/** The base store: this build's schema, an ingest key, 10,000 tokens and BASE_SALES in the written collection and 2,000 sales in the read one. */
 async function fillBase(db: string): Promise<string> {
   runCliSync(["migrate", "--db", db]);
   const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest", "--scope", "ingest"]).stdout.trim().split("\n").pop()!;
+  const tokens = join(dir, "tokens.ndjson");
+  writeFileSync(tokens, `${[...tokenLines(10_000, WRITE_COLLECTION)].join("\n")}\n`);
+  runCliSync(["import", "tokens", tokens, "--db", db], 600_000);
   const file = join(dir, "base.ndjson");
   const now = Math.floor(Date.now() / 1000);
   writeFileSync(file, `${[...saleLines(BASE_SALES, 99, WRITE_COLLECTION, { start: now - 30 * 86400, span: 30 * 86400 - 7200 }), ...saleLines(2000, 98, READ_COLLECTION, { start: now - 86400, span: 80000 })].join("\n")}\n`);
@@ -172,13 +239,18 @@ async function fillBase(db: string): Promise<string> {
   return key;
 }
 
-/** One measurement on a fresh copy of the base store, through `serve` at its defaults. */
-async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<T>): Promise<T> {
+/**
+ * One measurement on a fresh copy of the base store, through `serve` at its
+ * defaults; the background derive only where `derive` says (the freshness
+ * run): elsewhere the figures are of the writes alone.
+ */
+async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<T>, derive = false): Promise<T> {
   const store = await engine.fresh();
   // One client address and one key drive all the load: every limit off (50
   // first requests at once, before the key's first lookup returns on
   // PostgreSQL, would otherwise meet the per-address limit).
-  const server = await startCli(store.db, 1, 64, ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"]);
+  const limits = ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"];
+  const server = await startCli(store.db, 1, 64, [...limits, ...(derive ? [] : ["--no-derive-refresh"])]);
   try {
     return await run(server);
   } finally {
@@ -189,6 +261,26 @@ async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<
 
 async function benchEngine(engine: Engine, key: string): Promise<void> {
   log(`\n## ${engine.label}: ingest through serve, each run on a fresh copy of a store holding ${BASE_SALES} sales (${ROUNDS} rounds of ${SECONDS} s, medians)\n`);
+  if (PARTS.has("throughput")) await throughputs(engine, key);
+  if (PARTS.has("latency")) {
+    await onFreshStore(engine, async (server) => {
+      const lat: { p50: number; p99: number; n: number }[] = [];
+      for (let r = 0; r < ROUNDS; r++) lat.push(await ackLatency(server.url, key));
+      log(
+        `\nacknowledgement latency, 1,000 sales/s from 20 writers (batches of 5, REST): p50 ${median(lat.map((l) => l.p50)).toFixed(1)} ms, p99 ${median(lat.map((l) => l.p99)).toFixed(1)} ms`,
+      );
+      const reads = await readsUnderWrites(server, key);
+      log(
+        `hot reads of another collection: ${Math.round(reads.quiet)} req/s with no writes, ${Math.round(reads.writing)} req/s while 1,000 sales/s are written: ${(reads.writing / reads.quiet).toFixed(2)}`,
+      );
+    });
+  }
+  if (PARTS.has("freshness")) {
+    for (let r = 0; r < ROUNDS; r++) log(`\n${await onFreshStore(engine, (server) => freshness(server, key), true)}`);
+  }
+}
+
+async function throughputs(engine: Engine, key: string): Promise<void> {
   log(`| load | sales/s |`);
   log(`|---|---|`);
   for (const writers of [1, 50]) {
@@ -201,17 +293,6 @@ async function benchEngine(engine: Engine, key: string): Promise<void> {
     log(`| REST NDJSON, ${writers} writer${writers > 1 ? "s" : ""}, batches of ${BATCH} | ${Math.round(median(rest))} |`);
     log(`| gRPC StreamSales, ${writers} stream${writers > 1 ? "s" : ""}, messages of ${BATCH} | ${Math.round(median(grpc))} |`);
   }
-  await onFreshStore(engine, async (server) => {
-    const lat: { p50: number; p99: number; n: number }[] = [];
-    for (let r = 0; r < ROUNDS; r++) lat.push(await ackLatency(server.url, key));
-    log(
-      `\nacknowledgement latency, 1,000 sales/s from 20 writers (batches of 5, REST): p50 ${median(lat.map((l) => l.p50)).toFixed(1)} ms, p99 ${median(lat.map((l) => l.p99)).toFixed(1)} ms`,
-    );
-    const reads = await readsUnderWrites(server, key);
-    log(
-      `hot reads of another collection: ${Math.round(reads.quiet)} req/s with no writes, ${Math.round(reads.writing)} req/s while 1,000 sales/s are written: ${(reads.writing / reads.quiet).toFixed(2)}`,
-    );
-  });
 }
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-ingest-"));

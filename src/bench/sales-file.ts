@@ -36,6 +36,21 @@ export function* saleLines(n: number, seed: number, address: string, time: { sta
   }
 }
 
+/**
+ * n tokens (ids 1..n) with up to eight traits of skewed frequency, as
+ * NDJSON lines: bench:derive's and bench:ingest's 10,000-token collection.
+ */
+export function* tokenLines(n: number, address: string): Generator<string> {
+  const rnd = new Random(5);
+  const types = ["background", "fur", "eyes", "mouth", "hat", "clothes", "earring", "accessory"];
+  for (let i = 1; i <= n; i++) {
+    const attributes = types
+      .filter(() => rnd.next() < 0.8)
+      .map((t) => ({ trait_type: t, value: `${t}-${Math.floor(rnd.next() ** 2 * 30)}` }));
+    yield JSON.stringify({ contractAddress: address, assetId: String(i), attributes });
+  }
+}
+
 /** NDJSON of n sales (saleLines) in a file. */
 export async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
   const out = createWriteStream(path);

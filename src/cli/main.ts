@@ -108,6 +108,7 @@ const listening = (command: Command) =>
     )
     .addOption(new Option("--cors-origin <origins>", 'browser origins allowed to call (comma-separated, or "*"); default: none').env("CORS_ORIGIN"))
     .addOption(new Option("--no-metrics", "do not collect or serve Prometheus metrics"))
+    .addOption(new Option("--no-derive-refresh", "do not bring appraisals and rarity up to date in the background after ingest writes (run `derive` instead)"))
     .addOption(
       new Option(
         "--metrics-port <port>",

@@ -60,6 +60,7 @@ describe("server config", async () => {
       metrics: { enabled: true, port: undefined, host: undefined },
       corsOrigins: [],
       poolSize: 10,
+      deriveRefresh: true,
       trustProxy: [],
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
@@ -76,6 +77,7 @@ describe("server config", async () => {
       rateLimit: 0,
     });
     expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout must be a number of seconds/);
+    expect(resolveServeConfig({ deriveRefresh: false }).deriveRefresh).toBe(false);
     expect(resolveServeConfig({ corsOrigin: "https://a.example, http://localhost:5173" }).corsOrigins).toEqual(["https://a.example", "http://localhost:5173"]);
     expect(() => resolveServeConfig({ corsOrigin: "https://a.example/app" })).toThrow(/--cors-origin \(CORS_ORIGIN\) takes origins/);
     expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);
