@@ -24,6 +24,9 @@ export type RefreshReply =
 /** Acknowledgement times kept per waiting collection (for waitedMs); past it, the latest are not kept. */
 const KEPT_COMMIT_TIMES = 10_000;
 
+/** The pause after a refresh, as a share of its time. */
+const PAUSE = 0.5;
+
 const port = parentPort!;
 const store = await openWritableStore((workerData as { db: string }).db);
 const refresher = new DerivedRefresher(store.derive);
@@ -64,11 +67,13 @@ async function run(): Promise<void> {
       // The next write to the collection asks again; a full fit then starts from the store.
       port.postMessage({ failed: address, message: err instanceof Error ? err.message : String(err) } satisfies RefreshReply);
     }
-    // At most half of a core: after a refresh, as long again before the next
-    // (a refresh of 10,000 tokens takes ~200 ms; writes meanwhile share the
-    // next one). It also lets the messages that came meanwhile in: a SQLite
-    // refresh never yields (its reads and writes are synchronous).
-    await new Promise((resolve) => setTimeout(resolve, performance.now() - started));
+    // At most two thirds of a core: after a refresh, half as long again
+    // before the next (a refresh of 10,000 tokens takes 100-200 ms; writes
+    // meanwhile share the next one), leaving the writer and the server
+    // their share of a small machine. It also lets the messages that came
+    // meanwhile in: a SQLite refresh never yields (its reads and writes are
+    // synchronous).
+    await new Promise((resolve) => setTimeout(resolve, (performance.now() - started) * PAUSE));
   }
   running = false;
   if (closing) await finish();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DerivedRefresher, LATE_SECONDS } from "../../src/derive/refresh.js";
-import { openWritableStore } from "../../src/store/open.js";
+import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import type { WritableStore } from "../../src/store/ports.js";
 import { emptyStore, importRecords } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
@@ -50,4 +50,32 @@ describe("derive's background refresh", () => {
     expect(await s.refresher.refresh(A, true)).toMatchObject({ mode: "full", sales: 206 });
     expect(await s.refresher.refresh(A)).toMatchObject({ mode: "incremental", fed: 0 });
   });
+
+  it("a rewrite of derived rows leaves exactly the rows given, and every imported row", async () => {
+    const B = "0x" + "f".repeat(40);
+    await importRecords(s.target, "appraisals", [{ contractAddress: B, assetId: "3", fairMarketValue: "7", confidence: "0.5", currency: "ETH" }]);
+    const id = (await s.store.derive.collectionId(B))!;
+    const row = (assetId: string, fairMarketValue: string) => ({ contractAddress: B, assetId, fairMarketValue, confidence: "0.9" });
+    const values = async () => {
+      const r = await fetchAppraisals(B);
+      return Object.fromEntries(r.map((a) => [a.assetId, a.fairMarketValue]));
+    };
+    await s.store.derive.replaceDerived(id, { appraisals: [row("1", "10"), row("2", "20"), row("3", "30")] });
+    expect(await values()).toEqual({ "1": "10", "2": "20", "3": "7" });
+    const writes = await s.store.derive.replaceDerived(id, { appraisals: [row("1", "11"), row("3", "31")] });
+    expect(await values()).toEqual({ "1": "11", "3": "7" });
+    expect(writes.appraisals).toMatchObject({ written: 1, keptImported: 1, imported: 1 });
+  });
 });
+
+/** A collection's appraisals as a server reads them. */
+async function fetchAppraisals(address: string): Promise<{ assetId: string; fairMarketValue: string }[]> {
+  const store = await openReadRepositories(s.target);
+  try {
+    const id = (await store.collections.collectionId(address))!;
+    const page = await store.assetMetrics.appraisalsPage(id, { limit: 50, after: null });
+    return page.rows as { assetId: string; fairMarketValue: string }[];
+  } finally {
+    await store.close();
+  }
+}

@@ -1,6 +1,6 @@
 import { type Db, refreshPlannerStats } from "./database.js";
 import type { MaybePromise } from "../ports.js";
-import { assetIdSql } from "./asset-key.js";
+import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import { lowestPrices } from "../shared/listing-prices.js";
 import { type UpsertResult, WriteStore } from "./write-store.js";
@@ -12,6 +12,12 @@ import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleFo
 // upserts as imports, rarity and appraisals together in one transaction.
 
 const BULK_ROWS = 20_000;
+
+/** The value columns #rewrite writes, in the order of its `values`. */
+const REWRITTEN = {
+  rarity: ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank"],
+  appraisals: ["fair_market_value", "confidence"],
+} as const;
 
 export class DeriveStore implements DeriveRepository {
   readonly #db: Db;
@@ -81,18 +87,59 @@ export class DeriveStore implements DeriveRepository {
   replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): DerivedWrites {
     const { rarity, appraisals } = rows;
     // One transaction; each data set's own (nested) is a savepoint inside it.
+    // Collections below BULK_ROWS are rewritten in place (#rewrite); larger ones, or over imported rows, replaced (#replace).
+    const inPlace = (n: number) => !replaceImported && n < BULK_ROWS;
     return this.#writer.transaction(() => ({
       ...(rarity === undefined
         ? {}
-        : { rarity: this.#replace("rarity", collectionId, rarity, replaceImported, (r, keep) => this.#writer.upsertRarity(r, "derived", keep)) }),
+        : {
+            rarity: inPlace(rarity.length)
+              ? this.#rewrite("rarity", collectionId, rarity, (r) => [r.currentOwner, r.rarityScore, r.statisticalRarity, r.rarityRank])
+              : this.#replace("rarity", collectionId, rarity, replaceImported, (r, keep) => this.#writer.upsertRarity(r, "derived", keep)),
+          }),
       ...(appraisals === undefined
         ? {}
         : {
-            appraisals: this.#replace("appraisal", collectionId, appraisals, replaceImported, (r, keep) =>
-              this.#writer.upsertAppraisal(r, "derived", keep),
-            ),
+            appraisals: inPlace(appraisals.length)
+              ? this.#rewrite("appraisals", collectionId, appraisals, (r) => [r.fairMarketValue, r.confidence])
+              : this.#replace("appraisal", collectionId, appraisals, replaceImported, (r, keep) => this.#writer.upsertAppraisal(r, "derived", keep)),
           }),
     }));
+  }
+
+  /**
+   * A collection's derived rows become `rows`, each written only where it
+   * changed, rather than all deleted and inserted again (#replace): the
+   * background derive rewrites a collection every few hundred ms, and most
+   * rarity rows, and the pages of both tables, need not be touched again.
+   * Imported rows are kept; derived rows of assets not in `rows` removed.
+   */
+  #rewrite<T extends { assetId: string }>(table: "rarity" | "appraisals", collectionId: number, rows: readonly T[], values: (r: T) => unknown[]): DerivedWrite {
+    const columns = REWRITTEN[table];
+    const keysOf = (source: string) =>
+      new Set(this.#db.prepare(`SELECT asset_key FROM ${table} WHERE collection_id = ? AND source = ?`).pluck().all(collectionId, source) as string[]);
+    const imported = keysOf("imported");
+    const stale = keysOf("derived");
+    const write = this.#db.prepare(
+      `INSERT INTO ${table} (collection_id, asset_key, ${columns.join(", ")}, source) VALUES (?, ?, ${columns.map(() => "?").join(", ")}, 'derived')
+       ON CONFLICT (collection_id, asset_key) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(", ")}
+       WHERE (${columns.join(", ")}) IS NOT (${columns.map((c) => `excluded.${c}`).join(", ")})`,
+    );
+    let written = 0;
+    let keptImported = 0;
+    for (const r of rows) {
+      const key = assetKey(r.assetId);
+      if (imported.has(key)) keptImported++;
+      else {
+        write.run(collectionId, key, ...values(r));
+        stale.delete(key);
+        written++;
+      }
+    }
+    const remove = this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ? AND asset_key = ?`);
+    for (const key of stale) remove.run(collectionId, key);
+    this.#writer.touch(collectionId);
+    return { written, keptImported, replacedImported: 0, imported: imported.size };
   }
 
   /**

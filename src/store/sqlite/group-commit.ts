@@ -24,7 +24,8 @@ import { WriteStore } from "./write-store.js";
 
 const PATIENCE_MS = 10_000;
 const FIRST_RETRY_MS = 2;
-const MAX_RETRY_MS = 100;
+/** Retries at most this far apart: the background derive holds the lock for some tens of ms, and a longer step would add its own wait to every batch behind it. */
+const MAX_RETRY_MS = 10;
 /** WAL pages between checkpoints (4 KB each). */
 const CHECKPOINT_PAGES = 10_000;
 /** Rows written between two refreshes of the planner's statistics. */
