@@ -23,7 +23,7 @@ export type Tier = (typeof TIERS)[number];
 const within = (band: number) => (predicted: number, actual: number) =>
   actual >= (1 - band) * predicted && actual <= (1 + band) * predicted;
 
-export function errorFigures(ps: readonly Prediction[], predictor: Predictor): ErrorFigures {
+export function errorFigures(ps: readonly Pick<Prediction, Predictor | "actual">[], predictor: Predictor): ErrorFigures {
   const in10 = within(0.1);
   const in20 = within(BAND);
   return {
@@ -66,10 +66,13 @@ export interface Calibration {
   observed: number;
 }
 
-const hit = (p: Prediction) => (inBand(p.model, p.actual) ? 1 : 0);
+/** What calibration reads of a prediction (bench:replay's come from the API, without the model's estimate). */
+type Calibrated = Pick<Prediction, "model" | "actual" | "confidence" | "constantConfidence">;
+
+const hit = (p: Calibrated) => (inBand(p.model, p.actual) ? 1 : 0);
 
 /** Predictions in ten groups of equal size by confidence, and the Brier scores. */
-export function calibration(ps: readonly Prediction[], groups = 10): Calibration {
+export function calibration(ps: readonly Calibrated[], groups = 10): Calibration {
   const sorted = [...ps].sort((a, b) => a.confidence - b.confidence);
   const deciles: CalibrationRow[] = [];
   for (let g = 0; g < groups; g++) {
