@@ -128,6 +128,8 @@ export class MemoizedKeyVerifier implements KeyVerifier {
   #generation = 0;
   /** Lookups that reached the store (read by the metrics and tests). */
   storeLookups = 0;
+  /** Lookups under way, by key (bounded by the requests in flight). */
+  readonly #inFlight = new Map<string, { lookup: Promise<KeyGrant | undefined>; generation: number }>();
 
   constructor(inner: KeyVerifier, watch: DataVersionWatch, now: () => number = Date.now) {
     this.#inner = inner;
@@ -141,15 +143,37 @@ export class MemoizedKeyVerifier implements KeyVerifier {
     return this.#valid.has(key);
   }
 
+  /**
+   * The lookup of `key` under way (asynchronous stores), if any: requests
+   * carrying a key that arrive while it is looked up wait for that answer
+   * (admission.ts) rather than each counting as unknown against their
+   * address, or each asking the store again.
+   */
+  pending(key: string): Promise<KeyGrant | undefined> | undefined {
+    const p = this.#inFlight.get(key);
+    return p !== undefined && p.generation === this.#generation ? p.lookup : undefined;
+  }
+
   lookup(key: string): MaybePromise<KeyGrant | undefined> {
     // A revocation committed since the last request makes every memo stale first.
     return settle(this.#watch.check(), () => {
       const now = this.#now();
       const memo = this.#valid.get(key);
       if (memo !== undefined && memo.until > now && memo.generation === this.#generation) return memo.grant;
+      const shared = this.pending(key);
+      if (shared !== undefined) return shared;
       this.storeLookups++;
       const generation = this.#generation;
-      return settle(this.#inner.lookup(key), (grant) => this.#remember(key, grant, now, generation));
+      const found = settle(this.#inner.lookup(key), (grant) => this.#remember(key, grant, now, generation));
+      if (found instanceof Promise) {
+        // Shared only within its generation: a lookup begun before the keys changed answers no later request.
+        this.#inFlight.set(key, { lookup: found, generation });
+        const done = () => {
+          if (this.#inFlight.get(key)?.lookup === found) this.#inFlight.delete(key);
+        };
+        found.then(done, done);
+      }
+      return found;
     });
   }
 

@@ -34,9 +34,10 @@ export interface Admitted {
   error?: ConnectError;
 }
 
-/** The verifier admission needs: lookups, and whether a key was seen valid before (MemoizedKeyVerifier). */
+/** The verifier admission needs: lookups, whether a key was seen valid before, and its lookup under way (MemoizedKeyVerifier). */
 export interface AdmissionKeys extends KeyVerifier {
   known?(key: string): boolean;
+  pending?(key: string): Promise<unknown> | undefined;
 }
 
 export class Admission {
@@ -68,6 +69,14 @@ export class Admission {
     if (this.#closing) return SHUTTING_DOWN;
     if (!key) return this.#countAddress(address, MISSING);
     if (this.#limits.anonymousRate > 0 && this.#keys.known?.(key) !== true) {
+      // A key being looked up for an earlier request: its answer decides
+      // (a burst of first requests with a new valid key is not counted as
+      // unknown, each against the address).
+      const looking = this.#keys.pending?.(key);
+      if (looking !== undefined) {
+        const again = () => this.admit(key, address, surface);
+        return looking.then(again, again);
+      }
       // Counted before the lookup; refused here, the key is never looked up.
       return settle(this.#takeAddress(address), (rate) => (rate.allowed ? this.#lookup(key, address, rate, surface) : this.#tooMany(rate)));
     }
