@@ -1,7 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../domain/kinds.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports.js";
-import { startModuleWorker } from "../store/shared/worker-thread.js";
+import { closeWorker, startModuleWorker } from "../store/shared/worker-thread.js";
 import type { RefreshReply, RefreshRequest } from "./refresh-worker.js";
 
 // The server's side of the background derive: a worker thread
@@ -66,10 +66,8 @@ export function refreshAfterWrites(writer: IngestWriter, db: string): IngestWrit
       closed = true;
       const w = worker;
       if (w === undefined) return;
-      const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
-      w.ref();
-      w.postMessage("close");
-      await exited;
+      // The refresh under way finishes; those waiting are dropped.
+      await closeWorker(w);
     },
   };
 }

@@ -4,7 +4,7 @@ import { deriveAll } from "../../src/derive/derive.js";
 import { openWritableStore } from "../../src/store/open.js";
 import { emptyStore, importRecords, withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { ingestOk, startTestServer, type TestServer } from "../support/server.js";
 
 // Data versions per collection (issue 21, item 5), on the test engine: a
 // write to one collection leaves every cached answer and ETag of the others
@@ -53,14 +53,7 @@ async function cacheUse(fn: () => Promise<void>): Promise<{ hits: number; misses
   return { hits: s.server.cache.hits - hits, misses: s.server.cache.misses - misses };
 }
 
-async function ingest(kind: string, records: object[]): Promise<void> {
-  const r = await fetch(`${s.server.baseUrl}/v1/ingest/${kind}`, {
-    method: "POST",
-    headers: { "x-api-key": s.ingestKey, "content-type": "application/x-ndjson" },
-    body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
-  });
-  expect(r.status, await r.text()).toBe(200);
-}
+const ingest = (kind: string, records: object[]) => ingestOk(s.server, s.ingestKey, kind, records);
 
 const saleCount = (body: Record<string, unknown>) => ((body.sales ?? body.data) as unknown[]).length;
 

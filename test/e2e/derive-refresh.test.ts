@@ -3,7 +3,7 @@ import { deriveAll } from "../../src/derive/derive.js";
 import { openWritableStore } from "../../src/store/open.js";
 import { emptyStore, importRecords, withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { ingestOk, startTestServer, type TestServer } from "../support/server.js";
 
 // The background derive (issue 21, item 4), on the test engine: after ingest
 // writes a collection's sales, listings or tokens, the server brings its
@@ -56,14 +56,7 @@ async function derived(): Promise<{ appraisals: string; rarity: string }> {
   return { appraisals: await read("/v1/asset/appraisals"), rarity: await read("/v1/asset/rarity") };
 }
 
-async function ingest(kind: string, records: object[]): Promise<void> {
-  const r = await fetch(`${s.server.baseUrl}/v1/ingest/${kind}`, {
-    method: "POST",
-    headers: { "x-api-key": s.ingestKey, "content-type": "application/x-ndjson" },
-    body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
-  });
-  expect(r.status, await r.text()).toBe(200);
-}
+const ingest = (kind: string, records: object[]) => ingestOk(s.server, s.ingestKey, kind, records);
 
 /** Waits until the served rows differ from `before`, then until they stop changing (the refresh is written). */
 async function changedFrom(before: { appraisals: string; rarity: string }, what: "appraisals" | "rarity" = "appraisals") {

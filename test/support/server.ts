@@ -2,7 +2,7 @@ import net from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type RunningServer, type StartOptions, startServer } from "../../src/server.js";
@@ -105,4 +105,14 @@ export async function freePort(): Promise<number> {
   const port = (s.address() as net.AddressInfo).port;
   await new Promise((r) => s.close(r));
   return port;
+}
+
+/** POSTs `records` as NDJSON to /v1/ingest/KIND with `key`; the answer must be 200. */
+export async function ingestOk(server: TestServer, key: string, kind: string, records: readonly object[]): Promise<void> {
+  const r = await fetch(`${server.baseUrl}/v1/ingest/${kind}`, {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": "application/x-ndjson" },
+    body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
+  });
+  expect(r.status, await r.text()).toBe(200);
 }

@@ -13,3 +13,15 @@ export function startModuleWorker(callerUrl: string, name: string, workerData: u
     ? new Worker(`import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(module.href)}); });`, { eval: true, workerData })
     : new Worker(fileURLToPath(module), { workerData });
 }
+
+/**
+ * Asks a worker started here to finish what it was handed and exit (it
+ * takes the message "close"), and resolves once it has. Kept alive until
+ * then: an idle worker is unreferenced.
+ */
+export async function closeWorker(w: Worker): Promise<void> {
+  const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+  w.ref();
+  w.postMessage("close");
+  await exited;
+}

@@ -2,7 +2,7 @@ import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import type { WriteReply, WriteRequest } from "./ingest-worker.js";
-import { startModuleWorker } from "../shared/worker-thread.js";
+import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 
 // The server's side of its SQLite writes: batches are handed to a worker
 // thread (ingest-worker.ts), which upserts and commits them (group commit,
@@ -56,11 +56,7 @@ export function sqliteIngestWriter(path: string): IngestWriter {
       const w = worker;
       if (w === undefined) return;
       // Batches already handed over are committed first: the thread drains its queue, then exits.
-      const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
-      // Kept alive until it has exited: an idle thread is unreferenced.
-      w.ref();
-      w.postMessage("close");
-      await exited;
+      await closeWorker(w);
     },
   };
 }
