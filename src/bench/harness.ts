@@ -314,3 +314,20 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v]]));
 }
+
+/** One `derived` line of serve's log (a background derive: server.ts logRefresh). */
+export interface DerivedLine {
+  mode: string;
+  ms: number;
+  fed: number;
+  /** For each write it brought up to date, ms from its acknowledgement to this derive's commit. */
+  waitedMs: number[];
+}
+
+/** The `derived` lines of a stretch of serve's log (whole lines). */
+export function derivedLines(log: string): DerivedLine[] {
+  return log
+    .split("\n")
+    .filter((l) => l.includes('"msg":"derived"'))
+    .map((l) => JSON.parse(l) as DerivedLine);
+}

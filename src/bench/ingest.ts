@@ -9,7 +9,7 @@ import pg from "pg";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { type Sale, SaleSchema } from "../../gen/marketdata/v1/resources_pb.js";
 import { runCliSync } from "../cli/run-sync.js";
-import { load, log, median, percentiles, startCli, type Target } from "./harness.js";
+import { derivedLines, load, log, median, percentiles, startCli, type Target } from "./harness.js";
 import { saleLines, tokenLines } from "./sales-file.js";
 
 // npm run bench:ingest — the ingest API through `marketdata serve` at its
@@ -170,13 +170,7 @@ async function freshness(server: Target, key: string): Promise<string> {
   const pool = [...saleLines(20_000, seed++, WRITE_COLLECTION)].map((l) => JSON.parse(l) as Record<string, unknown>);
   let next = 0;
   const live = (n: number) => pool.slice(next, (next += n)).map((sale) => JSON.stringify({ ...sale, timestamp: now() }));
-  const derivedLines = (from: number) =>
-    server
-      .output()
-      .slice(from)
-      .split("\n")
-      .filter((l) => l.includes('"msg":"derived"'))
-      .map((l) => JSON.parse(l) as { mode: string; ms: number; fed: number; waitedMs: number[] });
+  const derivedSince = (from: number) => derivedLines(server.output().slice(from));
   const until = async (done: () => boolean, what: string) => {
     for (const deadline = performance.now() + 120_000; !done(); await new Promise((r) => setTimeout(r, 100))) {
       if (performance.now() > deadline) throw new Error(`freshness: ${what} did not happen within 120 s`);
@@ -184,7 +178,7 @@ async function freshness(server: Target, key: string): Promise<string> {
   };
   const warm = (await postBatch(server.url, key, live(10))).ok;
   if (!warm) throw new Error("freshness: the first batch failed");
-  await until(() => derivedLines(0).length > 0, "the first refresh");
+  await until(() => derivedSince(0).length > 0, "the first refresh");
   const from = server.output().length;
   const acks: number[] = [];
   const end = performance.now() + 2 * SECONDS * 1000;
@@ -199,11 +193,11 @@ async function freshness(server: Target, key: string): Promise<string> {
       }
     }),
   );
-  await until(() => derivedLines(from).reduce((n, l) => n + l.waitedMs.length, 0) >= acks.length, "the refresh of every commit").catch((err: Error) => {
-    const lines = derivedLines(from);
+  await until(() => derivedSince(from).reduce((n, l) => n + l.waitedMs.length, 0) >= acks.length, "the refresh of every commit").catch((err: Error) => {
+    const lines = derivedSince(from);
     throw new Error(`${err.message} (${acks.length} commits; refreshes so far: ${JSON.stringify(lines.map(({ mode, ms, fed, waitedMs }) => ({ mode, ms, fed, n: waitedMs.length })))}; ${server.output().split("\n").filter((l) => /"level":(40|50)/.test(l)).slice(-3).join("\n")})`);
   });
-  const lines = derivedLines(from);
+  const lines = derivedSince(from);
   const waited = percentiles(lines.flatMap((l) => l.waitedMs));
   const ack = percentiles(acks);
   const modes = lines.reduce((m, l) => m.set(l.mode, (m.get(l.mode) ?? 0) + 1), new Map<string, number>());

@@ -18,7 +18,7 @@ import { runCliSync } from "../cli/run-sync.js";
 import { WeekMedian } from "../derive/backtest.js";
 import { calibration, errorFigures, PREDICTORS } from "../derive/backtest-report.js";
 import { havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
-import { log, startCli, type Target } from "./harness.js";
+import { derivedLines, log, startCli, type Target } from "./harness.js";
 
 const opts = new Command("bench:replay")
   .description("the real CryptoPunks sales fed in time order through the ingest API, each asset's served appraisal read just before its sale")
@@ -74,7 +74,7 @@ try {
       const out = target.output();
       const fresh = out.slice(logOffset, out.lastIndexOf("\n") + 1);
       logOffset += fresh.length;
-      for (const l of fresh.split("\n")) if (l.includes('"msg":"derived"')) derivedCommits += (JSON.parse(l) as { waitedMs: number[] }).waitedMs.length;
+      for (const l of derivedLines(fresh)) derivedCommits += l.waitedMs.length;
       if (performance.now() > deadline) throw new Error("the background derive did not catch up within 120 s");
     }
   };

@@ -75,16 +75,15 @@ export class DerivedRefresher {
       const recent = new RecentSales();
       recent.fed(fitted.sales.filter((s) => s.timestamp > fit!.pass.lastTimestamp - LATE_SECONDS), fit.pass.lastTimestamp - LATE_SECONDS);
       this.#recent.set(address, recent);
-      this.#fits.delete(address);
-      if (this.#fits.size >= KEPT_FITS) {
-        const oldest = this.#fits.keys().next().value!;
-        this.#fits.delete(oldest);
-        this.#recent.delete(oldest);
-      }
     }
     // Most recently refreshed last: the first is the one to let go.
     this.#fits.delete(address);
     this.#fits.set(address, fit);
+    if (this.#fits.size > KEPT_FITS) {
+      const oldest = this.#fits.keys().next().value!;
+      this.#fits.delete(oldest);
+      this.#recent.delete(oldest);
+    }
     const rarity = ownersMoved ? rarityRows(fit) : undefined;
     const appraisals = fit.pass.observed === 0 ? undefined : appraisalRows(fit, await this.#store.openListingPrices(fit.collectionId));
     await this.#store.replaceDerived(fit.collectionId, { ...(rarity === undefined ? {} : { rarity }), ...(appraisals === undefined ? {} : { appraisals }) });
