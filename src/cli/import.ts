@@ -1,13 +1,15 @@
 import { createReadStream, createWriteStream, rmSync, statSync, type WriteStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { openWritableStore } from "../store/open.js";
 import { importLines } from "../ingest/importer.js";
+import { lineBatches } from "../ingest/line-batches.js";
 import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
 import { isKind, type Kind, KINDS } from "../ingest/kinds.js";
 import { CliError } from "./errors.js";
 import { progressBar } from "./progress.js";
 
 const MAX_PRINTED_ERRORS = 50;
+/** Bytes read from the file at once (the stream default is 64 KiB). */
+const READ_CHUNK_BYTES = 1 << 20;
 
 export interface ImportCommand {
   db: string;
@@ -30,12 +32,10 @@ export function importInput(kind: string, file: string): { kind: Kind; name: str
 export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
   const { kind, name, size } = importInput(cmd.kind, cmd.file);
   const fromStdin = cmd.file === "-";
-  // readline emits lines as soon as the input is read: its iterator is taken
-  // at once, so lines read while the store connects (PostgreSQL) wait in its
-  // bounded buffer (the input pauses) instead of being lost.
-  const rl = createInterface({ input: fromStdin ? process.stdin : createReadStream(cmd.file), crlfDelay: Infinity });
-  const iterator = rl[Symbol.asyncIterator]();
-  const lines: AsyncIterable<string> = { [Symbol.asyncIterator]: () => iterator };
+  // Read a chunk at a time, and only once the store is open: a stream is
+  // paused until its first read.
+  const input = fromStdin ? process.stdin : createReadStream(cmd.file, { highWaterMark: READ_CHUNK_BYTES });
+  const lines = lineBatches(input);
 
   const rejectsPath = `${fromStdin ? "stdin" : cmd.file}.rejects.ndjson`;
   const rejects = cmd.skipInvalid ? createWriteStream(rejectsPath) : undefined;
@@ -53,7 +53,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
     if (interrupted) process.exit(130);
     interrupted = true;
     // Stops the wait for more input (stdin); the import then rolls back.
-    rl.close();
+    input.destroy();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -91,7 +91,8 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
         `${name}: ${err.stats.rejected} of ${err.stats.lines} lines invalid; nothing was written (use --skip-invalid to import the valid ones)`,
       );
     }
-    if (err instanceof ImportCancelled) throw new CliError(`${name}: interrupted; nothing was written`);
+    // A destroyed input can also end the read with its own error.
+    if (err instanceof ImportCancelled || interrupted) throw new CliError(`${name}: interrupted; nothing was written`);
     throw err;
   } finally {
     process.off("SIGINT", onSignal);

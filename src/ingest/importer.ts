@@ -56,7 +56,7 @@ const PROGRESS_EVERY = 10_000;
  * end when the import must not commit. Shared by both engines.
  */
 export async function scanLines(
-  lines: AsyncIterable<string>,
+  lines: AsyncIterable<string | readonly string[]>,
   options: ImportOptions,
   stats: ImportStats,
   accept: (record: unknown) => void | Promise<void>,
@@ -64,29 +64,32 @@ export async function scanLines(
   const handler = handlerFor(options.kind);
   let lineNo = 0;
   let bytes = 0;
-  for await (const text of lines) {
-    lineNo += 1;
-    bytes += Buffer.byteLength(text) + 1;
-    if (text.trim() === "") continue;
-    stats.lines += 1;
-    const problems: Problem[] = [];
-    let record: unknown;
-    try {
-      record = handler.check(JSON.parse(text), problems);
-    } catch (err) {
-      if (!(err instanceof SyntaxError)) throw err;
-      problems.push({ field: "record", reason: `is not valid JSON (${err.message})` });
-    }
-    if (problems.length > 0 || record === undefined) {
-      stats.rejected += 1;
-      options.onReject?.({ line: lineNo, problems, input: text });
-    } else if (stats.rejected === 0 || options.skipInvalid) {
-      const pending = accept(record);
-      if (pending !== undefined) await pending;
-    }
-    if (stats.lines % PROGRESS_EVERY === 0) {
-      options.onProgress?.(stats, bytes);
-      if (options.cancelled?.()) throw new ImportCancelled();
+  for await (const item of lines) {
+    const batch = typeof item === "string" ? [item] : item;
+    for (const text of batch) {
+      lineNo += 1;
+      bytes += Buffer.byteLength(text) + 1;
+      if (text.trim() === "") continue;
+      stats.lines += 1;
+      const problems: Problem[] = [];
+      let record: unknown;
+      try {
+        record = handler.check(JSON.parse(text), problems);
+      } catch (err) {
+        if (!(err instanceof SyntaxError)) throw err;
+        problems.push({ field: "record", reason: `is not valid JSON (${err.message})` });
+      }
+      if (problems.length > 0 || record === undefined) {
+        stats.rejected += 1;
+        options.onReject?.({ line: lineNo, problems, input: text });
+      } else if (stats.rejected === 0 || options.skipInvalid) {
+        const pending = accept(record);
+        if (pending !== undefined) await pending;
+      }
+      if (stats.lines % PROGRESS_EVERY === 0) {
+        options.onProgress?.(stats, bytes);
+        if (options.cancelled?.()) throw new ImportCancelled();
+      }
     }
   }
   options.onProgress?.(stats, bytes);
@@ -101,7 +104,11 @@ export async function scanLines(
  * import back (after reading every line, so all problems are reported);
  * with skipInvalid the valid records are kept.
  */
-export async function importLines(target: RecordImport, lines: AsyncIterable<string>, options: ImportOptions): Promise<ImportStats> {
+export async function importLines(
+  target: RecordImport,
+  lines: AsyncIterable<string | readonly string[]>,
+  options: ImportOptions,
+): Promise<ImportStats> {
   const stats: ImportStats = { lines: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0 };
   await target.importRecords(
     options.kind,
