@@ -55,6 +55,8 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     ]);
     // Exact sums far above 2^64.
     await pool.query("INSERT INTO collections (address) VALUES ('0x' || repeat('a', 40))");
+    // Sales are partitioned by collection (migration 4); writes create the partitions.
+    await pool.query("CREATE TABLE sales_c1 PARTITION OF sales FOR VALUES IN (1)");
     const big = (2n ** 200n).toString();
     for (const [i, price] of [big, big, "1"].entries()) {
       await pool.query(
@@ -99,20 +101,61 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     expect(await version()).toBe(before + 3);
   });
 
+  /** A new database at schema `version`, as a build of that version left it, migrated on by `fn`. */
+  async function atVersion(version: number, fn: (pool: pg.Pool, url: string) => Promise<void>): Promise<void> {
+    const old = await createTestDatabase();
+    const p = openPool(old.url, 2);
+    try {
+      await p.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+      for (let v = 0; v < version; v++) {
+        await p.query(PG_MIGRATIONS[v]!);
+        await p.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
+      }
+      await fn(p, old.url);
+    } finally {
+      await p.end();
+      await old.drop();
+    }
+  }
+
   it("migration 2 gives every key made before it the read scope; keys create --scope ingest makes a writer", async () => {
-    // The store as version 1 left it: keys without a scope (and none of the later migrations).
-    await pool.query("ALTER TABLE api_keys DROP COLUMN scope");
-    await pool.query("DROP INDEX collections_by_data_version");
-    await pool.query("ALTER TABLE collections DROP COLUMN data_version");
-    await pool.query("ALTER TABLE store_state DROP COLUMN all_version, DROP COLUMN keys_version");
-    await pool.query("DELETE FROM schema_migrations WHERE version >= 2");
-    await pool.query("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('v1', sha256('old'::bytea), 1700000000)");
-    expect(await migratePg(pool)).toEqual({ from: 1, to: PG_MIGRATIONS.length });
-    const scopes = await pool.query<{ name: string; scope: string }>("SELECT name, scope FROM api_keys ORDER BY id");
-    expect(scopes.rows.every((r) => r.scope === "read")).toBe(true);
-    expect(runCli(["keys", "create", "--db", db.url, "--name", "indexer", "--scope", "ingest"]).status).toBe(0);
-    expect(runCli(["keys", "list", "--db", db.url]).stdout).toMatch(/\n\d+\s+indexer\s+ingest\s+/);
-    await expect(pool.query("UPDATE api_keys SET scope = 'root'")).rejects.toThrow(/check constraint/);
+    await atVersion(1, async (p, url) => {
+      await p.query("INSERT INTO api_keys (name, key_hash, created_at) VALUES ('v1', sha256('old'::bytea), 1700000000)");
+      expect(await migratePg(p)).toEqual({ from: 1, to: PG_MIGRATIONS.length });
+      const scopes = await p.query<{ name: string; scope: string }>("SELECT name, scope FROM api_keys ORDER BY id");
+      expect(scopes.rows.every((r) => r.scope === "read")).toBe(true);
+      expect(runCli(["keys", "create", "--db", url, "--name", "indexer", "--scope", "ingest"]).status).toBe(0);
+      expect(runCli(["keys", "list", "--db", url]).stdout).toMatch(/\n\d+\s+indexer\s+ingest\s+/);
+      await expect(p.query("UPDATE api_keys SET scope = 'root'")).rejects.toThrow(/check constraint/);
+    });
+  });
+
+  it("migration 4 moves the sales of each collection into a partition of its own, every row and index kept", async () => {
+    await atVersion(3, async (p) => {
+      await p.query("INSERT INTO collections (address) VALUES ('0x' || repeat('a', 40)), ('0x' || repeat('b', 40)), ('0x' || repeat('c', 40))");
+      for (const [i, c] of [1, 1, 2, 1].entries()) {
+        await p.query(
+          `INSERT INTO sales (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace)
+           VALUES ($1, $2, $3, $4, $4, 1700000000, 1, 5, 4, 'OPENSEA')`,
+          [c, String(i), Buffer.alloc(32, i + 1), Buffer.alloc(20, 7)],
+        );
+      }
+      expect(await migratePg(p)).toEqual({ from: 3, to: PG_MIGRATIONS.length });
+      const parts = await p.query<{ part: string; n: number }>(
+        `SELECT inhrelid::regclass::text AS part, (SELECT count(*)::int FROM sales s WHERE s.tableoid = inhrelid) AS n
+           FROM pg_inherits WHERE inhparent = 'sales'::regclass ORDER BY 1`,
+      );
+      // Collection 3 has no sales, and no partition until it has.
+      expect(parts.rows).toEqual([{ part: "sales_c1", n: 3 }, { part: "sales_c2", n: 1 }]);
+      const indexes = await p.query<{ name: string; partitions: number }>(
+        `SELECT c.relname AS name, (SELECT count(*)::int FROM pg_inherits WHERE inhparent = c.oid) AS partitions
+           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1`,
+      );
+      expect(indexes.rows).toEqual(
+        ["sales_by_asset", "sales_by_marketplace", "sales_by_time", "sales_natural_key"].map((name) => ({ name, partitions: 2 })),
+      );
+      expect((await p.query("SELECT to_regclass('sales_unpartitioned') AS t")).rows[0].t).toBeNull();
+    });
   });
 
   it("start (the embedded demo) refuses a PostgreSQL URL plainly instead of taking it for a file", () => {

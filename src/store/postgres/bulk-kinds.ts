@@ -1,6 +1,8 @@
+import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { recomputeHourlySql } from "./sales-hourly.js";
+import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
 // COPY into a temporary staging table (one text column per field, plus the
@@ -32,6 +34,12 @@ export interface BulkKind {
    * other's rows.
    */
   serialized?: boolean;
+  /**
+   * A faster merge for when it applies, tried (after COPY, under the lock)
+   * before `statements`: it gives the rows it inserted, having done all the
+   * statements would have; or undefined, and the statements run.
+   */
+  whole?: (client: pg.PoolClient) => Promise<number | undefined>;
 }
 
 /** The advisory lock of the writes that keep aggregates (BulkKind.serialized), held to the end of their transaction. */
@@ -49,16 +57,29 @@ const REGISTER_COLLECTIONS = "INSERT INTO collections (address) SELECT DISTINCT 
  * table's largest index, so that its pages are filled one after the other
  * instead of at random (sales: 1M rows merged in 28 s instead of 33 s).
  */
-export function upsertSql(table: string, key: readonly string[], values: readonly string[], source: string, order?: string): string {
+export function upsertSql(
+  table: string,
+  key: readonly string[],
+  values: readonly string[],
+  source: string,
+  order?: string,
+  partitioned = false,
+): string {
   const all = [...key, ...values].join(", ");
   const k = key.join(", ");
+  // A partitioned table cannot return xmax (PostgreSQL 15): a row inserted
+  // is one whose key the statement's snapshot, taken before the insert, lacks.
+  const inserted = partitioned
+    ? `NOT EXISTS (SELECT 1 FROM ${table} o WHERE ${key.map((c) => `o.${c} = up.${c}`).join(" AND ")})`
+    : "(xmax = 0)";
   return `WITH src AS (SELECT DISTINCT ON (${k}) * FROM (${source}) x ORDER BY ${k}, line DESC),
     up AS (
       INSERT INTO ${table} AS t (${all}) SELECT ${all} FROM src${order === undefined ? "" : ` ORDER BY ${order}`}
       ON CONFLICT (${k}) DO UPDATE SET ${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}
       WHERE (${values.map((v) => `t.${v}`).join(", ")}) IS DISTINCT FROM (${values.map((v) => `EXCLUDED.${v}`).join(", ")})
-      RETURNING (xmax = 0) AS inserted)
-    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM up`;
+      RETURNING ${partitioned ? k : "(xmax = 0) AS inserted"}),
+    counted AS (SELECT ${partitioned ? inserted : "inserted"} AS inserted FROM up)
+    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM counted`;
 }
 
 const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;
@@ -92,6 +113,16 @@ const SALES_TOUCHED = `
   FROM stage st JOIN collections c ON c.address = st.address
   JOIN sales s ON s.hash = ${bytes("hash")} AND s.collection_id = c.id AND s.asset_id = st.asset_id
   GROUP BY 1, 2`;
+
+/**
+ * A new collection's partition filled from the stage, in the file's order;
+ * when `distinct`, one row per natural key, the last line of a key winning.
+ */
+const fillPartition: PartitionFill = (table, collectionId, distinct) => `
+  INSERT INTO ${table} (hash, collection_id, asset_id, seller, buyer, timestamp, block, price, amount_received, marketplace)
+  SELECT ${distinct ? "DISTINCT ON (st.hash, st.asset_id) " : ""}${bytes("hash")}, ${Number(collectionId)}, st.asset_id,
+    ${bytes("seller")}, ${bytes("buyer")}, st.timestamp, st.block, st.price, st.amount_received, st.marketplace
+  FROM stage st WHERE st.address = $1${distinct ? " ORDER BY st.hash, st.asset_id, st.line DESC" : ""}`;
 
 export const BULK_KINDS: Record<Kind, BulkKind> = {
   collections: {
@@ -141,18 +172,21 @@ export const BULK_KINDS: Record<Kind, BulkKind> = {
     row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace],
     statements: [
       REGISTER_COLLECTIONS,
+      ENSURE_PARTITIONS,
       "CREATE TEMP TABLE touched_hours (c integer, m text, h bigint) ON COMMIT DROP",
       SALES_TOUCHED,
       upsertSql("sales", ["hash", "collection_id", "asset_id"],
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
-        "collection_id, timestamp DESC, block DESC"),
+        "collection_id, timestamp DESC, block DESC", true),
       ...recomputeHourlySql("SELECT c, m, h FROM touched_hours"),
     ],
-    counts: 3,
+    counts: 4,
     tables: ["collections", "sales", "sales_hourly"],
     serialized: true,
+    // The collections' first sales: their partitions built whole (sales-partitions.ts).
+    whole: (client) => loadNewPartitions(client, fillPartition),
   },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),

@@ -33,11 +33,11 @@ export function recomputeHourlySql(scope: string): [string, string] {
   ];
 }
 
-/** The hour rows every sale implies, computed afresh from the raw sales (stats rebuild). */
-export function freshHourlySql(collectionFilter: string): string {
+/** The hour rows every sale implies, computed afresh from the raw sales of `table` (stats rebuild; a new partition). */
+export function freshHourlySql(collectionFilter: string, table = "sales"): string {
   return `SELECT collection_id, marketplace, hour,
       sum(n) OVER w AS cum_num_sales, sum(v) OVER w AS cum_volume
     FROM (SELECT collection_id, marketplace, timestamp / ${BUCKET_SECONDS} AS hour, count(*) AS n, sum(price) AS v
-          FROM sales WHERE ${collectionFilter} GROUP BY 1, 2, 3) g
+          FROM ${table} WHERE ${collectionFilter} GROUP BY 1, 2, 3) g
     WINDOW w AS (PARTITION BY collection_id, marketplace ORDER BY hour)`;
 }
