@@ -1,53 +1,85 @@
-// npm run bench:import [-- --rows N]: import throughput of sales NDJSON, in
-// rows/s, through the real CLI path (file read, checks, upserts, commit) into
-// a fresh store; then a second run of the same file (all unchanged).
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// npm run bench:import: bulk import speed of sales NDJSON through the real
+// CLI (file read, checks, writes, commit), on SQLite and on PostgreSQL in
+// one run, engines alternating each round: the generated collection of N
+// sales (bench:stats's and bench:engines's) into an empty store, then the
+// same file again into that store (every row unchanged: the row-by-row
+// merge, where an empty store takes the bulk path).
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { Random } from "../demo/random.js";
+import { Command } from "commander";
+import pg from "pg";
+import { runCliSync } from "../cli/run-sync.js";
+import { log, median } from "./harness.js";
+import { writeSales } from "./sales-file.js";
 
-const { values } = parseArgs({ options: { rows: { type: "string", default: "200000" }, help: { type: "boolean", short: "h" } } });
-if (values.help) {
-  console.log("usage: npm run bench:import [-- --rows N]   (default 200000 sales)");
-  process.exit(0);
-}
-const rows = Number(values.rows);
+const opts = new Command("bench:import")
+  .description("bulk import speed of sales NDJSON through the CLI, SQLite beside PostgreSQL")
+  .option("--sales <n>", "sales in the file", "1000000")
+  .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
+  .option("--rounds <n>", "rounds, engines alternating", "3")
+  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped each round)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .parse()
+  .opts<{ sales: string; engines: string; rounds: string; pg: string }>();
+
+const ADDRESS = "0x00000000000000000000000000000000000e4c11";
+const n = Number(opts.sales);
+const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-import-"));
-const bin = fileURLToPath(new URL("../bin/marketdata.js", import.meta.url));
-try {
-  const rnd = new Random(42);
-  const collection = `0x${rnd.hex(40)}`;
-  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
-  const lines: string[] = [];
-  for (let i = 0; i < rows; i++) {
-    const price = BigInt(Math.round((0.5 + rnd.next() * 40) * 1e6)) * 10n ** 12n;
-    lines.push(
-      JSON.stringify({
-        hash: `0x${rnd.hex(64)}`,
-        from: rnd.pick(wallets),
-        to: rnd.pick(wallets),
-        contractAddress: collection,
-        assetId: String(rnd.int(0, 9999)),
-        timestamp: 1_700_000_000 + i * 30,
-        block: 18_000_000 + i * 2,
-        price: price.toString(),
-        amountReceived: ((price * 975n) / 1000n).toString(),
-        currency: "ETH",
-        marketplace: rnd.pick(["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP", "OTHER"]),
-      }),
-    );
+const file = join(dir, "sales.ndjson");
+
+/** The CLI's own rows/s figure of one import. */
+function importRate(db: string): number {
+  const out = runCliSync(["import", "--db", db, "sales", file]).stderr;
+  const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
+  if (rate === undefined) throw new Error(`no rate in: ${out}`);
+  return Number(rate);
+}
+
+/** A store of its own for one round: a new SQLite file, or a new PostgreSQL database. */
+async function withStore(engine: string, round: number, fn: (db: string) => void): Promise<void> {
+  if (engine === "sqlite") {
+    const db = join(dir, `round-${round}.sqlite`);
+    try {
+      fn(db);
+    } finally {
+      for (const suffix of ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"]) rmSync(db + suffix, { force: true });
+    }
+    return;
   }
-  const file = join(dir, "sales.ndjson");
-  writeFileSync(file, `${lines.join("\n")}\n`);
-  const db = join(dir, "bench.sqlite");
-  for (const label of ["fresh store", "same file again"]) {
-    const r = spawnSync(process.execPath, [bin, "import", "--db", db, "sales", file], { encoding: "utf8" });
-    if (r.status !== 0) throw new Error(r.stderr);
-    const rate = r.stderr.match(/\((\d+) rows\/s\)/)?.[1];
-    console.log(`${label.padEnd(16)} ${rows} sales: ${rate} rows/s   (${r.stderr.trim().split("\n").pop()})`);
+  const name = `marketdata_bench_import_${process.pid}_${round}`;
+  const admin = new pg.Client({ connectionString: opts.pg });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(opts.pg);
+    url.pathname = `/${name}`;
+    fn(url.toString());
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+try {
+  log(`generating ${n} sales...`);
+  await writeSales(file, n, 11, ADDRESS);
+  const rates: Record<string, { fresh: number[]; again: number[] }> = {};
+  for (let round = 1; round <= Number(opts.rounds); round++) {
+    for (const engine of round % 2 === 1 ? engines : [...engines].reverse()) {
+      await withStore(engine, round, (db) => {
+        const fresh = importRate(db);
+        const again = importRate(db);
+        (rates[engine] ??= { fresh: [], again: [] }).fresh.push(fresh);
+        rates[engine]!.again.push(again);
+        log(`round ${round} ${engine}: ${fresh} rows/s into an empty store, ${again} rows/s the same file again`);
+      });
+    }
+  }
+  log(`\n| engine | ${n} sales into an empty store, rows/s (median; rounds) | the same file again (all unchanged) |`);
+  log("|---|---|---|");
+  for (const [engine, r] of Object.entries(rates)) {
+    log(`| ${engine} | ${median(r.fresh)} (${r.fresh.join(", ")}) | ${median(r.again)} (${r.again.join(", ")}) |`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
