@@ -41,6 +41,89 @@ describe.skipIf(skipPg)("concurrent ingest batches on PostgreSQL", () => {
   });
 });
 
+describe.skipIf(skipPg)("group commit of queued batches on PostgreSQL", () => {
+  const sale = (c: string, i: number, price = "100") =>
+    handlerFor("sales").check(
+      {
+        hash: `0x${i.toString(16).padStart(64, "0")}`,
+        from: `0x${"1".repeat(40)}`,
+        to: `0x${"2".repeat(40)}`,
+        contractAddress: `0x${c.repeat(40)}`,
+        assetId: String(i),
+        timestamp: 1_700_000_000 + i,
+        block: 18_000_000 + i,
+        price,
+        amountReceived: "1",
+        currency: "ETH",
+        marketplace: "OPENSEA",
+      },
+      [],
+    ) as Record<string, unknown>;
+
+  it("batches that queue share one transaction, each counted as if written alone after the ones before it", async () => {
+    const db = await createTestDatabase();
+    const writer = openIngestWriter(db.url);
+    const client = new pg.Client({ connectionString: db.url });
+    try {
+      await migrateStore(db.url);
+      await client.connect();
+      const version = async () => Number((await client.query("SELECT data_version FROM store_state")).rows[0].data_version);
+      const v0 = await version();
+      // Written at once: the first goes alone, the others queue behind it and share the next transaction.
+      const results = await Promise.all([
+        writer.write("sales", [sale("a", 1), sale("a", 2)]),
+        // A retry of sale 1, and a new sale.
+        writer.write("sales", [sale("a", 1), sale("a", 3)]),
+        // Sale 2 changed twice within one batch: its last line counts.
+        writer.write("sales", [sale("a", 2, "200"), sale("a", 2, "300")]),
+        // Sale 2 as the batch before left it; then changed back.
+        writer.write("sales", [sale("a", 2, "300")]),
+        writer.write("sales", [sale("a", 2, "100"), sale("b", 1)]),
+        // Another kind waits for its own transaction.
+        writer.write("collections", [{ contractAddress: `0x${"a".repeat(40)}`, name: "A" }]),
+      ]);
+      expect(results).toEqual([
+        { inserted: 2, updated: 0, unchanged: 0 },
+        { inserted: 1, updated: 0, unchanged: 1 },
+        { inserted: 0, updated: 1, unchanged: 1 },
+        { inserted: 0, updated: 0, unchanged: 1 },
+        { inserted: 1, updated: 1, unchanged: 0 },
+        { inserted: 0, updated: 1, unchanged: 0 },
+      ]);
+      // Three commits for six batches: the first alone, four sales batches together, the collections one.
+      expect((await version()) - v0).toBe(3);
+      const rows = await client.query("SELECT block, price::text AS price FROM sales ORDER BY collection_id, block");
+      expect(rows.rows).toEqual([
+        { block: "18000001", price: "100" },
+        { block: "18000002", price: "100" },
+        { block: "18000003", price: "100" },
+        { block: "18000001", price: "100" },
+      ]);
+      // New collections only: their partitions built whole inside a group, the counts the same.
+      const fresh = await Promise.all([
+        writer.write("sales", [sale("c", 1)]),
+        writer.write("sales", [sale("d", 1), sale("d", 2)]),
+        writer.write("sales", [sale("d", 1), sale("d", 2, "5"), sale("e", 9)]),
+      ]);
+      expect(fresh).toEqual([
+        { inserted: 1, updated: 0, unchanged: 0 },
+        { inserted: 2, updated: 0, unchanged: 0 },
+        { inserted: 1, updated: 1, unchanged: 1 },
+      ]);
+      const store = await openWritableStore(db.url);
+      try {
+        expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await client.end();
+      await writer.close();
+      await db.drop();
+    }
+  });
+});
+
 describe.skipIf(skipPg)("ingest on a PostgreSQL server that cannot write", () => {
   let db: { url: string; drop(): Promise<void> };
   let server: TestServer;

@@ -23,6 +23,12 @@ export interface BulkKind {
   /** Statements run after COPY, in order; `counts` is the one whose result row counts the kind's rows. */
   statements: readonly string[];
   counts: number;
+  /**
+   * Counts per batch when several batches share one stage (PgRecordImport
+   * importBatches): rows `{batch, inserted, updated}`, run just before the
+   * `counts` statement (classifySql).
+   */
+  classify: string;
   /** The statement that counts rows shared by every collection (social users), when the kind writes any. */
   sharedCounts?: number;
   /** The tables the statements write: vacuumed and analyzed after the commit. */
@@ -38,8 +44,24 @@ export interface BulkKind {
    * A faster merge for when it applies, tried (after COPY, under the lock)
    * before `statements`: it gives the rows it inserted, having done all the
    * statements would have; or undefined, and the statements run.
+   * `beforeFill` runs where `classify` must: collections registered, no row yet written.
    */
-  whole?: (client: pg.PoolClient) => Promise<number | undefined>;
+  whole?: (client: pg.PoolClient, beforeFill?: () => Promise<void>) => Promise<number | undefined>;
+}
+
+/** A kind as written below: the statements around the one that counts its rows. */
+type KindSpec = Omit<BulkKind, "statements" | "counts" | "classify"> & {
+  before: readonly string[];
+  counted: { sql: string; classify: string };
+  after?: readonly string[];
+};
+
+function mapKinds(specs: Record<Kind, KindSpec>): Record<Kind, BulkKind> {
+  const out = {} as Record<Kind, BulkKind>;
+  for (const [name, { before, counted, after = [], ...rest }] of Object.entries(specs) as [Kind, KindSpec][]) {
+    out[name] = { ...rest, statements: [...before, counted.sql, ...after], counts: before.length, classify: counted.classify };
+  }
+  return out;
 }
 
 /** The advisory lock of the writes that keep aggregates (BulkKind.serialized), held to the end of their transaction. */
@@ -80,6 +102,45 @@ export function upsertSql(
       RETURNING ${partitioned ? k : "(xmax = 0) AS inserted"}),
     counted AS (SELECT ${partitioned ? inserted : "inserted"} AS inserted FROM up)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM counted`;
+}
+
+/** Lines of one batch among several in a stage: its line numbers are batch * BATCH_LINES + its own. */
+export const BATCH_LINES = 1_000_000;
+
+/**
+ * Counts, per batch of a shared stage, what the upsert of the same
+ * arguments would have counted had each batch merged alone, in order: of a
+ * key's lines within a batch the last one counts, compared with the same
+ * key's value in the batch before it that names it, or else with the table's
+ * row (inserted when there is neither).
+ */
+export function classifySql(table: string, key: readonly string[], values: readonly string[], source: string): string {
+  const k = key.join(", ");
+  const vals = (alias: string) => `ROW(${values.map((v) => `${alias}.${v}`).join(", ")})`;
+  return `WITH src AS (
+      SELECT DISTINCT ON (x.line / ${BATCH_LINES}, ${key.map((c) => `x.${c}`).join(", ")}) x.*, (x.line / ${BATCH_LINES})::int AS batch_no
+      FROM (${source}) x ORDER BY x.line / ${BATCH_LINES}, ${key.map((c) => `x.${c}`).join(", ")}, x.line DESC),
+    seq AS (
+      SELECT src.*, lag(${vals("src")}) OVER w AS prev, row_number() OVER w AS nth FROM src
+      WINDOW w AS (PARTITION BY ${k} ORDER BY batch_no))
+    SELECT s.batch_no AS batch,
+      count(*) FILTER (WHERE s.nth = 1 AND t.${key[0]} IS NULL)::int AS inserted,
+      count(*) FILTER (WHERE CASE WHEN s.nth > 1 THEN ${vals("s")} IS DISTINCT FROM s.prev
+                                 ELSE t.${key[0]} IS NOT NULL AND ${vals("t")} IS DISTINCT FROM ${vals("s")} END)::int AS updated
+    FROM seq s LEFT JOIN ${table} t ON ${key.map((c) => `t.${c} = s.${c}`).join(" AND ")}
+    GROUP BY s.batch_no`;
+}
+
+/** The upsert a kind counts its rows by, and its count per batch (upsertSql, classifySql). */
+function counted(
+  table: string,
+  key: readonly string[],
+  values: readonly string[],
+  source: string,
+  order?: string,
+  partitioned = false,
+): { sql: string; classify: string } {
+  return { sql: upsertSql(table, key, values, source, order, partitioned), classify: classifySql(table, key, values, source) };
 }
 
 const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;
@@ -124,91 +185,74 @@ const fillPartition: PartitionFill = (table, collectionId, distinct) => `
     ${bytes("seller")}, ${bytes("buyer")}, st.timestamp, st.block, st.price, st.amount_received, st.marketplace
   FROM stage st WHERE st.address = $1${distinct ? " ORDER BY st.hash, st.asset_id, st.line DESC" : ""}`;
 
-export const BULK_KINDS: Record<Kind, BulkKind> = {
+export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   collections: {
     stage: [col("address"), col("name")],
     row: (r) => [r.contractAddress, r.name],
-    statements: [upsertSql("collections", ["address"], ["name"], "SELECT address, name, line FROM stage")],
-    counts: 0,
+    before: [],
+    counted: counted("collections", ["address"], ["name"], "SELECT address, name, line FROM stage"),
     tables: ["collections"],
   },
   tokens: {
     stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
     row: (r) => [r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
-    statements: [
-      REGISTER_COLLECTIONS,
-      upsertSql("tokens", ["collection_id", "asset_id"], ["current_owner", "attributes"],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("tokens", ["collection_id", "asset_id"], ["current_owner", "attributes"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.attributes")),
-    ],
-    counts: 1,
     tables: ["collections", "tokens"],
   },
   appraisals: {
     stage: [col("address"), col("asset_id", "numeric"), col("fair_market_value", "numeric"), col("confidence")],
     row: (r) => [r.contractAddress, r.assetId, r.fairMarketValue, r.confidence],
-    statements: [
-      REGISTER_COLLECTIONS,
-      upsertSql("appraisals", ["collection_id", "asset_id"], ["fair_market_value", "confidence", "source"],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("appraisals", ["collection_id", "asset_id"], ["fair_market_value", "confidence", "source"],
         withCollection("c.id AS collection_id, st.asset_id, st.fair_market_value, st.confidence, 'imported' AS source")),
-    ],
-    counts: 1,
     tables: ["collections", "appraisals"],
   },
   rarity: {
     stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("rarity_score", "float8"),
       col("statistical_rarity", "float8"), col("rarity_rank", "integer")],
     row: (r) => [r.contractAddress, r.assetId, r.currentOwner, r.rarityScore, r.statisticalRarity, r.rarityRank],
-    statements: [
-      REGISTER_COLLECTIONS,
-      upsertSql("rarity", ["collection_id", "asset_id"], ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("rarity", ["collection_id", "asset_id"], ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.rarity_score, st.statistical_rarity, st.rarity_rank, 'imported' AS source")),
-    ],
-    counts: 1,
     tables: ["collections", "rarity"],
   },
   sales: {
     stage: [col("hash"), col("seller"), col("buyer"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
       col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace")],
     row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace],
-    statements: [
+    before: [
       REGISTER_COLLECTIONS,
       ENSURE_PARTITIONS,
       "CREATE TEMP TABLE touched_hours (c integer, m text, h bigint) ON COMMIT DROP",
       SALES_TOUCHED,
-      upsertSql("sales", ["hash", "collection_id", "asset_id"],
+    ],
+    counted: counted("sales", ["hash", "collection_id", "asset_id"],
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
         "collection_id, timestamp DESC, block DESC", true),
-      ...recomputeHourlySql("SELECT c, m, h FROM touched_hours"),
-    ],
-    counts: 4,
+    after: [...recomputeHourlySql("SELECT c, m, h FROM touched_hours")],
     tables: ["collections", "sales", "sales_hourly"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
-    whole: (client) => loadNewPartitions(client, fillPartition),
+    whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
   },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
       col("last_updated_at", "bigint"), col("price", "numeric"), col("status")],
     row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status],
-    statements: [
-      REGISTER_COLLECTIONS,
-      upsertSql("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
         withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status")),
-    ],
-    counts: 1,
     tables: ["collections", "listings"],
   },
   influencers: {
     stage: [col("address"), ...USER_STAGE, col("score", "float8")],
     row: (r) => [r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score],
-    statements: [
-      REGISTER_COLLECTIONS,
-      UPSERT_USERS,
-      upsertSql("influencers", ["collection_id", "user_id"], ["score"], withCollection("c.id AS collection_id, st.user_id, st.score")),
-    ],
-    counts: 2,
+    before: [REGISTER_COLLECTIONS, UPSERT_USERS],
+    counted: counted("influencers", ["collection_id", "user_id"], ["score"], withCollection("c.id AS collection_id, st.user_id, st.score")),
     sharedCounts: 1,
     tables: ["collections", "social_users", "influencers"],
   },
@@ -219,34 +263,29 @@ export const BULK_KINDS: Record<Kind, BulkKind> = {
     row: (r) => [r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
       r.favoriteCount, r.possiblySensitive, r.lang, r.retweetedStatus ?? null, r.createdAt, r.date, r.originalId, r.originalText,
       r.originalTweet, r.interaction],
-    statements: [
-      REGISTER_COLLECTIONS,
-      UPSERT_USERS,
-      upsertSql("tweets", ["collection_id", "id"],
+    before: [REGISTER_COLLECTIONS, UPSERT_USERS],
+    counted: counted("tweets", ["collection_id", "id"],
         ["user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang", "retweeted_status",
           "created_at", "date", "original_id", "original_text", "original_tweet", "interaction"],
         withCollection(`c.id AS collection_id, st.id, st.user_id, st.source, st.text, st.retweet_count, st.favorite_count,
           st.possibly_sensitive, st.lang, st.retweeted_status, st.created_at, st.date, st.original_id, st.original_text,
           st.original_tweet, st.interaction`)),
-    ],
-    counts: 2,
     sharedCounts: 1,
     tables: ["collections", "social_users", "tweets"],
   },
   scores: {
     stage: [col("name"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
     row: (r) => [r.name, r.contractAddress, r.hype, r.gains, r.community, r.total],
-    statements: [
+    before: [
       // A score's name names its collection (an empty name leaves it as it is).
       upsertSql("collections", ["address"], ["name"], "SELECT address, name, line FROM stage WHERE name <> ''"),
       REGISTER_COLLECTIONS,
-      upsertSql("scores", ["collection_id"], ["hype", "gains", "community", "total"],
-        withCollection("c.id AS collection_id, st.hype, st.gains, st.community, st.total")),
     ],
-    counts: 2,
+    counted: counted("scores", ["collection_id"], ["hype", "gains", "community", "total"],
+        withCollection("c.id AS collection_id, st.hype, st.gains, st.community, st.total")),
     tables: ["collections", "scores"],
   },
-};
+});
 
 /** One COPY text-format line of `values` (tab-separated, \N for null, backslash escapes). */
 export function copyLine(line: number, values: readonly unknown[]): string {

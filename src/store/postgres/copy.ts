@@ -32,11 +32,11 @@ export class StageWriter {
     });
   }
 
-  /** Stages a record; a promise when the stream's buffer is full (wait for the server). */
-  write(record: Record<string, unknown>): void | Promise<void> {
+  /** Stages a record as `line` (by default the next); a promise when the stream's buffer is full (wait for the server). */
+  write(record: Record<string, unknown>, line = this.rows + 1): void | Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
     this.rows++;
-    this.#pending += copyLine(this.rows, this.kind.row(record));
+    this.#pending += copyLine(line, this.kind.row(record));
     if (this.#pending.length < CHUNK_BYTES) return;
     const chunk = this.#pending;
     this.#pending = "";

@@ -5,10 +5,10 @@ import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
 import { PgRecordImport } from "./importer.js";
 import { unavailable } from "./queries.js";
 
-// The server's writer on PostgreSQL (the ingest API): each batch is an
-// import of its own (staged by COPY, merged by natural key, the data version
-// bumped, all in one transaction), run on a small pool of its own beside the
-// server's read-only pool, one batch at a time per process. PostgreSQL
+// The server's writer on PostgreSQL (the ingest API): batches are imported
+// (staged by COPY, merged by natural key, the data version bumped, in one
+// transaction) on a small pool of its own beside the server's read-only
+// pool, one transaction at a time per process, queued batches sharing one. PostgreSQL
 // commits durably (synchronous_commit on, its default) before the promise
 // resolves. A server whose URL is a hot standby cannot write: its batches
 // fail with StoreReadOnlyError, and the topology documented in
@@ -40,19 +40,43 @@ export function pgIngestWriter(url: string): IngestWriter {
     });
     return ready;
   };
-  // This process's batches go one after the other: the merges of sales take
-  // turns on the store anyway (bulk-kinds.ts WRITE_LOCK), and batches waiting
-  // in this queue hold no connection (50 writers at once otherwise waited
-  // out the pool's connection timeout).
-  let tail: Promise<unknown> = Promise.resolve();
+  // This process's batches go one transaction at a time: the merges of
+  // sales take turns on the store anyway (bulk-kinds.ts WRITE_LOCK), and
+  // batches waiting here hold no connection (50 writers at once otherwise
+  // waited out the pool's connection timeout). The batches that queued
+  // during a transaction share the next one (group commit, as the SQLite
+  // writer does): one COPY, merge and commit for all, each batch counted as
+  // if it had been written alone. A transaction costs ~18 ms however small,
+  // so one at a time per batch made 20 writers queue behind each other.
+  const queue: Pending[] = [];
+  let running: Promise<void> | undefined;
+  const drain = async () => {
+    while (queue.length > 0) {
+      const group = takeGroup(queue);
+      try {
+        const counts = await writeGroup(group[0]!.kind, group.map((p) => p.records));
+        for (const [i, p] of group.entries()) p.resolve(counts[i]!);
+      } catch (err) {
+        // What fails for the store fails for each batch; anything else is
+        // tried again one batch at a time, so one batch cannot fail another.
+        const storeWide = err instanceof StoreUnavailableError || err instanceof StoreReadOnlyError;
+        for (const p of group) {
+          if (group.length === 1 || storeWide) p.reject(err);
+          else await writeGroup(p.kind, [p.records]).then((c) => p.resolve(c[0]!), p.reject);
+        }
+      }
+    }
+    running = undefined;
+  };
   return {
     write(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts> {
-      const run = tail.then(() => writeNow(kind, records));
-      tail = run.catch(() => {});
-      return run;
+      return new Promise<ImportCounts>((resolve, reject) => {
+        queue.push({ kind, records, resolve, reject });
+        running ??= drain();
+      });
     },
     async close() {
-      await tail;
+      await running;
       const p = pool;
       pool = undefined;
       ready = undefined;
@@ -60,25 +84,37 @@ export function pgIngestWriter(url: string): IngestWriter {
     },
   };
 
-  async function writeNow(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts> {
-    const counts = { inserted: 0, updated: 0, unchanged: 0 };
+  async function writeGroup(kind: Kind, batches: (readonly ImportRecord[])[]): Promise<ImportCounts[]> {
     try {
       const importer = await open();
-      await importer.importRecords(
-        kind,
-        async (write) => {
-          for (const record of records) await write(record);
-        },
-        counts,
-        // Autovacuum keeps the statistics of tables written a batch at a time;
-        // an import holding the write lock makes batches wait, not hang.
-        { refreshStatistics: false, lockWaitMs: LOCK_WAIT_MS },
-      );
+      // Autovacuum keeps the statistics of tables written a batch at a time;
+      // an import holding the write lock makes batches wait, not hang.
+      return await importer.importBatches(kind, batches, { refreshStatistics: false, lockWaitMs: LOCK_WAIT_MS });
     } catch (err) {
       throw classify(err, url);
     }
-    return counts;
   }
+}
+
+interface Pending {
+  kind: Kind;
+  records: readonly ImportRecord[];
+  resolve(counts: ImportCounts): void;
+  reject(err: unknown): void;
+}
+
+/** Records in one group commit at most (a batch alone may hold 10,000). */
+const MAX_GROUP_RECORDS = 20_000;
+
+/** The first queued batches of one kind, in order, up to MAX_GROUP_RECORDS records (always at least one batch). */
+function takeGroup(queue: Pending[]): Pending[] {
+  let n = 0;
+  let end = 0;
+  while (end < queue.length && queue[end]!.kind === queue[0]!.kind && (end === 0 || n + queue[end]!.records.length <= MAX_GROUP_RECORDS)) {
+    n += queue[end]!.records.length;
+    end++;
+  }
+  return queue.splice(0, end);
 }
 
 function classify(err: unknown, url: string): unknown {

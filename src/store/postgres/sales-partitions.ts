@@ -33,9 +33,14 @@ export type PartitionFill = (table: string, collectionId: number, distinct: bool
  * on it, ATTACH, then its hour rows from the table. Returns the rows
  * written, or undefined (having written nothing but the collections'
  * registration) when some staged collection already has sales: those are
- * merged row by row instead.
+ * merged row by row instead. `beforeFill` runs once the collections are
+ * registered, before any row is written.
  */
-export async function loadNewPartitions(client: pg.PoolClient, fill: PartitionFill): Promise<number | undefined> {
+export async function loadNewPartitions(
+  client: pg.PoolClient,
+  fill: PartitionFill,
+  beforeFill?: () => Promise<void>,
+): Promise<number | undefined> {
   const staged = (await client.query<{ address: string }>("SELECT DISTINCT address FROM stage")).rows.map((r) => r.address);
   await client.query("INSERT INTO collections (address) SELECT unnest($1::text[]) ON CONFLICT (address) DO NOTHING", [staged]);
   const collections = await client.query<{ id: number; address: string; partitioned: boolean }>(
@@ -43,6 +48,7 @@ export async function loadNewPartitions(client: pg.PoolClient, fill: PartitionFi
     [staged],
   );
   if (collections.rows.some((c) => c.partitioned)) return undefined;
+  await beforeFill?.();
   await client.query(`SET LOCAL maintenance_work_mem = '${BUILD_MEMORY}'`);
   const indexes = await partitionIndexes(client);
   let rows = 0;
