@@ -110,6 +110,15 @@ describe.skipIf(skipPg)("group commit of queued batches on PostgreSQL", () => {
         { inserted: 2, updated: 0, unchanged: 0 },
         { inserted: 1, updated: 1, unchanged: 1 },
       ]);
+      // A batch the store refuses (a hash no checker let through) fails alone: its group is retried batch by batch.
+      const [alone, bad, after] = await Promise.allSettled([
+        writer.write("sales", [sale("f", 1)]),
+        writer.write("sales", [{ ...sale("f", 2), hash: `0x${"z".repeat(64)}` }]),
+        writer.write("sales", [sale("f", 3)]),
+      ]);
+      expect(alone).toMatchObject({ status: "fulfilled", value: { inserted: 1 } });
+      expect(bad).toMatchObject({ status: "rejected", reason: { message: expect.stringMatching(/hexadecimal/) } });
+      expect(after).toMatchObject({ status: "fulfilled", value: { inserted: 1 } });
       const store = await openWritableStore(db.url);
       try {
         expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
