@@ -1,7 +1,6 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
-import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
-import { recomputeHourlySql } from "./sales-hourly.js";
+import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
 import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
@@ -165,15 +164,10 @@ const UPSERT_USERS = upsertSql(
      verified, statuses_count, favourites_count, protected, line FROM stage`,
 );
 
-/** The earliest hour each staged sale touches (its new place, and its old one when it exists). */
-const SALES_TOUCHED = `
-  INSERT INTO touched_hours
-  SELECT c.id, st.marketplace, min(st.timestamp) / ${BUCKET_SECONDS} FROM stage st JOIN collections c ON c.address = st.address GROUP BY 1, 2
-  UNION ALL
-  SELECT s.collection_id, s.marketplace, min(s.timestamp) / ${BUCKET_SECONDS}
-  FROM stage st JOIN collections c ON c.address = st.address
-  JOIN sales s ON s.hash = ${bytes("hash")} AND s.collection_id = c.id AND s.asset_id = st.asset_id
-  GROUP BY 1, 2`;
+/** Each staged sale's key and values as the merge will write them: the last line of each key. */
+const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
+    st.marketplace, st.timestamp, st.price
+  FROM stage st JOIN collections c ON c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
 
 /**
  * A new collection's partition filled from the stage, in the file's order;
@@ -225,15 +219,14 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     before: [
       REGISTER_COLLECTIONS,
       ENSURE_PARTITIONS,
-      "CREATE TEMP TABLE touched_hours (c integer, m text, h bigint) ON COMMIT DROP",
-      SALES_TOUCHED,
+      ...hourDeltasSql(LATEST_SALES),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
         "collection_id, timestamp DESC, block DESC", true),
-    after: [...recomputeHourlySql("SELECT c, m, h FROM touched_hours")],
+    after: APPLY_HOUR_DELTAS,
     tables: ["collections", "sales", "sales_hourly"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
