@@ -17,12 +17,14 @@ import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 export function hourDeltasSql(latest: string): string[] {
   return [
     "CREATE TEMP TABLE hour_deltas (c integer, m text, h bigint, n bigint, v numeric) ON COMMIT DROP",
-    `INSERT INTO hour_deltas
+    // A CTE read twice is computed once.
+    `WITH l AS (${latest})
+     INSERT INTO hour_deltas
      SELECT c, m, h, sum(n), sum(v) FROM (
-       SELECT l.collection_id AS c, l.marketplace AS m, l.timestamp / ${BUCKET_SECONDS} AS h, 1 AS n, l.price AS v FROM (${latest}) l
+       SELECT l.collection_id AS c, l.marketplace AS m, l.timestamp / ${BUCKET_SECONDS} AS h, 1 AS n, l.price AS v FROM l
        UNION ALL
        SELECT s.collection_id, s.marketplace, s.timestamp / ${BUCKET_SECONDS}, -1, -s.price
-       FROM (${latest}) l JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id) d
+       FROM l JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id) d
      GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`,
   ];
 }
