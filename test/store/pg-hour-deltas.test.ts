@@ -5,9 +5,8 @@ import { importLines } from "../../src/ingest/importer.js";
 import { migratePg, openPool } from "../../src/store/postgres/database.js";
 import { PgRecordImport } from "../../src/store/postgres/importer.js";
 import { openIngestWriter } from "../../src/store/open.js";
-import { freshHourlySql } from "../../src/store/postgres/sales-hourly.js";
 import { VALID } from "../ingest/records.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { createTestDatabase, hourRowDrift, skipPg } from "../support/pg.js";
 
 // The hour rows on PostgreSQL are kept by deltas (sales-hourly.ts): each
 // merge adds what it changed from the changed hour on, instead of summing
@@ -32,10 +31,6 @@ describe.skipIf(skipPg)("PostgreSQL hour rows by deltas", () => {
     await db?.drop();
   });
 
-  /** Hour rows that differ from the ones the sales imply, both ways. */
-  const drift = async () =>
-    (await pool.query(`(SELECT * FROM sales_hourly EXCEPT ${freshHourlySql("true")}) UNION ALL (${freshHourlySql("true")} EXCEPT SELECT * FROM sales_hourly)`))
-      .rowCount;
 
   function history(seed: number) {
     const rnd = new Random(seed);
@@ -64,7 +59,7 @@ describe.skipIf(skipPg)("PostgreSQL hour rows by deltas", () => {
       await importLines(new PgRecordImport(pool), (async function* () {
         for (const r of rows) yield JSON.stringify(r);
       })(), { kind: "sales", skipInvalid: false });
-      expect(await drift(), `after file ${round}`).toBe(0);
+      expect(await hourRowDrift(pool), `after file ${round}`).toBe(0);
     }
     // The histories did move sales out of hours and back.
     expect((await pool.query("SELECT count(*)::int AS n FROM sales")).rows[0].n).toBeGreaterThan(30);
@@ -76,7 +71,7 @@ describe.skipIf(skipPg)("PostgreSQL hour rows by deltas", () => {
     try {
       for (let round = 0; round < 5; round++) {
         await Promise.all(Array.from({ length: 20 }, () => writer.write("sales", Array.from({ length: 3 }, next))));
-        expect(await drift(), `after round ${round}`).toBe(0);
+        expect(await hourRowDrift(pool), `after round ${round}`).toBe(0);
       }
     } finally {
       await writer.close();

@@ -17,6 +17,16 @@ import { startTestServer, type TestServer, transportFor } from "../support/serve
 // SQLSTATE 25006) answers ingest with failed_precondition, saying where
 // writes go, and keeps serving reads.
 
+/** `stats rebuild --check`: the aggregates are exactly the raw sales'. */
+async function expectStatsExact(url: string): Promise<void> {
+  const store = await openWritableStore(url);
+  try {
+    expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
+  } finally {
+    await store.close();
+  }
+}
+
 describe.skipIf(skipPg)("concurrent ingest batches on PostgreSQL", () => {
   it("16 batches at once into one collection: every one committed, the aggregates exactly the raw sales'", async () => {
     const db = await createTestDatabase();
@@ -28,12 +38,7 @@ describe.skipIf(skipPg)("concurrent ingest batches on PostgreSQL", () => {
       const records = [...saleLines(8000, 4, COLLECTION, { start: now - 3600, span: 3600 })].map((l) => check.check(JSON.parse(l), []) as Record<string, unknown>);
       const results = await Promise.all(Array.from({ length: 16 }, (_, i) => writer.write("sales", records.slice(i * 500, i * 500 + 500))));
       expect(results.reduce((n, c) => n + c.inserted, 0)).toBe(8000);
-      const store = await openWritableStore(db.url);
-      try {
-        expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
-      } finally {
-        await store.close();
-      }
+      await expectStatsExact(db.url);
     } finally {
       await writer.close();
       await db.drop();
@@ -119,12 +124,7 @@ describe.skipIf(skipPg)("group commit of queued batches on PostgreSQL", () => {
       expect(alone).toMatchObject({ status: "fulfilled", value: { inserted: 1 } });
       expect(bad).toMatchObject({ status: "rejected", reason: { message: expect.stringMatching(/hexadecimal/) } });
       expect(after).toMatchObject({ status: "fulfilled", value: { inserted: 1 } });
-      const store = await openWritableStore(db.url);
-      try {
-        expect((await store.rebuildStats(undefined, true)).changed).toBe(0);
-      } finally {
-        await store.close();
-      }
+      await expectStatsExact(db.url);
     } finally {
       await client.end();
       await writer.close();

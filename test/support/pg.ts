@@ -1,4 +1,5 @@
 import pg from "pg";
+import { freshHourlySql } from "../../src/store/postgres/sales-hourly.js";
 
 // PostgreSQL for tests: the server at MARKETDATA_TEST_PG (default
 // postgres://postgres@127.0.0.1:5432/postgres). Each test file creates a
@@ -48,4 +49,10 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
       }
     },
   };
+}
+
+/** Hour rows of sales_hourly that differ from the ones the raw sales imply, counted both ways (0 when exact). */
+export async function hourRowDrift(db: pg.Pool | pg.Client): Promise<number> {
+  const fresh = freshHourlySql("true");
+  return (await db.query(`(SELECT * FROM sales_hourly EXCEPT ${fresh}) UNION ALL (${fresh} EXCEPT SELECT * FROM sales_hourly)`)).rowCount ?? 0;
 }

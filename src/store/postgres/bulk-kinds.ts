@@ -131,15 +131,9 @@ export function classifySql(table: string, key: readonly string[], values: reado
 }
 
 /** The upsert a kind counts its rows by, and its count per batch (upsertSql, classifySql). */
-function counted(
-  table: string,
-  key: readonly string[],
-  values: readonly string[],
-  source: string,
-  order?: string,
-  partitioned = false,
-): { sql: string; classify: string } {
-  return { sql: upsertSql(table, key, values, source, order, partitioned), classify: classifySql(table, key, values, source) };
+function counted(...args: Parameters<typeof upsertSql>): { sql: string; classify: string } {
+  const [table, key, values, source] = args;
+  return { sql: upsertSql(...args), classify: classifySql(table, key, values, source) };
 }
 
 const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;
