@@ -4,7 +4,8 @@ import { Random } from "../../src/demo/random.js";
 import { importLines } from "../../src/ingest/importer.js";
 import { migratePg, openPool } from "../../src/store/postgres/database.js";
 import { PgRecordImport } from "../../src/store/postgres/importer.js";
-import { openIngestWriter } from "../../src/store/open.js";
+import { openIngestWriter, openWritableStore } from "../../src/store/open.js";
+import { WRITE_LOCK } from "../../src/store/postgres/bulk-kinds.js";
 import { VALID } from "../ingest/records.js";
 import { createTestDatabase, hourRowDrift, skipPg } from "../support/pg.js";
 
@@ -63,6 +64,27 @@ describe.skipIf(skipPg)("PostgreSQL hour rows by deltas", () => {
     }
     // The histories did move sales out of hours and back.
     expect((await pool.query("SELECT count(*)::int AS n FROM sales")).rows[0].n).toBeGreaterThan(30);
+  });
+
+  it("stats rebuild waits for a writer of sales holding the write lock (it would otherwise replace rows a merge adds to)", async () => {
+    const holder = await pool.connect();
+    const store = await openWritableStore(db.url);
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_advisory_xact_lock($1)", [WRITE_LOCK]);
+      let done = false;
+      const rebuild = store.rebuildStats(undefined, false).then(() => {
+        done = true;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(done).toBe(false);
+      await holder.query("COMMIT");
+      await rebuild;
+      expect(done).toBe(true);
+    } finally {
+      holder.release();
+      await store.close();
+    }
   });
 
   it("grouped ingest batches: the same, 20 batches at a time", async () => {

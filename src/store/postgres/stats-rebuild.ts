@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { WRITE_LOCK } from "./bulk-kinds.js";
 import { stampVersions } from "./data-versions.js";
 import { freshHourlySql } from "./sales-hourly.js";
 
@@ -12,6 +13,10 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
+    // One writer of sales at a time (bulk-kinds.ts WRITE_LOCK): a merge
+    // adding its deltas to hour rows this replaces would otherwise lose them,
+    // or this would sum sales without a merge about to commit.
+    await client.query("SELECT pg_advisory_xact_lock($1)", [WRITE_LOCK]);
     await client.query(`CREATE TEMP TABLE fresh ON COMMIT DROP AS ${freshHourlySql(scope)}`);
     const diff = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM fresh f
