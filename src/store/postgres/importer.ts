@@ -97,7 +97,19 @@ async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts
     counts.inserted = whole;
     counts.updated = 0;
   } else {
+    // The statements whose results are not read go together, one round trip
+    // each run of them (several statements in one simple query).
+    let pending: string[] = [];
+    const flush = async () => {
+      if (pending.length > 0) await client.query(pending.join(";\n"));
+      pending = [];
+    };
     for (const [i, sql] of kind.statements.entries()) {
+      if (i !== kind.counts && i !== kind.sharedCounts) {
+        pending.push(sql);
+        continue;
+      }
+      await flush();
       if (i === kind.counts) await beforeCounted?.();
       const r = await client.query<{ inserted: number; updated: number }>(sql);
       if (i === kind.counts) {
@@ -107,6 +119,7 @@ async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts
       // A changed profile shows wherever the user is named, in any collection.
       if (i === kind.sharedCounts && r.rows[0]!.updated > 0) touched.all = true;
     }
+    await flush();
   }
   // Every staged collection, changed or not: fewer statements than finding which.
   if (counts.inserted + counts.updated > 0) touched.staged = true;
