@@ -41,18 +41,26 @@ export async function loadNewPartitions(
   fill: PartitionFill,
   beforeFill?: () => Promise<void>,
 ): Promise<number | undefined> {
-  const staged = (await client.query<{ address: string }>("SELECT DISTINCT address FROM stage")).rows.map((r) => r.address);
-  await client.query("INSERT INTO collections (address) SELECT unnest($1::text[]) ON CONFLICT (address) DO NOTHING", [staged]);
-  const collections = await client.query<{ id: number; address: string; partitioned: boolean }>(
-    "SELECT id, address, to_regclass(format('sales_c%s', id)) IS NOT NULL AS partitioned FROM collections WHERE address = ANY($1)",
-    [staged],
+  // One query decides (a merge into a collection with sales, the usual
+  // ingest, pays no more); the new collections are registered only then.
+  const staged = await client.query<{ address: string; id: number | null; partitioned: boolean }>(
+    `SELECT s.address, c.id, c.id IS NOT NULL AND to_regclass(format('sales_c%s', c.id)) IS NOT NULL AS partitioned
+     FROM (SELECT DISTINCT address FROM stage) s LEFT JOIN collections c ON c.address = s.address`,
   );
-  if (collections.rows.some((c) => c.partitioned)) return undefined;
+  if (staged.rows.some((c) => c.partitioned)) return undefined;
+  const unknown = staged.rows.filter((c) => c.id === null).map((c) => c.address);
+  const registered: { id: number; address: string }[] = [];
+  if (unknown.length > 0) {
+    await client.query("INSERT INTO collections (address) SELECT unnest($1::text[]) ON CONFLICT (address) DO NOTHING", [unknown]);
+    // Read back, not RETURNING: a writer of another kind may have registered one meanwhile.
+    registered.push(...(await client.query<{ id: number; address: string }>("SELECT id, address FROM collections WHERE address = ANY($1)", [unknown])).rows);
+  }
+  const collections = [...staged.rows.filter((c) => c.id !== null), ...registered] as { id: number; address: string }[];
   await beforeFill?.();
   await client.query(`SET LOCAL maintenance_work_mem = '${BUILD_MEMORY}'`);
   const indexes = await partitionIndexes(client);
   let rows = 0;
-  for (const { id, address } of collections.rows) {
+  for (const { id, address } of collections) {
     const table = `sales_c${Number(id)}`;
     // The bound as a constraint while the table is filled: ATTACH then knows
     // every row fits without scanning them.
