@@ -11,14 +11,14 @@ import { defineConfig, type ViteUserConfig } from "vitest/config";
 /**
  * The end-to-end and derive files that depend on the store, found by what
  * they use rather than listed: a file that serves the fixture on the test
- * engine (useFixtureServer) or imports the engine helpers
+ * engine (useFixtureServer, useEmptyStoreServer) or imports the engine helpers
  * (support/engine.ts) runs on both engines; the others build a SQLite
  * fixture themselves and test the transport, once. A new store test
  * therefore runs on PostgreSQL by construction.
  */
 const STORE_E2E = ["test/e2e", "test/derive"]
   .flatMap((dir) => readdirSync(dir).filter((f) => f.endsWith(".test.ts")).map((f) => `${dir}/${f}`))
-  .filter((f) => /useFixtureServer|from "\.\.\/support\/engine\.js"/.test(readFileSync(f, "utf8")));
+  .filter((f) => /useFixtureServer|useEmptyStoreServer|from "\.\.\/support\/engine\.js"/.test(readFileSync(f, "utf8")));
 
 function reachable(url: string): Promise<boolean> {
   const u = new URL(url);

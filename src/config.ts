@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { parseProxyEntry } from "./transport/policy/client-address.js";
+import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./service/feed-limits.js";
 
 // Server configuration, validated once at startup. The CLI layer fills the
 // flags from the command line, then the environment (MARKETDATA_DB, PORT,
@@ -64,6 +65,9 @@ export interface ServeConfig {
   poolSize: number;
   /** Appraisals and rarity brought up to date in the background after ingest writes (derive/refresh.ts). */
   deriveRefresh: boolean;
+  /** Live-feed streams open at once per API key, and in all, per serving process; 0: no limit. */
+  streamsPerKey: number;
+  maxStreams: number;
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -104,6 +108,8 @@ export interface ServeFlags {
   deriveRefresh?: boolean | undefined;
   metricsPort?: string | undefined;
   metricsHost?: string | undefined;
+  streamsPerKey?: string | undefined;
+  maxStreams?: string | undefined;
   corsOrigin?: string | undefined;
   trustProxy?: string | undefined;
 }
@@ -180,6 +186,8 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     corsOrigins: corsOrigins(flags.corsOrigin ?? ""),
     poolSize: wholeNumber(flags.poolSize ?? String(DEFAULT_POOL_SIZE), "--pool-size (PG_POOL_SIZE)", 1, 1000),
     deriveRefresh: flags.deriveRefresh !== false,
+    streamsPerKey: wholeNumber(flags.streamsPerKey ?? String(DEFAULT_MAX_STREAMS_PER_KEY), "--streams-per-key (STREAMS_PER_KEY)", 0, 1_000_000),
+    maxStreams: wholeNumber(flags.maxStreams ?? String(DEFAULT_MAX_STREAMS), "--max-streams (MAX_STREAMS)", 0, 1_000_000),
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),

@@ -5,7 +5,10 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
-import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods } from "./service/services.js";
+import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods } from "./service/services.js";
+import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
+import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./service/feed-limits.js";
+import { streamCaller } from "./service/watch.js";
 import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
@@ -23,7 +26,7 @@ import { PUBLIC_SERVICES } from "./transport/policy/public-services.js";
 import { registerNotFound } from "./transport/http/not-found.js";
 import { MAX_REQUEST_MESSAGE_BYTES } from "./transport/rpc/body.js";
 import { registerMetricsEndpoint, ServerMetrics } from "./transport/ops/metrics.js";
-import { createRpcGate } from "./transport/rpc/gate.js";
+import { type AdmittedRequest, createRpcGate } from "./transport/rpc/gate.js";
 import { corsPolicy } from "./transport/http/cors.js";
 import { registerDocs } from "./transport/ops/docs.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/cache/freshness.js";
@@ -31,6 +34,8 @@ import type { KeyVerifier } from "./transport/policy/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
 import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
 import { registerIngestRoutes } from "./transport/rest/ingest.js";
+import { registerSseRoutes } from "./transport/rest/sse.js";
+import { sseRoutes } from "./transport/rest/http-rules.js";
 import { cachedReadiness, healthRoutes, Lifecycle, registerHealthEndpoints } from "./transport/ops/health.js";
 import { reflectionRoutes } from "./transport/ops/reflection.js";
 import { Health } from "../gen/health/v1/health_pb.js";
@@ -60,6 +65,10 @@ export interface ServerDeps {
   corsOrigins?: readonly string[];
   /** Proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client; none: the TCP peer is the client. */
   trustProxy?: readonly string[];
+  /** Open live-feed streams allowed per key and in all; the defaults of feed-limits.ts when absent. */
+  streamLimits?: FeedLimits;
+  /** How often the live feeds ask the store for commits (ms); FEED_POLL_MS when absent. */
+  feedPollMs?: number;
 }
 
 export interface BuiltServer {
@@ -83,13 +92,18 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const watch = new DataVersionWatch(deps.store.info);
   const keys = new MemoizedKeyVerifier(deps.keys ?? deps.store.keys, watch);
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
-  const services = createServices(deps.store, deps.writer);
+  const feeds = new FeedHub(deps.store, deps.streamLimits ?? { perKey: DEFAULT_MAX_STREAMS_PER_KEY, total: DEFAULT_MAX_STREAMS }, {
+    ...(deps.feedPollMs === undefined ? {} : { pollMs: deps.feedPollMs }),
+  });
+  const services = createServices(deps.store, deps.writer, feeds);
   const interceptors = rpcInterceptors(keys, log);
   const admission = new Admission(keys, deps.rateLimits?.limits);
   const addresses = new ClientAddresses(deps.trustProxy);
   const guard = addressLimited(admission, addresses);
   const lifecycle = new Lifecycle();
   lifecycle.onShutdown(() => admission.close());
+  // Every live feed ends at once with its resume position, well before the shutdown deadline.
+  lifecycle.onShutdown(() => feeds.close());
   const readiness = cachedReadiness(() => storeNotReadyReason(deps.store), lifecycle, deps.rateLimits?.degraded);
   const restFlags = successFlags(services);
   // Health and reflection: every RPC protocol, no API key (policy/public-services.ts).
@@ -106,11 +120,15 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
-  const inputs = new Map(readOnlyUnaryMethods(services.services).map(({ method, procedure }) => [procedure, method.input]));
+  const streams = serverStreamingMethods(services.services);
+  const inputs = new Map(
+    [...readOnlyUnaryMethods(services.services), ...streams].map(({ method, procedure }) => [procedure, method.input] as const),
+  );
   const ingestInputs = new Map(
     IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
   );
   let nextRpcId = 0;
+  const t = deps.timeouts ?? defaultTimeouts();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -136,7 +154,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         contextValues: (req: unknown) => {
           const reqId = `rpc-${++nextRpcId}`;
           (req as { reqId?: string }).reqId = reqId;
-          return createContextValues().set(requestLogger, log.child({ reqId }));
+          return createContextValues()
+            .set(requestLogger, log.child({ reqId }))
+            .set(streamCaller, (req as AdmittedRequest).grant?.id);
         },
       };
       const rpc = connectNodeAdapter({
@@ -166,7 +186,6 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         metrics,
         known: (procedure) => inputs.has(procedure) || INGEST_PROCEDURES.has(procedure) || publicProcedures.has(procedure),
       });
-      const t = deps.timeouts ?? defaultTimeouts();
       return new DualProtocolServer(handler, {
         headersMs: t.headersMs,
         requestMs: t.requestMs,
@@ -178,6 +197,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         // held to the idle rules, not to the request timeout.
         longLivedPaths: new Set([
           `/${Health.typeName}/${Health.method.watch.name}`,
+          ...streams.map((m) => m.procedure),
+          ...sseRoutes(services.services).map((r) => r.path),
           ...IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
         ]),
       }) as unknown as http.Server;
@@ -198,6 +219,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
+  registerSseRoutes(app, { services, admission, addresses, log, stallMs: t.idleMs });
   registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
@@ -225,7 +247,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams">
   > & {
     drainMs?: number;
   };
@@ -281,6 +303,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
       metrics: metricsMode,
       corsOrigins: config.corsOrigins ?? [],
+      streamLimits: { perKey: config.streamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: config.maxStreams ?? DEFAULT_MAX_STREAMS },
     });
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host });

@@ -4,7 +4,7 @@ import {
   type DescEnum,
   type DescField,
   type DescMessage,
-  type DescMethodUnary,
+  type DescMethod,
   type DescService,
   ScalarType,
 } from "@bufbuild/protobuf";
@@ -13,7 +13,8 @@ import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
 import { MAX_EPOCH_SECONDS, MARKETPLACE_RE } from "../src/domain/formats.js";
 import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/service/params.js";
 import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/service/ingest-limits.js";
-import { type NdjsonRoute, ndjsonRoutes, restRoutes } from "../src/transport/rest/http-rules.js";
+import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
+import { HEARTBEAT_SECONDS, RETRY_MS } from "../src/service/feed-limits.js";
 import { shortEnumName } from "../src/transport/rest/json-dialect.js";
 
 // protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
@@ -98,7 +99,7 @@ function isFlag(field: DescField): boolean {
   return (field.jsonName === "successful" || field.jsonName === "success") && field.parent.name.endsWith("Response");
 }
 
-function describe(desc: DescField | DescMessage | DescMethodUnary | DescService): string | undefined {
+function describe(desc: DescField | DescMessage | DescMethod | DescService): string | undefined {
   const text = getComments(desc).leading?.trim();
   return text ? text.replace(/\s*\n\s*/g, " ") : undefined;
 }
@@ -263,6 +264,11 @@ function openApi(services: DescService[]): object {
     };
   }
   for (const route of ndjsonRoutes(services)) paths[route.path] = ingestOperation(doc, route);
+  for (const route of sseRoutes(services)) {
+    const flag = "success";
+    flags.add(flag);
+    paths[route.path] = sseOperation(doc, route, flag);
+  }
   for (const flag of flags) {
     doc.schemas[`Error_${flag}`] = {
       type: "object",
@@ -359,6 +365,56 @@ function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
   };
 }
 
+/** GET …/stream: Server-Sent Events, one per message of the server-streaming RPC (src/transport/rest/sse.ts). */
+function sseOperation(doc: Document, { method }: SseRoute, flag: string): object {
+  const summary = describe(method);
+  const record = method.output.fields.find((f) => f.fieldKind === "message")!;
+  const error = (description: string) => ({
+    description,
+    content: { "application/json": { schema: { $ref: `#/components/schemas/Error_${flag}` } } },
+  });
+  return {
+    get: {
+      operationId: method.name,
+      tags: [method.parent.name],
+      ...(summary ? { summary } : {}),
+      description:
+        `${summary ?? method.name} A text/event-stream: each event's data is one ${record.message!.name} in the /v1 JSON dialect ` +
+        `(the element of the list endpoint's data), its id the resume token. The stream opens with an id-only event (the position it starts at), ` +
+        `sends a comment every ${HEARTBEAT_SECONDS} s, and sets retry: ${RETRY_MS}. An EventSource resumes by itself (Last-Event-ID); ` +
+        "any client may pass the last id as cursor. A stream that must end (the server shuts down, the client reads too slowly) " +
+        'sends an event "end" whose data is {code, message, cursor} before closing. ' +
+        `Also served as the RPC ${method.parent.typeName}/${method.name} (Connect, gRPC, gRPC-Web).`,
+      parameters: [
+        ...method.input.fields.map((f) => doc.parameter(f)),
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          required: false,
+          description: "The id of the last event received (sent by an EventSource when it reconnects); wins over cursor",
+          schema: { type: "string" },
+        },
+      ],
+      responses: {
+        "200": {
+          description: "The stream of events",
+          content: {
+            "text/event-stream": {
+              schema: { type: "string", description: `Server-Sent Events; each event's data: a ${record.message!.name}` },
+              "x-event-data": doc.ref(record.message!),
+            },
+          },
+        },
+        "400": error("invalid_argument: a parameter or the cursor is malformed; failed_precondition: the cursor is older than the data this store keeps"),
+        "401": error("unauthenticated: the x-api-key header is missing, unknown or revoked"),
+        "404": error("not_found: no such collection"),
+        "429": error("resource_exhausted: over the rate limit, or too many streams open for the key or the server"),
+        "503": error("unavailable: the server is shutting down; retry on another"),
+      },
+    },
+  };
+}
+
 const plugin: Plugin = {
   name: "protoc-gen-openapi",
   version: "v1",
@@ -369,7 +425,7 @@ const plugin: Plugin = {
       const file = registry.getFile(name);
       if (file) services.push(...file.services);
     }
-    const routed = services.filter((s) => restRoutes([s]).length > 0 || ndjsonRoutes([s]).length > 0);
+    const routed = services.filter((s) => restRoutes([s]).length > 0 || ndjsonRoutes([s]).length > 0 || sseRoutes([s]).length > 0);
     return create(CodeGeneratorResponseSchema, {
       supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
       file: routed.length === 0 ? [] : [{ name: "openapi.json", content: `${JSON.stringify(openApi(routed), null, 2)}\n` }],

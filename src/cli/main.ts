@@ -18,6 +18,7 @@ import {
   type ServeFlags,
 } from "../config.js";
 import { KINDS } from "../ingest/kinds.js";
+import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../service/feed-limits.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
 import { errorLine } from "./errors.js";
 
@@ -91,6 +92,14 @@ const listening = (command: Command) =>
       new Option("--ingest-rate-limit <n>", "ingest requests (batches) per second per API key, apart from its reads; 0: unlimited")
         .env("INGEST_RATE_LIMIT")
         .default(String(DEFAULT_INGEST_RATE_LIMIT)),
+    )
+    .addOption(
+      new Option("--streams-per-key <n>", "live-feed streams (WatchSales, WatchListings, /v1/.../stream) open at once per API key, per process; 0: no limit")
+        .env("STREAMS_PER_KEY")
+        .default(String(DEFAULT_MAX_STREAMS_PER_KEY)),
+    )
+    .addOption(
+      new Option("--max-streams <n>", "live-feed streams open at once in all, per serving process; 0: no limit").env("MAX_STREAMS").default(String(DEFAULT_MAX_STREAMS)),
     )
     .addOption(new Option("--redis <url>", "share rate-limit counts with every server using this Redis (redis://host:port)").env("REDIS_URL"))
     .addOption(new Option("--redis-prefix <prefix>", "key prefix of the counts in Redis").default(DEFAULT_REDIS_PREFIX))

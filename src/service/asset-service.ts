@@ -7,8 +7,6 @@ import {
   ListRarityResponseSchema,
   ListSalesResponseSchema,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
-import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
 import {
   APPRAISAL_KEY,
   type KeySpec,
@@ -21,11 +19,13 @@ import {
   SALE_KEY,
 } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
+import type { FeedHub } from "./feed-hub.js";
+import { createWatchMethods } from "./watch.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { toAppraisal, toListing, toRarity, toSale } from "./records.js";
 
-export function createAssetService(store: ReadRepositories): ServiceImpl<typeof AssetService> {
+export function createAssetService(store: ReadRepositories, hub: FeedHub): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
   async function keysetPage<F, Row>(
     list: string,
@@ -66,6 +66,8 @@ export function createAssetService(store: ReadRepositories): ServiceImpl<typeof 
   }
 
   return {
+    ...createWatchMethods(store, hub),
+
     async listAppraisals(req) {
       const { rows, nextPage } = await assetPage(req, "appraisals", APPRAISAL_KEY, {
         byAsset: (c, ids) => store.assetMetrics.appraisalsByAsset(c, ids),
@@ -100,7 +102,7 @@ export function createAssetService(store: ReadRepositories): ServiceImpl<typeof 
       const filter = {
         assetId: p.optionalAssetId(req.assetId),
         marketplace: p.marketplace(req.marketplace),
-        status: listingStatus(req.status),
+        status: p.listingStatus(req.status),
       };
       const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
         store.listings.listingsPage(c, f, page),
@@ -109,16 +111,3 @@ export function createAssetService(store: ReadRepositories): ServiceImpl<typeof 
     },
   };
 }
-
-/** Each status of the contract by its enum value (the zero value is "every status"). */
-const STATUS_NAMES = new Map<ListingStatus, ListingStatusName>(LISTING_STATUSES.map((n) => [ListingStatus[n], n]));
-
-function listingStatus(status: ListingStatus): ListingStatusName | undefined {
-  if (status === ListingStatus.UNSPECIFIED) return undefined;
-  const name = STATUS_NAMES.get(status);
-  if (name === undefined) {
-    throw p.invalid(`status must be one of ${LISTING_STATUSES.join(", ")}, got ${status}`);
-  }
-  return name;
-}
-

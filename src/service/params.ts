@@ -1,6 +1,8 @@
 import { echo } from "../domain/echo.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
+import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
+import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 
 // Request validation shared by every RPC, whatever protocol carried it.
 // Messages name the parameter by its JSON (query) name and quote the value.
@@ -86,4 +88,16 @@ export function marketplace(value: string, param = "marketplace"): string | unde
     throw invalid(`${param} must be an upper-case identifier matching [A-Z0-9_]{1,32}, got ${q(value)}`);
   }
   return value;
+}
+
+/** Each status of the contract by its enum value (the zero value is "every status"). */
+const STATUS_NAMES = new Map<ListingStatus, ListingStatusName>(LISTING_STATUSES.map((n) => [ListingStatus[n], n]));
+
+export function listingStatus(status: ListingStatus): ListingStatusName | undefined {
+  if (status === ListingStatus.UNSPECIFIED) return undefined;
+  const name = STATUS_NAMES.get(status);
+  if (name === undefined) {
+    throw invalid(`status must be one of ${LISTING_STATUSES.join(", ")}, got ${status}`);
+  }
+  return name;
 }

@@ -1,6 +1,6 @@
-import type { DescMethodUnary, DescService, Message } from "@bufbuild/protobuf";
+import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
@@ -8,6 +8,8 @@ import { type IngestWriter, type ReadRepositories, StoreReadOnlyError } from "..
 import { createIngestService, Ingest } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
+import { FeedHub } from "./feed-hub.js";
+import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./feed-limits.js";
 
 // Every service of the contract over one store, for every transport: RPC
 // protocols register them on a Connect router; REST and Connect GET call a
@@ -24,6 +26,7 @@ const NO_WRITER: IngestWriter = {
 };
 
 export type UnaryImpl = (request: Message) => Message | Promise<Message>;
+export type ServerStreamImpl = (request: Message, context: HandlerContext) => AsyncIterable<Message>;
 
 export interface ServiceSet {
   readonly services: readonly DescService[];
@@ -31,12 +34,20 @@ export interface ServiceSet {
   routes(router: ConnectRouter): void;
   /** The implementation of a unary method, for in-process calls. */
   unary(method: DescMethodUnary): UnaryImpl;
+  /** The implementation of a server-streaming method, for in-process calls (Server-Sent Events). */
+  serverStream(method: DescMethodServerStreaming): ServerStreamImpl;
+  /** The live feeds of this process (WatchSales, WatchListings): closed at shutdown, counted by the metrics. */
+  readonly feeds: FeedHub;
   /** The ingest path, for transports that carry batches in their own form (REST NDJSON). */
   readonly ingest: Ingest;
 }
 
-export function createServices(store: ReadRepositories, writer: IngestWriter = NO_WRITER): ServiceSet {
-  const asset = createAssetService(store);
+export function createServices(
+  store: ReadRepositories,
+  writer: IngestWriter = NO_WRITER,
+  feeds: FeedHub = new FeedHub(store, { perKey: DEFAULT_MAX_STREAMS_PER_KEY, total: DEFAULT_MAX_STREAMS }),
+): ServiceSet {
+  const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store);
   const ingest = new Ingest(writer);
   const ingestService = createIngestService(ingest);
@@ -45,6 +56,11 @@ export function createServices(store: ReadRepositories, writer: IngestWriter = N
     [CollectionService.typeName, collection as Record<string, unknown>],
     [IngestService.typeName, ingestService as Record<string, unknown>],
   ]);
+  const implOf = (method: DescMethodUnary | DescMethodServerStreaming): unknown => {
+    const impl = impls.get(method.parent.typeName)?.[method.localName];
+    if (typeof impl !== "function") throw new Error(`no implementation for ${method.parent.typeName}.${method.name}`);
+    return impl;
+  };
   return {
     services: SERVICES,
     routes(router) {
@@ -52,11 +68,9 @@ export function createServices(store: ReadRepositories, writer: IngestWriter = N
       router.service(CollectionService, collection);
       router.service(IngestService, ingestService);
     },
-    unary(method) {
-      const impl = impls.get(method.parent.typeName)?.[method.localName];
-      if (typeof impl !== "function") throw new Error(`no implementation for ${method.parent.typeName}.${method.name}`);
-      return impl as UnaryImpl;
-    },
+    unary: (method) => implOf(method) as UnaryImpl,
+    serverStream: (method) => implOf(method) as ServerStreamImpl,
+    feeds,
     ingest,
   };
 }
@@ -68,6 +82,15 @@ export function procedures(services: readonly DescService[]): string[] {
 
 /** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */
 export const INGEST_PROCEDURES: ReadonlySet<string> = new Set(procedures([IngestService]));
+
+/** Every server-streaming method (the live feeds): read-only, long-lived, never cached. */
+export function serverStreamingMethods(services: readonly DescService[]): { method: DescMethodServerStreaming; procedure: string }[] {
+  return services.flatMap((service) =>
+    service.methods
+      .filter((m): m is DescMethodServerStreaming => m.methodKind === "server_streaming")
+      .map((method) => ({ method, procedure: `/${service.typeName}/${method.name}` })),
+  );
+}
 
 /** Every unary method marked NO_SIDE_EFFECTS (served by GET and cached), with its procedure path. */
 export function readOnlyUnaryMethods(services: readonly DescService[]): { method: DescMethodUnary; procedure: string }[] {

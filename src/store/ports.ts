@@ -177,7 +177,34 @@ export interface StoreChanges {
   readonly collections: readonly string[] | "all";
 }
 
+// live feeds: the sales and listings each commit inserted or changed.
+
+export type FeedKind = "sales" | "listings";
+
+/**
+ * A row of a feed at its position. Every write that inserts or changes a
+ * sale or a listing gives the row the next position of the store's feed
+ * sequence, under the lock that orders those writes' commits: positions grow
+ * in commit order, so a reader asking for positions above the last it saw
+ * never misses a commit (a row changed again moves to its new position).
+ */
+export interface FeedEntry<T> {
+  seq: number;
+  row: T;
+}
+
+export interface FeedRepository {
+  /** The store's feed identity, drawn when its feed began: a position from another store (or before a rebuild) names another. */
+  epoch(): MaybePromise<string>;
+  /** The last position of the collection's rows of `kind` (0: none yet). */
+  head(kind: FeedKind, collectionId: number): MaybePromise<number>;
+  /** The collection's sales at positions above `after`, in position order, at most `limit`. */
+  sales(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<SaleRow>[]>;
+  listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
+}
+
 export interface ReadRepositories {
+  feed: FeedRepository;
   collections: CollectionsRepository;
   assetMetrics: AssetMetricsRepository;
   sales: SalesRepository;

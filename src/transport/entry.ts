@@ -107,7 +107,9 @@ function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerReques
   });
 }
 
-function truncate(url: string): string {
+function truncate(raw: string): string {
+  // A key given in the URL (an EventSource's feed: rest/sse.ts) is never logged.
+  const url = raw.includes("apiKey=") ? raw.replace(/([?&]apiKey=)[^&]*/g, "$1[redacted]") : raw;
   return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
 }
 

@@ -46,6 +46,9 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/asset/listings",
           "/v1/asset/rarity",
           "/v1/asset/sales",
+          // The live feeds (Server-Sent Events).
+          "/v1/asset/listings/stream",
+          "/v1/asset/sales/stream",
           "/v1/collection/influencers",
           "/v1/collection/scores",
           "/v1/collection/stats",

@@ -152,9 +152,14 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
            FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1`,
       );
       expect(indexes.rows).toEqual(
-        ["sales_by_asset", "sales_by_marketplace", "sales_by_time", "sales_natural_key"].map((name) => ({ name, partitions: 2 })),
+        ["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"].map((name) => ({ name, partitions: 2 })),
       );
       expect((await p.query("SELECT to_regclass('sales_unpartitioned') AS t")).rows[0].t).toBeNull();
+      // Migration 5 (live feeds): every row already here has a position of its own, and the store an epoch.
+      const positions = (await p.query<{ s: number }>("SELECT feed_seq AS s FROM sales")).rows.map((r) => Number(r.s));
+      expect(new Set(positions).size).toBe(4);
+      expect(positions.every((x) => x > 0)).toBe(true);
+      expect((await p.query("SELECT feed_epoch FROM store_state")).rows[0].feed_epoch).toMatch(/^[0-9a-f]{16}$/);
     });
   });
 

@@ -135,6 +135,10 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     await repos.social.topInfluencers(id, 5);
     await repos.social.topTweets(id, 5);
     await repos.collections.score(id);
+    // The live feeds: a collection's rows above a position, and its last position.
+    for (const kind of ["sales", "listings"] as const) await repos.feed.head(kind, id);
+    await repos.feed.sales(id, 3, 50);
+    await repos.feed.listings(id, 3, 50);
   }, 120_000);
   afterAll(async () => {
     await repos?.close();
@@ -276,6 +280,8 @@ function requiredBindings(sql: string, table: string): string[][] {
   if (/FROM api_keys/.test(sql)) return [["hash"]];
   const has = (col: string) => new RegExp(`\\b${col} = (\\$\\d|ANY)`).test(sql);
   const base = ["collection_id"];
+  // A feed's rows above a position: the seek starts at the position.
+  if (/feed_seq > \$\d/.test(sql)) return [[...base, "feed_seq"]];
   if (has("asset_id")) return [[...base, "asset_id"]];
   if (table === "sales_hourly") return has("marketplace") ? [[...base, "marketplace"]] : [base];
   if (table === "sales") {

@@ -68,7 +68,7 @@ describe.skipIf(skipPg)("PostgreSQL sales partitions", () => {
         WHERE x.indrelid = $1::regclass ORDER BY 1`,
       [`sales_c${id}`],
     );
-    expect(attached.rows.map((r) => r.parent)).toEqual(["sales_by_asset", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+    expect(attached.rows.map((r) => r.parent)).toEqual(["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
     // The bound used while the table was built is gone.
     expect((await pool.query("SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c' AND conname LIKE '%bound'", [`sales_c${id}`])).rows).toEqual([]);
     expect(await hourRowDrift(pool)).toBe(0);

@@ -79,6 +79,11 @@ beforeAll(() => {
   store.social.topInfluencers(id, 5);
   store.social.topTweets(id, 5);
   store.collections.score(id);
+  // The live feeds: a collection's rows above a position, and its last position.
+  store.feed.epoch();
+  for (const kind of ["sales", "listings"] as const) store.feed.head(kind, id);
+  store.feed.sales(id, 3, 50);
+  store.feed.listings(id, 3, 50);
 });
 afterAll(() => {
   db.close();
@@ -206,6 +211,9 @@ function boundColumns(detail: string): string[] {
  */
 function requiredBindings(sql: string): string[][] {
   if (/FROM collections WHERE address/.test(sql)) return [["address"]];
+  if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
+  // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.
+  if (/feed_seq > \?/.test(sql)) return [["collection_id", "feed_seq"]];
   const has = (col: string) => new RegExp(`\\b${col} = \\?`).test(sql);
   const base = ["collection_id"];
   const window = /timestamp >= \?|timestamp <= \?|timestamp < \?/.test(sql);

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type RunningServer, type StartOptions, startServer } from "../../src/server.js";
-import { fixtureOnEngine } from "./engine.js";
+import { emptyStore, fixtureOnEngine, withKeys } from "./engine.js";
+import { openWritableStore } from "../../src/store/open.js";
 import type { Fixture } from "./fixture.js";
 
 // A real server on an ephemeral loopback port, and real clients for it.
@@ -115,4 +116,36 @@ export async function ingestOk(server: TestServer, key: string, kind: string, re
     body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
   });
   expect(r.status, await r.text()).toBe(200);
+}
+
+export interface EmptyStoreServer {
+  target: string;
+  server: TestServer;
+  /** A key with the ingest scope, and a read key. */
+  ingest: string;
+  read: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Registers beforeAll/afterAll hooks that serve an empty store on the test
+ * engine (at this build's schema, as `migrate` leaves it) with an ingest key
+ * and a read key; the returned object is filled in before the first test.
+ */
+export function useEmptyStoreServer(options: Partial<StartOptions> = {}): EmptyStoreServer {
+  const ctx = {} as EmptyStoreServer;
+  beforeAll(async () => {
+    Object.assign(ctx, await emptyStore());
+    await (await openWritableStore(ctx.target, { migrateEmpty: true })).close();
+    await withKeys(ctx.target, async (admin) => {
+      ctx.ingest = (await admin.create("indexer", { scope: "ingest" })).key;
+      ctx.read = (await admin.create("reader")).key;
+    });
+    ctx.server = await startTestServer(ctx.target, options);
+  });
+  afterAll(async () => {
+    await ctx.server?.close();
+    await ctx.cleanup?.();
+  });
+  return ctx;
 }

@@ -4,7 +4,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/service/services.js";
-import { ndjsonRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
+import { ndjsonRoutes, sseRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
 import { fixtureRecords, withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { restGet, useFixtureServer } from "../support/server.js";
@@ -59,7 +59,13 @@ describe("gen/openapi.json", () => {
   it("has every /v1 route with every query parameter the server accepts, and the x-api-key scheme", () => {
     const routes = restRoutes(SERVICES);
     const writes = ndjsonRoutes(SERVICES);
-    expect(Object.keys(spec.paths).sort()).toEqual([...routes, ...writes].map((r) => r.path).sort());
+    const feeds = sseRoutes(SERVICES);
+    expect(Object.keys(spec.paths).sort()).toEqual([...routes, ...writes, ...feeds].map((r) => r.path).sort());
+    for (const r of feeds) {
+      const op = spec.paths[r.path]!.get;
+      expect(op.parameters.map((p) => p.name).sort()).toEqual([...r.method.input.fields.map((f) => f.jsonName), "Last-Event-ID"].sort());
+      expect(Object.keys((op as unknown as { responses: Record<string, { content?: object }> }).responses["200"]!.content!)).toEqual(["text/event-stream"]);
+    }
     for (const r of writes) {
       expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(["skipInvalid"]);
       expect(Object.keys(spec.paths[r.path]!.post.requestBody!.content)).toEqual(["application/x-ndjson"]);

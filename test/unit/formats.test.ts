@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../../src/service/feed-limits.js";
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
@@ -61,6 +62,8 @@ describe("server config", async () => {
       corsOrigins: [],
       poolSize: 10,
       deriveRefresh: true,
+      streamsPerKey: DEFAULT_MAX_STREAMS_PER_KEY,
+      maxStreams: DEFAULT_MAX_STREAMS,
       trustProxy: [],
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/asset_service.proto.
  */
 export const file_marketdata_v1_asset_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSK9AQoQTGlzdFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEhIKBXNpbmNlGAQgASgDSACIAQESEgoFdW50aWwYBSABKANIAYgBARISCgVsaW1pdBgGIAEoBUgCiAEBEg4KBmN1cnNvchgHIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJXChFMaXN0U2FsZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIhCgRkYXRhGAMgAygLMhMubWFya2V0ZGF0YS52MS5TYWxlIrIBChNMaXN0TGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAUgASgFSACIAQESDgoGY3Vyc29yGAYgASgJQggKBl9saW1pdCJdChRMaXN0TGlzdGluZ3NSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIkCgRkYXRhGAMgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nMuIDCgxBc3NldFNlcnZpY2USfgoOTGlzdEFwcHJhaXNhbHMSJC5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVxdWVzdBolLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvYXNzZXQvYXBwcmFpc2FscxJuCgpMaXN0UmFyaXR5EiAubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC9yYXJpdHkSagoJTGlzdFNhbGVzEh8ubWFya2V0ZGF0YS52MS5MaXN0U2FsZXNSZXF1ZXN0GiAubWFya2V0ZGF0YS52MS5MaXN0U2FsZXNSZXNwb25zZSIakAIBgtPkkwIREg8vdjEvYXNzZXQvc2FsZXMSdgoMTGlzdExpc3RpbmdzEiIubWFya2V0ZGF0YS52MS5MaXN0TGlzdGluZ3NSZXF1ZXN0GiMubWFya2V0ZGF0YS52MS5MaXN0TGlzdGluZ3NSZXNwb25zZSIdkAIBgtPkkwIUEhIvdjEvYXNzZXQvbGlzdGluZ3NiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSK9AQoQTGlzdFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEhIKBXNpbmNlGAQgASgDSACIAQESEgoFdW50aWwYBSABKANIAYgBARISCgVsaW1pdBgGIAEoBUgCiAEBEg4KBmN1cnNvchgHIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJXChFMaXN0U2FsZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIhCgRkYXRhGAMgAygLMhMubWFya2V0ZGF0YS52MS5TYWxlIrIBChNMaXN0TGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAUgASgFSACIAQESDgoGY3Vyc29yGAYgASgJQggKBl9saW1pdCJdChRMaXN0TGlzdGluZ3NSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIkCgRkYXRhGAMgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nImQKEVdhdGNoU2FsZXNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSDgoGY3Vyc29yGAQgASgJIk0KEldhdGNoU2FsZXNSZXNwb25zZRIhCgRzYWxlGAEgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEhQKDHJlc3VtZV90b2tlbhgCIAEoCSKVAQoUV2F0Y2hMaXN0aW5nc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAMoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIsCgZzdGF0dXMYBCABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSDgoGY3Vyc29yGAUgASgJIlYKFVdhdGNoTGlzdGluZ3NSZXNwb25zZRInCgdsaXN0aW5nGAEgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHJlc3VtZV90b2tlbhgCIAEoCTLfBQoMQXNzZXRTZXJ2aWNlEn4KDkxpc3RBcHByYWlzYWxzEiQubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1JlcXVlc3QaJS5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2Fzc2V0L2FwcHJhaXNhbHMSbgoKTGlzdFJhcml0eRIgLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvcmFyaXR5EmoKCUxpc3RTYWxlcxIfLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVxdWVzdBogLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVzcG9uc2UiGpACAYLT5JMCERIPL3YxL2Fzc2V0L3NhbGVzEnYKDExpc3RMaXN0aW5ncxIiLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVxdWVzdBojLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVzcG9uc2UiHZACAYLT5JMCFBISL3YxL2Fzc2V0L2xpc3RpbmdzEnYKCldhdGNoU2FsZXMSIC5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5XYXRjaFNhbGVzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2Fzc2V0L3NhbGVzL3N0cmVhbTABEoIBCg1XYXRjaExpc3RpbmdzEiMubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVxdWVzdBokLm1hcmtldGRhdGEudjEuV2F0Y2hMaXN0aW5nc1Jlc3BvbnNlIiSQAgGC0+STAhsSGS92MS9hc3NldC9saXN0aW5ncy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.ListAppraisalsRequest
@@ -297,6 +297,133 @@ export const ListListingsResponseSchema: GenMessage<ListListingsResponse> = /*@_
   messageDesc(file_marketdata_v1_asset_service, 7);
 
 /**
+ * @generated from message marketdata.v1.WatchSalesRequest
+ */
+export type WatchSalesRequest = Message<"marketdata.v1.WatchSalesRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * At most 20 asset ids (comma-separated on REST); none for every asset.
+   *
+   * @generated from field: repeated string asset_id = 2;
+   */
+  assetId: string[];
+
+  /**
+   * One upper-case marketplace identifier, or "" for all.
+   *
+   * @generated from field: string marketplace = 3;
+   */
+  marketplace: string;
+
+  /**
+   * The resume_token of a message received before: the stream starts with
+   * every matching sale committed after it. "": the stream starts live.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchSalesRequest.
+ * Use `create(WatchSalesRequestSchema)` to create a new message.
+ */
+export const WatchSalesRequestSchema: GenMessage<WatchSalesRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 8);
+
+/**
+ * @generated from message marketdata.v1.WatchSalesResponse
+ */
+export type WatchSalesResponse = Message<"marketdata.v1.WatchSalesResponse"> & {
+  /**
+   * Absent on a message that only moves the position (the first one, and a
+   * heartbeat every 15 s).
+   *
+   * @generated from field: marketdata.v1.Sale sale = 1;
+   */
+  sale?: Sale | undefined;
+
+  /**
+   * Where this message stands in commit order: the cursor to resume after it.
+   *
+   * @generated from field: string resume_token = 2;
+   */
+  resumeToken: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchSalesResponse.
+ * Use `create(WatchSalesResponseSchema)` to create a new message.
+ */
+export const WatchSalesResponseSchema: GenMessage<WatchSalesResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 9);
+
+/**
+ * @generated from message marketdata.v1.WatchListingsRequest
+ */
+export type WatchListingsRequest = Message<"marketdata.v1.WatchListingsRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * @generated from field: repeated string asset_id = 2;
+   */
+  assetId: string[];
+
+  /**
+   * @generated from field: string marketplace = 3;
+   */
+  marketplace: string;
+
+  /**
+   * Unspecified for every status; otherwise changes whose new status is this one.
+   *
+   * @generated from field: marketdata.v1.ListingStatus status = 4;
+   */
+  status: ListingStatus;
+
+  /**
+   * @generated from field: string cursor = 5;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchListingsRequest.
+ * Use `create(WatchListingsRequestSchema)` to create a new message.
+ */
+export const WatchListingsRequestSchema: GenMessage<WatchListingsRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 10);
+
+/**
+ * @generated from message marketdata.v1.WatchListingsResponse
+ */
+export type WatchListingsResponse = Message<"marketdata.v1.WatchListingsResponse"> & {
+  /**
+   * @generated from field: marketdata.v1.Listing listing = 1;
+   */
+  listing?: Listing | undefined;
+
+  /**
+   * @generated from field: string resume_token = 2;
+   */
+  resumeToken: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchListingsResponse.
+ * Use `create(WatchListingsResponseSchema)` to create a new message.
+ */
+export const WatchListingsResponseSchema: GenMessage<WatchListingsResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 11);
+
+/**
  * Per-asset market data of a collection.
  *
  * @generated from service marketdata.v1.AssetService
@@ -341,6 +468,29 @@ export const AssetService: GenService<{
     methodKind: "unary";
     input: typeof ListListingsRequestSchema;
     output: typeof ListListingsResponseSchema;
+  },
+  /**
+   * Sales as they are committed, in commit order: first those committed after
+   * the cursor (a resume_token), then each new one live. On REST, Server-Sent
+   * Events (text/event-stream). A sale changed by a later commit is sent again.
+   *
+   * @generated from rpc marketdata.v1.AssetService.WatchSales
+   */
+  watchSales: {
+    methodKind: "server_streaming";
+    input: typeof WatchSalesRequestSchema;
+    output: typeof WatchSalesResponseSchema;
+  },
+  /**
+   * Listings as they are committed (created, or changed: a new status or
+   * price), in commit order; resumed like WatchSales.
+   *
+   * @generated from rpc marketdata.v1.AssetService.WatchListings
+   */
+  watchListings: {
+    methodKind: "server_streaming";
+    input: typeof WatchListingsRequestSchema;
+    output: typeof WatchListingsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_marketdata_v1_asset_service, 0);

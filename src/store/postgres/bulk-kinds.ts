@@ -40,6 +40,12 @@ export interface BulkKind {
    */
   serialized?: boolean;
   /**
+   * The advisory lock serialized writes take (default WRITE_LOCK). A live
+   * feed's rows take positions (feed_seq) under it, held to COMMIT, so that
+   * positions grow in commit order.
+   */
+  lock?: number;
+  /**
    * A faster merge for when it applies, tried (after COPY, under the lock)
    * before `statements`: it gives the rows it inserted, having done all the
    * statements would have; or undefined, and the statements run.
@@ -65,6 +71,8 @@ function mapKinds(specs: Record<Kind, KindSpec>): Record<Kind, BulkKind> {
 
 /** The advisory lock of the writes that keep aggregates (BulkKind.serialized), held to the end of their transaction. */
 export const WRITE_LOCK = 0x6d64_7772;
+/** The advisory lock of listings' writes: their feed positions in commit order, apart from the sales' lock. */
+export const LISTINGS_LOCK = 0x6d64_6c77;
 
 const col = (name: string, type = "text"): StageColumn => ({ name, type });
 
@@ -85,6 +93,7 @@ export function upsertSql(
   source: string,
   order?: string,
   partitioned = false,
+  feed = false,
 ): string {
   const all = [...key, ...values].join(", ");
   const k = key.join(", ");
@@ -93,10 +102,18 @@ export function upsertSql(
   const inserted = partitioned
     ? `NOT EXISTS (SELECT 1 FROM ${table} o WHERE ${key.map((c) => `o.${c} = up.${c}`).join(" AND ")})`
     : "(xmax = 0)";
-  return `WITH src AS (SELECT DISTINCT ON (${k}) * FROM (${source}) x ORDER BY ${k}, line DESC),
+  // A feed's rows take their positions in the file's order (the order SQLite
+  // writes them in), whatever order they are inserted in; an unchanged row's
+  // position is left unused.
+  const rows = feed ? "fed" : "src";
+  const columns = feed ? `${all}, feed_seq` : all;
+  return `WITH src AS (SELECT DISTINCT ON (${k}) * FROM (${source}) x ORDER BY ${k}, line DESC),${
+    feed ? `
+    fed AS (SELECT s.*, nextval('feed_seq') AS feed_seq FROM (SELECT * FROM src ORDER BY line) s),` : ""
+  }
     up AS (
-      INSERT INTO ${table} AS t (${all}) SELECT ${all} FROM src${order === undefined ? "" : ` ORDER BY ${order}`}
-      ON CONFLICT (${k}) DO UPDATE SET ${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}
+      INSERT INTO ${table} AS t (${columns}) SELECT ${columns} FROM ${rows}${order === undefined ? "" : ` ORDER BY ${order}`}
+      ON CONFLICT (${k}) DO UPDATE SET ${feed ? "feed_seq = EXCLUDED.feed_seq, " : ""}${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}
       WHERE (${values.map((v) => `t.${v}`).join(", ")}) IS DISTINCT FROM (${values.map((v) => `EXCLUDED.${v}`).join(", ")})
       RETURNING ${partitioned ? k : "(xmax = 0) AS inserted"}),
     counted AS (SELECT ${partitioned ? inserted : "inserted"} AS inserted FROM up)
@@ -219,7 +236,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
-        "collection_id, timestamp DESC, block DESC", true),
+        "collection_id, timestamp DESC, block DESC", true, true),
     after: APPLY_HOUR_DELTAS,
     tables: ["collections", "sales", "sales_hourly"],
     serialized: true,
@@ -232,8 +249,11 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status],
     before: [REGISTER_COLLECTIONS],
     counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
-        withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status")),
+        withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status"),
+        undefined, false, true),
     tables: ["collections", "listings"],
+    serialized: true,
+    lock: LISTINGS_LOCK,
   },
   influencers: {
     stage: [col("address"), ...USER_STAGE, col("score", "float8")],

@@ -83,7 +83,7 @@ export class PgRecordImport implements RecordImport {
 async function takeWriteLock(client: pg.PoolClient, kind: BulkKind, options: ImportRecordsOptions): Promise<void> {
   if (!kind.serialized) return;
   if (options.lockWaitMs !== undefined) await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs))}`);
-  await client.query("SELECT pg_advisory_xact_lock($1)", [WRITE_LOCK]);
+  await client.query("SELECT pg_advisory_xact_lock($1)", [kind.lock ?? WRITE_LOCK]);
 }
 
 /**

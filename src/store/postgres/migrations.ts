@@ -211,4 +211,19 @@ export const PG_MIGRATIONS: readonly string[] = [
     SELECT collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace FROM sales_unpartitioned;
   DROP TABLE sales_unpartitioned;
   `,
+  // 5: live feeds (feed.ts): each sale and listing holds the position of the
+  // write that last inserted or changed it, from one sequence: an insert
+  // takes nextval by default (the rows already here take theirs now), a
+  // change sets it (bulk-kinds.ts). Their writers hold a lock from the first
+  // nextval to COMMIT, so positions grow in commit order. feed_epoch names
+  // this store's sequence in resume tokens.
+  `
+  CREATE SEQUENCE feed_seq AS bigint;
+  ALTER TABLE store_state ADD COLUMN feed_epoch text NOT NULL DEFAULT '';
+  UPDATE store_state SET feed_epoch = substr(md5(random()::text || clock_timestamp()::text), 1, 16);
+  ALTER TABLE sales ADD COLUMN feed_seq bigint NOT NULL DEFAULT nextval('feed_seq');
+  ALTER TABLE listings ADD COLUMN feed_seq bigint NOT NULL DEFAULT nextval('feed_seq');
+  CREATE INDEX sales_by_feed ON sales (collection_id, feed_seq);
+  CREATE INDEX listings_by_feed ON listings (collection_id, feed_seq);
+  `,
 ];

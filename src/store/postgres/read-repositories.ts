@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { PgAssetMetrics } from "./asset-metrics.js";
 import { PgCollections } from "./collections.js";
+import { PgFeed } from "./feed.js";
 import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
 import type { ReadRepositories, StoreInfo } from "../ports.js";
@@ -32,6 +33,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
       (await q.rows<{ t: number }>("SELECT extract(epoch FROM last_write)::float8 AS t FROM store_state WHERE id = 1", []))[0]?.t ?? 0,
   };
   return {
+    feed: new PgFeed(q),
     collections: new PgCollections(q),
     assetMetrics: new PgAssetMetrics(q),
     sales: new PgSales(q),

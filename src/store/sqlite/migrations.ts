@@ -215,6 +215,22 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE collections ADD COLUMN data_version INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX collections_by_data_version ON collections (data_version);
   `,
+  // 6: live feeds (feed.ts): each sale and listing holds the position of the
+  // write that last inserted or changed it, from one sequence in commit
+  // order (store_state.feed_seq); the rows already here take their rowid
+  // order. feed_epoch names this store's sequence in resume tokens.
+  `
+  ALTER TABLE store_state ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE store_state ADD COLUMN feed_epoch TEXT NOT NULL DEFAULT '';
+  ALTER TABLE sales ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE listings ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0;
+  UPDATE sales SET feed_seq = id;
+  UPDATE listings SET feed_seq = id + (SELECT coalesce(max(id), 0) FROM sales);
+  UPDATE store_state SET feed_epoch = lower(hex(randomblob(8))),
+    feed_seq = (SELECT coalesce(max(id), 0) FROM sales) + (SELECT coalesce(max(id), 0) FROM listings);
+  CREATE INDEX sales_by_feed ON sales (collection_id, feed_seq);
+  CREATE INDEX listings_by_feed ON listings (collection_id, feed_seq);
+  `,
 ];
 
 /**

@@ -3,6 +3,7 @@ import { ApiKeyVerifier } from "./api-keys.js";
 import { SqliteAssetMetrics } from "./asset-metrics.js";
 import { SqliteCollections } from "./collections.js";
 import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
+import { SqliteFeed } from "./feed.js";
 import { SqliteListings } from "./listings.js";
 import { MIGRATIONS } from "./migrations.js";
 import type { ReadRepositories, StoreInfo } from "../ports.js";
@@ -13,6 +14,7 @@ import { VersionReader } from "./data-versions.js";
 
 /** Every read repository on one SQLite connection (synchronous results). */
 export interface SqliteRepositories extends ReadRepositories {
+  feed: SqliteFeed;
   collections: SqliteCollections;
   assetMetrics: SqliteAssetMetrics;
   sales: SqliteSales;
@@ -48,6 +50,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
       Math.max(mtime(db.name), mtime(`${db.name}-wal`), mtime(keysFileOf(db.name)), mtime(`${keysFileOf(db.name)}-wal`)) / 1000,
   };
   return {
+    feed: new SqliteFeed(statements),
     collections: new SqliteCollections(statements),
     assetMetrics: new SqliteAssetMetrics(statements),
     sales: new SqliteSales(statements),

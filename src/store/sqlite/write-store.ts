@@ -24,6 +24,8 @@ interface TableSpec {
   key: readonly string[];
   /** Every other column. */
   values: readonly string[];
+  /** The rows are in a live feed: an insert or a change sets feed_seq to the next position (migration 6). */
+  feed?: true;
 }
 
 interface Upserter {
@@ -48,11 +50,13 @@ const TABLES = {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
     values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
+    feed: true,
   },
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
     values: ["collection_id", "asset_key", "created_at", "last_updated_at", "price", "status"],
+    feed: true,
   },
   socialUser: {
     table: "social_users",
@@ -95,6 +99,13 @@ export class WriteStore {
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
   readonly #touched = new TouchedCollections();
+  /**
+   * The last feed position this transaction gave a row: read from
+   * store_state at the first feed row, written back by beforeCommit. The
+   * write lock (BEGIN IMMEDIATE) is held from that read to the commit, so
+   * positions grow in commit order across every writer of the file.
+   */
+  #feedSeq: number | undefined;
 
   /**
    * maintainStats: false leaves the stats aggregates stale (until `stats
@@ -128,6 +139,7 @@ export class WriteStore {
     } catch (err) {
       // Rows added inside were rolled back; their additions cannot be trusted.
       if (nested) this.#aggregates.distrustAdded();
+      else this.#feedSeq = undefined;
       throw err;
     }
   }
@@ -140,7 +152,17 @@ export class WriteStore {
    */
   beforeCommit(): void {
     if (this.#aggregates.pending) this.#aggregates.flush();
+    if (this.#feedSeq !== undefined) {
+      this.#db.prepare("UPDATE store_state SET feed_seq = ? WHERE id = 1").run(this.#feedSeq);
+      this.#feedSeq = undefined;
+    }
     stampVersions(this.#db, this.#touched);
+  }
+
+  /** The next feed position (see #feedSeq); positions a rolled-back row took are skipped, never reused out of order. */
+  #nextFeedSeq(): number {
+    this.#feedSeq ??= this.#db.prepare("SELECT feed_seq FROM store_state WHERE id = 1").pluck().get() as number;
+    return ++this.#feedSeq;
   }
 
   /** Marks a collection changed by a write made outside the upserts (derive's deletes). */
@@ -361,18 +383,21 @@ export class WriteStore {
     const u = this.#upserter(kind);
     // Positional binding (faster than by name on hot imports): the insert
     // takes key then value columns; the update values, key, values again.
-    const { key, values } = u.spec;
+    // A feed's tables take the row's position last (insert) or first (update).
+    const { key, values, feed } = u.spec;
     const params: unknown[] = new Array(key.length + values.length);
     for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
-    if (u.insert.run(params).changes > 0) {
+    const seq = feed === true ? this.#nextFeedSeq() : undefined;
+    if ((seq === undefined ? u.insert.run(params) : u.insert.run(params, seq)).changes > 0) {
       this.#touchedBy(kind, row, "inserted");
       return "inserted";
     }
     if (keepExisting) return "unchanged";
     beforeUpdate?.();
     const vals = params.slice(key.length);
-    if (u.update.run(vals, params.slice(0, key.length), vals).changes === 0) return "unchanged";
+    const changed = seq === undefined ? u.update.run(vals, params.slice(0, key.length), vals) : u.update.run(seq, vals, params.slice(0, key.length), vals);
+    if (changed.changes === 0) return "unchanged";
     this.#touchedBy(kind, row, "updated");
     return "updated";
   }
@@ -390,13 +415,13 @@ export class WriteStore {
     let u = this.#upserters.get(kind);
     if (!u) {
       const spec: TableSpec = TABLES[kind];
-      const all = [...spec.key, ...spec.values];
+      const all = [...spec.key, ...spec.values, ...(spec.feed === true ? ["feed_seq"] : [])];
       const marks = (n: number) => Array(n).fill("?").join(", ");
       u = {
         spec,
         insert: this.#db.prepare(`INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${marks(all.length)})`),
         update: this.#db.prepare(
-          `UPDATE ${spec.table} SET ${spec.values.map((c) => `${c} = ?`).join(", ")}
+          `UPDATE ${spec.table} SET ${spec.feed === true ? "feed_seq = ?, " : ""}${spec.values.map((c) => `${c} = ?`).join(", ")}
            WHERE ${spec.key.map((c) => `${c} = ?`).join(" AND ")}
              AND (${spec.values.join(", ")}) IS NOT (${marks(spec.values.length)})`,
         ),

@@ -29,7 +29,7 @@ export interface ConnectionTimeouts {
   drainMs: number;
   /** On close: after this, every remaining connection is destroyed. */
   shutdownMs: number;
-  /** HTTP/2 paths whose streams may outlive requestMs (health Watch); the session's own timeouts still apply. */
+  /** HTTP/2 paths (without the query) whose streams may outlive requestMs (health Watch, the live feeds); the session's own timeouts still apply. */
   longLivedPaths?: ReadonlySet<string>;
 }
 
@@ -111,7 +111,7 @@ export class DualProtocolServer extends net.Server {
         this.#openStreams.set(session, (this.#openStreams.get(session) ?? 0) + 1);
         stream.once("close", () => this.#openStreams.set(session, (this.#openStreams.get(session) ?? 1) - 1));
       }
-      if (timeouts.longLivedPaths?.has(headers[":path"] ?? "")) return;
+      if (timeouts.longLivedPaths?.has((headers[":path"] ?? "").split("?", 1)[0]!)) return;
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), timeouts.requestMs);
       stream.once("close", () => clearTimeout(timer));
     });

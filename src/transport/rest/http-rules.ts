@@ -1,4 +1,4 @@
-import { type DescField, type DescMethodUnary, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
+import { type DescField, type DescMethod, type DescMethodServerStreaming, type DescMethodUnary, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 
 // The REST surface of a service, read from its google.api.http annotations.
@@ -21,17 +21,30 @@ export interface NdjsonRoute extends RestRoute {
   body: DescField & { fieldKind: "list"; listKind: "message" };
 }
 
-/** The GET routes: query (and path) parameters in, /v1 JSON out (rest/transcoder.ts). */
+/** The GET routes of unary methods: query (and path) parameters in, /v1 JSON out (rest/transcoder.ts). */
 export function restRoutes(services: readonly DescService[]): RestRoute[] {
-  return httpRules(services).filter((r): r is RestRoute & { verb: "get" } => r.verb === "get").map(({ method, path }) => ({ method, path }));
+  return httpRules(services).flatMap(({ method, path, verb }) => (verb === "get" && method.methodKind === "unary" ? [{ method, path }] : []));
+}
+
+/** A GET rule of a server-streaming method: served as Server-Sent Events, one event per message (rest/sse.ts). */
+export interface SseRoute {
+  method: DescMethodServerStreaming;
+  path: string;
+}
+
+/** The GET routes of server-streaming methods (rest/sse.ts). */
+export function sseRoutes(services: readonly DescService[]): SseRoute[] {
+  return httpRules(services).flatMap(({ method, path, verb }) => (verb === "get" && method.methodKind === "server_streaming" ? [{ method, path }] : []));
 }
 
 /** The POST routes that take NDJSON (rest/ingest.ts). */
 export function ndjsonRoutes(services: readonly DescService[]): NdjsonRoute[] {
-  return httpRules(services).flatMap((r) => (r.verb === "post" ? [{ method: r.method, path: r.path, body: r.body! }] : []));
+  return httpRules(services).flatMap((r) => (r.verb === "post" ? [{ method: r.method as DescMethodUnary, path: r.path, body: r.body! }] : []));
 }
 
-interface HttpRule extends RestRoute {
+interface HttpRule {
+  method: DescMethodUnary | DescMethodServerStreaming;
+  path: string;
   verb: "get" | "post";
   body?: NdjsonRoute["body"];
 }
@@ -46,7 +59,9 @@ function httpRules(services: readonly DescService[]): HttpRule[] {
       if (rule.pattern.case !== "get" && rule.pattern.case !== "post") {
         throw new Error(`${where}: only GET rules, and POST rules taking NDJSON, are transcoded, got ${rule.pattern.case}`);
       }
-      if (method.methodKind !== "unary") throw new Error(`${where}: only unary methods can have REST routes`);
+      if (!servable(method, rule.pattern.case)) {
+        throw new Error(`${where}: only unary methods, and GET rules of server-streaming ones (Server-Sent Events), can have REST routes`);
+      }
       let body: NdjsonRoute["body"] | undefined;
       if (rule.pattern.case === "get") {
         if (rule.body !== "") throw new Error(`${where}: a GET rule cannot map a body ("body: ${rule.body}")`);
@@ -55,6 +70,7 @@ function httpRules(services: readonly DescService[]): HttpRule[] {
         if (field?.fieldKind !== "list" || field.listKind !== "message") {
           throw new Error(`${where}: a POST rule's body must name a repeated message field of ${method.input.typeName} (served as NDJSON), got "${rule.body}"`);
         }
+        if (method.methodKind !== "unary") throw new Error(`${where}: a POST rule needs a unary method`);
         body = field as NdjsonRoute["body"];
       }
       if (rule.responseBody !== "") throw new Error(`${where}: response_body is not served`);
@@ -70,7 +86,7 @@ function httpRules(services: readonly DescService[]): HttpRule[] {
         throw new Error(`${where}: wildcards and verbs in path templates are not served (${template})`);
       }
       routes.push({
-        method: method as DescMethodUnary,
+        method,
         path: template.replace(/\{([^}=]+)\}/g, ":$1"),
         verb: rule.pattern.case,
         ...(body === undefined ? {} : { body }),
@@ -78,4 +94,8 @@ function httpRules(services: readonly DescService[]): HttpRule[] {
     }
   }
   return routes;
+}
+
+function servable(method: DescMethod, verb: "get" | "post"): method is DescMethodUnary | DescMethodServerStreaming {
+  return method.methodKind === "unary" || (method.methodKind === "server_streaming" && verb === "get");
 }

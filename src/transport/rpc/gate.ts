@@ -4,7 +4,7 @@ import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
-import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
+import { apiKeyFrom, type ErrorLogger, type KeyGrant, publicError } from "../policy/guards.js";
 import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./body.js";
 import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./errors.js";
 import type { RequestHandler } from "../http/dual-protocol-server.js";
@@ -27,9 +27,12 @@ import type { ClientAddresses } from "../policy/client-address.js";
 type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
 
+/** A request the gate admitted with a key: the key's grant rides along to the handler's context. */
+export type AdmittedRequest = AnyRequest & { grant?: KeyGrant };
+
 export interface RpcGateDeps {
   admission: Admission;
-  /** Request message type by procedure path ("/pkg.Service/Method") of the read methods. */
+  /** Request message type by procedure path ("/pkg.Service/Method") of the read methods, unary and server-streaming. */
   inputs: ReadonlyMap<string, DescMessage>;
   /**
    * The writes (IngestService): admitted as writes (a key with the ingest
@@ -60,6 +63,8 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       return;
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
+    // For the handler's context (server.ts contextValues): streams are counted per key.
+    if (admitted.grant !== undefined) (req as AdmittedRequest).grant = admitted.grant;
     const connectNode = write ? deps.ingest.connectNode : deps.connectNode;
     const input = (write ? deps.ingest.inputs : deps.inputs).get(req.url ?? "");
     if (!kind.binary || input === undefined) {
@@ -169,6 +174,10 @@ function refuse(
 async function messageOf(req: AnyRequest, kind: RpcKind, body: Buffer, maxBytes: number): Promise<Uint8Array> {
   if (kind.protocol !== "connect") {
     return unwrapEnvelope(body, req.headers["grpc-encoding"] === "gzip", maxBytes);
+  }
+  // Connect's streaming calls (a Watch) envelope their one request message too.
+  if (req.headers["content-type"]?.toLowerCase().startsWith("application/connect+") === true) {
+    return unwrapEnvelope(body, req.headers["connect-content-encoding"] === "gzip", maxBytes);
   }
   const encoding = req.headers["content-encoding"] ?? "identity";
   if (encoding === "identity") return body;

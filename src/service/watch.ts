@@ -1,0 +1,105 @@
+import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { WatchListingsRequest, WatchListingsResponse, WatchSalesRequest, WatchSalesResponse } from "../../gen/marketdata/v1/asset_service_pb.js";
+import type { ListingRow, SaleRow } from "../domain/records.js";
+import type { FeedKind, ReadRepositories } from "../store/ports.js";
+import { knownCollection } from "./collections.js";
+import type { FeedFilter, FeedHub } from "./feed-hub.js";
+import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import * as p from "./params.js";
+import { toListing, toSale } from "./records.js";
+
+// WatchSales and WatchListings: the live feeds as server streams, for every
+// transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for
+// Server-Sent Events). A stream opens with a message holding only a resume
+// token (where it starts), then sends each matching row as its commit is
+// seen (feed-hub.ts), a position-only message after HEARTBEAT_SECONDS of
+// quiet, and ends, when it must, with an error whose message and
+// `resume-token` metadata give where to resume.
+
+/** The API key's id of the caller, set by the transport that admitted it: streams are counted per key. */
+export const streamCaller = createContextKey<number | undefined>(undefined, { description: "the caller's API key id" });
+
+/** Where a stream must end: the error's metadata holds the resume token. */
+export const RESUME_TOKEN_HEADER = "resume-token";
+
+/** A resume token: the position, and the feed epoch of the store it is a position of. */
+const TOKEN_KEY = ["int", "text"] as const;
+
+interface Watch<Row, Out> {
+  kind: FeedKind;
+  /** Names the query in its tokens (a token resumes only the query it came from). */
+  name: string;
+  filter: Record<string, unknown>;
+  matches: FeedFilter<Row>;
+  message(row: Row | undefined, token: string): Out;
+}
+
+export interface WatchMethods {
+  watchSales(req: WatchSalesRequest, context: HandlerContext): AsyncIterable<WatchSalesResponse>;
+  watchListings(req: WatchListingsRequest, context: HandlerContext): AsyncIterable<WatchListingsResponse>;
+}
+
+export function createWatchMethods(store: ReadRepositories, hub: FeedHub): WatchMethods {
+  async function* watch<Row, Out>(req: { contractAddress: string; cursor: string }, context: HandlerContext, w: Watch<Row, Out>): AsyncGenerator<Out> {
+    const address = p.contractAddress(req.contractAddress);
+    const digest = queryDigest([w.name, address, w.filter]);
+    const after = decodePageToken("cursor", req.cursor, digest, TOKEN_KEY);
+    const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, address), hub.epoch()]);
+    if (after !== null && after[1] !== epoch) {
+      throw new ConnectError(
+        "cursor is older than the data this store keeps (it was rebuilt since); start again without a cursor, after reading the list",
+        Code.FailedPrecondition,
+      );
+    }
+    const token = (seq: number) => encodePageToken(digest, [seq, epoch]);
+    const sub = await hub.subscribe<Row>(w.kind, { id: collectionId, address }, w.matches, context.values.get(streamCaller), after === null ? undefined : (after[0] as number));
+    try {
+      yield w.message(undefined, token(sub.pos));
+      for (;;) {
+        const item = await hub.next(sub, context.signal);
+        if (item === undefined) return;
+        if (item.kind === "row") yield w.message(item.entry.row, token(item.entry.seq));
+        else if (item.kind === "heartbeat") yield w.message(undefined, token(item.seq));
+        else {
+          const t = token(item.seq);
+          throw new ConnectError(`${item.error.rawMessage} (cursor ${t})`, item.error.code, { [RESUME_TOKEN_HEADER]: t });
+        }
+      }
+    } finally {
+      hub.unsubscribe(sub);
+    }
+  }
+
+  return {
+    watchSales(req, context) {
+      const assetIds = new Set(req.assetId.length === 0 ? [] : p.assetIds(req.assetId));
+      const marketplace = p.marketplace(req.marketplace);
+      return watch<SaleRow, WatchSalesResponse>(req, context, {
+        kind: "sales",
+        name: "watch-sales",
+        filter: { assetIds: [...assetIds].sort(), marketplace },
+        matches: (r) => (assetIds.size === 0 || assetIds.has(r.assetId)) && (marketplace === undefined || r.marketplace === marketplace),
+        message: (row, resumeToken) => ({ $typeName: "marketdata.v1.WatchSalesResponse", ...(row === undefined ? {} : { sale: toSale(row) }), resumeToken }),
+      });
+    },
+    watchListings(req, context) {
+      const assetIds = new Set(req.assetId.length === 0 ? [] : p.assetIds(req.assetId));
+      const marketplace = p.marketplace(req.marketplace);
+      const status = p.listingStatus(req.status);
+      return watch<ListingRow, WatchListingsResponse>(req, context, {
+        kind: "listings",
+        name: "watch-listings",
+        filter: { assetIds: [...assetIds].sort(), marketplace, status },
+        matches: (r) =>
+          (assetIds.size === 0 || assetIds.has(r.assetId)) &&
+          (marketplace === undefined || r.marketplace === marketplace) &&
+          (status === undefined || r.status === status),
+        message: (row, resumeToken) => ({
+          $typeName: "marketdata.v1.WatchListingsResponse",
+          ...(row === undefined ? {} : { listing: toListing(row) }),
+          resumeToken,
+        }),
+      });
+    },
+  };
+}

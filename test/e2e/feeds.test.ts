@@ -1,0 +1,286 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { beforeAll, describe, expect, it } from "vitest";
+import { AssetService, type WatchListingsResponse, type WatchSalesResponse } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
+import { withKeys } from "../support/engine.js";
+import { numberedSale } from "../support/sales.js";
+import { ingestOk, restGet, startTestServer, useEmptyStoreServer } from "../support/server.js";
+import { openSse, type SseStream } from "../support/sse.js";
+
+// The live feeds (WatchSales, WatchListings and their SSE routes) against a
+// real server on the test engine, fed through the ingest API: every RPC
+// protocol and fetch-streamed SSE receive each committed sale once, in
+// commit order, and resume exactly from any message's token.
+
+const C = "0x1111111111111111111111111111111111111111";
+const OTHER = "0x2222222222222222222222222222222222222222";
+const ctx = useEmptyStoreServer({ ingestRateLimit: 0, rateLimit: 0 });
+let read2: string;
+
+beforeAll(async () => {
+  read2 = await withKeys(ctx.target, async (admin) => (await admin.create("limited")).key);
+  // The collections exist (a stream of an unknown collection is not_found).
+  await ingestOk(ctx.server, ctx.ingest, "sales", [numberedSale(0, C), numberedSale(1, OTHER)]);
+});
+
+let nextSale = 1000;
+const sales = (n: number, collection = C) => Array.from({ length: n }, () => numberedSale(nextSale++, collection));
+
+const transports = () => ({
+  "connect (HTTP/1.1)": createConnectTransport({ baseUrl: ctx.server.baseUrl, httpVersion: "1.1" }),
+  "connect (HTTP/2, binary)": createConnectTransport({ baseUrl: ctx.server.baseUrl, httpVersion: "2", useBinaryFormat: true }),
+  "gRPC": createGrpcTransport({ baseUrl: ctx.server.baseUrl }),
+  "gRPC-Web": createGrpcWebTransport({ baseUrl: ctx.server.baseUrl, httpVersion: "1.1" }),
+});
+
+/** A WatchSales stream read message by message. */
+function watchSales(transport: ReturnType<typeof transports>[keyof ReturnType<typeof transports>], request: { cursor?: string; assetId?: string[]; marketplace?: string }, key = ctx.read) {
+  const abort = new AbortController();
+  const client = createClient(AssetService, transport);
+  const it = client.watchSales({ contractAddress: C, ...request }, { headers: { "x-api-key": key }, signal: abort.signal })[Symbol.asyncIterator]();
+  return {
+    next: async (): Promise<WatchSalesResponse> => {
+      const r = await it.next();
+      if (r.done === true) throw new Error("stream ended");
+      return r.value;
+    },
+    close: () => abort.abort(),
+  };
+}
+
+/** The next `n` sales of a stream (position-only messages skipped), with the token of the last. */
+async function takeSales(next: () => Promise<WatchSalesResponse>, n: number): Promise<{ hashes: string[]; token: string }> {
+  const hashes: string[] = [];
+  let token = "";
+  while (hashes.length < n) {
+    const m = await next();
+    if (m.sale !== undefined) {
+      hashes.push(m.sale.hash);
+      token = m.resumeToken;
+    }
+  }
+  return { hashes, token };
+}
+
+const hashesOf = (records: readonly Record<string, unknown>[]) => records.map((r) => r.hash as string);
+
+function sse(query: Record<string, string>, headers: Record<string, string> = {}, path = "/v1/asset/sales/stream"): Promise<SseStream> {
+  const url = new URL(path, ctx.server.baseUrl);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  return openSse(url.toString(), { "x-api-key": ctx.read, ...headers });
+}
+
+async function sseSales(stream: SseStream, n: number): Promise<string[]> {
+  const out: string[] = [];
+  while (out.length < n) {
+    const e = await stream.next();
+    if (e === undefined) throw new Error("stream ended");
+    expect(e.event).toBe("message");
+    out.push((JSON.parse(e.data) as { hash: string }).hash);
+  }
+  return out;
+}
+
+describe("live sales on every protocol", () => {
+  const names = ["connect (HTTP/1.1)", "connect (HTTP/2, binary)", "gRPC", "gRPC-Web"] as const;
+  for (const name of names) {
+    it(`${name}: receives each commit live, then resumes exactly after any message`, async () => {
+      const stream = watchSales(transports()[name], {});
+      const opening = await stream.next();
+      expect(opening.sale).toBeUndefined();
+      expect(opening.resumeToken).not.toBe("");
+      const first = sales(3);
+      const second = sales(4);
+      await ingestOk(ctx.server, ctx.ingest, "sales", first);
+      await ingestOk(ctx.server, ctx.ingest, "sales", sales(2, OTHER));
+      await ingestOk(ctx.server, ctx.ingest, "sales", second);
+      const got = await takeSales(stream.next, 7);
+      expect(got.hashes).toEqual(hashesOf([...first, ...second]));
+      stream.close();
+
+      // From the token of the third message: the fourth on, nothing before, nothing twice.
+      const third = await takeSales(watchSales(transports()[name], { cursor: opening.resumeToken }).next, 3);
+      expect(third.hashes).toEqual(hashesOf(first));
+      const resumed = watchSales(transports()[name], { cursor: third.token });
+      const later = sales(2);
+      await ingestOk(ctx.server, ctx.ingest, "sales", later);
+      expect((await takeSales(resumed.next, 6)).hashes).toEqual(hashesOf([...second, ...later]));
+      resumed.close();
+    });
+  }
+
+  it("SSE over fetch: an id-only opening, one event per sale with its token as id, resumed by Last-Event-ID and by cursor", async () => {
+    const stream = await sse({ contractAddress: C });
+    expect(stream.status).toBe(200);
+    const batch = sales(5);
+    await ingestOk(ctx.server, ctx.ingest, "sales", batch);
+    const got = await sseSales(stream, 5);
+    expect(got).toEqual(hashesOf(batch));
+    stream.close();
+  });
+
+  it("the record in an SSE event is the list endpoint's element, field for field", async () => {
+    const stream = await sse({ contractAddress: C });
+    const [sale] = sales(1);
+    await ingestOk(ctx.server, ctx.ingest, "sales", [sale!]);
+    const e = await stream.next();
+    stream.close();
+    const list = await restGet(ctx.server.baseUrl, "/v1/asset/sales", { contractAddress: C, assetId: sale!.assetId as string, limit: 50 }, ctx.read);
+    const row = (list.body.data as Record<string, unknown>[]).find((r) => r.hash === sale!.hash);
+    expect(JSON.parse(e!.data)).toEqual(row);
+  });
+
+  it("SSE resumes from Last-Event-ID (what an EventSource sends) and from cursor alike", async () => {
+    const live = await sse({ contractAddress: C });
+    const batch = sales(4);
+    await ingestOk(ctx.server, ctx.ingest, "sales", batch);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await live.next())!.id);
+    live.close();
+    const byHeader = await sse({ contractAddress: C }, { "last-event-id": ids[1]! });
+    const byCursor = await sse({ contractAddress: C, cursor: ids[1]! });
+    expect(await sseSales(byHeader, 2)).toEqual(hashesOf(batch.slice(2)));
+    expect(await sseSales(byCursor, 2)).toEqual(hashesOf(batch.slice(2)));
+    byHeader.close();
+    byCursor.close();
+  });
+
+  it("filters by asset ids and marketplace, as the list does", async () => {
+    const batch = sales(40);
+    const assetIds = [batch[3]!.assetId as string, batch[17]!.assetId as string];
+    const filtered = watchSales(transports()["connect (HTTP/1.1)"], { assetId: assetIds, marketplace: "BLUR" });
+    await filtered.next();
+    await ingestOk(ctx.server, ctx.ingest, "sales", batch);
+    const expected = batch.filter((s) => assetIds.includes(s.assetId as string) && s.marketplace === "BLUR");
+    expect(expected.length).toBeGreaterThan(0);
+    expect((await takeSales(filtered.next, expected.length)).hashes).toEqual(hashesOf(expected));
+    filtered.close();
+  });
+});
+
+describe("listings", () => {
+  it("a listing is sent when created and again when its status changes; a status filter sends the changes to that status", async () => {
+    const listing = (id: string, status: string, updated: number) => ({
+      marketplaceId: id,
+      marketplace: "OPENSEA",
+      contractAddress: C,
+      assetId: "7",
+      createdAt: 1_700_000_000,
+      lastUpdatedAt: updated,
+      price: "1000",
+      currency: "ETH",
+      status,
+    });
+    const all = await sse({ contractAddress: C }, {}, "/v1/asset/listings/stream");
+    const cancelled = await sse({ contractAddress: C, status: "CANCELLED" }, {}, "/v1/asset/listings/stream");
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing("900", "CREATED", 1_700_000_001)]);
+    const a = JSON.parse((await all.next())!.data) as { status: string };
+    // (A row changed twice before the server read it is sent once, as it stands: docs/decisions.md.)
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing("900", "CREATED", 1_700_000_001)]); // unchanged: no event
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing("900", "CANCELLED", 1_700_000_002)]);
+    const b = JSON.parse((await all.next())!.data) as { status: string };
+    expect([a.status, b.status]).toEqual(["CREATED", "CANCELLED"]);
+    const c = JSON.parse((await cancelled.next())!.data) as { status: string; marketplaceId: string };
+    expect(c).toMatchObject({ status: "CANCELLED", marketplaceId: "900" });
+    all.close();
+    cancelled.close();
+  });
+
+  it("WatchListings over gRPC", async () => {
+    const client = createClient(AssetService, createGrpcTransport({ baseUrl: ctx.server.baseUrl }));
+    const abort = new AbortController();
+    const it = client.watchListings({ contractAddress: C }, { headers: { "x-api-key": ctx.read }, signal: abort.signal })[Symbol.asyncIterator]();
+    const opening = (await it.next()).value as WatchListingsResponse;
+    expect(opening.listing).toBeUndefined();
+    await ingestOk(ctx.server, ctx.ingest, "listings", [
+      { marketplaceId: "901", marketplace: "BLUR", contractAddress: C, assetId: "8", createdAt: 1_700_000_100, lastUpdatedAt: 1_700_000_100, price: "5", currency: "ETH", status: "CREATED" },
+    ]);
+    const m = (await it.next()).value as WatchListingsResponse;
+    expect(m.listing?.marketplaceId).toBe("901");
+    abort.abort();
+  });
+});
+
+describe("refusals", () => {
+  it("answers a caller's mistakes before the stream starts, on SSE and RPC alike", async () => {
+    expect((await sse({ contractAddress: "0x3333333333333333333333333333333333333333" })).status).toBe(404);
+    const bad = await sse({ contractAddress: C, cursor: "nope" });
+    expect(bad.status).toBe(400);
+    expect(bad.errorBody).toMatchObject({ success: 0, code: "invalid_argument" });
+    expect((await sse({ contractAddress: C, limit: "5" })).status).toBe(400);
+    expect((await sse({ contractAddress: C }, { "x-api-key": "nope" })).status).toBe(401);
+    const rpc = watchSales(transports().gRPC, { cursor: "nope" });
+    await expect(rpc.next()).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("a token of another store's feed (rebuilt since) is failed_precondition, never silently skipped", async () => {
+    const live = await sse({ contractAddress: C });
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(1));
+    const token = (await live.next())!.id;
+    live.close();
+    const body = JSON.parse(Buffer.from(token, "base64url").toString()) as { q: string; k: [number, string] };
+    const foreign = Buffer.from(JSON.stringify({ q: body.q, k: [body.k[0], "0000000000000000"] })).toString("base64url");
+    const r = await sse({ contractAddress: C, cursor: foreign });
+    expect(r.status).toBe(400);
+    expect(r.errorBody).toMatchObject({ success: 0, code: "failed_precondition" });
+  });
+
+  it("past the streams allowed per key: resource_exhausted (429 on SSE); closing one frees its place", async () => {
+    const server = await startTestServer(ctx.target, { rateLimit: 0, streamsPerKey: 4 });
+    const open: SseStream[] = [];
+    const url = new URL("/v1/asset/sales/stream", server.baseUrl);
+    url.searchParams.set("contractAddress", C);
+    const openOne = () => openSse(url.toString(), { "x-api-key": read2 });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const s = await openOne();
+        expect(s.status).toBe(200);
+        open.push(s);
+      }
+      const refused = await openOne();
+      expect(refused.status).toBe(429);
+      expect(refused.errorBody).toMatchObject({ success: 0, code: "resource_exhausted" });
+      const rpc = watchSales(createGrpcTransport({ baseUrl: server.baseUrl }), {}, read2);
+      await expect(rpc.next()).rejects.toMatchObject({ code: Code.ResourceExhausted });
+      // Another key is not held to this one's streams.
+      const other = await openSse(url.toString(), { "x-api-key": ctx.read });
+      expect(other.status).toBe(200);
+      other.close();
+      open.pop()!.close();
+      await expect
+        .poll(async () => {
+          const s = await openOne();
+          s.close();
+          return s.status;
+        })
+        .toBe(200);
+    } finally {
+      for (const s of open) s.close();
+      await server.close();
+    }
+  });
+});
+
+describe("shutdown", () => {
+  it("ends every stream with its resume position before the server stops", async () => {
+    const server = await startTestServer(ctx.target, { rateLimit: 0 });
+    const url = new URL("/v1/asset/sales/stream", server.baseUrl);
+    url.searchParams.set("contractAddress", C);
+    const s = await openSse(url.toString(), { "x-api-key": ctx.read });
+    const client = createClient(AssetService, createGrpcTransport({ baseUrl: server.baseUrl }));
+    const it = client.watchSales({ contractAddress: C }, { headers: { "x-api-key": ctx.read } })[Symbol.asyncIterator]();
+    const opening = (await it.next()).value as WatchSalesResponse;
+    const closing = server.close();
+    const end = await s.next();
+    expect(end?.event).toBe("end");
+    const data = JSON.parse(end!.data) as { code: string; cursor: string };
+    expect(data.code).toBe("unavailable");
+    expect(data.cursor).toBe(s.lastEventId);
+    const err = await it.next().then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.Unavailable);
+    expect((err as ConnectError).metadata.get(RESUME_TOKEN_HEADER)).toBe(opening.resumeToken);
+    await closing;
+  });
+});
