@@ -69,6 +69,8 @@ export interface ServerDeps {
   streamLimits?: FeedLimits;
   /** How often the live feeds ask the store for commits (ms); FEED_POLL_MS when absent. */
   feedPollMs?: number;
+  /** Messages a feed subscriber may fall behind before it is ended as too slow; MAX_QUEUED_MESSAGES when absent (tests lower it). */
+  feedMaxQueued?: number;
 }
 
 export interface BuiltServer {
@@ -94,6 +96,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
   const feeds = new FeedHub(deps.store, deps.streamLimits ?? { perKey: DEFAULT_MAX_STREAMS_PER_KEY, total: DEFAULT_MAX_STREAMS }, {
     ...(deps.feedPollMs === undefined ? {} : { pollMs: deps.feedPollMs }),
+    ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
   });
   const services = createServices(deps.store, deps.writer, feeds);
   const interceptors = rpcInterceptors(keys, log);
@@ -117,6 +120,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           rateLimited: admission.refused,
           keyLookups: keys,
           store: deps.store.info,
+          feeds: feeds.stats,
           ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
@@ -250,6 +254,7 @@ export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
     Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams">
   > & {
     drainMs?: number;
+    feedMaxQueued?: number;
   };
 
 function defaultTimeouts(): Timeouts {
@@ -304,6 +309,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       metrics: metricsMode,
       corsOrigins: config.corsOrigins ?? [],
       streamLimits: { perKey: config.streamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: config.maxStreams ?? DEFAULT_MAX_STREAMS },
+      ...(config.feedMaxQueued === undefined ? {} : { feedMaxQueued: config.feedMaxQueued }),
     });
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host });

@@ -140,6 +140,7 @@ export class FeedHub {
   readonly #store: ReadRepositories;
   readonly #limits: FeedLimits;
   readonly #pollMs: number;
+  readonly #maxQueued: number;
   readonly #channels = new Map<string, Channel<unknown>>();
   /** Every open subscription, attached or replaying. */
   readonly #subs = new Set<Subscription<unknown>>();
@@ -152,10 +153,11 @@ export class FeedHub {
   #epoch: Promise<string> | undefined;
   readonly stats: FeedStats = { open: 0, sent: 0, endedSlow: 0, channelReads: 0 };
 
-  constructor(store: ReadRepositories, limits: FeedLimits, options: { pollMs?: number } = {}) {
+  constructor(store: ReadRepositories, limits: FeedLimits, options: { pollMs?: number; maxQueued?: number } = {}) {
     this.#store = store;
     this.#limits = limits;
     this.#pollMs = options.pollMs ?? FEED_POLL_MS;
+    this.#maxQueued = options.maxQueued ?? MAX_QUEUED_MESSAGES;
     this.#readers = {
       sales: (c, after, limit) => store.feed.sales(c, after, limit),
       listings: (c, after, limit) => store.feed.listings(c, after, limit),
@@ -409,12 +411,12 @@ export class FeedHub {
       sub.queue.push(entry);
       added = true;
     }
-    if (sub.queue.length > MAX_QUEUED_MESSAGES) {
+    if (sub.queue.length > this.#maxQueued) {
       this.stats.endedSlow++;
       this.#end(
         sub,
         new ConnectError(
-          `the stream fell more than ${MAX_QUEUED_MESSAGES} messages behind; resume from the last resume token (reading faster, or with narrower filters)`,
+          `the stream fell more than ${this.#maxQueued} messages behind; resume from the last resume token (reading faster, or with narrower filters)`,
           Code.ResourceExhausted,
         ),
       );

@@ -1,7 +1,16 @@
+import http from "node:http";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AssetService, type WatchListingsResponse, type WatchSalesResponse } from "../../gen/marketdata/v1/asset_service_pb.js";
+import {
+  AssetService,
+  type WatchListingsResponse,
+  type WatchSalesResponse,
+  WatchSalesRequestSchema,
+  WatchSalesResponseSchema,
+} from "../../gen/marketdata/v1/asset_service_pb.js";
 import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
 import { withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
@@ -109,6 +118,40 @@ describe("live sales on every protocol", () => {
       resumed.close();
     });
   }
+
+  it("@grpc/grpc-js: receives live and resumes from a token, as connect-node's client does", async () => {
+    const client = new grpc.Client(ctx.server.baseUrl.replace("http://", ""), grpc.credentials.createInsecure());
+    const watch = (cursor: string) => {
+      const md = new grpc.Metadata();
+      md.set("x-api-key", ctx.read);
+      const bytes = Buffer.from(toBinary(WatchSalesRequestSchema, create(WatchSalesRequestSchema, { contractAddress: C, cursor })));
+      const call = client.makeServerStreamRequest("/marketdata.v1.AssetService/WatchSales", (b: Buffer) => b, (b: Buffer) => b, bytes, md);
+      const queue: WatchSalesResponse[] = [];
+      call.on("data", (b: Buffer) => queue.push(fromBinary(WatchSalesResponseSchema, b)));
+      call.on("error", () => {});
+      return {
+        call,
+        next: async () => {
+          await expect.poll(() => queue.length, { timeout: 10_000 }).toBeGreaterThan(0);
+          return queue.shift()!;
+        },
+      };
+    };
+    try {
+      const live = watch("");
+      const opening = await live.next();
+      const batch = sales(3);
+      await ingestOk(ctx.server, ctx.ingest, "sales", batch);
+      const got = await takeSales(live.next, 3);
+      expect(got.hashes).toEqual(hashesOf(batch));
+      live.call.cancel();
+      const resumed = watch(opening.resumeToken);
+      expect((await takeSales(resumed.next, 3)).hashes).toEqual(hashesOf(batch));
+      resumed.call.cancel();
+    } finally {
+      client.close();
+    }
+  });
 
   it("SSE over fetch: an id-only opening, one event per sale with its token as id, resumed by Last-Event-ID and by cursor", async () => {
     const stream = await sse({ contractAddress: C });
@@ -282,5 +325,49 @@ describe("shutdown", () => {
     expect((err as ConnectError).code).toBe(Code.Unavailable);
     expect((err as ConnectError).metadata.get(RESUME_TOKEN_HEADER)).toBe(opening.resumeToken);
     await closing;
+  });
+});
+
+describe("a subscriber too slow to keep up", () => {
+  it("is ended with its resume token (resource_exhausted), never buffered without limit; resuming from the token loses nothing", async () => {
+    const server = await startTestServer(ctx.target, { rateLimit: 0, ingestRateLimit: 0, feedMaxQueued: 50 });
+    try {
+      const url = new URL("/v1/asset/sales/stream", server.baseUrl);
+      url.searchParams.set("contractAddress", C);
+      // A caller that stops reading: its socket's buffers fill, then its place in the feed.
+      const res = await new Promise<http.IncomingMessage>((resolve) => http.get(url, { headers: { "x-api-key": ctx.read } }, resolve));
+      expect(res.statusCode).toBe(200);
+      res.pause();
+      const batch = sales(6000);
+      for (let i = 0; i < batch.length; i += 2000) await ingestOk(server, ctx.ingest, "sales", batch.slice(i, i + 2000));
+      const metric = async (name: string) => {
+        const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+        return Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? -1);
+      };
+      await expect.poll(() => metric("marketdata_feed_subscribers_ended_slow_total"), { timeout: 10_000 }).toBe(1);
+      // Now it reads: what was sent, then an "end" event with the position after the last of it.
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.resume();
+      await new Promise((resolve) => res.once("end", resolve));
+      const blocks = text.split("\n\n").filter((b) => b !== "");
+      const ids = blocks.map((b) => /^id: (.*)$/m.exec(b)?.[1]).filter((id): id is string => id !== undefined);
+      const received = blocks.filter((b) => /^data: \{"hash"/m.test(b)).map((b) => (JSON.parse(/^data: (.*)$/m.exec(b)![1]!) as { hash: string }).hash);
+      const end = blocks.at(-1)!;
+      expect(end).toMatch(/^event: end$/m);
+      const ended = JSON.parse(/^data: (.*)$/m.exec(end)![1]!) as { code: string; cursor: string };
+      expect(ended.code).toBe("resource_exhausted");
+      expect(ended.cursor).toBe(ids.at(-1));
+      expect(received.length).toBeLessThan(batch.length);
+      // From its token: the rest, exactly.
+      const resumed = await openSse(url.toString(), { "x-api-key": ctx.read, "last-event-id": ended.cursor });
+      const rest = await sseSales(resumed, batch.length - received.length);
+      resumed.close();
+      expect([...received, ...rest]).toEqual(hashesOf(batch));
+      expect(await metric("marketdata_feed_events_sent_total")).toBeGreaterThanOrEqual(batch.length);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -24,6 +24,8 @@ export interface MetricSources {
   rateLimitFallbacks?: () => number;
   /** The store's data version and last write (the last import, derive or key change). */
   store: Pick<StoreInfo, "dataVersion" | "lastWrite">;
+  /** The live feeds of this process (service/feed-hub.ts FeedHub.stats). */
+  feeds?: { open: number; sent: number; endedSlow: number; channelReads: number };
 }
 
 const HTTP_CODES: Record<number, Code> = {
@@ -155,6 +157,30 @@ export class ServerMetrics {
           this.inc(fallbacks());
         },
       });
+    }
+    const feeds = sources.feeds;
+    if (feeds !== undefined) {
+      new Gauge({
+        name: "marketdata_feed_streams_open",
+        help: "Live-feed streams open (WatchSales, WatchListings, their SSE routes)",
+        registers,
+        collect() {
+          this.set(feeds.open);
+        },
+      });
+      const counter = (name: string, help: string, read: () => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        });
+      counter("marketdata_feed_events_sent_total", "Records sent to live-feed subscribers", () => feeds.sent);
+      counter("marketdata_feed_subscribers_ended_slow_total", "Live-feed subscribers ended for reading too slowly (sent their resume token)", () => feeds.endedSlow);
+      counter("marketdata_feed_store_reads_total", "Store reads made for the live feeds' channels (one per commit and watched collection)", () => feeds.channelReads);
     }
     new Gauge({
       name: "marketdata_store_data_version",
