@@ -62,7 +62,7 @@ describe.each(engines)("feed positions on %s", (_, open, skip) => {
       expect(head).toBe(one.at(-1)!.seq);
 
       // Unchanged (5), changed (9: a new price), new (7), in this order.
-      const changed = { ...numberedSale(9, C), price: "123000000000000000000" } as Record<string, unknown> & { hash: string };
+      const changed = Object.assign(numberedSale(9, C), { price: "123000000000000000000" });
       await write(target, "sales", [numberedSale(5, C), changed, numberedSale(7, C)]);
       const two = await repos.feed.sales(id, head, 100);
       expect(two.map((e) => [e.row.hash, e.row.price])).toEqual([
