@@ -19,6 +19,7 @@ import type { IngestWriter, ReadRepositories } from "./store/ports.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";
+import { createGrpcStreamHandler } from "./transport/rpc/grpc-stream.js";
 import { Admission, addressLimited } from "./transport/policy/admission.js";
 import { ClientAddresses } from "./transport/policy/client-address.js";
 import { observeRoutes, requestEntry } from "./transport/entry.js";
@@ -123,7 +124,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           feeds: feeds.stats,
           ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
+  const t = deps.timeouts ?? defaultTimeouts();
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
+  const grpcStream = createGrpcStreamHandler({ services, admission, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES, stallMs: t.idleMs });
   const streams = serverStreamingMethods(services.services);
   const inputs = new Map(
     [...readOnlyUnaryMethods(services.services), ...streams].map(({ method, procedure }) => [procedure, method.input] as const),
@@ -132,7 +135,6 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
   );
   let nextRpcId = 0;
-  const t = deps.timeouts ?? defaultTimeouts();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -176,6 +178,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         inputs,
         publicProcedures,
         grpcUnary,
+        grpcStream,
         connectNode: rpc as RequestHandler,
         ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
         log,
@@ -223,7 +226,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
-  registerSseRoutes(app, { services, admission, addresses, log, stallMs: t.idleMs });
+  registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs });
   registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };

@@ -10,7 +10,7 @@ import { openKeyAdmin, openWritableStore } from "../../src/store/open.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, startTestServer, type TestServer } from "../support/server.js";
-import { openSse } from "../support/sse.js";
+import { openSse } from "../../src/bench/sse-client.js";
 
 // The live feeds on a PostgreSQL hot standby (pg_basebackup -R of the test
 // cluster): LISTEN/NOTIFY would not reach it, so a server there polls the

@@ -15,7 +15,7 @@ import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
 import { withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restGet, startTestServer, useEmptyStoreServer } from "../support/server.js";
-import { openSse, type SseStream } from "../support/sse.js";
+import { openSse, type SseStream } from "../../src/bench/sse-client.js";
 
 // The live feeds (WatchSales, WatchListings and their SSE routes) against a
 // real server on the test engine, fed through the ingest API: every RPC
@@ -192,10 +192,11 @@ describe("live sales on every protocol", () => {
   it("filters by asset ids and marketplace, as the list does", async () => {
     const batch = sales(40);
     const assetIds = [batch[3]!.assetId as string, batch[17]!.assetId as string];
-    const filtered = watchSales(transports()["connect (HTTP/1.1)"], { assetId: assetIds, marketplace: "BLUR" });
+    const marketplace = batch[3]!.marketplace as string;
+    const filtered = watchSales(transports()["connect (HTTP/1.1)"], { assetId: assetIds, marketplace });
     await filtered.next();
     await ingestOk(ctx.server, ctx.ingest, "sales", batch);
-    const expected = batch.filter((s) => assetIds.includes(s.assetId as string) && s.marketplace === "BLUR");
+    const expected = batch.filter((s) => assetIds.includes(s.assetId as string) && s.marketplace === marketplace);
     expect(expected.length).toBeGreaterThan(0);
     expect((await takeSales(filtered.next, expected.length)).hashes).toEqual(hashesOf(expected));
     filtered.close();

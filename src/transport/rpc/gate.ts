@@ -43,10 +43,18 @@ export interface RpcGateDeps {
   ingest: { procedures: ReadonlySet<string>; inputs: ReadonlyMap<string, DescMessage>; maxBytes: number; connectNode: RequestHandler };
   /** Procedures served without a key (health, reflection): the address limit, then connect-node. */
   publicProcedures: ReadonlySet<string>;
-  grpcUnary: { accepts(req: http2.Http2ServerRequest): boolean; handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void };
+  grpcUnary: DirectGrpc;
+  /** gRPC calls of server-streaming methods (the live feeds): the stream pipeline, which admits them. */
+  grpcStream: DirectGrpc;
   connectNode: RequestHandler;
   log: ErrorLogger;
   addresses: ClientAddresses;
+}
+
+/** A path of its own for some gRPC calls (rpc/grpc-unary.ts, rpc/grpc-stream.ts). */
+interface DirectGrpc {
+  accepts(req: http2.Http2ServerRequest): boolean;
+  handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void;
 }
 
 export function createRpcGate(deps: RpcGateDeps): RequestHandler {
@@ -126,10 +134,14 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       refuse(req, res, { protocol: "connect", binary: false }, new ConnectError(`unsupported content type ${type}; ${SUPPORTED}`, Code.InvalidArgument), {}, 415);
       return;
     }
-    if (req.httpVersionMajor === 2 && deps.grpcUnary.accepts(req as http2.Http2ServerRequest)) {
-      // The unary pipeline (unary/pipeline.ts) admits it, as it does REST and Connect GET.
-      deps.grpcUnary.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
-      return;
+    if (req.httpVersionMajor === 2) {
+      // The unary pipeline (unary/pipeline.ts) and the stream pipeline (stream/pipeline.ts) admit them, as they do REST.
+      for (const direct of [deps.grpcUnary, deps.grpcStream]) {
+        if (direct.accepts(req as http2.Http2ServerRequest)) {
+          direct.handle(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse);
+          return;
+        }
+      }
     }
     const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req), write ? "ingest" : "read");
     if (admitted instanceof Promise) {

@@ -1,5 +1,5 @@
-// A Server-Sent Events client over fetch streaming, for the live feeds'
-// tests and bench: the events as the text/event-stream format defines them
+// A Server-Sent Events client over fetch streaming, for the live feeds
+// bench and tests: the events as the text/event-stream format defines them
 // (fields id, event, data, retry; comments skipped; an event with no data
 // only moves the last event id, as an EventSource does).
 
