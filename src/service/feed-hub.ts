@@ -352,6 +352,21 @@ export class FeedHub {
     this.#since = undefined;
   }
 
+  /**
+   * A commit this process just made (the ingest API's) to `collections`
+   * (lower-case addresses): their channels read now rather than at the next
+   * poll. Commits of other processes are found by the polls.
+   */
+  poke(collections: ReadonlySet<string>): void {
+    if (this.#timer === undefined) return;
+    // The collections it wrote are known: their channels read at once, without asking the store what changed.
+    for (const channel of this.#channels.values()) {
+      if (!collections.has(channel.address)) continue;
+      channel.dirty = true;
+      void this.#pump(channel);
+    }
+  }
+
   async #poll(): Promise<void> {
     if (this.#polling) return;
     this.#polling = true;

@@ -19,6 +19,9 @@ import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./feed-limits.
 
 export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService];
 
+/** The kinds whose writes the live feeds carry. */
+const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings"]);
+
 /** The writer of a server given none (read-only tests and tools): every write is refused as such. */
 const NO_WRITER: IngestWriter = {
   write: () => Promise.reject(new StoreReadOnlyError("this server takes no writes")),
@@ -49,7 +52,17 @@ export function createServices(
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store);
-  const ingest = new Ingest(writer);
+  // This process's own commits reach its feeds' subscribers without waiting for the next poll.
+  const ingest = new Ingest({
+    write: async (kind, records) => {
+      const counts = await writer.write(kind, records);
+      if (FEED_KINDS.has(kind) && counts.inserted + counts.updated > 0) {
+        feeds.poke(new Set(records.map((r) => String(r.contractAddress).toLowerCase())));
+      }
+      return counts;
+    },
+    close: () => writer.close(),
+  });
   const ingestService = createIngestService(ingest);
   const impls = new Map<string, Record<string, unknown>>([
     [AssetService.typeName, asset as Record<string, unknown>],
