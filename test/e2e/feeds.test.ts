@@ -372,3 +372,43 @@ describe("a subscriber too slow to keep up", () => {
     }
   });
 });
+
+describe("timeouts", () => {
+  it("a stream outlives the request timeout; one whose peer stopped taking writes is closed at the idle timeout", async () => {
+    const timeouts = { headersMs: 1000, requestMs: 1000, keepAliveMs: 5000, idleMs: 1500, shutdownMs: 5000 };
+    // No backlog bound to speak of: only the idle rule can end the stream that stops reading.
+    const server = await startTestServer(ctx.target, { rateLimit: 0, ingestRateLimit: 0, timeouts, feedMaxQueued: 1_000_000 });
+    try {
+      const url = new URL("/v1/asset/sales/stream", server.baseUrl);
+      url.searchParams.set("contractAddress", C);
+      const live = await openSse(url.toString(), { "x-api-key": ctx.read });
+      const grpc = watchSales(createGrpcTransport({ baseUrl: server.baseUrl }), {});
+      await grpc.next();
+      // Twice the request timeout later, both still deliver.
+      await new Promise((r) => setTimeout(r, 2 * timeouts.requestMs));
+      const batch = sales(2);
+      await ingestOk(server, ctx.ingest, "sales", batch);
+      expect(await sseSales(live, 2)).toEqual(hashesOf(batch));
+      expect((await takeSales(grpc.next, 2)).hashes).toEqual(hashesOf(batch));
+      live.close();
+      grpc.close();
+
+      // A peer that stops reading: once the socket's buffers are full, a write
+      // waits; past the idle timeout the server gives the connection up (the
+      // client, not reading, cannot see it close: the server's count can).
+      const metric = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${server.baseUrl}/metrics`)).text())?.[1]);
+      const open = () => metric("marketdata_feed_streams_open");
+      const res = await new Promise<http.IncomingMessage>((resolve) => http.get(url, { headers: { "x-api-key": ctx.read } }, resolve));
+      res.pause();
+      expect(await open()).toBe(1);
+      // (Loopback sockets buffer megabytes: enough sales that the writes must wait.)
+      const many = sales(20_000);
+      for (let i = 0; i < many.length; i += 5000) await ingestOk(server, ctx.ingest, "sales", many.slice(i, i + 5000));
+      await expect.poll(open, { timeout: 10_000 }).toBe(0);
+      expect(await metric("marketdata_feed_subscribers_ended_slow_total")).toBe(0);
+      res.destroy();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+});
