@@ -7,7 +7,7 @@ import { Command } from "commander";
 import pg from "pg";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { runCliSync } from "../cli/run-sync.js";
-import { load, log, median, percentiles, startCli, type Target } from "./harness.js";
+import { load, log, median, percentiles, pacedWriters, startCli, type Target, withEngineOptions } from "./harness.js";
 import { saleLines } from "./sales-file.js";
 import { openSse, type SseStream } from "./sse-client.js";
 
@@ -25,12 +25,7 @@ import { openSse, type SseStream } from "./sse-client.js";
 // On SQLite and PostgreSQL (a database of its own, created and dropped). The
 // subscribers and writers run in this process, on the same two cores.
 
-const opts = new Command("bench:feeds")
-  .description("live feeds: commit-to-receipt latency under ingest, memory per idle subscriber, reads with subscribers open; SQLite and PostgreSQL")
-  .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
-  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
-  .option("--seconds <s>", "seconds per round", "5")
-  .option("--rounds <n>", "rounds per figure (medians)", "3")
+const opts = withEngineOptions(new Command("bench:feeds").description("live feeds: commit-to-receipt latency under ingest, memory per idle subscriber, reads with subscribers open; SQLite and PostgreSQL"))
   .option("--subscribers <n>", "subscribers in the latency and reads runs (half SSE, half gRPC)", "1000")
   .option("--idle <n>", "idle subscribers in the memory run (half SSE, half gRPC)", "10000")
   .option("--parts <list>", "latency,memory,reads", "latency,memory,reads")
@@ -209,30 +204,22 @@ interface Sent {
 /** 20 writers, a batch of 5 sales every 100 ms each (1,000 sales/s), each batch into the next collection. */
 async function ingestLoad(url: string, key: string, seconds: number): Promise<Map<string, Sent>> {
   const sent = new Map<string, Sent>();
-  const end = performance.now() + seconds * 1000;
   let batchNo = 0;
   let seed = 1000;
-  await Promise.all(
-    Array.from({ length: 20 }, async (_, w) => {
-      await new Promise((r) => setTimeout(r, w * 5));
-      for (let due = performance.now(); due < end; due += 100) {
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        const collection = COLLECTIONS[batchNo++ % COLLECTIONS.length]!;
-        const lines = [...saleLines(5, seed++, collection)];
-        const t = performance.now();
-        const r = await fetch(`${url}/v1/ingest/sales`, {
-          method: "POST",
-          headers: { "content-type": "application/x-ndjson", "x-api-key": key },
-          body: lines.join("\n"),
-        });
-        const body = await r.text();
-        const acked = performance.now();
-        if (r.status !== 200) throw new Error(`ingest ${r.status}: ${body}`);
-        for (const l of lines) sent.set((JSON.parse(l) as { hash: string }).hash, { collection, sent: t, acked });
-      }
-    }),
-  );
+  await pacedWriters(20, 100, seconds, async () => {
+    const collection = COLLECTIONS[batchNo++ % COLLECTIONS.length]!;
+    const lines = [...saleLines(5, seed++, collection)];
+    const t = performance.now();
+    const r = await fetch(`${url}/v1/ingest/sales`, {
+      method: "POST",
+      headers: { "content-type": "application/x-ndjson", "x-api-key": key },
+      body: lines.join("\n"),
+    });
+    const body = await r.text();
+    const acked = performance.now();
+    if (r.status !== 200) throw new Error(`ingest ${r.status}: ${body}`);
+    for (const l of lines) sent.set((JSON.parse(l) as { hash: string }).hash, { collection, sent: t, acked });
+  });
   return sent;
 }
 

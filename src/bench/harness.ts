@@ -233,6 +233,34 @@ export function loadOf(opts: { rounds: string; seconds: string; connections: str
 }
 
 /** The load options every load benchmark takes: alternating rounds, seconds per round, connections. */
+/**
+ * `writers` loops, each calling `tick` every `everyMs` for `seconds` (the
+ * next call due on the clock, not after the last answer: a paced load),
+ * started `w * 5` ms apart so that their calls do not all land at once.
+ */
+export async function pacedWriters(writers: number, everyMs: number, seconds: number, tick: (writer: number) => Promise<void>): Promise<void> {
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      await new Promise((r) => setTimeout(r, w * 5));
+      for (let due = performance.now(); due < end; due += everyMs) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        await tick(w);
+      }
+    }),
+  );
+}
+
+/** The options of a benchmark run on both engines: which engines, the PostgreSQL server, and its rounds. */
+export function withEngineOptions(cmd: Command): Command {
+  return cmd
+    .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
+    .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
+    .option("--seconds <s>", "seconds per round", "5")
+    .option("--rounds <n>", "rounds per figure (medians)", "3");
+}
+
 export function withLoadOptions(cmd: Command): Command {
   return cmd
     .option("--rounds <n>", "alternating rounds per comparison", "3")

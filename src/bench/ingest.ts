@@ -9,7 +9,7 @@ import pg from "pg";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { type Sale, SaleSchema } from "../../gen/marketdata/v1/resources_pb.js";
 import { runCliSync } from "../cli/run-sync.js";
-import { derivedLines, load, log, median, percentiles, startCli, type Target } from "./harness.js";
+import { derivedLines, load, log, median, percentiles, pacedWriters, startCli, type Target, withEngineOptions } from "./harness.js";
 import { saleLines, tokenLines } from "./sales-file.js";
 
 // npm run bench:ingest — the ingest API through `marketdata serve` at its
@@ -25,12 +25,7 @@ import { saleLines, tokenLines } from "./sales-file.js";
 // that no run writes into what an earlier one left. Writers run in this
 // process, sharing the machine's two cores with the server.
 
-const opts = new Command("bench:ingest")
-  .description("ingest throughput, acknowledgement latency and reads under writes, on SQLite and PostgreSQL")
-  .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
-  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
-  .option("--seconds <s>", "seconds per round", "5")
-  .option("--rounds <n>", "rounds per figure (medians)", "3")
+const opts = withEngineOptions(new Command("bench:ingest").description("ingest throughput, acknowledgement latency and reads under writes, on SQLite and PostgreSQL"))
   .option("--batch <n>", "sales per batch in the throughput runs", "1000")
   .option("--parts <list>", "throughput,latency,freshness", "throughput,latency,freshness")
   .parse()
@@ -117,19 +112,11 @@ async function ackLatency(url: string, key: string): Promise<{ p50: number; p99:
   const pool = batches(1000 * SECONDS + 1000, 5);
   let next = 0;
   const times: number[] = [];
-  const end = performance.now() + SECONDS * 1000;
-  await Promise.all(
-    Array.from({ length: 20 }, async (_, w) => {
-      await new Promise((r) => setTimeout(r, w * 5));
-      for (let due = performance.now(); due < end; due += 100) {
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        const t = performance.now();
-        const r = await postBatch(url, key, pool[next++ % pool.length]!);
-        if (r.ok) times.push(performance.now() - t);
-      }
-    }),
-  );
+  await pacedWriters(20, 100, SECONDS, async () => {
+    const t = performance.now();
+    const r = await postBatch(url, key, pool[next++ % pool.length]!);
+    if (r.ok) times.push(performance.now() - t);
+  });
   return { ...percentiles(times), n: times.length };
 }
 

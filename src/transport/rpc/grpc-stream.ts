@@ -6,6 +6,7 @@ import { apiKeyFrom, type ErrorLogger } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps, type StreamPipeline } from "../stream/pipeline.js";
 import { readBody, unwrapEnvelope } from "./body.js";
 import { grpcStatusOf, percentEncode, undecodable, writeRpcError } from "./errors.js";
+import { isGrpcCallOf } from "./grpc-unary.js";
 
 // gRPC calls to server-streaming methods (the live feeds) through the stream
 // pipeline (stream/pipeline.ts) rather than connect-node's general
@@ -30,7 +31,6 @@ export interface GrpcStreamHandler {
   handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void;
 }
 
-const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 const GRPC = { protocol: "grpc", binary: true } as const;
 
 function grpcCodec(method: DescMethodServerStreaming, readMaxBytes: number, gzip: boolean): StreamCodec<Buffer> {
@@ -79,17 +79,7 @@ export function createGrpcStreamHandler(deps: GrpcStreamDeps): GrpcStreamHandler
     });
   }
   return {
-    accepts(req) {
-      const type = req.headers["content-type"];
-      const encoding = req.headers["grpc-encoding"];
-      return (
-        req.method === "POST" &&
-        typeof type === "string" &&
-        CONTENT_TYPES.has(type) &&
-        (encoding === undefined || encoding === "identity" || encoding === "gzip") &&
-        routes.has(req.url)
-      );
-    },
+    accepts: (req) => isGrpcCallOf(req, routes),
     handle(req, res) {
       const route = routes.get(req.url)!;
       void (req.headers["grpc-encoding"] === "gzip" ? route.gzip : route.plain)({

@@ -36,6 +36,19 @@ export interface GrpcUnaryHandler {
 }
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
+
+/** A gRPC call (protobuf, uncompressed or gzip) of one of `procedures`: what this file's path and rpc/grpc-stream.ts serve themselves. */
+export function isGrpcCallOf(req: http2.Http2ServerRequest, procedures: { has(procedure: string): boolean }): boolean {
+  const type = req.headers["content-type"];
+  const encoding = req.headers["grpc-encoding"];
+  return (
+    req.method === "POST" &&
+    typeof type === "string" &&
+    CONTENT_TYPES.has(type) &&
+    (encoding === undefined || encoding === "identity" || encoding === "gzip") &&
+    procedures.has(req.url)
+  );
+}
 const GRPC = { protocol: "grpc", binary: true } as const;
 
 export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
@@ -45,17 +58,7 @@ export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
   }
 
   return {
-    accepts(req) {
-      const type = req.headers["content-type"];
-      const encoding = req.headers["grpc-encoding"];
-      return (
-        req.method === "POST" &&
-        typeof type === "string" &&
-        CONTENT_TYPES.has(type) &&
-        (encoding === undefined || encoding === "identity" || encoding === "gzip") &&
-        routes.has(req.url)
-      );
-    },
+    accepts: (req) => isGrpcCallOf(req, routes),
 
     handle(req, res) {
       void routes.get(req.url)!(new GrpcExchange(req, res, deps));
