@@ -14,7 +14,7 @@ import { MAX_EPOCH_SECONDS, MARKETPLACE_RE } from "../src/domain/formats.js";
 import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/service/params.js";
 import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/service/ingest-limits.js";
 import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
-import { HEARTBEAT_SECONDS, RETRY_MS } from "../src/service/feed-limits.js";
+import { HEARTBEAT_SECONDS, RETRY_MS, SSE_KEY_PARAM } from "../src/service/feed-limits.js";
 import { shortEnumName } from "../src/transport/rest/json-dialect.js";
 
 // protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
@@ -297,7 +297,11 @@ function openApi(services: DescService[]): object {
     tags: services.map((s) => ({ name: s.name, ...(describe(s) ? { description: describe(s) } : {}) })),
     paths,
     components: {
-      securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "x-api-key" } },
+      securitySchemes: {
+        apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+        // The live feeds only: a browser's EventSource cannot send headers.
+        apiKeyQuery: { type: "apiKey", in: "query", name: SSE_KEY_PARAM, description: "The API key in the URL, for an EventSource (the feeds only; request logs redact it)" },
+      },
       headers: {
         "RateLimit-Limit": header("Requests allowed in the current one-second window", { type: "integer" }),
         "RateLimit-Remaining": header("Requests left in the current window", { type: "integer" }),
@@ -385,6 +389,7 @@ function sseOperation(doc: Document, { method }: SseRoute, flag: string): object
         "any client may pass the last id as cursor. A stream that must end (the server shuts down, the client reads too slowly) " +
         'sends an event "end" whose data is {code, message, cursor} before closing. ' +
         `Also served as the RPC ${method.parent.typeName}/${method.name} (Connect, gRPC, gRPC-Web).`,
+      security: [{ apiKey: [] }, { apiKeyQuery: [] }],
       parameters: [
         ...method.input.fields.map((f) => doc.parameter(f)),
         {

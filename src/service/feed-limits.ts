@@ -1,5 +1,6 @@
 // The bounds of the live feeds (WatchSales, WatchListings, their SSE
-// routes): shared by the feed hub, the transports and the OpenAPI document.
+// routes): shared by the feed hub, the transports and the OpenAPI document
+// (whose generator reads them here: this module imports nothing).
 
 /** A heartbeat (an SSE comment, a position-only message on RPC) after this long without a message. */
 export const HEARTBEAT_SECONDS = 15;
@@ -19,3 +20,10 @@ export const FEED_POLL_MS = 20;
 /** Default limits on open streams: per API key, and on the whole server (process). */
 export const DEFAULT_MAX_STREAMS_PER_KEY = 1_000;
 export const DEFAULT_MAX_STREAMS = 20_000;
+
+/**
+ * The query parameter an SSE request may give its API key in, since a
+ * browser's EventSource cannot send headers (the x-api-key header wins;
+ * request logs redact it: transport/entry.ts).
+ */
+export const SSE_KEY_PARAM = "apiKey";

@@ -1,3 +1,4 @@
+import { SSE_KEY_PARAM } from "../service/feed-limits.js";
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { FastifyInstance } from "fastify";
@@ -107,9 +108,11 @@ function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerReques
   });
 }
 
+const KEY_IN_URL = new RegExp(`([?&]${SSE_KEY_PARAM}=)[^&]*`, "g");
+
 function truncate(raw: string): string {
   // A key given in the URL (an EventSource's feed: rest/sse.ts) is never logged.
-  const url = raw.includes("apiKey=") ? raw.replace(/([?&]apiKey=)[^&]*/g, "$1[redacted]") : raw;
+  const url = raw.includes(`${SSE_KEY_PARAM}=`) ? raw.replace(KEY_IN_URL, "$1[redacted]") : raw;
   return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
 }
 

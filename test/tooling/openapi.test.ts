@@ -73,7 +73,12 @@ describe("gen/openapi.json", () => {
     for (const r of routes) {
       expect(spec.paths[r.path]!.get.parameters.map((p) => p.name).sort()).toEqual(r.method.input.fields.map((f) => f.jsonName).sort());
     }
-    expect(JSON.stringify(spec)).toContain('"securitySchemes":{"apiKey":{"type":"apiKey","in":"header","name":"x-api-key"}}'.replace(/"/g, '"'));
+    expect(JSON.stringify(spec)).toContain('"securitySchemes":{"apiKey":{"type":"apiKey","in":"header","name":"x-api-key"}');
+    // The feeds also take the key in the URL (an EventSource cannot send headers); nothing else does.
+    for (const [path, item] of Object.entries(spec.paths)) {
+      const security = (item as { get?: { security?: object[] } }).get?.security;
+      expect(security === undefined ? [] : security, path).toEqual(path.endsWith("/stream") ? [{ apiKey: [] }, { apiKeyQuery: [] }] : []);
+    }
   });
 
   it.each(Object.keys(QUERIES))("real answers of %s validate against its schemas", async (path) => {

@@ -1,7 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance } from "fastify";
-import { RETRY_MS } from "../../service/feed-limits.js";
+import { RETRY_MS, SSE_KEY_PARAM } from "../../service/feed-limits.js";
 import { RESUME_TOKEN_HEADER } from "../../service/watch.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom } from "../policy/guards.js";
@@ -24,13 +24,6 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 export interface SseDeps extends StreamDeps {
   addresses: ClientAddresses;
 }
-
-/**
- * The API key of an SSE request: the x-api-key header, or an `apiKey`
- * query parameter, since a browser's EventSource cannot send headers
- * (request logs redact it: transport/entry.ts).
- */
-export const SSE_KEY_PARAM = "apiKey";
 
 /** The error body of the feeds' family (sales and listings answer `success`). */
 const FLAG = "success";
