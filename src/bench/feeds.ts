@@ -7,6 +7,7 @@ import { Command } from "commander";
 import pg from "pg";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { runCliSync } from "../cli/run-sync.js";
+import { allowReplication, createStandby } from "../deploy/standby.js";
 import { load, log, median, percentiles, pacedWriters, startCli, type Target, withEngineOptions } from "./harness.js";
 import { saleLines } from "./sales-file.js";
 import { openSse, type SseStream } from "./sse-client.js";
@@ -22,15 +23,20 @@ import { openSse, type SseStream } from "./sse-client.js";
 //   5,000 idle gRPC ones more (10,000), per subscriber;
 // - reads: requests/s on the list endpoints with 1,000 idle subscribers
 //   open against none, in alternating rounds (medians).
+// - standby (PostgreSQL): a hot standby of the cluster (pg_basebackup -R, as
+//   `npm run deploy:replicated` makes it), a second `serve` on it: the same
+//   1,000 sales/s through the primary's server, 100 subscribers on the
+//   standby's; from the primary's acknowledgement to the receipt.
 // On SQLite and PostgreSQL (a database of its own, created and dropped). The
 // subscribers and writers run in this process, on the same two cores.
 
 const opts = withEngineOptions(new Command("bench:feeds").description("live feeds: commit-to-receipt latency under ingest, memory per idle subscriber, reads with subscribers open; SQLite and PostgreSQL"))
   .option("--subscribers <n>", "subscribers in the latency and reads runs (half SSE, half gRPC)", "1000")
   .option("--idle <n>", "idle subscribers in the memory run (half SSE, half gRPC)", "10000")
-  .option("--parts <list>", "latency,memory,reads", "latency,memory,reads")
+  .option("--parts <list>", "latency,memory,reads,standby (standby: PostgreSQL only)", "latency,memory,reads,standby")
+  .option("--standby-port <n>", "port of the hot standby the standby part makes", "5499")
   .parse()
-  .opts<{ engines: string; pg: string; seconds: string; rounds: string; subscribers: string; idle: string; parts: string }>();
+  .opts<{ engines: string; pg: string; seconds: string; rounds: string; subscribers: string; idle: string; parts: string; standbyPort: string }>();
 
 const SECONDS = Number(opts.seconds);
 const ROUNDS = Number(opts.rounds);
@@ -223,8 +229,8 @@ async function ingestLoad(url: string, key: string, seconds: number): Promise<Ma
   return sent;
 }
 
-async function latency(server: Target, store: Store): Promise<string> {
-  const subs = await subscribe(server.url, store.read, SUBSCRIBERS);
+async function latency(server: Target, store: Store, readFrom: Target = server, subscribers = SUBSCRIBERS): Promise<string> {
+  const subs = await subscribe(readFrom.url, store.read, subscribers);
   const sent = await ingestLoad(server.url, store.ingest, 2 * SECONDS);
   // Everything sent was acknowledged: give the last commits time to arrive.
   const bySubscriber = (s: Subscriber) => [...sent].filter(([, v]) => v.collection === s.collection);
@@ -250,7 +256,7 @@ async function latency(server: Target, store: Store): Promise<string> {
   const ack = percentiles(fromAck);
   const send = percentiles(fromSend);
   return (
-    `${SUBSCRIBERS} subscribers (${SUBSCRIBERS / 2} SSE, ${SUBSCRIBERS / 2} gRPC) over ${COLLECTIONS.length} collections, ` +
+    `${subscribers} subscribers (${subscribers / 2} SSE, ${subscribers / 2} gRPC) over ${COLLECTIONS.length} collections${readFrom === server ? "" : " of a server on the standby"}, ` +
     `${sent.size} sales ingested in ${2 * SECONDS} s (1,000/s), ${fromAck.length} deliveries: ` +
     `commit (acknowledged) to receipt p50 ${ack.p50.toFixed(1)} ms, p99 ${ack.p99.toFixed(1)} ms; ` +
     `send to receipt p50 ${send.p50.toFixed(1)} ms, p99 ${send.p99.toFixed(1)} ms; lost ${lost}, duplicated ${duplicates}`
@@ -321,6 +327,23 @@ async function reads(server: Target, store: Store): Promise<string> {
   );
 }
 
+/** The latency part again, subscribers on a server of a hot standby, writes through the primary's. */
+async function onStandby(primary: Target, store: Store): Promise<string> {
+  if (await allowReplication(opts.pg)) log("primary: added a loopback replication line to pg_hba.conf and reloaded");
+  const standby = await createStandby(opts.pg, Number(opts.standbyPort), join(dir, "standby"));
+  try {
+    const u = new URL(store.db);
+    const server = await startCli(standby.url(u.pathname.slice(1)), 1, 64, ["--rate-limit", "0", "--anonymous-rate-limit", "0", "--streams-per-key", "0"]);
+    try {
+      return `standby: ${await latency(primary, store, server, 100)}`;
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await standby.destroy();
+  }
+}
+
 async function benchEngine(engine: string): Promise<void> {
   const store = await freshStore(engine);
   const limits = ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0", "--streams-per-key", "0", "--max-streams", "0", "--no-derive-refresh"];
@@ -330,6 +353,7 @@ async function benchEngine(engine: string): Promise<void> {
     if (PARTS.has("latency")) log(await latency(server, store));
     if (PARTS.has("memory")) log(await memory(server, store));
     if (PARTS.has("reads")) log(await reads(server, store));
+    if (PARTS.has("standby") && engine === "postgres") log(await onStandby(server, store));
   } finally {
     await server.stop();
     await store.drop();
