@@ -1,0 +1,199 @@
+import { type Client, Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import {
+  AssetService,
+  type ListAppraisalsRequest,
+  type ListListingsRequest,
+  type ListRarityRequest,
+  type ListSalesRequest,
+  type WatchListingsRequest,
+  type WatchSalesRequest,
+} from "./gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "./gen/marketdata/v1/collection_service_pb.js";
+import { IngestService } from "./gen/marketdata/v1/ingest_service_pb.js";
+import type { Appraisal, AssetRarity, Listing, Sale } from "./gen/marketdata/v1/resources_pb.js";
+
+// The client of the marketdata service, whatever carries it: connect-es
+// clients of the contract's services, the API key on every call, retries
+// with backoff for what can succeed later, cursors followed, and live feeds
+// resumed from the last token seen. The transports come from the entry
+// point (index.ts: fetch, for browsers and Node; node.ts: Node's http2, and
+// gRPC).
+
+export type Protocol = "connect" | "grpc-web" | "grpc";
+
+export interface MarketDataClientOptions {
+  /** The server, e.g. "http://127.0.0.1:8080". */
+  baseUrl: string;
+  /** Sent as x-api-key on every call. */
+  apiKey: string;
+  /** Default "connect". "grpc" needs Node (HTTP/2). */
+  protocol?: Protocol;
+  /** A unary call's deadline, retries included (ms); default 30,000. Streams have none. */
+  timeoutMs?: number;
+  /** Attempts of a call that failed with unavailable or resource_exhausted; default 4. */
+  maxAttempts?: number;
+  /** The first backoff (ms), doubled each attempt, with full jitter; default 200. */
+  backoffMs?: number;
+  /** The longest backoff (ms); default 10,000. */
+  maxBackoffMs?: number;
+  /** Called before each retry, with what failed and how long the client waits. */
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export interface RetryInfo {
+  /** "/marketdata.v1.AssetService/ListSales", or the feed's RPC. */
+  procedure: string;
+  attempt: number;
+  delayMs: number;
+  error: ConnectError;
+}
+
+/** The lists `pages` follows to the end, and what each yields. */
+export interface PagedLists {
+  listAppraisals: { request: Omit<Partial<ListAppraisalsRequest>, "cursor" | "$typeName">; record: Appraisal };
+  listRarity: { request: Omit<Partial<ListRarityRequest>, "cursor" | "$typeName">; record: AssetRarity };
+  listSales: { request: Omit<Partial<ListSalesRequest>, "cursor" | "$typeName">; record: Sale };
+  listListings: { request: Omit<Partial<ListListingsRequest>, "cursor" | "$typeName">; record: Listing };
+}
+
+/** The live feeds `watch` follows, and what each yields. */
+export interface Feeds {
+  sales: { request: Omit<Partial<WatchSalesRequest>, "$typeName">; record: Sale };
+  listings: { request: Omit<Partial<WatchListingsRequest>, "$typeName">; record: Listing };
+}
+
+export interface FeedEvent<R> {
+  record: R;
+  /** Pass back as `cursor` to resume after this record. */
+  resumeToken: string;
+}
+
+export interface MarketDataClient {
+  asset: Client<typeof AssetService>;
+  collection: Client<typeof CollectionService>;
+  ingest: Client<typeof IngestService>;
+  /** Every record of a list, page after page, to the end (or until `signal` aborts). */
+  pages<M extends keyof PagedLists>(method: M, request: PagedLists[M]["request"], options?: { signal?: AbortSignal }): AsyncIterable<PagedLists[M]["record"]>;
+  /**
+   * A live feed (WatchSales, WatchListings): each record as it is committed,
+   * from `request.cursor` (a resumeToken) or from now. After a disconnect it
+   * reconnects with backoff from the last token it saw: exactly once, in
+   * commit order. Ends when `signal` aborts; throws what cannot succeed by
+   * retrying (a bad filter, an unknown collection, a revoked key, a token of
+   * another store).
+   */
+  watch<K extends keyof Feeds>(feed: K, request: Feeds[K]["request"], options?: { signal?: AbortSignal }): AsyncIterable<FeedEvent<Feeds[K]["record"]>>;
+}
+
+/** What the entry point gives: a transport of a protocol, with the client's interceptors. */
+export type TransportFactory = (protocol: Protocol, baseUrl: string, interceptors: Interceptor[], timeoutMs: number) => Transport;
+
+/** Errors another attempt may get past: the server is busy, restarting, or rate limiting. */
+const RETRYABLE = new Set([Code.Unavailable, Code.ResourceExhausted]);
+/** The connection failed under the call (a refused request's connection closed while its body was sent, a server restarting). */
+const NETWORK_CODES = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED"]);
+
+function retryable(error: ConnectError): boolean {
+  if (RETRYABLE.has(error.code)) return true;
+  const cause = error.cause as { code?: unknown } | undefined;
+  return typeof cause?.code === "string" && NETWORK_CODES.has(cause.code);
+}
+
+/** The trailer (and error metadata) a feed that must end carries its position in. */
+const RESUME_TOKEN = "resume-token";
+
+export function createClientWith(options: MarketDataClientOptions, transportFor: TransportFactory): MarketDataClient {
+  const o = {
+    protocol: options.protocol ?? "connect",
+    timeoutMs: options.timeoutMs ?? 30_000,
+    maxAttempts: options.maxAttempts ?? 4,
+    backoffMs: options.backoffMs ?? 200,
+    maxBackoffMs: options.maxBackoffMs ?? 10_000,
+  };
+  const withKey: Interceptor = (next) => (req) => {
+    req.header.set("x-api-key", options.apiKey);
+    return next(req);
+  };
+  /** Unary calls only: a stream's retries are watch()'s, which knows where to resume. */
+  const retrying: Interceptor = (next) => async (req) => {
+    if (req.stream) return next(req);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await next(req);
+      } catch (err) {
+        const error = ConnectError.from(err);
+        if (!retryable(error) || attempt >= o.maxAttempts || req.signal.aborted) throw error;
+        const delayMs = backoff(attempt, error);
+        options.onRetry?.({ procedure: req.url.slice(req.url.indexOf("/", 8)), attempt, delayMs, error });
+        await sleep(delayMs, req.signal);
+      }
+    }
+  };
+  const backoff = (attempt: number, error: ConnectError): number => {
+    // The server's word first (Retry-After, or the rate-limit window's reset), then full jitter.
+    const told = Number(error.metadata.get("retry-after") ?? error.metadata.get("ratelimit-reset") ?? Number.NaN);
+    const jitter = Math.random() * Math.min(o.maxBackoffMs, o.backoffMs * 2 ** (attempt - 1));
+    return Number.isFinite(told) && told > 0 ? Math.min(o.maxBackoffMs, told * 1000) + jitter / 4 : jitter;
+  };
+  const transport = transportFor(o.protocol, options.baseUrl, [withKey, retrying], o.timeoutMs);
+  const asset = createClient(AssetService, transport);
+  const collection = createClient(CollectionService, transport);
+  const ingest = createClient(IngestService, transport);
+
+  async function* pages<M extends keyof PagedLists>(method: M, request: PagedLists[M]["request"], opts: { signal?: AbortSignal } = {}) {
+    let cursor = "";
+    do {
+      const call = asset[method] as unknown as (r: object, c: { signal?: AbortSignal }) => Promise<{ data: PagedLists[M]["record"][]; cursor?: string; nextPage?: string }>;
+      const page = await call({ ...request, cursor }, opts.signal === undefined ? {} : { signal: opts.signal });
+      yield* page.data;
+      cursor = page.nextPage ?? page.cursor ?? "";
+    } while (cursor !== "" && opts.signal?.aborted !== true);
+  }
+
+  async function* watch<K extends keyof Feeds>(feed: K, request: Feeds[K]["request"], opts: { signal?: AbortSignal } = {}): AsyncGenerator<FeedEvent<Feeds[K]["record"]>> {
+    let cursor = request.cursor ?? "";
+    const procedure = `/${AssetService.typeName}/${feed === "sales" ? "WatchSales" : "WatchListings"}`;
+    for (let attempt = 1; opts.signal?.aborted !== true; ) {
+      try {
+        const stream =
+          feed === "sales"
+            ? asset.watchSales({ ...(request as Feeds["sales"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 })
+            : asset.watchListings({ ...(request as Feeds["listings"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 });
+        for await (const m of stream as AsyncIterable<{ resumeToken: string; sale?: Sale; listing?: Listing }>) {
+          attempt = 1;
+          cursor = m.resumeToken;
+          const record = m.sale ?? m.listing;
+          if (record !== undefined) yield { record: record as Feeds[K]["record"], resumeToken: m.resumeToken };
+        }
+        // The server ended the stream without an error: start again where it stopped.
+      } catch (err) {
+        if (opts.signal?.aborted ?? false) return;
+        const error = ConnectError.from(err);
+        // A stream the server ended on purpose says where to resume; a lost connection is unavailable (or a reset: canceled, internal).
+        cursor = error.metadata.get(RESUME_TOKEN) ?? cursor;
+        const lost = retryable(error) || error.code === Code.Canceled || error.code === Code.Internal || error.code === Code.Unknown;
+        if (!lost) throw error;
+        const delayMs = backoff(Math.min(attempt, 8), error);
+        options.onRetry?.({ procedure, attempt, delayMs, error });
+        attempt++;
+        await sleep(delayMs, opts.signal);
+      }
+    }
+  }
+
+  return { asset, collection, ingest, pages, watch };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+}
+
+export { Code, ConnectError };

@@ -1,0 +1,153 @@
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withKeys } from "../support/engine.js";
+import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { ingestOk, restGet, startTestServer, type TestServer } from "../support/server.js";
+
+// @marketdata/client as a user gets it: `npm pack` of packages/client, the
+// tarball installed into a directory outside the repository, and a
+// TypeScript program there (fixtures/program.ts) type-checked by tsc and run
+// by node against a real server: every RPC on every protocol, a list paged
+// to the end, a watch that survives a server restart, and backoff on 429. A
+// misspelt request field must not compile.
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
+const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
+const NODE_TYPES = (JSON.parse(readFileSync(join(ROOT, "node_modules/@types/node/package.json"), "utf8")) as { version: string }).version;
+
+let f: Fixture;
+let server: TestServer;
+let dir: string;
+let ingestKey: string;
+
+beforeAll(async () => {
+  f = buildFixture();
+  ingestKey = await withKeys(f.dbPath, async (admin) => (await admin.create("client-test", { scope: "ingest" })).key);
+  server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+  dir = mkdtempSync(join(tmpdir(), "marketdata-client-user-"));
+  execFileSync("npm", ["pack", "--pack-destination", dir, "--silent"], { cwd: join(ROOT, "packages/client"), stdio: "ignore" });
+  const tarball = readdirSync(dir).find((n) => n.endsWith(".tgz"))!;
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "a-user", private: true, type: "module", dependencies: { "@marketdata/client": `file:./${tarball}` }, devDependencies: { "@types/node": NODE_TYPES } }),
+  );
+  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--silent"], { cwd: dir, stdio: "ignore" });
+  for (const file of ["program.ts", "wrong-field.ts"]) copyFileSync(join(FIXTURES, file), join(dir, file));
+}, 180_000);
+
+afterAll(async () => {
+  await server?.close();
+  f?.cleanup();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+/** tsc over one file of the user's directory, with the fixture's tsconfig. */
+function tsc(file: string): { ok: boolean; output: string } {
+  const config = JSON.parse(readFileSync(join(FIXTURES, "tsconfig.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ ...config, files: [file] }));
+  try {
+    execFileSync(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8", stdio: "pipe" });
+    return { ok: true, output: "" };
+  } catch (err) {
+    return { ok: false, output: String((err as { stdout?: string }).stdout ?? err) };
+  }
+}
+
+/** Runs the compiled program; resolves with its JSON lines once it exits. */
+function program(...args: string[]): Promise<unknown[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(dir, "out/program.js"), ...args], { cwd: dir });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.once("exit", (code) =>
+      code === 0 ? resolve(stdout.trim().split("\n").map((l) => JSON.parse(l) as unknown)) : reject(new Error(`program exited ${code}: ${stderr}`)),
+    );
+  });
+}
+
+describe("@marketdata/client, packed and installed as a user installs it", () => {
+  it("type-checks a user's program, and refuses a misspelt request field", () => {
+    const wrong = tsc("wrong-field.ts");
+    expect(wrong.ok).toBe(false);
+    expect(wrong.output).toMatch(/wrong-field\.ts.*contractAdress/s);
+    const ok = tsc("program.ts");
+    expect(ok.output).toBe("");
+    expect(ok.ok).toBe(true);
+  });
+
+  it("calls every RPC of the contract on Connect, gRPC-Web and gRPC", async () => {
+    const [results] = (await program("every", server.baseUrl, f.key, ingestKey, COLLECTION)) as [Record<string, Record<string, string>>];
+    const expected = Object.fromEntries(
+      [
+        "ListAppraisals", "ListRarity", "ListSales", "ListListings", "WatchSales", "WatchListings",
+        "GetCollectionStats", "ListInfluencers", "ListTweets", "ListScores",
+        "IngestCollections", "IngestTokens", "IngestSales", "IngestListings", "IngestAppraisals", "IngestRarity",
+        "IngestInfluencers", "IngestTweets", "IngestScores", "StreamSales", "StreamListings",
+      ].map((m) => [m, "ok"]),
+    );
+    expect(results).toEqual({ connect: expected, "grpc-web": expected, grpc: expected });
+  });
+
+  it("pages a collection's sales to the end: the server's list, in its order", async () => {
+    const [hashes] = (await program("pages", server.baseUrl, f.key, ingestKey, COLLECTION)) as [string[]];
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, limit: 50, cursor }, f.key);
+      listed.push(...(r.body.data as { hash: string; assetId: string }[]).map((s) => `${s.hash}/${s.assetId}`));
+      cursor = (r.body.cursor as string) || undefined;
+    } while (cursor !== undefined);
+    expect(listed.length).toBeGreaterThan(7);
+    expect(hashes).toEqual(listed);
+  });
+
+  it("a watch survives a server restart: every sale once, in order, those committed while it was down included", async () => {
+    const port = Number(new URL(server.baseUrl).port);
+    const child = spawn(process.execPath, [join(dir, "out/program.js"), "watch", server.baseUrl, f.key, ingestKey, COLLECTION], { cwd: dir });
+    const lines: { hash?: string; watching?: boolean }[] = [];
+    let buffer = "";
+    child.stdout.on("data", (d: Buffer) => {
+      buffer += d.toString();
+      for (let i = buffer.indexOf("\n"); i >= 0; i = buffer.indexOf("\n")) {
+        lines.push(JSON.parse(buffer.slice(0, i)) as { hash?: string });
+        buffer = buffer.slice(i + 1);
+      }
+    });
+    try {
+      const sale = (n: number) => ({
+        hash: `0x${(0xc11e0000 + n).toString(16).padStart(64, "0")}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`,
+        contractAddress: COLLECTION, assetId: String(n), timestamp: 1_700_000_000 + n, block: 18_000_000 + n,
+        price: "1000000000000000000", amountReceived: "1", currency: "ETH", marketplace: "BLUR",
+      });
+      await expect.poll(() => lines.length, { timeout: 15_000 }).toBeGreaterThan(0);
+      // Give the stream a moment to open before the first commit.
+      await new Promise((r) => setTimeout(r, 500));
+      await ingestOk(server, ingestKey, "sales", [sale(1), sale(2)]);
+      await expect.poll(() => lines.filter((l) => l.hash).length, { timeout: 10_000 }).toBe(2);
+      await server.close();
+      const writer = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+      await ingestOk(writer, ingestKey, "sales", [sale(3)]);
+      await writer.close();
+      server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0, port });
+      await ingestOk(server, ingestKey, "sales", [sale(4), sale(5)]);
+      await expect.poll(() => lines.filter((l) => l.hash).length, { timeout: 20_000 }).toBe(5);
+      expect(lines.filter((l) => l.hash).map((l) => l.hash)).toEqual([1, 2, 3, 4, 5].map((n) => sale(n).hash));
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
+
+  it("backs off on 429 and gets every answer", async () => {
+    const limited = await withKeys(f.dbPath, async (admin) => (await admin.create("limited", { rateLimit: 2 })).key);
+    const [result] = (await program("retry", server.baseUrl, limited, ingestKey, COLLECTION)) as [{ answered: number; retries: number }];
+    expect(result.answered).toBe(6);
+    expect(result.retries).toBeGreaterThan(0);
+  }, 60_000);
+});
