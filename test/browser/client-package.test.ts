@@ -1,18 +1,14 @@
 import { gzipSync } from "node:zlib";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { launchChromium, serveStatic, skipBrowser } from "../support/browser.js";
+import { bundleForBrowser, launchChromium, servePage, skipBrowser } from "../support/browser.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // @marketdata/client in a browser: a page bundling the package with esbuild
 // (which resolves it to its browser entry: fetch, no Node modules) reads
 // data through Connect and gRPC-Web, pages a list and counts it, from
 // another origin the service allows.
-
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 const APP = `
 import { createMarketDataClient } from "@marketdata/client";
@@ -50,21 +46,9 @@ let gzipped: number;
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  const bundle = await build({
-    stdin: { contents: APP, resolveDir: ROOT, loader: "js" },
-    bundle: true,
-    minify: true,
-    format: "esm",
-    platform: "browser",
-    write: false,
-    logLevel: "silent",
-  });
-  const script = bundle.outputFiles[0]!.text;
+  const script = await bundleForBrowser(APP);
   gzipped = gzipSync(script).length;
-  site = await serveStatic({
-    "/": { type: "text/html", body: '<!doctype html><title>client package</title><script type="module" src="/app.js"></script>' },
-    "/app.js": { type: "text/javascript", body: script },
-  });
+  site = await servePage("client package", script);
   f = buildFixture();
   server = await startTestServer(f.dbPath, { corsOrigins: [site.url], rateLimit: 0 });
   browser = await launchChromium();

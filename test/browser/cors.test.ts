@@ -1,9 +1,7 @@
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { launchChromium, serveStatic, skipBrowser } from "../support/browser.js";
+import { bundleForBrowser, launchChromium, servePage, skipBrowser } from "../support/browser.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // A page in headless Chromium, served from another origin, calls the service
@@ -11,7 +9,6 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // through fetch on /v1, and gets data, because the service allows that
 // origin (--cors-origin); a page from an origin not allowed gets nothing.
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** The page's script: every call it makes, results into window.results. */
 const APP = `
@@ -50,18 +47,8 @@ let script: string;
 
 beforeAll(async () => {
   if (skipBrowser) return;
-  const bundle = await build({
-    stdin: { contents: APP, resolveDir: ROOT, loader: "js" },
-    bundle: true,
-    format: "esm",
-    write: false,
-    logLevel: "silent",
-  });
-  script = bundle.outputFiles[0]!.text;
-  site = await serveStatic({
-    "/": { type: "text/html", body: '<!doctype html><title>client</title><script type="module" src="/app.js"></script>' },
-    "/app.js": { type: "text/javascript", body: script },
-  });
+  script = await bundleForBrowser(APP);
+  site = await servePage("client", script);
   f = buildFixture();
   server = await startTestServer(f.dbPath, { corsOrigins: [site.url], rateLimit: 1000 });
   browser = await launchChromium();
@@ -96,10 +83,7 @@ describe.skipIf(skipBrowser)("a browser on another origin", () => {
   });
 
   it("gets nothing from an origin that is not allowed", async () => {
-    const other = await serveStatic({
-      "/": { type: "text/html", body: '<!doctype html><title>other</title><script type="module" src="/app.js"></script>' },
-      "/app.js": { type: "text/javascript", body: script },
-    });
+    const other = await servePage("other", script);
     try {
       const r = await resultsFrom(other.url);
       for (const name of ["connect", "grpc-web", "connect-get", "rest"]) expect(r[name]!.ok, name).toBe(false);

@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { ingestOk, restGet, startTestServer, type TestServer } from "../support/server.js";
+import { jsonLines } from "../support/json-lines.js";
+import { numberedSale } from "../support/sales.js";
+import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 
 // @marketdata/client as a user gets it: `npm pack` of packages/client, the
 // tarball installed into a directory outside the repository, and a
@@ -97,13 +99,7 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
 
   it("pages a collection's sales to the end: the server's list, in its order", async () => {
     const [hashes] = (await program("pages", server.baseUrl, f.key, ingestKey, COLLECTION)) as [string[]];
-    const listed: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const r = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, limit: 50, cursor }, f.key);
-      listed.push(...(r.body.data as { hash: string; assetId: string }[]).map((s) => `${s.hash}/${s.assetId}`));
-      cursor = (r.body.cursor as string) || undefined;
-    } while (cursor !== undefined);
+    const listed = (await restListAll(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION }, f.key)).map((s) => `${s.hash}/${s.assetId}`);
     expect(listed.length).toBeGreaterThan(7);
     expect(hashes).toEqual(listed);
   });
@@ -111,21 +107,9 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
   it("a watch survives a server restart: every sale once, in order, those committed while it was down included", async () => {
     const port = Number(new URL(server.baseUrl).port);
     const child = spawn(process.execPath, [join(dir, "out/program.js"), "watch", server.baseUrl, f.key, ingestKey, COLLECTION], { cwd: dir });
-    const lines: { hash?: string; watching?: boolean }[] = [];
-    let buffer = "";
-    child.stdout.on("data", (d: Buffer) => {
-      buffer += d.toString();
-      for (let i = buffer.indexOf("\n"); i >= 0; i = buffer.indexOf("\n")) {
-        lines.push(JSON.parse(buffer.slice(0, i)) as { hash?: string });
-        buffer = buffer.slice(i + 1);
-      }
-    });
+    const lines = jsonLines<{ hash?: string; watching?: boolean }>(child.stdout);
     try {
-      const sale = (n: number) => ({
-        hash: `0x${(0xc11e0000 + n).toString(16).padStart(64, "0")}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`,
-        contractAddress: COLLECTION, assetId: String(n), timestamp: 1_700_000_000 + n, block: 18_000_000 + n,
-        price: "1000000000000000000", amountReceived: "1", currency: "ETH", marketplace: "BLUR",
-      });
+      const sale = (n: number) => numberedSale(0x7e000 + n, COLLECTION);
       await expect.poll(() => lines.length, { timeout: 15_000 }).toBeGreaterThan(0);
       // Give the stream a moment to open before the first commit.
       await new Promise((r) => setTimeout(r, 500));

@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { ingestOk, restGet, startTestServer, type TestServer } from "../support/server.js";
+import { jsonLines } from "../support/json-lines.js";
+import { numberedSale } from "../support/sales.js";
+import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 
 // A client in another language from the same contract: Python stubs made by
 // `buf generate` with the repository's Python template
@@ -84,36 +86,18 @@ describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpci
 
   it("pages through a collection's sales: the server's list, in its order", async () => {
     const keys = (await python("pages", target(), f.key, ingestKey, COLLECTION)) as string[];
-    const listed: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const r = await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION, limit: 50, cursor }, f.key);
-      listed.push(...(r.body.data as { hash: string; assetId: string }[]).map((s) => `${s.hash}/${s.assetId}`));
-      cursor = (r.body.cursor as string) || undefined;
-    } while (cursor !== undefined);
+    const listed = (await restListAll(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION }, f.key)).map((s) => `${s.hash}/${s.assetId}`);
     expect(keys).toEqual(listed);
   });
 
   it("reads a watch stream: the sales committed after it opened, with their resume tokens", async () => {
     const child = spawn(PYTHON, [PROGRAM, "watch", target(), f.key, ingestKey, COLLECTION, "3"], { env: { ...process.env, PYTHONPATH: stubs } });
-    const lines: { watching?: string; hash?: string; token?: string }[] = [];
-    let buffer = "";
-    child.stdout.on("data", (d: Buffer) => {
-      buffer += d.toString();
-      for (let i = buffer.indexOf("\n"); i >= 0; i = buffer.indexOf("\n")) {
-        lines.push(JSON.parse(buffer.slice(0, i)) as { hash?: string });
-        buffer = buffer.slice(i + 1);
-      }
-    });
+    const lines = jsonLines<{ watching?: string; hash?: string; token?: string }>(child.stdout);
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       await expect.poll(() => lines.length, { timeout: 15_000 }).toBe(1);
       expect(lines[0]!.watching).toBeTruthy();
-      const sales = [1, 2, 3].map((n) => ({
-        hash: `0x${(0x9e000000 + n).toString(16).padStart(64, "0")}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`,
-        contractAddress: COLLECTION, assetId: String(n), timestamp: 1_700_000_000 + n, block: 18_000_000 + n,
-        price: "1000000000000000000", amountReceived: "1", currency: "ETH", marketplace: "BLUR",
-      }));
+      const sales = [1, 2, 3].map((n) => numberedSale(0x9e000 + n, COLLECTION));
       await ingestOk(server, ingestKey, "sales", sales);
       expect(await exited).toBe(0);
       expect(lines.slice(1).map((l) => l.hash)).toEqual(sales.map((s) => s.hash));

@@ -3,7 +3,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
+import { ingestOk, restListAll, useEmptyStoreServer } from "../support/server.js";
 import { openSse } from "../../src/bench/sse-client.js";
 
 // Exactly once, in commit order, as a property: random ingest batches (new
@@ -91,17 +91,6 @@ function subscriber(protocol: Protocol, collection: string, firstToken: string, 
   return { state, done };
 }
 
-async function listAll(collection: string): Promise<Record<string, unknown>[]> {
-  const rows: Record<string, unknown>[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await restGet(ctx.server.baseUrl, "/v1/asset/sales", { contractAddress: collection, limit: 50, cursor }, ctx.read);
-    rows.push(...(r.body.data as Record<string, unknown>[]));
-    cursor = (r.body.cursor as string) || undefined;
-  } while (cursor !== undefined);
-  return rows;
-}
-
 const op = fc.record({ key: fc.integer({ min: 0, max: 24 }), price: fc.integer({ min: 1, max: 4 }), blur: fc.boolean() });
 
 let runs = 0;
@@ -144,7 +133,7 @@ describe("live feeds: exactly once, in commit order", () => {
             }));
             await ingestOk(ctx.server, ctx.ingest, "sales", records);
           }
-          const expected = new Map((await listAll(collection)).map((s) => [keyOf(s), s]));
+          const expected = new Map((await restListAll(ctx.server.baseUrl, "/v1/asset/sales", { contractAddress: collection }, ctx.read)).map((s) => [keyOf(s), s]));
           try {
             for (const { state } of subs) {
               await expect.poll(() => state.error ?? Object.fromEntries(state.seen), { timeout: 10_000 }).toEqual(Object.fromEntries(expected));

@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
 import { type Browser, chromium } from "playwright-core";
 
 // Debian's Chromium driven by playwright-core (never a downloaded browser).
@@ -42,4 +44,28 @@ export async function serveStatic(files: Record<string, { type: string; body: st
         server.close(() => resolve());
       }),
   };
+}
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** `app` (a module's source, its imports resolved from the repository) bundled by esbuild for a browser, minified. */
+export async function bundleForBrowser(app: string): Promise<string> {
+  const bundle = await build({
+    stdin: { contents: app, resolveDir: ROOT, loader: "js" },
+    bundle: true,
+    minify: true,
+    format: "esm",
+    platform: "browser",
+    write: false,
+    logLevel: "silent",
+  });
+  return bundle.outputFiles[0]!.text;
+}
+
+/** A page on its own origin that runs `script` as a module. */
+export function servePage(title: string, script: string): Promise<{ url: string; close(): Promise<void> }> {
+  return serveStatic({
+    "/": { type: "text/html", body: `<!doctype html><title>${title}</title><script type="module" src="/app.js"></script>` },
+    "/app.js": { type: "text/javascript", body: script },
+  });
 }

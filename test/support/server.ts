@@ -76,6 +76,18 @@ export async function restGet(
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+/** Every record of a /v1 list that pages by `cursor` (sales, listings), page after page. */
+export async function restListAll(baseUrl: string, path: string, query: Record<string, string>, key: string): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await restGet(baseUrl, path, { ...query, limit: 50, cursor }, key);
+    rows.push(...(r.body.data as Record<string, unknown>[]));
+    cursor = (r.body.cursor as string) || undefined;
+  } while (cursor !== undefined);
+  return rows;
+}
+
 /**
  * Registers beforeAll/afterAll hooks that build the fixture store (on the
  * test engine: engine.ts) and serve it; the returned object is filled in

@@ -5,11 +5,7 @@ import { createClientWith, type MarketDataClient, type MarketDataClientOptions }
 // gRPC-Web over fetch. Node resolves the package to node.ts instead, which
 // adds gRPC.
 
-export * from "./client.js";
-export * from "./gen/marketdata/v1/asset_service_pb.js";
-export * from "./gen/marketdata/v1/collection_service_pb.js";
-export * from "./gen/marketdata/v1/ingest_service_pb.js";
-export * from "./gen/marketdata/v1/resources_pb.js";
+export * from "./api.js";
 
 export function createMarketDataClient(options: MarketDataClientOptions): MarketDataClient {
   return createClientWith(options, (protocol, baseUrl, interceptors, timeoutMs) => {

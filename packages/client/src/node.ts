@@ -4,11 +4,7 @@ import { createClientWith, type MarketDataClient, type MarketDataClientOptions }
 // @marketdata/client on Node: Connect, gRPC-Web and gRPC over Node's own
 // HTTP stack (connect-node; gRPC over HTTP/2, Connect over HTTP/1.1).
 
-export * from "./client.js";
-export * from "./gen/marketdata/v1/asset_service_pb.js";
-export * from "./gen/marketdata/v1/collection_service_pb.js";
-export * from "./gen/marketdata/v1/ingest_service_pb.js";
-export * from "./gen/marketdata/v1/resources_pb.js";
+export * from "./api.js";
 
 export function createMarketDataClient(options: MarketDataClientOptions): MarketDataClient {
   return createClientWith(options, (protocol, baseUrl, interceptors, timeoutMs) => {
