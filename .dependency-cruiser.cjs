@@ -59,6 +59,13 @@ module.exports = {
       to: { path: "^src/(bench|deploy)/" },
     },
     {
+      name: "client-package-ships-alone",
+      comment: "@marketdata/client is installed on its own, in other services and browsers: it may import its own files, its copy of the generated code and its dependencies, never the server's code.",
+      severity: "error",
+      from: { path: "^packages/client/src/" },
+      to: { path: "^(src|test|tools)/" },
+    },
+    {
       name: "commands-are-on-top",
       comment: "The CLI composes everything below it; nothing below imports a command.",
       severity: "error",
