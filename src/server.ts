@@ -7,7 +7,6 @@ import { createLogger } from "./log.js";
 import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
-import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./service/feed-limits.js";
 import { streamCaller } from "./service/watch.js";
 import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
@@ -66,7 +65,7 @@ export interface ServerDeps {
   corsOrigins?: readonly string[];
   /** Proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client; none: the TCP peer is the client. */
   trustProxy?: readonly string[];
-  /** Open live-feed streams allowed per key and in all; the defaults of feed-limits.ts when absent. */
+  /** Open live-feed streams allowed per key and in all; the defaults of feed-limits.ts for what is absent. */
   streamLimits?: FeedLimits;
   /** How often the live feeds ask the store for commits (ms); FEED_POLL_MS when absent. */
   feedPollMs?: number;
@@ -95,7 +94,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const watch = new DataVersionWatch(deps.store.info);
   const keys = new MemoizedKeyVerifier(deps.keys ?? deps.store.keys, watch);
   const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
-  const feeds = new FeedHub(deps.store, deps.streamLimits ?? { perKey: DEFAULT_MAX_STREAMS_PER_KEY, total: DEFAULT_MAX_STREAMS }, {
+  const feeds = new FeedHub(deps.store, deps.streamLimits, {
     ...(deps.feedPollMs === undefined ? {} : { pollMs: deps.feedPollMs }),
     ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
   });
@@ -311,7 +310,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(config.drainMs === undefined ? {} : { drainMs: config.drainMs }),
       metrics: metricsMode,
       corsOrigins: config.corsOrigins ?? [],
-      streamLimits: { perKey: config.streamsPerKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: config.maxStreams ?? DEFAULT_MAX_STREAMS },
+      streamLimits: { perKey: config.streamsPerKey, total: config.maxStreams },
       ...(config.feedMaxQueued === undefined ? {} : { feedMaxQueued: config.feedMaxQueued }),
     });
     const metricsServer = await publishMetrics(metrics, config);

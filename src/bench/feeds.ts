@@ -183,15 +183,19 @@ function grpcSubscriber(transport: ReturnType<typeof createGrpcTransport>, key: 
   return sub;
 }
 
-/** `n` subscribers, half SSE and half gRPC, spread over the collections; resolves once all are open. */
-async function subscribe(url: string, key: string, n: number): Promise<Subscriber[]> {
+/**
+ * `n` subscribers spread over the collections, taking turns over `kinds`
+ * (half SSE, half gRPC by default); resolves once all are open.
+ */
+async function subscribe(url: string, key: string, n: number, kinds: readonly ("sse" | "grpc")[] = ["sse", "grpc"]): Promise<Subscriber[]> {
   const subs: Subscriber[] = [];
   let transport: ReturnType<typeof createGrpcTransport> | undefined;
+  let grpcStreams = 0;
   for (let i = 0; i < n; i++) {
     const collection = COLLECTIONS[i % COLLECTIONS.length]!;
-    if (i % 2 === 0) subs.push(sseSubscriber(url, key, collection));
+    if (kinds[i % kinds.length] === "sse") subs.push(sseSubscriber(url, key, collection));
     else {
-      if ((i - 1) / 2 % STREAMS_PER_CONNECTION === 0) transport = createGrpcTransport({ baseUrl: url });
+      if (grpcStreams++ % STREAMS_PER_CONNECTION === 0) transport = createGrpcTransport({ baseUrl: url });
       subs.push(grpcSubscriber(transport!, key, collection));
     }
     // Opened in waves: a thousand handshakes at once would measure the handshakes.
@@ -279,20 +283,9 @@ async function memory(server: Target, store: Store): Promise<string> {
   };
   const half = IDLE / 2;
   const before = await settle();
-  const subs: Subscriber[] = [];
-  for (let i = 0; i < half; i++) {
-    subs.push(sseSubscriber(server.url, store.read, COLLECTIONS[i % COLLECTIONS.length]!));
-    if (i % 250 === 249) await Promise.all(subs.slice(-250).map((s) => s.opened));
-  }
-  await Promise.all(subs.map((s) => s.opened));
+  const subs = await subscribe(server.url, store.read, half, ["sse"]);
   const withSse = await settle();
-  let transport: ReturnType<typeof createGrpcTransport> | undefined;
-  for (let i = 0; i < half; i++) {
-    if (i % STREAMS_PER_CONNECTION === 0) transport = createGrpcTransport({ baseUrl: server.url });
-    subs.push(grpcSubscriber(transport!, store.read, COLLECTIONS[i % COLLECTIONS.length]!));
-    if (i % 250 === 249) await Promise.all(subs.slice(-250).map((s) => s.opened));
-  }
-  await Promise.all(subs.map((s) => s.opened));
+  subs.push(...(await subscribe(server.url, store.read, half, ["grpc"])));
   const withAll = await settle();
   const open = Number(/^marketdata_feed_streams_open (\d+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1]);
   for (const s of subs) s.close();

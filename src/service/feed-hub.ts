@@ -1,6 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { DataVersion, FeedEntry, FeedKind, MaybePromise, ReadRepositories } from "../store/ports.js";
-import { FEED_PAGE_ROWS, FEED_POLL_MS, HEARTBEAT_SECONDS, MAX_QUEUED_MESSAGES } from "./feed-limits.js";
+import {
+  DEFAULT_MAX_STREAMS,
+  DEFAULT_MAX_STREAMS_PER_KEY,
+  FEED_PAGE_ROWS,
+  FEED_POLL_MS,
+  HEARTBEAT_SECONDS,
+  MAX_QUEUED_MESSAGES,
+} from "./feed-limits.js";
 
 // The live feeds of one server process. Every process (every worker of
 // `serve`, every server on a replica) watches the store itself: while anyone
@@ -28,7 +35,7 @@ export type FeedItem<T> =
 
 export interface FeedStats {
   /** Streams open now. */
-  open: number;
+  readonly open: number;
   /** Rows sent to subscribers so far. */
   sent: number;
   /** Subscribers ended because they did not read fast enough. */
@@ -38,13 +45,11 @@ export interface FeedStats {
 }
 
 export interface FeedLimits {
-  /** Open streams per API key; 0: no limit. */
-  perKey: number;
-  /** Open streams on this server; 0: no limit. */
-  total: number;
+  /** Open streams per API key; 0: no limit. Default DEFAULT_MAX_STREAMS_PER_KEY. */
+  perKey?: number | undefined;
+  /** Open streams on this server; 0: no limit. Default DEFAULT_MAX_STREAMS. */
+  total?: number | undefined;
 }
-
-type Reader<T> = (collectionId: number, after: number, limit: number) => MaybePromise<FeedEntry<T>[]>;
 
 class Channel<T> {
   /** The position up to which every row was handed to the attached subscribers; undefined until the head is read. */
@@ -55,7 +60,8 @@ class Channel<T> {
   members = 0;
   dirty = false;
   pumping = false;
-  readonly ready: Promise<void>;
+  /** The collection's last position when the channel was made (its head), once read. */
+  readonly ready: Promise<number>;
 
   constructor(
     readonly kind: FeedKind,
@@ -66,6 +72,7 @@ class Channel<T> {
   ) {
     this.ready = Promise.resolve(head).then((h) => {
       this.pos = h;
+      return h;
     });
   }
 }
@@ -138,30 +145,39 @@ export class Subscription<T> {
 
 export class FeedHub {
   readonly #store: ReadRepositories;
-  readonly #limits: FeedLimits;
+  readonly #limits: Required<{ [K in keyof FeedLimits]: number }>;
   readonly #pollMs: number;
   readonly #maxQueued: number;
   readonly #channels = new Map<string, Channel<unknown>>();
   /** Every open subscription, attached or replaying. */
   readonly #subs = new Set<Subscription<unknown>>();
   readonly #perKey = new Map<number, number>();
-  readonly #readers: Record<FeedKind, Reader<unknown>>;
   #since: DataVersion | undefined;
   #timer: NodeJS.Timeout | undefined;
   #polling = false;
   #closed = false;
   #epoch: Promise<string> | undefined;
-  readonly stats: FeedStats = { open: 0, sent: 0, endedSlow: 0, channelReads: 0 };
+  readonly stats: FeedStats;
 
-  constructor(store: ReadRepositories, limits: FeedLimits, options: { pollMs?: number; maxQueued?: number } = {}) {
+  constructor(store: ReadRepositories, limits: FeedLimits = {}, options: { pollMs?: number; maxQueued?: number } = {}) {
     this.#store = store;
-    this.#limits = limits;
+    this.#limits = { perKey: limits.perKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: limits.total ?? DEFAULT_MAX_STREAMS };
     this.#pollMs = options.pollMs ?? FEED_POLL_MS;
     this.#maxQueued = options.maxQueued ?? MAX_QUEUED_MESSAGES;
-    this.#readers = {
-      sales: (c, after, limit) => store.feed.sales(c, after, limit),
-      listings: (c, after, limit) => store.feed.listings(c, after, limit),
+    const subs = this.#subs;
+    this.stats = {
+      get open() {
+        return subs.size;
+      },
+      sent: 0,
+      endedSlow: 0,
+      channelReads: 0,
     };
+  }
+
+  /** The collection's rows of `kind` above `after` (FeedRepository's method of the kind's name). */
+  #read<T>(kind: FeedKind, collectionId: number, after: number): MaybePromise<FeedEntry<T>[]> {
+    return this.#store.feed[kind](collectionId, after, FEED_PAGE_ROWS) as MaybePromise<FeedEntry<T>[]>;
   }
 
   /** The store's feed epoch (read once: it changes only when the store is rebuilt, and a server is restarted on a new store). */
@@ -193,16 +209,16 @@ export class FeedHub {
     if (keyId !== undefined && this.#limits.perKey > 0 && held >= this.#limits.perKey) {
       throw new ConnectError(`this API key has ${this.#limits.perKey} streams open, its limit; close one first`, Code.ResourceExhausted);
     }
-    const channel = this.#channel<T>(kind, collection);
+    const { channel, created } = this.#channel<T>(kind, collection);
     channel.members++;
     // Counted before anything is awaited: concurrent subscribes cannot pass the limits together.
     const sub = new Subscription<T>(channel, matches, keyId, from ?? 0);
     const any = sub as Subscription<unknown>;
     this.#subs.add(any);
-    this.stats.open = this.#subs.size;
     if (keyId !== undefined) this.#perKey.set(keyId, held + 1);
+    let head: number;
     try {
-      await channel.ready;
+      head = await channel.ready;
     } catch (err) {
       this.unsubscribe(sub);
       throw storeFailure(err);
@@ -211,7 +227,11 @@ export class FeedHub {
       this.unsubscribe(sub);
       throw SHUTTING_DOWN;
     }
-    if (from === undefined) {
+    if (from === undefined && created) {
+      // Live, on a channel just made: its head, read for this subscriber, is what the store holds
+      // now (should the channel have read past it already, the replay below reads the rows between).
+      sub.pos = sub.sentPos = head;
+    } else if (from === undefined) {
       // Live: from what the store holds now (the channel may not have read the latest commit yet).
       try {
         sub.pos = sub.sentPos = await this.#store.feed.head(kind, collection.id);
@@ -253,7 +273,6 @@ export class FeedHub {
   unsubscribe<T>(sub: Subscription<T>): void {
     const any = sub as Subscription<unknown>;
     if (!this.#subs.delete(any)) return;
-    this.stats.open = this.#subs.size;
     if (sub.keyId !== undefined) {
       const n = (this.#perKey.get(sub.keyId) ?? 1) - 1;
       if (n === 0) this.#perKey.delete(sub.keyId);
@@ -283,25 +302,24 @@ export class FeedHub {
     sub.emptied();
   }
 
-  #channel<T>(kind: FeedKind, collection: { id: number; address: string }): Channel<T> {
+  /** The channel of a kind and collection, made (its head read) when none is open. */
+  #channel<T>(kind: FeedKind, collection: { id: number; address: string }): { channel: Channel<T>; created: boolean } {
     const key = `${kind}:${collection.id}`;
-    let channel = this.#channels.get(key);
-    if (channel === undefined) {
-      const created = new Channel<unknown>(kind, key, collection.address, collection.id, this.#store.feed.head(kind, collection.id));
-      this.#channels.set(key, created);
-      // A commit between the head's read and the next poll is read at once.
-      created.ready.then(
-        () => {
-          created.dirty = true;
-          void this.#pump(created);
-        },
-        () => {
-          if (this.#channels.get(key) === created) this.#channels.delete(key);
-        },
-      );
-      channel = created;
-    }
-    return channel as Channel<T>;
+    const open = this.#channels.get(key);
+    if (open !== undefined) return { channel: open as Channel<T>, created: false };
+    const created = new Channel<unknown>(kind, key, collection.address, collection.id, this.#store.feed.head(kind, collection.id));
+    this.#channels.set(key, created);
+    // A commit between the head's read and the next poll is read at once.
+    created.ready.then(
+      () => {
+        created.dirty = true;
+        void this.#pump(created);
+      },
+      () => {
+        if (this.#channels.get(key) === created) this.#channels.delete(key);
+      },
+    );
+    return { channel: created as Channel<T>, created: true };
   }
 
   #dropIfUnused(channel: Channel<unknown>): void {
@@ -315,7 +333,6 @@ export class FeedHub {
    */
   async #replay<T>(sub: Subscription<T>): Promise<void> {
     const channel = sub.channel;
-    const read = this.#readers[channel.kind] as Reader<T>;
     try {
       for (;;) {
         if (sub.ended !== undefined) return;
@@ -324,7 +341,7 @@ export class FeedHub {
           channel.subscribers.add(sub);
           return;
         }
-        const rows = await read(channel.collectionId, sub.pos, FEED_PAGE_ROWS);
+        const rows: FeedEntry<T>[] = await this.#read(channel.kind, channel.collectionId, sub.pos);
         if (sub.ended !== undefined) return;
         for (const entry of rows) if (sub.matches(entry.row)) sub.queue.push(entry);
         if (rows.length === 0) {
@@ -394,16 +411,16 @@ export class FeedHub {
   /** Reads the channel's new rows, once for all its subscribers, and hands each the ones it matches. */
   async #pump(channel: Channel<unknown>): Promise<void> {
     if (channel.pumping || channel.pos === undefined) return;
+    let pos: number = channel.pos;
     channel.pumping = true;
-    const read = this.#readers[channel.kind];
     try {
       while (channel.dirty) {
         channel.dirty = false;
         this.stats.channelReads++;
-        const rows = await read(channel.collectionId, channel.pos, FEED_PAGE_ROWS);
+        const rows: FeedEntry<unknown>[] = await this.#read(channel.kind, channel.collectionId, pos);
         if (rows.length === 0) break;
         for (const sub of channel.subscribers) this.#deliver(sub, rows);
-        channel.pos = rows[rows.length - 1]!.seq;
+        channel.pos = pos = rows[rows.length - 1]!.seq;
         if (rows.length === FEED_PAGE_ROWS) channel.dirty = true;
       }
     } catch {

@@ -9,7 +9,6 @@ import { createIngestService, Ingest } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 import { FeedHub } from "./feed-hub.js";
-import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./feed-limits.js";
 
 // Every service of the contract over one store, for every transport: RPC
 // protocols register them on a Connect router; REST and Connect GET call a
@@ -39,8 +38,6 @@ export interface ServiceSet {
   unary(method: DescMethodUnary): UnaryImpl;
   /** The implementation of a server-streaming method, for in-process calls (Server-Sent Events). */
   serverStream(method: DescMethodServerStreaming): ServerStreamImpl;
-  /** The live feeds of this process (WatchSales, WatchListings): closed at shutdown, counted by the metrics. */
-  readonly feeds: FeedHub;
   /** The ingest path, for transports that carry batches in their own form (REST NDJSON). */
   readonly ingest: Ingest;
 }
@@ -48,7 +45,7 @@ export interface ServiceSet {
 export function createServices(
   store: ReadRepositories,
   writer: IngestWriter = NO_WRITER,
-  feeds: FeedHub = new FeedHub(store, { perKey: DEFAULT_MAX_STREAMS_PER_KEY, total: DEFAULT_MAX_STREAMS }),
+  feeds: FeedHub = new FeedHub(store),
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store);
@@ -83,7 +80,6 @@ export function createServices(
     },
     unary: (method) => implOf(method) as UnaryImpl,
     serverStream: (method) => implOf(method) as ServerStreamImpl,
-    feeds,
     ingest,
   };
 }

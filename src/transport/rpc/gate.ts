@@ -9,6 +9,7 @@ import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } fr
 import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./errors.js";
 import type { RequestHandler } from "../http/dual-protocol-server.js";
 import type { ClientAddresses } from "../policy/client-address.js";
+import type { DirectGrpcHandler } from "./grpc-unary.js";
 
 // Every RPC POST (Connect, gRPC-Web, gRPC) passes here before its body is
 // read. gRPC unary calls to read-only methods go to the unary pipeline
@@ -43,18 +44,12 @@ export interface RpcGateDeps {
   ingest: { procedures: ReadonlySet<string>; inputs: ReadonlyMap<string, DescMessage>; maxBytes: number; connectNode: RequestHandler };
   /** Procedures served without a key (health, reflection): the address limit, then connect-node. */
   publicProcedures: ReadonlySet<string>;
-  grpcUnary: DirectGrpc;
+  grpcUnary: DirectGrpcHandler;
   /** gRPC calls of server-streaming methods (the live feeds): the stream pipeline, which admits them. */
-  grpcStream: DirectGrpc;
+  grpcStream: DirectGrpcHandler;
   connectNode: RequestHandler;
   log: ErrorLogger;
   addresses: ClientAddresses;
-}
-
-/** A path of its own for some gRPC calls (rpc/grpc-unary.ts, rpc/grpc-stream.ts). */
-interface DirectGrpc {
-  accepts(req: http2.Http2ServerRequest): boolean;
-  handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void;
 }
 
 export function createRpcGate(deps: RpcGateDeps): RequestHandler {

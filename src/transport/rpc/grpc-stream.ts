@@ -6,7 +6,7 @@ import { apiKeyFrom, type ErrorLogger } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps, type StreamPipeline } from "../stream/pipeline.js";
 import { readBody, unwrapEnvelope } from "./body.js";
 import { grpcStatusOf, percentEncode, undecodable, writeRpcError } from "./errors.js";
-import { isGrpcCallOf } from "./grpc-unary.js";
+import { type DirectGrpcHandler, isGrpcCallOf } from "./grpc-unary.js";
 
 // gRPC calls to server-streaming methods (the live feeds) through the stream
 // pipeline (stream/pipeline.ts) rather than connect-node's general
@@ -25,17 +25,17 @@ export interface GrpcStreamDeps extends StreamDeps {
   readMaxBytes: number;
 }
 
-export interface GrpcStreamHandler {
-  /** True when this request is a gRPC call of a server-streaming method this handler serves. */
-  accepts(req: http2.Http2ServerRequest): boolean;
-  handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void;
-}
-
 const GRPC = { protocol: "grpc", binary: true } as const;
 
-function grpcCodec(method: DescMethodServerStreaming, readMaxBytes: number, gzip: boolean): StreamCodec<Buffer> {
+/** A call's body, and whether its message is gzip-compressed (grpc-encoding). */
+interface GrpcInput {
+  body: Buffer;
+  gzip: boolean;
+}
+
+function grpcCodec(method: DescMethodServerStreaming, readMaxBytes: number): StreamCodec<GrpcInput> {
   return {
-    async decode(body) {
+    async decode({ body, gzip }) {
       const bytes = await unwrapEnvelope(body, gzip, readMaxBytes);
       try {
         return fromBinary(method.input, bytes);
@@ -70,25 +70,21 @@ function grpcCodec(method: DescMethodServerStreaming, readMaxBytes: number, gzip
   };
 }
 
-export function createGrpcStreamHandler(deps: GrpcStreamDeps): GrpcStreamHandler {
-  const routes = new Map<string, { plain: StreamPipeline<Buffer>; gzip: StreamPipeline<Buffer> }>();
+export function createGrpcStreamHandler(deps: GrpcStreamDeps): DirectGrpcHandler {
+  const routes = new Map<string, StreamPipeline<GrpcInput>>();
   for (const { method, procedure } of serverStreamingMethods(deps.services.services)) {
-    routes.set(procedure, {
-      plain: compileStream(deps, method, grpcCodec(method, deps.readMaxBytes, false)),
-      gzip: compileStream(deps, method, grpcCodec(method, deps.readMaxBytes, true)),
-    });
+    routes.set(procedure, compileStream(deps, method, grpcCodec(method, deps.readMaxBytes)));
   }
   return {
     accepts: (req) => isGrpcCallOf(req, routes),
     handle(req, res) {
-      const route = routes.get(req.url)!;
-      void (req.headers["grpc-encoding"] === "gzip" ? route.gzip : route.plain)({
+      void routes.get(req.url)!({
         req,
         res,
         apiKey: apiKeyFrom(req.headers),
         bucket: deps.addresses.bucketOf(req),
         log: deps.log,
-        input: () => readBody(req, deps.readMaxBytes + 5),
+        input: async () => ({ body: await readBody(req, deps.readMaxBytes + 5), gzip: req.headers["grpc-encoding"] === "gzip" }),
       });
     },
   };

@@ -28,8 +28,9 @@ export interface GrpcUnaryDeps extends UnaryDeps {
   readMaxBytes: number;
 }
 
-export interface GrpcUnaryHandler {
-  /** True when this request is a gRPC unary call this handler serves. */
+/** A path of its own for some gRPC calls (this file's, and rpc/grpc-stream.ts's), taken before connect-node. */
+export interface DirectGrpcHandler {
+  /** True when this request is a gRPC call this handler serves. */
   accepts(req: http2.Http2ServerRequest): boolean;
   /** Serves it, its admission included. */
   handle(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void;
@@ -51,7 +52,7 @@ export function isGrpcCallOf(req: http2.Http2ServerRequest, procedures: { has(pr
 }
 const GRPC = { protocol: "grpc", binary: true } as const;
 
-export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): GrpcUnaryHandler {
+export function createGrpcUnaryHandler(deps: GrpcUnaryDeps): DirectGrpcHandler {
   const routes = new Map<string, UnaryPipeline<Uint8Array, void>>();
   for (const { method, procedure } of readOnlyUnaryMethods(deps.services.services)) {
     routes.set(procedure, compileUnary(deps, method, protoCodec(method)));
