@@ -8,12 +8,15 @@ import {
   ListTweetsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { ReadRepositories } from "../store/ports.js";
+import { createAnalyticsMethods } from "./analytics.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";
 
 export function createCollectionService(store: ReadRepositories): ServiceImpl<typeof CollectionService> {
   return {
+    ...createAnalyticsMethods(store),
+
     async getCollectionStats(req) {
       const address = p.contractAddress(req.contractAddress);
       const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until) };

@@ -1,6 +1,7 @@
 import { echo } from "../domain/echo.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
+import { SERIES_INTERVALS, type SeriesInterval } from "../domain/series.js";
 import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 
@@ -56,12 +57,20 @@ export function assetIds(values: readonly string[], param = "assetId"): string[]
   return unique;
 }
 
-export function limit(value: number | undefined, param = "limit"): number {
-  if (value === undefined) return DEFAULT_LIMIT;
-  if (!Number.isInteger(value) || value < 1 || value > MAX_LIMIT) {
-    throw invalid(`${param} must be between 1 and ${MAX_LIMIT}, got ${value}`);
+export function limit(value: number | undefined, param = "limit", bounds = { fallback: DEFAULT_LIMIT, max: MAX_LIMIT }): number {
+  if (value === undefined) return bounds.fallback;
+  if (!Number.isInteger(value) || value < 1 || value > bounds.max) {
+    throw invalid(`${param} must be between 1 and ${bounds.max}, got ${value}`);
   }
   return value;
+}
+
+/** A series' interval: one of SERIES_INTERVALS, required. */
+export function seriesInterval(value: string, param = "interval"): SeriesInterval {
+  if (value === "") throw invalid(`${param} is required: one of ${SERIES_INTERVALS.join(", ")}`);
+  const found = SERIES_INTERVALS.find((i) => i === value);
+  if (found === undefined) throw invalid(`${param} must be one of ${SERIES_INTERVALS.join(", ")}, got ${q(value)}`);
+  return found;
 }
 
 export function epochSeconds(value: bigint | undefined, param: string): number | undefined {

@@ -10,6 +10,7 @@ import type {
   TweetRow,
 } from "../domain/records.js";
 import type { Kind } from "../domain/kinds.js";
+import type { BucketTotals, StoredSpan } from "../domain/series.js";
 
 // The store's ports: every interface the rest of the code uses to read,
 // import, derive, rebuild stats and manage keys, and the store's errors.
@@ -105,6 +106,8 @@ export const APPRAISAL_KEY: KeySpec = ["text"];
 export const RARITY_KEY: KeySpec = ["int", "text"];
 export const SALE_KEY: KeySpec = ["int", "int", "text", "text"];
 export const LISTING_KEY: KeySpec = ["int", "text", "text"];
+/** Holders: token count (descending), then address. */
+export const HOLDER_KEY: KeySpec = ["int", "text"];
 
 export interface CollectionsRepository {
   /** The id of a collection the store knows anything about, or undefined. */
@@ -127,6 +130,55 @@ export interface SalesRepository {
 
 export interface ListingsRepository {
   listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
+}
+
+// analytics: floor, holders and sales series, from aggregates kept at write time.
+
+/** An active listing at a floor. */
+export interface FloorListingRow {
+  marketplace: string;
+  marketplaceId: string;
+  assetId: string;
+  price: string;
+  createdAt: number;
+}
+
+export interface FloorFilter {
+  marketplace?: string | undefined;
+  /** Epoch seconds: the floor then, from the listings' history; undefined: now (status CREATED). */
+  at?: number | undefined;
+}
+
+export interface HolderRow {
+  address: string;
+  tokens: number;
+}
+
+export interface HoldersPage {
+  totalTokens: number;
+  numHolders: number;
+  page: Page<HolderRow>;
+}
+
+export interface SeriesFilter {
+  /** The stored span read (weeks are folded from days by the caller). */
+  span: StoredSpan;
+  /** Starts of the first and last interval (inclusive, multiples of span). */
+  from: number;
+  to: number;
+  marketplace?: string | undefined;
+  assetId?: string | undefined;
+}
+
+export interface AnalyticsRepository {
+  /** The lowest-priced active listing of each marketplace that has one (ties: listing id), by marketplace: one index seek each. */
+  floors(collectionId: number, filter: FloorFilter): MaybePromise<FloorListingRow[]>;
+  /** Token and holder counts, and a page of holders by token count descending, then address. */
+  holders(collectionId: number, page: PageRequest): MaybePromise<HoldersPage>;
+  /** The intervals of the span in [from, to] that have sales, oldest first. */
+  series(collectionId: number, filter: SeriesFilter): MaybePromise<BucketTotals[]>;
+  /** Times of the collection's first and last sale; undefined without sales. */
+  salesExtent(collectionId: number): MaybePromise<{ first: number; last: number } | undefined>;
 }
 
 export interface SocialRepository {
@@ -209,6 +261,7 @@ export interface ReadRepositories {
   assetMetrics: AssetMetricsRepository;
   sales: SalesRepository;
   listings: ListingsRepository;
+  analytics: AnalyticsRepository;
   social: SocialRepository;
   keys: KeysRepository;
   info: StoreInfo;

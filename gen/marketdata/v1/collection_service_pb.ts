@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { CollectionScore, CollectionStats, Influencer, Tweet } from "./resources_pb.js";
+import type { CollectionFloor, CollectionHolders, CollectionScore, CollectionStats, Influencer, StatsBucket, Tweet } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/collection_service.proto.
  */
 export const file_marketdata_v1_collection_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZTKUBAoRQ29sbGVjdGlvblNlcnZpY2USigEKEkdldENvbGxlY3Rpb25TdGF0cxIoLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBopLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2NvbGxlY3Rpb24vc3RhdHMShwEKD0xpc3RJbmZsdWVuY2VycxIlLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVxdWVzdBomLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2NvbGxlY3Rpb24vaW5mbHVlbmNlcnMScwoKTGlzdFR3ZWV0cxIgLm1hcmtldGRhdGEudjEuTGlzdFR3ZWV0c1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi90d2VldHMScwoKTGlzdFNjb3JlcxIgLm1hcmtldGRhdGEudjEuTGlzdFNjb3Jlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi9zY29yZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldDLfBwoRQ29sbGVjdGlvblNlcnZpY2USigEKEkdldENvbGxlY3Rpb25TdGF0cxIoLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBopLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2NvbGxlY3Rpb24vc3RhdHMShwEKD0xpc3RJbmZsdWVuY2VycxIlLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVxdWVzdBomLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2NvbGxlY3Rpb24vaW5mbHVlbmNlcnMScwoKTGlzdFR3ZWV0cxIgLm1hcmtldGRhdGEudjEuTGlzdFR3ZWV0c1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi90d2VldHMScwoKTGlzdFNjb3JlcxIgLm1hcmtldGRhdGEudjEuTGlzdFNjb3Jlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi9zY29yZXMSigEKEkdldENvbGxlY3Rpb25GbG9vchIoLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbkZsb29yUmVxdWVzdBopLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2NvbGxlY3Rpb24vZmxvb3ISlQEKFUxpc3RDb2xsZWN0aW9uSG9sZGVycxIrLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBosLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2NvbGxlY3Rpb24vaG9sZGVycxKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.GetCollectionStatsRequest
@@ -203,6 +203,213 @@ export const ListScoresResponseSchema: GenMessage<ListScoresResponse> = /*@__PUR
   messageDesc(file_marketdata_v1_collection_service, 7);
 
 /**
+ * @generated from message marketdata.v1.GetCollectionFloorRequest
+ */
+export type GetCollectionFloorRequest = Message<"marketdata.v1.GetCollectionFloorRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * One upper-case marketplace identifier, or "" for all.
+   *
+   * @generated from field: string marketplace = 2;
+   */
+  marketplace: string;
+
+  /**
+   * Epoch seconds: the floor as it was then. Absent: now.
+   *
+   * @generated from field: optional int64 at = 3;
+   */
+  at?: bigint | undefined;
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionFloorRequest.
+ * Use `create(GetCollectionFloorRequestSchema)` to create a new message.
+ */
+export const GetCollectionFloorRequestSchema: GenMessage<GetCollectionFloorRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 8);
+
+/**
+ * @generated from message marketdata.v1.GetCollectionFloorResponse
+ */
+export type GetCollectionFloorResponse = Message<"marketdata.v1.GetCollectionFloorResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * @generated from field: marketdata.v1.CollectionFloor data = 2;
+   */
+  data?: CollectionFloor | undefined;
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionFloorResponse.
+ * Use `create(GetCollectionFloorResponseSchema)` to create a new message.
+ */
+export const GetCollectionFloorResponseSchema: GenMessage<GetCollectionFloorResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 9);
+
+/**
+ * @generated from message marketdata.v1.ListCollectionHoldersRequest
+ */
+export type ListCollectionHoldersRequest = Message<"marketdata.v1.ListCollectionHoldersRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * 1 to 50, default 20.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionHoldersRequest.
+ * Use `create(ListCollectionHoldersRequestSchema)` to create a new message.
+ */
+export const ListCollectionHoldersRequestSchema: GenMessage<ListCollectionHoldersRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 10);
+
+/**
+ * @generated from message marketdata.v1.ListCollectionHoldersResponse
+ */
+export type ListCollectionHoldersResponse = Message<"marketdata.v1.ListCollectionHoldersResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: marketdata.v1.CollectionHolders data = 3;
+   */
+  data?: CollectionHolders | undefined;
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionHoldersResponse.
+ * Use `create(ListCollectionHoldersResponseSchema)` to create a new message.
+ */
+export const ListCollectionHoldersResponseSchema: GenMessage<ListCollectionHoldersResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 11);
+
+/**
+ * @generated from message marketdata.v1.GetCollectionStatsSeriesRequest
+ */
+export type GetCollectionStatsSeriesRequest = Message<"marketdata.v1.GetCollectionStatsSeriesRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * "hour", "day" or "week".
+   *
+   * @generated from field: string interval = 2;
+   */
+  interval: string;
+
+  /**
+   * Inclusive bounds, epoch seconds: every interval that overlaps them.
+   * Absent: from the collection's first sale, to its last.
+   *
+   * @generated from field: optional int64 since = 3;
+   */
+  since?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 until = 4;
+   */
+  until?: bigint | undefined;
+
+  /**
+   * One upper-case marketplace identifier, or "" for all.
+   *
+   * @generated from field: string marketplace = 5;
+   */
+  marketplace: string;
+
+  /**
+   * One asset id, or "" for every asset.
+   *
+   * @generated from field: string asset_id = 6;
+   */
+  assetId: string;
+
+  /**
+   * Buckets per page: 1 to 1000, default 1000.
+   *
+   * @generated from field: optional int32 limit = 7;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 8;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionStatsSeriesRequest.
+ * Use `create(GetCollectionStatsSeriesRequestSchema)` to create a new message.
+ */
+export const GetCollectionStatsSeriesRequestSchema: GenMessage<GetCollectionStatsSeriesRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 12);
+
+/**
+ * @generated from message marketdata.v1.GetCollectionStatsSeriesResponse
+ */
+export type GetCollectionStatsSeriesResponse = Message<"marketdata.v1.GetCollectionStatsSeriesResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.StatsBucket data = 3;
+   */
+  data: StatsBucket[];
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionStatsSeriesResponse.
+ * Use `create(GetCollectionStatsSeriesResponseSchema)` to create a new message.
+ */
+export const GetCollectionStatsSeriesResponseSchema: GenMessage<GetCollectionStatsSeriesResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 13);
+
+/**
  * Collection-wide market, social and score data.
  *
  * @generated from service marketdata.v1.CollectionService
@@ -247,6 +454,39 @@ export const CollectionService: GenService<{
     methodKind: "unary";
     input: typeof ListScoresRequestSchema;
     output: typeof ListScoresResponseSchema;
+  },
+  /**
+   * The lowest active listing of a collection, overall and per marketplace:
+   * now, or at a past time from the listings' history.
+   *
+   * @generated from rpc marketdata.v1.CollectionService.GetCollectionFloor
+   */
+  getCollectionFloor: {
+    methodKind: "unary";
+    input: typeof GetCollectionFloorRequestSchema;
+    output: typeof GetCollectionFloorResponseSchema;
+  },
+  /**
+   * Token count, distinct owners, and the largest holders (token count
+   * descending, then address), paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.CollectionService.ListCollectionHolders
+   */
+  listCollectionHolders: {
+    methodKind: "unary";
+    input: typeof ListCollectionHoldersRequestSchema;
+    output: typeof ListCollectionHoldersResponseSchema;
+  },
+  /**
+   * Sales per hour, day or week (UTC; weeks from Monday), oldest first, every
+   * interval present (empty ones with zeros), paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.CollectionService.GetCollectionStatsSeries
+   */
+  getCollectionStatsSeries: {
+    methodKind: "unary";
+    input: typeof GetCollectionStatsSeriesRequestSchema;
+    output: typeof GetCollectionStatsSeriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_marketdata_v1_collection_service, 0);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/resources.proto.
  */
 export const file_marketdata_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAki3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASqjAQoNTGlzdGluZ1N0YXR1cxIeChpMSVNUSU5HX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkxJU1RJTkdfU1RBVFVTX0NSRUFURUQQARIcChhMSVNUSU5HX1NUQVRVU19GVUxGSUxMRUQQAhIcChhMSVNUSU5HX1NUQVRVU19DQU5DRUxMRUQQAxIaChZMSVNUSU5HX1NUQVRVU19FWFBJUkVEEARiBnByb3RvMw");
+  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAki3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
 
 /**
  * A fair market value estimate for one asset (api.md 2.2).
@@ -549,6 +549,234 @@ export type CollectionScore = Message<"marketdata.v1.CollectionScore"> & {
  */
 export const CollectionScoreSchema: GenMessage<CollectionScore> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 9);
+
+/**
+ * The floor of a collection (GetCollectionFloor).
+ *
+ * @generated from message marketdata.v1.CollectionFloor
+ */
+export type CollectionFloor = Message<"marketdata.v1.CollectionFloor"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * The time the floor is of (epoch seconds): the request's `at`; 0 for the
+   * floor now (the listings' current status).
+   *
+   * @generated from field: int64 at = 2;
+   */
+  at: bigint;
+
+  /**
+   * The lowest-priced active listing (ties: marketplace, then its listing
+   * id); null when none is active.
+   *
+   * @generated from field: marketdata.v1.FloorListing floor = 3;
+   */
+  floor?: FloorListing | undefined;
+
+  /**
+   * The lowest-priced active listing of each marketplace that has one, by
+   * marketplace.
+   *
+   * @generated from field: repeated marketdata.v1.FloorListing groups = 4;
+   */
+  groups: FloorListing[];
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message marketdata.v1.CollectionFloor.
+ * Use `create(CollectionFloorSchema)` to create a new message.
+ */
+export const CollectionFloorSchema: GenMessage<CollectionFloor> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 10);
+
+/**
+ * An active listing at the floor.
+ *
+ * @generated from message marketdata.v1.FloorListing
+ */
+export type FloorListing = Message<"marketdata.v1.FloorListing"> & {
+  /**
+   * @generated from field: string marketplace = 1;
+   */
+  marketplace: string;
+
+  /**
+   * The marketplace's own listing identifier.
+   *
+   * @generated from field: string marketplace_id = 2;
+   */
+  marketplaceId: string;
+
+  /**
+   * @generated from field: string asset_id = 3;
+   */
+  assetId: string;
+
+  /**
+   * Wei, canonical decimal string.
+   *
+   * @generated from field: string price = 4;
+   */
+  price: string;
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: int64 created_at = 6;
+   */
+  createdAt: bigint;
+};
+
+/**
+ * Describes the message marketdata.v1.FloorListing.
+ * Use `create(FloorListingSchema)` to create a new message.
+ */
+export const FloorListingSchema: GenMessage<FloorListing> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 11);
+
+/**
+ * Who holds a collection's tokens (ListCollectionHolders).
+ *
+ * @generated from message marketdata.v1.CollectionHolders
+ */
+export type CollectionHolders = Message<"marketdata.v1.CollectionHolders"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * Tokens the store knows of the collection.
+   *
+   * @generated from field: int64 total_tokens = 2;
+   */
+  totalTokens: bigint;
+
+  /**
+   * Distinct current owners of those tokens (tokens of unknown owner excluded).
+   *
+   * @generated from field: int64 num_holders = 3;
+   */
+  numHolders: bigint;
+
+  /**
+   * This page of holders: token count descending, then address.
+   *
+   * @generated from field: repeated marketdata.v1.Holder holders = 4;
+   */
+  holders: Holder[];
+};
+
+/**
+ * Describes the message marketdata.v1.CollectionHolders.
+ * Use `create(CollectionHoldersSchema)` to create a new message.
+ */
+export const CollectionHoldersSchema: GenMessage<CollectionHolders> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 12);
+
+/**
+ * @generated from message marketdata.v1.Holder
+ */
+export type Holder = Message<"marketdata.v1.Holder"> & {
+  /**
+   * Lower-case address.
+   *
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * @generated from field: int64 token_count = 2;
+   */
+  tokenCount: bigint;
+};
+
+/**
+ * Describes the message marketdata.v1.Holder.
+ * Use `create(HolderSchema)` to create a new message.
+ */
+export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 13);
+
+/**
+ * One interval of a sales series: totals equal those GetCollectionStats
+ * answers for since=start, until=end.
+ *
+ * @generated from message marketdata.v1.StatsBucket
+ */
+export type StatsBucket = Message<"marketdata.v1.StatsBucket"> & {
+  /**
+   * First and last second of the interval (epoch seconds, inclusive).
+   *
+   * @generated from field: int64 start = 1;
+   */
+  start: bigint;
+
+  /**
+   * @generated from field: int64 end = 2;
+   */
+  end: bigint;
+
+  /**
+   * @generated from field: int64 total_num_sales = 3;
+   */
+  totalNumSales: bigint;
+
+  /**
+   * Exact wei sum, canonical decimal string.
+   *
+   * @generated from field: string total_volume = 4;
+   */
+  totalVolume: string;
+
+  /**
+   * Prices (wei) of the interval's sales: lowest, highest, and of its first
+   * and last sale in time (of sales at one time and block, the one the
+   * sales list shows last, and first). "0" in an empty interval.
+   *
+   * @generated from field: string min_price = 5;
+   */
+  minPrice: string;
+
+  /**
+   * @generated from field: string max_price = 6;
+   */
+  maxPrice: string;
+
+  /**
+   * @generated from field: string first_price = 7;
+   */
+  firstPrice: string;
+
+  /**
+   * @generated from field: string last_price = 8;
+   */
+  lastPrice: string;
+
+  /**
+   * @generated from field: string currency = 9;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message marketdata.v1.StatsBucket.
+ * Use `create(StatsBucketSchema)` to create a new message.
+ */
+export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 14);
 
 /**
  * State of a marketplace listing (api.md 3).

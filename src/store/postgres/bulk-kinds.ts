@@ -1,6 +1,8 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
+import { KEEP_LISTING_HISTORY } from "./listing-history.js";
+import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
@@ -73,6 +75,8 @@ function mapKinds(specs: Record<Kind, KindSpec>): Record<Kind, BulkKind> {
 export const WRITE_LOCK = 0x6d64_7772;
 /** The advisory lock of listings' writes: their feed positions in commit order, apart from the sales' lock. */
 export const LISTINGS_LOCK = 0x6d64_6c77;
+/** The advisory lock of tokens' writes: their triggers count owners' tokens (migration 6), one writer at a time. */
+export const TOKENS_LOCK = 0x6d64_746b;
 
 const col = (name: string, type = "text"): StageColumn => ({ name, type });
 
@@ -177,7 +181,7 @@ const UPSERT_USERS = upsertSql(
 
 /** Each staged sale's key and values as the merge will write them: the last line of each key. */
 const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
-    st.marketplace, st.timestamp, st.price
+    st.marketplace, st.timestamp, st.block, st.price
   FROM stage st JOIN collections c ON c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
 
 /**
@@ -204,7 +208,9 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     before: [REGISTER_COLLECTIONS],
     counted: counted("tokens", ["collection_id", "asset_id"], ["current_owner", "attributes"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.attributes")),
-    tables: ["collections", "tokens"],
+    tables: ["collections", "tokens", "token_owners"],
+    serialized: true,
+    lock: TOKENS_LOCK,
   },
   appraisals: {
     stage: [col("address"), col("asset_id", "numeric"), col("fair_market_value", "numeric"), col("confidence")],
@@ -231,14 +237,15 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
       REGISTER_COLLECTIONS,
       ENSURE_PARTITIONS,
       ...hourDeltasSql(LATEST_SALES),
+      ...seriesMarksSql(LATEST_SALES),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
         "collection_id, timestamp DESC, block DESC", true, true),
-    after: APPLY_HOUR_DELTAS,
-    tables: ["collections", "sales", "sales_hourly"],
+    after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
+    tables: ["collections", "sales", "sales_hourly", "sales_series"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
     whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
@@ -251,7 +258,8 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
         withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status"),
         undefined, false, true),
-    tables: ["collections", "listings"],
+    after: KEEP_LISTING_HISTORY,
+    tables: ["collections", "listings", "listing_versions", "listing_spans"],
     serialized: true,
     lock: LISTINGS_LOCK,
   },

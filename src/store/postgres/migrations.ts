@@ -1,3 +1,6 @@
+import { spansOf } from "./listing-history.js";
+import { freshSeriesSql } from "./sales-series.js";
+
 // The PostgreSQL schema, versioned like the SQLite one (store/migrations.ts)
 // but in PostgreSQL's own terms: asset ids and wei as numeric(78,0) (exact,
 // ordered numerically, summed exactly), hashes and addresses as bytea,
@@ -225,5 +228,82 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE listings ADD COLUMN feed_seq bigint NOT NULL DEFAULT nextval('feed_seq');
   CREATE INDEX sales_by_feed ON sales (collection_id, feed_seq);
   CREATE INDEX listings_by_feed ON listings (collection_id, feed_seq);
+  `,
+  // 6: analytics (analytics.ts), as in SQLite (store/sqlite/migrations.ts
+  // 7): owners' token counts kept by triggers; the listings' history
+  // (listing-history.ts) and the series (sales-series.ts) kept by the merges
+  // of listings and sales; each filled from what the store holds. Listing ids order in code-point order
+  // (COLLATE "C"), as SQLite's do.
+  `
+  CREATE TABLE token_owners (
+    collection_id integer NOT NULL,
+    owner text NOT NULL,
+    tokens bigint NOT NULL,
+    PRIMARY KEY (collection_id, owner)
+  );
+  CREATE INDEX token_owners_by_count ON token_owners (collection_id, tokens DESC, owner COLLATE "C");
+  INSERT INTO token_owners SELECT collection_id, current_owner, count(*) FROM tokens WHERE current_owner <> '' GROUP BY 1, 2;
+  CREATE FUNCTION token_owners_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.current_owner <> '' THEN
+      UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
+      DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.current_owner <> '' THEN
+      INSERT INTO token_owners VALUES (NEW.collection_id, NEW.current_owner, 1)
+        ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = token_owners.tokens + 1;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER tokens_owner_added AFTER INSERT OR DELETE ON tokens FOR EACH ROW EXECUTE FUNCTION token_owners_kept();
+  CREATE TRIGGER tokens_owner_changed AFTER UPDATE OF current_owner ON tokens
+    FOR EACH ROW WHEN (OLD.current_owner IS DISTINCT FROM NEW.current_owner) EXECUTE FUNCTION token_owners_kept();
+
+  CREATE INDEX listings_open_by_price ON listings (collection_id, marketplace, price, marketplace_id COLLATE "C")
+    WHERE status = 'CREATED';
+  CREATE TABLE listing_versions (
+    listing_id bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    price numeric(78,0) NOT NULL,
+    status text NOT NULL,
+    PRIMARY KEY (listing_id, updated_at)
+  );
+  CREATE TABLE listing_spans (
+    listing_id bigint NOT NULL,
+    active_from bigint NOT NULL,
+    active_until bigint NOT NULL,
+    collection_id integer NOT NULL,
+    marketplace text NOT NULL,
+    marketplace_id text NOT NULL,
+    price numeric(78,0) NOT NULL,
+    PRIMARY KEY (listing_id, active_from)
+  );
+  CREATE INDEX listing_spans_by_price ON listing_spans (collection_id, marketplace, price, marketplace_id COLLATE "C")
+    INCLUDE (active_from, active_until);
+  INSERT INTO listing_versions SELECT id, last_updated_at, price, status FROM listings;
+  ${spansOf("SELECT id, collection_id, marketplace, marketplace_id, created_at FROM listings", "listing_versions")}
+
+  CREATE TABLE sales_series (
+    collection_id integer NOT NULL,
+    marketplace text NOT NULL,
+    span integer NOT NULL,
+    bucket bigint NOT NULL,
+    num_sales bigint NOT NULL,
+    volume numeric NOT NULL,
+    min_price numeric NOT NULL,
+    max_price numeric NOT NULL,
+    first_price numeric NOT NULL,
+    first_timestamp bigint NOT NULL,
+    first_block bigint NOT NULL,
+    first_hash bytea NOT NULL,
+    first_asset_id numeric NOT NULL,
+    last_price numeric NOT NULL,
+    last_timestamp bigint NOT NULL,
+    last_block bigint NOT NULL,
+    last_hash bytea NOT NULL,
+    last_asset_id numeric NOT NULL,
+    PRIMARY KEY (collection_id, marketplace, span, bucket)
+  );
+  INSERT INTO sales_series ${freshSeriesSql("true")};
   `,
 ];

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { PgAnalytics } from "./analytics.js";
 import { PgAssetMetrics } from "./asset-metrics.js";
 import { PgCollections } from "./collections.js";
 import { PgFeed } from "./feed.js";
@@ -38,6 +39,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     assetMetrics: new PgAssetMetrics(q),
     sales: new PgSales(q),
     listings: new PgListings(q),
+    analytics: new PgAnalytics(q),
     social: new PgSocial(q),
     keys: new PgKeyVerifier(q),
     info,

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { freshHourlySql } from "./sales-hourly.js";
+import { freshSeriesSql } from "./sales-series.js";
 
 // Sales are partitioned by collection (migration 4): each collection's
 // sales are a table of their own, sales_c<id>, attached to `sales`. Reads go
@@ -73,6 +74,8 @@ export async function loadNewPartitions(
     // indexes of a table this new have no visibility map for index-only scans).
     await client.query(`DELETE FROM sales_hourly WHERE collection_id = ${Number(id)}`);
     await client.query(`INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) ${freshHourlySql("true", table)}`);
+    await client.query(`DELETE FROM sales_series WHERE collection_id = ${Number(id)}`);
+    await client.query(`INSERT INTO sales_series ${freshSeriesSql("true", table)}`);
   }
   return rows;
 }

@@ -2,11 +2,12 @@ import type pg from "pg";
 import { WRITE_LOCK } from "./bulk-kinds.js";
 import { stampVersions } from "./data-versions.js";
 import { freshHourlySql } from "./sales-hourly.js";
+import { freshSeriesSql, SERIES_VALUES } from "./sales-series.js";
 
 /**
- * stats rebuild on PostgreSQL: the hour rows computed afresh from the raw
- * sales, compared with the stored ones (rows missing, extra or different
- * count as changed), and written unless `check`; one transaction.
+ * stats rebuild on PostgreSQL: the hour and series rows computed afresh
+ * from the raw sales, compared with the stored ones (rows missing, extra or
+ * different count as changed), and written unless `check`; one transaction.
  */
 export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undefined, check: boolean): Promise<{ changed: number; rows: number }> {
   const scope = collectionId === undefined ? "true" : `collection_id = ${Number(collectionId)}`;
@@ -25,10 +26,19 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
        WHERE f.hour IS NULL OR h.hour IS NULL
           OR (f.cum_num_sales, f.cum_volume) IS DISTINCT FROM (h.cum_num_sales, h.cum_volume)`,
     );
-    const changed = diff.rows[0]!.n;
+    await client.query(`CREATE TEMP TABLE fresh_series ON COMMIT DROP AS ${freshSeriesSql(scope)}`);
+    const values = SERIES_VALUES.split(",").map((c) => c.trim());
+    const seriesDiff = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT collection_id, marketplace, span, bucket, ${SERIES_VALUES} FROM fresh_series) f
+       FULL JOIN (SELECT * FROM sales_series WHERE ${scope}) h USING (collection_id, marketplace, span, bucket)
+       WHERE (${values.map((c) => `f.${c}`).join(", ")}) IS DISTINCT FROM (${values.map((c) => `h.${c}`).join(", ")})`,
+    );
+    const changed = diff.rows[0]!.n + seriesDiff.rows[0]!.n;
     if (!check && changed > 0) {
       await client.query(`DELETE FROM sales_hourly WHERE ${scope}`);
       await client.query("INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) SELECT * FROM fresh");
+      await client.query(`DELETE FROM sales_series WHERE ${scope}`);
+      await client.query("INSERT INTO sales_series SELECT * FROM fresh_series");
       await stampVersions(client, collectionId === undefined ? { all: true } : { ids: [collectionId] });
     }
     const rows = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM sales_hourly");

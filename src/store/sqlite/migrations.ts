@@ -7,6 +7,7 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import type { Db } from "./db.js";
+import { SalesAggregates } from "./sales-stats.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -231,7 +232,25 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX sales_by_feed ON sales (collection_id, feed_seq);
   CREATE INDEX listings_by_feed ON listings (collection_id, feed_seq);
   `,
+  // 7: analytics (analytics.ts) from aggregates kept at write time.
+  (db) => {
+    db.exec(ANALYTICS_SCHEMA);
+    // The series of the sales already here: summed by the same code that
+    // keeps them (sales-stats.ts), since `stats rebuild --check` compares the
+    // two anyway.
+    new SalesAggregates(db).rebuild();
+  },
 ];
+
+/** The end of a span still open. */
+export const OPEN_END = Number.MAX_SAFE_INTEGER;
+
+/** A trigger's body: NEW's version recorded, and its spans rebuilt from all its versions. */
+const LISTING_VERSION = `
+    INSERT INTO listing_versions VALUES (NEW.id, NEW.last_updated_at, NEW.price, NEW.status)
+      ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status;
+    DELETE FROM listing_spans WHERE listing_id = NEW.id;
+    ${spansOf("SELECT NEW.id AS id, NEW.collection_id AS collection_id, NEW.marketplace AS marketplace, NEW.marketplace_id AS marketplace_id, NEW.created_at AS created_at", "(SELECT * FROM listing_versions WHERE listing_id = NEW.id)")}`;
 
 /**
  * Migration 2's backfill, frozen as it was written: the running totals of
@@ -260,4 +279,119 @@ function backfillSalesHourly(db: Db): void {
     }
     if (hour !== undefined) put.run(collection, marketplace, hour, n, volume.toString());
   }
+}
+
+/**
+ * Holders: each owner's token count, kept by triggers on tokens (every
+ * writer, whatever its path). Floor history: every version of a listing
+ * (by its lastUpdatedAt), and the spans of time each listing was active at
+ * a price, rebuilt from its versions by the triggers on listings. The
+ * current floor reads listings through a partial index of the open ones,
+ * numeric price order being (length, text) of canonical decimals. Series:
+ * sales_series, kept by the writers with sales_hourly (sales-stats.ts).
+ */
+const ANALYTICS_SCHEMA = `
+  CREATE TABLE token_owners (
+    collection_id INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (collection_id, owner)
+  ) WITHOUT ROWID;
+  CREATE INDEX token_owners_by_count ON token_owners (collection_id, tokens DESC, owner);
+  INSERT INTO token_owners SELECT collection_id, current_owner, count(*) FROM tokens WHERE current_owner <> '' GROUP BY 1, 2;
+  CREATE TRIGGER tokens_owner_added AFTER INSERT ON tokens WHEN NEW.current_owner <> '' BEGIN
+    INSERT INTO token_owners VALUES (NEW.collection_id, NEW.current_owner, 1)
+      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
+  END;
+  CREATE TRIGGER tokens_owner_left AFTER DELETE ON tokens WHEN OLD.current_owner <> '' BEGIN
+    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
+    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
+  END;
+  CREATE TRIGGER tokens_owner_changed AFTER UPDATE OF current_owner ON tokens
+    WHEN OLD.current_owner IS NOT NEW.current_owner BEGIN
+    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
+    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
+    INSERT INTO token_owners SELECT NEW.collection_id, NEW.current_owner, 1 WHERE NEW.current_owner <> ''
+      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
+  END;
+
+  CREATE INDEX listings_open_by_price ON listings (collection_id, marketplace, length(price), price, marketplace_id)
+    WHERE status = 'CREATED';
+
+  CREATE TABLE listing_versions (
+    listing_id INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    status TEXT NOT NULL,
+    PRIMARY KEY (listing_id, updated_at)
+  ) WITHOUT ROWID;
+  CREATE TABLE listing_spans (
+    listing_id INTEGER NOT NULL,
+    active_from INTEGER NOT NULL,
+    -- exclusive; ${OPEN_END} while still active
+    active_until INTEGER NOT NULL,
+    collection_id INTEGER NOT NULL,
+    marketplace TEXT NOT NULL,
+    marketplace_id TEXT NOT NULL,
+    price TEXT NOT NULL,
+    PRIMARY KEY (listing_id, active_from)
+  ) WITHOUT ROWID;
+  CREATE INDEX listing_spans_by_price ON listing_spans (
+    collection_id, marketplace, length(price), price, marketplace_id, active_from, active_until);
+  INSERT INTO listing_versions SELECT id, last_updated_at, price, status FROM listings;
+  ${spansOf("SELECT id, collection_id, marketplace, marketplace_id, created_at FROM listings")}
+  CREATE TRIGGER listings_history_added AFTER INSERT ON listings BEGIN
+    ${LISTING_VERSION}
+  END;
+  CREATE TRIGGER listings_history_changed
+    AFTER UPDATE OF collection_id, created_at, last_updated_at, price, status ON listings BEGIN
+    ${LISTING_VERSION}
+  END;
+
+  CREATE TABLE sales_series (
+    collection_id INTEGER NOT NULL,
+    -- '' for every marketplace
+    marketplace TEXT NOT NULL,
+    -- 3600 or 86400 seconds
+    span INTEGER NOT NULL,
+    -- the interval's start
+    bucket INTEGER NOT NULL,
+    num_sales INTEGER NOT NULL,
+    volume TEXT NOT NULL,
+    min_price TEXT NOT NULL,
+    max_price TEXT NOT NULL,
+    first_price TEXT NOT NULL,
+    first_timestamp INTEGER NOT NULL,
+    first_block INTEGER NOT NULL,
+    first_hash BLOB NOT NULL,
+    first_asset_key TEXT NOT NULL,
+    last_price TEXT NOT NULL,
+    last_timestamp INTEGER NOT NULL,
+    last_block INTEGER NOT NULL,
+    last_hash BLOB NOT NULL,
+    last_asset_key TEXT NOT NULL,
+    PRIMARY KEY (collection_id, marketplace, span, bucket)
+  ) WITHOUT ROWID;
+`;
+
+/**
+ * The active spans of the listings `listings` selects (id, collection_id,
+ * marketplace, marketplace_id, created_at), from their versions (`versions`:
+ * listing_versions, or the part of it that holds theirs): active from
+ * its creation until its first version (whatever that version says, it was
+ * listed before it), and from each version with status CREATED until the
+ * next version.
+ */
+function spansOf(listings: string, versions = "listing_versions"): string {
+  return `
+  INSERT INTO listing_spans (listing_id, active_from, active_until, collection_id, marketplace, marketplace_id, price)
+  SELECT l.id, max(v.updated_at, l.created_at), coalesce(v.next, ${OPEN_END}), l.collection_id, l.marketplace, l.marketplace_id, v.price
+  FROM (${listings}) l JOIN (
+    SELECT listing_id, updated_at, price, status, lead(updated_at) OVER (PARTITION BY listing_id ORDER BY updated_at) AS next
+    FROM ${versions}) v ON v.listing_id = l.id
+  WHERE v.status = 'CREATED' AND max(v.updated_at, l.created_at) < coalesce(v.next, ${OPEN_END})
+  UNION ALL
+  SELECT l.id, l.created_at, v.updated_at, l.collection_id, l.marketplace, l.marketplace_id, v.price
+  FROM (${listings}) l JOIN ${versions} v ON v.listing_id = l.id
+  WHERE v.updated_at = (SELECT min(updated_at) FROM listing_versions WHERE listing_id = l.id) AND l.created_at < v.updated_at;`;
 }

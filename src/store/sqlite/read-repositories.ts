@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { ApiKeyVerifier } from "./api-keys.js";
+import { SqliteAnalytics } from "./analytics.js";
 import { SqliteAssetMetrics } from "./asset-metrics.js";
 import { SqliteCollections } from "./collections.js";
 import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
@@ -19,6 +20,7 @@ export interface SqliteRepositories extends ReadRepositories {
   assetMetrics: SqliteAssetMetrics;
   sales: SqliteSales;
   listings: SqliteListings;
+  analytics: SqliteAnalytics;
   social: SqliteSocial;
   keys: ApiKeyVerifier;
   /** Every SQL text prepared so far (for query-plan tests). */
@@ -55,6 +57,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     assetMetrics: new SqliteAssetMetrics(statements),
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
+    analytics: new SqliteAnalytics(statements),
     social: new SqliteSocial(statements),
     keys: new ApiKeyVerifier(keys),
     info,

@@ -5,6 +5,8 @@ import { assetKey } from "./asset-key.js";
 import { limbsToWei, sumWei } from "./wei.js";
 import { type SalesSummary, summarize } from "../../domain/records.js";
 import type { StatsFilter } from "../ports.js";
+import type { SalePoint } from "../../domain/series.js";
+import { SalesSeries } from "./sales-series.js";
 
 // Collection stats from aggregates kept at write time.
 //
@@ -174,6 +176,8 @@ export class SalesAggregates extends StatsQueries {
   readonly #statements: Map<string, Statement>;
   /** `${collectionId}\t${marketplace}` → its marked hours. */
   #dirty = new Map<string, { collectionId: number; marketplace: string; buckets: Map<number, Mark> }>();
+  /** The series aggregates (sales-series.ts), marked and flushed with the hours. */
+  readonly #series: SalesSeries;
 
   constructor(db: Db) {
     const statements = new Map<string, Statement>();
@@ -186,6 +190,7 @@ export class SalesAggregates extends StatsQueries {
       return s;
     });
     this.#statements = statements;
+    this.#series = new SalesSeries(this.prepare);
   }
 
   /** Every SQL text prepared so far (for query-plan tests). */
@@ -199,16 +204,18 @@ export class SalesAggregates extends StatsQueries {
    */
   touch(collectionId: number, marketplace: string, timestamp: number): void {
     this.#mark(collectionId, marketplace, timestamp).recompute = true;
+    this.#series.touch(collectionId, marketplace, timestamp);
   }
 
   /**
    * Adds a newly inserted sale to its hour: the hour's totals become its
    * stored totals plus what was added, with no need to read the rows again.
    */
-  add(collectionId: number, marketplace: string, timestamp: number, price: bigint): void {
-    const mark = this.#mark(collectionId, marketplace, timestamp);
+  add(collectionId: number, marketplace: string, sale: SalePoint): void {
+    const mark = this.#mark(collectionId, marketplace, sale.timestamp);
     mark.n++;
-    mark.volume += price;
+    mark.volume += sale.price;
+    this.#series.add(collectionId, marketplace, sale);
   }
 
   /**
@@ -217,6 +224,7 @@ export class SalesAggregates extends StatsQueries {
    */
   distrustAdded(): void {
     for (const d of this.#dirty.values()) for (const mark of d.buckets.values()) mark.recompute = true;
+    this.#series.distrustAdded();
   }
 
   #mark(collectionId: number, marketplace: string, timestamp: number): Mark {
@@ -236,7 +244,7 @@ export class SalesAggregates extends StatsQueries {
   }
 
   get pending(): boolean {
-    return this.#dirty.size > 0;
+    return this.#dirty.size > 0 || this.#series.pending;
   }
 
   /**
@@ -251,12 +259,13 @@ export class SalesAggregates extends StatsQueries {
     for (const { collectionId, marketplace, buckets } of dirty.values()) {
       changed += this.#recompute(collectionId, marketplace, buckets);
     }
-    return { changed };
+    return { changed: changed + this.#series.flush() };
   }
 
   /**
    * Recomputes the aggregates of every collection (or one) from the raw rows
-   * and reports how many hour rows were wrong: 0 when writes kept them true.
+   * and reports how many hour and series rows were wrong: 0 when writes kept
+   * them true.
    */
   rebuild(collectionId?: number): FlushResult {
     const pairs = this.prepare(
@@ -265,6 +274,7 @@ export class SalesAggregates extends StatsQueries {
     const hours = this.prepare("SELECT hour FROM sales_hourly WHERE collection_id = ? AND marketplace = ?").pluck();
     const collections = this.prepare(`SELECT id FROM collections ${collectionId === undefined ? "" : "WHERE id = ?"}`).pluck();
     const args = collectionId === undefined ? [] : [collectionId];
+    this.#series.markAll(collectionId);
     for (const r of pairs.all(...args) as { collection_id: number; marketplace: string }[]) {
       for (const h of hours.all(r.collection_id, r.marketplace) as number[]) this.touch(r.collection_id, r.marketplace, bucketStart(h));
     }

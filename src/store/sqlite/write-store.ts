@@ -267,7 +267,11 @@ export class WriteStore {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
     if (this.#maintainStats) {
-      if (result === "inserted") this.#aggregates.add(collectionId, r.marketplace, r.timestamp, price);
+      if (result === "inserted") {
+        this.#aggregates.add(collectionId, r.marketplace, {
+          timestamp: r.timestamp, block: r.block, hash: r.hash, assetId: r.assetId, price,
+        });
+      }
       else if (result === "updated") {
         this.#aggregates.touch(collectionId, before![0], before![1]);
         this.#aggregates.touch(collectionId, r.marketplace, r.timestamp);

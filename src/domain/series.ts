@@ -1,0 +1,108 @@
+// Sales series: the aggregates of one interval's sales (count, exact volume,
+// lowest, highest, first and last price), and how intervals are cut and
+// combined. Pure: the stores keep these per hour and per day at write time
+// and fold raw sales with them; the service folds days into weeks.
+
+export type SeriesInterval = "hour" | "day" | "week";
+export const SERIES_INTERVALS: readonly SeriesInterval[] = ["hour", "day", "week"];
+
+/** The spans the stores keep aggregates of (seconds); weeks are folded from days. */
+export const HOUR = 3600;
+export const DAY = 86_400;
+export const WEEK = 7 * DAY;
+export type StoredSpan = typeof HOUR | typeof DAY;
+export const STORED_SPANS: readonly StoredSpan[] = [HOUR, DAY];
+
+/** The marketplace value of the aggregates over every marketplace. */
+export const EVERY_MARKETPLACE = "";
+
+/** Unix time 0 was a Thursday: weeks start on Monday, 3 days before it. */
+const WEEK_ORIGIN = -3 * DAY;
+
+export function intervalSeconds(interval: SeriesInterval): number {
+  return interval === "hour" ? HOUR : interval === "day" ? DAY : WEEK;
+}
+
+/** The start of the interval holding `t` (UTC; weeks from Monday 00:00). */
+export function intervalStart(interval: SeriesInterval, t: number): number {
+  const length = intervalSeconds(interval);
+  const origin = interval === "week" ? WEEK_ORIGIN : 0;
+  return Math.floor((t - origin) / length) * length + origin;
+}
+
+/**
+ * Where a sale stands in time. Sales at one time and block are ordered as
+ * the sales list orders them (hash, then asset id, ascending, shown first
+ * being "latest"), so that first and last are one sale each, whatever the
+ * order sales were written in.
+ */
+export interface SalePoint {
+  timestamp: number;
+  block: number;
+  /** 0x-hex, lower case. */
+  hash: string;
+  /** Canonical decimal. */
+  assetId: string;
+  price: bigint;
+}
+
+/** True when `a` is later than `b`: the sales list shows it before `b`. */
+export function isLater(a: SalePoint, b: SalePoint): boolean {
+  if (a.timestamp !== b.timestamp) return a.timestamp > b.timestamp;
+  if (a.block !== b.block) return a.block > b.block;
+  if (a.hash !== b.hash) return a.hash < b.hash;
+  return a.assetId.length !== b.assetId.length ? a.assetId.length < b.assetId.length : a.assetId < b.assetId;
+}
+
+/** One interval's sales, summed. */
+export interface BucketTotals {
+  /** Start of the interval (epoch seconds). */
+  start: number;
+  n: number;
+  volume: bigint;
+  min: bigint;
+  max: bigint;
+  first: SalePoint;
+  last: SalePoint;
+}
+
+/** An interval holding one sale. */
+export function bucketOfSale(start: number, sale: SalePoint): BucketTotals {
+  return { start, n: 1, volume: sale.price, min: sale.price, max: sale.price, first: sale, last: sale };
+}
+
+/** Two sets of an interval's sales (disjoint) as one. */
+export function combine(a: BucketTotals, b: BucketTotals): BucketTotals {
+  return {
+    start: Math.min(a.start, b.start),
+    n: a.n + b.n,
+    volume: a.volume + b.volume,
+    min: a.min < b.min ? a.min : b.min,
+    max: a.max > b.max ? a.max : b.max,
+    first: isLater(a.first, b.first) ? b.first : a.first,
+    last: isLater(a.last, b.last) ? a.last : b.last,
+  };
+}
+
+/** Sales (any order) folded into the buckets `startOf` puts them in, oldest first. */
+export function bucketSales(sales: Iterable<SalePoint>, startOf: (t: number) => number): BucketTotals[] {
+  const buckets = new Map<number, BucketTotals>();
+  for (const s of sales) {
+    const start = startOf(s.timestamp);
+    const b = buckets.get(start);
+    buckets.set(start, b === undefined ? bucketOfSale(start, s) : combine(b, bucketOfSale(start, s)));
+  }
+  return [...buckets.values()].sort((x, y) => x.start - y.start);
+}
+
+/** Buckets (oldest first) folded into the longer intervals that hold them. */
+export function foldBuckets(buckets: readonly BucketTotals[], startOf: (t: number) => number): BucketTotals[] {
+  const out: BucketTotals[] = [];
+  for (const b of buckets) {
+    const start = startOf(b.start);
+    const last = out[out.length - 1];
+    if (last !== undefined && last.start === start) out[out.length - 1] = combine(last, b);
+    else out.push({ ...b, start });
+  }
+  return out;
+}

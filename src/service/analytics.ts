@@ -1,0 +1,165 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  type CollectionService,
+  GetCollectionFloorResponseSchema,
+  GetCollectionStatsSeriesResponseSchema,
+  ListCollectionHoldersResponseSchema,
+} from "../../gen/marketdata/v1/collection_service_pb.js";
+import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
+import {
+  type BucketTotals,
+  DAY,
+  foldBuckets,
+  intervalSeconds,
+  intervalStart,
+  type SeriesInterval,
+  WEEK,
+} from "../domain/series.js";
+import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories } from "../store/ports.js";
+import { knownCollection } from "./collections.js";
+import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import * as p from "./params.js";
+import { CURRENCY } from "./records.js";
+
+// The analytics RPCs of CollectionService: floor, holders and sales series.
+
+/** Buckets per series page: a year of days fits one. */
+export const SERIES_LIMITS = { fallback: 1000, max: 1000 };
+/** A series page token: the start of the next page's first interval. */
+const SERIES_KEY: KeySpec = ["int"];
+
+type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries">;
+
+export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethods {
+  return {
+    async getCollectionFloor(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const filter = { marketplace: p.marketplace(req.marketplace), at: p.epochSeconds(req.at, "at") };
+      // In code-point order of marketplace whatever the engine's collation.
+      const groups = (await store.analytics.floors(await knownCollection(store.collections, address), filter)).sort((a, b) =>
+        a.marketplace < b.marketplace ? -1 : a.marketplace > b.marketplace ? 1 : 0,
+      );
+      const floor = lowest(groups);
+      return create(GetCollectionFloorResponseSchema, {
+        successful: 1,
+        data: {
+          contractAddress: address,
+          at: BigInt(filter.at ?? 0),
+          floor: floor && toFloorListing(floor),
+          groups: groups.map(toFloorListing),
+          currency: CURRENCY,
+        },
+      });
+    },
+
+    async listCollectionHolders(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const limit = p.limit(req.limit);
+      const collection = await knownCollection(store.collections, address);
+      const digest = queryDigest(["holders", address]);
+      const after = decodePageToken("cursor", req.cursor, digest, HOLDER_KEY);
+      const { totalTokens, numHolders, page } = await store.analytics.holders(collection, { limit, after });
+      return create(ListCollectionHoldersResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, page.nextKey),
+        data: {
+          contractAddress: address,
+          totalTokens: BigInt(totalTokens),
+          numHolders: BigInt(numHolders),
+          holders: page.rows.map((h) => ({ address: h.address, tokenCount: BigInt(h.tokens) })),
+        },
+      });
+    },
+
+    async getCollectionStatsSeries(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const interval = p.seriesInterval(req.interval);
+      const filter = {
+        marketplace: p.marketplace(req.marketplace),
+        assetId: p.optionalAssetId(req.assetId),
+        ...p.timeWindow(req.since, req.until),
+      };
+      const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
+      const collection = await knownCollection(store.collections, address);
+      const digest = queryDigest(["series", address, interval, filter]);
+      const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
+      const range = await seriesRange(store, collection, interval, filter);
+      if (range === undefined) return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: "", data: [] });
+      const length = intervalSeconds(interval);
+      const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
+      const end = Math.min(range.last, start + (limit - 1) * length);
+      const buckets = await readBuckets(store, collection, interval, { ...filter, from: start, to: end });
+      const data: StatsBucket[] = [];
+      let i = 0;
+      for (let b = start; b <= end; b += length) {
+        const found = buckets[i]?.start === b ? buckets[i++] : undefined;
+        data.push(toStatsBucket(b, length, found));
+      }
+      const next = end < range.last ? [end + length] : null;
+      return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: encodePageToken(digest, next), data });
+    },
+  };
+}
+
+/** The starts of the first and last interval a series covers: the window's, or the collection's sales' when a bound is absent. */
+async function seriesRange(
+  store: ReadRepositories,
+  collection: number,
+  interval: SeriesInterval,
+  window: { since?: number | undefined; until?: number | undefined },
+): Promise<{ first: number; last: number } | undefined> {
+  let { since, until } = window;
+  if (since === undefined || until === undefined) {
+    const extent = await store.analytics.salesExtent(collection);
+    since ??= extent === undefined ? until : Math.min(extent.first, until ?? extent.first);
+    until ??= extent === undefined ? since : Math.max(extent.last, since ?? extent.last);
+  }
+  if (since === undefined || until === undefined) return undefined;
+  return { first: intervalStart(interval, since), last: intervalStart(interval, until) };
+}
+
+/** The intervals with sales from `from` to `to` (starts), oldest first: weeks folded from the stored days. */
+async function readBuckets(
+  store: ReadRepositories,
+  collection: number,
+  interval: SeriesInterval,
+  f: { from: number; to: number; marketplace?: string | undefined; assetId?: string | undefined },
+): Promise<BucketTotals[]> {
+  if (interval !== "week") return store.analytics.series(collection, { ...f, span: intervalSeconds(interval) as 3600 | 86400 });
+  const days = await store.analytics.series(collection, { ...f, span: DAY, to: f.to + WEEK - DAY });
+  return foldBuckets(days, (t) => intervalStart("week", t));
+}
+
+function toStatsBucket(start: number, length: number, b: BucketTotals | undefined) {
+  const price = (v: bigint | undefined) => (v ?? 0n).toString();
+  return {
+    start: BigInt(start),
+    end: BigInt(start + length - 1),
+    totalNumSales: BigInt(b?.n ?? 0),
+    totalVolume: price(b?.volume),
+    minPrice: price(b?.min),
+    maxPrice: price(b?.max),
+    firstPrice: price(b?.first.price),
+    lastPrice: price(b?.last.price),
+    currency: CURRENCY,
+  } as StatsBucket;
+}
+
+/** The lowest price of the marketplaces' floors (in marketplace order: ties go to the first). */
+function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined {
+  let best: FloorListingRow | undefined;
+  for (const g of groups) if (best === undefined || BigInt(g.price) < BigInt(best.price)) best = g;
+  return best;
+}
+
+function toFloorListing(r: FloorListingRow) {
+  return {
+    marketplace: r.marketplace,
+    marketplaceId: r.marketplaceId,
+    assetId: r.assetId,
+    price: r.price,
+    currency: CURRENCY,
+    createdAt: BigInt(r.createdAt),
+  };
+}

@@ -1,0 +1,153 @@
+import type { BucketTotals } from "../../domain/series.js";
+import {
+  type AnalyticsRepository,
+  type FloorFilter,
+  type FloorListingRow,
+  type HoldersPage,
+  type PageRequest,
+  type SeriesFilter,
+  toPage,
+} from "../ports.js";
+import type { PgQueries } from "./queries.js";
+
+// Floor, holders and sales series on PostgreSQL (migration 6 keeps what
+// they read): each answer one statement, one snapshot, one round trip.
+
+/** A series row's first or last sale, as SQL giving its columns. */
+const point = (side: "first" | "last") =>
+  `${side}_price::text AS ${side}_price, ${side}_timestamp, ${side}_block, '0x' || encode(${side}_hash, 'hex') AS ${side}_hash, ${side}_asset_id::text AS ${side}_asset_id`;
+
+interface SeriesRow {
+  bucket: string;
+  n: string;
+  volume: string;
+  min: string;
+  max: string;
+  first_price: string;
+  first_timestamp: string;
+  first_block: string;
+  first_hash: string;
+  first_asset_id: string;
+  last_price: string;
+  last_timestamp: string;
+  last_block: string;
+  last_hash: string;
+  last_asset_id: string;
+}
+
+const toPoint = (r: SeriesRow, side: "first" | "last") => ({
+  price: BigInt(r[`${side}_price`]),
+  timestamp: Number(r[`${side}_timestamp`]),
+  block: Number(r[`${side}_block`]),
+  hash: r[`${side}_hash`],
+  assetId: r[`${side}_asset_id`],
+});
+
+export class PgAnalytics implements AnalyticsRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async floors(collectionId: number, filter: FloorFilter): Promise<FloorListingRow[]> {
+    const values: unknown[] = [collectionId];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const [table, active] =
+      filter.at === undefined
+        ? ["listings", "status = 'CREATED'"]
+        : ["listing_spans", `active_from <= ${$(filter.at)} AND active_until > $${values.length}`];
+    // The marketplaces with entries in the index: a loose index scan (one
+    // seek each), or the one asked for.
+    const marketplaces =
+      filter.marketplace !== undefined
+        ? `SELECT ${$(filter.marketplace)}::text AS marketplace`
+        : `WITH RECURSIVE m AS (
+             (SELECT marketplace FROM ${table} WHERE collection_id = $1 AND ${filter.at === undefined ? active : "true"} ORDER BY marketplace LIMIT 1)
+             UNION ALL
+             SELECT (SELECT x.marketplace FROM ${table} x WHERE x.collection_id = $1 AND ${filter.at === undefined ? "x.status = 'CREATED'" : "true"}
+                     AND x.marketplace > m.marketplace ORDER BY x.marketplace LIMIT 1)
+             FROM m WHERE m.marketplace IS NOT NULL)
+           SELECT marketplace FROM m WHERE marketplace IS NOT NULL`;
+    const join = filter.at === undefined ? "l.id = f.id" : "l.id = f.listing_id";
+    return this.q.rows<FloorListingRow>(
+      `SELECT l.marketplace, l.marketplace_id AS "marketplaceId", l.asset_id::text AS "assetId", f.price::text AS price,
+         l.created_at::float8 AS "createdAt"
+       FROM (${marketplaces}) m
+       CROSS JOIN LATERAL (
+         SELECT * FROM ${table} WHERE collection_id = $1 AND marketplace = m.marketplace AND ${active}
+         ORDER BY price, marketplace_id COLLATE "C" LIMIT 1) f
+       JOIN listings l ON ${join}`,
+      values,
+    );
+  }
+
+  async holders(collectionId: number, page: PageRequest): Promise<HoldersPage> {
+    const values: unknown[] = [collectionId];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    let after = "";
+    if (page.after) after = `AND (o.tokens, ${$(page.after[1])}::text COLLATE "C") < (${$(page.after[0])}, o.owner COLLATE "C")`;
+    // One statement: the counts and the page from one snapshot.
+    const rows = await this.q.rows<{ owner: string | null; tokens: string | null; total: string; holders: string }>(
+      `WITH page AS (
+         SELECT o.owner, o.tokens FROM token_owners o WHERE o.collection_id = $1 ${after}
+         ORDER BY o.tokens DESC, o.owner COLLATE "C" LIMIT ${$(page.limit + 1)})
+       SELECT p.owner, p.tokens,
+         (SELECT count(*) FROM tokens WHERE collection_id = $1) AS total,
+         (SELECT count(*) FROM token_owners WHERE collection_id = $1) AS holders
+       FROM (SELECT 1) one LEFT JOIN page p ON true`,
+      values,
+    );
+    const holders = rows.filter((r) => r.owner !== null).map((r) => ({ address: r.owner!, tokens: Number(r.tokens) }));
+    return {
+      totalTokens: Number(rows[0]?.total ?? 0),
+      numHolders: Number(rows[0]?.holders ?? 0),
+      page: toPage(holders, page.limit, (h) => h, (h) => [h.tokens, h.address]),
+    };
+  }
+
+  async series(collectionId: number, f: SeriesFilter): Promise<BucketTotals[]> {
+    const values: unknown[] = [collectionId, f.span, f.from, f.to];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    if (f.assetId !== undefined) {
+      // An asset's raw sales (sales_by_asset), summed per interval in SQL.
+      const where = [`collection_id = $1`, `asset_id = ${$(f.assetId)}`, "timestamp >= $3", "timestamp < $4 + $2"];
+      if (f.marketplace !== undefined) where.push(`marketplace = ${$(f.marketplace)}`);
+      return (await this.q.rows<SeriesRow>(
+        `WITH x AS (SELECT s.*, (s.timestamp / $2) * $2 AS bucket FROM sales s WHERE ${where.join(" AND ")})
+         SELECT a.bucket, a.n, a.volume, a.min, a.max, ${point("first")}, ${point("last")}
+         FROM (SELECT bucket, count(*) AS n, sum(price)::text AS volume, min(price)::text AS min, max(price)::text AS max FROM x GROUP BY bucket) a
+         JOIN (SELECT DISTINCT ON (bucket) bucket, price AS first_price, timestamp AS first_timestamp, block AS first_block,
+                 hash AS first_hash, asset_id AS first_asset_id FROM x ORDER BY bucket, timestamp, block, hash DESC, asset_id DESC) f USING (bucket)
+         JOIN (SELECT DISTINCT ON (bucket) bucket, price AS last_price, timestamp AS last_timestamp, block AS last_block,
+                 hash AS last_hash, asset_id AS last_asset_id FROM x ORDER BY bucket, timestamp DESC, block DESC, hash, asset_id) l USING (bucket)
+         ORDER BY a.bucket`,
+        values,
+      )).map(toBucket);
+    }
+    return (await this.q.rows<SeriesRow>(
+      `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
+       FROM sales_series WHERE collection_id = $1 AND marketplace = ${$(f.marketplace ?? "")} AND span = $2 AND bucket >= $3 AND bucket <= $4
+       ORDER BY bucket`,
+      values,
+    )).map(toBucket);
+  }
+
+  async salesExtent(collectionId: number): Promise<{ first: number; last: number } | undefined> {
+    const rows = await this.q.rows<{ first: string | null; last: string | null }>(
+      `SELECT (SELECT timestamp FROM sales WHERE collection_id = $1 ORDER BY timestamp LIMIT 1) AS first,
+              (SELECT timestamp FROM sales WHERE collection_id = $1 ORDER BY timestamp DESC LIMIT 1) AS last`,
+      [collectionId],
+    );
+    const r = rows[0];
+    return r?.first == null || r.last == null ? undefined : { first: Number(r.first), last: Number(r.last) };
+  }
+}
+
+function toBucket(r: SeriesRow): BucketTotals {
+  return {
+    start: Number(r.bucket),
+    n: Number(r.n),
+    volume: BigInt(r.volume),
+    min: BigInt(r.min),
+    max: BigInt(r.max),
+    first: toPoint(r, "first"),
+    last: toPoint(r, "last"),
+  };
+}

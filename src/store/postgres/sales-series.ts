@@ -1,0 +1,114 @@
+import { DAY, HOUR } from "../../domain/series.js";
+
+// Sales series (store/sqlite/sales-series.ts explains them) on PostgreSQL,
+// kept by set-based statements around each merge of sales: a new sale is
+// combined with the stored row of each interval holding it (count and
+// volume added, lowest and highest kept, first and last compared); an
+// interval a changed sale left or entered is summed again from the raw
+// sales. A partition built whole, and `stats rebuild`, sum them afresh.
+
+const SPANS = `(VALUES (${HOUR}), (${DAY})) sp(span)`;
+
+/** The columns of sales_series after its key. */
+export const SERIES_VALUES = `num_sales, volume, min_price, max_price,
+  first_price, first_timestamp, first_block, first_hash, first_asset_id,
+  last_price, last_timestamp, last_block, last_hash, last_asset_id`;
+const SERIES_KEY = "collection_id, marketplace, span, bucket";
+
+/**
+ * The series rows of the sales `points` gives (collection_id, m: the
+ * marketplace the row is of, timestamp, block, hash, asset_id, price, and
+ * span), one per (collection, m, span, interval): the sums, and the first
+ * and last sale in the sales list's order.
+ */
+function seriesOf(points: string): string {
+  const key = "collection_id, m, span, bucket";
+  return `WITH x AS (SELECT p.*, (p.timestamp / p.span) * p.span AS bucket FROM (${points}) p),
+    agg AS (SELECT ${key}, count(*) AS n, sum(price) AS v, min(price) AS lo, max(price) AS hi FROM x GROUP BY ${key}),
+    f AS (SELECT DISTINCT ON (${key}) ${key}, price, timestamp, block, hash, asset_id FROM x
+          ORDER BY ${key}, timestamp, block, hash DESC, asset_id DESC),
+    l AS (SELECT DISTINCT ON (${key}) ${key}, price, timestamp, block, hash, asset_id FROM x
+          ORDER BY ${key}, timestamp DESC, block DESC, hash, asset_id)
+    SELECT agg.collection_id, agg.m AS marketplace, agg.span, agg.bucket,
+      agg.n AS num_sales, agg.v AS volume, agg.lo AS min_price, agg.hi AS max_price,
+      f.price AS first_price, f.timestamp AS first_timestamp, f.block AS first_block, f.hash AS first_hash, f.asset_id AS first_asset_id,
+      l.price AS last_price, l.timestamp AS last_timestamp, l.block AS last_block, l.hash AS last_hash, l.asset_id AS last_asset_id
+    FROM agg JOIN f USING (${key}) JOIN l USING (${key})`;
+}
+
+/** Each sale of `sales` (a query of the sales' columns) as the points of its marketplace's rows and of every marketplace's, per span. */
+function pointsOf(sales: string): string {
+  return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span
+    FROM (${sales}) s CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
+}
+
+/** The series rows of the raw sales of `table` that `filter` selects, computed afresh. */
+export function freshSeriesSql(filter: string, table = "sales"): string {
+  return seriesOf(pointsOf(`SELECT * FROM ${table} WHERE ${filter}`));
+}
+
+/**
+ * Run before the merge (it reads the old rows): series_marks holds each
+ * staged sale that is new (`added`, with its values), and where a changed
+ * sale lay and will lie (to be summed again). `latest` gives each staged
+ * key's values (collection_id, hash, asset_id, marketplace, timestamp,
+ * block, price).
+ */
+export function seriesMarksSql(latest: string): string[] {
+  return [
+    `CREATE TEMP TABLE series_marks (collection_id integer, marketplace text, timestamp bigint, block bigint, hash bytea,
+       asset_id numeric, price numeric, added boolean) ON COMMIT DROP`,
+    `WITH l AS (${latest}),
+       o AS (SELECT l.*, s.marketplace AS old_marketplace, s.timestamp AS old_timestamp, s.block AS old_block, s.price AS old_price
+             FROM l LEFT JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id)
+     INSERT INTO series_marks
+     SELECT collection_id, marketplace, timestamp, block, hash, asset_id, price, true FROM o WHERE old_timestamp IS NULL
+     UNION ALL
+     SELECT collection_id, m, t, NULL, NULL, NULL, NULL, false FROM o
+       CROSS JOIN LATERAL (VALUES (o.marketplace, o.timestamp), (o.old_marketplace, o.old_timestamp)) v(m, t)
+     WHERE old_timestamp IS NOT NULL
+       AND (old_marketplace, old_timestamp, old_block, old_price) IS DISTINCT FROM (marketplace, timestamp, block, price)`,
+  ];
+}
+
+/** `excluded` holds a sale before (first) or after (last) the stored row's: the sales list's order. */
+function earlier(side: "first" | "last"): string {
+  const [lt, gt] = side === "first" ? ["<", ">"] : [">", "<"];
+  const e = (c: string) => `EXCLUDED.${side}_${c}`;
+  const s = (c: string) => `t.${side}_${c}`;
+  return `((${e("timestamp")}, ${e("block")}) ${lt} (${s("timestamp")}, ${s("block")})
+    OR ((${e("timestamp")}, ${e("block")}) = (${s("timestamp")}, ${s("block")}) AND (${e("hash")}, ${e("asset_id")}) ${gt} (${s("hash")}, ${s("asset_id")})))`;
+}
+
+const POINT = ["price", "timestamp", "block", "hash", "asset_id"];
+const takeIf = (side: "first" | "last") =>
+  POINT.map((c) => `${side}_${c} = CASE WHEN ${earlier(side)} THEN EXCLUDED.${side}_${c} ELSE t.${side}_${c} END`).join(", ");
+
+/**
+ * Run after the merge: the intervals marked to be summed again are, from the
+ * raw sales; the new sales of the others are combined with their rows.
+ */
+export const APPLY_SERIES_MARKS: readonly string[] = [
+  `CREATE TEMP TABLE series_redo ON COMMIT DROP AS
+   SELECT DISTINCT k.collection_id, mk.m AS marketplace, sp.span, (k.timestamp / sp.span) * sp.span AS bucket
+   FROM series_marks k CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (k.marketplace), ('')) mk(m) WHERE NOT k.added`,
+  `INSERT INTO sales_series AS t (${SERIES_KEY}, ${SERIES_VALUES})
+   SELECT * FROM (${seriesOf(pointsOf("SELECT * FROM series_marks WHERE added"))}) n
+   WHERE NOT EXISTS (SELECT 1 FROM series_redo r
+                     WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (n.collection_id, n.marketplace, n.span, n.bucket))
+   ON CONFLICT (${SERIES_KEY}) DO UPDATE SET
+     num_sales = t.num_sales + EXCLUDED.num_sales, volume = t.volume + EXCLUDED.volume,
+     min_price = least(t.min_price, EXCLUDED.min_price), max_price = greatest(t.max_price, EXCLUDED.max_price),
+     ${takeIf("first")}, ${takeIf("last")}`,
+  `DELETE FROM sales_series t USING series_redo r
+   WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (r.collection_id, r.marketplace, r.span, r.bucket)`,
+  // Each interval's raw sales: of one marketplace, or (m = '') of all.
+  `INSERT INTO sales_series (${SERIES_KEY}, ${SERIES_VALUES})
+   ${seriesOf(`SELECT s.collection_id, r.marketplace AS m, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
+     FROM series_redo r JOIN sales s ON s.collection_id = r.collection_id AND s.marketplace = r.marketplace
+       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span
+     UNION ALL
+     SELECT s.collection_id, '', s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
+     FROM series_redo r JOIN sales s ON s.collection_id = r.collection_id AND r.marketplace = ''
+       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span`)}`,
+];

@@ -1,0 +1,135 @@
+import type { BucketTotals } from "../../domain/series.js";
+import {
+  type AnalyticsRepository,
+  type FloorFilter,
+  type FloorListingRow,
+  type HolderRow,
+  type HoldersPage,
+  type PageRequest,
+  type SeriesFilter,
+  toPage,
+} from "../ports.js";
+import { SalesSeries } from "./sales-series.js";
+import type { SqliteStatements } from "./statements.js";
+
+// Floor, holders and sales series (migration 7 keeps what they read): each
+// answer a bounded number of index seeks, read in one snapshot.
+
+/** The open listings (partial index listings_open_by_price), or the spans active at a time (listing_spans_by_price). */
+const FLOOR_SOURCES = {
+  now: {
+    table: "listings INDEXED BY listings_open_by_price",
+    active: "status = 'CREATED'",
+    /** What the partial index holds: its every query names it. */
+    scope: "AND status = 'CREATED'",
+    listing: "l.marketplace = f.marketplace AND l.marketplace_id = f.marketplace_id",
+  },
+  at: {
+    table: "listing_spans INDEXED BY listing_spans_by_price",
+    active: "active_from <= ? AND active_until > ?",
+    scope: "",
+    listing: "l.id = f.listing_id",
+  },
+} as const;
+
+export class SqliteAnalytics implements AnalyticsRepository {
+  readonly #series: SalesSeries;
+
+  constructor(private readonly s: SqliteStatements) {
+    this.#series = new SalesSeries((sql) => s.prepare(sql));
+  }
+
+  floors(collectionId: number, filter: FloorFilter): FloorListingRow[] {
+    const source = FLOOR_SOURCES[filter.at === undefined ? "now" : "at"];
+    const at = filter.at === undefined ? [] : [filter.at, filter.at];
+    return this.s.snapshot(() => {
+      const marketplaces = filter.marketplace !== undefined ? [filter.marketplace] : this.#marketplaces(source.table, source.scope, collectionId);
+      const out: FloorListingRow[] = [];
+      for (const m of marketplaces) {
+        // The lowest price active at the time: the first entry of the
+        // marketplace's price order that is active (always the first for
+        // "now"; for a past time, the spans of cheaper listings that had
+        // ended by then are stepped over, in the index).
+        const row = this.s.row(
+          `SELECT l.marketplace, l.marketplace_id, substr(l.asset_key, 3) AS asset_id, l.created_at, f.price
+           FROM (SELECT * FROM ${source.table}
+                 WHERE collection_id = ? AND marketplace = ? AND ${source.active}
+                 ORDER BY length(price), price, marketplace_id LIMIT 1) f
+           JOIN listings l ON ${source.listing}`,
+          [collectionId, m, ...at],
+        );
+        if (row !== undefined) {
+          out.push({
+            marketplace: row.marketplace as string,
+            marketplaceId: row.marketplace_id as string,
+            assetId: row.asset_id as string,
+            price: row.price as string,
+            createdAt: row.created_at as number,
+          });
+        }
+      }
+      return out;
+    });
+  }
+
+  /** The distinct marketplaces of a collection in an index led by (collection_id, marketplace): one seek each. */
+  #marketplaces(table: string, scope: string, collectionId: number): string[] {
+    const next = this.s
+      .prepare(`SELECT marketplace FROM ${table} WHERE collection_id = ? AND marketplace > ? ${scope} ORDER BY marketplace LIMIT 1`)
+      .pluck();
+    const found: string[] = [];
+    for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {
+      found.push(m);
+    }
+    return found;
+  }
+
+  holders(collectionId: number, page: PageRequest): HoldersPage {
+    return this.s.snapshot(() => {
+      const totalTokens = this.s.prepare("SELECT count(*) FROM tokens WHERE collection_id = ?").pluck().get(collectionId) as number;
+      const numHolders = this.s
+        .prepare("SELECT count(*) FROM token_owners INDEXED BY token_owners_by_count WHERE collection_id = ?")
+        .pluck()
+        .get(collectionId) as number;
+      const params: unknown[] = [collectionId];
+      let after = "";
+      if (page.after) {
+        after = "AND (tokens < ? OR (tokens = ? AND owner > ?))";
+        params.push(page.after[0], page.after[0], page.after[1]);
+      }
+      params.push(page.limit + 1);
+      const rows = this.s.rows(
+        `SELECT owner, tokens FROM token_owners INDEXED BY token_owners_by_count
+         WHERE collection_id = ? ${after} ORDER BY tokens DESC, owner LIMIT ?`,
+        params,
+      );
+      return {
+        totalTokens,
+        numHolders,
+        page: toPage(
+          rows,
+          page.limit,
+          (r): HolderRow => ({ address: r.owner as string, tokens: r.tokens as number }),
+          (h) => [h.tokens, h.address],
+        ),
+      };
+    });
+  }
+
+  series(collectionId: number, filter: SeriesFilter): BucketTotals[] {
+    return this.#series.read(collectionId, filter);
+  }
+
+  salesExtent(collectionId: number): { first: number; last: number } | undefined {
+    return this.s.snapshot(() => {
+      const at = (order: "ASC" | "DESC") =>
+        this.s
+          .prepare(`SELECT timestamp FROM sales INDEXED BY sales_by_time WHERE collection_id = ? ORDER BY timestamp ${order} LIMIT 1`)
+          .pluck()
+          .get(collectionId) as number | undefined;
+      const first = at("ASC");
+      const last = at("DESC");
+      return first === undefined || last === undefined ? undefined : { first, last };
+    });
+  }
+}

@@ -1,0 +1,226 @@
+import type { Statement } from "better-sqlite3";
+import {
+  type BucketTotals,
+  bucketOfSale,
+  bucketSales,
+  combine,
+  EVERY_MARKETPLACE,
+  type SalePoint,
+  STORED_SPANS,
+  type StoredSpan,
+} from "../../domain/series.js";
+import type { SeriesFilter } from "../ports.js";
+import { assetKey } from "./asset-key.js";
+
+// Sales series from aggregates kept at write time: sales_series holds, per
+// collection, marketplace ('' for all of them), span (hour, day) and
+// interval with sales, its count, exact volume, lowest and highest price and
+// its first and last sale. A year of days is one index range of 366 rows
+// whatever the sales in it; the stats' running totals (sales-stats.ts)
+// cannot give a lowest price, and summing a day of raw sales per interval
+// grows with the market.
+//
+// Writers add each new sale to the intervals holding it (combined with the
+// stored row at flush: no raw rows read), and mark those a changed sale
+// left or entered, which are summed again from the raw sales. Like the
+// hours, an extra recompute costs time, never correctness.
+
+type Prepare = (sql: string) => Statement;
+
+const COLUMNS = `bucket, num_sales, volume, min_price, max_price,
+  first_price, first_timestamp, first_block, first_hash, first_asset_key,
+  last_price, last_timestamp, last_block, last_hash, last_asset_key`;
+
+type StoredRow = [number, number, string, string, string, string, number, number, Buffer, string, string, number, number, Buffer, string];
+
+/** One interval's marks: sales added since the stored row, or the whole interval to sum again. */
+interface Mark {
+  c: number;
+  m: string;
+  span: StoredSpan;
+  bucket: number;
+  added: BucketTotals | undefined;
+  recompute: boolean;
+}
+
+const startOf = (span: number) => (t: number) => Math.floor(t / span) * span;
+
+const point = (price: string, timestamp: number, block: number, hash: Buffer, key: string): SalePoint => ({
+  timestamp,
+  block,
+  hash: `0x${hash.toString("hex")}`,
+  assetId: key.slice(2),
+  price: BigInt(price),
+});
+
+function fromRow(r: StoredRow): BucketTotals {
+  return {
+    start: r[0],
+    n: r[1],
+    volume: BigInt(r[2]),
+    min: BigInt(r[3]),
+    max: BigInt(r[4]),
+    first: point(r[5], r[6], r[7], r[8], r[9]),
+    last: point(r[10], r[11], r[12], r[13], r[14]),
+  };
+}
+
+/** Sales of a range as points: `from` and `where` select them. */
+function rawPoints(prepare: Prepare, from: string, where: string, params: unknown[]): SalePoint[] {
+  const rows = prepare(`SELECT price, timestamp, block, hash, asset_key FROM ${from} WHERE ${where}`).raw().all(...params) as [
+    string, number, number, Buffer, string,
+  ][];
+  return rows.map((r) => point(r[0], r[1], r[2], r[3], r[4]));
+}
+
+export class SalesSeries {
+  #marks = new Map<string, Mark>();
+
+  constructor(private readonly prepare: Prepare) {}
+
+  /** The stored intervals of a span in [from, to], or an asset's summed from its raw sales. */
+  read(collectionId: number, f: SeriesFilter): BucketTotals[] {
+    const end = f.to + f.span - 1;
+    if (f.assetId !== undefined) {
+      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?"];
+      const params: unknown[] = [collectionId, assetKey(f.assetId), f.from, end];
+      if (f.marketplace !== undefined) {
+        where.push("marketplace = ?");
+        params.push(f.marketplace);
+      }
+      return bucketSales(rawPoints(this.prepare, "sales INDEXED BY sales_by_asset", where.join(" AND "), params), startOf(f.span));
+    }
+    const rows = this.prepare(
+      `SELECT ${COLUMNS} FROM sales_series
+       WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
+    )
+      .raw()
+      .all(collectionId, f.marketplace ?? EVERY_MARKETPLACE, f.span, f.from, f.to) as StoredRow[];
+    return rows.map(fromRow);
+  }
+
+  /** A new sale: added to each interval holding it. */
+  add(c: number, m: string, sale: SalePoint): void {
+    for (const mark of this.#marksOf(c, m, sale.timestamp)) {
+      if (mark.recompute) continue;
+      const one = bucketOfSale(mark.bucket, sale);
+      mark.added = mark.added === undefined ? one : combine(mark.added, one);
+    }
+  }
+
+  /** A sale changed at or away from (m, timestamp): those intervals are summed again. */
+  touch(c: number, m: string, timestamp: number): void {
+    for (const mark of this.#marksOf(c, m, timestamp)) {
+      mark.recompute = true;
+      mark.added = undefined;
+    }
+  }
+
+  /** A rolled-back part of a transaction: nothing added can be trusted. */
+  distrustAdded(): void {
+    for (const mark of this.#marks.values()) {
+      mark.recompute = true;
+      mark.added = undefined;
+    }
+  }
+
+  get pending(): boolean {
+    return this.#marks.size > 0;
+  }
+
+  /** Writes every marked interval; returns the rows inserted, changed or deleted. */
+  flush(): number {
+    const marks = this.#marks;
+    this.#marks = new Map();
+    let changed = 0;
+    const stored = this.prepare(
+      `SELECT ${COLUMNS} FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket = ?`,
+    ).raw();
+    const put = this.prepare(
+      `INSERT OR REPLACE INTO sales_series (collection_id, marketplace, span, ${COLUMNS})
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const remove = this.prepare("DELETE FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket = ?");
+    for (const { c, m, span, bucket, added, recompute } of marks.values()) {
+      const old = stored.get(c, m, span, bucket) as StoredRow | undefined;
+      const before = old === undefined ? undefined : fromRow(old);
+      let now: BucketTotals | undefined;
+      if (recompute) now = this.#sum(c, m, span, bucket);
+      else now = before === undefined ? added : added === undefined ? before : combine(before, added);
+      if (now === undefined || now.n === 0) {
+        if (old !== undefined) {
+          remove.run(c, m, span, bucket);
+          changed++;
+        }
+        continue;
+      }
+      const row = toRow(now);
+      if (old !== undefined && sameRow(old, row)) continue;
+      put.run(c, m, span, ...row);
+      changed++;
+    }
+    return changed;
+  }
+
+  /**
+   * Marks every stored interval of the collection (or all): flush() sums
+   * them again (SalesAggregates.rebuild touches those with sales).
+   */
+  markAll(collectionId?: number): void {
+    const scope = collectionId === undefined ? "" : "WHERE collection_id = ?";
+    const args = collectionId === undefined ? [] : [collectionId];
+    for (const [c, m, span, bucket] of this.prepare(`SELECT collection_id, marketplace, span, bucket FROM sales_series ${scope}`)
+      .raw()
+      .all(...args) as [number, string, number, number][]) {
+      this.#mark(c, m, span as StoredSpan, bucket).recompute = true;
+    }
+  }
+
+  #sum(c: number, m: string, span: StoredSpan, bucket: number): BucketTotals | undefined {
+    const points =
+      m === EVERY_MARKETPLACE
+        ? rawPoints(this.prepare, "sales INDEXED BY sales_by_time", "collection_id = ? AND timestamp >= ? AND timestamp <= ?", [
+            c, bucket, bucket + span - 1,
+          ])
+        : rawPoints(
+            this.prepare,
+            "sales INDEXED BY sales_by_marketplace",
+            "collection_id = ? AND marketplace = ? AND timestamp >= ? AND timestamp <= ?",
+            [c, m, bucket, bucket + span - 1],
+          );
+    return bucketSales(points, () => bucket)[0];
+  }
+
+  /** The marks of the intervals holding (m, timestamp) and (every marketplace, timestamp), in each stored span. */
+  #marksOf(c: number, m: string, timestamp: number): Mark[] {
+    const out: Mark[] = [];
+    for (const span of STORED_SPANS) {
+      const bucket = startOf(span)(timestamp);
+      out.push(this.#mark(c, m, span, bucket), this.#mark(c, EVERY_MARKETPLACE, span, bucket));
+    }
+    return out;
+  }
+
+  #mark(c: number, m: string, span: StoredSpan, bucket: number): Mark {
+    const key = `${c}\t${m}\t${span}\t${bucket}`;
+    let mark = this.#marks.get(key);
+    if (mark === undefined) {
+      mark = { c, m, span, bucket, added: undefined, recompute: false };
+      this.#marks.set(key, mark);
+    }
+    return mark;
+  }
+}
+
+type RowValues = [number, number, string, string, string, string, number, number, Buffer, string, string, number, number, Buffer, string];
+
+function toRow(b: BucketTotals): RowValues {
+  const p = (s: SalePoint): [string, number, number, Buffer, string] => [
+    s.price.toString(), s.timestamp, s.block, Buffer.from(s.hash.slice(2), "hex"), assetKey(s.assetId),
+  ];
+  return [b.start, b.n, b.volume.toString(), b.min.toString(), b.max.toString(), ...p(b.first), ...p(b.last)];
+}
+
+function sameRow(a: StoredRow, b: RowValues): boolean {
+  return a.every((v, i) => (Buffer.isBuffer(v) ? v.equals(b[i] as Buffer) : v === b[i]));
+}
