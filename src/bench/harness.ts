@@ -51,6 +51,10 @@ export const ALL_ENDPOINTS = [
   "/v1/collection/influencers",
   "/v1/collection/tweets",
   "/v1/collection/scores",
+  // The analytics beside the published eight.
+  "/v1/collection/floor",
+  "/v1/collection/holders",
+  "/v1/collection/stats/series",
 ];
 
 /** The query of each endpoint's "hot" request (one page of a large collection). */
@@ -63,6 +67,9 @@ const HOT: Record<string, string> = {
   "/v1/collection/influencers": "limit=20",
   "/v1/collection/tweets": "limit=20",
   "/v1/collection/scores": "",
+  "/v1/collection/floor": "",
+  "/v1/collection/holders": "limit=20",
+  "/v1/collection/stats/series": "interval=day&since=1760000000",
 };
 
 export function hotPath(endpoint: string, collection: string): string {
@@ -332,6 +339,24 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
         add("/v1/collection/influencers", { contractAddress: variant, limit });
         add("/v1/collection/tweets", { contractAddress: variant, limit });
       }
+    }
+    for (const limit of [5, 20, 50]) await walk("/v1/collection/holders", { contractAddress: c, limit }, "nextPage", 30);
+    for (const variant of variants(c)) {
+      for (const marketplace of [undefined, ...marketplaces]) add("/v1/collection/floor", { contractAddress: variant, marketplace });
+    }
+    for (let i = 0; i < 250; i++) {
+      add("/v1/collection/floor", { contractAddress: c, at: latest - rnd.int(0, 730 * 86400), marketplace: rnd.next() < 0.3 ? marketplaces[rnd.int(0, 5)] : undefined });
+      const interval = (["hour", "day", "day", "week"] as const)[rnd.int(0, 3)]!;
+      const since = latest - rnd.int(86400, 730 * 86400);
+      const reach = interval === "hour" ? rnd.int(3600, 14 * 86400) : rnd.int(86400, 365 * 86400);
+      add("/v1/collection/stats/series", {
+        contractAddress: c,
+        interval,
+        since,
+        until: since + reach,
+        marketplace: rnd.next() < 0.3 ? marketplaces[rnd.int(0, 5)] : undefined,
+        assetId: rnd.next() < 0.2 ? assets[rnd.int(0, assets.length - 1)] : undefined,
+      });
     }
   }
   for (let i = 0; i < 3000 && (out["/v1/collection/scores"]?.size ?? 0) < 1200; i++) {

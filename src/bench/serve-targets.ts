@@ -101,6 +101,30 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     const s = store.sales.salesSummary(id, { assetId: one(q.assetId), since: num(q.since), until: num(q.until) });
     return { successful: 1, data: { contractAddress: one(q.contractAddress), ...s, currency: "ETH" } };
   });
+  route("/v1/collection/floor", (q, id) => {
+    const groups = store.analytics.floors(id, { marketplace: one(q.marketplace), at: num(q.at) });
+    const floor = groups.reduce<(typeof groups)[number] | undefined>((a, g) => (a === undefined || BigInt(g.price) < BigInt(a.price) ? g : a), undefined);
+    return { successful: 1, data: { contractAddress: one(q.contractAddress), at: num(q.at) ?? 0, floor: floor ?? null, groups, currency: "ETH" } };
+  });
+  route("/v1/collection/holders", (q, id) => {
+    const h = store.analytics.holders(id, page(q));
+    return { successful: 1, nextPage: next(h.page.nextKey), data: { totalTokens: h.totalTokens, numHolders: h.numHolders, holders: h.page.rows } };
+  });
+  route("/v1/collection/stats/series", (q, id) => {
+    // Days only, the window as given, no gap filling: the store's rows as they come.
+    const span = one(q.interval) === "hour" ? 3600 : 86_400;
+    const from = Math.floor((num(q.since) ?? 0) / span) * span;
+    const to = Math.min(Math.floor((num(q.until) ?? 0) / span) * span, from + 999 * span);
+    const rows = store.analytics.series(id, { span, from, to, marketplace: one(q.marketplace), assetId: one(q.assetId) });
+    return {
+      successful: 1,
+      nextPage: "",
+      data: rows.map((b) => ({
+        start: b.start, end: b.start + span - 1, totalNumSales: b.n, totalVolume: String(b.volume), minPrice: String(b.min), maxPrice: String(b.max),
+        firstPrice: String(b.first.price), lastPrice: String(b.last.price), currency: "ETH",
+      })),
+    };
+  });
   route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.social.topInfluencers(id, num(q.limit) ?? 20) }));
   route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.social.topTweets(id, num(q.limit) ?? 20) }));
   route("/v1/collection/scores", (q) => ({

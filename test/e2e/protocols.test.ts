@@ -22,6 +22,9 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListInfluencers: { contractAddress: COLLECTION, limit: 50 },
   ListTweets: { contractAddress: COLLECTION, limit: 50 },
   ListScores: { contractAddress: COLLECTION },
+  GetCollectionFloor: { contractAddress: COLLECTION },
+  ListCollectionHolders: { contractAddress: COLLECTION, limit: 30 },
+  GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
 };
 
 const routes = restRoutes(SERVICES);

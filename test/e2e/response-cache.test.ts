@@ -39,6 +39,9 @@ const QUERIES: Record<string, Record<string, string>> = {
   "/v1/collection/influencers": { contractAddress: COLLECTION, limit: "5" },
   "/v1/collection/tweets": { contractAddress: COLLECTION, limit: "5" },
   "/v1/collection/scores": { contractAddress: COLLECTION },
+  "/v1/collection/floor": { contractAddress: COLLECTION },
+  "/v1/collection/holders": { contractAddress: COLLECTION, limit: "5" },
+  "/v1/collection/stats/series": { contractAddress: COLLECTION, interval: "week", since: "1799000000" },
 };
 
 async function get(server: TestServer, path: string, query: Record<string, string>, headers: Record<string, string> = {}) {
@@ -61,8 +64,13 @@ async function restSnapshot(): Promise<Record<string, string>> {
 }
 
 const RPC_PROTOCOLS: ProtocolName[] = ["connect-binary-get", "connect", "grpc"];
-const rpcRequest = (name: string): object =>
-  name === "ListScores" ? { contractAddress: [COLLECTION] } : { contractAddress: COLLECTION, ...(name === "GetCollectionStats" ? {} : { limit: 5 }) };
+const RPC_REQUESTS: Record<string, object> = {
+  ListScores: { contractAddress: [COLLECTION] },
+  GetCollectionStats: { contractAddress: COLLECTION },
+  GetCollectionFloor: { contractAddress: COLLECTION },
+  GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "week", since: 1_799_000_000n },
+};
+const rpcRequest = (name: string): object => RPC_REQUESTS[name] ?? { contractAddress: COLLECTION, limit: 5 };
 
 /** Every RPC response, on the protocols given, of both servers; they must agree. */
 async function rpcSnapshot(): Promise<Record<string, unknown>> {
@@ -98,12 +106,14 @@ describe("response cache", () => {
     expect(await restSnapshot()).toEqual(rest0);
     expect(cached.cache.hits).toBeGreaterThanOrEqual(hits + Object.keys(QUERIES).length);
 
-    // One import per kind, each changing the first page of its endpoint.
+    // One import per kind, each changing the first page of its endpoints.
     const c = COLLECTION;
     await importRecords("appraisals", [{ ...VALID.appraisals, contractAddress: c, assetId: "0", fairMarketValue: "1" }]);
     await importRecords("rarity", [{ ...VALID.rarity, contractAddress: c, assetId: "0", rarityRank: 1, rarityScore: 9 }]);
     await importRecords("sales", [{ ...VALID.sales, contractAddress: c, timestamp: 1_800_000_000, block: 19_000_000 }]);
-    await importRecords("listings", [{ ...VALID.listings, contractAddress: c, createdAt: 1_800_000_000, lastUpdatedAt: 1_800_000_000 }]);
+    // The lowest price yet: the floor moves too.
+    await importRecords("listings", [{ ...VALID.listings, contractAddress: c, createdAt: 1_800_000_000, lastUpdatedAt: 1_800_000_000, price: "1" }]);
+    await importRecords("tokens", [{ ...VALID.tokens, contractAddress: c, assetId: "0" }]);
     await importRecords("influencers", [{ ...VALID.influencers, contractAddress: c, score: 1e6 }]);
     await importRecords("tweets", [{ ...VALID.tweets, contractAddress: c, favoriteCount: 1e9, retweetCount: 0, interaction: 1e9 }]);
     await importRecords("scores", [{ ...VALID.scores, contractAddress: c, name: "Test Apes", hype: 1 }]);

@@ -4,6 +4,7 @@ import { WriteStore } from "../../src/store/sqlite/write-store.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
+import { exerciseAnalytics } from "../support/analytics-reads.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -16,7 +17,7 @@ let store: SqliteRepositories;
 /** What keeping the stats aggregates runs (a rebuild runs all of it). */
 let aggregateSql: string[];
 
-beforeAll(() => {
+beforeAll(async () => {
   f = buildFixture();
   // Several scored collections: with one row a table is cheaper to scan than
   // to search, and the planner (rightly) says so; stores have many.
@@ -84,6 +85,7 @@ beforeAll(() => {
   for (const kind of ["sales", "listings"] as const) store.feed.head(kind, id);
   store.feed.sales(id, 3, 50);
   store.feed.listings(id, 3, 50);
+  await exerciseAnalytics(store, id);
 });
 afterAll(() => {
   db.close();
@@ -140,7 +142,7 @@ describe("query plans", () => {
       // A rebuild of every collection reads all of them, by design.
       // An insert by primary key searches nothing.
       if (/^INSERT /.test(sql.trim())) continue;
-      if (/^SELECT (DISTINCT collection_id, marketplace FROM sales_hourly|id FROM collections)\s*$/.test(sql.trim())) continue;
+      if (/^SELECT (DISTINCT collection_id, marketplace FROM sales_hourly|id FROM collections|collection_id, marketplace, span, bucket FROM sales_series)\s*$/.test(sql.trim())) continue;
       const bound = boundColumns(mainSearch(sql));
       const need = requiredBindings(sql);
       if (!need.some((cols) => cols.every((c) => bound.includes(c)))) problems.push(`binds [${bound}] needs ${JSON.stringify(need)} in ${sql.replace(/\s+/g, " ")}`);
@@ -218,6 +220,10 @@ function requiredBindings(sql: string): string[][] {
   const base = ["collection_id"];
   const window = /timestamp >= \?|timestamp <= \?|timestamp < \?/.test(sql);
   if (has("asset_key") || /json_each/.test(sql)) return [[...base, "asset_key"]];
+  // A series: one marketplace's (or every one's) intervals of one span.
+  if (/FROM sales_series/.test(sql)) return [[...base, "marketplace", "span", "bucket"]];
+  // A floor: one marketplace's price order; the marketplaces, one seek each.
+  if (/FROM (listings f INDEXED BY listings_open_by_price|listing_spans)/.test(sql)) return [[...base, "marketplace"]];
   if (/FROM sales_hourly/.test(sql)) {
     if (/hour <= \?|hour >= \?|hour = \?/.test(sql)) return [[...base, "marketplace", "hour"]];
     if (has("marketplace") || /marketplace > \?/.test(sql)) return [[...base, "marketplace"]];

@@ -18,15 +18,15 @@ import type { SqliteStatements } from "./statements.js";
 /** The open listings (partial index listings_open_by_price), or the spans active at a time (listing_spans_by_price). */
 const FLOOR_SOURCES = {
   now: {
-    table: "listings INDEXED BY listings_open_by_price",
-    active: "status = 'CREATED'",
+    table: "listings f INDEXED BY listings_open_by_price",
+    active: "f.status = 'CREATED'",
     /** What the partial index holds: its every query names it. */
-    scope: "AND status = 'CREATED'",
+    scope: "AND f.status = 'CREATED'",
     listing: "l.marketplace = f.marketplace AND l.marketplace_id = f.marketplace_id",
   },
   at: {
-    table: "listing_spans INDEXED BY listing_spans_by_price",
-    active: "active_from <= ? AND active_until > ?",
+    table: "listing_spans f INDEXED BY listing_spans_by_price",
+    active: "f.active_from <= ? AND f.active_until > ?",
     scope: "",
     listing: "l.id = f.listing_id",
   },
@@ -51,11 +51,10 @@ export class SqliteAnalytics implements AnalyticsRepository {
         // "now"; for a past time, the spans of cheaper listings that had
         // ended by then are stepped over, in the index).
         const row = this.s.row(
-          `SELECT l.marketplace, l.marketplace_id, substr(l.asset_key, 3) AS asset_id, l.created_at, f.price
-           FROM (SELECT * FROM ${source.table}
-                 WHERE collection_id = ? AND marketplace = ? AND ${source.active}
-                 ORDER BY length(price), price, marketplace_id LIMIT 1) f
-           JOIN listings l ON ${source.listing}`,
+          `SELECT f.marketplace, f.marketplace_id, substr(l.asset_key, 3) AS asset_id, l.created_at, f.price
+           FROM ${source.table} JOIN listings l ON ${source.listing}
+           WHERE f.collection_id = ? AND f.marketplace = ? AND ${source.active}
+           ORDER BY length(f.price), f.price, f.marketplace_id LIMIT 1`,
           [collectionId, m, ...at],
         );
         if (row !== undefined) {
@@ -75,7 +74,7 @@ export class SqliteAnalytics implements AnalyticsRepository {
   /** The distinct marketplaces of a collection in an index led by (collection_id, marketplace): one seek each. */
   #marketplaces(table: string, scope: string, collectionId: number): string[] {
     const next = this.s
-      .prepare(`SELECT marketplace FROM ${table} WHERE collection_id = ? AND marketplace > ? ${scope} ORDER BY marketplace LIMIT 1`)
+      .prepare(`SELECT f.marketplace FROM ${table} WHERE f.collection_id = ? AND f.marketplace > ? ${scope} ORDER BY f.marketplace LIMIT 1`)
       .pluck();
     const found: string[] = [];
     for (let m = next.get(collectionId, "") as string | undefined; m !== undefined; m = next.get(collectionId, m) as string | undefined) {

@@ -1,0 +1,207 @@
+import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { once } from "node:events";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
+import { create } from "@bufbuild/protobuf";
+import { Command } from "commander";
+import pg from "pg";
+import {
+  GetCollectionFloorRequestSchema,
+  GetCollectionStatsSeriesRequestSchema,
+  ListCollectionHoldersRequestSchema,
+} from "../../gen/marketdata/v1/collection_service_pb.js";
+import { Random } from "../demo/random.js";
+import { importLines } from "../ingest/importer.js";
+import type { Kind } from "../ingest/kinds.js";
+import { createCollectionService } from "../service/collection-service.js";
+import { openReadRepositories, openWritableStore } from "../store/open.js";
+import type { ReadRepositories } from "../store/ports.js";
+import { log, percentiles, withEngineOptions } from "./harness.js";
+import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
+
+// npm run bench:analytics — floor, holders and sales series in process (the
+// RPC handler called directly: validation, store reads, gap filling and the
+// response message; no transport) on a collection of 1M sales over two
+// years, 100,000 active listings (and 50,000 ended ones) and 10,000 tokens,
+// on each engine. Each figure is the median and p99 of --samples calls with
+// a fresh random window or time each, after a warm-up; a GROUP BY over the
+// raw sales of the same year is timed beside the series for scale.
+
+const program = withEngineOptions(
+  new Command("bench:analytics")
+    .description("benchmark floor, holders and sales series in process, on SQLite and PostgreSQL")
+    .option("--sales <n>", "sales in the collection (two years)", "1000000")
+    .option("--listings <n>", "active listings (half as many more have ended)", "100000")
+    .option("--samples <n>", "calls per figure", "500"),
+).parse();
+const opts = program.opts<{ engines: string; pg: string; sales: string; listings: string; samples: string }>();
+const ENGINES = new Set(opts.engines.split(","));
+const SAMPLES = Number(opts.samples);
+const ADDRESS = "0x00000000000000000000000000000000000a7a11";
+const START = 1_640_995_200; // 2022-01-01, as saleLines
+
+async function writeLines(path: string, lines: Iterable<string>): Promise<void> {
+  const out = createWriteStream(path);
+  for (const line of lines) if (!out.write(`${line}\n`)) await once(out, "drain");
+  out.end();
+  await once(out, "finish");
+}
+
+function* listingLines(active: number): Generator<string> {
+  const rnd = new Random(3);
+  const ended = ["FULFILLED", "CANCELLED", "EXPIRED"];
+  for (let i = 0; i < active * 1.5; i++) {
+    const createdAt = START + rnd.int(0, 2 * YEAR - 86_400);
+    const status = i % 3 === 2 ? ended[rnd.int(0, 2)]! : "CREATED";
+    const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
+    yield JSON.stringify({
+      marketplaceId: String(1_000_000 + i),
+      marketplace: rnd.pick(MARKETPLACES),
+      contractAddress: ADDRESS,
+      assetId: String(rnd.int(1, 10_000)),
+      createdAt,
+      lastUpdatedAt: status === "CREATED" ? createdAt : createdAt + rnd.int(60, 30 * 86_400),
+      price: price.toString(),
+      currency: "ETH",
+      status,
+    });
+  }
+}
+
+function* tokenLines(): Generator<string> {
+  const rnd = new Random(4);
+  const owners = Array.from({ length: 5_500 }, () => `0x${rnd.hex(40)}`);
+  for (let i = 1; i <= 10_000; i++) {
+    // Skewed: a few wallets hold many.
+    const owner = owners[Math.floor(rnd.next() ** 2 * owners.length)]!;
+    yield JSON.stringify({ contractAddress: ADDRESS, assetId: String(i), currentOwner: owner, attributes: [] });
+  }
+}
+
+async function fill(target: string, files: [Kind, string][]): Promise<void> {
+  const store = await openWritableStore(target, { migrateEmpty: true });
+  try {
+    for (const [kind, file] of files) {
+      const started = performance.now();
+      const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+      const stats = await importLines(store.records, lines, { kind, skipInvalid: false });
+      log(`  ${kind}: ${stats.inserted} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+function time(fn: (i: number) => unknown | Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  return (async () => {
+    for (let i = 0; i < 20; i++) await fn(i);
+    const ms: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const t = performance.now();
+      await fn(i);
+      ms.push(performance.now() - t);
+    }
+    return percentiles(ms);
+  })();
+}
+
+async function measure(engine: string, store: ReadRepositories, raw: (since: number) => Promise<unknown>): Promise<void> {
+  const service = createCollectionService(store);
+  const context = undefined as never;
+  const id = (await store.collections.collectionId(ADDRESS))!;
+  const rnd = new Random(9);
+  const yearStarts = Array.from({ length: SAMPLES + 20 }, () => START + rnd.int(0, YEAR));
+  const times = Array.from({ length: SAMPLES + 20 }, () => START + rnd.int(0, 2 * YEAR));
+  const rows: [string, { p50: number; p99: number }][] = [];
+  const series = (since: number, extra: object = {}) =>
+    service.getCollectionStatsSeries(
+      create(GetCollectionStatsSeriesRequestSchema, { contractAddress: ADDRESS, interval: "day", since: BigInt(since), until: BigInt(since + YEAR - 1), ...extra }),
+      context,
+    );
+  rows.push(["series: a year of days (365 buckets)", await time((i) => series(yearStarts[i]!))]);
+  rows.push(["series: a year of days, one marketplace", await time((i) => series(yearStarts[i]!, { marketplace: MARKETPLACES[i % 6] }))]);
+  rows.push(["series: a year of weeks", await time((i) => series(yearStarts[i]!, { interval: "week" }))]);
+  rows.push(["series: 1,000 hours", await time((i) => series(yearStarts[i]!, { interval: "hour", until: BigInt(yearStarts[i]! + 1000 * 3600 - 1) }))]);
+  rows.push(["series store read alone: a year of days", await time((i) => store.analytics.series(id, { span: 86_400, from: Math.floor(yearStarts[i]! / 86_400) * 86_400, to: Math.floor(yearStarts[i]! / 86_400) * 86_400 + 364 * 86_400 }))]);
+  const floor = (extra: object) => service.getCollectionFloor(create(GetCollectionFloorRequestSchema, { contractAddress: ADDRESS, ...extra }), context);
+  rows.push(["floor now (every marketplace)", await time(() => floor({}))]);
+  rows.push(["floor now, one marketplace", await time((i) => floor({ marketplace: MARKETPLACES[i % 6] }))]);
+  rows.push(["floor at a random time (listing history)", await time((i) => floor({ at: BigInt(times[i]!) }))]);
+  rows.push(["holders: first page of 20", await time(() => service.listCollectionHolders(create(ListCollectionHoldersRequestSchema, { contractAddress: ADDRESS }), context))]);
+  const samples = SAMPLES;
+  const rawTime = await (async () => {
+    const ms: number[] = [];
+    for (let i = 0; i < Math.min(samples, 20); i++) {
+      const t = performance.now();
+      await raw(yearStarts[i]!);
+      ms.push(performance.now() - t);
+    }
+    return percentiles(ms);
+  })();
+  rows.push(["(for scale) GROUP BY day over a year's raw sales", rawTime]);
+  log(`\n## ${engine}\n`);
+  log("| call | p50 ms | p99 ms |");
+  log("|---|---|---|");
+  for (const [name, r] of rows) log(`| ${name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`);
+}
+
+const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-analytics-"));
+const dbName = `marketdata_bench_analytics_${process.pid}`;
+const admin = new pg.Client({ connectionString: opts.pg });
+try {
+  const files: [Kind, string][] = [
+    ["sales", join(dir, "sales.ndjson")],
+    ["listings", join(dir, "listings.ndjson")],
+    ["tokens", join(dir, "tokens.ndjson")],
+  ];
+  log(`generating ${opts.sales} sales, ${Number(opts.listings) * 1.5} listings, 10,000 tokens...`);
+  await writeLines(files[0]![1], saleLines(Number(opts.sales), 11, ADDRESS));
+  await writeLines(files[1]![1], listingLines(Number(opts.listings)));
+  await writeLines(files[2]![1], tokenLines());
+  if (ENGINES.has("sqlite")) {
+    const target = join(dir, "bench.sqlite");
+    log("importing into SQLite...");
+    await fill(target, files);
+    const store = await openReadRepositories(target);
+    const Database = (await import("better-sqlite3")).default;
+    const db = new Database(target, { readonly: true });
+    const id = (await store.collections.collectionId(ADDRESS))!;
+    const groupBy = db.prepare(
+      `SELECT timestamp / 86400, count(*), sum(price_hi), sum(price_lo), min(length(price) || price), max(length(price) || price)
+       FROM sales WHERE collection_id = ? AND timestamp >= ? AND timestamp < ? GROUP BY 1`,
+    );
+    await measure("SQLite", store, async (since) => groupBy.all(id, since, since + YEAR));
+    db.close();
+    await store.close();
+  }
+  if (ENGINES.has("postgres")) {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const u = new URL(opts.pg);
+    u.pathname = `/${dbName}`;
+    log("importing into PostgreSQL...");
+    await fill(u.toString(), files);
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    await c.query("VACUUM ANALYZE");
+    const store = await openReadRepositories(u.toString(), { poolSize: 1 });
+    const id = (await store.collections.collectionId(ADDRESS))!;
+    await measure("PostgreSQL", store, (since) =>
+      c.query(
+        `SELECT timestamp / 86400, count(*), sum(price), min(price), max(price) FROM sales
+         WHERE collection_id = $1 AND timestamp >= $2 AND timestamp < $3 GROUP BY 1`,
+        [id, since, since + YEAR],
+      ),
+    );
+    await store.close();
+    await c.end();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+  if (ENGINES.has("postgres")) {
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+    await admin.end().catch(() => {});
+  }
+}
