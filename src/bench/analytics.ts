@@ -124,7 +124,7 @@ async function measure(engine: string, store: ReadRepositories, raw: (since: num
   rows.push(["series: a year of days, one marketplace", await time((i) => series(yearStarts[i]!, { marketplace: MARKETPLACES[i % 6] }))]);
   rows.push(["series: a year of weeks", await time((i) => series(yearStarts[i]!, { interval: "week" }))]);
   rows.push(["series: 1,000 hours", await time((i) => series(yearStarts[i]!, { interval: "hour", until: BigInt(yearStarts[i]! + 1000 * 3600 - 1) }))]);
-  rows.push(["series store read alone: a year of days", await time((i) => store.analytics.series(id, { span: 86_400, from: Math.floor(yearStarts[i]! / 86_400) * 86_400, to: Math.floor(yearStarts[i]! / 86_400) * 86_400 + 364 * 86_400 }))]);
+  rows.push(["series store read alone: a year of days", await time((i) => store.analytics.series(id, { interval: "day", from: Math.floor(yearStarts[i]! / 86_400) * 86_400, to: Math.floor(yearStarts[i]! / 86_400) * 86_400 + 364 * 86_400 }))]);
   const floor = (extra: object) => service.getCollectionFloor(create(GetCollectionFloorRequestSchema, { contractAddress: ADDRESS, ...extra }), context);
   rows.push(["floor now (every marketplace)", await time(() => floor({}))]);
   rows.push(["floor now, one marketplace", await time((i) => floor({ marketplace: MARKETPLACES[i % 6] }))]);

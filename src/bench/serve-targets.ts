@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { startServer } from "../server.js";
 import { openReadOnly } from "../store/sqlite/database.js";
 import type { ListingStatusName } from "../domain/records.js";
+import { intervalSeconds, intervalStart, type SeriesInterval } from "../domain/series.js";
 import type { KeyValue } from "../store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
@@ -111,17 +112,17 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     return { successful: 1, nextPage: next(h.page.nextKey), data: { totalTokens: h.totalTokens, numHolders: h.numHolders, holders: h.page.rows } };
   });
   route("/v1/collection/stats/series", (q, id) => {
-    // Days only, the window as given, no gap filling: the store's rows as they come.
-    const span = one(q.interval) === "hour" ? 3600 : 86_400;
-    const from = Math.floor((num(q.since) ?? 0) / span) * span;
-    const to = Math.min(Math.floor((num(q.until) ?? 0) / span) * span, from + 999 * span);
-    const rows = store.analytics.series(id, { span, from, to, marketplace: one(q.marketplace), assetId: one(q.assetId) });
+    // The window as given, no gap filling: the store's rows as they come.
+    const interval = (one(q.interval) ?? "day") as SeriesInterval;
+    const from = intervalStart(interval, num(q.since) ?? 0);
+    const to = Math.min(intervalStart(interval, num(q.until) ?? 0), from + 999 * intervalSeconds(interval));
+    const rows = store.analytics.series(id, { interval, from, to, marketplace: one(q.marketplace), assetId: one(q.assetId) });
     return {
       successful: 1,
       nextPage: "",
       data: rows.map((b) => ({
-        start: b.start, end: b.start + span - 1, totalNumSales: b.n, totalVolume: String(b.volume), minPrice: String(b.min), maxPrice: String(b.max),
-        firstPrice: String(b.first.price), lastPrice: String(b.last.price), currency: "ETH",
+        start: b.start, end: b.start + intervalSeconds(interval) - 1, totalNumSales: b.n, totalVolume: String(b.volume), minPrice: String(b.min),
+        maxPrice: String(b.max), firstPrice: String(b.firstPrice), lastPrice: String(b.lastPrice), currency: "ETH",
       })),
     };
   });

@@ -66,6 +66,21 @@ export interface BucketTotals {
   last: SalePoint;
 }
 
+/** What a series answers of one interval: its sums and its first and last sale's price. */
+export interface SeriesBucket {
+  start: number;
+  n: number;
+  volume: bigint;
+  min: bigint;
+  max: bigint;
+  firstPrice: bigint;
+  lastPrice: bigint;
+}
+
+export function toSeriesBucket(b: BucketTotals): SeriesBucket {
+  return { start: b.start, n: b.n, volume: b.volume, min: b.min, max: b.max, firstPrice: b.first.price, lastPrice: b.last.price };
+}
+
 /** An interval holding one sale. */
 export function bucketOfSale(start: number, sale: SalePoint): BucketTotals {
   return { start, n: 1, volume: sale.price, min: sale.price, max: sale.price, first: sale, last: sale };

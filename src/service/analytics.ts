@@ -7,15 +7,7 @@ import {
   ListCollectionHoldersResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
-import {
-  type BucketTotals,
-  DAY,
-  foldBuckets,
-  intervalSeconds,
-  intervalStart,
-  type SeriesInterval,
-  WEEK,
-} from "../domain/series.js";
+import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
 import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
@@ -89,7 +81,7 @@ export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethod
       const length = intervalSeconds(interval);
       const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
       const end = Math.min(range.last, start + (limit - 1) * length);
-      const buckets = await readBuckets(store, collection, interval, { ...filter, from: start, to: end });
+      const buckets = await store.analytics.series(collection, { ...filter, interval, from: start, to: end });
       const data: StatsBucket[] = [];
       let i = 0;
       for (let b = start; b <= end; b += length) {
@@ -119,19 +111,7 @@ async function seriesRange(
   return { first: intervalStart(interval, since), last: intervalStart(interval, until) };
 }
 
-/** The intervals with sales from `from` to `to` (starts), oldest first: weeks folded from the stored days. */
-async function readBuckets(
-  store: ReadRepositories,
-  collection: number,
-  interval: SeriesInterval,
-  f: { from: number; to: number; marketplace?: string | undefined; assetId?: string | undefined },
-): Promise<BucketTotals[]> {
-  if (interval !== "week") return store.analytics.series(collection, { ...f, span: intervalSeconds(interval) as 3600 | 86400 });
-  const days = await store.analytics.series(collection, { ...f, span: DAY, to: f.to + WEEK - DAY });
-  return foldBuckets(days, (t) => intervalStart("week", t));
-}
-
-function toStatsBucket(start: number, length: number, b: BucketTotals | undefined) {
+function toStatsBucket(start: number, length: number, b: SeriesBucket | undefined) {
   const price = (v: bigint | undefined) => (v ?? 0n).toString();
   return {
     start: BigInt(start),
@@ -140,8 +120,8 @@ function toStatsBucket(start: number, length: number, b: BucketTotals | undefine
     totalVolume: price(b?.volume),
     minPrice: price(b?.min),
     maxPrice: price(b?.max),
-    firstPrice: price(b?.first.price),
-    lastPrice: price(b?.last.price),
+    firstPrice: price(b?.firstPrice),
+    lastPrice: price(b?.lastPrice),
     currency: CURRENCY,
   } as StatsBucket;
 }

@@ -10,7 +10,7 @@ import type {
   TweetRow,
 } from "../domain/records.js";
 import type { Kind } from "../domain/kinds.js";
-import type { BucketTotals, StoredSpan } from "../domain/series.js";
+import type { SeriesBucket, SeriesInterval } from "../domain/series.js";
 
 // The store's ports: every interface the rest of the code uses to read,
 // import, derive, rebuild stats and manage keys, and the store's errors.
@@ -161,9 +161,8 @@ export interface HoldersPage {
 }
 
 export interface SeriesFilter {
-  /** The stored span read (weeks are folded from days by the caller). */
-  span: StoredSpan;
-  /** Starts of the first and last interval (inclusive, multiples of span). */
+  interval: SeriesInterval;
+  /** Starts of the first and last interval (inclusive). */
   from: number;
   to: number;
   marketplace?: string | undefined;
@@ -175,8 +174,12 @@ export interface AnalyticsRepository {
   floors(collectionId: number, filter: FloorFilter): MaybePromise<FloorListingRow[]>;
   /** Token and holder counts, and a page of holders by token count descending, then address. */
   holders(collectionId: number, page: PageRequest): MaybePromise<HoldersPage>;
-  /** The intervals of the span in [from, to] that have sales, oldest first. */
-  series(collectionId: number, filter: SeriesFilter): MaybePromise<BucketTotals[]>;
+  /**
+   * The intervals from `from` to `to` that have sales, oldest first: hours
+   * and days read as stored (their prices only), weeks folded from days,
+   * an asset's summed from its raw sales.
+   */
+  series(collectionId: number, filter: SeriesFilter): MaybePromise<SeriesBucket[]>;
   /** Times of the collection's first and last sale; undefined without sales. */
   salesExtent(collectionId: number): MaybePromise<{ first: number; last: number } | undefined>;
 }

@@ -64,8 +64,8 @@ async function expectAnswers(target: string): Promise<void> {
     expect(await prices()).toEqual([["BLUR", "2", "70"], ["OPENSEA", "3", "60"]]);
     // Before listing 1 was fulfilled, it was BLUR's floor.
     expect(await prices(HOUR + 50)).toEqual([["BLUR", "1", "50"], ["OPENSEA", "3", "60"]]);
-    const days = await read.analytics.series(id, { span: 86_400, from: HOUR - (HOUR % 86_400), to: HOUR - (HOUR % 86_400) + 86_400 });
-    expect(days.map((d) => [d.n, d.volume, d.min, d.max, d.first.price, d.last.price])).toEqual([
+    const days = await read.analytics.series(id, { interval: "day", from: HOUR - (HOUR % 86_400), to: HOUR - (HOUR % 86_400) + 86_400 });
+    expect(days.map((d) => [d.n, d.volume, d.min, d.max, d.firstPrice, d.lastPrice])).toEqual([
       [2, 40n, 10n, 30n, 10n, 30n],
       [1, 20n, 20n, 20n, 20n, 20n],
     ]);

@@ -1,4 +1,14 @@
-import type { BucketTotals } from "../../domain/series.js";
+import {
+  type BucketTotals,
+  DAY,
+  EVERY_MARKETPLACE,
+  foldBuckets,
+  intervalSeconds,
+  intervalStart,
+  type SeriesBucket,
+  toSeriesBucket,
+  WEEK,
+} from "../../domain/series.js";
 import {
   type AnalyticsRepository,
   type FloorFilter,
@@ -16,6 +26,28 @@ import type { PgQueries } from "./queries.js";
 /** A series row's first or last sale, as SQL giving its columns. */
 const point = (side: "first" | "last") =>
   `${side}_price::text AS ${side}_price, ${side}_timestamp, ${side}_block, '0x' || encode(${side}_hash, 'hex') AS ${side}_hash, ${side}_asset_id::text AS ${side}_asset_id`;
+
+interface PriceRow {
+  bucket: string;
+  n: string;
+  volume: string;
+  min: string;
+  max: string;
+  first_price: string;
+  last_price: string;
+}
+
+function toSeriesRow(r: PriceRow): SeriesBucket {
+  return {
+    start: Number(r.bucket),
+    n: Number(r.n),
+    volume: BigInt(r.volume),
+    min: BigInt(r.min),
+    max: BigInt(r.max),
+    firstPrice: BigInt(r.first_price),
+    lastPrice: BigInt(r.last_price),
+  };
+}
 
 interface SeriesRow {
   bucket: string;
@@ -102,31 +134,49 @@ export class PgAnalytics implements AnalyticsRepository {
     };
   }
 
-  async series(collectionId: number, f: SeriesFilter): Promise<BucketTotals[]> {
-    const values: unknown[] = [collectionId, f.span, f.from, f.to];
-    const $ = (v: unknown) => `$${values.push(v)}`;
+  async series(collectionId: number, f: SeriesFilter): Promise<SeriesBucket[]> {
+    const length = intervalSeconds(f.interval);
     if (f.assetId !== undefined) {
-      // An asset's raw sales (sales_by_asset), summed per interval in SQL.
-      const where = [`collection_id = $1`, `asset_id = ${$(f.assetId)}`, "timestamp >= $3", "timestamp < $4 + $2"];
-      if (f.marketplace !== undefined) where.push(`marketplace = ${$(f.marketplace)}`);
-      return (await this.q.rows<SeriesRow>(
-        `WITH x AS (SELECT s.*, (s.timestamp / $2) * $2 AS bucket FROM sales s WHERE ${where.join(" AND ")})
-         SELECT a.bucket, a.n, a.volume, a.min, a.max, ${point("first")}, ${point("last")}
-         FROM (SELECT bucket, count(*) AS n, sum(price)::text AS volume, min(price)::text AS min, max(price)::text AS max FROM x GROUP BY bucket) a
-         JOIN (SELECT DISTINCT ON (bucket) bucket, price AS first_price, timestamp AS first_timestamp, block AS first_block,
-                 hash AS first_hash, asset_id AS first_asset_id FROM x ORDER BY bucket, timestamp, block, hash DESC, asset_id DESC) f USING (bucket)
-         JOIN (SELECT DISTINCT ON (bucket) bucket, price AS last_price, timestamp AS last_timestamp, block AS last_block,
-                 hash AS last_hash, asset_id AS last_asset_id FROM x ORDER BY bucket, timestamp DESC, block DESC, hash, asset_id) l USING (bucket)
-         ORDER BY a.bucket`,
+      // An asset's raw sales (sales_by_asset), summed per interval in SQL:
+      // bucket = the start of the interval (weeks from Monday: an origin).
+      const origin = intervalStart(f.interval, 0);
+      const values: unknown[] = [collectionId, f.assetId, f.from, f.to + length - 1, length, origin];
+      const $ = (v: unknown) => `$${values.push(v)}`;
+      const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
+      const rows = await this.q.rows<PriceRow>(
+        `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket FROM sales s
+                    WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market})
+         SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
+           (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,
+           (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price
+         FROM x
+         WINDOW g AS (PARTITION BY bucket), a AS (g ORDER BY timestamp, block, hash DESC, asset_id DESC),
+           d AS (g ORDER BY timestamp DESC, block DESC, hash, asset_id)
+         ORDER BY bucket`,
         values,
-      )).map(toBucket);
+      );
+      return rows.map(toSeriesRow);
     }
-    return (await this.q.rows<SeriesRow>(
-      `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
-       FROM sales_series WHERE collection_id = $1 AND marketplace = ${$(f.marketplace ?? "")} AND span = $2 AND bucket >= $3 AND bucket <= $4
+    const marketplace = f.marketplace ?? EVERY_MARKETPLACE;
+    if (f.interval === "week") {
+      // Days, with their first and last sale's place in time, folded.
+      const days = await this.q.rows<SeriesRow>(
+        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
+         FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
+         ORDER BY bucket`,
+        [collectionId, marketplace, DAY, f.from, f.to + WEEK - DAY],
+      );
+      return foldBuckets(days.map(toBucket), (t) => intervalStart("week", t)).map(toSeriesBucket);
+    }
+    // Hours and days as stored: their prices are all the answer needs.
+    const rows = await this.q.rows<PriceRow>(
+      `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max,
+         first_price::text AS first_price, last_price::text AS last_price
+       FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
        ORDER BY bucket`,
-      values,
-    )).map(toBucket);
+      [collectionId, marketplace, length, f.from, f.to],
+    );
+    return rows.map(toSeriesRow);
   }
 
   async salesExtent(collectionId: number): Promise<{ first: number; last: number } | undefined> {

@@ -1,4 +1,4 @@
-import type { BucketTotals } from "../../domain/series.js";
+import type { SeriesBucket } from "../../domain/series.js";
 import {
   type AnalyticsRepository,
   type FloorFilter,
@@ -115,7 +115,7 @@ export class SqliteAnalytics implements AnalyticsRepository {
     });
   }
 
-  series(collectionId: number, filter: SeriesFilter): BucketTotals[] {
+  series(collectionId: number, filter: SeriesFilter): SeriesBucket[] {
     return this.#series.read(collectionId, filter);
   }
 

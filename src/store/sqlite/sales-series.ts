@@ -4,10 +4,17 @@ import {
   bucketOfSale,
   bucketSales,
   combine,
+  DAY,
   EVERY_MARKETPLACE,
+  foldBuckets,
+  intervalSeconds,
+  intervalStart,
   type SalePoint,
+  type SeriesBucket,
   STORED_SPANS,
   type StoredSpan,
+  toSeriesBucket,
+  WEEK,
 } from "../../domain/series.js";
 import type { SeriesFilter } from "../ports.js";
 import { assetKey } from "./asset-key.js";
@@ -43,7 +50,7 @@ interface Mark {
   recompute: boolean;
 }
 
-const startOf = (span: number) => (t: number) => Math.floor(t / span) * span;
+const spanStart = (span: number) => (t: number) => Math.floor(t / span) * span;
 
 const point = (price: string, timestamp: number, block: number, hash: Buffer, key: string): SalePoint => ({
   timestamp,
@@ -78,9 +85,10 @@ export class SalesSeries {
 
   constructor(private readonly prepare: Prepare) {}
 
-  /** The stored intervals of a span in [from, to], or an asset's summed from its raw sales. */
-  read(collectionId: number, f: SeriesFilter): BucketTotals[] {
-    const end = f.to + f.span - 1;
+  /** The intervals in [from, to] with sales (SeriesRepository.series). */
+  read(collectionId: number, f: SeriesFilter): SeriesBucket[] {
+    const startOf = (t: number) => intervalStart(f.interval, t);
+    const end = f.to + intervalSeconds(f.interval) - 1;
     if (f.assetId !== undefined) {
       const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?"];
       const params: unknown[] = [collectionId, assetKey(f.assetId), f.from, end];
@@ -88,15 +96,29 @@ export class SalesSeries {
         where.push("marketplace = ?");
         params.push(f.marketplace);
       }
-      return bucketSales(rawPoints(this.prepare, "sales INDEXED BY sales_by_asset", where.join(" AND "), params), startOf(f.span));
+      return bucketSales(rawPoints(this.prepare, "sales INDEXED BY sales_by_asset", where.join(" AND "), params), startOf).map(toSeriesBucket);
     }
+    const range = [collectionId, f.marketplace ?? EVERY_MARKETPLACE];
+    if (f.interval === "week") {
+      // Days, with their first and last sale's place in time, folded.
+      const days = this.prepare(
+        `SELECT ${COLUMNS} FROM sales_series
+         WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
+      )
+        .raw()
+        .all(...range, DAY, f.from, f.to + WEEK - DAY) as StoredRow[];
+      return foldBuckets(days.map(fromRow), startOf).map(toSeriesBucket);
+    }
+    // Hours and days as stored: their prices are all the answer needs.
     const rows = this.prepare(
-      `SELECT ${COLUMNS} FROM sales_series
+      `SELECT bucket, num_sales, volume, min_price, max_price, first_price, last_price FROM sales_series
        WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
     )
       .raw()
-      .all(collectionId, f.marketplace ?? EVERY_MARKETPLACE, f.span, f.from, f.to) as StoredRow[];
-    return rows.map(fromRow);
+      .all(...range, intervalSeconds(f.interval), f.from, f.to) as [number, number, string, string, string, string, string][];
+    return rows.map((r) => ({
+      start: r[0], n: r[1], volume: BigInt(r[2]), min: BigInt(r[3]), max: BigInt(r[4]), firstPrice: BigInt(r[5]), lastPrice: BigInt(r[6]),
+    }));
   }
 
   /** A new sale: added to each interval holding it. */
@@ -195,7 +217,7 @@ export class SalesSeries {
   #marksOf(c: number, m: string, timestamp: number): Mark[] {
     const out: Mark[] = [];
     for (const span of STORED_SPANS) {
-      const bucket = startOf(span)(timestamp);
+      const bucket = spanStart(span)(timestamp);
       out.push(this.#mark(c, m, span, bucket), this.#mark(c, EVERY_MARKETPLACE, span, bucket));
     }
     return out;
