@@ -1,9 +1,7 @@
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { create } from "@bufbuild/protobuf";
 import { Command } from "commander";
 import pg from "pg";
@@ -14,6 +12,7 @@ import {
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
+import { lineBatches } from "../ingest/line-batches.js";
 import type { Kind } from "../ingest/kinds.js";
 import { createCollectionService } from "../service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../store/open.js";
@@ -85,8 +84,9 @@ async function fill(target: string, files: [Kind, string][]): Promise<void> {
   try {
     for (const [kind, file] of files) {
       const started = performance.now();
-      const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-      const stats = await importLines(store.records, lines, { kind, skipInvalid: false });
+      // The CLI's reader: a readline iterator made before the import starts
+      // reading drops the lines it emitted meanwhile (PostgreSQL connects first).
+      const stats = await importLines(store.records, lineBatches(createReadStream(file)), { kind, skipInvalid: false });
       log(`  ${kind}: ${stats.inserted} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     }
   } finally {

@@ -3,7 +3,7 @@ import { openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 
 export interface StatsRebuildResult {
-  /** Hour rows that were wrong (inserted, changed or deleted by the rebuild). */
+  /** Hour and series rows that were wrong (inserted, changed or deleted by the rebuild). */
   changed: number;
   /** Hour rows after the rebuild. */
   rows: number;
@@ -41,12 +41,12 @@ export async function runStatsRebuild(dbPath: string, options: { collection?: st
     process.stderr.write(
       r.changed === 0
         ? `stats of ${scope} are consistent with the sales (checked in ${r.ms.toFixed(0)} ms)\n`
-        : `stats of ${scope}: ${r.changed} hour row(s) differ from the sales; run "marketdata stats rebuild" to fix them\n`,
+        : `stats of ${scope}: ${r.changed} aggregate row(s) (hours, series) differ from the sales; run "marketdata stats rebuild" to fix them\n`,
     );
     if (r.changed > 0) process.exitCode = 1;
     return;
   }
   process.stderr.write(
-    `rebuilt stats of ${scope} from the sales in ${r.ms.toFixed(0)} ms: ${r.changed} hour row(s) fixed, ${r.rows} in the store\n`,
+    `rebuilt stats of ${scope} from the sales in ${r.ms.toFixed(0)} ms: ${r.changed} aggregate row(s) (hours, series) fixed, ${r.rows} hour rows in the store\n`,
   );
 }

@@ -417,7 +417,7 @@ export interface KeyAdmin {
 
 /** What a stats rebuild found and left. */
 export interface StatsRebuildCounts {
-  /** Hour rows that were wrong (inserted, changed or deleted by the rebuild). */
+  /** Hour and series rows that were wrong (inserted, changed or deleted by the rebuild). */
   changed: number;
   /** Hour rows after the rebuild. */
   rows: number;

@@ -68,10 +68,10 @@ describe("marketdata stats rebuild", () => {
 
     const found = runCli(["stats", "rebuild", "--db", db, "--check"]);
     expect(found.status).toBe(1);
-    expect(found.stderr).toMatch(/[1-9]\d* hour row\(s\) differ from the sales; run "marketdata stats rebuild"/);
+    expect(found.stderr).toMatch(/[1-9]\d* aggregate row\(s\) \(hours, series\) differ from the sales; run "marketdata stats rebuild"/);
     const fixed = runCli(["stats", "rebuild", "--db", db]);
     expect(fixed.status).toBe(0);
-    expect(fixed.stderr).toMatch(/rebuilt stats of every collection from the sales in \d+ ms: [1-9]\d* hour row\(s\) fixed/);
+    expect(fixed.stderr).toMatch(/rebuilt stats of every collection from the sales in \d+ ms: [1-9]\d* aggregate row\(s\) \(hours, series\) fixed/);
     const after = statsAndOracle(db);
     expect(after.got).toEqual(after.want);
     expect(runCli(["stats", "rebuild", "--db", db, "--collection", C, "--check"]).status).toBe(0);
