@@ -341,6 +341,7 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
       }
     }
     for (const limit of [5, 20, 50]) await walk("/v1/collection/holders", { contractAddress: c, limit }, "nextPage", 30);
+    for (const variant of variants(c)) for (let limit = 1; limit <= 50; limit++) add("/v1/collection/holders", { contractAddress: variant, limit });
     for (const variant of variants(c)) {
       for (const marketplace of [undefined, ...marketplaces]) add("/v1/collection/floor", { contractAddress: variant, marketplace });
     }

@@ -199,8 +199,8 @@ function mainSearch(sql: string): string {
 function boundColumns(detail: string): string[] {
   const inner = /\((.*)\)\s*$/.exec(detail)?.[1];
   if (!inner) return [];
-  // scores.collection_id is the rowid (INTEGER PRIMARY KEY).
-  const rowidOf = /^SEARCH s USING INTEGER PRIMARY KEY/.test(detail) ? "collection_id" : "rowid";
+  // scores.collection_id and collection_holdings.collection_id are the rowid (INTEGER PRIMARY KEY).
+  const rowidOf = /^SEARCH (s|collection_holdings) USING INTEGER PRIMARY KEY/.test(detail) ? "collection_id" : "rowid";
   return inner.split(" AND ").map((t) => t.replace(/^\(/, "").replace(/[=<>].*$/, "").split(",")[0]!.replace(/^rowid$/, rowidOf));
 }
 

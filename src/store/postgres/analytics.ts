@@ -37,30 +37,18 @@ interface PriceRow {
   last_price: string;
 }
 
+/** An interval's sums, as every series row has them. */
+const sums = (r: PriceRow) => ({ start: Number(r.bucket), n: Number(r.n), volume: BigInt(r.volume), min: BigInt(r.min), max: BigInt(r.max) });
+
 function toSeriesRow(r: PriceRow): SeriesBucket {
-  return {
-    start: Number(r.bucket),
-    n: Number(r.n),
-    volume: BigInt(r.volume),
-    min: BigInt(r.min),
-    max: BigInt(r.max),
-    firstPrice: BigInt(r.first_price),
-    lastPrice: BigInt(r.last_price),
-  };
+  return { ...sums(r), firstPrice: BigInt(r.first_price), lastPrice: BigInt(r.last_price) };
 }
 
-interface SeriesRow {
-  bucket: string;
-  n: string;
-  volume: string;
-  min: string;
-  max: string;
-  first_price: string;
+interface SeriesRow extends PriceRow {
   first_timestamp: string;
   first_block: string;
   first_hash: string;
   first_asset_id: string;
-  last_price: string;
   last_timestamp: string;
   last_block: string;
   last_hash: string;
@@ -121,8 +109,8 @@ export class PgAnalytics implements AnalyticsRepository {
          SELECT o.owner, o.tokens FROM token_owners o WHERE o.collection_id = $1 ${after}
          ORDER BY o.tokens DESC, o.owner COLLATE "C" LIMIT ${$(page.limit + 1)})
        SELECT p.owner, p.tokens,
-         (SELECT count(*) FROM tokens WHERE collection_id = $1) AS total,
-         (SELECT count(*) FROM token_owners WHERE collection_id = $1) AS holders
+         coalesce((SELECT tokens FROM collection_holdings WHERE collection_id = $1), 0) AS total,
+         coalesce((SELECT holders FROM collection_holdings WHERE collection_id = $1), 0) AS holders
        FROM (SELECT 1) one LEFT JOIN page p ON true`,
       values,
     );
@@ -191,13 +179,5 @@ export class PgAnalytics implements AnalyticsRepository {
 }
 
 function toBucket(r: SeriesRow): BucketTotals {
-  return {
-    start: Number(r.bucket),
-    n: Number(r.n),
-    volume: BigInt(r.volume),
-    min: BigInt(r.min),
-    max: BigInt(r.max),
-    first: toPoint(r, "first"),
-    last: toPoint(r, "last"),
-  };
+  return { ...sums(r), first: toPoint(r, "first"), last: toPoint(r, "last") };
 }

@@ -208,7 +208,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     before: [REGISTER_COLLECTIONS],
     counted: counted("tokens", ["collection_id", "asset_id"], ["current_owner", "attributes"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.attributes")),
-    tables: ["collections", "tokens", "token_owners"],
+    tables: ["collections", "tokens", "token_owners", "collection_holdings"],
     serialized: true,
     lock: TOKENS_LOCK,
   },

@@ -243,15 +243,38 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX token_owners_by_count ON token_owners (collection_id, tokens DESC, owner COLLATE "C");
   INSERT INTO token_owners SELECT collection_id, current_owner, count(*) FROM tokens WHERE current_owner <> '' GROUP BY 1, 2;
+  CREATE TABLE collection_holdings (
+    collection_id integer PRIMARY KEY,
+    tokens bigint NOT NULL,
+    holders bigint NOT NULL
+  );
+  INSERT INTO collection_holdings
+    SELECT collection_id, count(*), count(DISTINCT nullif(current_owner, '')) FROM tokens GROUP BY collection_id;
   CREATE FUNCTION token_owners_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE left_count bigint;
+  DECLARE gained_count bigint;
   BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO collection_holdings VALUES (NEW.collection_id, 1, 0)
+        ON CONFLICT (collection_id) DO UPDATE SET tokens = collection_holdings.tokens + 1;
+    ELSIF TG_OP = 'DELETE' THEN
+      UPDATE collection_holdings SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id;
+    END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.current_owner <> '' THEN
-      UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
-      DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
+      UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner
+        RETURNING tokens INTO left_count;
+      IF left_count = 0 THEN
+        DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
+        UPDATE collection_holdings SET holders = holders - 1 WHERE collection_id = OLD.collection_id;
+      END IF;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.current_owner <> '' THEN
       INSERT INTO token_owners VALUES (NEW.collection_id, NEW.current_owner, 1)
-        ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = token_owners.tokens + 1;
+        ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = token_owners.tokens + 1
+        RETURNING tokens INTO gained_count;
+      IF gained_count = 1 THEN
+        UPDATE collection_holdings SET holders = holders + 1 WHERE collection_id = NEW.collection_id;
+      END IF;
     END IF;
     RETURN NULL;
   END $$;

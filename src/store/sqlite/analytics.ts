@@ -85,11 +85,10 @@ export class SqliteAnalytics implements AnalyticsRepository {
 
   holders(collectionId: number, page: PageRequest): HoldersPage {
     return this.s.snapshot(() => {
-      const totalTokens = this.s.prepare("SELECT count(*) FROM tokens WHERE collection_id = ?").pluck().get(collectionId) as number;
-      const numHolders = this.s
-        .prepare("SELECT count(*) FROM token_owners INDEXED BY token_owners_by_count WHERE collection_id = ?")
-        .pluck()
-        .get(collectionId) as number;
+      const counts = this.s.prepare("SELECT tokens, holders FROM collection_holdings WHERE collection_id = ?").raw().get(collectionId) as
+        | [number, number]
+        | undefined;
+      const [totalTokens, numHolders] = counts ?? [0, 0];
       const params: unknown[] = [collectionId];
       let after = "";
       if (page.after) {

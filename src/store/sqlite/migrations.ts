@@ -245,6 +245,20 @@ export const MIGRATIONS: readonly Migration[] = [
 /** The end of a span still open. */
 export const OPEN_END = Number.MAX_SAFE_INTEGER;
 
+/** A token's new owner (NEW) gains it; a first token makes them a holder. */
+const OWNER_GAINS = `
+    INSERT INTO token_owners SELECT NEW.collection_id, NEW.current_owner, 1 WHERE NEW.current_owner <> ''
+      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
+    UPDATE collection_holdings SET holders = holders + 1 WHERE collection_id = NEW.collection_id AND NEW.current_owner <> ''
+      AND (SELECT tokens FROM token_owners WHERE collection_id = NEW.collection_id AND owner = NEW.current_owner) = 1;`;
+
+/** A token's old owner (OLD) loses it; their last one makes them no longer a holder. */
+const OWNER_LOSES = `
+    UPDATE collection_holdings SET holders = holders - 1 WHERE collection_id = OLD.collection_id AND OLD.current_owner <> ''
+      AND (SELECT tokens FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner) = 1;
+    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
+    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;`;
+
 /** A trigger's body: NEW's version recorded, and its spans rebuilt from all its versions. */
 const LISTING_VERSION = `
     INSERT INTO listing_versions VALUES (NEW.id, NEW.last_updated_at, NEW.price, NEW.status)
@@ -282,8 +296,9 @@ function backfillSalesHourly(db: Db): void {
 }
 
 /**
- * Holders: each owner's token count, kept by triggers on tokens (every
- * writer, whatever its path). Floor history: every version of a listing
+ * Holders: each owner's token count, and each collection's token and
+ * holder counts, kept by triggers on tokens (every writer, whatever its
+ * path). Floor history: every version of a listing
  * (by its lastUpdatedAt), and the spans of time each listing was active at
  * a price, rebuilt from its versions by the triggers on listings. The
  * current floor reads listings through a partial index of the open ones,
@@ -299,20 +314,28 @@ const ANALYTICS_SCHEMA = `
   ) WITHOUT ROWID;
   CREATE INDEX token_owners_by_count ON token_owners (collection_id, tokens DESC, owner);
   INSERT INTO token_owners SELECT collection_id, current_owner, count(*) FROM tokens WHERE current_owner <> '' GROUP BY 1, 2;
-  CREATE TRIGGER tokens_owner_added AFTER INSERT ON tokens WHEN NEW.current_owner <> '' BEGIN
-    INSERT INTO token_owners VALUES (NEW.collection_id, NEW.current_owner, 1)
-      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
+  -- Each collection's token and holder counts: read by every holders call,
+  -- whatever the collection's size.
+  CREATE TABLE collection_holdings (
+    collection_id INTEGER PRIMARY KEY,
+    tokens INTEGER NOT NULL,
+    holders INTEGER NOT NULL
+  );
+  INSERT INTO collection_holdings
+    SELECT collection_id, count(*), count(DISTINCT nullif(current_owner, '')) FROM tokens GROUP BY collection_id;
+  CREATE TRIGGER tokens_owner_added AFTER INSERT ON tokens BEGIN
+    INSERT INTO collection_holdings VALUES (NEW.collection_id, 1, 0)
+      ON CONFLICT (collection_id) DO UPDATE SET tokens = tokens + 1;
+    ${OWNER_GAINS}
   END;
-  CREATE TRIGGER tokens_owner_left AFTER DELETE ON tokens WHEN OLD.current_owner <> '' BEGIN
-    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
-    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
+  CREATE TRIGGER tokens_owner_left AFTER DELETE ON tokens BEGIN
+    UPDATE collection_holdings SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id;
+    ${OWNER_LOSES}
   END;
   CREATE TRIGGER tokens_owner_changed AFTER UPDATE OF current_owner ON tokens
     WHEN OLD.current_owner IS NOT NEW.current_owner BEGIN
-    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
-    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;
-    INSERT INTO token_owners SELECT NEW.collection_id, NEW.current_owner, 1 WHERE NEW.current_owner <> ''
-      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
+    ${OWNER_LOSES}
+    ${OWNER_GAINS}
   END;
 
   CREATE INDEX listings_open_by_price ON listings (collection_id, marketplace, length(price), price, marketplace_id)
