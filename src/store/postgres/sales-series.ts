@@ -38,31 +38,15 @@ function seriesOf(points: string): string {
     ORDER BY ${key}`;
 }
 
-/** Each sale of `sales` (a query of the sales' columns) as the points of its marketplace's rows and of every marketplace's, per span of `spans`. */
-function pointsOf(sales: string, spans = SPANS): string {
+/** Each sale of `sales` (a query of the sales' columns) as the points of its marketplace's rows and of every marketplace's, per span. */
+function pointsOf(sales: string): string {
   return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span
-    FROM (${sales}) s CROSS JOIN ${spans} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
+    FROM (${sales}) s CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
 }
 
-/**
- * The series rows of the raw sales of `table` that `filter` selects,
- * computed afresh: the hours from the sales, the days folded from the hours
- * (half the points to sort than both from the sales).
- */
+/** The series rows of the raw sales of `table` that `filter` selects, computed afresh. */
 export function freshSeriesSql(filter: string, table = "sales"): string {
-  const key = "collection_id, marketplace, day";
-  const side = (s: "first" | "last", w: string) =>
-    ["price", "timestamp", "block", "hash", "asset_id"].map((c) => `first_value(${s}_${c}) OVER ${w}`).join(", ");
-  return `WITH h AS MATERIALIZED (${seriesOf(pointsOf(`SELECT * FROM ${table} WHERE ${filter}`, `(VALUES (${HOUR})) sp(span)`))})
-    SELECT * FROM h
-    UNION ALL
-    SELECT DISTINCT ON (${key}) collection_id, marketplace, ${DAY}, day,
-      sum(num_sales) OVER g, sum(volume) OVER g, min(min_price) OVER g, max(max_price) OVER g,
-      ${side("first", "a")}, ${side("last", "d")}
-    FROM (SELECT h.*, (h.bucket / ${DAY}) * ${DAY} AS day FROM h) x
-    WINDOW g AS (PARTITION BY ${key}),
-      a AS (g ORDER BY first_timestamp, first_block, first_hash DESC, first_asset_id DESC),
-      d AS (g ORDER BY last_timestamp DESC, last_block DESC, last_hash, last_asset_id)`;
+  return seriesOf(pointsOf(`SELECT * FROM ${table} WHERE ${filter}`));
 }
 
 /**
