@@ -3,11 +3,29 @@ import type { PgQueries } from "./queries.js";
 import type { CollectionsRepository } from "../ports.js";
 import { toScore } from "../shared/rows.js";
 
+/** Addresses whose ids are remembered, at most (then forgotten all at once and read again). */
+const MAX_REMEMBERED = 100_000;
+
 export class PgCollections implements CollectionsRepository {
+  /**
+   * The ids of addresses found: a collection, once registered, keeps its id
+   * (nothing deletes or renumbers collections; a replica has the primary's),
+   * so every request after the first saves a round trip. Addresses not found
+   * are not remembered: they may be registered by the next write.
+   */
+  readonly #ids = new Map<string, number>();
+
   constructor(private readonly q: PgQueries) {}
 
   async collectionId(address: string): Promise<number | undefined> {
-    return (await this.q.rows<{ id: number }>("SELECT id FROM collections WHERE address = $1", [address]))[0]?.id;
+    const known = this.#ids.get(address);
+    if (known !== undefined) return known;
+    const id = (await this.q.rows<{ id: number }>("SELECT id FROM collections WHERE address = $1", [address]))[0]?.id;
+    if (id !== undefined) {
+      if (this.#ids.size >= MAX_REMEMBERED) this.#ids.clear();
+      this.#ids.set(address, id);
+    }
+    return id;
   }
 
   async score(collectionId: number): Promise<ScoreRow | undefined> {
