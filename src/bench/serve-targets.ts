@@ -121,8 +121,8 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
       successful: 1,
       nextPage: "",
       data: rows.map((b) => ({
-        start: b.start, end: b.start + intervalSeconds(interval) - 1, totalNumSales: b.n, totalVolume: String(b.volume), minPrice: String(b.min),
-        maxPrice: String(b.max), firstPrice: String(b.firstPrice), lastPrice: String(b.lastPrice), currency: "ETH",
+        start: b.start, end: b.start + intervalSeconds(interval) - 1, totalNumSales: b.n, totalVolume: b.volume, minPrice: b.min,
+        maxPrice: b.max, firstPrice: b.firstPrice, lastPrice: b.lastPrice, currency: "ETH",
       })),
     };
   });

@@ -112,7 +112,7 @@ async function seriesRange(
 }
 
 function toStatsBucket(start: number, length: number, b: SeriesBucket | undefined) {
-  const price = (v: bigint | undefined) => (v ?? 0n).toString();
+  const price = (v: string | undefined) => v ?? "0";
   return {
     start: BigInt(start),
     end: BigInt(start + length - 1),

@@ -38,10 +38,8 @@ interface PriceRow {
 }
 
 /** An interval's sums, as every series row has them. */
-const sums = (r: PriceRow) => ({ start: Number(r.bucket), n: Number(r.n), volume: BigInt(r.volume), min: BigInt(r.min), max: BigInt(r.max) });
-
 function toSeriesRow(r: PriceRow): SeriesBucket {
-  return { ...sums(r), firstPrice: BigInt(r.first_price), lastPrice: BigInt(r.last_price) };
+  return { start: Number(r.bucket), n: Number(r.n), volume: r.volume, min: r.min, max: r.max, firstPrice: r.first_price, lastPrice: r.last_price };
 }
 
 interface SeriesRow extends PriceRow {
@@ -179,5 +177,13 @@ export class PgAnalytics implements AnalyticsRepository {
 }
 
 function toBucket(r: SeriesRow): BucketTotals {
-  return { ...sums(r), first: toPoint(r, "first"), last: toPoint(r, "last") };
+  return {
+    start: Number(r.bucket),
+    n: Number(r.n),
+    volume: BigInt(r.volume),
+    min: BigInt(r.min),
+    max: BigInt(r.max),
+    first: toPoint(r, "first"),
+    last: toPoint(r, "last"),
+  };
 }

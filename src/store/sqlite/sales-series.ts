@@ -116,9 +116,7 @@ export class SalesSeries {
     )
       .raw()
       .all(...range, intervalSeconds(f.interval), f.from, f.to) as [number, number, string, string, string, string, string][];
-    return rows.map((r) => ({
-      start: r[0], n: r[1], volume: BigInt(r[2]), min: BigInt(r[3]), max: BigInt(r[4]), firstPrice: BigInt(r[5]), lastPrice: BigInt(r[6]),
-    }));
+    return rows.map((r) => ({ start: r[0], n: r[1], volume: r[2], min: r[3], max: r[4], firstPrice: r[5], lastPrice: r[6] }));
   }
 
   /** A new sale: added to each interval holding it. */
