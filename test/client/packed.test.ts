@@ -90,6 +90,7 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
       [
         "ListAppraisals", "ListRarity", "ListSales", "ListListings", "WatchSales", "WatchListings",
         "GetCollectionStats", "ListInfluencers", "ListTweets", "ListScores",
+        "GetCollectionFloor", "ListCollectionHolders", "GetCollectionStatsSeries",
         "IngestCollections", "IngestTokens", "IngestSales", "IngestListings", "IngestAppraisals", "IngestRarity",
         "IngestInfluencers", "IngestTweets", "IngestScores", "StreamSales", "StreamListings",
       ].map((m) => [m, "ok"]),

@@ -76,6 +76,7 @@ describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpci
       [
         "ListAppraisals", "ListRarity", "ListSales", "ListListings", "WatchSales", "WatchListings",
         "GetCollectionStats", "ListInfluencers", "ListTweets", "ListScores",
+        "GetCollectionFloor", "ListCollectionHolders", "GetCollectionStatsSeries",
         "IngestCollections", "IngestTokens", "IngestSales", "StreamSales", "IngestListings", "StreamListings",
         "IngestAppraisals", "IngestRarity", "IngestInfluencers", "IngestTweets", "IngestScores",
       ].sort(),

@@ -1,13 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import { migratePg, openPool } from "../../src/store/postgres/database.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
-import { openKeys } from "../../src/store/sqlite/database.js";
-import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
+import { pgAtVersion, sqliteAtVersion } from "../support/old-stores.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 
 // A store written before the analytics existed (SQLite 6, PostgreSQL 5)
@@ -88,13 +86,7 @@ describe("analytics migration on SQLite (7)", () => {
 
   it("answers floor, holders and series from what an older store held", async () => {
     const path = join(dir, "v6.sqlite");
-    const old = new Database(path);
-    old.pragma("journal_mode = WAL");
-    for (const step of MIGRATIONS.slice(0, 6)) {
-      if (typeof step === "string") old.exec(step);
-      else step(old, { openKeys: () => openKeys(path) });
-    }
-    old.pragma("user_version = 6");
+    const old = sqliteAtVersion(path, 6);
     old.prepare("INSERT INTO collections (address) VALUES (?)").run(C);
     const key = (id: string) => `${String(id.length).padStart(2, "0")}${id}`;
     for (const [asset, owner] of ROWS.tokens) old.prepare("INSERT INTO tokens (collection_id, asset_key, current_owner) VALUES (1, ?, ?)").run(key(asset), owner);
@@ -123,11 +115,7 @@ describe.skipIf(skipPg)("analytics migration on PostgreSQL (6)", () => {
     const db = await createTestDatabase();
     const p = openPool(db.url, 2);
     try {
-      await p.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-      for (let v = 0; v < 5; v++) {
-        await p.query(PG_MIGRATIONS[v]!);
-        await p.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
-      }
+      await pgAtVersion(p, 5);
       await p.query("INSERT INTO collections (address) VALUES ($1)", [C]);
       await p.query("CREATE TABLE sales_c1 PARTITION OF sales FOR VALUES IN (1)");
       for (const [asset, owner] of ROWS.tokens) await p.query("INSERT INTO tokens (collection_id, asset_id, current_owner) VALUES (1, $1, $2)", [asset, owner]);

@@ -1,15 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importLines } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import type { ReadRepositories } from "../../src/store/ports.js";
-import { openKeys, openWritable } from "../../src/store/sqlite/database.js";
-import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
+import { openWritable } from "../../src/store/sqlite/database.js";
 import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { sqliteAtVersion } from "../support/old-stores.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";
 
@@ -101,13 +100,7 @@ describe.each(engines)("feed positions on %s", (_, open, skip) => {
 describe("SQLite migration 6", () => {
   it("gives the rows already in a store positions in their insertion order, and continues above them", () => {
     const path = join(dir, "v5.sqlite");
-    const old = new Database(path);
-    old.pragma("journal_mode = WAL");
-    for (const step of MIGRATIONS.slice(0, 5)) {
-      if (typeof step === "string") old.exec(step);
-      else step(old, { openKeys: () => openKeys(path) });
-    }
-    old.pragma("user_version = 5");
+    const old = sqliteAtVersion(path, 5);
     old.prepare("INSERT INTO collections (address) VALUES (?)").run(C);
     const sale = old.prepare(
       "INSERT INTO sales (collection_id, asset_key, hash, seller, buyer, timestamp, block, price, amount_received, marketplace) VALUES (1, ?, ?, ?, ?, 1, 1, '1', '1', 'BLUR')",

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migratePg, openPool, pgSchemaVersion, requireCurrentPgSchema } from "../../src/store/postgres/database.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { runCli } from "../cli/run-cli.js";
+import { pgAtVersion } from "../support/old-stores.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 
 // Versioned migrations on PostgreSQL (issue 10): `marketdata migrate --db
@@ -106,11 +107,7 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     const old = await createTestDatabase();
     const p = openPool(old.url, 2);
     try {
-      await p.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-      for (let v = 0; v < version; v++) {
-        await p.query(PG_MIGRATIONS[v]!);
-        await p.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
-      }
+      await pgAtVersion(p, version);
       await fn(p, old.url);
     } finally {
       await p.end();

@@ -130,7 +130,7 @@ describe.skipIf(skipPg)("PostgreSQL writes", () => {
     await pool.query("DELETE FROM sales WHERE block = (SELECT max(block) FROM sales)");
     const check = runCli(["stats", "rebuild", "--db", db.url, "--check"]);
     expect(check.status).toBe(1);
-    expect(check.stderr).toMatch(/hour row\(s\) differ from the sales/);
+    expect(check.stderr).toMatch(/aggregate row\(s\) \(hours, series\) differ from the sales/);
     const fix = runCli(["stats", "rebuild", "--db", db.url, "--collection", C]);
     expect(fix.status, fix.stderr).toBe(0);
     expect(runCli(["stats", "rebuild", "--db", db.url, "--check"]).status).toBe(0);
