@@ -53,6 +53,10 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/scores",
           "/v1/collection/stats",
           "/v1/collection/tweets",
+          // The analytics beside the published eight.
+          "/v1/collection/floor",
+          "/v1/collection/holders",
+          "/v1/collection/stats/series",
           // The writes (IngestService's POST rules).
           ...KINDS.map((k) => `/v1/ingest/${k}`),
         ].sort(),
