@@ -395,12 +395,10 @@ export class FeedHub {
       // before it is unknown, so every channel reads (from its position: a
       // read that finds nothing costs one index seek).
       const changed = first || changes.collections === "all" ? undefined : new Set(changes.collections);
-      // A channel left dirty (its head was still being read when its change
-      // came, or its read failed) is read at the next poll, changed or not:
-      // no later change may ever come to wake it.
-      if (changed !== undefined && changed.size === 0 && ![...this.#channels.values()].some((c) => c.dirty)) return;
       for (const channel of this.#channels.values()) {
-        // A channel whose last read failed is still dirty: it reads again now, changed or not.
+        // A channel left dirty (its change came while its head was still being
+        // read, or its read failed) reads again now, changed or not: no later
+        // change may ever come to wake it.
         if (changed !== undefined && !changed.has(channel.address) && !channel.dirty) continue;
         channel.dirty = true;
         void this.#pump(channel);

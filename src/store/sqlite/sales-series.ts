@@ -38,6 +38,7 @@ const COLUMNS = `bucket, num_sales, volume, min_price, max_price,
   first_price, first_timestamp, first_block, first_hash, first_asset_key,
   last_price, last_timestamp, last_block, last_hash, last_asset_key`;
 
+/** A sales_series row as read and written: bucket, sums, then the first and last sale (price, timestamp, block, hash, asset_key). */
 type StoredRow = [number, number, string, string, string, string, number, number, Buffer, string, string, number, number, Buffer, string];
 
 /** One interval's marks: sales added since the stored row, or the whole interval to sum again. */
@@ -232,15 +233,13 @@ export class SalesSeries {
   }
 }
 
-type RowValues = [number, number, string, string, string, string, number, number, Buffer, string, string, number, number, Buffer, string];
-
-function toRow(b: BucketTotals): RowValues {
+function toRow(b: BucketTotals): StoredRow {
   const p = (s: SalePoint): [string, number, number, Buffer, string] => [
     s.price.toString(), s.timestamp, s.block, Buffer.from(s.hash.slice(2), "hex"), assetKey(s.assetId),
   ];
   return [b.start, b.n, b.volume.toString(), b.min.toString(), b.max.toString(), ...p(b.first), ...p(b.last)];
 }
 
-function sameRow(a: StoredRow, b: RowValues): boolean {
+function sameRow(a: StoredRow, b: StoredRow): boolean {
   return a.every((v, i) => (Buffer.isBuffer(v) ? v.equals(b[i] as Buffer) : v === b[i]));
 }
