@@ -71,6 +71,8 @@ export interface ServerDeps {
   feedPollMs?: number;
   /** Messages a feed subscriber may fall behind before it is ended as too slow; MAX_QUEUED_MESSAGES when absent (tests lower it). */
   feedMaxQueued?: number;
+  /** Rows per feed read, live or replaying; FEED_PAGE_ROWS when absent (tests lower it to page through small backlogs). */
+  feedPageRows?: number;
 }
 
 export interface BuiltServer {
@@ -97,6 +99,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const feeds = new FeedHub(deps.store, deps.streamLimits, {
     ...(deps.feedPollMs === undefined ? {} : { pollMs: deps.feedPollMs }),
     ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
+    ...(deps.feedPageRows === undefined ? {} : { pageRows: deps.feedPageRows }),
   });
   const services = createServices(deps.store, deps.writer, feeds);
   const interceptors = rpcInterceptors(keys, log);
@@ -257,6 +260,7 @@ export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   > & {
     drainMs?: number;
     feedMaxQueued?: number;
+    feedPageRows?: number;
   };
 
 function defaultTimeouts(): Timeouts {
@@ -312,6 +316,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       corsOrigins: config.corsOrigins ?? [],
       streamLimits: { perKey: config.streamsPerKey, total: config.maxStreams },
       ...(config.feedMaxQueued === undefined ? {} : { feedMaxQueued: config.feedMaxQueued }),
+      ...(config.feedPageRows === undefined ? {} : { feedPageRows: config.feedPageRows }),
     });
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host });

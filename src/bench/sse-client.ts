@@ -1,7 +1,8 @@
 // A Server-Sent Events client over fetch streaming, for the live feeds
 // bench and tests: the events as the text/event-stream format defines them
 // (fields id, event, data, retry; comments skipped; an event with no data
-// only moves the last event id, as an EventSource does).
+// only moves the last event id, as an EventSource does, unless `positions`
+// asks for such blocks too, as events "position" with no data).
 
 export interface SseEvent {
   /** The last event id after this event (the resume token). */
@@ -21,7 +22,12 @@ export interface SseStream {
   close(): void;
 }
 
-export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseStream> {
+export interface SseOptions {
+  /** Also hand out the id-only blocks (the opening position, heartbeats) as events "position". */
+  positions?: boolean;
+}
+
+export async function openSse(url: string, headers: Record<string, string> = {}, options: SseOptions = {}): Promise<SseStream> {
   const abort = new AbortController();
   const response = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: abort.signal });
   if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
@@ -43,17 +49,22 @@ export async function openSse(url: string, headers: Record<string, string> = {})
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       let event = "message";
+      let hasId = false;
       const data: string[] = [];
       for (const line of block.split("\n")) {
         if (line.startsWith(":")) continue;
         const colon = line.indexOf(":");
         const field = colon < 0 ? line : line.slice(0, colon);
         const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-        if (field === "id") lastEventId = value;
+        if (field === "id") {
+          lastEventId = value;
+          hasId = true;
+        }
         else if (field === "event") event = value;
         else if (field === "data") data.push(value);
       }
       if (data.length > 0) ready.push({ id: lastEventId, event, data: data.join("\n") });
+      else if (hasId && options.positions === true) ready.push({ id: lastEventId, event: "position", data: "" });
     }
   };
 

@@ -148,6 +148,7 @@ export class FeedHub {
   readonly #limits: Required<{ [K in keyof FeedLimits]: number }>;
   readonly #pollMs: number;
   readonly #maxQueued: number;
+  readonly #pageRows: number;
   readonly #channels = new Map<string, Channel<unknown>>();
   /** Every open subscription, attached or replaying. */
   readonly #subs = new Set<Subscription<unknown>>();
@@ -159,11 +160,12 @@ export class FeedHub {
   #epoch: Promise<string> | undefined;
   readonly stats: FeedStats;
 
-  constructor(store: ReadRepositories, limits: FeedLimits = {}, options: { pollMs?: number; maxQueued?: number } = {}) {
+  constructor(store: ReadRepositories, limits: FeedLimits = {}, options: { pollMs?: number; maxQueued?: number; pageRows?: number } = {}) {
     this.#store = store;
     this.#limits = { perKey: limits.perKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: limits.total ?? DEFAULT_MAX_STREAMS };
     this.#pollMs = options.pollMs ?? FEED_POLL_MS;
     this.#maxQueued = options.maxQueued ?? MAX_QUEUED_MESSAGES;
+    this.#pageRows = options.pageRows ?? FEED_PAGE_ROWS;
     const subs = this.#subs;
     this.stats = {
       get open() {
@@ -177,7 +179,7 @@ export class FeedHub {
 
   /** The collection's rows of `kind` above `after` (FeedRepository's method of the kind's name). */
   #read<T>(kind: FeedKind, collectionId: number, after: number): MaybePromise<FeedEntry<T>[]> {
-    return this.#store.feed[kind](collectionId, after, FEED_PAGE_ROWS) as MaybePromise<FeedEntry<T>[]>;
+    return this.#store.feed[kind](collectionId, after, this.#pageRows) as MaybePromise<FeedEntry<T>[]>;
   }
 
   /** The store's feed epoch (read once: it changes only when the store is rebuilt, and a server is restarted on a new store). */
@@ -423,7 +425,7 @@ export class FeedHub {
         if (rows.length === 0) break;
         for (const sub of channel.subscribers) this.#deliver(sub, rows);
         channel.pos = pos = rows[rows.length - 1]!.seq;
-        if (rows.length === FEED_PAGE_ROWS) channel.dirty = true;
+        if (rows.length === this.#pageRows) channel.dirty = true;
       }
     } catch {
       // Read again at the next poll.

@@ -54,7 +54,10 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
     const token = (seq: number) => encodePageToken(digest, [seq, epoch]);
     const sub = await hub.subscribe<Row>(w.kind, { id: collectionId, address }, w.matches, context.values.get(streamCaller), after === null ? undefined : (after[0] as number));
     try {
-      yield w.message(undefined, token(sub.pos));
+      // Where the stream starts (the cursor's position, or the head), not
+      // where the replay has read to: rows it queued are not sent yet, and a
+      // caller that drops now resumes from this token and must get them.
+      yield w.message(undefined, token(sub.resumePos));
       for (;;) {
         const item = await hub.next(sub, context.signal);
         if (item === undefined) return;

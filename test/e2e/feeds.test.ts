@@ -119,6 +119,41 @@ describe("live sales on every protocol", () => {
     });
   }
 
+  // The opening message of a stream resumed over a backlog carried the
+  // position the replay had read to, not the one it started from: a caller
+  // that dropped right after it and resumed from its token lost the backlog.
+  for (const name of [...names, "SSE"] as const) {
+    it(`${name}: the opening token of a stream resumed over a backlog resumes it whole`, async () => {
+      const before = watchSales(transports()["connect (HTTP/1.1)"], {});
+      const opening = (await before.next()).resumeToken;
+      before.close();
+      const backlog = sales(7);
+      await ingestOk(ctx.server, ctx.ingest, "sales", backlog);
+      // Opened from before the backlog, dropped right after its opening message, resumed from that message's token.
+      const resumedOpening = async (cursor: string): Promise<string> => {
+        if (name === "SSE") {
+          const url = new URL("/v1/asset/sales/stream", ctx.server.baseUrl);
+          url.searchParams.set("contractAddress", C);
+          const s = await openSse(url.toString(), { "x-api-key": ctx.read, "last-event-id": cursor }, { positions: true });
+          const e = await s.next();
+          s.close();
+          expect(e?.event).toBe("position");
+          return e!.id;
+        }
+        const s = watchSales(transports()[name], { cursor });
+        const m = await s.next();
+        s.close();
+        expect(m.sale).toBeUndefined();
+        return m.resumeToken;
+      };
+      const token = await resumedOpening(opening);
+      expect(token).toBe(opening);
+      const again = watchSales(transports()["gRPC"], { cursor: token });
+      expect((await takeSales(again.next, 7)).hashes).toEqual(hashesOf(backlog));
+      again.close();
+    });
+  }
+
   it("@grpc/grpc-js: receives live and resumes from a token, as connect-node's client does", async () => {
     const client = new grpc.Client(ctx.server.baseUrl.replace("http://", ""), grpc.credentials.createInsecure());
     const watch = (cursor: string) => {
