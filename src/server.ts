@@ -8,6 +8,7 @@ import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, typ
 import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
 import { streamCaller } from "./service/watch.js";
+import { admitNextBatch } from "./service/ingest-service.js";
 import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
@@ -30,6 +31,7 @@ import { type AdmittedRequest, createRpcGate } from "./transport/rpc/gate.js";
 import { corsPolicy } from "./transport/http/cors.js";
 import { registerDocs } from "./transport/ops/docs.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/cache/freshness.js";
+import { HeldKeys, type HoldKey, KEY_REVOKED } from "./transport/policy/held-keys.js";
 import type { KeyVerifier } from "./transport/policy/guards.js";
 import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
 import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
@@ -102,6 +104,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     ...(deps.feedPageRows === undefined ? {} : { pageRows: deps.feedPageRows }),
   });
   const services = createServices(deps.store, deps.writer, feeds);
+  // A key revoked while it holds live feeds open ends them (the ingest streams: at their next message).
+  const heldKeys = new HeldKeys(keys, watch);
+  const holdKey: HoldKey = (key, grant) => heldKeys.hold(key, grant.id, () => feeds.endKey(grant.id, KEY_REVOKED));
   const interceptors = rpcInterceptors(keys, log);
   const admission = new Admission(keys, deps.rateLimits?.limits);
   const addresses = new ClientAddresses(deps.trustProxy);
@@ -128,13 +133,16 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         });
   const t = deps.timeouts ?? defaultTimeouts();
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
-  const grpcStream = createGrpcStreamHandler({ services, admission, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES, stallMs: t.idleMs });
+  const grpcStream = createGrpcStreamHandler({ services, admission, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES, stallMs: t.idleMs, holdKey });
   const streams = serverStreamingMethods(services.services);
   const inputs = new Map(
     [...readOnlyUnaryMethods(services.services), ...streams].map(({ method, procedure }) => [procedure, method.input] as const),
   );
   const ingestInputs = new Map(
     IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
+  );
+  const ingestStreams = new Set(
+    IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
   );
   let nextRpcId = 0;
 
@@ -164,7 +172,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           (req as { reqId?: string }).reqId = reqId;
           return createContextValues()
             .set(requestLogger, log.child({ reqId }))
-            .set(streamCaller, (req as AdmittedRequest).grant?.id);
+            .set(streamCaller, (req as AdmittedRequest).grant?.id)
+            .set(admitNextBatch, (req as AdmittedRequest).admitNextBatch);
         },
       };
       const rpc = connectNodeAdapter({
@@ -182,7 +191,9 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         grpcUnary,
         grpcStream,
         connectNode: rpc as RequestHandler,
-        ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
+        ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, streams: ingestStreams, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
+        feeds: new Set(streams.map((m) => m.procedure)),
+        holdKey,
         log,
         addresses,
       });
@@ -208,7 +219,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           `/${Health.typeName}/${Health.method.watch.name}`,
           ...streams.map((m) => m.procedure),
           ...sseRoutes(services.services).map((r) => r.path),
-          ...IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
+          ...ingestStreams,
         ]),
       }) as unknown as http.Server;
     },
@@ -228,7 +239,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
-  registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs });
+  registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs, holdKey });
   registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };

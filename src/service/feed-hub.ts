@@ -288,6 +288,11 @@ export class FeedHub {
     if (this.#subs.size === 0) this.#stopPolling();
   }
 
+  /** Ends every stream of API key `keyId` with `error` (the key was revoked), each with its resume position. */
+  endKey(keyId: number, error: ConnectError): void {
+    for (const sub of this.#subs) if (sub.keyId === keyId) this.#end(sub, error);
+  }
+
   /** Shutdown: every stream ends with its resume position; new subscribers are refused. */
   close(): void {
     this.#closed = true;

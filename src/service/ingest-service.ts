@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Kind } from "../domain/kinds.js";
 import { handlerFor } from "../ingest/kinds.js";
 import type { Problem } from "../ingest/fields.js";
@@ -119,13 +119,26 @@ interface Batch {
 const STREAM_IN_FLIGHT = 8;
 
 /**
+ * Admits the next message of a write stream (set by the transport that
+ * admitted the call): the key is checked again and the message counted
+ * against the key's ingest limit, waiting while it is over it; throws when
+ * the key was revoked or lost its ingest scope.
+ */
+export const admitNextBatch = createContextKey<((signal: AbortSignal) => Promise<void>) | undefined>(undefined, {
+  description: "admits the next message of a write stream",
+});
+
+/**
  * A client stream of batches of `kind`: each committed as it comes, in
- * order; one answer adding them up, records numbered across the stream. A
- * batch refused (or failed) ends the stream with its error; the batches
+ * order; one answer adding them up, records numbered across the stream.
+ * Each message after the first (admitted with the call) is admitted as a
+ * request of its own (admitNextBatch). A batch refused (or failed), or a
+ * message refused admission, ends the stream with its error; the batches
  * before it stay committed, and so may the few read after it while it was
  * in flight (a retry of the stream finds them duplicates).
  */
-async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>): Promise<IngestResponse> {
+async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>, context: HandlerContext): Promise<IngestResponse> {
+  const admit = context.values.get(admitNextBatch);
   const total: IngestResult = { accepted: 0, duplicates: 0, rejected: [] };
   const inFlight: Promise<{ result?: IngestResult; error?: unknown }>[] = [];
   const settle = async () => {
@@ -137,7 +150,9 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>)
     for (const x of result!.rejected) if (total.rejected.length < MAX_BATCH_RECORDS) total.rejected.push(x);
   };
   let next = 1;
+  let messages = 0;
   for await (const b of batches) {
+    if (messages++ > 0) await admit?.(context.signal);
     const first = next;
     next += b.records.length;
     inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first).then((result) => ({ result }), (error: unknown) => ({ error })));
@@ -154,9 +169,9 @@ export function createIngestService(ingest: Ingest) {
     ingestCollections: unary("collections"),
     ingestTokens: unary("tokens"),
     ingestSales: unary("sales"),
-    streamSales: (reqs: AsyncIterable<Batch>) => stream(ingest, "sales", reqs),
+    streamSales: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "sales", reqs, context),
     ingestListings: unary("listings"),
-    streamListings: (reqs: AsyncIterable<Batch>) => stream(ingest, "listings", reqs),
+    streamListings: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "listings", reqs, context),
     ingestAppraisals: unary("appraisals"),
     ingestRarity: unary("rarity"),
     ingestInfluencers: unary("influencers"),

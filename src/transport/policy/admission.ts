@@ -84,6 +84,25 @@ export class Admission {
   }
 
   /**
+   * Admits one more message of a write stream already admitted: each message
+   * of StreamSales or StreamListings is a batch, held to the key's ingest
+   * limit as a request is. Over the limit the stream is held back: this
+   * waits for the window to reset and asks again, and nothing more is read
+   * from the stream meanwhile. A key no longer valid, or no longer allowed
+   * to write, ends the stream with its error; so does `signal` (the call
+   * ended).
+   */
+  async admitMessage(key: string | undefined, address: string, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal.aborted) throw new ConnectError("the call ended", Code.Canceled);
+      const a = await this.admit(key, address, "ingest");
+      if (a.error === undefined) return;
+      if (a.error.code !== Code.ResourceExhausted || a.rate === undefined) throw a.error;
+      await abortableSleep(Math.max(HOLD_BACK_MIN_MS, a.rate.resetMs), signal);
+    }
+  }
+
+  /**
    * Admits a request to a surface served without a key (health, reflection,
    * readiness, metrics, docs): counted against its address's limit only.
    */
@@ -134,6 +153,21 @@ export class Admission {
       return { grant, rate, error: tooMany(rate) };
     });
   }
+}
+
+/** The shortest wait of a held-back stream message before it asks again (a window about to reset). */
+const HOLD_BACK_MIN_MS = 10;
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }
 
 /** What a request asks of its key: to read, or to write through the ingest API. */

@@ -5,6 +5,7 @@ import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admis
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
 import { apiKeyFrom, type ErrorLogger, type KeyGrant, publicError } from "../policy/guards.js";
+import type { HoldKey } from "../policy/held-keys.js";
 import { gunzipBounded, MAX_REQUEST_MESSAGE_BYTES, readBody, unwrapEnvelope } from "./body.js";
 import { type RpcKind, rpcKindOf, undecodable, writeRpcError } from "./errors.js";
 import type { RequestHandler } from "../http/dual-protocol-server.js";
@@ -28,8 +29,12 @@ import type { DirectGrpcHandler } from "./grpc-unary.js";
 type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
 
-/** A request the gate admitted with a key: the key's grant rides along to the handler's context. */
-export type AdmittedRequest = AnyRequest & { grant?: KeyGrant };
+/**
+ * A request the gate admitted with a key: the key's grant rides along to the
+ * handler's context, and for a write stream, how to admit each next message.
+ */
+export type AdmittedRequest = AnyRequest & { grant?: KeyGrant; admitNextBatch?: (signal: AbortSignal) => Promise<void> };
+
 
 export interface RpcGateDeps {
   admission: Admission;
@@ -41,7 +46,17 @@ export interface RpcGateDeps {
    * reads' are but up to `maxBytes`, and served by a connect-node handler
    * that reads messages that large (the reads' stays at 64 KB).
    */
-  ingest: { procedures: ReadonlySet<string>; inputs: ReadonlyMap<string, DescMessage>; maxBytes: number; connectNode: RequestHandler };
+  ingest: {
+    procedures: ReadonlySet<string>;
+    inputs: ReadonlyMap<string, DescMessage>;
+    /** The client-streaming writes (StreamSales...): each message after the first admitted as a request of its own. */
+    streams: ReadonlySet<string>;
+    maxBytes: number;
+    connectNode: RequestHandler;
+  };
+  /** The server-streaming reads (the live feeds) connect-node serves here (Connect, gRPC-Web): their keys held while open. */
+  feeds: ReadonlySet<string>;
+  holdKey: HoldKey;
   /** Procedures served without a key (health, reflection): the address limit, then connect-node. */
   publicProcedures: ReadonlySet<string>;
   grpcUnary: DirectGrpcHandler;
@@ -67,7 +82,19 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
     }
     for (const [name, value] of Object.entries(rate)) res.setHeader(name, value);
     // For the handler's context (server.ts contextValues): streams are counted per key.
-    if (admitted.grant !== undefined) (req as AdmittedRequest).grant = admitted.grant;
+    const grant = admitted.grant;
+    if (grant !== undefined) {
+      const key = apiKeyFrom(req.headers)!;
+      (req as AdmittedRequest).grant = grant;
+      const url = req.url ?? "";
+      if (deps.ingest.streams.has(url)) {
+        const bucket = deps.addresses.bucketOf(req);
+        (req as AdmittedRequest).admitNextBatch = (signal) => deps.admission.admitMessage(key, bucket, signal);
+      } else if (deps.feeds.has(url)) {
+        // A revoked key ends the feed (held-keys.ts); released when the call ends.
+        res.once("close", deps.holdKey(key, grant));
+      }
+    }
     const connectNode = write ? deps.ingest.connectNode : deps.connectNode;
     const input = (write ? deps.ingest.inputs : deps.inputs).get(req.url ?? "");
     if (!kind.binary || input === undefined) {

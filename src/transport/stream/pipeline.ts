@@ -6,6 +6,7 @@ import type { ServiceSet } from "../../service/services.js";
 import { streamCaller } from "../../service/watch.js";
 import { type Admission, rateLimitHeaders } from "../policy/admission.js";
 import { type ErrorLogger, publicError } from "../policy/guards.js";
+import type { HoldKey } from "../policy/held-keys.js";
 
 // The one path of a server-streaming read (the live feeds), whatever
 // protocol carries it, as unary/pipeline.ts is for unary reads:
@@ -55,6 +56,8 @@ export interface StreamDeps {
   admission: Admission;
   /** How long a write may wait for the peer to take it before the peer is taken as dead. */
   stallMs: number;
+  /** Holds the stream's key while it is open: a revoked key ends it. */
+  holdKey: HoldKey;
 }
 
 export type StreamPipeline<In> = (call: StreamCall<In>) => Promise<void>;
@@ -70,10 +73,12 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
     let headers: Record<string, string> = {};
     let stream: AsyncIterator<Message>;
     let first: IteratorResult<Message>;
+    let release = () => {};
     try {
       const admitted = await deps.admission.admit(call.apiKey, call.bucket);
       headers = rateLimitHeaders(admitted.rate);
       if (admitted.error !== undefined) throw admitted.error;
+      if (admitted.grant !== undefined && call.apiKey !== undefined) release = deps.holdKey(call.apiKey, admitted.grant);
       const input = await codec.decode(await call.input());
       const context = createHandlerContext({
         service: method.parent,
@@ -87,6 +92,7 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
       stream = impl(input, context)[Symbol.asyncIterator]();
       first = await stream.next();
     } catch (err) {
+      release();
       res.off("close", stop);
       codec.fail(res, publicError(err, call.log, procedure), headers);
       if (!req.readableEnded) req.resume();
@@ -101,6 +107,7 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
     } catch (err) {
       if (!abort.signal.aborted) error = publicError(err, call.log, procedure);
     } finally {
+      release();
       res.off("close", stop);
       abort.abort();
       await stream.return?.().catch(() => {});
