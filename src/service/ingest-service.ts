@@ -3,7 +3,7 @@ import { Code, ConnectError, createContextKey, type HandlerContext } from "@conn
 import type { Kind } from "../domain/kinds.js";
 import { handlerFor } from "../ingest/kinds.js";
 import type { Problem } from "../ingest/fields.js";
-import { type IngestWriter, StoreReadOnlyError } from "../store/ports.js";
+import { type IngestWriter, RecordConflictError, StoreReadOnlyError } from "../store/ports.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { IMPORT_SHAPE } from "./ingest-records.js";
 import { MAX_BATCH_RECORDS } from "./ingest-limits.js";
@@ -61,6 +61,7 @@ export class Ingest {
       counts = await this.#writer.write(kind, valid);
     } catch (err) {
       if (err instanceof StoreReadOnlyError) throw new ConnectError(err.message, Code.FailedPrecondition);
+      if (err instanceof RecordConflictError) throw new ConnectError(`nothing was written: ${err.message}`, Code.InvalidArgument);
       throw err;
     }
     return { accepted: counts.inserted + counts.updated, duplicates: counts.unchanged, rejected };

@@ -2,7 +2,8 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { IngestService, type IngestSalesRequest } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { IngestService, type IngestSalesRequestSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
 import { openSse } from "../../src/bench/sse-client.js";
 import { withKeys } from "../support/engine.js";
@@ -104,7 +105,7 @@ describe("a key revoked while it holds streams open", () => {
       const second = numberedSale(2, collection);
       let sendSecond!: () => void;
       const secondMayGo = new Promise<void>((r) => (sendSecond = r));
-      async function* batches(): AsyncGenerator<Partial<IngestSalesRequest>> {
+      async function* batches(): AsyncGenerator<MessageInitShape<typeof IngestSalesRequestSchema>> {
         yield { records: [toSaleMessage(first)] };
         await secondMayGo;
         yield { records: [toSaleMessage(second)] };
@@ -127,7 +128,7 @@ describe("--ingest-rate-limit on ingest streams", () => {
     try {
       const collection = "0x5252525252525252525252525252525252525252";
       const sales = Array.from({ length: 6 }, (_, i) => numberedSale(100 + i, collection));
-      async function* batches(): AsyncGenerator<Partial<IngestSalesRequest>> {
+      async function* batches(): AsyncGenerator<MessageInitShape<typeof IngestSalesRequestSchema>> {
         for (const s of sales) yield { records: [toSaleMessage(s)] };
       }
       const started = Date.now();

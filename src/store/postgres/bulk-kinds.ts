@@ -4,6 +4,7 @@ import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
 import { KEEP_LISTING_HISTORY } from "./listing-history.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
+import { listingMoved } from "../shared/conflicts.js";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
 // COPY into a temporary staging table (one text column per field, plus the
@@ -54,6 +55,8 @@ export interface BulkKind {
    * `beforeFill` runs where `classify` must: collections registered, no row yet written.
    */
   whole?: (client: pg.PoolClient, beforeFill?: () => Promise<void>) => Promise<number | undefined>;
+  /** Refuses the stage, before anything is merged, when it holds a record the store must not take (RecordConflictError). */
+  check?: (client: pg.PoolClient) => Promise<void>;
 }
 
 /** A kind as written below: the statements around the one that counts its rows. */
@@ -79,6 +82,27 @@ export const LISTINGS_LOCK = 0x6d64_6c77;
 export const TOKENS_LOCK = 0x6d64_746b;
 
 const col = (name: string, type = "text"): StageColumn => ({ name, type });
+
+/**
+ * The first staged listing that names a listing under another collection
+ * than the one holding it: in the table, or in an earlier line of the stage
+ * (as SQLite, writing line by line, finds it).
+ */
+const MOVED_LISTING = `WITH moved AS (
+    SELECT st.line, st.marketplace, st.marketplace_id, o.address AS held, st.address AS named
+    FROM stage st JOIN listings l ON l.marketplace = st.marketplace AND l.marketplace_id = st.marketplace_id
+    JOIN collections o ON o.id = l.collection_id WHERE o.address <> st.address
+    UNION ALL
+    SELECT line, marketplace, marketplace_id, held, address FROM (
+      SELECT line, marketplace, marketplace_id, address,
+        first_value(address) OVER (PARTITION BY marketplace, marketplace_id ORDER BY line) AS held FROM stage) s
+    WHERE address <> held)
+  SELECT marketplace, marketplace_id, held, named FROM moved ORDER BY line LIMIT 1`;
+
+async function refuseMovedListings(client: pg.PoolClient): Promise<void> {
+  const moved = (await client.query<{ marketplace: string; marketplace_id: string; held: string; named: string }>(MOVED_LISTING)).rows[0];
+  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named);
+}
 
 /** Every address the stage names, registered as a collection (its id is what rows refer to). */
 const REGISTER_COLLECTIONS = "INSERT INTO collections (address) SELECT DISTINCT address FROM stage ON CONFLICT (address) DO NOTHING";
@@ -259,6 +283,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status"),
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
+    check: refuseMovedListings,
     tables: ["collections", "listings", "listing_versions", "listing_spans"],
     serialized: true,
     lock: LISTINGS_LOCK,

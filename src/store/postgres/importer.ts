@@ -92,6 +92,7 @@ async function takeWriteLock(client: pg.PoolClient, kind: BulkKind, options: Imp
  * `beforeCounted` runs just before the rows are counted (and written).
  */
 async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts, touched: Touched, beforeCounted?: () => Promise<void>): Promise<void> {
+  await kind.check?.(client);
   const whole = await kind.whole?.(client, beforeCounted);
   if (whole !== undefined) {
     counts.inserted = whole;

@@ -1,6 +1,6 @@
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
-import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { type ImportCounts, type ImportRecord, type IngestWriter, RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import type { WriteReply, WriteRequest } from "./ingest-worker.js";
 import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 
@@ -11,7 +11,7 @@ import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 // the thread die, the batches it held fail as unavailable and the next write
 // starts another.
 
-const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError };
+const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError, RecordConflictError };
 
 export function sqliteIngestWriter(path: string): IngestWriter {
   let worker: Worker | undefined;

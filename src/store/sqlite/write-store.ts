@@ -6,6 +6,7 @@ import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
+import { listingMoved } from "../shared/conflicts.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -95,6 +96,7 @@ export class WriteStore {
   readonly #insertCollection: Statement;
   readonly #selectCollection: Statement;
   readonly #saleBefore: Statement;
+  readonly #listingCollection: Statement;
   readonly #aggregates: SalesAggregates;
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
@@ -120,6 +122,9 @@ export class WriteStore {
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
     this.#aggregates = new SalesAggregates(db);
+    this.#listingCollection = db
+      .prepare("SELECT c.address FROM listings l JOIN collections c ON c.id = l.collection_id WHERE l.marketplace = ? AND l.marketplace_id = ?")
+      .pluck();
   }
 
   /**
@@ -281,16 +286,25 @@ export class WriteStore {
   }
 
   upsertListing(r: ListingRow): UpsertResult {
-    return this.#upsert("listing", {
-      marketplace: r.marketplace,
-      marketplace_id: r.marketplaceId,
-      collection_id: this.collectionId(r.contractAddress),
-      asset_key: assetKey(r.assetId),
-      created_at: r.createdAt,
-      last_updated_at: r.lastUpdatedAt,
-      price: r.price,
-      status: r.status,
-    });
+    const collectionId = this.collectionId(r.contractAddress);
+    return this.#upsert(
+      "listing",
+      {
+        marketplace: r.marketplace,
+        marketplace_id: r.marketplaceId,
+        collection_id: collectionId,
+        asset_key: assetKey(r.assetId),
+        created_at: r.createdAt,
+        last_updated_at: r.lastUpdatedAt,
+        price: r.price,
+        status: r.status,
+      },
+      () => {
+        // A listing stays with its collection: its history, floors and feed are that collection's.
+        const held = this.#listingCollection.get(r.marketplace, r.marketplaceId) as string | undefined;
+        if (held !== undefined && held !== r.contractAddress) throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress);
+      },
+    );
   }
 
   upsertSocialUser(u: SocialUserRecord): UpsertResult {
