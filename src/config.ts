@@ -1,6 +1,9 @@
 import { availableParallelism } from "node:os";
 import { parseProxyEntry } from "./transport/policy/client-address.js";
 import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./service/feed-limits.js";
+import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from "./domain/formats.js";
+
+export { DEFAULT_MAX_CLOCK_SKEW_SECONDS };
 
 // Server configuration, validated once at startup. The CLI layer fills the
 // flags from the command line, then the environment (MARKETDATA_DB, PORT,
@@ -68,6 +71,8 @@ export interface ServeConfig {
   /** Live-feed streams open at once per API key, and in all, per serving process; 0: no limit. */
   streamsPerKey: number;
   maxStreams: number;
+  /** How far past this server's clock a sale's or listing's time may be (seconds): later ones are refused. */
+  maxClockSkewSeconds: number;
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -110,6 +115,7 @@ export interface ServeFlags {
   metricsHost?: string | undefined;
   streamsPerKey?: string | undefined;
   maxStreams?: string | undefined;
+  maxClockSkew?: string | undefined;
   corsOrigin?: string | undefined;
   trustProxy?: string | undefined;
 }
@@ -188,6 +194,7 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     deriveRefresh: flags.deriveRefresh !== false,
     streamsPerKey: wholeNumber(flags.streamsPerKey ?? String(DEFAULT_MAX_STREAMS_PER_KEY), "--streams-per-key (STREAMS_PER_KEY)", 0, 1_000_000),
     maxStreams: wholeNumber(flags.maxStreams ?? String(DEFAULT_MAX_STREAMS), "--max-streams (MAX_STREAMS)", 0, 1_000_000),
+    maxClockSkewSeconds: resolveClockSkew(flags.maxClockSkew),
     metrics: {
       enabled: flags.metrics !== false,
       port: flags.metricsPort === undefined ? undefined : wholeNumber(flags.metricsPort, "--metrics-port (METRICS_PORT)", 1, 65535),
@@ -195,6 +202,11 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
     },
     trustProxy: trustProxy(flags.trustProxy ?? ""),
   };
+}
+
+/** --max-clock-skew (MAX_CLOCK_SKEW) of serve, import and derive: whole seconds, up to a year. */
+export function resolveClockSkew(text: string | undefined): number {
+  return wholeNumber(text ?? String(DEFAULT_MAX_CLOCK_SKEW_SECONDS), "--max-clock-skew (MAX_CLOCK_SKEW)", 0, 31_536_000);
 }
 
 function metricsHost(flags: ServeFlags): string | undefined {

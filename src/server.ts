@@ -75,6 +75,8 @@ export interface ServerDeps {
   feedMaxQueued?: number;
   /** Rows per feed read, live or replaying; FEED_PAGE_ROWS when absent (tests lower it to page through small backlogs). */
   feedPageRows?: number;
+  /** How far past the clock an ingested sale's or listing's time may be (seconds); the default when absent. */
+  maxClockSkewSeconds?: number;
 }
 
 export interface BuiltServer {
@@ -103,7 +105,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
     ...(deps.feedPageRows === undefined ? {} : { pageRows: deps.feedPageRows }),
   });
-  const services = createServices(deps.store, deps.writer, feeds);
+  const services = createServices(deps.store, deps.writer, feeds, deps.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: deps.maxClockSkewSeconds });
   // A key revoked while it holds live feeds open ends them (the ingest streams: at their next message).
   const heldKeys = new HeldKeys(keys, watch);
   const holdKey: HoldKey = (key, grant) => heldKeys.hold(key, grant.id, () => feeds.endKey(grant.id, KEY_REVOKED));
@@ -267,7 +269,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams" | "maxClockSkewSeconds">
   > & {
     drainMs?: number;
     feedMaxQueued?: number;
@@ -307,7 +309,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
   // Unless turned off, what ingest writes is derived from in the background.
   let writer = openIngestWriter(config.db);
   if (config.deriveRefresh !== false) {
-    const refreshing = refreshAfterWrites(writer, config.db);
+    const refreshing = refreshAfterWrites(writer, config.db, config.maxClockSkewSeconds);
     refreshing.onRefreshed((r) => logRefresh(logger, r));
     writer = refreshing;
   }
@@ -328,6 +330,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       streamLimits: { perKey: config.streamsPerKey, total: config.maxStreams },
       ...(config.feedMaxQueued === undefined ? {} : { feedMaxQueued: config.feedMaxQueued }),
       ...(config.feedPageRows === undefined ? {} : { feedPageRows: config.feedPageRows }),
+      ...(config.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: config.maxClockSkewSeconds }),
     });
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host });

@@ -4,7 +4,7 @@ import type { DerivedWrite } from "../store/ports.js";
 import { openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 
-export async function runDerive(dbPath: string, collection: string | undefined, replaceImported = false): Promise<DeriveResult[]> {
+export async function runDerive(dbPath: string, collection: string | undefined, replaceImported = false, maxClockSkewSeconds?: number): Promise<DeriveResult[]> {
   if (collection !== undefined && !isAddress(collection)) {
     throw new CliError(`--collection must be 0x followed by 40 hex characters, got ${JSON.stringify(collection)}`);
   }
@@ -15,7 +15,7 @@ export async function runDerive(dbPath: string, collection: string | undefined, 
     if (only !== undefined && (await repo.collectionId(only)) === undefined) {
       throw new CliError(`collection ${only} not found in ${store.description}`);
     }
-    const results = await deriveAll(repo, only, { replaceImported });
+    const results = await deriveAll(repo, only, { replaceImported, ...(maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds }) });
     for (const r of results) process.stderr.write(`${describe(r)}\n`);
     if (results.length === 0) process.stderr.write("nothing to derive: the store has no tokens or sales\n");
     return results;

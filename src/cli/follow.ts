@@ -30,6 +30,7 @@ export interface FollowCommand {
   kind: string;
   file: string;
   skipInvalid: boolean;
+  maxClockSkewSeconds?: number;
 }
 
 export async function runFollow(cmd: FollowCommand): Promise<void> {
@@ -37,7 +38,7 @@ export async function runFollow(cmd: FollowCommand): Promise<void> {
   // As import does: a store created (or an empty PostgreSQL database migrated) if need be.
   await (await openWritableStore(cmd.db, { migrateEmpty: true })).close();
   const writer = openIngestWriter(cmd.db);
-  const ingest = new Ingest(writer);
+  const ingest = new Ingest(writer, cmd.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: cmd.maxClockSkewSeconds });
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.on("SIGINT", onSignal);

@@ -16,6 +16,8 @@ export interface ImportCommand {
   kind: string;
   file: string;
   skipInvalid: boolean;
+  /** How far past the clock a sale's or listing's time may be; the default when absent. */
+  maxClockSkewSeconds?: number;
 }
 
 /** An import's KIND and FILE checked (also by import --follow): the kind, the input's name for messages, its size (0 for stdin). */
@@ -76,6 +78,7 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
       onReject,
       onProgress: (s, bytes) => bar.update(s.lines, bytes),
       cancelled: () => interrupted,
+      ...(cmd.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: cmd.maxClockSkewSeconds }),
     });
     bar.stop();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -8,12 +8,14 @@ import {
   DEFAULT_LOG_LEVEL,
   DEFAULT_ANONYMOUS_RATE_LIMIT,
   DEFAULT_INGEST_RATE_LIMIT,
+  DEFAULT_MAX_CLOCK_SKEW_SECONDS,
   DEFAULT_PORT,
   DEFAULT_POOL_SIZE,
   DEFAULT_RATE_LIMIT,
   DEFAULT_REDIS_PREFIX,
   DEFAULT_TIMEOUTS,
   LOG_LEVELS,
+  resolveClockSkew,
   resolveServeConfig,
   type ServeFlags,
 } from "../config.js";
@@ -61,6 +63,12 @@ program
     await (await import("./migrate.js")).runMigrate(opts.db);
   });
 
+/** How far past the clock sale and listing times may be: serve and start (ingest), import, derive (the model). */
+const clockSkewOption = () =>
+  new Option("--max-clock-skew <s>", "seconds a sale's or listing's time may be past this machine's clock; later ones are refused (ingest, import) and left out of appraisals (derive)")
+    .env("MAX_CLOCK_SKEW")
+    .default(String(DEFAULT_MAX_CLOCK_SKEW_SECONDS));
+
 /** The options of every command that listens. */
 const listening = (command: Command) =>
   command
@@ -101,6 +109,7 @@ const listening = (command: Command) =>
     .addOption(
       new Option("--max-streams <n>", "live-feed streams open at once in all, per serving process; 0: no limit").env("MAX_STREAMS").default(String(DEFAULT_MAX_STREAMS)),
     )
+    .addOption(clockSkewOption())
     .addOption(new Option("--redis <url>", "share rate-limit counts with every server using this Redis (redis://host:port)").env("REDIS_URL"))
     .addOption(new Option("--redis-prefix <prefix>", "key prefix of the counts in Redis").default(DEFAULT_REDIS_PREFIX))
     .addOption(new Option("--headers-timeout <s>", "seconds for a connection's first bytes and a request's headers").default(String(DEFAULT_TIMEOUTS.headers)))
@@ -183,11 +192,13 @@ program
   .addOption(dbOption())
   .option("--skip-invalid", "import the valid lines; write rejected ones with reasons to FILE.rejects.ndjson", false)
   .option("--follow", "keep reading lines appended to FILE (stdin: to its end) and commit them as they arrive, 200 ms at most behind; Ctrl-C commits what is pending and stops", false)
+  .addOption(clockSkewOption())
   .argument("<kind>", `one of: ${KINDS.join(", ")}`)
   .argument("<file>", "NDJSON file, or - for stdin")
-  .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean; follow: boolean }) => {
-    if (opts.follow) await (await import("./follow.js")).runFollow({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
-    else await (await import("./import.js")).runImport({ db: opts.db, kind, file, skipInvalid: opts.skipInvalid });
+  .action(async (kind: string, file: string, opts: { db: string; skipInvalid: boolean; follow: boolean; maxClockSkew: string }) => {
+    const cmd = { db: opts.db, kind, file, skipInvalid: opts.skipInvalid, maxClockSkewSeconds: resolveClockSkew(opts.maxClockSkew) };
+    if (opts.follow) await (await import("./follow.js")).runFollow(cmd);
+    else await (await import("./import.js")).runImport(cmd);
   });
 
 program
@@ -219,8 +230,9 @@ program
   .addOption(dbOption())
   .option("--collection <address>", "only this collection")
   .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
-  .action(async (opts: { db: string; collection?: string; replaceImported: boolean }) => {
-    await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported);
+  .addOption(clockSkewOption())
+  .action(async (opts: { db: string; collection?: string; replaceImported: boolean; maxClockSkew: string }) => {
+    await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported, resolveClockSkew(opts.maxClockSkew));
   });
 
 const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");

@@ -45,7 +45,8 @@ export async function backtestStore(repo: DeriveRepository): Promise<{ address: 
   const out = [];
   for (const address of await repo.collectionsToDerive()) {
     const id = (await repo.collectionId(address))!;
-    const sales = await repo.sales(id);
+    // Every sale the store holds, however dated: a backtest replays history as imported.
+    const sales = await repo.sales(id, -1, Number.MAX_SAFE_INTEGER);
     if (sales.length === 0) continue;
     out.push({ address, sales: sales.length, predictions: backtestCollection(sales, featureSpace(await repo.tokens(id))) });
   }

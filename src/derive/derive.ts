@@ -4,6 +4,7 @@ import { PrequentialPass } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
 import { featureSpace } from "./features.js";
 import { type CollectionRarity, computeRarity } from "./rarity.js";
+import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
 
 // Derived data sets of a collection: rarity from its tokens, appraisals from
 // its sales (valued at the time of its latest sale).
@@ -28,6 +29,12 @@ export interface DeriveResult {
 export interface DeriveOptions {
   /** Overwrite imported rows with computed ones (derive --replace-imported); by default imported rows win. */
   replaceImported?: boolean;
+  /**
+   * Sales dated more than this many seconds past the clock are left out of
+   * the model (a stored outlier from before such times were refused would
+   * otherwise be its "now" for ever); DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent.
+   */
+  maxClockSkewSeconds?: number;
 }
 
 /**
@@ -48,11 +55,12 @@ export interface FittedCollection {
 export async function fitCollection(
   store: DeriveRepository,
   contractAddress: string,
+  until: number,
 ): Promise<{ fitted: FittedCollection; sales: SaleForModel[]; rarityMs: number; appraisalMs: number }> {
   const collectionId = await store.collectionId(contractAddress);
   if (collectionId === undefined) throw new Error(`collection ${contractAddress} not found`);
   const tokens = await store.tokens(collectionId);
-  const sales = await store.sales(collectionId);
+  const sales = await store.sales(collectionId, -1, until);
   let started = performance.now();
   const rarity = computeRarity(tokens);
   const rarityMs = performance.now() - started;
@@ -103,7 +111,8 @@ export function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, b
 }
 
 export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
-  const { fitted, rarityMs: rarityFitMs, appraisalMs: fitMs } = await fitCollection(store, contractAddress);
+  const until = latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS);
+  const { fitted, rarityMs: rarityFitMs, appraisalMs: fitMs } = await fitCollection(store, contractAddress, until);
   let started = performance.now();
   const rarity = rarityRows(fitted);
   const rarityMs = rarityFitMs + performance.now() - started;

@@ -22,13 +22,13 @@ export interface DerivedRefresh {
  * `writer`, telling a background derive of the collections each committed
  * batch changed: sales, listings and tokens feed appraisals and rarity.
  */
-export function refreshAfterWrites(writer: IngestWriter, db: string): IngestWriter & DerivedRefresh {
+export function refreshAfterWrites(writer: IngestWriter, db: string, maxClockSkewSeconds?: number): IngestWriter & DerivedRefresh {
   let worker: Worker | undefined;
   const listeners: ((reply: RefreshReply) => void)[] = [];
   let closed = false;
 
   const start = (): Worker => {
-    const w = startModuleWorker(import.meta.url, "refresh-worker", { db });
+    const w = startModuleWorker(import.meta.url, "refresh-worker", { db, maxClockSkewSeconds });
     w.unref();
     w.on("message", (reply: RefreshReply) => {
       for (const l of listeners) l(reply);

@@ -28,8 +28,9 @@ const KEPT_COMMIT_TIMES = 10_000;
 const PAUSE = 0.5;
 
 const port = parentPort!;
-const store = await openWritableStore((workerData as { db: string }).db);
-const refresher = new DerivedRefresher(store.derive);
+const { db, maxClockSkewSeconds } = workerData as { db: string; maxClockSkewSeconds?: number };
+const store = await openWritableStore(db);
+const refresher = new DerivedRefresher(store.derive, maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds });
 /** Waiting collections, in the order first touched: whether to refit, and when the writes waiting were acknowledged. */
 const waiting = new Map<string, { refit: boolean; committedAt: number[] }>();
 let running = false;

@@ -1,5 +1,6 @@
 import type { DeriveRepository, SaleForModel } from "../store/ports.js";
 import { appraisalRows, feedSales, fitCollection, type FittedCollection, rarityRows } from "./derive.js";
+import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
 
 // derive in the background (issue 21, item 4): after ingest wrote a
 // collection's sales, listings or tokens, its appraisals and rarity are
@@ -16,6 +17,11 @@ import { appraisalRows, feedSales, fitCollection, type FittedCollection, rarityR
 // model's last second (its time off by that much at most, until the next
 // full fit); anything else the model cannot take that way is fitted again
 // in full: changed tokens, a changed sale, a sale older than that.
+//
+// Sales dated past the clock (by more than the allowed skew) are left out,
+// as derive leaves them out: refused on ingest and import now, one stored
+// before would otherwise be the model's last second for ever, every later
+// sale "late" and every refresh a full fit.
 
 /** How late a sale may come and still be fed to the kept model (as of its last second). */
 export const LATE_SECONDS = 120;
@@ -37,9 +43,13 @@ export class DerivedRefresher {
   readonly #fits = new Map<string, FittedCollection>();
   /** Per kept fit: the sales it was fed of its last LATE_SECONDS. */
   readonly #recent = new Map<string, RecentSales>();
+  readonly #skew: number;
+  readonly #now: () => number;
 
-  constructor(store: DeriveRepository) {
+  constructor(store: DeriveRepository, options: { maxClockSkewSeconds?: number; now?: () => number } = {}) {
     this.#store = store;
+    this.#skew = options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Brings `address`'s derived rows up to date with the store; `refit`: its tokens or earlier sales changed. */
@@ -48,11 +58,12 @@ export class DerivedRefresher {
     let fit = refit ? undefined : this.#fits.get(address);
     let fed = 0;
     let ownersMoved = false;
+    const until = latestTimeAllowed(this.#skew, this.#now());
     if (fit !== undefined) {
       const kept = this.#recent.get(address)!;
       const last = fit.pass.lastTimestamp;
       const from = Number.isFinite(last) ? last - LATE_SECONDS : -1;
-      const { sales, total } = await this.#store.salesSince(fit.collectionId, from);
+      const { sales, total } = await this.#store.salesSince(fit.collectionId, from, until);
       const unseen = kept.unseen(sales);
       // Any other sale than these was added or changed behind the fit's back.
       if (fit.pass.observed + unseen.length !== total) fit = undefined;
@@ -68,7 +79,7 @@ export class DerivedRefresher {
     }
     const mode = fit === undefined ? "full" : "incremental";
     if (fit === undefined) {
-      const fitted = await fitCollection(this.#store, address);
+      const fitted = await fitCollection(this.#store, address, until);
       fit = fitted.fitted;
       fed = fit.pass.observed;
       ownersMoved = true;

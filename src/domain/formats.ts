@@ -12,6 +12,19 @@ export const MAX_UINT256 = (1n << 256n) - 1n;
 /** Epoch values at or above this are almost certainly milliseconds. */
 export const MAX_EPOCH_SECONDS = 100_000_000_000n;
 
+/**
+ * How far past the clock of the process that checks them a sale's or a
+ * listing's time may be (seconds), by default: clocks and chains disagree
+ * by seconds, not days. Later times are refused on ingest and import, and
+ * a stored one is left out of the appraisal model (--max-clock-skew).
+ */
+export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 86_400;
+
+/** The latest sale or listing time taken now: the clock plus `skewSeconds`. */
+export function latestTimeAllowed(skewSeconds: number, nowMs = Date.now()): number {
+  return Math.floor(nowMs / 1000) + skewSeconds;
+}
+
 export function isAddress(s: string): boolean {
   return ADDRESS_RE.test(s);
 }

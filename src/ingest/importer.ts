@@ -1,6 +1,7 @@
 import type { ImportRecord, RecordImport } from "../store/ports.js";
 import type { Problem } from "./fields.js";
 import { handlerFor, type Kind } from "./kinds.js";
+import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
 
 // NDJSON import: one record per line, checked here, then written by the
 // store (its RecordImport port) by natural key, all inside one transaction,
@@ -33,6 +34,8 @@ export interface ImportOptions {
   cancelled?: () => boolean;
   /** false only to measure what keeping the stats aggregates costs (bench:stats). */
   maintainStats?: boolean;
+  /** How far past the clock (when the import starts) a sale's or listing's time may be; DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
+  maxClockSkewSeconds?: number;
 }
 
 export class ImportRejected extends Error {
@@ -61,7 +64,7 @@ export async function scanLines(
   stats: ImportStats,
   accept: (record: unknown) => void | Promise<void>,
 ): Promise<void> {
-  const handler = handlerFor(options.kind);
+  const handler = handlerFor(options.kind, { latestTime: latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS) });
   let lineNo = 0;
   let bytes = 0;
   for await (const item of lines) {

@@ -148,17 +148,36 @@ type RecordOf<K extends Kind> = NonNullable<ReturnType<(typeof SHAPES)[K]>>;
 
 
 
+/** What the checks of a batch or a file are held to beyond the records themselves. */
+export interface CheckContext {
+  /** The latest sale or listing time taken (unix seconds): the clock plus the allowed skew (formats.ts latestTimeAllowed). */
+  latestTime: number;
+}
+
+/** A time past the latest taken: a sale or listing dated in the future (a clock off, a unit mix-up). */
+function notAhead(field: string, time: number, ctx: CheckContext, problems: Problem[]): void {
+  if (time > ctx.latestTime) {
+    problems.push({
+      field,
+      reason: `must not be later than this server's clock allows (${ctx.latestTime}: now plus the allowed clock skew, --max-clock-skew), got ${time}`,
+    });
+  }
+}
+
 /** Rules across fields, after every field passed. */
-const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[]) => void } = {
-  sales: (r, problems) => {
+const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[], ctx: CheckContext) => void } = {
+  sales: (r, problems, ctx) => {
     if (compareDecimal(r.amountReceived, r.price) > 0) {
       problems.push({ field: "amountReceived", reason: `must not exceed price (${r.price}), got ${r.amountReceived}` });
     }
+    notAhead("timestamp", r.timestamp, ctx, problems);
   },
-  listings: (r, problems) => {
+  listings: (r, problems, ctx) => {
     if (r.lastUpdatedAt < r.createdAt) {
       problems.push({ field: "lastUpdatedAt", reason: `must not be before createdAt (${r.createdAt}), got ${r.lastUpdatedAt}` });
     }
+    notAhead("createdAt", r.createdAt, ctx, problems);
+    notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },
   tweets: (r, problems) => interactionRule(r, problems),
 };
@@ -168,14 +187,14 @@ export interface KindHandler {
   check(value: unknown, problems: Problem[]): unknown;
 }
 
-export function handlerFor<K extends Kind>(kind: K): KindHandler {
+export function handlerFor<K extends Kind>(kind: K, ctx: CheckContext): KindHandler {
   const shape = SHAPES[kind] as (v: unknown, p: Problem[]) => RecordOf<K> | undefined;
-  const rule = RULES[kind] as ((r: RecordOf<K>, p: Problem[]) => void) | undefined;
+  const rule = RULES[kind] as ((r: RecordOf<K>, p: Problem[], ctx: CheckContext) => void) | undefined;
   return {
     check(value, problems) {
       const record = shape(value, problems);
       if (record === undefined) return undefined;
-      rule?.(record, problems);
+      rule?.(record, problems, ctx);
       return problems.length > 0 ? undefined : record;
     },
   };

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Kind } from "../domain/kinds.js";
 import { handlerFor } from "../ingest/kinds.js";
+import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
 import type { Problem } from "../ingest/fields.js";
 import { type IngestWriter, RecordConflictError, StoreReadOnlyError } from "../store/ports.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
@@ -35,17 +36,28 @@ export interface IngestResult {
 /** Rejected records quoted in an error's message (all of them are in its detail). */
 const QUOTED_REJECTIONS = 3;
 
+export interface IngestOptions {
+  /** How far past the clock a sale's or listing's time may be (seconds); DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
+  maxClockSkewSeconds?: number;
+  /** The clock (ms), for tests. */
+  now?: () => number;
+}
+
 export class Ingest {
   readonly #writer: IngestWriter;
+  readonly #skew: number;
+  readonly #now: () => number;
 
-  constructor(writer: IngestWriter) {
+  constructor(writer: IngestWriter, options: IngestOptions = {}) {
     this.#writer = writer;
+    this.#skew = options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Checks and writes one batch of `kind`; throws invalid_argument when it is refused as a whole. */
   async batch(kind: Kind, lines: readonly IngestLine[], skipInvalid: boolean): Promise<IngestResult> {
     tooLarge(lines.length);
-    const handler = handlerFor(kind);
+    const handler = handlerFor(kind, { latestTime: latestTimeAllowed(this.#skew, this.#now()) });
     const valid: Record<string, unknown>[] = [];
     const rejected: IngestResult["rejected"] = [];
     for (const { line, value, invalid } of lines) {

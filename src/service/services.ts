@@ -5,7 +5,7 @@ import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { type IngestWriter, type ReadRepositories, StoreReadOnlyError } from "../store/ports.js";
-import { createIngestService, Ingest } from "./ingest-service.js";
+import { createIngestService, Ingest, type IngestOptions } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 import { FeedHub } from "./feed-hub.js";
@@ -46,6 +46,7 @@ export function createServices(
   store: ReadRepositories,
   writer: IngestWriter = NO_WRITER,
   feeds: FeedHub = new FeedHub(store),
+  ingestOptions: IngestOptions = {},
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store);
@@ -59,7 +60,7 @@ export function createServices(
       return counts;
     },
     close: () => writer.close(),
-  });
+  }, ingestOptions);
   const ingestService = createIngestService(ingest);
   const impls = new Map<string, Record<string, unknown>>([
     [AssetService.typeName, asset as Record<string, unknown>],

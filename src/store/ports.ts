@@ -332,10 +332,10 @@ export interface DeriveRepository {
   collectionsToDerive(): MaybePromise<string[]>;
   collectionId(address: string): MaybePromise<number | undefined>;
   tokens(collectionId: number): MaybePromise<TokenRecord[]>;
-  /** A collection's sales, oldest first. */
-  sales(collectionId: number): MaybePromise<SaleForModel[]>;
-  /** A collection's sales of seconds after `after`, oldest first, and how many sales it has in all: one snapshot of the store. */
-  salesSince(collectionId: number, after: number): MaybePromise<{ sales: SaleForModel[]; total: number }>;
+  /** A collection's sales up to second `until` (later ones are dated past the clock: left out), oldest first. */
+  sales(collectionId: number, after: number, until: number): MaybePromise<SaleForModel[]>;
+  /** A collection's sales of seconds after `after` up to `until`, oldest first, and how many it has up to `until` in all: one snapshot of the store. */
+  salesSince(collectionId: number, after: number, until: number): MaybePromise<{ sales: SaleForModel[]; total: number }>;
   /** The lowest price of each asset's open (CREATED) listings: what the asset can be bought for now. */
   openListingPrices(collectionId: number): MaybePromise<Map<string, bigint>>;
   /**

@@ -51,6 +51,16 @@ describe("derive's background refresh", () => {
     expect(await s.refresher.refresh(A)).toMatchObject({ mode: "incremental", fed: 0 });
   });
 
+  it("leaves out a sale stored far past the clock (before such times were refused): later sales are still fed incrementally", async () => {
+    const C = "0x" + "c".repeat(40);
+    await importRecords(s.target, "sales", Array.from({ length: 50 }, (_, n) => numberedSale(n, C)));
+    // Year 5138, as a build that took any time below 10^11 would have stored it.
+    await importRecords(s.target, "sales", [{ ...numberedSale(50, C), timestamp: 99_999_999_999 }], { maxClockSkewSeconds: 100_000_000_000 });
+    expect(await s.refresher.refresh(C)).toMatchObject({ mode: "full", sales: 50 });
+    await importRecords(s.target, "sales", [51, 52].map((n) => numberedSale(n, C)));
+    expect(await s.refresher.refresh(C)).toMatchObject({ mode: "incremental", sales: 52, fed: 2 });
+  });
+
   it("a rewrite of derived rows leaves exactly the rows given, and every imported row", async () => {
     const B = "0x" + "f".repeat(40);
     await importRecords(s.target, "appraisals", [{ contractAddress: B, assetId: "3", fairMarketValue: "7", confidence: "0.5", currency: "ETH" }]);

@@ -22,11 +22,15 @@ import { createTestDatabase } from "./pg.js";
 export type Engine = "sqlite" | "postgres";
 export const ENGINE: Engine = process.env.MARKETDATA_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
 
-/** Imports records of one kind into the store at `target` (a file or a URL), atomically. */
-export async function importRecords(target: string, kind: Kind, records: readonly object[]): Promise<ImportStats> {
+/**
+ * Imports records of one kind into the store at `target` (a file or a URL),
+ * atomically; `maxClockSkewSeconds` as import's flag (a huge one stores
+ * what a build that did not refuse future times would have stored).
+ */
+export async function importRecords(target: string, kind: Kind, records: readonly object[], options: { maxClockSkewSeconds?: number } = {}): Promise<ImportStats> {
   const store = await openWritableStore(target, { migrateEmpty: true });
   try {
-    return await importLines(store.records, asLines(records), { kind, skipInvalid: false });
+    return await importLines(store.records, asLines(records), { kind, skipInvalid: false, ...options });
   } finally {
     await store.close();
   }

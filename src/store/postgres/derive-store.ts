@@ -43,23 +43,23 @@ export class PgDeriveStore implements DeriveRepository {
     return r.rows.map((t) => ({ assetId: t.asset_id, currentOwner: t.current_owner, attributes: t.attributes }));
   }
 
-  async sales(collectionId: number, after = -1): Promise<SaleForModel[]> {
+  async sales(collectionId: number, after: number, until: number): Promise<SaleForModel[]> {
     const r = await this.pool.query<{ asset_id: string; timestamp: number; price: string; buyer: string }>(
       `SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
-       FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
-      [collectionId, after],
+       FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
+      [collectionId, after, until],
     );
     return r.rows.map((s) => ({ assetId: s.asset_id, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));
   }
 
-  async salesSince(collectionId: number, after: number): Promise<{ sales: SaleForModel[]; total: number }> {
+  async salesSince(collectionId: number, after: number, until: number): Promise<{ sales: SaleForModel[]; total: number }> {
     // One statement, one snapshot: no commit lands between the count and the rows.
     const r = await this.pool.query<{ total: number; asset_id: string | null; timestamp: number; price: string; buyer: string }>(
-      `WITH t AS (SELECT count(*)::int AS total FROM sales WHERE collection_id = $1)
+      `WITH t AS (SELECT count(*)::int AS total FROM sales WHERE collection_id = $1 AND timestamp <= $3)
        SELECT t.total, s.* FROM t LEFT JOIN LATERAL (
          SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
-         FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 ORDER BY s.timestamp, s.block, s.hash, s.asset_id) s ON true`,
-      [collectionId, after],
+         FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 ORDER BY s.timestamp, s.block, s.hash, s.asset_id) s ON true`,
+      [collectionId, after, until],
     );
     const sales = r.rows.filter((s) => s.asset_id !== null).map((s) => ({ assetId: s.asset_id!, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));
     return { sales, total: r.rows[0]?.total ?? 0 };

@@ -53,23 +53,23 @@ export class DeriveStore implements DeriveRepository {
   }
 
   /** A collection's sales, oldest first. */
-  sales(collectionId: number, after = -1): SaleForModel[] {
+  sales(collectionId: number, after: number, until: number): SaleForModel[] {
     const rows = this.#db
       .prepare(
         `SELECT ${assetIdSql("")}, timestamp, price, ${hexSql("buyer", "buyer")} FROM sales INDEXED BY sales_by_time
-         WHERE collection_id = ? AND timestamp > ? ORDER BY timestamp, block, hash, asset_key`,
+         WHERE collection_id = ? AND timestamp > ? AND timestamp <= ? ORDER BY timestamp, block, hash, asset_key`,
       )
       .raw(true)
-      .all(collectionId, after) as [string, number, string, string][];
+      .all(collectionId, after, until) as [string, number, string, string][];
     // Rows as arrays: a collection's whole history is read at once (100,000 sales: ~30% faster than objects).
     return rows.map((r) => ({ assetId: r[0], timestamp: r[1], price: BigInt(r[2]), buyer: r[3] }));
   }
 
-  salesSince(collectionId: number, after: number): { sales: SaleForModel[]; total: number } {
+  salesSince(collectionId: number, after: number, until: number): { sales: SaleForModel[]; total: number } {
     // One read transaction: no commit lands between the two reads.
     return this.#db.transaction(() => ({
-      sales: this.sales(collectionId, after),
-      total: this.#db.prepare("SELECT count(*) FROM sales INDEXED BY sales_by_time WHERE collection_id = ?").pluck().get(collectionId) as number,
+      sales: this.sales(collectionId, after, until),
+      total: this.#db.prepare("SELECT count(*) FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp <= ?").pluck().get(collectionId, until) as number,
     }))();
   }
 
