@@ -163,8 +163,11 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         routes,
         interceptors,
         // Unknown fields are refused, as REST refuses unknown parameters:
-        // a misspelt filter must not silently return unfiltered data.
-        jsonOptions: { ignoreUnknownFields: false },
+        // a misspelt filter must not silently return unfiltered data. A JSON
+        // body that is not UTF-8 is refused (invalid_argument) rather than
+        // decoded with U+FFFD in place of its broken bytes (binary messages:
+        // protobuf-es checks proto3 strings itself).
+        jsonOptions: { ignoreUnknownFields: false, textDecoder: new TextDecoder("utf-8", { fatal: true }) } as { ignoreUnknownFields: boolean },
         // Responses are at most tens of KB: gzip costs more CPU than it saves
         // on the networks a self-hosted service runs on. Compressed requests
         // are still accepted.

@@ -1,5 +1,4 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Ingest, type IngestLine, rejectionsOf } from "../service/ingest-service.js";
@@ -7,6 +6,8 @@ import { MAX_BATCH_RECORDS } from "../service/ingest-limits.js";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 import { importInput } from "./import.js";
+import { NOT_UTF8, notJson } from "../ingest/fields.js";
+import { type Line, lineBatches, NotUtf8, splitLines } from "../ingest/line-batches.js";
 
 // `marketdata import KIND FILE --follow`: for feeds that are files. Reads
 // FILE from its start and then every line appended to it (or stdin, to its
@@ -76,15 +77,16 @@ export async function runFollow(cmd: FollowCommand): Promise<void> {
     for await (const text of withTicks(lines, FLUSH_MS / 4)) {
       if (text !== undefined) {
         line += 1;
-        const trimmed = text.trim();
+        const trimmed = text instanceof NotUtf8 ? text : text.trim();
         if (trimmed !== "") {
           if (pending.length === 0) firstPendingAt = performance.now();
-          let value: unknown;
-          try {
-            value = JSON.parse(trimmed);
-            pending.push({ line, value });
-          } catch (err) {
-            pending.push({ line, invalid: `is not valid JSON (${(err as Error).message})` });
+          if (trimmed instanceof NotUtf8) pending.push({ line, invalid: NOT_UTF8 });
+          else {
+            try {
+              pending.push({ line, value: JSON.parse(trimmed) });
+            } catch (err) {
+              pending.push({ line, invalid: notJson(err as Error) });
+            }
           }
         }
       }
@@ -102,10 +104,14 @@ export async function runFollow(cmd: FollowCommand): Promise<void> {
 }
 
 /** The lines of stdin, to its end (or until `signal`). */
-async function* stdinLines(signal: AbortSignal): AsyncGenerator<string> {
-  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  signal.addEventListener("abort", () => rl.close(), { once: true });
-  for await (const line of rl) yield line;
+async function* stdinLines(signal: AbortSignal): AsyncGenerator<Line> {
+  signal.addEventListener("abort", () => process.stdin.destroy(), { once: true });
+  try {
+    for await (const batch of lineBatches(process.stdin)) yield* batch;
+  } catch (err) {
+    // Destroyed by the signal: what was read is all there is.
+    if (!signal.aborted) throw err;
+  }
 }
 
 /**
@@ -113,11 +119,12 @@ async function* stdinLines(signal: AbortSignal): AsyncGenerator<string> {
  * `signal` (and the end of what was written before it). A file cut shorter
  * than what was read (rotated or truncated) is read again from its start.
  */
-async function* appendedLines(path: string, signal: AbortSignal): AsyncGenerator<string> {
+async function* appendedLines(path: string, signal: AbortSignal): AsyncGenerator<Line> {
   const fd = openSync(path, "r");
   const buffer = Buffer.alloc(CHUNK);
   let position = 0;
-  let rest = "";
+  // The bytes after the last newline read (a character may be split across reads).
+  let rest = Buffer.alloc(0);
   try {
     for (;;) {
       const n = readSync(fd, buffer, 0, CHUNK, position);
@@ -126,17 +133,21 @@ async function* appendedLines(path: string, signal: AbortSignal): AsyncGenerator
         if (signal.aborted) return;
         if (statSync(path).size < position) {
           position = 0;
-          rest = "";
+          rest = Buffer.alloc(0);
           continue;
         }
         await sleep(POLL_MS, undefined, { signal }).catch(() => {});
         continue;
       }
       position += n;
-      const text = rest + buffer.toString("utf8", 0, n);
-      const lines = text.split("\n");
-      rest = lines.pop()!;
-      for (const l of lines) yield l;
+      const bytes = Buffer.concat([rest, buffer.subarray(0, n)]);
+      const last = bytes.lastIndexOf(0x0a);
+      if (last < 0) {
+        rest = bytes;
+        continue;
+      }
+      rest = bytes.subarray(last + 1);
+      yield* splitLines(bytes.subarray(0, last));
     }
   } finally {
     closeSync(fd);

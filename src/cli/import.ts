@@ -5,6 +5,7 @@ import { lineBatches } from "../ingest/line-batches.js";
 import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
 import { isKind, type Kind, KINDS } from "../ingest/kinds.js";
 import { CliError } from "./errors.js";
+import { describeProblems, MAX_PROBLEMS } from "../ingest/fields.js";
 import { progressBar } from "./progress.js";
 
 const MAX_PRINTED_ERRORS = 50;
@@ -43,10 +44,10 @@ export async function runImport(cmd: ImportCommand): Promise<ImportStats> {
   const rejects = cmd.skipInvalid ? createWriteStream(rejectsPath) : undefined;
   let printed = 0;
   const onReject = (e: LineError) => {
-    for (const p of e.problems) {
-      if (printed++ < MAX_PRINTED_ERRORS) process.stderr.write(`${name}:${e.line}: ${p.field}: ${p.reason}\n`);
+    for (const p of e.problems.slice(0, MAX_PROBLEMS)) {
+      if (printed++ < MAX_PRINTED_ERRORS) process.stderr.write(`${name}:${e.line}: ${describeProblems([p])}\n`);
     }
-    rejects?.write(`${JSON.stringify({ line: e.line, errors: e.problems.map((p) => `${p.field}: ${p.reason}`), input: e.input })}\n`);
+    rejects?.write(`${JSON.stringify({ line: e.line, errors: e.problems.slice(0, MAX_PROBLEMS).map((p) => describeProblems([p])), input: e.input })}\n`);
   };
 
   let interrupted = false;

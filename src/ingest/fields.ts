@@ -9,18 +9,79 @@ export class FieldError extends Error {}
 
 export type Check<T> = (value: unknown) => T;
 
-const show = (v: unknown) => {
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 80 ? `${s.slice(0, 80)}...` : s;
-};
+// Bounds of one record's check, whatever it holds (docs/limits.md, "Ingest
+// and import records"): a record's answer is a few short problems however
+// large or broken the record, and the work to find them stops there.
+
+/** Problems reported per record at most; checking a record stops once it has this many. */
+export const MAX_PROBLEMS = 5;
+/** A value (of a record's field) nested deeper than this is refused before anything looks inside it. */
+export const MAX_DEPTH = 8;
+/** Characters of a value quoted in a problem. */
+const QUOTE_CHARS = 80;
+
+/**
+ * A short JSON rendering of `v` for a problem: at most QUOTE_CHARS
+ * characters, however large or deep `v` is (never a whole stringify).
+ */
+export function show(v: unknown): string {
+  const budget = { left: QUOTE_CHARS };
+  const out = preview(v, budget, 0);
+  return budget.left < 0 ? `${out.slice(0, QUOTE_CHARS)}...` : out;
+}
+
+function preview(v: unknown, budget: { left: number }, depth: number): string {
+  if (budget.left < 0) return "";
+  let out: string;
+  if (typeof v === "string") out = JSON.stringify(v.length > QUOTE_CHARS ? v.slice(0, QUOTE_CHARS + 1) : v);
+  else if (typeof v !== "object" || v === null) out = String(JSON.stringify(v) ?? v);
+  else if (depth >= 4) out = Array.isArray(v) ? "[...]" : "{...}";
+  else {
+    const parts: string[] = [];
+    const open = Array.isArray(v) ? "[" : "{";
+    budget.left -= 2;
+    for (const [k, x] of Array.isArray(v) ? v.entries() : Object.entries(v)) {
+      if (budget.left < 0) break;
+      const item = Array.isArray(v) ? preview(x, budget, depth + 1) : `${JSON.stringify(String(k).slice(0, QUOTE_CHARS + 1))}:${preview(x, budget, depth + 1)}`;
+      parts.push(item);
+    }
+    return `${open}${parts.join(",")}${open === "[" ? "]" : "}"}`;
+  }
+  budget.left -= out.length;
+  return out;
+}
+
+/** Why a line or body that is not UTF-8 text is refused (a decoder would store U+FFFD). */
+export const NOT_UTF8 = "is not valid UTF-8 text (a decoder would store U+FFFD in its place)";
+
+/** Why a line is not a record: JSON.parse's words, cut short (they quote the input). */
+export function notJson(err: Error): string {
+  const m = err.message.length > 200 ? `${err.message.slice(0, 200)}...` : err.message;
+  return `is not valid JSON (${m})`;
+}
 
 function fail(reason: string): never {
   throw new FieldError(reason);
 }
 
-export const string: Check<string> = (v) => (typeof v === "string" ? v : fail(`must be a string, got ${show(v)}`));
+/**
+ * Text of at most `max` characters (UTF-16 code units), well-formed: a lone
+ * surrogate (a JSON escape like "\ud800") would be stored as U+FFFD.
+ */
+export function text(max: number): Check<string> {
+  return (v) => {
+    if (typeof v !== "string") fail(`must be a string, got ${show(v)}`);
+    if (v.length > max) fail(`must be at most ${max} characters, got ${v.length}`);
+    if (!v.isWellFormed()) fail("must be valid Unicode text (it holds a lone surrogate, such as an escaped \\ud800 alone)");
+    return v;
+  };
+}
 
-export const nonEmpty: Check<string> = (v) => (string(v) !== "" ? (v as string) : fail("must not be empty"));
+/** Text that is not empty. */
+export function nonEmpty(max: number): Check<string> {
+  const check = text(max);
+  return (v) => (check(v) !== "" ? (v as string) : fail("must not be empty"));
+}
 
 export const address: Check<string> = (v) =>
   typeof v === "string" && isAddress(v) ? v.toLowerCase() : fail(`must be 0x followed by 40 hex characters, got ${show(v)}`);
@@ -74,7 +135,11 @@ export const confidence: Check<string> = (v) =>
     ? v
     : fail(`must be a decimal fraction from 0 to 1 written as text, like "0.8731", got ${show(v)}`);
 
+/** The longest URL taken (what browsers and CDNs take in practice). */
+export const MAX_URL_CHARS = 2048;
+
 export const url: Check<string> = (v) => {
+  if (typeof v === "string" && v.length > MAX_URL_CHARS) fail(`must be at most ${MAX_URL_CHARS} characters, got ${v.length}`);
   if (typeof v === "string" && /^https?:\/\/\S+$/.test(v) && URL.canParse(v)) return v;
   return fail(`must be an http(s) URL, got ${show(v)}`);
 };
@@ -127,8 +192,10 @@ export function object<S extends Shape>(
     const out: Record<string, unknown> = {};
     const before = problems.length;
     for (const name of names) {
+      if (problems.length >= MAX_PROBLEMS) break;
       const field = path ? `${path}.${name}` : name;
-      if (!(name in input)) {
+      // Own fields only: "toString" or "__proto__" is no field of a record, whatever Object.prototype holds.
+      if (!Object.hasOwn(input, name)) {
         if (name in optional) out[name] = optional[name];
         else problems.push({ field, reason: "is required" });
         continue;
@@ -137,14 +204,16 @@ export function object<S extends Shape>(
         out[name] = shape[name]!(input[name]);
       } catch (err) {
         if (err instanceof NestedProblems) {
-          problems.push(...err.problems.map((p) => ({ field: `${field}${p.field.startsWith("[") ? "" : "."}${p.field}`, reason: p.reason })));
+          for (const p of err.problems.slice(0, MAX_PROBLEMS)) problems.push({ field: `${field}${p.field.startsWith("[") ? "" : "."}${p.field}`, reason: p.reason });
         } else if (err instanceof FieldError) {
           problems.push({ field, reason: err.message });
         } else throw err;
       }
     }
-    for (const name of Object.keys(input)) {
-      if (!(name in shape)) problems.push({ field: path ? `${path}.${name}` : name, reason: "is not a field of this kind" });
+    for (const name in input) {
+      if (problems.length >= MAX_PROBLEMS) break;
+      if (!Object.hasOwn(input, name)) continue;
+      if (!Object.hasOwn(shape, name)) problems.push({ field: `${path ? `${path}.` : ""}${show(name).slice(1, -1)}`, reason: "is not a field of this kind" });
     }
     return problems.length === before ? (out as Parsed<S>) : undefined;
   };
@@ -167,13 +236,43 @@ export function nested<T>(check: (v: unknown, problems: Problem[]) => T | undefi
   };
 }
 
-/** A field check for an array whose items pass `item`. */
-export function arrayOf<T>(item: (v: unknown, problems: Problem[], path?: string) => T | undefined): Check<T[]> {
+/** A field check for an array of at most `maxItems` items, each passing `item`. */
+export function arrayOf<T>(item: (v: unknown, problems: Problem[], path?: string) => T | undefined, maxItems: number): Check<T[]> {
   return (v) => {
     if (!Array.isArray(v)) fail(`must be an array, got ${show(v)}`);
+    if (v.length > maxItems) fail(`must hold at most ${maxItems} items, got ${v.length}`);
     const problems: Problem[] = [];
-    const out = v.map((x, i) => item(x, problems, `[${i}]`));
+    const out: (T | undefined)[] = [];
+    for (let i = 0; i < v.length && problems.length < MAX_PROBLEMS; i++) out.push(item(v[i], problems, `[${i}]`));
     if (problems.length > 0) throw new NestedProblems(problems);
     return out as T[];
   };
+}
+
+/**
+ * The first field of `record` holding a value nested deeper than
+ * MAX_DEPTH, if any: found without recursion (a value a million levels
+ * deep is one JSON.parse can build, and any recursive walk of it, a check
+ * or a JSON.stringify, would exhaust the stack).
+ */
+export function tooDeep(record: unknown): string | undefined {
+  if (typeof record !== "object" || record === null) return undefined;
+  for (const [name, value] of Array.isArray(record) ? [...record.entries()].map(([i, v]) => [`[${i}]`, v] as const) : Object.entries(record)) {
+    const stack: [unknown, number][] = [[value, 1]];
+    while (stack.length > 0) {
+      const [v, depth] = stack.pop()!;
+      if (typeof v !== "object" || v === null) continue;
+      if (depth > MAX_DEPTH) return String(name);
+      for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+/** The message of a rejected record: its first problems, each reason cut short (at most MAX_PROBLEMS). */
+export function describeProblems(problems: readonly Problem[]): string {
+  const shown = problems.slice(0, MAX_PROBLEMS).map((p) => `${p.field.slice(0, 200)}: ${p.reason.length > 300 ? `${p.reason.slice(0, 300)}...` : p.reason}`);
+  const more = problems.length > MAX_PROBLEMS ? `; and more (checking stops at ${MAX_PROBLEMS} problems a record)` : "";
+  return shown.join("; ") + more;
+  // At most MAX_PROBLEMS * ~500 characters: a record's message is bounded whatever it holds.
 }

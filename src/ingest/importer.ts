@@ -1,5 +1,6 @@
 import type { ImportRecord, RecordImport } from "../store/ports.js";
-import type { Problem } from "./fields.js";
+import { NOT_UTF8, notJson, type Problem } from "./fields.js";
+import { type Line, NotUtf8 } from "./line-batches.js";
 import { handlerFor, type Kind } from "./kinds.js";
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
 
@@ -59,7 +60,7 @@ const PROGRESS_EVERY = 10_000;
  * end when the import must not commit. Shared by both engines.
  */
 export async function scanLines(
-  lines: AsyncIterable<string | readonly string[]>,
+  lines: AsyncIterable<Line | readonly Line[]>,
   options: ImportOptions,
   stats: ImportStats,
   accept: (record: unknown) => void | Promise<void>,
@@ -68,23 +69,29 @@ export async function scanLines(
   let lineNo = 0;
   let bytes = 0;
   for await (const item of lines) {
-    const batch = typeof item === "string" ? [item] : item;
+    const batch = typeof item === "string" || item instanceof NotUtf8 ? [item] : item;
     for (const text of batch) {
       lineNo += 1;
-      bytes += Buffer.byteLength(text) + 1;
-      if (text.trim() === "") continue;
+      if (text instanceof NotUtf8) bytes += text.bytes + 1;
+      else {
+        bytes += Buffer.byteLength(text) + 1;
+        if (text.trim() === "") continue;
+      }
       stats.lines += 1;
       const problems: Problem[] = [];
       let record: unknown;
-      try {
-        record = handler.check(JSON.parse(text), problems);
-      } catch (err) {
-        if (!(err instanceof SyntaxError)) throw err;
-        problems.push({ field: "record", reason: `is not valid JSON (${err.message})` });
+      if (text instanceof NotUtf8) problems.push({ field: "record", reason: NOT_UTF8 });
+      else {
+        try {
+          record = handler.check(JSON.parse(text), problems);
+        } catch (err) {
+          if (!(err instanceof SyntaxError)) throw err;
+          problems.push({ field: "record", reason: notJson(err) });
+        }
       }
       if (problems.length > 0 || record === undefined) {
         stats.rejected += 1;
-        options.onReject?.({ line: lineNo, problems, input: text });
+        options.onReject?.({ line: lineNo, problems, input: text instanceof NotUtf8 ? "" : text });
       } else if (stats.rejected === 0 || options.skipInvalid) {
         const pending = accept(record);
         if (pending !== undefined) await pending;
@@ -109,7 +116,7 @@ export async function scanLines(
  */
 export async function importLines(
   target: RecordImport,
-  lines: AsyncIterable<string | readonly string[]>,
+  lines: AsyncIterable<Line | readonly Line[]>,
   options: ImportOptions,
 ): Promise<ImportStats> {
   const stats: ImportStats = { lines: 0, inserted: 0, updated: 0, unchanged: 0, rejected: 0 };

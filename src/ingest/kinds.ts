@@ -8,13 +8,36 @@ import type { Problem } from "./fields.js";
 // checked field by field, with the cross-field rules. The store writes the
 // checked records (its RecordImport port).
 
+/**
+ * The longest text each field takes, in characters (UTF-16 code units):
+ * generous for what the field holds (a tweet of a paying account runs to
+ * 25,000), so that no record can make every read of it megabytes long
+ * (docs/limits.md, "Ingest and import records").
+ */
+export const TEXT_LIMITS = {
+  id: 64,
+  handle: 64,
+  name: 256,
+  location: 256,
+  description: 1024,
+  source: 1024,
+  tweet: 25_000,
+  lang: 16,
+  traitType: 256,
+  traitValue: 1024,
+  displayType: 64,
+} as const;
+
+/** Attributes of one token at most. */
+export const MAX_ATTRIBUTES = 1000;
+
 const socialUser = f.object({
-  id: f.nonEmpty,
-  screenName: f.string,
+  id: f.nonEmpty(TEXT_LIMITS.id),
+  screenName: f.text(TEXT_LIMITS.handle),
   profileImageUrl: f.url,
-  description: f.string,
-  name: f.string,
-  location: f.string,
+  description: f.text(TEXT_LIMITS.description),
+  name: f.text(TEXT_LIMITS.name),
+  location: f.text(TEXT_LIMITS.location),
   followersCount: f.count,
   verified: f.bool,
   statusesCount: f.count,
@@ -23,18 +46,18 @@ const socialUser = f.object({
 });
 
 const tweetFields = {
-  id: f.nonEmpty,
+  id: f.nonEmpty(TEXT_LIMITS.id),
   user: f.nested(socialUser),
-  source: f.string,
-  text: f.string,
+  source: f.text(TEXT_LIMITS.source),
+  text: f.text(TEXT_LIMITS.tweet),
   retweetCount: f.count,
   favoriteCount: f.count,
   possiblySensitive: f.bool,
-  lang: f.string,
+  lang: f.text(TEXT_LIMITS.lang),
   createdAt: f.twitterTime,
   date: f.isoMillis,
-  originalId: f.string,
-  originalText: f.string,
+  originalId: f.text(TEXT_LIMITS.id),
+  originalText: f.text(TEXT_LIMITS.tweet),
   originalTweet: f.bool,
   interaction: f.count,
 };
@@ -66,26 +89,29 @@ const retweet: f.Check<string | null> = (v) => {
 };
 const retweetRecord = f.object({ ...tweetFields, retweetedStatus: (v: unknown) => retweet(v) });
 
+const traitValue = f.text(TEXT_LIMITS.traitValue);
+
 const attribute = f.object(
   {
-    trait_type: f.string,
+    trait_type: f.text(TEXT_LIMITS.traitType),
     value: (v: unknown) => {
-      if (typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) || typeof v === "boolean") return v;
-      throw new f.FieldError(`must be a string, number or boolean, got ${JSON.stringify(v)}`);
+      if (typeof v === "string") return traitValue(v);
+      if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "boolean") return v;
+      throw new f.FieldError(`must be a string, number or boolean, got ${f.show(v)}`);
     },
-    display_type: f.string,
+    display_type: f.text(TEXT_LIMITS.displayType),
   },
   { display_type: "" },
 );
 
 const SHAPES = {
-  collections: f.object({ contractAddress: f.address, name: f.string }),
+  collections: f.object({ contractAddress: f.address, name: f.text(TEXT_LIMITS.name) }),
   tokens: f.object(
     {
       contractAddress: f.address,
       assetId: f.uint256,
       currentOwner: f.ownerAddress,
-      attributes: f.arrayOf(attribute),
+      attributes: f.arrayOf(attribute, MAX_ATTRIBUTES),
     },
     { currentOwner: "" },
   ),
@@ -131,7 +157,7 @@ const SHAPES = {
   influencers: f.object({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite }),
   tweets: f.object({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet }),
   scores: f.object({
-    name: f.string,
+    name: f.text(TEXT_LIMITS.name),
     contractAddress: f.address,
     hype: f.finite,
     gains: f.finite,
@@ -192,6 +218,12 @@ export function handlerFor<K extends Kind>(kind: K, ctx: CheckContext): KindHand
   const rule = RULES[kind] as ((r: RecordOf<K>, p: Problem[], ctx: CheckContext) => void) | undefined;
   return {
     check(value, problems) {
+      // Before any check looks inside: a value nested this deep is no record (and no check may recurse into it).
+      const deep = f.tooDeep(value);
+      if (deep !== undefined) {
+        problems.push({ field: deep, reason: `must not nest deeper than ${f.MAX_DEPTH} levels` });
+        return undefined;
+      }
       const record = shape(value, problems);
       if (record === undefined) return undefined;
       rule?.(record, problems, ctx);

@@ -3,7 +3,7 @@ import { Code, ConnectError, createContextKey, type HandlerContext } from "@conn
 import type { Kind } from "../domain/kinds.js";
 import { handlerFor } from "../ingest/kinds.js";
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
-import type { Problem } from "../ingest/fields.js";
+import { describeProblems, type Problem } from "../ingest/fields.js";
 import { type IngestWriter, RecordConflictError, StoreReadOnlyError } from "../store/ports.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { IMPORT_SHAPE } from "./ingest-records.js";
@@ -33,8 +33,18 @@ export interface IngestResult {
   rejected: { line: number; message: string }[];
 }
 
-/** Rejected records quoted in an error's message (all of them are in its detail). */
+/** Rejected records quoted in a refused batch's message. */
 const QUOTED_REJECTIONS = 3;
+/**
+ * Rejected records listed in a refused batch's error (REST's error body,
+ * the RPCs' error details), each message cut to REJECTION_CHARS: the
+ * answer stays a few kilobytes however many records were invalid, small
+ * enough for gRPC's trailers (grpc-js takes 8 KB of metadata by default).
+ * The message says how many there were in all; skipInvalid's answer lists
+ * every one.
+ */
+export const DETAILED_REJECTIONS = 10;
+const REJECTION_CHARS = 200;
 
 export interface IngestOptions {
   /** How far past the clock a sale's or listing's time may be (seconds); DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
@@ -63,7 +73,7 @@ export class Ingest {
     for (const { line, value, invalid } of lines) {
       const problems: Problem[] = invalid === undefined ? [] : [{ field: "record", reason: invalid }];
       const record = invalid === undefined ? handler.check(value, problems) : undefined;
-      if (problems.length > 0 || record === undefined) rejected.push({ line, message: problems.map((p) => `${p.field}: ${p.reason}`).join("; ") });
+      if (problems.length > 0 || record === undefined) rejected.push({ line, message: describeProblems(problems) });
       else valid.push(record as Record<string, unknown>);
     }
     if (rejected.length > 0 && !skipInvalid) throw refused(lines.length, { accepted: 0, duplicates: 0, rejected });
@@ -99,18 +109,21 @@ export function toIngestResponse(r: IngestResult): IngestResponse {
   return create(IngestResponseSchema, { accepted: r.accepted, duplicates: r.duplicates, rejected: r.rejected });
 }
 
-/** The error of a batch refused as a whole: the first rejections in its message, all of them in its detail. */
+/** The error of a batch refused as a whole: the first rejections in its message, the first DETAILED_REJECTIONS in its detail. */
 function refused(total: number, result: IngestResult): ConnectError {
+  const cut = (m: string) => (m.length > REJECTION_CHARS ? `${m.slice(0, REJECTION_CHARS)}...` : m);
   const quoted = result.rejected
     .slice(0, QUOTED_REJECTIONS)
-    .map((r) => `record ${r.line}: ${r.message}`)
+    .map((r) => `record ${r.line}: ${cut(r.message)}`)
     .join("; ");
   const more = result.rejected.length > QUOTED_REJECTIONS ? `; and ${result.rejected.length - QUOTED_REJECTIONS} more` : "";
+  const listed = result.rejected.length > DETAILED_REJECTIONS ? ` (the first ${DETAILED_REJECTIONS} listed)` : "";
+  const detail = { ...result, rejected: result.rejected.slice(0, DETAILED_REJECTIONS).map((r) => ({ line: r.line, message: cut(r.message) })) };
   return new ConnectError(
-    `${result.rejected.length} of ${total} records invalid; nothing was written (set skipInvalid to write the valid ones): ${quoted}${more}`,
+    `${result.rejected.length} of ${total} records invalid${listed}; nothing was written (set skipInvalid to write the valid ones): ${quoted}${more}`,
     Code.InvalidArgument,
     undefined,
-    [{ desc: IngestResponseSchema, value: toIngestResponse(result) }],
+    [{ desc: IngestResponseSchema, value: toIngestResponse(detail) }],
   );
 }
 

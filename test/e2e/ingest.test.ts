@@ -267,8 +267,10 @@ describe.each(PROTOCOLS.filter((p) => p !== "connect-binary-get"))("IngestServic
 
 it("takes a batch near the size bound (14 MB in one gRPC message)", async () => {
   const c = createClient(IngestService, transportFor("grpc", dst.server.baseUrl));
-  const records = Array.from({ length: MAX_BATCH_RECORDS }, (_, i) => ({ contractAddress: `0x${(0xc0000 + i).toString(16).padStart(40, "0")}`, name: "n".repeat(1400) }));
-  const r = await c.ingestCollections({ records }, { headers: { "x-api-key": dst.ingestKey } });
+  // Each field within its bound (docs/limits.md): two long trait values make a token ~1.4 KB.
+  const trait = (t: string) => ({ traitType: t, value: { case: "stringValue" as const, value: "v".repeat(690) }, displayType: "" });
+  const records = Array.from({ length: MAX_BATCH_RECORDS }, (_, i) => ({ contractAddress: "0x00000000000000000000000000000000000c0000", assetId: String(i), currentOwner: "", attributes: [trait("a"), trait("b")] }));
+  const r = await c.ingestTokens({ records }, { headers: { "x-api-key": dst.ingestKey } });
   expect(r.accepted + r.duplicates).toBe(MAX_BATCH_RECORDS);
 });
 

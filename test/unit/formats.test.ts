@@ -64,6 +64,7 @@ describe("server config", async () => {
       deriveRefresh: true,
       streamsPerKey: DEFAULT_MAX_STREAMS_PER_KEY,
       maxStreams: DEFAULT_MAX_STREAMS,
+      maxClockSkewSeconds: 86_400,
       trustProxy: [],
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });

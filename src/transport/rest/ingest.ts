@@ -9,6 +9,8 @@ import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admis
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
+import { NOT_UTF8, notJson } from "../../ingest/fields.js";
+import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
 
@@ -45,7 +47,8 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
   if (routes.length === 0) return;
   // In a scope of their own: the NDJSON parser and the error form apply to these routes only.
   app.register(async (scope) => {
-    scope.addContentTypeParser(NDJSON_TYPES, { parseAs: "string", bodyLimit: MAX_BATCH_BYTES }, (_req, body, done) => done(null, body));
+    // The bytes, not a string: each line is checked to be UTF-8 before it is decoded (a decoder would store U+FFFD).
+    scope.addContentTypeParser(NDJSON_TYPES, { parseAs: "buffer", bodyLimit: MAX_BATCH_BYTES }, (_req, body, done) => done(null, body));
     scope.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
       // Fastify's own refusals of the body (type, size, framing) are the caller's; anything else is ours.
       const status = err.statusCode ?? 500;
@@ -88,8 +91,8 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
           try {
             const options = parse(request.query as QueryObject) as unknown as { skipInvalid: boolean };
             // A body some other parser took (HTTP/2 need not declare its length up front).
-            if (request.body !== undefined && typeof request.body !== "string") return fail(reply, new ConnectError(WRONG_TYPE, Code.InvalidArgument), 415);
-            const lines = ndjsonLines(request.body ?? "");
+            if (request.body !== undefined && !Buffer.isBuffer(request.body)) return fail(reply, new ConnectError(WRONG_TYPE, Code.InvalidArgument), 415);
+            const lines = ndjsonLines(request.body ?? EMPTY);
             const result = await deps.services.ingest.batch(kind, lines, options.skipInvalid);
             return reply.header("cache-control", "no-store").type(JSON_TYPE).send(write(toIngestResponse(result)));
           } catch (err) {
@@ -101,24 +104,30 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
   });
 }
 
-/** The body's non-blank lines, numbered from 1 as an editor would (blank lines count), each parsed or said to be invalid JSON. */
-export function ndjsonLines(body: string): IngestLine[] {
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The body's non-blank lines, numbered from 1 as an editor would (blank
+ * lines count), each parsed, or said to be invalid JSON or not UTF-8 text.
+ */
+export function ndjsonLines(body: Buffer): IngestLine[] {
   const lines: IngestLine[] = [];
-  let start = 0;
   let line = 0;
-  while (start <= body.length) {
-    let end = body.indexOf("\n", start);
-    if (end < 0) end = body.length;
+  for (const l of splitLines(body)) {
     line += 1;
-    const text = body.slice(start, end).trim();
-    start = end + 1;
+    if (l instanceof NotUtf8) {
+      tooLarge(lines.length + 1, true);
+      lines.push({ line, invalid: NOT_UTF8 });
+      continue;
+    }
+    const text = l.trim();
     if (text === "") continue;
     // Counted before parsing: an oversized batch is refused without parsing it all.
     tooLarge(lines.length + 1, true);
     try {
       lines.push({ line, value: JSON.parse(text) });
     } catch (err) {
-      lines.push({ line, invalid: `is not valid JSON (${(err as Error).message})` });
+      lines.push({ line, invalid: notJson(err as Error) });
     }
   }
   return lines;
