@@ -33,7 +33,8 @@ import { registerDocs } from "./transport/ops/docs.js";
 import { DataVersionWatch, MemoizedKeyVerifier, ResponseCache } from "./transport/cache/freshness.js";
 import { HeldKeys, type HoldKey, KEY_REVOKED } from "./transport/policy/held-keys.js";
 import type { KeyVerifier } from "./transport/policy/guards.js";
-import { requestLogger, rpcInterceptors } from "./transport/rpc/interceptors.js";
+import { requestLogger, rpcInterceptors, streamOutcome } from "./transport/rpc/interceptors.js";
+import { streamOutcomes } from "./transport/stream/pipeline.js";
 import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
 import { registerIngestRoutes } from "./transport/rest/ingest.js";
 import { registerSseRoutes } from "./transport/rest/sse.js";
@@ -143,6 +144,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const ingestInputs = new Map(
     IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
   );
+  const feedProcedures = new Set(streams.map((m) => m.procedure));
   const ingestStreams = new Set(
     IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
   );
@@ -175,10 +177,17 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         contextValues: (req: unknown) => {
           const reqId = `rpc-${++nextRpcId}`;
           (req as { reqId?: string }).reqId = reqId;
-          return createContextValues()
+          const values = createContextValues()
             .set(requestLogger, log.child({ reqId }))
             .set(streamCaller, (req as AdmittedRequest).grant?.id)
             .set(admitNextBatch, (req as AdmittedRequest).admitNextBatch);
+          if (feedProcedures.has((req as { url?: string }).url ?? "")) {
+            // Its request log line says how many messages the stream sent (entry.ts).
+            const outcome = { messages: 0 };
+            streamOutcomes.set(req as object, outcome);
+            values.set(streamOutcome, outcome);
+          }
+          return values;
         },
       };
       const rpc = connectNodeAdapter({
@@ -197,7 +206,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         grpcStream,
         connectNode: rpc as RequestHandler,
         ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, streams: ingestStreams, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
-        feeds: new Set(streams.map((m) => m.procedure)),
+        feeds: feedProcedures,
         holdKey,
         log,
         addresses,
@@ -237,14 +246,14 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     done();
   });
 
-  observeRoutes(app, log, metrics);
+  const observeHijacked = observeRoutes(app, log, metrics);
   registerNotFound(app);
   registerHealthEndpoints(app, readiness, guard);
   registerDocs(app, guard);
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
   registerRestRoutes(app, { services, admission, cache, watch, addresses });
-  registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs, holdKey });
+  registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs, holdKey, observe: observeHijacked });
   registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };

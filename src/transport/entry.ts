@@ -1,12 +1,13 @@
 import { SSE_KEY_PARAM } from "../service/feed-limits.js";
 import type http from "node:http";
 import type http2 from "node:http2";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { RequestHandler } from "./http/dual-protocol-server.js";
 import { refuseLongUrl } from "./http/url-limit.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, type ServerMetrics } from "./ops/metrics.js";
 import { grpcStatusOf, rpcKindOf } from "./rpc/errors.js";
+import { streamOutcomes } from "./stream/pipeline.js";
 
 // Where every request enters once its connection has picked a protocol
 // (http/dual-protocol-server.ts): CORS preflights, the URL bound, then GETs
@@ -44,15 +45,44 @@ export function requestEntry(deps: EntryDeps): RequestHandler {
   };
 }
 
+/** Observes what a route serves outside Fastify's reply (a hijacked one: the live feeds' SSE), from when it starts. */
+export type HijackedObserver = (request: FastifyRequest, reply: FastifyReply) => void;
+
 /**
  * The request log line and the metrics of what Fastify serves, in one
  * onResponse hook, registered only when it has something to do: every hook
- * costs each request.
+ * costs each request. A route that takes the response over from Fastify
+ * (SSE) is observed apart, when its response closes, however it ends: the
+ * returned function, which such a route calls when it starts.
  */
-export function observeRoutes(app: FastifyInstance, log: Logger, metrics: ServerMetrics | undefined): void {
+export function observeRoutes(app: FastifyInstance, log: Logger, metrics: ServerMetrics | undefined): HijackedObserver {
   const logging = log.isLevelEnabled("info");
-  if (!logging && metrics === undefined) return;
+  const apart = new WeakSet<FastifyRequest>();
+  const hijacked: HijackedObserver = (request, reply) => {
+    if (!logging && metrics === undefined) return;
+    apart.add(request);
+    const started = performance.now();
+    reply.raw.once("close", () => {
+      const ms = performance.now() - started;
+      const outcome = streamOutcomes.get(request.raw);
+      const closedBy = (outcome?.ended ?? reply.raw.writableFinished) ? "server" : "client";
+      const messages = outcome?.messages ?? 0;
+      if (logging) {
+        log.info(
+          { reqId: request.id, method: request.method, url: truncate(request.url), status: reply.raw.statusCode, ms: round(ms), messages, closedBy },
+          "request",
+        );
+      }
+      const route = request.routeOptions.url ?? "unmatched";
+      metrics?.observe(route, "rest", closedBy === "client" ? "canceled" : codeOfHttpStatus(reply.raw.statusCode), ms / 1000);
+    });
+  };
+  if (!logging && metrics === undefined) return hijacked;
   app.addHook("onResponse", (request, reply, done) => {
+    if (apart.has(request)) {
+      done();
+      return;
+    }
     if (logging) {
       // The root logger with the request's id, as its own logger would write
       // it, without the cost of a child logger's line per request.
@@ -70,30 +100,37 @@ export function observeRoutes(app: FastifyInstance, log: Logger, metrics: Server
     }
     done();
   });
+  return hijacked;
 }
 
-/** Records an RPC POST when its response ends: the procedure (or "unmatched"), its protocol, its code. */
+/**
+ * Records an RPC POST when its response closes (a stream the client left
+ * closes without finishing: canceled): the procedure (or "unmatched"), its
+ * protocol, its code.
+ */
 function observeRpc(metrics: ServerMetrics, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown, known: boolean): void {
   const started = performance.now();
   const protocol = rpcKindOf(req.headers["content-type"])?.protocol ?? "connect";
-  (res as http.ServerResponse).once("finish", () => {
+  (res as http.ServerResponse).once("close", () => {
     const r = res as http.ServerResponse;
     const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
-    const code =
-      protocol === "connect" || grpcStatus === undefined
+    const code = !(streamOutcomes.get(req)?.ended ?? r.writableFinished)
+      ? "canceled"
+      : protocol === "connect" || grpcStatus === undefined
         ? codeOfHttpStatus(r.statusCode)
         : codeOfGrpcStatus(Number(grpcStatus));
     metrics.observe(known ? (req.url ?? "unmatched") : "unmatched", protocol, code, (performance.now() - started) / 1000);
   });
 }
 
-/** The one log line of an RPC request, written when its response ends. */
+/** The one log line of an RPC request, written when its response closes (a stream's: with the messages it sent, and who closed it). */
 function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerRequest, res: unknown): void {
   const started = performance.now();
-  (res as http.ServerResponse).once("finish", () => {
+  (res as http.ServerResponse).once("close", () => {
     const r = res as http.ServerResponse;
     // Trailers-only errors and the direct gRPC path's trailers are not headers of `r`.
     const grpcStatus = r.getHeader("grpc-status") ?? grpcStatusOf.get(res as object);
+    const stream = streamOutcomes.get(req);
     log.info(
       {
         reqId: (req as { reqId?: string }).reqId,
@@ -102,18 +139,44 @@ function logRpc(log: Logger, req: http.IncomingMessage | http2.Http2ServerReques
         status: r.statusCode,
         ...(grpcStatus === undefined ? {} : { grpcStatus }),
         ms: round(performance.now() - started),
+        ...(stream === undefined ? {} : { messages: stream.messages, closedBy: (stream.ended ?? r.writableFinished) ? "server" : "client" }),
       },
       "request",
     );
   });
 }
 
-const KEY_IN_URL = new RegExp(`([?&]${SSE_KEY_PARAM}=)[^&]*`, "g");
-
 function truncate(raw: string): string {
-  // A key given in the URL (an EventSource's feed: rest/sse.ts) is never logged.
-  const url = raw.includes(`${SSE_KEY_PARAM}=`) ? raw.replace(KEY_IN_URL, "$1[redacted]") : raw;
+  const url = redactKey(raw);
   return url.length > 200 ? `${url.slice(0, 200)}...(${url.length} chars)` : url;
+}
+
+/**
+ * The URL with the value of every parameter whose name decodes to the SSE
+ * key parameter (an EventSource's feed: rest/sse.ts) redacted: the query
+ * parser decodes names, so `api%4Bey=` carries a key as `apiKey=` does, and
+ * neither is ever logged. A URL whose query has neither the name nor an
+ * escape is returned as it is, unparsed.
+ */
+export function redactKey(raw: string): string {
+  const q = raw.indexOf("?");
+  if (q < 0) return raw;
+  const query = raw.slice(q + 1);
+  if (!query.includes(SSE_KEY_PARAM) && !query.includes("%")) return raw;
+  const params = query.split("&").map((param) => {
+    const eq = param.indexOf("=");
+    const name = eq < 0 ? param : param.slice(0, eq);
+    return decodedName(name) === SSE_KEY_PARAM ? `${name}=[redacted]` : param;
+  });
+  return `${raw.slice(0, q)}?${params.join("&")}`;
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll("+", " "));
+  } catch {
+    return name;
+  }
 }
 
 function round(ms: number): number {

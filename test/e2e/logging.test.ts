@@ -6,6 +6,7 @@ import { type Db, openReadOnly } from "../../src/store/sqlite/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, transportFor } from "../support/server.js";
+import { openSse } from "../../src/bench/sse-client.js";
 
 // One log line per request on every path, never an API key.
 
@@ -85,5 +86,44 @@ describe("request logging", () => {
       .catch(() => undefined);
     await new Promise((r) => setTimeout(r, 50));
     expect(lines.slice(before).filter((l) => l.msg === "request").map((l) => l.grpcStatus)).toEqual([3]);
+  });
+});
+
+describe("the logs and metrics of live feeds", () => {
+  it("an SSE key under a percent-encoded parameter name is redacted as the decoded name is", async () => {
+    const before = lines.length;
+    const r = await openSse(`${baseUrl}/v1/asset/sales/stream?contractAddress=${COLLECTION}&api%4Bey=${f.key}`);
+    expect(r.status).toBe(200);
+    r.close();
+    await expect.poll(() => lines.slice(before).filter((l) => l.msg === "request").length).toBe(1);
+    const line = lines.slice(before).find((l) => l.msg === "request")!;
+    expect(line.url).toBe(`/v1/asset/sales/stream?contractAddress=${COLLECTION}&api%4Bey=[redacted]`);
+    expect(JSON.stringify(lines)).not.toContain(f.key);
+  });
+
+  it("a stream the client closes gets its request line (duration, messages sent) and its request metric, on SSE and gRPC", async () => {
+    const before = lines.length;
+    const sse = await openSse(`${baseUrl}/v1/asset/sales/stream?contractAddress=${COLLECTION}`, { "x-api-key": f.key }, { positions: true });
+    await sse.next();
+    sse.close();
+    const abort = new AbortController();
+    const it = clientsFor(transportFor("grpc", baseUrl)).asset.watchSales({ contractAddress: COLLECTION }, { headers: { "x-api-key": f.key }, signal: abort.signal })[Symbol.asyncIterator]();
+    await it.next();
+    abort.abort();
+    await expect.poll(() => lines.slice(before).filter((l) => l.msg === "request").length, { timeout: 5000 }).toBe(2);
+    const connectAbort = new AbortController();
+    const connect = clientsFor(transportFor("connect", baseUrl)).asset.watchSales({ contractAddress: COLLECTION }, { headers: { "x-api-key": f.key }, signal: connectAbort.signal })[Symbol.asyncIterator]();
+    await connect.next();
+    connectAbort.abort();
+    await expect.poll(() => lines.slice(before).filter((l) => l.msg === "request").length, { timeout: 5000 }).toBe(3);
+    const [sseLine, grpcLine, connectLine] = lines.slice(before).filter((l) => l.msg === "request");
+    expect(sseLine).toMatchObject({ method: "GET", url: `/v1/asset/sales/stream?contractAddress=${COLLECTION}`, status: 200, messages: 1, closedBy: "client" });
+    expect(grpcLine).toMatchObject({ method: "POST", url: "/marketdata.v1.AssetService/WatchSales", messages: 1, closedBy: "client" });
+    expect(connectLine).toMatchObject({ method: "POST", url: "/marketdata.v1.AssetService/WatchSales", messages: 1, closedBy: "client" });
+    for (const l of [sseLine!, grpcLine!, connectLine!]) expect(l.ms).toBeGreaterThan(0);
+    // (The SSE streams of both tests in this block.)
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^marketdata_requests_total\{procedure="\/v1\/asset\/sales\/stream",protocol="rest",code="canceled"\} 2$/m);
+    expect(metrics).toMatch(/^marketdata_requests_total\{procedure="\/marketdata.v1.AssetService\/WatchSales",protocol="grpc",code="canceled"\} 1$/m);
   });
 });

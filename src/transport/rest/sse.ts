@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { RETRY_MS, SSE_KEY_PARAM } from "../../service/feed-limits.js";
 import { RESUME_TOKEN_HEADER } from "../../service/watch.js";
 import type { ClientAddresses } from "../policy/client-address.js";
+import type { HijackedObserver } from "../entry.js";
 import { apiKeyFrom } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps } from "../stream/pipeline.js";
 import { type SseRoute, sseRoutes } from "./http-rules.js";
@@ -23,6 +24,8 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 
 export interface SseDeps extends StreamDeps {
   addresses: ClientAddresses;
+  /** The request's log line and metrics, when the stream closes (entry.ts observeRoutes: Fastify no longer sees the response). */
+  observe: HijackedObserver;
 }
 
 /** The error body of the feeds' family (sales and listings answer `success`). */
@@ -76,6 +79,7 @@ export function registerSseRoutes(app: FastifyInstance, deps: SseDeps): void {
     app.get(route.path, async (request, reply) => {
       // From here the response is the pipeline's own: Fastify does not send it.
       reply.hijack();
+      deps.observe(request, reply);
       const { [SSE_KEY_PARAM]: keyParam, ...query } = request.query as QueryObject;
       const lastEventId = request.headers["last-event-id"];
       await run({

@@ -4,6 +4,7 @@ import { PUBLIC_SERVICE_NAMES } from "../policy/public-services.js";
 import { READ_ONLY_KEY } from "../policy/admission.js";
 import { mayIngest } from "../../store/ports.js";
 import { IngestService } from "../../../gen/marketdata/v1/ingest_service_pb.js";
+import type { StreamOutcome } from "../stream/pipeline.js";
 
 /**
  * The request's own logger (bound to its request id), set by the transport
@@ -11,9 +12,27 @@ import { IngestService } from "../../../gen/marketdata/v1/ingest_service_pb.js";
  */
 export const requestLogger = createContextKey<ErrorLogger | undefined>(undefined, { description: "request logger" });
 
+/** A server stream's count of messages sent, set by the transport for its log line (stream/pipeline.ts streamOutcomes). */
+export const streamOutcome = createContextKey<StreamOutcome | undefined>(undefined, { description: "a stream's messages sent" });
+
 /** The interceptors of every RPC path, in order: masking outermost, so auth failures pass through it. */
 export function rpcInterceptors(keys: KeyVerifier, log: ErrorLogger): Interceptor[] {
-  return [maskInternalErrors(log), apiKeyInterceptor(keys)];
+  return [maskInternalErrors(log), apiKeyInterceptor(keys), countStreamMessages];
+}
+
+/** Counts the messages a server stream hands to connect-node (Connect and gRPC-Web feeds), for its request log line. */
+const countStreamMessages: Interceptor = (next) => async (req) => {
+  const res = await next(req);
+  const outcome = req.contextValues.get(streamOutcome);
+  if (!res.stream || outcome === undefined) return res;
+  return { ...res, message: counted(res.message, outcome) };
+};
+
+async function* counted<T>(messages: AsyncIterable<T>, outcome: StreamOutcome): AsyncIterable<T> {
+  for await (const m of messages) {
+    outcome.messages++;
+    yield m;
+  }
 }
 
 /**

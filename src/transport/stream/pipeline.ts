@@ -62,11 +62,28 @@ export interface StreamDeps {
 
 export type StreamPipeline<In> = (call: StreamCall<In>) => Promise<void>;
 
+/** What a stream has sent so far. */
+export interface StreamOutcome {
+  messages: number;
+  /** The server ended it (its end, or an error before it started); false while open, or when the client went away first. */
+  ended?: boolean;
+}
+
+/**
+ * The outcome of each stream, by its request: read by the request's log
+ * line and metrics (transport/entry.ts) when its response closes, however
+ * it ends (the client may just go away). Set by this pipeline (SSE, gRPC)
+ * and by the counting interceptor of connect-node's streams (rpc/interceptors.ts).
+ */
+export const streamOutcomes = new WeakMap<object, StreamOutcome>();
+
 export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStreaming, codec: StreamCodec<In>): StreamPipeline<In> {
   const impl = deps.services.serverStream(method);
   const procedure = `/${method.parent.typeName}/${method.name}`;
   return async (call) => {
     const { req, res } = call;
+    const outcome: StreamOutcome = { messages: 0, ended: false };
+    streamOutcomes.set(req, outcome);
     const abort = new AbortController();
     const stop = () => abort.abort();
     res.once("close", stop);
@@ -94,6 +111,7 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
     } catch (err) {
       release();
       res.off("close", stop);
+      outcome.ended = !res.destroyed;
       codec.fail(res, publicError(err, call.log, procedure), headers);
       if (!req.readableEnded) req.resume();
       return;
@@ -103,6 +121,7 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
     try {
       for (let next = first, opening = true; next.done !== true; next = await stream.next(), opening = false) {
         await write(res, codec.message(next.value, opening), deps.stallMs, stop);
+        outcome.messages++;
       }
     } catch (err) {
       if (!abort.signal.aborted) error = publicError(err, call.log, procedure);
@@ -113,6 +132,7 @@ export function compileStream<In>(deps: StreamDeps, method: DescMethodServerStre
       await stream.return?.().catch(() => {});
     }
     if (res.destroyed) return;
+    outcome.ended = true;
     codec.finish(res, error);
     // The end waits in the buffers of a peer that stopped reading: it has as long as a write.
     const timer = setTimeout(() => res.destroy(), deps.stallMs);
