@@ -115,7 +115,7 @@ describe("background derive after ingest", () => {
 
   it("an open listing below an asset's value bounds it", async () => {
     await ingest("listings", [
-      { contractAddress: A, assetId: "7", marketplace: "OPENSEA", marketplaceId: "0x1", createdAt: 1_800_000_000, lastUpdatedAt: 1_800_000_000, price: "1000", status: "CREATED", currency: "ETH" },
+      { contractAddress: A, assetId: "7", marketplace: "OPENSEA", marketplaceId: "0x1", createdAt: 1_780_000_000, lastUpdatedAt: 1_780_000_000, price: "1000", status: "CREATED", currency: "ETH" },
     ]);
     last = await changedFrom(last);
     expect(last.appraisals).toMatch(/"assetId":"7","fairMarketValue":"1000"/);

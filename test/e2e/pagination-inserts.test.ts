@@ -16,7 +16,7 @@ it("rows inserted between pages neither duplicate nor skip rows", async () => {
   const seen = (first.body.data as { hash: string; assetId: string }[]).map((s) => `${s.hash}/${s.assetId}`);
 
   const template = t.f.sales[0]!;
-  const newest = { ...template, hash: `0x${"e".repeat(64)}`, timestamp: 1_800_000_000 };
+  const newest = { ...template, hash: `0x${"e".repeat(64)}`, timestamp: 1_780_000_000 };
   const oldest = { ...template, hash: `0x${"d".repeat(64)}`, timestamp: 1_600_000_000 };
   await importRecords(t.f.dbPath, "sales", [newest, oldest].map((s) => ({ ...s, currency: "ETH" })));
 

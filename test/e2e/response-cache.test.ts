@@ -41,7 +41,7 @@ const QUERIES: Record<string, Record<string, string>> = {
   "/v1/collection/scores": { contractAddress: COLLECTION },
   "/v1/collection/floor": { contractAddress: COLLECTION },
   "/v1/collection/holders": { contractAddress: COLLECTION, limit: "5" },
-  "/v1/collection/stats/series": { contractAddress: COLLECTION, interval: "week", since: "1799000000" },
+  "/v1/collection/stats/series": { contractAddress: COLLECTION, interval: "week", since: "1779000000" },
 };
 
 async function get(server: TestServer, path: string, query: Record<string, string>, headers: Record<string, string> = {}) {
@@ -110,9 +110,9 @@ describe("response cache", () => {
     const c = COLLECTION;
     await importRecords("appraisals", [{ ...VALID.appraisals, contractAddress: c, assetId: "0", fairMarketValue: "1" }]);
     await importRecords("rarity", [{ ...VALID.rarity, contractAddress: c, assetId: "0", rarityRank: 1, rarityScore: 9 }]);
-    await importRecords("sales", [{ ...VALID.sales, contractAddress: c, timestamp: 1_800_000_000, block: 19_000_000 }]);
+    await importRecords("sales", [{ ...VALID.sales, contractAddress: c, timestamp: 1_780_000_000, block: 19_000_000 }]);
     // The lowest price yet: the floor moves too.
-    await importRecords("listings", [{ ...VALID.listings, contractAddress: c, createdAt: 1_800_000_000, lastUpdatedAt: 1_800_000_000, price: "1" }]);
+    await importRecords("listings", [{ ...VALID.listings, contractAddress: c, createdAt: 1_780_000_000, lastUpdatedAt: 1_780_000_000, price: "1" }]);
     await importRecords("tokens", [{ ...VALID.tokens, contractAddress: c, assetId: "0" }]);
     await importRecords("influencers", [{ ...VALID.influencers, contractAddress: c, score: 1e6 }]);
     await importRecords("tweets", [{ ...VALID.tweets, contractAddress: c, favoriteCount: 1e9, retweetCount: 0, interaction: 1e9 }]);
@@ -165,7 +165,7 @@ describe("conditional requests", () => {
   it("changed data, new ETag; the old one no longer matches", async () => {
     const before = await get(cached, path, query);
     await importRecords("sales", [
-      { ...VALID.sales, hash: `0x${"cd".repeat(32)}`, contractAddress: COLLECTION, marketplace: "BLUR", timestamp: 1_900_000_000 },
+      { ...VALID.sales, hash: `0x${"cd".repeat(32)}`, contractAddress: COLLECTION, marketplace: "BLUR", timestamp: 1_780_000_100 },
     ]);
     const after = await get(cached, path, query, { "if-none-match": before.etag! });
     expect(after.status).toBe(200);
