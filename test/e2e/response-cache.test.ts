@@ -68,7 +68,7 @@ const RPC_REQUESTS: Record<string, object> = {
   ListScores: { contractAddress: [COLLECTION] },
   GetCollectionStats: { contractAddress: COLLECTION },
   GetCollectionFloor: { contractAddress: COLLECTION },
-  GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "week", since: 1_799_000_000n },
+  GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "week", since: 1_779_000_000n },
 };
 const rpcRequest = (name: string): object => RPC_REQUESTS[name] ?? { contractAddress: COLLECTION, limit: 5 };
 
