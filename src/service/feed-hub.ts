@@ -205,7 +205,10 @@ export class FeedHub {
   ): Promise<Subscription<T>> {
     if (this.#closed) throw SHUTTING_DOWN;
     if (this.#limits.total > 0 && this.#subs.size >= this.#limits.total) {
-      throw new ConnectError(`this server has ${this.#limits.total} streams open, its limit; retry later or on another server`, Code.ResourceExhausted);
+      // Retry-After: the server is busy, not the caller at fault (a client library retries it; the per-key limit it does not).
+      throw new ConnectError(`this server has ${this.#limits.total} streams open, its limit; retry later or on another server`, Code.ResourceExhausted, {
+        "retry-after": "1",
+      });
     }
     const held = keyId === undefined ? 0 : (this.#perKey.get(keyId) ?? 0);
     if (keyId !== undefined && this.#limits.perKey > 0 && held >= this.#limits.perKey) {

@@ -88,15 +88,30 @@ export interface MarketDataClient {
 /** What the entry point gives: a transport of a protocol, with the client's interceptors. */
 export type TransportFactory = (protocol: Protocol, baseUrl: string, interceptors: Interceptor[], timeoutMs: number) => Transport;
 
-/** Errors another attempt may get past: the server is busy, restarting, or rate limiting. */
-const RETRYABLE = new Set([Code.Unavailable, Code.ResourceExhausted]);
-/** The connection failed under the call (a refused request's connection closed while its body was sent, a server restarting). */
-const NETWORK_CODES = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED"]);
+/** The connection was refused: nothing reached the server, any call may try again. */
+const NOT_SENT = new Set(["ECONNREFUSED"]);
+/**
+ * The connection failed under the call: a server restarting, or one that
+ * refused a request too large and closed the connection while its body was
+ * still being sent. Retried for reads only: a read is small, a write that
+ * large is refused the same way each time.
+ */
+const CUT_OFF = new Set(["EPIPE", "ECONNRESET"]);
 
-function retryable(error: ConnectError): boolean {
-  if (RETRYABLE.has(error.code)) return true;
+/**
+ * Whether another attempt may succeed: the server is unavailable (busy,
+ * restarting, shutting down), or limiting the caller's rate (resource_exhausted
+ * with Retry-After); for reads, also a deadline the server gave up at and a
+ * connection cut off. Never a refusal of the request itself: a bad argument,
+ * a message too large (resource_exhausted without Retry-After), a revoked key.
+ */
+export function retryable(error: ConnectError, read: boolean): boolean {
+  if (error.code === Code.Unavailable) return true;
+  if (error.code === Code.ResourceExhausted) return error.metadata.get("retry-after") !== null;
+  if (error.code === Code.DeadlineExceeded) return read;
   const cause = error.cause as { code?: unknown } | undefined;
-  return typeof cause?.code === "string" && NETWORK_CODES.has(cause.code);
+  if (typeof cause?.code !== "string") return false;
+  return NOT_SENT.has(cause.code) || (read && CUT_OFF.has(cause.code));
 }
 
 /** The trailer (and error metadata) a feed that must end carries its position in. */
@@ -117,12 +132,15 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
   /** Unary calls only: a stream's retries are watch()'s, which knows where to resume. */
   const retrying: Interceptor = (next) => async (req) => {
     if (req.stream) return next(req);
+    // Every read is idempotent; a write is retried only when the server said it may be.
+    const read = req.service.typeName !== IngestService.typeName;
     for (let attempt = 1; ; attempt++) {
       try {
         return await next(req);
       } catch (err) {
         const error = ConnectError.from(err);
-        if (!retryable(error) || attempt >= o.maxAttempts || req.signal.aborted) throw error;
+        // The call's own deadline (timeoutMs) aborts its signal: that is the end, not a retry.
+        if (!retryable(error, read) || attempt >= o.maxAttempts || req.signal.aborted) throw error;
         const delayMs = backoff(attempt, error);
         options.onRetry?.({ procedure: req.url.slice(req.url.indexOf("/", 8)), attempt, delayMs, error });
         await sleep(delayMs, req.signal);
@@ -169,9 +187,16 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
       } catch (err) {
         if (opts.signal?.aborted ?? false) return;
         const error = ConnectError.from(err);
-        // A stream the server ended on purpose says where to resume; a lost connection is unavailable (or a reset: canceled, internal).
-        cursor = error.metadata.get(RESUME_TOKEN) ?? cursor;
-        const lost = retryable(error) || error.code === Code.Canceled || error.code === Code.Internal || error.code === Code.Unknown;
+        // A stream the server ended on purpose says where to resume (too slow: resource_exhausted with the token); a lost
+        // connection is unavailable (or a reset: canceled, internal).
+        const resumeAt = error.metadata.get(RESUME_TOKEN);
+        cursor = resumeAt ?? cursor;
+        const lost =
+          retryable(error, true) ||
+          (error.code === Code.ResourceExhausted && resumeAt !== null) ||
+          error.code === Code.Canceled ||
+          error.code === Code.Internal ||
+          error.code === Code.Unknown;
         if (!lost) throw error;
         const delayMs = backoff(Math.min(attempt, 8), error);
         options.onRetry?.({ procedure, attempt, delayMs, error });
