@@ -23,15 +23,23 @@ const REVIEWED: Record<string, { allowed: boolean; why: string }> = {
   "better-sqlite3": { allowed: true, why: "builds its native addon: prebuild-install fetches the package's own prebuilt binary, else node-gyp compiles; no analytics" },
   esbuild: { allowed: true, why: "checks that its platform binary (an npm package) is installed; no analytics" },
   "@scarf/scarf": { allowed: false, why: "reports the install to scarf.sh" },
+  // Development dependencies: npm ci warns of any script without a verdict.
+  "@bufbuild/buf": {
+    allowed: false,
+    why: "checks that its platform binary (the optional dependency @bufbuild/buf-linux-x64...) is installed, else runs npm install itself; npm installs that package, and the bin wrapper finds it",
+  },
+  protobufjs: { allowed: false, why: "warns when a dependent names it with another version scheme; nothing to build" },
 };
 
-const productionWithScripts = Object.entries(lock.packages)
-  .filter(([path, p]) => path.startsWith("node_modules/") && p.hasInstallScript && !p.dev)
-  .map(([path]) => path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length));
+const withScripts = (dev: boolean) =>
+  Object.entries(lock.packages)
+    .filter(([path, p]) => path.startsWith("node_modules/") && p.hasInstallScript && (p.dev ?? false) === dev)
+    .map(([path]) => path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length));
+const productionWithScripts = withScripts(false);
 
-describe("install scripts of production dependencies", () => {
-  it("each has a reviewed verdict, recorded in allowScripts", () => {
-    for (const name of productionWithScripts) {
+describe("install scripts of dependencies", () => {
+  it("each has a reviewed verdict, recorded in allowScripts, development dependencies too (npm ci warns of none)", () => {
+    for (const name of [...productionWithScripts, ...withScripts(true)]) {
       expect(REVIEWED[name], `${name} has an install script nobody reviewed`).toBeDefined();
       expect(pkg.allowScripts[name], `allowScripts.${name}`).toBe(REVIEWED[name]!.allowed);
     }
