@@ -4,7 +4,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
-import { DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
+import { ConfigError, DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
 import { streamCaller } from "./service/watch.js";
@@ -259,6 +259,17 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
 }
 
+/** A port that cannot be listened on, said as the operator can fix it (anything else as it is). */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (code === "EADDRINUSE") {
+    return new ConfigError(`port ${port} on ${host} is already in use (another server?): choose another with --port N, or PORT=N for npm start`);
+  }
+  if (code === "EACCES") return new ConfigError(`port ${port} on ${host} needs privileges this process lacks: choose one above 1023 with --port N (PORT=N)`);
+  if (code === "EADDRNOTAVAIL") return new ConfigError(`${host} is not an address of this machine: choose another with --host (HOST)`);
+  return err;
+}
+
 /** Why the store cannot be served (unreadable, or not at this build's schema); undefined when it can. */
 async function storeNotReadyReason(store: ReadRepositories): Promise<string | undefined> {
   const { info } = store;
@@ -345,7 +356,10 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(config.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: config.maxClockSkewSeconds }),
     });
     const metricsServer = await publishMetrics(metrics, config);
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port: config.port, host: config.host }).catch(async (err: unknown) => {
+      await metricsServer?.close();
+      throw listenError(err, config.host, config.port);
+    });
     const address = app.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;

@@ -27,7 +27,7 @@ const RESPAWN_MAX_DELAY_MS = 30_000;
 const STARTUP_GRACE_MS = 10_000;
 export const MAX_START_FAILURES = 5;
 
-type WorkerMessage = { type: "listening"; url: string };
+type WorkerMessage = { type: "listening"; url: string } | { type: "failed"; line: string };
 
 export async function serveUntilSignalled(config: ServeConfig, onReady?: (url: string) => void): Promise<void> {
   // Handlers first: a SIGTERM that arrives while the server starts (a
@@ -75,6 +75,8 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
   cluster.setupPrimary({ exec: WORKER_ENTRY, args: [] });
   const env = { [WORKER_CONFIG_ENV]: JSON.stringify(config) };
   let stopping = false;
+  /** Until every first worker listens: a worker that dies then is no crash to recover from, but the reason not to start. */
+  let starting = true;
   const live = new Set<Worker>();
   let failed = false;
   /** Workers in a row that died within STARTUP_GRACE_MS of their start. */
@@ -94,6 +96,7 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
         if (code !== 0) failed = true;
         return;
       }
+      if (starting) return;
       const atStart = performance.now() - started < STARTUP_GRACE_MS;
       startFailures = atStart ? startFailures + 1 : 0;
       if (startFailures >= MAX_START_FAILURES) {
@@ -113,16 +116,28 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
     Array.from({ length: config.workers }, () => {
       const worker = fork();
       return new Promise<string>((resolve, reject) => {
-        worker.on("message", (m: WorkerMessage) => m.type === "listening" && resolve(m.url));
-        worker.once("exit", (code) => reject(new Error(`a worker exited with code ${code} before listening`)));
+        let why: string | undefined;
+        worker.on("message", (m: WorkerMessage) => {
+          if (m.type === "listening") resolve(m.url);
+          else why = m.line;
+        });
+        worker.once("exit", (code) => reject(new CliError(why ?? `a worker exited with code ${code} before listening`)));
       });
     }),
   ).catch(async (err: unknown) => {
     stopping = true;
-    for (const w of live) w.kill("SIGTERM");
+    // The others end before the primary does (say nothing more, leave nothing behind).
+    const exits = [...live].map((w) => new Promise<void>((resolve) => w.once("exit", () => resolve())));
+    for (const w of live) w.process.kill("SIGTERM");
+    const late = setTimeout(() => {
+      for (const w of live) w.process.kill("SIGKILL");
+    }, STARTUP_GRACE_MS).unref();
+    await Promise.all(exits);
+    clearTimeout(late);
     await counts.close();
     throw err;
   });
+  starting = false;
   const url = urls[0]!;
   log.info({ workers: config.workers }, `Server listening at ${url}`);
   onReady?.(url);

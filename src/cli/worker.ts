@@ -1,4 +1,6 @@
+import cluster from "node:cluster";
 import type { ServeConfig } from "../config.js";
+import { errorLine } from "./errors.js";
 import { runWorker, WORKER_CONFIG_ENV } from "./serve.js";
 
 // The primary validated this config and passes it whole; a worker reads
@@ -8,9 +10,14 @@ if (text === undefined) {
   process.stderr.write(`marketdata worker: started without ${WORKER_CONFIG_ENV}; run "marketdata serve --workers N"\n`);
   process.exit(2);
 }
+// The primary gone (it stopped: another worker could not start), the channel to it fails: this process is ending too.
+cluster.worker?.on("error", () => {});
 try {
   await runWorker(JSON.parse(text) as ServeConfig);
 } catch (err) {
-  process.stderr.write(`marketdata worker: ${err instanceof Error ? err.message : String(err)}\n`);
+  // The primary says why in its one line (a port taken: every worker fails alike); alone, this process says it.
+  const { line } = await errorLine(err);
+  if (process.send === undefined) process.stderr.write(`marketdata worker: ${line}\n`);
+  else await new Promise((resolve) => process.send!({ type: "failed", line }, undefined, {}, resolve));
   process.exit(1);
 }

@@ -1,3 +1,4 @@
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { startServe } from "../../src/cli/run-sync.js";
@@ -23,6 +24,20 @@ describe("marketdata serve", () => {
     const r = runCli(["serve", "--db", f.dbPath, ...args]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(message);
+  });
+
+  it.each([["1"], ["2"]])("on a port in use (--workers %s): one line naming it and how to choose another, exit 1, nothing after", async (workers) => {
+    const taken = net.createServer().listen(0, "127.0.0.1");
+    await new Promise((r) => taken.once("listening", r));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const r = runCli(["serve", "--db", f.dbPath, "--port", String(port), "--workers", workers]);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toBe(`marketdata: port ${port} on 127.0.0.1 is already in use (another server?): choose another with --port N, or PORT=N for npm start\n`);
+    } finally {
+      taken.close();
+    }
   });
 
   it("reads MARKETDATA_DB, PORT and HOST, serves, and on SIGTERM finishes the request in flight", async () => {
