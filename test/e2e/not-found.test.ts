@@ -6,7 +6,14 @@ import { clientsFor, restGet, transportFor, useFixtureServer } from "../support/
 
 const t = useFixtureServer(buildFixture);
 
-
+describe("the server's root", () => {
+  it("GET / redirects to the documentation (before: a JSON 404)", async () => {
+    const r = await fetch(`${t.server.baseUrl}/`, { redirect: "manual" });
+    expect(r.status).toBe(302);
+    expect(r.headers.get("location")).toBe("/docs");
+    expect((await fetch(`${t.server.baseUrl}/`)).headers.get("content-type")).toMatch(/^text\/html/);
+  });
+});
 
 describe("unknown collection", () => {
   it.each(ENDPOINTS)("%s: 404 not_found naming the address", async (path, flag) => {

@@ -9,7 +9,7 @@ import type { PublicGuard } from "../policy/admission.js";
 // swagger-ui-dist package (no CDN), pointed at it. Its "Authorize" takes an
 // API key and "Try it out" calls the /v1 routes of this same server. Neither
 // needs a key (they describe the API, not its data), but both count against
-// the caller's address limit.
+// the caller's address limit. GET / redirects to /docs.
 
 const OPENAPI = new URL("../../../gen/openapi.json", import.meta.url);
 const UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
@@ -55,6 +55,8 @@ export function registerDocs(app: FastifyInstance, guard: PublicGuard): void {
   files.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT) });
   app.get("/openapi.json", { onRequest: guard }, (_request, reply) => reply.type("application/json; charset=utf-8").header("cache-control", "no-cache").send(spec));
   app.get("/docs", { onRequest: guard }, (_request, reply) => reply.type("text/html; charset=utf-8").send(PAGE));
+  // A browser opening the server's address finds the documentation, not a JSON 404.
+  app.get("/", { onRequest: guard }, (_request, reply) => reply.redirect("/docs", 302));
   app.get("/docs/:file", { onRequest: guard }, (request, reply) => {
     const file = files.get((request.params as { file: string }).file);
     if (file === undefined) return reply.code(404).send({ code: "not_found", message: "no such file" });
