@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServeConfig } from "../config.js";
 import { openKeyAdmin, openWritableStore, refusePostgres } from "../store/open.js";
@@ -38,30 +39,73 @@ export async function runStart(config: ServeConfig, demoScale = "default"): Prom
       await admin.close();
     }
   }
-  await serveUntilSignalled(config, (url) => printWelcome(url, address, key));
+  await serveUntilSignalled(config, (url) => process.stdout.write(`${welcome(url, config.db, address, key)}\n`));
 }
 
-function printWelcome(url: string, address: string | undefined, key: string | undefined): void {
-  const lines = [""];
-  if (key) {
-    lines.push(`Demo API key: ${key}`, "", "Try:");
-    const k = `-H "x-api-key: ${key}"`;
-    const c = address ?? "0x...";
-    for (const path of [
-      `/v1/asset/appraisals?contractAddress=${c}&limit=3`,
-      `/v1/asset/rarity?contractAddress=${c}&limit=3`,
-      `/v1/collection/stats?contractAddress=${c}`,
-      `/v1/asset/sales?contractAddress=${c}&limit=3`,
-      `/v1/asset/listings?contractAddress=${c}&status=CREATED&limit=3`,
-      `/v1/collection/influencers?contractAddress=${c}&limit=3`,
-      `/v1/collection/tweets?contractAddress=${c}&limit=3`,
-      `/v1/collection/scores?contractAddress=${c}`,
-    ]) {
-      lines.push(`  curl -s '${url}${path}' ${k}`);
-    }
-  } else {
-    lines.push(`Issue an API key with: npx marketdata keys create --db <store> --name <who>`);
-  }
-  lines.push("");
-  process.stdout.write(`${lines.join("\n")}\n`);
+/**
+ * An example of each GET endpoint (the query after `contractAddress=$C`),
+ * by path: what `npm start` prints, one ready-to-paste line each. The
+ * start test holds it to every GET rule of the contract.
+ */
+export const READ_EXAMPLES: Record<string, string> = {
+  "/v1/asset/appraisals": "&limit=3",
+  "/v1/asset/rarity": "&limit=3",
+  "/v1/collection/stats": "",
+  "/v1/asset/sales": "&limit=3",
+  "/v1/asset/listings": "&status=CREATED&limit=3",
+  "/v1/collection/influencers": "&limit=3",
+  "/v1/collection/tweets": "&limit=3",
+  "/v1/collection/scores": "",
+  "/v1/collection/floor": "",
+  "/v1/collection/holders": "&limit=3",
+  "/v1/collection/stats/series": "&interval=week&limit=3",
+};
+
+/** The live feeds: streamed until Ctrl-C. */
+export const STREAM_EXAMPLES: Record<string, string> = {
+  "/v1/asset/sales/stream": "",
+  "/v1/asset/listings/stream": "",
+};
+
+/** What `npm start` prints once it serves: the key, then shell lines to paste, every one runnable as it stands. */
+export function welcome(url: string, db: string, address: string | undefined, key: string | undefined): string {
+  if (!key) return `\nIssue an API key with: npx marketdata keys create --db ${shellQuote(db)} --name <who>\n`;
+  const c = address ?? "0x0000000000000000000000000000000000000000";
+  const get = (path: string, query: string) => `  curl -s "$URL${path}?contractAddress=$C${query}" -H "x-api-key: $KEY"`;
+  const sale = {
+    hash: `0x${randomBytes(32).toString("hex")}`,
+    from: `0x${"1".repeat(40)}`,
+    to: `0x${"2".repeat(40)}`,
+    contractAddress: c,
+    assetId: "1",
+    timestamp: Math.floor(Date.now() / 1000),
+    block: 1,
+    price: "1000000000000000000",
+    amountReceived: "975000000000000000",
+    currency: "ETH",
+    marketplace: "OPENSEA",
+  };
+  return [
+    "",
+    `Demo API key: ${key}`,
+    "",
+    "Set these in your shell, then paste any line below (documentation: " + `${url}/docs):`,
+    `  export URL=${url} KEY=${key} C=${c}`,
+    "",
+    "Read (every endpoint):",
+    ...Object.entries(READ_EXAMPLES).map(([path, query]) => get(path, query)),
+    "",
+    "Live feeds, as Server-Sent Events (Ctrl-C stops; -N: each event as it comes):",
+    ...Object.entries(STREAM_EXAMPLES).map(([path, query]) => get(path, query).replace("curl -s ", "curl -sN ")),
+    "",
+    "Write a sale through the ingest API, with a key of the ingest scope (then watch it arrive on the feed):",
+    `  export INGEST_KEY=$(npx marketdata keys create --db ${shellQuote(db)} --name indexer --scope ingest | tail -n 1)`,
+    `  echo '${JSON.stringify(sale)}' | curl -s "$URL/v1/ingest/sales" -H "x-api-key: $INGEST_KEY" -H "content-type: application/x-ndjson" --data-binary @-`,
+    "",
+  ].join("\n");
+}
+
+/** `s` as one shell word. */
+function shellQuote(s: string): string {
+  return /^[\w./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
