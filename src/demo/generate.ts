@@ -105,6 +105,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
   };
   const wallets = Array.from({ length: 5000 }, () => `0x${rnd.hex(40)}`);
   const users = Array.from({ length: plan.users }, (_, i) => socialUser(rnd, i));
+  const listingIds = new Set<string>();
 
   plan.collections.forEach((size, c) => {
     const address = `0x${rnd.hex(40)}`;
@@ -157,7 +158,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
     }
 
     const listings = Math.round(size.tokens * 1.5);
-    for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor));
+    for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor, listingIds));
 
     const influencerPool = [...users];
     shuffle(rnd, influencerPool);
@@ -210,7 +211,12 @@ function floorWalk(rnd: Random, start: number): (t: number) => number {
   return (t) => levels[Math.min(days - 1, Math.max(0, Math.floor((t - DEMO_START) / 86_400)))]!;
 }
 
-function listing(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number): object {
+/**
+ * One listing. `used` holds the ids drawn so far (`marketplace:id`): a
+ * marketplace's listing id names one listing of one collection, and the
+ * store refuses a record that would move it to another (decisions.md).
+ */
+function listing(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, used: Set<string>): object {
   const token = rnd.pick(tokens);
   const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
   const createdAt = DEMO_START + Math.floor(rnd.next() * SPAN);
@@ -220,8 +226,11 @@ function listing(rnd: Random, address: string, tokens: Token[], floor: (t: numbe
   const status = age < 14 * 86_400 && r < 0.7 ? "CREATED" : r < 0.25 ? "FULFILLED" : r < 0.65 ? "CANCELLED" : r < 0.9 ? "EXPIRED" : "CREATED";
   const lastUpdatedAt = status === "CREATED" ? createdAt : Math.min(DEMO_END, createdAt + rnd.int(60, 30 * 86_400));
   const eth = floor(createdAt) * Math.exp(token.premium) * (1.02 + rnd.next() * 0.6);
-  const marketplaceId =
-    marketplace === "OPENSEA" || marketplace === "SUDOSWAP" ? `0x${rnd.hex(64)}` : rnd.digits(rnd.int(6, 12));
+  let marketplaceId: string;
+  do {
+    marketplaceId = marketplace === "OPENSEA" || marketplace === "SUDOSWAP" ? `0x${rnd.hex(64)}` : rnd.digits(rnd.int(6, 12));
+  } while (used.has(`${marketplace}:${marketplaceId}`));
+  used.add(`${marketplace}:${marketplaceId}`);
   return {
     marketplaceId,
     marketplace,

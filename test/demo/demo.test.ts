@@ -6,6 +6,7 @@ import { byTier, errorFigures } from "../../src/derive/backtest-report.js";
 import { backtestStore } from "../../src/derive/backtest-store.js";
 import { DeriveStore } from "../../src/store/sqlite/derive-store.js";
 import { buildDemo } from "../../src/demo/build.js";
+import { generateDemo } from "../../src/demo/generate.js";
 import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
 import { openReadOnly, openWritable } from "../../src/store/sqlite/database.js";
 import { dumpStore } from "../support/dump.js";
@@ -56,6 +57,11 @@ describe("demo store", () => {
     }
     const counts = [...furs.values()].sort((x, y) => y - x);
     expect(counts[0]! / counts[counts.length - 1]!).toBeGreaterThan(5);
+  });
+
+  it.each(["small", "default", "large"] as const)("at scale %s, a marketplace's listing id names one listing (the store refuses a move)", (scale) => {
+    const ids = generateDemo(1, scale).listings.map((l) => `${(l as { marketplace: string }).marketplace}:${(l as { marketplaceId: string }).marketplaceId}`);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 
   describe("served", () => {
