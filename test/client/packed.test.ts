@@ -10,7 +10,7 @@ import { jsonLines } from "../support/json-lines.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 
-// @marketdata/client as a user gets it: `npm pack` of packages/client, the
+// @marketdata/client as a user gets it: `npm pack ./packages/client`, the
 // tarball installed into a directory outside the repository, and a
 // TypeScript program there (fixtures/program.ts) type-checked by tsc and run
 // by node against a real server: every RPC on every protocol, a list paged
@@ -32,7 +32,8 @@ beforeAll(async () => {
   ingestKey = await withKeys(f.dbPath, async (admin) => (await admin.create("client-test", { scope: "ingest" })).key);
   server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
   dir = mkdtempSync(join(tmpdir(), "marketdata-client-user-"));
-  execFileSync("npm", ["pack", "--pack-destination", dir, "--silent"], { cwd: join(ROOT, "packages/client"), stdio: "ignore" });
+  // As the README says, from the repository root (`./`: a bare `packages/client` is read as a GitHub repository).
+  execFileSync("npm", ["pack", "./packages/client", "--pack-destination", dir, "--silent"], { cwd: ROOT, stdio: "ignore" });
   const tarball = readdirSync(dir).find((n) => n.endsWith(".tgz"))!;
   writeFileSync(
     join(dir, "package.json"),

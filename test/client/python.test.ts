@@ -1,5 +1,5 @@
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { jsonLines } from "../support/json-lines.js";
+import { PYTHON, skipPython } from "../support/python.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 
@@ -21,16 +22,7 @@ import { ingestOk, restListAll, startTestServer, type TestServer } from "../supp
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PROGRAM = fileURLToPath(new URL("./fixtures/client.py", import.meta.url));
-const PYTHON = "/usr/bin/python3";
-const available =
-  existsSync("/usr/bin/protoc") &&
-  existsSync("/usr/bin/grpc_python_plugin") &&
-  existsSync(PYTHON) &&
-  spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"]).status === 0;
-if (!available && !process.env.MARKETDATA_TEST_PYTHON) {
-  console.warn("SKIPPED: the Python client test: needs protobuf-compiler, protobuf-compiler-grpc, python3-grpcio and python3-protobuf (set MARKETDATA_TEST_PYTHON to require it)");
-}
-const skip = !available && !process.env.MARKETDATA_TEST_PYTHON;
+const skip = skipPython("the Python client test");
 
 let f: Fixture;
 let server: TestServer;
