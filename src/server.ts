@@ -20,6 +20,7 @@ import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";
 import { createGrpcStreamHandler } from "./transport/rpc/grpc-stream.js";
+import { jsonMessageText } from "./transport/rpc/json-text.js";
 import { Admission, addressLimited } from "./transport/policy/admission.js";
 import { ClientAddresses } from "./transport/policy/client-address.js";
 import { observeRoutes, requestEntry } from "./transport/entry.js";
@@ -166,10 +167,10 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         interceptors,
         // Unknown fields are refused, as REST refuses unknown parameters:
         // a misspelt filter must not silently return unfiltered data. A JSON
-        // body that is not UTF-8 is refused (invalid_argument) rather than
-        // decoded with U+FFFD in place of its broken bytes (binary messages:
-        // protobuf-es checks proto3 strings itself).
-        jsonOptions: { ignoreUnknownFields: false, textDecoder: new TextDecoder("utf-8", { fatal: true }) } as { ignoreUnknownFields: boolean },
+        // body that is not UTF-8, or nests deeper than any message can, is
+        // refused (invalid_argument) before it is parsed (rpc/json-text.ts;
+        // binary messages: protobuf-es checks proto3 strings itself).
+        jsonOptions: { ignoreUnknownFields: false, textDecoder: jsonMessageText } as { ignoreUnknownFields: boolean },
         // Responses are at most tens of KB: gzip costs more CPU than it saves
         // on the networks a self-hosted service runs on. Compressed requests
         // are still accepted.

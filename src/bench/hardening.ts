@@ -28,10 +28,14 @@ import {
 //   soak     p99 of normal load with vs without 2,000 idle connections and a
 //            slow-body client (alternating rounds), then 60 s with them:
 //            errors, and the server's RSS after warm-up vs at the end
+//   bad      what one refused ingest batch costs: the worst bodies a caller
+//            can send within the limits, each timed, its answer's size, and
+//            the longest a /healthz probe sent meanwhile waited (the event
+//            loop busy on the bad request)
 
 const program = new Command("bench:hardening")
-  .description("rate-limit accuracy and cost, and a soak under hostile connections")
-  .option("--parts <list>", "rate,cost,soak", "rate,cost,soak")
+  .description("rate-limit accuracy and cost, a soak under hostile connections, and what refusing bad input costs")
+  .option("--parts <list>", "rate,cost,soak,bad", "rate,cost,soak,bad")
   .option("--rounds <n>", "alternating rounds per comparison", "3")
   .option("--seconds <s>", "seconds per round", "5")
   .option("--soak-seconds <s>", "length of the soak", "60")
@@ -238,5 +242,73 @@ if (PARTS.has("soak")) {
     `| ${Math.round(soak.rps * soakSeconds)} | ${fmt(soak.rps)} | ${soak.bad} | ${soak.p99} | ${warm.toFixed(0)} | ${end.toFixed(0)} | ${(((end - warm) / warm) * 100).toFixed(1)}% | ${openAtEnd} |`,
   );
   log(`RSS every 5 s (MB): ${samples.filter((_, i) => i % 5 === 0).map((x) => x.toFixed(0)).join(" ")}`);
+  await server.stop();
+}
+
+/** Bodies a caller can send that the server must refuse, each within the ingest limits (10,000 records, 16 MiB). */
+function badBodies(): { name: string; body: Buffer; rpc?: boolean }[] {
+  // Every field wrong, values long, names that exist on every object: each line costs the checks all they can.
+  const line = JSON.stringify({
+    hash: "h".repeat(400), from: "f".repeat(400), to: 7, contractAddress: [1, 2, 3], assetId: { a: 1 }, timestamp: -1,
+    block: "x".repeat(200), price: "1.5e9", amountReceived: "-1", currency: "c".repeat(100), marketplace: "m".repeat(100),
+    constructor: 1, toString: 2,
+  }).replace(/}$/, ',"__proto__":3}');
+  const lines = Math.min(10_000, Math.floor((16 * 1024 * 1024) / (line.length + 1)));
+  return [
+    { name: `${lines.toLocaleString("en")} invalid sales (${((lines * (line.length + 1)) / 2 ** 20).toFixed(1)} MiB), every field wrong`, body: Buffer.from(`${line}\n`.repeat(lines)) },
+    { name: "one 16 MiB line (a name of 16 MiB)", body: Buffer.from(`${JSON.stringify({ hash: "0x1", name: "n".repeat(16 * 1024 * 1024 - 40) })}\n`) },
+    { name: "one line nested 1,000,000 deep (2 MB)", body: Buffer.from(`{"hash":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}\n`) },
+    { name: "16 MiB that is not UTF-8", body: Buffer.alloc(16 * 1024 * 1024 - 1, 0xff) },
+    { name: "IngestSales over Connect JSON, nested 1,900,000 deep (3.8 MB)", body: Buffer.from(`{"records":${"[".repeat(1_900_000)}${"]".repeat(1_900_000)}}`), rpc: true },
+  ];
+}
+
+if (PARTS.has("bad")) {
+  log(`\n## bad input: one refused ingest batch at a time (workers 1), ${ROUNDS} rounds each, medians\n`);
+  // No limits: the /healthz probe would spend its address's anonymous allowance, which a key not yet looked up is counted against.
+  const server = await startCli(db, 1, 64, ["--rate-limit", "0", "--anonymous-rate-limit", "0", "--ingest-rate-limit", "0"]);
+  const writer = benchKey(db, "bench-bad", null, "ingest");
+  log("| body | status | answer (bytes) | request (ms) | longest /healthz wait meanwhile (ms) | /healthz wait, quiet (ms) |");
+  log("|---|---|---|---|---|---|");
+  /** Probes /healthz one after another until stopped; answers the longest wait. */
+  const probe = () => {
+    let stop = false;
+    let longest = 0;
+    const done = (async () => {
+      while (!stop) {
+        const t = performance.now();
+        await (await fetch(`${server.url}/healthz`)).arrayBuffer();
+        longest = Math.max(longest, performance.now() - t);
+      }
+      return longest;
+    })();
+    return { stop: async () => ((stop = true), done) };
+  };
+  for (const { name, body, rpc } of badBodies()) {
+    const quiet: number[] = [];
+    const waits: number[] = [];
+    const times: number[] = [];
+    let status = 0;
+    let bytes = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const idle = probe();
+      await new Promise((res) => setTimeout(res, 500));
+      quiet.push(await idle.stop());
+      const busy = probe();
+      const t = performance.now();
+      const res = await fetch(`${server.url}${rpc ? "/marketdata.v1.IngestService/IngestSales" : "/v1/ingest/sales"}`, {
+        method: "POST",
+        headers: { "x-api-key": writer, "content-type": rpc ? "application/json" : "application/x-ndjson" },
+        body,
+      });
+      const answer = Buffer.from(await res.arrayBuffer());
+      bytes = answer.byteLength;
+      if (res.status !== 400) log(`${name}: ${res.status} ${answer.toString("utf8", 0, 300)}`);
+      times.push(performance.now() - t);
+      status = res.status;
+      waits.push(await busy.stop());
+    }
+    log(`| ${name} | ${status} | ${bytes.toLocaleString("en")} | ${median(times).toFixed(0)} | ${median(waits).toFixed(1)} | ${median(quiet).toFixed(1)} |`);
+  }
   await server.stop();
 }

@@ -88,9 +88,9 @@ export function collectionAddresses(path: string): string[] {
 }
 
 /** A key with its own rate limit (null: the server's default) in the bench store. */
-export function benchKey(db: string, name: string, rateLimit: number | null): string {
+export function benchKey(db: string, name: string, rateLimit: number | null, scope: "read" | "ingest" = "read"): string {
   openWritable(db).close();
-  return withStoreKeys(db, (admin) => admin.create(name, { rateLimit }).key);
+  return withStoreKeys(db, (admin) => admin.create(name, { rateLimit, scope }).key);
 }
 
 export interface Target {

@@ -6,7 +6,7 @@ import { MAX_BATCH_RECORDS } from "../service/ingest-limits.js";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 import { importInput } from "./import.js";
-import { NOT_UTF8, notJson } from "../ingest/fields.js";
+import { NOT_UTF8, parseLine } from "../ingest/fields.js";
 import { type Line, lineBatches, NotUtf8, splitLines } from "../ingest/line-batches.js";
 
 // `marketdata import KIND FILE --follow`: for feeds that are files. Reads
@@ -80,14 +80,7 @@ export async function runFollow(cmd: FollowCommand): Promise<void> {
         const trimmed = text instanceof NotUtf8 ? text : text.trim();
         if (trimmed !== "") {
           if (pending.length === 0) firstPendingAt = performance.now();
-          if (trimmed instanceof NotUtf8) pending.push({ line, invalid: NOT_UTF8 });
-          else {
-            try {
-              pending.push({ line, value: JSON.parse(trimmed) });
-            } catch (err) {
-              pending.push({ line, invalid: notJson(err as Error) });
-            }
-          }
+          pending.push({ line, ...(trimmed instanceof NotUtf8 ? { invalid: { field: "record", reason: NOT_UTF8 } } : parseLine(trimmed)) });
         }
       }
       if (pending.length >= MAX_BATCH_RECORDS || (pending.length > 0 && performance.now() - firstPendingAt >= FLUSH_MS)) await flush();

@@ -1,5 +1,5 @@
 import type { ImportRecord, RecordImport } from "../store/ports.js";
-import { NOT_UTF8, notJson, type Problem } from "./fields.js";
+import { NOT_UTF8, parseLine, type Problem } from "./fields.js";
 import { type Line, NotUtf8 } from "./line-batches.js";
 import { handlerFor, type Kind } from "./kinds.js";
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
@@ -82,12 +82,9 @@ export async function scanLines(
       let record: unknown;
       if (text instanceof NotUtf8) problems.push({ field: "record", reason: NOT_UTF8 });
       else {
-        try {
-          record = handler.check(JSON.parse(text), problems);
-        } catch (err) {
-          if (!(err instanceof SyntaxError)) throw err;
-          problems.push({ field: "record", reason: notJson(err) });
-        }
+        const parsed = parseLine(text);
+        if (parsed.invalid !== undefined) problems.push(parsed.invalid);
+        else record = handler.check(parsed.value, problems);
       }
       if (problems.length > 0 || record === undefined) {
         stats.rejected += 1;

@@ -221,7 +221,7 @@ export function handlerFor<K extends Kind>(kind: K, ctx: CheckContext): KindHand
       // Before any check looks inside: a value nested this deep is no record (and no check may recurse into it).
       const deep = f.tooDeep(value);
       if (deep !== undefined) {
-        problems.push({ field: deep, reason: `must not nest deeper than ${f.MAX_DEPTH} levels` });
+        problems.push({ field: deep, reason: f.TOO_DEEP });
         return undefined;
       }
       const record = shape(value, problems);

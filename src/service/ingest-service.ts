@@ -23,8 +23,8 @@ import { MAX_BATCH_RECORDS } from "./ingest-limits.js";
 export interface IngestLine {
   line: number;
   value?: unknown;
-  /** The line is not JSON: why. */
-  invalid?: string;
+  /** The line is no record (not UTF-8, not JSON, nested too deep): why. */
+  invalid?: Problem;
 }
 
 export interface IngestResult {
@@ -71,7 +71,7 @@ export class Ingest {
     const valid: Record<string, unknown>[] = [];
     const rejected: IngestResult["rejected"] = [];
     for (const { line, value, invalid } of lines) {
-      const problems: Problem[] = invalid === undefined ? [] : [{ field: "record", reason: invalid }];
+      const problems: Problem[] = invalid === undefined ? [] : [invalid];
       const record = invalid === undefined ? handler.check(value, problems) : undefined;
       if (problems.length > 0 || record === undefined) rejected.push({ line, message: describeProblems(problems) });
       else valid.push(record as Record<string, unknown>);

@@ -130,6 +130,27 @@ describe("a bad record gets a clear, bounded 400 and nothing else", () => {
     expect(String((t.body.rejected as { message: string }[])[0]!.message)).toBe("retweetedStatus: must not nest deeper than 8 levels");
   });
 
+  it("an RPC JSON body nested a million levels deep: invalid_argument before it is parsed, on Connect and gRPC-Web", async () => {
+    const body = `{"records":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`;
+    const headers = { "x-api-key": ctx.ingest };
+    const connect = await fetch(`${ctx.server.baseUrl}/marketdata.v1.IngestService/IngestSales`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body });
+    expect(connect.status).toBe(400);
+    expect(await connect.json()).toEqual({ code: "invalid_argument", message: 'the JSON message nests deeper than 16 levels (in "records")' });
+    const frame = Buffer.alloc(5);
+    frame.writeUInt32BE(Buffer.byteLength(body), 1);
+    const web = await fetch(`${ctx.server.baseUrl}/marketdata.v1.IngestService/IngestSales`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/grpc-web+json" },
+      body: Buffer.concat([frame, Buffer.from(body)]),
+    });
+    const trailer = Buffer.from(await web.arrayBuffer()).toString("latin1");
+    expect(web.headers.get("grpc-status") ?? /grpc-status: ?(\d+)/.exec(trailer)?.[1]).toBe("3");
+    // A body as deep as a real batch still decodes (a record's attributes, as tokens carry them).
+    const rpc = createClient(IngestService, createConnectTransport({ baseUrl: ctx.server.baseUrl, httpVersion: "1.1" }));
+    const ok = await rpc.ingestTokens({ records: [{ contractAddress: C, assetId: "77", currentOwner: C, attributes: [{ traitType: "Fur", value: { case: "stringValue" as const, value: "Red" }, displayType: "" }] }] }, { headers });
+    expect(ok.accepted + ok.duplicates).toBe(1);
+  });
+
   it("refuses Object.prototype's names like any unknown field (before: toString, constructor, __proto__ passed)", async () => {
     for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty", "valueOf"]) {
       const line = JSON.stringify(numberedSale(8, C)).replace(/^\{/, `{"${name}":1,`);

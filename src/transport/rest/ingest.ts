@@ -9,7 +9,7 @@ import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admis
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
-import { NOT_UTF8, notJson } from "../../ingest/fields.js";
+import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
@@ -117,18 +117,14 @@ export function ndjsonLines(body: Buffer): IngestLine[] {
     line += 1;
     if (l instanceof NotUtf8) {
       tooLarge(lines.length + 1, true);
-      lines.push({ line, invalid: NOT_UTF8 });
+      lines.push({ line, invalid: { field: "record", reason: NOT_UTF8 } });
       continue;
     }
     const text = l.trim();
     if (text === "") continue;
     // Counted before parsing: an oversized batch is refused without parsing it all.
     tooLarge(lines.length + 1, true);
-    try {
-      lines.push({ line, value: JSON.parse(text) });
-    } catch (err) {
-      lines.push({ line, invalid: notJson(err as Error) });
-    }
+    lines.push({ line, ...parseLine(text) });
   }
   return lines;
 }

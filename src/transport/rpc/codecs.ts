@@ -2,6 +2,7 @@ import { type DescMethodUnary, fromBinary, fromJsonString, toBinary, toJsonStrin
 import { contentTypeUnaryJson, contentTypeUnaryProto } from "@connectrpc/connect/protocol-connect";
 import type { UnaryCodec } from "../unary/pipeline.js";
 import { undecodable } from "./errors.js";
+import { jsonMessageText } from "./json-text.js";
 
 // The RPC protocols' codecs for the unary pipeline (unary/pipeline.ts): a
 // message's bytes, once the protocol has taken them out of its framing
@@ -23,13 +24,13 @@ export function protoCodec(method: DescMethodUnary): UnaryCodec<Uint8Array> {
   };
 }
 
-/** Protobuf JSON: Connect GET with encoding=json. Unknown fields are refused, like REST's unknown parameters. */
+/** Protobuf JSON: Connect GET with encoding=json. Unknown fields are refused, like REST's unknown parameters; the text as json-text.ts takes it. */
 export function jsonCodec(method: DescMethodUnary): UnaryCodec<Uint8Array> {
   return {
     encoding: "connect-json",
     decode(bytes) {
       try {
-        return fromJsonString(method.input, Buffer.from(bytes).toString("utf8"), { ignoreUnknownFields: false });
+        return fromJsonString(method.input, jsonMessageText.decode(bytes), { ignoreUnknownFields: false });
       } catch (err) {
         throw undecodable(method.input.typeName, err);
       }
