@@ -36,6 +36,18 @@ export interface SaleRow {
   marketplace: string;
 }
 
+/** A token moving between addresses (a mint from the zero address, a burn to it). */
+export interface TransferRow {
+  hash: string;
+  logIndex: number;
+  from: string;
+  to: string;
+  contractAddress: string;
+  assetId: string;
+  timestamp: number;
+  block: number;
+}
+
 export interface ListingRow {
   marketplaceId: string;
   marketplace: string;

@@ -154,6 +154,16 @@ const SHAPES = {
     currency: f.currency,
     status: f.listingStatus,
   }),
+  transfers: f.object({
+    hash: f.txHash,
+    logIndex: f.count,
+    from: f.address,
+    to: f.address,
+    contractAddress: f.address,
+    assetId: f.uint256,
+    timestamp: f.epochSeconds,
+    block: f.count,
+  }),
   influencers: f.object({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite }),
   tweets: f.object({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet }),
   scores: f.object({
@@ -205,6 +215,7 @@ const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[], ctx: CheckCon
     notAhead("createdAt", r.createdAt, ctx, problems);
     notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },
+  transfers: (r, problems, ctx) => notAhead("timestamp", r.timestamp, ctx, problems),
   tweets: (r, problems) => interactionRule(r, problems),
 };
 

@@ -8,6 +8,7 @@ import {
   ListingStatus,
   type Sale,
   type SocialUser,
+  type Transfer,
   type Tweet,
 } from "../../gen/marketdata/v1/resources_pb.js";
 
@@ -67,6 +68,17 @@ const listing = (r: Listing) => ({
   price: r.price,
   currency: r.currency,
   status: status(r.status),
+});
+
+const transfer = (r: Transfer) => ({
+  hash: r.hash,
+  logIndex: int(r.logIndex),
+  from: r.from,
+  to: r.to,
+  contractAddress: r.contractAddress,
+  assetId: r.assetId,
+  timestamp: int(r.timestamp),
+  block: int(r.block),
 });
 
 const appraisal = (r: Appraisal) => ({
@@ -143,6 +155,7 @@ export const IMPORT_SHAPE: { [K in Kind]: (record: never) => Record<string, unkn
   tokens: token,
   sales: sale,
   listings: listing,
+  transfers: transfer,
   appraisals: appraisal,
   rarity,
   influencers: influencer,

@@ -173,6 +173,9 @@ async function allPages<T>(page: (cursor: string) => Promise<{ data: T[]; cursor
   }
 }
 
+/** Whether a protocol's run below has taken back the rarity answers already. */
+let rarityTakenBack = false;
+
 describe.each(PROTOCOLS.filter((p) => p !== "connect-binary-get"))("IngestService over %s", (protocol) => {
   const headers = () => ({ "x-api-key": dst.ingestKey });
 
@@ -214,8 +217,16 @@ describe.each(PROTOCOLS.filter((p) => p !== "connect-binary-get"))("IngestServic
       ["collections", await c.ingestCollections({ records: want.collections as never }, { headers: headers() })],
     ] as const;
     const sizes: Record<string, number> = { sales: sales.length, listings: listings.length, appraisals: appraisals.length, rarity: rarity.length, influencers: influencers.length, tweets: tweets.length, scores: scores.length, collections: want.collections!.length };
+    // Rarity answers a sold token's owner as its buyer (decisions.md,
+    // "Ownership"): the first time they are taken back, those records change
+    // the stored record's owner; after that they are duplicates too.
+    const moved = rarity.filter((r) => want.rarity!.some((w) => (w as { assetId: string }).assetId === r.assetId && (w as { currentOwner: string }).currentOwner !== r.currentOwner)).length;
+    expect(moved).toBeGreaterThan(0);
+    const changed: Record<string, number> = { rarity: rarityTakenBack ? 0 : moved };
+    rarityTakenBack = true;
     for (const [kind, answer] of answers) {
-      expect({ kind, accepted: answer.accepted, duplicates: answer.duplicates, rejected: answer.rejected }).toEqual({ kind, accepted: 0, duplicates: sizes[kind], rejected: [] });
+      const accepted = changed[kind] ?? 0;
+      expect({ kind, accepted: answer.accepted, duplicates: answer.duplicates, rejected: answer.rejected }).toEqual({ kind, accepted, duplicates: sizes[kind]! - accepted, rejected: [] });
     }
   });
 

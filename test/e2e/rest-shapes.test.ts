@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder } from "../support/oracle.js";
+import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder, rarityAnswers } from "../support/oracle.js";
 import { restGet, useFixtureServer } from "../support/server.js";
 
 // The exact JSON of api.md part 2 on every /v1 endpoint: field names, JSON
@@ -50,8 +50,8 @@ describe("GET /v1 response shapes", () => {
     expect(data).toEqual(byAssetId(t.f.appraisals).slice(0, 3).map((a) => ({ ...a, currency: "ETH" })));
   });
 
-  it("rarity: successful, nextPage, rarity records with numbers and an empty owner", async () => {
-    const { body } = await get("/v1/asset/rarity", { contractAddress: COLLECTION, limit: 4 });
+  it("rarity: successful, nextPage, rarity records with numbers, owners that follow sales, and an empty owner", async () => {
+    const { body } = await get("/v1/asset/rarity", { contractAddress: COLLECTION, limit: 10 });
     expect(Object.keys(body)).toEqual(["successful", "nextPage", "data"]);
     const data = body.data as Record<string, unknown>[];
     expect(typesOf(data[0])).toEqual({
@@ -62,7 +62,10 @@ describe("GET /v1 response shapes", () => {
       statisticalRarity: "number",
       rarityRank: "number",
     });
-    expect(data).toEqual(byRarity(t.f.rarity).slice(0, 4));
+    expect(data).toEqual(byRarity(rarityAnswers(t.f)).slice(0, 10));
+    // Token 0's record has no owner, but it was sold: its buyer owns it.
+    expect(t.f.rarity.find((r) => r.assetId === "0")!.currentOwner).toBe("");
+    expect(data[0]).toMatchObject({ assetId: "0", currentOwner: expect.stringMatching(/^0x[0-9a-f]{40}$/) });
     expect(data.some((r) => r.currentOwner === "")).toBe(true);
   });
 

@@ -1,17 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type SeriesInterval, DAY, HOUR, intervalSeconds, intervalStart } from "../../src/domain/series.js";
-import { ImportRejected, importLines } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
-import { createServices } from "../../src/service/services.js";
-import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
-import type { ReadRepositories, WritableStore } from "../../src/store/ports.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { skipPg } from "../support/pg.js";
+import { type Harness, harness, importBatch } from "../support/property-store.js";
 
 // Floor, holders and sales series against oracles computed from the raw
 // records of random write histories, through the service in process, on
@@ -21,24 +12,6 @@ import { createTestDatabase, skipPg } from "../support/pg.js";
 const T0 = 1_700_006_400; // a Wednesday, 00:00 UTC
 const SPAN = 20 * DAY;
 const MARKETPLACES = ["OPENSEA", "BLUR", "X2Y2"] as const;
-
-async function* linesOf(records: readonly object[]) {
-  for (const r of records) yield JSON.stringify(r);
-}
-
-/** Imports records; false when the file was rejected whole (a bad line without skipInvalid). */
-async function importBatch(store: WritableStore, kind: Kind, records: object[], badLine: boolean, skipInvalid: boolean): Promise<boolean> {
-  const lines: object[] = [...records];
-  if (badLine) lines.splice(lines.length >> 1, 0, { nonsense: true });
-  try {
-    await importLines(store.records, linesOf(lines), { kind, skipInvalid });
-    return true;
-  } catch (err) {
-    if (!(err instanceof ImportRejected)) throw err;
-    expect(badLine && !skipInvalid).toBe(true);
-    return false;
-  }
-}
 
 // --- sales and series
 
@@ -248,40 +221,6 @@ const batchOf = <T>(item: fc.Arbitrary<T>, maxLength: number) =>
   fc.record({ items: fc.array(item, { minLength: 1, maxLength }), badLine: fc.boolean(), skipInvalid: fc.boolean() });
 
 // --- on each engine
-
-interface Harness {
-  store: WritableStore;
-  read: ReadRepositories;
-  client: Client<typeof CollectionService>;
-  cleanup(): Promise<void>;
-}
-
-async function harness(engine: "sqlite" | "postgres"): Promise<Harness> {
-  let target: string;
-  let drop: () => Promise<void>;
-  if (engine === "postgres") {
-    const db = await createTestDatabase();
-    target = db.url;
-    drop = db.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), "marketdata-analytics-"));
-    target = join(dir, "store.sqlite");
-    drop = async () => rmSync(dir, { recursive: true, force: true });
-  }
-  const store = await openWritableStore(target, { migrateEmpty: true });
-  const read = await openReadRepositories(target);
-  const client = createClient(CollectionService, createRouterTransport((router) => createServices(read).routes(router)));
-  return {
-    store,
-    read,
-    client,
-    cleanup: async () => {
-      await read.close();
-      await store.close();
-      await drop();
-    },
-  };
-}
 
 for (const engine of ["sqlite", "postgres"] as const) {
   describe.skipIf(engine === "postgres" && skipPg)(`analytics from write-time aggregates on ${engine} (property)`, () => {

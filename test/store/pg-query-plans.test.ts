@@ -51,6 +51,9 @@ function records(): Partial<Record<Kind, object[]>> {
         assetId: String(i % 1000),
         timestamp: 1_700_000_000 + i * 3600,
         block: 18_000_000 + i,
+        // Buyers own what they bought (ownership follows sales): a collection
+        // has many holders, as a real one does.
+        to: `0x${(i % 500).toString(16).padStart(40, "b")}`,
         // Not tied to the asset id: every asset sells on every marketplace.
         marketplace: MARKETPLACES[(i + Math.floor(i / 1000)) % MARKETPLACES.length],
       });

@@ -27,3 +27,17 @@ export const byInfluence = (rows: Fixture["influencers"]) =>
 
 export const byInteraction = (rows: Fixture["tweets"]) =>
   [...rows].sort((a, b) => b.interaction - a.interaction || cmp(a.id, b.id));
+
+/**
+ * The fixture's rarity records as the API answers them: a sold token's
+ * owner is the buyer of its latest sale by block, then hash (decisions.md,
+ * "Ownership"; the fixture has no transfers), else the record's owner.
+ */
+export function rarityAnswers(f: Pick<Fixture, "rarity" | "sales">): Fixture["rarity"] {
+  const latest = new Map<string, Fixture["sales"][number]>();
+  for (const s of f.sales) {
+    const l = latest.get(s.assetId);
+    if (l === undefined || s.block > l.block || (s.block === l.block && s.hash > l.hash)) latest.set(s.assetId, s);
+  }
+  return f.rarity.map((r) => ({ ...r, currentOwner: latest.get(r.assetId)?.to ?? r.currentOwner }));
+}

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/resources.proto.
  */
 export const file_marketdata_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAki3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
+  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAkikwEKCFRyYW5zZmVyEgwKBGhhc2gYASABKAkSEQoJbG9nX2luZGV4GAIgASgDEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRIRCgl0aW1lc3RhbXAYByABKAMSDQoFYmxvY2sYCCABKAMi3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
 
 /**
  * A fair market value estimate for one asset (api.md 2.2).
@@ -256,6 +256,67 @@ export const SaleSchema: GenMessage<Sale> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 4);
 
 /**
+ * A token moving from one address to another: a mint comes from the zero
+ * address, a burn goes to it. A token's owner is the `to` of its latest
+ * transfer by block and log index; a sale is a transfer too (decisions.md,
+ * "Ownership").
+ *
+ * @generated from message marketdata.v1.Transfer
+ */
+export type Transfer = Message<"marketdata.v1.Transfer"> & {
+  /**
+   * Transaction hash, 0x plus 64 hex characters.
+   *
+   * @generated from field: string hash = 1;
+   */
+  hash: string;
+
+  /**
+   * The log's index in its block: transfers of one block are in this order.
+   *
+   * @generated from field: int64 log_index = 2;
+   */
+  logIndex: bigint;
+
+  /**
+   * @generated from field: string from = 3;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 4;
+   */
+  to: string;
+
+  /**
+   * @generated from field: string contract_address = 5;
+   */
+  contractAddress: string;
+
+  /**
+   * @generated from field: string asset_id = 6;
+   */
+  assetId: string;
+
+  /**
+   * @generated from field: int64 timestamp = 7;
+   */
+  timestamp: bigint;
+
+  /**
+   * @generated from field: int64 block = 8;
+   */
+  block: bigint;
+};
+
+/**
+ * Describes the message marketdata.v1.Transfer.
+ * Use `create(TransferSchema)` to create a new message.
+ */
+export const TransferSchema: GenMessage<Transfer> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 5);
+
+/**
  * One marketplace listing (api.md 2.6).
  *
  * @generated from message marketdata.v1.Listing
@@ -314,7 +375,7 @@ export type Listing = Message<"marketdata.v1.Listing"> & {
  * Use `create(ListingSchema)` to create a new message.
  */
 export const ListingSchema: GenMessage<Listing> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 5);
+  messageDesc(file_marketdata_v1_resources, 6);
 
 /**
  * An account on the social network (api.md 2.7).
@@ -383,7 +444,7 @@ export type SocialUser = Message<"marketdata.v1.SocialUser"> & {
  * Use `create(SocialUserSchema)` to create a new message.
  */
 export const SocialUserSchema: GenMessage<SocialUser> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 6);
+  messageDesc(file_marketdata_v1_resources, 7);
 
 /**
  * A social account ranked for a collection (api.md 2.8).
@@ -407,7 +468,7 @@ export type Influencer = Message<"marketdata.v1.Influencer"> & {
  * Use `create(InfluencerSchema)` to create a new message.
  */
 export const InfluencerSchema: GenMessage<Influencer> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 7);
+  messageDesc(file_marketdata_v1_resources, 8);
 
 /**
  * A post related to a collection (api.md 2.9).
@@ -504,7 +565,7 @@ export type Tweet = Message<"marketdata.v1.Tweet"> & {
  * Use `create(TweetSchema)` to create a new message.
  */
 export const TweetSchema: GenMessage<Tweet> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 8);
+  messageDesc(file_marketdata_v1_resources, 9);
 
 /**
  * Scores of one collection (api.md 2.10).
@@ -548,7 +609,7 @@ export type CollectionScore = Message<"marketdata.v1.CollectionScore"> & {
  * Use `create(CollectionScoreSchema)` to create a new message.
  */
 export const CollectionScoreSchema: GenMessage<CollectionScore> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 9);
+  messageDesc(file_marketdata_v1_resources, 10);
 
 /**
  * The floor of a collection (GetCollectionFloor).
@@ -596,7 +657,7 @@ export type CollectionFloor = Message<"marketdata.v1.CollectionFloor"> & {
  * Use `create(CollectionFloorSchema)` to create a new message.
  */
 export const CollectionFloorSchema: GenMessage<CollectionFloor> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 10);
+  messageDesc(file_marketdata_v1_resources, 11);
 
 /**
  * An active listing at the floor.
@@ -644,7 +705,7 @@ export type FloorListing = Message<"marketdata.v1.FloorListing"> & {
  * Use `create(FloorListingSchema)` to create a new message.
  */
 export const FloorListingSchema: GenMessage<FloorListing> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 11);
+  messageDesc(file_marketdata_v1_resources, 12);
 
 /**
  * Who holds a collection's tokens (ListCollectionHolders).
@@ -684,7 +745,7 @@ export type CollectionHolders = Message<"marketdata.v1.CollectionHolders"> & {
  * Use `create(CollectionHoldersSchema)` to create a new message.
  */
 export const CollectionHoldersSchema: GenMessage<CollectionHolders> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 12);
+  messageDesc(file_marketdata_v1_resources, 13);
 
 /**
  * @generated from message marketdata.v1.Holder
@@ -708,7 +769,7 @@ export type Holder = Message<"marketdata.v1.Holder"> & {
  * Use `create(HolderSchema)` to create a new message.
  */
 export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 13);
+  messageDesc(file_marketdata_v1_resources, 14);
 
 /**
  * One interval of a sales series: totals equal those GetCollectionStats
@@ -776,7 +837,7 @@ export type StatsBucket = Message<"marketdata.v1.StatsBucket"> & {
  * Use `create(StatsBucketSchema)` to create a new message.
  */
 export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 14);
+  messageDesc(file_marketdata_v1_resources, 15);
 
 /**
  * State of a marketplace listing (api.md 3).

@@ -5,6 +5,7 @@ import { KEEP_LISTING_HISTORY } from "./listing-history.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 import { listingMoved } from "../shared/conflicts.js";
+import { ensureTokens, ownersFound } from "./ownership.js";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
 // COPY into a temporary staging table (one text column per field, plus the
@@ -55,6 +56,8 @@ export interface BulkKind {
    * `beforeFill` runs where `classify` must: collections registered, no row yet written.
    */
   whole?: (client: pg.PoolClient, beforeFill?: () => Promise<void>) => Promise<number | undefined>;
+  /** Statements run after the merge, whichever way it went (`whole` or `statements`). */
+  afterward?: readonly string[];
   /** Refuses the stage, before anything is merged, when it holds a record the store must not take (RecordConflictError). */
   check?: (client: pg.PoolClient) => Promise<void>;
 }
@@ -82,6 +85,21 @@ export const LISTINGS_LOCK = 0x6d64_6c77;
 export const TOKENS_LOCK = 0x6d64_746b;
 
 const col = (name: string, type = "text"): StageColumn => ({ name, type });
+
+/** The tokens the stage names (its address and asset_id). */
+const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM stage st JOIN collections c ON c.address = st.address";
+
+/**
+ * The owners of the staged tokens found again from their sales and
+ * transfers (ownership.ts), under the tokens' lock (their triggers count
+ * owners' tokens, one writer at a time), the tokens no record named yet
+ * given rows first.
+ */
+const OWNERS_OF_STAGED_TOKENS = [
+  `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
+  ensureTokens(STAGED_TOKENS),
+  ownersFound(STAGED_TOKENS),
+];
 
 /**
  * The first staged listing that names a listing under another collection
@@ -230,8 +248,10 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
     row: (r) => [r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
     before: [REGISTER_COLLECTIONS],
-    counted: counted("tokens", ["collection_id", "asset_id"], ["current_owner", "attributes"],
-        withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.attributes")),
+    // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
+    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded"],
+        withCollection("c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded")),
+    after: [ownersFound(STAGED_TOKENS)],
     tables: ["collections", "tokens", "token_owners", "collection_holdings"],
     serialized: true,
     lock: TOKENS_LOCK,
@@ -269,7 +289,8 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
         "collection_id, timestamp DESC, block DESC", true, true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
-    tables: ["collections", "sales", "sales_hourly", "sales_series"],
+    afterward: OWNERS_OF_STAGED_TOKENS,
+    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
     whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
@@ -287,6 +308,19 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     tables: ["collections", "listings", "listing_versions", "listing_spans"],
     serialized: true,
     lock: LISTINGS_LOCK,
+  },
+  transfers: {
+    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("address"), col("asset_id", "numeric"),
+      col("timestamp", "bigint"), col("block", "bigint")],
+    row: (r) => [r.hash, r.logIndex, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block"],
+        withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
+          ${bytes("recipient")} AS recipient, st.timestamp, st.block`)),
+    afterward: OWNERS_OF_STAGED_TOKENS,
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings"],
+    serialized: true,
+    lock: TOKENS_LOCK,
   },
   influencers: {
     stage: [col("address"), ...USER_STAGE, col("score", "float8")],

@@ -23,7 +23,7 @@ export class PgDeriveStore implements DeriveRepository {
   async collectionsToDerive(): Promise<string[]> {
     const r = await this.pool.query<{ address: string }>(
       `SELECT address FROM collections c
-       WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id)
+       WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id AND t.recorded)
           OR EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = c.id)
        ORDER BY address`,
     );
@@ -37,7 +37,7 @@ export class PgDeriveStore implements DeriveRepository {
   async tokens(collectionId: number): Promise<TokenRecord[]> {
     const r = await this.pool.query<{ asset_id: string; current_owner: string; attributes: TokenRecord["attributes"] }>(
       // Ordered by the numeric column, not by the text alias of the same name.
-      "SELECT t.asset_id::text AS asset_id, t.current_owner, t.attributes FROM tokens t WHERE t.collection_id = $1 ORDER BY t.asset_id",
+      "SELECT t.asset_id::text AS asset_id, t.current_owner, t.attributes FROM tokens t WHERE t.collection_id = $1 AND t.recorded ORDER BY t.asset_id",
       [collectionId],
     );
     return r.rows.map((t) => ({ assetId: t.asset_id, currentOwner: t.current_owner, attributes: t.attributes }));

@@ -122,6 +122,7 @@ async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts
     }
     await flush();
   }
+  if (kind.afterward !== undefined) await client.query(kind.afterward.join(";\n"));
   // Every staged collection, changed or not: fewer statements than finding which.
   if (counts.inserted + counts.updated > 0) touched.staged = true;
 }

@@ -1,3 +1,4 @@
+import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { spansOf } from "./listing-history.js";
 import { freshSeriesSql } from "./sales-series.js";
 
@@ -329,4 +330,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   INSERT INTO sales_series ${freshSeriesSql("true")};
   `,
+  // 7: ownership that follows sales and transfers (ownership.ts), as
+  // SQLite's 8; the owners of tokens already sold are their latest buyers.
+  OWNERSHIP_MIGRATION,
 ];

@@ -7,6 +7,13 @@ import type { SqliteStatements } from "./statements.js";
 // Appraisals and rarity: keyset pages in asset order and in rank order, and
 // lookups of up to 20 assets (one index seek each, through json_each).
 
+/**
+ * A rarity row's owner: the token's, once a sale or transfer of it is known
+ * (ownership.ts), else the one the row was written with.
+ */
+const TOKEN = "LEFT JOIN tokens t ON t.collection_id = r.collection_id AND t.asset_key = r.asset_key";
+const OWNER = "CASE WHEN t.owner_block IS NOT NULL THEN t.current_owner ELSE r.current_owner END AS current_owner";
+
 export class SqliteAssetMetrics implements AssetMetricsRepository {
   constructor(private readonly s: SqliteStatements) {}
 
@@ -32,8 +39,8 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
 
   rarityPage(collectionId: number, page: PageRequest): Page<RarityRow> {
     const after = page.after ? "AND (r.rarity_rank, r.asset_key) > (?, ?)" : "";
-    const sql = `SELECT c.address, ${assetIdSql("r.")}, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
-      FROM rarity r JOIN collections c ON c.id = r.collection_id
+    const sql = `SELECT c.address, ${assetIdSql("r.")}, ${OWNER}, r.rarity_score, r.statistical_rarity, r.rarity_rank
+      FROM rarity r JOIN collections c ON c.id = r.collection_id ${TOKEN}
       WHERE r.collection_id = ? ${after}
       ORDER BY r.rarity_rank, r.asset_key LIMIT ?`;
     const params: unknown[] = [collectionId];
@@ -43,9 +50,9 @@ export class SqliteAssetMetrics implements AssetMetricsRepository {
   }
 
   rarityByAsset(collectionId: number, assetIds: readonly string[]): RarityRow[] {
-    const sql = `SELECT c.address, ${assetIdSql("r.")}, r.current_owner, r.rarity_score, r.statistical_rarity, r.rarity_rank
+    const sql = `SELECT c.address, ${assetIdSql("r.")}, ${OWNER}, r.rarity_score, r.statistical_rarity, r.rarity_rank
       FROM json_each(?) j CROSS JOIN rarity r ON r.collection_id = ? AND r.asset_key = j.value
-      JOIN collections c ON c.id = r.collection_id
+      JOIN collections c ON c.id = r.collection_id ${TOKEN}
       ORDER BY r.rarity_rank, r.asset_key`;
     return this.s.rows(sql, [keysJson(assetIds), collectionId]).map(toRarity);
   }

@@ -33,7 +33,7 @@ export class DeriveStore implements DeriveRepository {
     return this.#db
       .prepare(
         `SELECT address FROM collections c
-         WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id)
+         WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id AND t.recorded = 1)
             OR EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = c.id)
          ORDER BY address`,
       )
@@ -47,7 +47,7 @@ export class DeriveStore implements DeriveRepository {
 
   tokens(collectionId: number): TokenRecord[] {
     const rows = this.#db
-      .prepare(`SELECT ${assetIdSql("")}, current_owner, attributes FROM tokens WHERE collection_id = ? ORDER BY asset_key`)
+      .prepare(`SELECT ${assetIdSql("")}, current_owner, attributes FROM tokens WHERE collection_id = ? AND recorded = 1 ORDER BY asset_key`)
       .all(collectionId) as { asset_id: string; current_owner: string; attributes: string }[];
     return rows.map((r) => ({ assetId: r.asset_id, currentOwner: r.current_owner, attributes: JSON.parse(r.attributes) }));
   }

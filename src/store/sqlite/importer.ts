@@ -26,6 +26,7 @@ export const WRITERS: { [K in Kind]: Writer } = {
   rarity: (s, r) => s.upsertRarity(as(r)),
   sales: (s, r) => s.upsertSale(as(r)),
   listings: (s, r) => s.upsertListing(as(r)),
+  transfers: (s, r) => s.upsertTransfer(as(r)),
   influencers: (s, r) => s.upsertInfluencer(as(r)),
   tweets: (s, r) => {
     const { retweetedStatus, ...rest } = r;
@@ -42,6 +43,7 @@ const TABLE_OF: { [K in Kind]: RecordKind } = {
   rarity: "rarity",
   sales: "sale",
   listings: "listing",
+  transfers: "transfer",
   influencers: "influencer",
   tweets: "tweet",
   scores: "score",

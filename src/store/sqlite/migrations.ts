@@ -8,6 +8,7 @@
 
 import type { Db } from "./db.js";
 import { SalesAggregates } from "./sales-stats.js";
+import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -240,6 +241,9 @@ export const MIGRATIONS: readonly Migration[] = [
     // two anyway.
     new SalesAggregates(db).rebuild();
   },
+  // 8: ownership that follows sales and transfers (ownership.ts); the
+  // owners of tokens already sold are their latest buyers.
+  `${OWNERSHIP_SCHEMA}${OWNERSHIP_BACKFILL}`,
 ];
 
 /** The end of a span still open. */

@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
-import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
 import { assetKey } from "./asset-key.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
@@ -27,6 +27,8 @@ interface TableSpec {
   values: readonly string[];
   /** The rows are in a live feed: an insert or a change sets feed_seq to the next position (migration 6). */
   feed?: true;
+  /** Columns an insert sets from a value column ([column, value column]) and an update leaves to the triggers. */
+  insertAlso?: readonly (readonly [string, string])[];
 }
 
 interface Upserter {
@@ -36,7 +38,16 @@ interface Upserter {
 }
 
 const TABLES = {
-  token: { table: "tokens", key: ["collection_id", "asset_key"], values: ["current_owner", "attributes"] },
+  // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
+  // A new row's owner is its record's, set by the insert itself: a trigger
+  // setting it after the insert would race the holders' triggers, whose
+  // order SQLite does not promise.
+  token: {
+    table: "tokens",
+    key: ["collection_id", "asset_key"],
+    values: ["record_owner", "attributes", "recorded"],
+    insertAlso: [["current_owner", "record_owner"]],
+  },
   appraisal: {
     table: "appraisals",
     key: ["collection_id", "asset_key"],
@@ -52,6 +63,11 @@ const TABLES = {
     key: ["hash", "collection_id", "asset_key"],
     values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
     feed: true,
+  },
+  transfer: {
+    table: "transfers",
+    key: ["hash", "log_index", "collection_id", "asset_key"],
+    values: ["sender", "recipient", "timestamp", "block"],
   },
   listing: {
     table: "listings",
@@ -199,8 +215,23 @@ export class WriteStore {
     return this.#upsert("token", {
       collection_id: this.collectionId(r.contractAddress),
       asset_key: assetKey(r.assetId),
-      current_owner: r.currentOwner,
+      record_owner: r.currentOwner,
       attributes: JSON.stringify(r.attributes),
+      recorded: 1,
+    });
+  }
+
+  /** A transfer: it moves its token's owner when it is the latest (triggers, ownership.ts). */
+  upsertTransfer(r: TransferRow): UpsertResult {
+    return this.#upsert("transfer", {
+      hash: hexToBytes(r.hash),
+      log_index: r.logIndex,
+      collection_id: this.collectionId(r.contractAddress),
+      asset_key: assetKey(r.assetId),
+      sender: hexToBytes(r.from),
+      recipient: hexToBytes(r.to),
+      timestamp: r.timestamp,
+      block: r.block,
     });
   }
 
@@ -402,12 +433,13 @@ export class WriteStore {
     // Positional binding (faster than by name on hot imports): the insert
     // takes key then value columns; the update values, key, values again.
     // A feed's tables take the row's position last (insert) or first (update).
-    const { key, values, feed } = u.spec;
+    const { key, values, feed, insertAlso } = u.spec;
     const params: unknown[] = new Array(key.length + values.length);
     for (let i = 0; i < key.length; i++) params[i] = row[key[i]!];
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
     const seq = feed === true ? this.#nextFeedSeq() : undefined;
-    if ((seq === undefined ? u.insert.run(params) : u.insert.run(params, seq)).changes > 0) {
+    const also = insertAlso?.map(([, from]) => row[from]) ?? [];
+    if ((seq === undefined ? u.insert.run(params, also) : u.insert.run(params, also, seq)).changes > 0) {
       this.#touchedBy(kind, row, "inserted");
       return "inserted";
     }
@@ -433,7 +465,7 @@ export class WriteStore {
     let u = this.#upserters.get(kind);
     if (!u) {
       const spec: TableSpec = TABLES[kind];
-      const all = [...spec.key, ...spec.values, ...(spec.feed === true ? ["feed_seq"] : [])];
+      const all = [...spec.key, ...spec.values, ...(spec.insertAlso ?? []).map(([c]) => c), ...(spec.feed === true ? ["feed_seq"] : [])];
       const marks = (n: number) => Array(n).fill("?").join(", ");
       u = {
         spec,

@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { expect } from "vitest";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { ImportRejected, importLines } from "../../src/ingest/importer.js";
+import type { Kind } from "../../src/ingest/kinds.js";
+import { createServices } from "../../src/service/services.js";
+import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
+import type { ReadRepositories, WritableStore } from "../../src/store/ports.js";
+import { createTestDatabase } from "./pg.js";
+
+// Property tests of the store through the service in process: one store per
+// engine, written by imports (the commands' own path), read by the
+// CollectionService client.
+
+async function* linesOf(records: readonly object[]) {
+  for (const r of records) yield JSON.stringify(r);
+}
+
+/** Imports records; false when the file was rejected whole (a bad line without skipInvalid). */
+export async function importBatch(store: WritableStore, kind: Kind, records: object[], badLine = false, skipInvalid = false): Promise<boolean> {
+  const lines: object[] = [...records];
+  if (badLine) lines.splice(lines.length >> 1, 0, { nonsense: true });
+  try {
+    await importLines(store.records, linesOf(lines), { kind, skipInvalid });
+    return true;
+  } catch (err) {
+    if (!(err instanceof ImportRejected)) throw err;
+    expect(badLine && !skipInvalid).toBe(true);
+    return false;
+  }
+}
+
+export interface Harness {
+  store: WritableStore;
+  read: ReadRepositories;
+  client: Client<typeof CollectionService>;
+  cleanup(): Promise<void>;
+}
+
+/** An empty store on `engine`, written by imports and read through the service. */
+export async function harness(engine: "sqlite" | "postgres"): Promise<Harness> {
+  let target: string;
+  let drop: () => Promise<void>;
+  if (engine === "postgres") {
+    const db = await createTestDatabase();
+    target = db.url;
+    drop = db.drop;
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), "marketdata-property-"));
+    target = join(dir, "store.sqlite");
+    drop = async () => rmSync(dir, { recursive: true, force: true });
+  }
+  const store = await openWritableStore(target, { migrateEmpty: true });
+  const read = await openReadRepositories(target);
+  const client = createClient(CollectionService, createRouterTransport((router) => createServices(read).routes(router)));
+  return {
+    store,
+    read,
+    client,
+    cleanup: async () => {
+      await read.close();
+      await store.close();
+      await drop();
+    },
+  };
+}
