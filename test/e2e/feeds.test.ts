@@ -244,7 +244,7 @@ describe("listings", () => {
       marketplaceId: id,
       marketplace: "OPENSEA",
       contractAddress: C,
-      assetId: "7",
+      assetId: "1007",
       createdAt: 1_700_000_000,
       lastUpdatedAt: updated,
       price: "1000",
@@ -266,6 +266,27 @@ describe("listings", () => {
     cancelled.close();
   });
 
+  it("a listing whose token is sold after it was created is sent again, CANCELLED at the sale, and leaves the floor (fillable listings)", async () => {
+    const listing = { marketplaceId: "950", marketplace: "BLUR", contractAddress: C, assetId: "1095", createdAt: 1_700_000_100,
+      lastUpdatedAt: 1_700_000_100, price: "5", currency: "ETH", status: "CREATED" };
+    const all = await sse({ contractAddress: C }, {}, "/v1/asset/listings/stream");
+    const cancelled = await sse({ contractAddress: C, status: "CANCELLED" }, {}, "/v1/asset/listings/stream");
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing]);
+    expect(JSON.parse((await all.next())!.data)).toMatchObject({ marketplaceId: "950", status: "CREATED" });
+    const floor = async () => (await restGet(ctx.server.baseUrl, "/v1/collection/floor", { contractAddress: C, marketplace: "BLUR" }, ctx.read)).body.data;
+    expect(await floor()).toMatchObject({ floor: { marketplaceId: "950" } });
+    await ingestOk(ctx.server, ctx.ingest, "sales", [{
+      hash: `0x${"95".repeat(32)}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: C, assetId: "1095",
+      timestamp: 1_700_000_200, block: 18_000_095, price: "9", amountReceived: "9", currency: "ETH", marketplace: "OPENSEA",
+    }]);
+    const ended = { marketplaceId: "950", status: "CANCELLED", lastUpdatedAt: 1_700_000_200 };
+    expect(JSON.parse((await all.next())!.data)).toMatchObject(ended);
+    expect(JSON.parse((await cancelled.next())!.data)).toMatchObject(ended);
+    expect(await floor()).toMatchObject({ floor: null });
+    all.close();
+    cancelled.close();
+  });
+
   it("WatchListings over gRPC", async () => {
     const client = createClient(AssetService, createGrpcTransport({ baseUrl: ctx.server.baseUrl }));
     const abort = new AbortController();
@@ -273,7 +294,7 @@ describe("listings", () => {
     const opening = (await it.next()).value as WatchListingsResponse;
     expect(opening.listing).toBeUndefined();
     await ingestOk(ctx.server, ctx.ingest, "listings", [
-      { marketplaceId: "901", marketplace: "BLUR", contractAddress: C, assetId: "8", createdAt: 1_700_000_100, lastUpdatedAt: 1_700_000_100, price: "5", currency: "ETH", status: "CREATED" },
+      { marketplaceId: "901", marketplace: "BLUR", contractAddress: C, assetId: "1008", createdAt: 1_700_000_100, lastUpdatedAt: 1_700_000_100, price: "5", currency: "ETH", status: "CREATED" },
     ]);
     const m = (await it.next()).value as WatchListingsResponse;
     expect(m.listing?.marketplaceId).toBe("901");

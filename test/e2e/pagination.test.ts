@@ -70,7 +70,7 @@ describe("keyset pagination", () => {
 
   const listingFilters: [string, Query, (l: Fixture["listings"][number]) => boolean][] = [
     ["no filter", {}, () => true],
-    ["assetId", { assetId: "3" }, (l) => l.assetId === "3"],
+    ["assetId", { assetId: "43" }, (l) => l.assetId === "43"],
     ["marketplace", { marketplace: "OPENSEA" }, (l) => l.marketplace === "OPENSEA"],
     ["status (short name)", { status: "CANCELLED" }, (l) => l.status === "CANCELLED"],
     ["status (full name)", { status: "LISTING_STATUS_EXPIRED" }, (l) => l.status === "EXPIRED"],

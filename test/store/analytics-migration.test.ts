@@ -25,11 +25,13 @@ const ROWS = {
     ["3", ""],
     ["4", OWNER(2)],
   ],
-  // marketplace, id, created, updated, price, status
+  // marketplace, id, created, updated, price, status, asset (11: never sold)
   listings: [
-    ["BLUR", "1", HOUR, HOUR + 100, "50", "FULFILLED"],
-    ["BLUR", "2", HOUR + 10, HOUR + 10, "70", "CREATED"],
-    ["OPENSEA", "3", HOUR, HOUR, "60", "CREATED"],
+    ["BLUR", "1", HOUR, HOUR + 100, "50", "FULFILLED", "11"],
+    ["BLUR", "2", HOUR + 10, HOUR + 10, "70", "CREATED", "11"],
+    ["OPENSEA", "3", HOUR, HOUR, "60", "CREATED", "11"],
+    // Token 1 was sold at HOUR + 5: this listing ends there (fillable listings).
+    ["BLUR", "4", HOUR, HOUR, "40", "CREATED", "1"],
   ],
   // hash byte, asset, timestamp, price, marketplace
   sales: [
@@ -64,8 +66,11 @@ async function expectAnswers(target: string): Promise<void> {
     expect(holders).toEqual({ totalTokens: 4, numHolders: 2, page: { rows: [{ address: OWNER(2), tokens: 2 }, { address: OWNER(1), tokens: 1 }], nextKey: null } });
     const prices = async (at?: number) => (await read.analytics.floors(id, { at })).map((f) => [f.marketplace, f.marketplaceId, f.price]);
     expect(await prices()).toEqual([["BLUR", "2", "70"], ["OPENSEA", "3", "60"]]);
-    // Before listing 1 was fulfilled, it was BLUR's floor.
+    // Before listing 1 was fulfilled, it was BLUR's floor; before token 1 was sold, listing 4 was.
     expect(await prices(HOUR + 50)).toEqual([["BLUR", "1", "50"], ["OPENSEA", "3", "60"]]);
+    expect(await prices(HOUR + 2)).toEqual([["BLUR", "4", "40"], ["OPENSEA", "3", "60"]]);
+    const four = (await read.listings.listingsPage(id, { marketplace: "BLUR" }, { limit: 10, after: null })).rows.find((l) => l.marketplaceId === "4");
+    expect(four).toMatchObject({ status: "CANCELLED", lastUpdatedAt: HOUR + 5 });
     const days = await read.analytics.series(id, { interval: "day", from: HOUR - (HOUR % 86_400), to: HOUR - (HOUR % 86_400) + 86_400 });
     expect(days.map((d) => [d.n, d.volume, d.min, d.max, d.firstPrice, d.lastPrice])).toEqual([
       [2, "40", "10", "30", "10", "30"],
@@ -94,10 +99,10 @@ describe("analytics migration on SQLite (7)", () => {
     old.prepare("INSERT INTO collections (address) VALUES (?)").run(C);
     const key = (id: string) => `${String(id.length).padStart(2, "0")}${id}`;
     for (const [asset, owner] of ROWS.tokens) old.prepare("INSERT INTO tokens (collection_id, asset_key, current_owner) VALUES (1, ?, ?)").run(key(asset), owner);
-    for (const [m, id, created, updated, price, status] of ROWS.listings) {
+    for (const [m, id, created, updated, price, status, asset] of ROWS.listings) {
       old.prepare(
-        "INSERT INTO listings (marketplace, marketplace_id, collection_id, asset_key, created_at, last_updated_at, price, status) VALUES (?, ?, 1, '011', ?, ?, ?, ?)",
-      ).run(m, id, created, updated, price, status);
+        "INSERT INTO listings (marketplace, marketplace_id, collection_id, asset_key, created_at, last_updated_at, price, status) VALUES (?, ?, 1, ?, ?, ?, ?, ?)",
+      ).run(m, id, key(asset), created, updated, price, status);
     }
     for (const [h, asset, t, price, m] of ROWS.sales) {
       old.prepare(
@@ -123,10 +128,10 @@ describe.skipIf(skipPg)("analytics migration on PostgreSQL (6)", () => {
       await p.query("INSERT INTO collections (address) VALUES ($1)", [C]);
       await p.query("CREATE TABLE sales_c1 PARTITION OF sales FOR VALUES IN (1)");
       for (const [asset, owner] of ROWS.tokens) await p.query("INSERT INTO tokens (collection_id, asset_id, current_owner) VALUES (1, $1, $2)", [asset, owner]);
-      for (const [m, id, created, updated, price, status] of ROWS.listings) {
+      for (const [m, id, created, updated, price, status, asset] of ROWS.listings) {
         await p.query(
-          "INSERT INTO listings (marketplace, marketplace_id, collection_id, asset_id, created_at, last_updated_at, price, status) VALUES ($1, $2, 1, 11, $3, $4, $5, $6)",
-          [m, id, created, updated, price, status],
+          "INSERT INTO listings (marketplace, marketplace_id, collection_id, asset_id, created_at, last_updated_at, price, status) VALUES ($1, $2, 1, $3, $4, $5, $6, $7)",
+          [m, id, asset, created, updated, price, status],
         );
       }
       for (const [h, asset, t, price, m] of ROWS.sales) {

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
-import { KEEP_LISTING_HISTORY } from "./listing-history.js";
+import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 import { listingMoved } from "../shared/conflicts.js";
@@ -100,6 +100,12 @@ const OWNERS_OF_STAGED_TOKENS = [
   ensureTokens(STAGED_TOKENS),
   ownersFound(STAGED_TOKENS),
 ];
+
+/**
+ * After sales or transfers: the owners of their tokens, and the listings
+ * of those tokens that can no longer be filled (listing-history.ts).
+ */
+const MOVES_OF_STAGED_TOKENS = [...OWNERS_OF_STAGED_TOKENS, ...listingsMovedBy(STAGED_TOKENS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`)];
 
 /**
  * The first staged listing that names a listing under another collection
@@ -289,8 +295,8 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
         "collection_id, timestamp DESC, block DESC", true, true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
-    afterward: OWNERS_OF_STAGED_TOKENS,
-    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings"],
+    afterward: MOVES_OF_STAGED_TOKENS,
+    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
     whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
@@ -300,8 +306,11 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
       col("last_updated_at", "bigint"), col("price", "numeric"), col("status")],
     row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status],
     before: [REGISTER_COLLECTIONS],
-    counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "last_updated_at", "price", "status"],
-        withCollection("st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at, st.last_updated_at, st.price, st.status"),
+    // What the records said; the answer (status, last_updated_at) follows it
+    // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
+    counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status"],
+        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
+          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status`),
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
     check: refuseMovedListings,
@@ -317,8 +326,8 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block"],
         withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
           ${bytes("recipient")} AS recipient, st.timestamp, st.block`)),
-    afterward: OWNERS_OF_STAGED_TOKENS,
-    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings"],
+    afterward: MOVES_OF_STAGED_TOKENS,
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans"],
     serialized: true,
     lock: TOKENS_LOCK,
   },

@@ -1,5 +1,6 @@
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
-import { spansOf } from "./listing-history.js";
+import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
+import { FILLABLE_COLUMNS } from "./fillable.js";
 import { freshSeriesSql } from "./sales-series.js";
 
 // The PostgreSQL schema, versioned like the SQLite one (store/migrations.ts)
@@ -333,4 +334,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   // 7: ownership that follows sales and transfers (ownership.ts), as
   // SQLite's 8; the owners of tokens already sold are their latest buyers.
   OWNERSHIP_MIGRATION,
+  // 8: listings that can no longer be filled are not active (fillable.ts),
+  // as SQLite's 9.
+  `${FILLABLE_COLUMNS}${FILLABLE_BACKFILL.map((q) => `${q.trim().replace(/;$/, "")};`).join("\n")}`,
 ];

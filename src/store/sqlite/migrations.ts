@@ -9,6 +9,8 @@
 import type { Db } from "./db.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
+import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
+import { OPEN_END } from "../shared/listing-spans.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -244,10 +246,10 @@ export const MIGRATIONS: readonly Migration[] = [
   // 8: ownership that follows sales and transfers (ownership.ts); the
   // owners of tokens already sold are their latest buyers.
   `${OWNERSHIP_SCHEMA}${OWNERSHIP_BACKFILL}`,
+  // 9: listings that can no longer be filled are not active (fillable.ts).
+  `${FILLABLE_SCHEMA}${FILLABLE_BACKFILL}`,
 ];
 
-/** The end of a span still open. */
-export const OPEN_END = Number.MAX_SAFE_INTEGER;
 
 /** A token's new owner (NEW) gains it; a first token makes them a holder. */
 const OWNER_GAINS = `

@@ -69,10 +69,14 @@ const TABLES = {
     key: ["hash", "log_index", "collection_id", "asset_key"],
     values: ["sender", "recipient", "timestamp", "block"],
   },
+  // What the listing's records said: the answer (status, last_updated_at)
+  // follows it unless the token moved since (fillable.ts), set at insert as
+  // the token's owner is.
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "last_updated_at", "price", "status"],
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status"],
+    insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"]],
     feed: true,
   },
   socialUser: {
@@ -124,6 +128,8 @@ export class WriteStore {
    * positions grow in commit order across every writer of the file.
    */
   #feedSeq: number | undefined;
+  #refeedListings: Statement | undefined;
+  #listingFeedSeq: Statement | undefined;
 
   /**
    * maintainStats: false leaves the stats aggregates stale (until `stats
@@ -173,6 +179,12 @@ export class WriteStore {
    */
   beforeCommit(): void {
     if (this.#aggregates.pending) this.#aggregates.flush();
+    // Listings a sale or transfer ended (fillable.ts) take their feed positions now.
+    this.#refeedListings ??= this.#db.prepare("DELETE FROM listings_refed RETURNING id").pluck();
+    for (const id of this.#refeedListings.all() as number[]) {
+      this.#listingFeedSeq ??= this.#db.prepare("UPDATE listings SET feed_seq = ? WHERE id = ?");
+      this.#listingFeedSeq.run(this.#nextFeedSeq(), id);
+    }
     if (this.#feedSeq !== undefined) {
       this.#db.prepare("UPDATE store_state SET feed_seq = ? WHERE id = 1").run(this.#feedSeq);
       this.#feedSeq = undefined;
@@ -326,9 +338,9 @@ export class WriteStore {
         collection_id: collectionId,
         asset_key: assetKey(r.assetId),
         created_at: r.createdAt,
-        last_updated_at: r.lastUpdatedAt,
+        record_updated_at: r.lastUpdatedAt,
         price: r.price,
-        status: r.status,
+        record_status: r.status,
       },
       () => {
         // A listing stays with its collection: its history, floors and feed are that collection's.

@@ -1,0 +1,50 @@
+// Listings that can no longer be filled are not active, as in SQLite
+// (store/sqlite/fillable.ts explains the columns; decisions.md, "Fillable
+// listings"): a listing whose token changed hands after it was created, by
+// a sale or a transfer, answers CANCELLED from that moment (moved_at), and
+// its spans end there. Here set-based: after a merge of listings, for the
+// listings it staged (MOVED_OF_STAGED_LISTINGS), and after a merge of sales
+// or transfers, for the listings of the tokens it staged
+// (listing-history.ts listingsMovedBy).
+
+/** The first time the token of listing row `l` changed hands after `l` was created (NULL: never). */
+export const firstMove = (l: string) => `(SELECT min(ts) FROM (
+    (SELECT s.timestamp AS ts FROM sales s WHERE s.collection_id = ${l}.collection_id AND s.asset_id = ${l}.asset_id
+       AND s.timestamp > ${l}.created_at ORDER BY s.timestamp LIMIT 1)
+    UNION ALL
+    (SELECT t.timestamp FROM transfers t WHERE t.collection_id = ${l}.collection_id AND t.asset_id = ${l}.asset_id
+       AND t.timestamp > ${l}.created_at ORDER BY t.timestamp LIMIT 1)) x)`;
+
+/** A listing's answer (status, last_updated_at) for its row `l` and its moved_at `moved`: CANCELLED at moved when its record says CREATED. */
+export const answerOf = (l: string, moved: string) => ({
+  status: `CASE WHEN ${l}.record_status = 'CREATED' AND ${moved} IS NOT NULL THEN 'CANCELLED' ELSE ${l}.record_status END`,
+  updated: `CASE WHEN ${l}.record_status = 'CREATED' AND ${moved} IS NOT NULL THEN greatest(${l}.record_updated_at, ${moved}) ELSE ${l}.record_updated_at END`,
+});
+
+/**
+ * The listings `listings` selects (their ids) given their moved_at found
+ * again and their answers. With `into`, those it changed take new feed
+ * positions and their ids go into that table (their spans to be rebuilt).
+ */
+export function movedFound(listings: string, into?: string): string {
+  const a = answerOf("l", "m.ts");
+  const update = `UPDATE listings l SET moved_at = m.ts, status = ${a.status}, last_updated_at = ${a.updated}${into === undefined ? "" : ", feed_seq = nextval('feed_seq')"}
+    FROM m WHERE l.id = m.id AND (l.moved_at, l.status, l.last_updated_at) IS DISTINCT FROM (m.ts, ${a.status}, ${a.updated})`;
+  return `WITH m AS (SELECT l.id, ${firstMove("l")} AS ts FROM listings l WHERE l.id IN (${listings}))${
+    into === undefined ? ` ${update}` : `, changed AS (${update} RETURNING l.id) INSERT INTO ${into} SELECT id FROM changed`
+  }`;
+}
+
+/** Each staged listing (listing-history.ts staged_listings) with its moved_at found and its answer set; its feed position is the merge's. */
+export const MOVED_OF_STAGED_LISTINGS = movedFound("SELECT id FROM staged_listings");
+
+/** Migration 8's columns: what the records said, apart from the answer (status, last_updated_at) that follows moved_at. */
+export const FILLABLE_COLUMNS = `
+  ALTER TABLE listings ADD COLUMN record_status text CHECK (record_status IN ('CREATED', 'FULFILLED', 'CANCELLED', 'EXPIRED')),
+    ADD COLUMN record_updated_at bigint, ADD COLUMN moved_at bigint;
+  UPDATE listings SET record_status = status, record_updated_at = last_updated_at;
+  -- A merge inserts the record's columns; the answer is set right after it
+  -- (MOVED_OF_STAGED_LISTINGS), in the same transaction.
+  ALTER TABLE listings ALTER COLUMN record_status SET NOT NULL, ALTER COLUMN record_updated_at SET NOT NULL,
+    ALTER COLUMN status SET DEFAULT 'CREATED', ALTER COLUMN last_updated_at SET DEFAULT 0;
+`;
