@@ -197,6 +197,7 @@ export function createIngestService(ingest: Ingest) {
     ingestSales: unary("sales"),
     streamSales: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "sales", reqs, context),
     ingestListings: unary("listings"),
+    ingestTransfers: unary("transfers"),
     streamListings: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "listings", reqs, context),
     ingestAppraisals: unary("appraisals"),
     ingestRarity: unary("rarity"),

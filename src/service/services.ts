@@ -18,8 +18,11 @@ import { FeedHub } from "./feed-hub.js";
 
 export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService];
 
-/** The kinds whose writes the live feeds carry. */
-const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings"]);
+/**
+ * The kinds whose writes the live feeds carry; a transfer is in no feed,
+ * but it ends its token's listings, which the listings feed sends again.
+ */
+const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers"]);
 
 /** The writer of a server given none (read-only tests and tools): every write is refused as such. */
 const NO_WRITER: IngestWriter = {

@@ -9,6 +9,7 @@ import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { jsonLines } from "../support/json-lines.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
+import { EVERY_RPC } from "../support/rpc-names.js";
 
 // @marketdata/client as a user gets it: `npm pack ./packages/client`, the
 // tarball installed into a directory outside the repository, and a
@@ -87,15 +88,7 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
 
   it("calls every RPC of the contract on Connect, gRPC-Web and gRPC", async () => {
     const [results] = (await program("every", server.baseUrl, f.key, ingestKey, COLLECTION)) as [Record<string, Record<string, string>>];
-    const expected = Object.fromEntries(
-      [
-        "ListAppraisals", "ListRarity", "ListSales", "ListListings", "WatchSales", "WatchListings",
-        "GetCollectionStats", "ListInfluencers", "ListTweets", "ListScores",
-        "GetCollectionFloor", "ListCollectionHolders", "GetCollectionStatsSeries",
-        "IngestCollections", "IngestTokens", "IngestSales", "IngestListings", "IngestAppraisals", "IngestRarity",
-        "IngestInfluencers", "IngestTweets", "IngestScores", "StreamSales", "StreamListings",
-      ].map((m) => [m, "ok"]),
-    );
+    const expected = Object.fromEntries(EVERY_RPC.map((m) => [m, "ok"]));
     expect(results).toEqual({ connect: expected, "grpc-web": expected, grpc: expected });
   });
 

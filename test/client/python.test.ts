@@ -10,6 +10,7 @@ import { jsonLines } from "../support/json-lines.js";
 import { PYTHON, skipPython } from "../support/python.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
+import { EVERY_RPC } from "../support/rpc-names.js";
 
 // A client in another language from the same contract: Python stubs made by
 // `buf generate` with the repository's Python template
@@ -64,15 +65,7 @@ describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpci
   it("calls every RPC over gRPC with a key; without one it is refused", async () => {
     const results = (await python("every", target(), f.key, ingestKey, COLLECTION)) as Record<string, string>;
     const { "no key": noKey, ...calls } = results;
-    expect(Object.keys(calls).sort()).toEqual(
-      [
-        "ListAppraisals", "ListRarity", "ListSales", "ListListings", "WatchSales", "WatchListings",
-        "GetCollectionStats", "ListInfluencers", "ListTweets", "ListScores",
-        "GetCollectionFloor", "ListCollectionHolders", "GetCollectionStatsSeries",
-        "IngestCollections", "IngestTokens", "IngestSales", "StreamSales", "IngestListings", "StreamListings",
-        "IngestAppraisals", "IngestRarity", "IngestInfluencers", "IngestTweets", "IngestScores",
-      ].sort(),
-    );
+    expect(Object.keys(calls).sort()).toEqual(EVERY_RPC);
     for (const [method, result] of Object.entries(calls)) expect(result, method).toBe("ok");
     expect(noKey).toBe("UNAUTHENTICATED");
   });
