@@ -41,6 +41,19 @@ const SKILL_DECAY = 1 - 1 / 500;
 const SKILL_RATE = 1;
 const RECENT = 300;
 const RECENT_RIDGE = 5;
+/**
+ * Thin data: a market's spread measured from few sales is itself a guess
+ * (one sale has a spread of 0), so before the first fit the spread is
+ * shrunk towards PRIOR_SPREAD, a market of middling dispersion (the median
+ * absolute deviation of ln prices whose standard deviation is ~0.45), as if
+ * PRIOR_SALES sales had shown it. One sale is then appraised with the
+ * confidence of an unknown market (~0.4), not that of a perfectly tight one
+ * (0.74 before). Chosen so that markets of 1, 5 and 20 sales with
+ * dispersions from 0.1 to 0.7 are calibrated within 0.05
+ * (test/derive/appraisal.test.ts, "confidence on thin data").
+ */
+const PRIOR_SPREAD = 0.3;
+const PRIOR_SALES = 4;
 /** Where the recalibration starts: σ(0 + 1·z), no change. */
 const IDENTITY = Float64Array.of(0, 1);
 
@@ -78,6 +91,12 @@ export function features(e: Estimate): Float64Array {
 export function laplaceBand(m: number): number {
   const b = Math.max(m, 1e-3);
   return 1 - 0.5 * Math.exp(LOW / b) - 0.5 * Math.exp(-HIGH / b);
+}
+
+/** The band's share before any outcome: a Laplace error of the market's spread over `sales` sales, shrunk towards the prior's. */
+export function priorBand(spread: number, sales: number): number {
+  const n = Math.max(0, sales);
+  return laplaceBand(Math.max(0.05, ((n * spread + PRIOR_SALES * PRIOR_SPREAD) / (n + PRIOR_SALES)) * 1.5));
 }
 
 /**
@@ -139,8 +158,8 @@ export class Calibrator {
   #sinceFit = 0;
   #outcomes = 0;
   #pending: { x: Float64Array; hit: number; t: number; fitted: number; base: number }[] = [];
-  /** The recent share of outcomes in the band, and the recent squared errors of the fit and of that share. */
-  #base = 0.5;
+  /** The recent share of outcomes in the band (before any: an unknown market's), and the recent squared errors of the fit and of that share. */
+  #base = priorBand(PRIOR_SPREAD, 0);
   #fitLoss = 0;
   #baseLoss = 0;
 
@@ -154,7 +173,7 @@ export class Calibrator {
 
   /** The logistic fit's probability (before any outcome, a Laplace error of the market's spread). */
   #fitted(e: Estimate, x = features(e)): number {
-    if (this.#coef === undefined) return laplaceBand(Math.max(0.05, e.levelSpread * 1.5));
+    if (this.#coef === undefined) return priorBand(e.levelSpread, e.levelSales);
     return sigmoid(this.#recal[0]! + this.#recal[1]! * this.#z(x));
   }
 

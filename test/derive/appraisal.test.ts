@@ -147,6 +147,40 @@ describe("the backtest", () => {
 const p = (actual: number, model: number, confidence = 0.5, relative = 1, constantConfidence = 0.5): Prediction =>
   ({ actual, model, weekMedian: actual * 2, lastSale: actual, confidence, relative, constantConfidence }) as Prediction;
 
+describe("confidence on thin data", () => {
+  // Collections with 1, 5 and 20 sales, each a market of its own: a level,
+  // and a dispersion of ln prices drawn from 0.1 to 0.7 (NFT markets span
+  // that). Each collection's appraisal of a token is scored against the
+  // next sale of that market. Confidence must be the share that lands in
+  // the band, not the near-certainty a spread of one or five prices gives
+  // (a single 5-wei sale was appraised with confidence 0.74).
+  const COLLECTIONS = 600;
+  for (const n of [1, 5, 20]) {
+    it(`${n} sale${n === 1 ? "" : "s"}: mean confidence within 0.1 of the share of next sales in the band`, () => {
+      const rnd = new Random(1000 + n);
+      const tokens: TokenTraits[] = Array.from({ length: 20 }, (_, i) => ({ assetId: String(i), attributes: [{ trait_type: "type", value: "plain" }] }));
+      let confidence = 0;
+      let hits = 0;
+      for (let c = 0; c < COLLECTIONS; c++) {
+        const level = rnd.normal(0, 2);
+        const sigma = 0.1 + 0.6 * rnd.next();
+        const price = () => BigInt(Math.max(1, Math.round(Math.exp(level + rnd.normal(0, sigma)) * 1e9))) * 10n ** 9n;
+        const start = 1_700_000_000;
+        const sales: SaleForModel[] = Array.from({ length: n }, (_, i) => ({
+          assetId: String(rnd.int(0, tokens.length - 1)), timestamp: start + i * DAY, price: price(), buyer: "0x",
+        }));
+        const [a] = [...appraiseCollection(tokens, sales, ["19"])];
+        confidence += a!.confidence;
+        if (inBand(Number(a!.fairMarketValue), Number(price()))) hits++;
+      }
+      const mean = confidence / COLLECTIONS;
+      const observed = hits / COLLECTIONS;
+      expect(Math.abs(mean - observed), `mean confidence ${mean.toFixed(3)}, observed ${observed.toFixed(3)}`).toBeLessThan(0.1);
+      if (n === 1) expect(mean).toBeLessThan(0.45);
+    });
+  }
+});
+
 describe("figures", () => {
   it("error figures: MdAPE and the shares within ±10% and ±20% of the predicted value", () => {
     const ps = [p(100, 100), p(100, 105), p(100, 115), p(100, 130), p(100, 50)];
