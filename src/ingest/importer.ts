@@ -35,6 +35,8 @@ export interface ImportOptions {
   cancelled?: () => boolean;
   /** false only to measure what keeping the stats aggregates costs (bench:stats). */
   maintainStats?: boolean;
+  /** SQLite's bulk path: true from the first row, false never (tests of each path); unset, as the importer decides. */
+  bulk?: boolean;
   /** How far past the clock (when the import starts) a sale's or listing's time may be; DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
   maxClockSkewSeconds?: number;
 }
@@ -121,7 +123,10 @@ export async function importLines(
     options.kind,
     (write) => scanLines(lines, options, stats, (record) => write(record as ImportRecord)),
     stats,
-    options.maintainStats === undefined ? {} : { maintainStats: options.maintainStats },
+    {
+      ...(options.maintainStats === undefined ? {} : { maintainStats: options.maintainStats }),
+      ...(options.bulk === undefined ? {} : { bulk: options.bulk }),
+    },
   );
   return stats;
 }

@@ -378,6 +378,8 @@ export interface RecordImport {
 export interface ImportRecordsOptions {
   /** false only to measure what keeping the stats aggregates costs (bench:stats). */
   maintainStats?: boolean;
+  /** SQLite's bulk path (indexes and triggers dropped, rebuilt at the end): true from the first row, false never (tests of each path); unset, once an import has inserted a quarter of the table's rows. */
+  bulk?: boolean;
   /**
    * Refresh the planner's statistics after the commit (default true): right
    * after a file's import; not after each small batch of the ingest API,

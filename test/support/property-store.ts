@@ -19,12 +19,16 @@ async function* linesOf(records: readonly object[]) {
   for (const r of records) yield JSON.stringify(r);
 }
 
-/** Imports records; false when the file was rejected whole (a bad line without skipInvalid). */
-export async function importBatch(store: WritableStore, kind: Kind, records: object[], badLine = false, skipInvalid = false): Promise<boolean> {
+/**
+ * Imports records; false when the file was rejected whole (a bad line
+ * without skipInvalid). `bulk`: SQLite's bulk path from the first row (its
+ * set-based recompute) or never (its triggers, row by row).
+ */
+export async function importBatch(store: WritableStore, kind: Kind, records: object[], badLine = false, skipInvalid = false, bulk?: boolean): Promise<boolean> {
   const lines: object[] = [...records];
   if (badLine) lines.splice(lines.length >> 1, 0, { nonsense: true });
   try {
-    await importLines(store.records, linesOf(lines), { kind, skipInvalid });
+    await importLines(store.records, linesOf(lines), { kind, skipInvalid, bulk });
     return true;
   } catch (err) {
     if (!(err instanceof ImportRejected)) throw err;

@@ -103,9 +103,20 @@ const OWNERS_OF_STAGED_TOKENS = [
 
 /**
  * After sales or transfers: the owners of their tokens, and the listings
- * of those tokens that can no longer be filled (listing-history.ts).
+ * of those tokens that can no longer be filled (listing-history.ts). The
+ * staged tokens are found once (a DISTINCT over the whole stage: half a
+ * second for 270,000 sales, when each statement found them again).
  */
-const MOVES_OF_STAGED_TOKENS = [...OWNERS_OF_STAGED_TOKENS, ...listingsMovedBy(STAGED_TOKENS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`)];
+const TOKENS_FOUND = "SELECT collection_id, asset_id FROM staged_tokens";
+const MOVES_OF_STAGED_TOKENS = [
+  "CREATE TEMP TABLE IF NOT EXISTS staged_tokens (collection_id integer NOT NULL, asset_id numeric NOT NULL) ON COMMIT DROP",
+  "TRUNCATE staged_tokens",
+  `INSERT INTO staged_tokens ${STAGED_TOKENS}`,
+  `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
+  ensureTokens(TOKENS_FOUND),
+  ownersFound(TOKENS_FOUND),
+  ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
+];
 
 /**
  * The first staged listing that names a listing under another collection

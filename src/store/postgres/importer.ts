@@ -122,7 +122,8 @@ async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts
     }
     await flush();
   }
-  if (kind.afterward !== undefined) await client.query(kind.afterward.join(";\n"));
+  // Rows all unchanged move no owner and end no listing.
+  if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
   // Every staged collection, changed or not: fewer statements than finding which.
   if (counts.inserted + counts.updated > 0) touched.staged = true;
 }

@@ -23,7 +23,7 @@ const firstMove = (l: string) => `(SELECT min(ts) FROM (
     SELECT min(timestamp) FROM transfers WHERE collection_id = ${l}.collection_id AND asset_key = ${l}.asset_key AND timestamp > ${l}.created_at))`;
 
 /** moved_at found again for the listings `where` selects. */
-const movedFound = (where: string) => `
+export const movedFound = (where: string) => `
   UPDATE listings SET moved_at = ${firstMove("listings")} WHERE ${where} AND moved_at IS NOT ${firstMove("listings")};`;
 
 /** The token's listings created before an event at NEW.timestamp end there, unless they ended earlier. */
@@ -102,9 +102,8 @@ export const FILLABLE_SCHEMA = `
     WHERE id = NEW.id AND (status, last_updated_at) IS NOT (${EFFECTIVE_STATUS}, ${EFFECTIVE_UPDATED});
   END;
 
-  CREATE TRIGGER sales_listings_moved AFTER INSERT ON sales BEGIN
-    ${movedBy}
-  END;
+  -- A sale inserted ends listings through SALE_LISTINGS_MOVED, run by the
+  -- writer (ownership.ts says why not a trigger).
   CREATE TRIGGER sales_listings_moved_again AFTER UPDATE OF timestamp ON sales WHEN OLD.timestamp IS NOT NEW.timestamp BEGIN
     ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key")}
   END;
@@ -125,3 +124,9 @@ export const FILLABLE_BACKFILL = `
   ${movedFound("true")}
   DELETE FROM listings_refed;
 `;
+
+/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time. */
+export const SALE_LISTINGS_MOVED = `
+  UPDATE listings SET moved_at = @timestamp
+  WHERE collection_id = @collection_id AND asset_key = @asset_key AND created_at < @timestamp
+    AND (moved_at IS NULL OR moved_at > @timestamp)`;

@@ -68,7 +68,8 @@ export class SqliteRecordImport implements RecordImport {
     try {
       await feed((record) => {
         counts[write(store, record)] += 1;
-        if (restoreIndexes === undefined && counts.inserted >= Math.max(1, rowsBefore * BULK_FRACTION)) {
+        const threshold = options.bulk === true ? 1 : Math.max(1, rowsBefore * BULK_FRACTION);
+        if (restoreIndexes === undefined && options.bulk !== false && counts.inserted >= threshold) {
           restoreIndexes = store.deferIndexes(table);
         }
       });

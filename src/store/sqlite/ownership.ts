@@ -28,7 +28,7 @@ const ensureToken = (at: string) =>
   `INSERT INTO tokens (collection_id, asset_key, recorded) VALUES (${at}.collection_id, ${at}.asset_key, 0) ON CONFLICT DO NOTHING;`;
 
 /** The token's owner and owning position found again from its sales and transfers (the record's owner without either), where `when` holds. */
-const ownerRecomputed = (at: string, when = "true") => `
+export const ownerRecomputed = (at: string, when = "true") => `
   UPDATE tokens SET (current_owner, owner_block, owner_log, owner_hash) = (
     SELECT coalesce(e.owner, tokens.record_owner), e.block, e.log_index, e.hash FROM (SELECT 1) LEFT JOIN (
       SELECT * FROM (
@@ -79,12 +79,11 @@ export const OWNERSHIP_SCHEMA = `
     UPDATE tokens SET current_owner = NEW.record_owner WHERE ${tokenOf("NEW")};
   END;
 
-  CREATE TRIGGER sales_owner_added AFTER INSERT ON sales BEGIN
-    ${ensureToken("NEW")}
-    -- A sale whose transaction's transfer is here is that transfer.
-    ${ownerIfLater(ownerOf("NEW.buyer"), String(SALE_LOG_INDEX),
-      "NOT EXISTS (SELECT 1 FROM transfers t WHERE t.hash = NEW.hash AND t.collection_id = NEW.collection_id AND t.asset_key = NEW.asset_key)")}
-  END;
+  -- A sale inserted moves its token's owner through SALE_OWNER_ADDED, run
+  -- by the writer (write-store.ts), not by a trigger: any AFTER INSERT
+  -- trigger on sales, even one that does nothing, made each insert three
+  -- times as costly (1,000-sale batches from 50 writers: 10,000 sales/s
+  -- against 30,000 without).
   CREATE TRIGGER sales_owner_changed AFTER UPDATE OF block, buyer ON sales
     WHEN OLD.block IS NOT NEW.block OR OLD.buyer IS NOT NEW.buyer BEGIN
     ${ownerRecomputed("NEW")}
@@ -114,3 +113,18 @@ export const OWNERSHIP_BACKFILL = `
     WHERE s.collection_id = tokens.collection_id AND s.asset_key = tokens.asset_key ORDER BY block DESC, hash DESC LIMIT 1)
   WHERE EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = tokens.collection_id AND s.asset_key = tokens.asset_key);
 `;
+
+/**
+ * What a sale inserted does to its token's owner (the sales_owner_added
+ * trigger this would be), with NEW's columns as named parameters: its row
+ * ensured, and the owner moved when the sale is later than the event that
+ * set it, unless its transaction's transfer is known (that transfer is the
+ * event).
+ */
+export const SALE_OWNER_ADDED: readonly string[] = [
+  "INSERT INTO tokens (collection_id, asset_key, recorded) VALUES (@collection_id, @asset_key, 0) ON CONFLICT DO NOTHING",
+  `UPDATE tokens SET current_owner = ${ownerOf("@buyer")}, owner_block = @block, owner_log = ${SALE_LOG_INDEX}, owner_hash = @hash
+   WHERE collection_id = @collection_id AND asset_key = @asset_key
+     AND (owner_block IS NULL OR (owner_block, owner_log, owner_hash) < (@block, ${SALE_LOG_INDEX}, @hash))
+     AND NOT EXISTS (SELECT 1 FROM transfers t WHERE t.hash = @hash AND t.collection_id = @collection_id AND t.asset_key = @asset_key)`,
+];

@@ -2,6 +2,9 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
 import { assetKey } from "./asset-key.js";
+import { SALE_LISTINGS_MOVED } from "./fillable.js";
+import { deferMarketTriggers } from "./market-triggers.js";
+import { SALE_OWNER_ADDED } from "./ownership.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
@@ -129,6 +132,10 @@ export class WriteStore {
    */
   #feedSeq: number | undefined;
   #refeedListings: Statement | undefined;
+  /** A sale's owner and listings statements (SALE_OWNER_ADDED, SALE_LISTINGS_MOVED), prepared at the first sale. */
+  #saleMoves: Statement[] | undefined;
+  /** In bulk mode the market is recomputed at the end (market-triggers.ts), not row by row. */
+  #marketDeferred = false;
   #listingFeedSeq: Statement | undefined;
 
   /**
@@ -314,6 +321,11 @@ export class WriteStore {
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
+    if (result === "inserted" && !this.#marketDeferred) {
+      this.#saleMoves ??= [...SALE_OWNER_ADDED, SALE_LISTINGS_MOVED].map((sql) => this.#db.prepare(sql));
+      const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
+      for (const s of this.#saleMoves) s.run(at);
+    }
     if (this.#maintainStats) {
       if (result === "inserted") {
         this.#aggregates.add(collectionId, r.marketplace, {
@@ -429,9 +441,14 @@ export class WriteStore {
       )
       .all(table, `${table}_natural_key`) as { name: string; sql: string }[];
     for (const { name } of indexes) this.#db.exec(`DROP INDEX ${name}`);
+    const restoreTriggers = deferMarketTriggers(this.#db, table);
+    if (restoreTriggers !== undefined) this.#marketDeferred = true;
     this.#upserters.delete(kind);
     return () => {
       for (const { sql } of indexes) this.#db.exec(sql);
+      // The collections written so far (not yet stamped: beforeCommit comes after).
+      restoreTriggers?.(this.#touched.ids);
+      this.#marketDeferred = false;
       this.#upserters.delete(kind);
     };
   }
