@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { skipPg } from "../support/pg.js";
-import { type Harness, harness, importBatch } from "../support/property-store.js";
+import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
 
 // Listings that can no longer be filled are not active (decisions.md,
 // "Fillable listings"): after any history of listing records, sales and
@@ -148,17 +148,6 @@ function floorOracle(truth: ReturnType<typeof truthOf>, at: number | undefined) 
   return [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([marketplace, g]) => ({ marketplace, marketplaceId: g.marketplaceId, price: String(g.price) }));
 }
 
-/** Consecutive writes of one kind go as one import (a batch); the kinds interleave. */
-function batches(writes: readonly Write[]): Write[][] {
-  const out: Write[][] = [];
-  for (const w of writes) {
-    const last = out.at(-1);
-    if (last !== undefined && last[0]!.kind === w.kind && last.length < 4) last.push(w);
-    else out.push([w]);
-  }
-  return out;
-}
-
 for (const engine of ["sqlite", "postgres"] as const) {
   describe.skipIf(engine === "postgres" && skipPg)(`listings that can no longer be filled on ${engine} (property)`, () => {
     let h: Harness;
@@ -177,7 +166,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
           const address = C(++run);
           runPrefix = String(run);
           const taken: Write[] = [];
-          for (const batch of batches(writes)) {
+          for (const batch of batchesByKind(writes, 4)) {
             // bulk: SQLite's set-based recompute after a bulk import; else its triggers, row by row.
             await importBatch(h.store, batch[0]!.kind as Kind, batch.map((w) => recordOf(address, w)), false, false, bulk);
             taken.push(...batch);

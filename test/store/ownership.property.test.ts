@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { skipPg } from "../support/pg.js";
-import { type Harness, harness, importBatch } from "../support/property-store.js";
+import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
 
 // Ownership follows the market (decisions.md, "Ownership"): after any
 // history of token records, sales and transfers, in any arrival order and
@@ -119,17 +119,6 @@ function expectedHolders(owners: Map<number, string>) {
   };
 }
 
-/** Consecutive writes of one kind go as one import (a batch); the kinds interleave. */
-function batches(writes: readonly Write[]): Write[][] {
-  const out: Write[][] = [];
-  for (const w of writes) {
-    const last = out.at(-1);
-    if (last !== undefined && last[0]!.kind === w.kind && last.length < 6) last.push(w);
-    else out.push([w]);
-  }
-  return out;
-}
-
 for (const engine of ["sqlite", "postgres"] as const) {
   describe.skipIf(engine === "postgres" && skipPg)(`ownership follows sales and transfers on ${engine} (property)`, () => {
     let h: Harness;
@@ -148,7 +137,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
         fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 24 }), fc.boolean(), fc.boolean(), async (writes, badLast, bulk) => {
           const address = nextAddress();
           const taken: Write[] = [];
-          const all = batches(writes);
+          const all = batchesByKind(writes, 6);
           for (const [i, batch] of all.entries()) {
             // Now and then a batch refused whole: nothing of it may move an owner.
             const bad = badLast && i === all.length - 1;

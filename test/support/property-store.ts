@@ -37,6 +37,17 @@ export async function importBatch(store: WritableStore, kind: Kind, records: obj
   }
 }
 
+/** Consecutive writes of one kind go as one import (a batch of at most `size`); the kinds interleave. */
+export function batchesByKind<W extends { kind: Kind }>(writes: readonly W[], size: number): W[][] {
+  const out: W[][] = [];
+  for (const w of writes) {
+    const last = out.at(-1);
+    if (last !== undefined && last[0]!.kind === w.kind && last.length < size) last.push(w);
+    else out.push([w]);
+  }
+  return out;
+}
+
 export interface Harness {
   store: WritableStore;
   read: ReadRepositories;
