@@ -93,10 +93,8 @@ export const FILLABLE_SCHEMA = `
     ${spansRebuilt("NEW.id")}
     INSERT OR IGNORE INTO listings_refed VALUES (NEW.id);
   END;
-  CREATE TRIGGER listings_answer_added AFTER INSERT ON listings BEGIN
-    UPDATE listings SET status = ${EFFECTIVE_STATUS}, last_updated_at = ${EFFECTIVE_UPDATED}
-    WHERE id = NEW.id AND (status, last_updated_at) IS NOT (${EFFECTIVE_STATUS}, ${EFFECTIVE_UPDATED});
-  END;
+  -- An insert sets the answer to the record (write-store.ts insertAlso); a
+  -- move found for it is an update of moved_at, answered here.
   CREATE TRIGGER listings_answer_changed AFTER UPDATE OF record_status, record_updated_at, moved_at ON listings BEGIN
     UPDATE listings SET status = ${EFFECTIVE_STATUS}, last_updated_at = ${EFFECTIVE_UPDATED}
     WHERE id = NEW.id AND (status, last_updated_at) IS NOT (${EFFECTIVE_STATUS}, ${EFFECTIVE_UPDATED});
