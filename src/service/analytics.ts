@@ -5,6 +5,7 @@ import {
   GetCollectionFloorResponseSchema,
   GetCollectionStatsSeriesResponseSchema,
   ListCollectionHoldersResponseSchema,
+  ListCollectionTraitsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
@@ -12,16 +13,17 @@ import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories }
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { CURRENCY } from "./records.js";
+import { CURRENCY, toFloorListing, toTraitValue } from "./records.js";
 
-// The analytics RPCs of CollectionService: floor, holders and sales series.
+// The analytics RPCs of CollectionService: floor, holders, traits and sales series.
 
 /** Buckets per series page: a year of days fits one. */
 export const SERIES_LIMITS = { fallback: 1000, max: 1000 };
 /** A series page token: the start of the next page's first interval. */
 const SERIES_KEY: KeySpec = ["int"];
 
-type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries">;
+type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "listCollectionTraits"
+>;
 
 export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethods {
   return {
@@ -62,6 +64,14 @@ export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethod
           holders: page.rows.map((h) => ({ address: h.address, tokenCount: BigInt(h.tokens) })),
         },
       });
+    },
+
+    async listCollectionTraits(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const values = await store.tokens.traits(await knownCollection(store.collections, address));
+      // In code-point order of type, then value, whatever the engine's collation.
+      values.sort((a, b) => compare(a.traitType, b.traitType) || compare(a.value, b.value));
+      return create(ListCollectionTraitsResponseSchema, { successful: 1, data: values.map(toTraitValue) });
     },
 
     async getCollectionStatsSeries(req) {
@@ -133,13 +143,4 @@ function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined
   return best;
 }
 
-function toFloorListing(r: FloorListingRow) {
-  return {
-    marketplace: r.marketplace,
-    marketplaceId: r.marketplaceId,
-    assetId: r.assetId,
-    price: r.price,
-    currency: CURRENCY,
-    createdAt: BigInt(r.createdAt),
-  };
-}
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

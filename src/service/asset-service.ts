@@ -6,6 +6,7 @@ import {
   ListListingsResponseSchema,
   ListRarityResponseSchema,
   ListSalesResponseSchema,
+  ListTokensResponseSchema,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
 import {
   APPRAISAL_KEY,
@@ -17,13 +18,16 @@ import {
   RARITY_KEY,
   type ReadRepositories,
   SALE_KEY,
+  TOKEN_KEYS,
+  TOKEN_SORTS,
+  type TokensFilter,
 } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { toAppraisal, toListing, toRarity, toSale } from "./records.js";
+import { toAppraisal, toListing, toRarity, toSale, toToken } from "./records.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
@@ -82,6 +86,27 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
         page: (c, page) => store.assetMetrics.rarityPage(c, page),
       });
       return create(ListRarityResponseSchema, { successful: 1, nextPage, data: rows.map(toRarity) });
+    },
+
+    async listTokens(req) {
+      const owner = p.optionalOwner(req.owner);
+      const address = req.contractAddress === "" && owner !== undefined ? undefined : p.contractAddress(req.contractAddress);
+      const sort = p.choice(req.sort, TOKEN_SORTS, "sort");
+      const filter: TokensFilter = { assetId: p.optionalAssetId(req.assetId), owner, trait: p.optionalTrait(req.trait), sort };
+      if (address === undefined && sort !== "id") throw p.invalid(`sort=${sort} needs contractAddress (a wallet's tokens in every collection are by collection, then asset id)`);
+      if (address === undefined && (filter.trait !== undefined || filter.assetId !== undefined)) {
+        throw p.invalid(`${filter.trait !== undefined ? "trait" : "assetId"} needs contractAddress`);
+      }
+      const limit = p.limit(req.limit);
+      if (address !== undefined) filter.collectionId = await knownCollection(store.collections, address);
+      const digest = queryDigest(["tokens", address ?? "", { ...filter, collectionId: undefined }]);
+      const after = decodePageToken("cursor", req.cursor, digest, TOKEN_KEYS[sort]);
+      const page = await store.tokens.tokensPage(filter, { limit, after });
+      return create(ListTokensResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, page.nextKey),
+        data: page.rows.map(toToken),
+      });
     },
 
     async listSales(req) {

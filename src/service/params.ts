@@ -110,3 +110,26 @@ export function listingStatus(status: ListingStatus): ListingStatusName | undefi
   }
   return name;
 }
+
+/** An optional owner address ("": every owner), returned lower case. */
+export function optionalOwner(value: string, param = "owner"): string | undefined {
+  if (value === "") return undefined;
+  if (!isAddress(value)) throw invalid(`${param} must be 0x followed by 40 hex characters, got ${q(value)}`);
+  return value.toLowerCase();
+}
+
+/** An optional trait filter "type:value" (the first ":" separates them; "": every token). */
+export function optionalTrait(value: string, param = "trait"): { type: string; value: string } | undefined {
+  if (value === "") return undefined;
+  const at = value.indexOf(":");
+  if (at <= 0) throw invalid(`${param} must be "type:value" (a trait type, a colon, a value), got ${q(value)}`);
+  return { type: value.slice(0, at), value: value.slice(at + 1) };
+}
+
+/** One of `choices`, or the first when "". */
+export function choice<T extends string>(value: string, choices: readonly T[], param: string): T {
+  if (value === "") return choices[0]!;
+  const found = choices.find((c) => c === value);
+  if (found === undefined) throw invalid(`${param} must be one of ${choices.join(", ")}, got ${q(value)}`);
+  return found;
+}

@@ -2,14 +2,18 @@ import { fromJsonString } from "@bufbuild/protobuf";
 import {
   type Appraisal,
   type AssetRarity,
+  type FloorListing,
   type Influencer,
   type Listing,
   ListingStatus,
   type Sale,
   type SocialUser,
+  type Token,
+  type TraitValue,
   type Tweet,
   TweetSchema,
 } from "../../gen/marketdata/v1/resources_pb.js";
+import type { FloorListingRow, TokenRow, TraitValueRow } from "../store/ports.js";
 import type {
   AppraisalRow,
   InfluencerRow,
@@ -75,5 +79,40 @@ export function toTweet(r: TweetRow): Tweet {
     interaction: BigInt(r.interaction),
     retweetedStatus:
       retweetedStatusJson === null ? undefined : fromJsonString(TweetSchema, retweetedStatusJson),
+  };
+}
+
+export function toFloorListing(r: FloorListingRow): FloorListing {
+  return {
+    $typeName: "marketdata.v1.FloorListing",
+    marketplace: r.marketplace,
+    marketplaceId: r.marketplaceId,
+    assetId: r.assetId,
+    price: r.price,
+    currency: CURRENCY,
+    createdAt: BigInt(r.createdAt),
+  };
+}
+
+export function toToken(r: TokenRow): Token {
+  return {
+    $typeName: "marketdata.v1.Token",
+    contractAddress: r.contractAddress,
+    assetId: r.assetId,
+    owner: r.owner,
+    attributes: r.attributes.map((a) => ({ $typeName: "marketdata.v1.TokenTrait", traitType: a.traitType, value: a.value })),
+    rarityRank: BigInt(r.rarityRank),
+    lastSale: r.lastSale && toSale(r.lastSale),
+    listing: r.listing && toListing(r.listing),
+  };
+}
+
+export function toTraitValue(r: TraitValueRow): TraitValue {
+  return {
+    $typeName: "marketdata.v1.TraitValue",
+    traitType: r.traitType,
+    value: r.value,
+    tokenCount: BigInt(r.tokens),
+    floor: r.floor && toFloorListing(r.floor),
   };
 }

@@ -192,6 +192,62 @@ export interface AnalyticsRepository {
   salesExtent(collectionId: number): MaybePromise<{ first: number; last: number } | undefined>;
 }
 
+// tokens and traits: the tokens list and each trait value's count and floor,
+// from what the writers keep (sqlite/token-market.ts, postgres/token-market.ts).
+
+/** Orders of the tokens list: asset id; cheapest active listing (unlisted last); rarity rank (unranked last); latest change of hands (never moved last). */
+export type TokenSort = "id" | "price" | "rarity" | "recent";
+export const TOKEN_SORTS: readonly TokenSort[] = ["id", "price", "rarity", "recent"];
+
+/** The page key of each order: the order's value(s), then the asset id (with `owner` alone, the collection's id first). */
+export const TOKEN_KEYS: Readonly<Record<TokenSort, KeySpec>> = {
+  id: ["int", "text"],
+  price: ["text", "text"],
+  rarity: ["int", "text"],
+  recent: ["int", "int", "text"],
+};
+
+export interface TokensFilter {
+  /** Undefined: every collection (then `owner` is given and the order is "id"). */
+  collectionId?: number | undefined;
+  assetId?: string | undefined;
+  /** Lower-case address. */
+  owner?: string | undefined;
+  trait?: { type: string; value: string } | undefined;
+  sort: TokenSort;
+}
+
+export interface TokenRow {
+  contractAddress: string;
+  assetId: string;
+  /** "" when unknown. */
+  owner: string;
+  /** The token record's attributes, values as text. */
+  attributes: { traitType: string; value: string }[];
+  /** 0: no rarity row. */
+  rarityRank: number;
+  /** Its latest sale (sales list order), if any. */
+  lastSale: SaleRow | undefined;
+  /** Its cheapest active listing (ties: marketplace, then listing id), if any. */
+  listing: ListingRow | undefined;
+  /** The page key of the row in the order asked. */
+  key: KeyValue[];
+}
+
+export interface TraitValueRow {
+  traitType: string;
+  value: string;
+  tokens: number;
+  /** The cheapest active listing among the value's tokens, if any. */
+  floor: FloorListingRow | undefined;
+}
+
+export interface TokensRepository {
+  tokensPage(filter: TokensFilter, page: PageRequest): MaybePromise<Page<TokenRow>>;
+  /** Every trait value of the collection, by type then value (code-point order), with its token count and floor. */
+  traits(collectionId: number): MaybePromise<TraitValueRow[]>;
+}
+
 export interface SocialRepository {
   topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
   topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
@@ -272,6 +328,7 @@ export interface ReadRepositories {
   assetMetrics: AssetMetricsRepository;
   sales: SalesRepository;
   listings: ListingsRepository;
+  tokens: TokensRepository;
   analytics: AnalyticsRepository;
   social: SocialRepository;
   keys: KeysRepository;

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { expect } from "vitest";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
@@ -13,7 +14,7 @@ import { createTestDatabase } from "./pg.js";
 
 // Property tests of the store through the service in process: one store per
 // engine, written by imports (the commands' own path), read by the
-// CollectionService client.
+// CollectionService and AssetService clients.
 
 async function* linesOf(records: readonly object[]) {
   for (const r of records) yield JSON.stringify(r);
@@ -52,6 +53,7 @@ export interface Harness {
   store: WritableStore;
   read: ReadRepositories;
   client: Client<typeof CollectionService>;
+  assets: Client<typeof AssetService>;
   cleanup(): Promise<void>;
 }
 
@@ -70,11 +72,12 @@ export async function harness(engine: "sqlite" | "postgres"): Promise<Harness> {
   }
   const store = await openWritableStore(target, { migrateEmpty: true });
   const read = await openReadRepositories(target);
-  const client = createClient(CollectionService, createRouterTransport((router) => createServices(read).routes(router)));
+  const transport = createRouterTransport((router) => createServices(read).routes(router));
   return {
     store,
     read,
-    client,
+    client: createClient(CollectionService, transport),
+    assets: createClient(AssetService, transport),
     cleanup: async () => {
       await read.close();
       await store.close();

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Appraisal, AssetRarity, Listing, ListingStatus, Sale } from "./resources_pb.js";
+import type { Appraisal, AssetRarity, Listing, ListingStatus, Sale, Token } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/asset_service.proto.
  */
 export const file_marketdata_v1_asset_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSK9AQoQTGlzdFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEhIKBXNpbmNlGAQgASgDSACIAQESEgoFdW50aWwYBSABKANIAYgBARISCgVsaW1pdBgGIAEoBUgCiAEBEg4KBmN1cnNvchgHIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJXChFMaXN0U2FsZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIhCgRkYXRhGAMgAygLMhMubWFya2V0ZGF0YS52MS5TYWxlIrIBChNMaXN0TGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAUgASgFSACIAQESDgoGY3Vyc29yGAYgASgJQggKBl9saW1pdCJdChRMaXN0TGlzdGluZ3NSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEg4KBmN1cnNvchgCIAEoCRIkCgRkYXRhGAMgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nImQKEVdhdGNoU2FsZXNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSDgoGY3Vyc29yGAQgASgJIk0KEldhdGNoU2FsZXNSZXNwb25zZRIhCgRzYWxlGAEgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEhQKDHJlc3VtZV90b2tlbhgCIAEoCSKVAQoUV2F0Y2hMaXN0aW5nc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAMoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIsCgZzdGF0dXMYBCABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSDgoGY3Vyc29yGAUgASgJIlYKFVdhdGNoTGlzdGluZ3NSZXNwb25zZRInCgdsaXN0aW5nGAEgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHJlc3VtZV90b2tlbhgCIAEoCTLfBQoMQXNzZXRTZXJ2aWNlEn4KDkxpc3RBcHByYWlzYWxzEiQubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1JlcXVlc3QaJS5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2Fzc2V0L2FwcHJhaXNhbHMSbgoKTGlzdFJhcml0eRIgLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvcmFyaXR5EmoKCUxpc3RTYWxlcxIfLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVxdWVzdBogLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVzcG9uc2UiGpACAYLT5JMCERIPL3YxL2Fzc2V0L3NhbGVzEnYKDExpc3RMaXN0aW5ncxIiLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVxdWVzdBojLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVzcG9uc2UiHZACAYLT5JMCFBISL3YxL2Fzc2V0L2xpc3RpbmdzEnYKCldhdGNoU2FsZXMSIC5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5XYXRjaFNhbGVzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2Fzc2V0L3NhbGVzL3N0cmVhbTABEoIBCg1XYXRjaExpc3RpbmdzEiMubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVxdWVzdBokLm1hcmtldGRhdGEudjEuV2F0Y2hMaXN0aW5nc1Jlc3BvbnNlIiSQAgGC0+STAhsSGS92MS9hc3NldC9saXN0aW5ncy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSKZAQoRTGlzdFRva2Vuc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRINCgVvd25lchgDIAEoCRINCgV0cmFpdBgEIAEoCRIMCgRzb3J0GAUgASgJEhIKBWxpbWl0GAYgASgFSACIAQESDgoGY3Vyc29yGAcgASgJQggKBl9saW1pdCJfChJMaXN0VG9rZW5zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuVG9rZW4ivQEKEExpc3RTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRISCgVzaW5jZRgEIAEoA0gAiAEBEhIKBXVudGlsGAUgASgDSAGIAQESEgoFbGltaXQYBiABKAVIAogBARIOCgZjdXJzb3IYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiVwoRTGlzdFNhbGVzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIQoEZGF0YRgDIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZSKyAQoTTGlzdExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgFIAEoBUgAiAEBEg4KBmN1cnNvchgGIAEoCUIICgZfbGltaXQiXQoUTGlzdExpc3RpbmdzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSJAoEZGF0YRgDIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyJkChFXYXRjaFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEg4KBmN1cnNvchgEIAEoCSJNChJXYXRjaFNhbGVzUmVzcG9uc2USIQoEc2FsZRgBIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxyZXN1bWVfdG9rZW4YAiABKAkilQEKFFdhdGNoTGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgFIAEoCSJWChVXYXRjaExpc3RpbmdzUmVzcG9uc2USJwoHbGlzdGluZxgBIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxyZXN1bWVfdG9rZW4YAiABKAkyzwYKDEFzc2V0U2VydmljZRJ+Cg5MaXN0QXBwcmFpc2FscxIkLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXF1ZXN0GiUubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9hc3NldC9hcHByYWlzYWxzEm4KCkxpc3RSYXJpdHkSIC5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Jhcml0eRJqCglMaXN0U2FsZXMSHy5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1JlcXVlc3QaIC5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9hc3NldC9zYWxlcxJ2CgxMaXN0TGlzdGluZ3MSIi5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1JlcXVlc3QaIy5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1Jlc3BvbnNlIh2QAgGC0+STAhQSEi92MS9hc3NldC9saXN0aW5ncxJuCgpMaXN0VG9rZW5zEiAubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFRva2Vuc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC90b2tlbnMSdgoKV2F0Y2hTYWxlcxIgLm1hcmtldGRhdGEudjEuV2F0Y2hTYWxlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvYXNzZXQvc2FsZXMvc3RyZWFtMAESggEKDVdhdGNoTGlzdGluZ3MSIy5tYXJrZXRkYXRhLnYxLldhdGNoTGlzdGluZ3NSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVzcG9uc2UiJJACAYLT5JMCGxIZL3YxL2Fzc2V0L2xpc3RpbmdzL3N0cmVhbTABYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.ListAppraisalsRequest
@@ -144,6 +144,101 @@ export const ListRarityResponseSchema: GenMessage<ListRarityResponse> = /*@__PUR
   messageDesc(file_marketdata_v1_asset_service, 3);
 
 /**
+ * @generated from message marketdata.v1.ListTokensRequest
+ */
+export type ListTokensRequest = Message<"marketdata.v1.ListTokensRequest"> & {
+  /**
+   * Collection address, any hex case; "" only with owner (a wallet's tokens
+   * in every collection, by collection then asset id).
+   *
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * One asset id, or "" for every token.
+   *
+   * @generated from field: string asset_id = 2;
+   */
+  assetId: string;
+
+  /**
+   * Tokens whose current owner this is, any hex case; "" for every owner.
+   *
+   * @generated from field: string owner = 3;
+   */
+  owner: string;
+
+  /**
+   * One trait as "type:value" (the first ":" separates them; exact text as
+   * ListCollectionTraits answers it), or "" for every token.
+   *
+   * @generated from field: string trait = 4;
+   */
+  trait: string;
+
+  /**
+   * "id" (default: asset id ascending), "price" (cheapest active listing
+   * ascending, unlisted tokens last), "rarity" (rank ascending, unranked
+   * last) or "recent" (latest sale or transfer first, never moved last);
+   * ties by asset id.
+   *
+   * @generated from field: string sort = 5;
+   */
+  sort: string;
+
+  /**
+   * 1 to 50, default 20.
+   *
+   * @generated from field: optional int32 limit = 6;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListTokensRequest.
+ * Use `create(ListTokensRequestSchema)` to create a new message.
+ */
+export const ListTokensRequestSchema: GenMessage<ListTokensRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 4);
+
+/**
+ * @generated from message marketdata.v1.ListTokensResponse
+ */
+export type ListTokensResponse = Message<"marketdata.v1.ListTokensResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.Token data = 3;
+   */
+  data: Token[];
+};
+
+/**
+ * Describes the message marketdata.v1.ListTokensResponse.
+ * Use `create(ListTokensResponseSchema)` to create a new message.
+ */
+export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 5);
+
+/**
  * @generated from message marketdata.v1.ListSalesRequest
  */
 export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
@@ -194,7 +289,7 @@ export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
  * Use `create(ListSalesRequestSchema)` to create a new message.
  */
 export const ListSalesRequestSchema: GenMessage<ListSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 4);
+  messageDesc(file_marketdata_v1_asset_service, 6);
 
 /**
  * @generated from message marketdata.v1.ListSalesResponse
@@ -223,7 +318,7 @@ export type ListSalesResponse = Message<"marketdata.v1.ListSalesResponse"> & {
  * Use `create(ListSalesResponseSchema)` to create a new message.
  */
 export const ListSalesResponseSchema: GenMessage<ListSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 5);
+  messageDesc(file_marketdata_v1_asset_service, 7);
 
 /**
  * @generated from message marketdata.v1.ListListingsRequest
@@ -267,7 +362,7 @@ export type ListListingsRequest = Message<"marketdata.v1.ListListingsRequest"> &
  * Use `create(ListListingsRequestSchema)` to create a new message.
  */
 export const ListListingsRequestSchema: GenMessage<ListListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 6);
+  messageDesc(file_marketdata_v1_asset_service, 8);
 
 /**
  * @generated from message marketdata.v1.ListListingsResponse
@@ -294,7 +389,7 @@ export type ListListingsResponse = Message<"marketdata.v1.ListListingsResponse">
  * Use `create(ListListingsResponseSchema)` to create a new message.
  */
 export const ListListingsResponseSchema: GenMessage<ListListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 7);
+  messageDesc(file_marketdata_v1_asset_service, 9);
 
 /**
  * @generated from message marketdata.v1.WatchSalesRequest
@@ -333,7 +428,7 @@ export type WatchSalesRequest = Message<"marketdata.v1.WatchSalesRequest"> & {
  * Use `create(WatchSalesRequestSchema)` to create a new message.
  */
 export const WatchSalesRequestSchema: GenMessage<WatchSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 8);
+  messageDesc(file_marketdata_v1_asset_service, 10);
 
 /**
  * @generated from message marketdata.v1.WatchSalesResponse
@@ -360,7 +455,7 @@ export type WatchSalesResponse = Message<"marketdata.v1.WatchSalesResponse"> & {
  * Use `create(WatchSalesResponseSchema)` to create a new message.
  */
 export const WatchSalesResponseSchema: GenMessage<WatchSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 9);
+  messageDesc(file_marketdata_v1_asset_service, 11);
 
 /**
  * @generated from message marketdata.v1.WatchListingsRequest
@@ -399,7 +494,7 @@ export type WatchListingsRequest = Message<"marketdata.v1.WatchListingsRequest">
  * Use `create(WatchListingsRequestSchema)` to create a new message.
  */
 export const WatchListingsRequestSchema: GenMessage<WatchListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 10);
+  messageDesc(file_marketdata_v1_asset_service, 12);
 
 /**
  * @generated from message marketdata.v1.WatchListingsResponse
@@ -421,7 +516,7 @@ export type WatchListingsResponse = Message<"marketdata.v1.WatchListingsResponse
  * Use `create(WatchListingsResponseSchema)` to create a new message.
  */
 export const WatchListingsResponseSchema: GenMessage<WatchListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 11);
+  messageDesc(file_marketdata_v1_asset_service, 13);
 
 /**
  * Per-asset market data of a collection.
@@ -468,6 +563,18 @@ export const AssetService: GenService<{
     methodKind: "unary";
     input: typeof ListListingsRequestSchema;
     output: typeof ListListingsResponseSchema;
+  },
+  /**
+   * Tokens of a collection (or a wallet's, with owner alone): each with its
+   * owner, attributes, rarity rank, latest sale and cheapest active listing;
+   * by asset id, price, rarity or latest change of hands; paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.AssetService.ListTokens
+   */
+  listTokens: {
+    methodKind: "unary";
+    input: typeof ListTokensRequestSchema;
+    output: typeof ListTokensResponseSchema;
   },
   /**
    * Sales as they are committed, in commit order: first those committed after

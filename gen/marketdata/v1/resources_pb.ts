@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/resources.proto.
  */
 export const file_marketdata_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAkikwEKCFRyYW5zZmVyEgwKBGhhc2gYASABKAkSEQoJbG9nX2luZGV4GAIgASgDEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRIRCgl0aW1lc3RhbXAYByABKAMSDQoFYmxvY2sYCCABKAMi3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
+  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAkikwEKCFRyYW5zZmVyEgwKBGhhc2gYASABKAkSEQoJbG9nX2luZGV4GAIgASgDEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRIRCgl0aW1lc3RhbXAYByABKAMSDQoFYmxvY2sYCCABKAMi3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJItcBCgVUb2tlbhIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEg0KBW93bmVyGAMgASgJEi0KCmF0dHJpYnV0ZXMYBCADKAsyGS5tYXJrZXRkYXRhLnYxLlRva2VuVHJhaXQSEwoLcmFyaXR5X3JhbmsYBSABKAMSJgoJbGFzdF9zYWxlGAYgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEicKB2xpc3RpbmcYByABKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmciLwoKVG9rZW5UcmFpdBISCgp0cmFpdF90eXBlGAEgASgJEg0KBXZhbHVlGAIgASgJInAKClRyYWl0VmFsdWUSEgoKdHJhaXRfdHlwZRgBIAEoCRINCgV2YWx1ZRgCIAEoCRITCgt0b2tlbl9jb3VudBgDIAEoAxIqCgVmbG9vchgEIAEoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
 
 /**
  * A fair market value estimate for one asset (api.md 2.2).
@@ -838,6 +838,135 @@ export type StatsBucket = Message<"marketdata.v1.StatsBucket"> & {
  */
 export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 15);
+
+/**
+ * One token of a collection (ListTokens).
+ *
+ * @generated from message marketdata.v1.Token
+ */
+export type Token = Message<"marketdata.v1.Token"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * @generated from field: string asset_id = 2;
+   */
+  assetId: string;
+
+  /**
+   * Lower-case address of its current owner (decisions.md, "Ownership"),
+   * or "" when unknown.
+   *
+   * @generated from field: string owner = 3;
+   */
+  owner: string;
+
+  /**
+   * Its token record's attributes, in the record's order.
+   *
+   * @generated from field: repeated marketdata.v1.TokenTrait attributes = 4;
+   */
+  attributes: TokenTrait[];
+
+  /**
+   * Its rarity rank (1: rarest), or 0 when it has none.
+   *
+   * @generated from field: int64 rarity_rank = 5;
+   */
+  rarityRank: bigint;
+
+  /**
+   * Its latest sale (the first of ListSales for the asset); null when it
+   * has none.
+   *
+   * @generated from field: marketdata.v1.Sale last_sale = 6;
+   */
+  lastSale?: Sale | undefined;
+
+  /**
+   * Its cheapest active listing (ties: marketplace, then listing id); null
+   * when none is active.
+   *
+   * @generated from field: marketdata.v1.Listing listing = 7;
+   */
+  listing?: Listing | undefined;
+};
+
+/**
+ * Describes the message marketdata.v1.Token.
+ * Use `create(TokenSchema)` to create a new message.
+ */
+export const TokenSchema: GenMessage<Token> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 16);
+
+/**
+ * One attribute of a token as the lists show it.
+ *
+ * @generated from message marketdata.v1.TokenTrait
+ */
+export type TokenTrait = Message<"marketdata.v1.TokenTrait"> & {
+  /**
+   * @generated from field: string trait_type = 1;
+   */
+  traitType: string;
+
+  /**
+   * A string as written; a number or boolean as its JSON text ("7", "true").
+   *
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message marketdata.v1.TokenTrait.
+ * Use `create(TokenTraitSchema)` to create a new message.
+ */
+export const TokenTraitSchema: GenMessage<TokenTrait> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 17);
+
+/**
+ * One trait value of a collection (ListCollectionTraits).
+ *
+ * @generated from message marketdata.v1.TraitValue
+ */
+export type TraitValue = Message<"marketdata.v1.TraitValue"> & {
+  /**
+   * @generated from field: string trait_type = 1;
+   */
+  traitType: string;
+
+  /**
+   * As in TokenTrait: the text ListTokens' trait filter takes.
+   *
+   * @generated from field: string value = 2;
+   */
+  value: string;
+
+  /**
+   * Tokens that have it.
+   *
+   * @generated from field: int64 token_count = 3;
+   */
+  tokenCount: bigint;
+
+  /**
+   * The cheapest active listing among those tokens (ties: asset id, then
+   * marketplace, then listing id); null when none of them is listed.
+   *
+   * @generated from field: marketdata.v1.FloorListing floor = 4;
+   */
+  floor?: FloorListing | undefined;
+};
+
+/**
+ * Describes the message marketdata.v1.TraitValue.
+ * Use `create(TraitValueSchema)` to create a new message.
+ */
+export const TraitValueSchema: GenMessage<TraitValue> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 18);
 
 /**
  * State of a marketplace listing (api.md 3).

@@ -113,6 +113,8 @@ const MOVES_OF_STAGED_TOKENS = [
   "TRUNCATE staged_tokens",
   `INSERT INTO staged_tokens ${STAGED_TOKENS}`,
   `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
+  // A token row made here takes its ask from the listings (token-market.ts): none may commit meanwhile.
+  `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`,
   ensureTokens(TOKENS_FOUND),
   ownersFound(TOKENS_FOUND),
   ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
@@ -264,12 +266,13 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   tokens: {
     stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
     row: (r) => [r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
-    before: [REGISTER_COLLECTIONS],
+    // A new token row takes its ask from the listings (token-market.ts): none may commit meanwhile.
+    before: [REGISTER_COLLECTIONS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`],
     // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
     counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded")),
     after: [ownersFound(STAGED_TOKENS)],
-    tables: ["collections", "tokens", "token_owners", "collection_holdings"],
+    tables: ["collections", "tokens", "token_owners", "collection_holdings", "token_traits", "trait_values"],
     serialized: true,
     lock: TOKENS_LOCK,
   },
@@ -307,7 +310,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         "collection_id, timestamp DESC, block DESC", true, true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: MOVES_OF_STAGED_TOKENS,
-    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans"],
+    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
     whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
@@ -325,7 +328,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
     check: refuseMovedListings,
-    tables: ["collections", "listings", "listing_versions", "listing_spans"],
+    tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits"],
     serialized: true,
     lock: LISTINGS_LOCK,
   },
@@ -338,7 +341,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
           ${bytes("recipient")} AS recipient, st.timestamp, st.block`)),
     afterward: MOVES_OF_STAGED_TOKENS,
-    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans"],
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
     lock: TOKENS_LOCK,
   },

@@ -1,3 +1,4 @@
+import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
 import { FILLABLE_COLUMNS } from "./fillable.js";
@@ -337,4 +338,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   // 8: listings that can no longer be filled are not active (fillable.ts),
   // as SQLite's 9.
   `${FILLABLE_COLUMNS}${FILLABLE_BACKFILL.map((q) => `${q.trim().replace(/;$/, "")};`).join("\n")}`,
+  // 9: tokens' asks and traits kept for the tokens and traits lists
+  // (token-market.ts), as SQLite's 10.
+  TOKEN_MARKET_MIGRATION,
 ];

@@ -8,6 +8,7 @@ import { PgListings } from "./listings.js";
 import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
+import { PgTokens } from "./tokens.js";
 import { pgSchemaVersion, redactUrl } from "./database.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgQueries } from "./queries.js";
@@ -39,6 +40,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     assetMetrics: new PgAssetMetrics(q),
     sales: new PgSales(q),
     listings: new PgListings(q),
+    tokens: new PgTokens(q),
     analytics: new PgAnalytics(q),
     social: new PgSocial(q),
     keys: new PgKeyVerifier(q),

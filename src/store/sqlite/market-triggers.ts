@@ -1,11 +1,13 @@
 import type { Db } from "./db.js";
 import { movedFound } from "./fillable.js";
 import { ownerRecomputed } from "./ownership.js";
+import { askFound } from "./token-market.js";
 
-// A bulk import of sales or transfers (importer.ts bulk mode) writes its rows
-// without the triggers that move owners and end listings row by row
-// (ownership.ts, fillable.ts): they are dropped with the table's indexes
-// and, once the indexes are back, what they keep is found again set-based
+// A bulk import of sales, transfers or listings (importer.ts bulk mode)
+// writes its rows without the triggers that move owners, end listings and
+// keep tokens' asks row by row (ownership.ts, fillable.ts, token-market.ts):
+// they are dropped with the table's indexes (which they would read) and,
+// once the indexes are back, what they keep is found again set-based
 // for every collection the import wrote, a statement per collection whose
 // cost follows its tokens and listings, not the rows imported.
 
@@ -13,6 +15,7 @@ import { ownerRecomputed } from "./ownership.js";
 const MARKET_TRIGGERS: Readonly<Record<string, readonly string[]>> = {
   sales: ["sales_owner_changed", "sales_listings_moved_again"],
   transfers: ["transfers_owner_added", "transfers_owner_changed", "transfers_listings_moved", "transfers_listings_moved_again"],
+  listings: ["listings_ask_added", "listings_ask_changed"],
 };
 
 /** Each collection's tokens (a row for every token an event names), owners and ended listings, found again. */
@@ -21,6 +24,7 @@ const RECOMPUTE = [
   "INSERT INTO tokens (collection_id, asset_key, recorded) SELECT DISTINCT collection_id, asset_key, 0 FROM transfers WHERE collection_id = ? ON CONFLICT DO NOTHING",
   ownerRecomputed("tokens", "tokens.collection_id = ?"),
   movedFound("collection_id = ?"),
+  askFound("tokens", "tokens.collection_id = ?"),
 ];
 
 /**

@@ -11,6 +11,7 @@ import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
+import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -248,6 +249,8 @@ export const MIGRATIONS: readonly Migration[] = [
   `${OWNERSHIP_SCHEMA}${OWNERSHIP_BACKFILL}`,
   // 9: listings that can no longer be filled are not active (fillable.ts).
   `${FILLABLE_SCHEMA}${FILLABLE_BACKFILL}`,
+  // 10: tokens' asks and traits kept for the tokens and traits lists (token-market.ts).
+  `${TOKEN_MARKET_SCHEMA}${TOKEN_MARKET_BACKFILL}`,
 ];
 
 

@@ -11,6 +11,7 @@ import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { SqliteSales } from "./sales.js";
 import { SqliteSocial } from "./social.js";
 import { SqliteStatements } from "./statements.js";
+import { SqliteTokens } from "./tokens.js";
 import { VersionReader } from "./data-versions.js";
 
 /** Every read repository on one SQLite connection (synchronous results). */
@@ -20,6 +21,7 @@ export interface SqliteRepositories extends ReadRepositories {
   assetMetrics: SqliteAssetMetrics;
   sales: SqliteSales;
   listings: SqliteListings;
+  tokens: SqliteTokens;
   analytics: SqliteAnalytics;
   social: SqliteSocial;
   keys: ApiKeyVerifier;
@@ -57,6 +59,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     assetMetrics: new SqliteAssetMetrics(statements),
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
+    tokens: new SqliteTokens(statements),
     analytics: new SqliteAnalytics(statements),
     social: new SqliteSocial(statements),
     keys: new ApiKeyVerifier(keys),

@@ -1,0 +1,103 @@
+import type { PgQueries } from "./queries.js";
+import { type Page, type PageRequest, toPage, type TokenRow, type TokensFilter, type TokensRepository, type TraitValueRow } from "../ports.js";
+import { NO_ASK, toToken, toTraitValue, UNRANKED } from "../shared/token-market.js";
+
+// The tokens list and the traits of a collection, as SQLite's
+// (store/sqlite/tokens.ts): one index range in the order asked, each row's
+// latest sale and cheapest listing read with it (LATERAL, one seek each),
+// all in one statement and so one snapshot.
+
+const hex = (column: string) => `'0x' || encode(${column}, 'hex')`;
+const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
+const MOVE_LOG = "coalesce(t.owner_log, -1)";
+
+/** The latest sale and the cheapest active listing of the token row `t`, as JSON objects of the sales and listings lists' columns. */
+const SALE_AND_LISTING = `
+  LEFT JOIN LATERAL (
+    SELECT json_build_object('address', c.address, 'hash', ${hex("s.hash")}, 'seller', ${hex("s.seller")}, 'buyer', ${hex("s.buyer")},
+      'asset_id', s.asset_id::text, 'timestamp', s.timestamp, 'block', s.block, 'price', s.price::text,
+      'amount_received', s.amount_received::text, 'marketplace', s.marketplace) AS last_sale
+    FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
+    ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
+  LEFT JOIN LATERAL (
+    SELECT json_build_object('address', c.address, 'marketplace_id', l.marketplace_id, 'marketplace', l.marketplace,
+      'asset_id', l.asset_id::text, 'created_at', l.created_at, 'last_updated_at', l.last_updated_at, 'price', l.price::text,
+      'status', l.status) AS listing
+    FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
+    ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
+
+export class PgTokens implements TokensRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async tokensPage(filter: TokensFilter, page: PageRequest): Promise<Page<TokenRow>> {
+    const values: unknown[] = [];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const where: string[] = [];
+    const trait = filter.trait !== undefined;
+    const x = trait ? "tt" : "t";
+    let from = "tokens t";
+    if (trait) {
+      from = "token_traits tt JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_id = tt.asset_id";
+      where.push(`tt.collection_id = ${$(filter.collectionId)} AND tt.trait_type = ${$(filter.trait!.type)} AND tt.value = ${$(filter.trait!.value)}`);
+    } else if (filter.collectionId !== undefined) {
+      where.push(`t.collection_id = ${$(filter.collectionId)}`);
+    }
+    if (filter.owner !== undefined) where.push(`t.current_owner = ${$(filter.owner)}`);
+    if (filter.assetId !== undefined) where.push(`${x}.asset_id = ${$(filter.assetId)}`);
+    const rank = `coalesce(r.rarity_rank, ${UNRANKED})`;
+    const after = page.after;
+    let order: string;
+    switch (filter.sort) {
+      case "id":
+        order = `${x}.collection_id, ${x}.asset_id`;
+        if (after) where.push(`(${x}.collection_id, ${x}.asset_id) > (${$(after[0])}, ${$(after[1])}::numeric)`);
+        break;
+      case "price":
+        order = `${x}.ask_key, ${x}.asset_id`;
+        if (after) where.push(`(${x}.ask_key, ${x}.asset_id) > (${$(after[0])}, ${$(after[1])}::numeric)`);
+        break;
+      case "rarity":
+        order = `${rank}, ${x}.asset_id`;
+        if (after) where.push(`(${rank}, ${x}.asset_id) > (${$(after[0])}::bigint, ${$(after[1])}::numeric)`);
+        break;
+      case "recent": {
+        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, t.asset_id`;
+        if (after) {
+          // The leading "<=" bounds the index range; the rest breaks ties.
+          const [block, log, id] = [$(after[0]), $(after[1]), $(after[2])];
+          where.push(`${MOVE_BLOCK} <= ${block}::bigint AND (${MOVE_BLOCK} < ${block}::bigint OR (${MOVE_BLOCK} = ${block}::bigint
+            AND (${MOVE_LOG} < ${log}::bigint OR (${MOVE_LOG} = ${log}::bigint AND t.asset_id > ${id}::numeric))))`);
+        }
+        break;
+      }
+    }
+    const rows = await this.q.rows(
+      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, t.ask_key,
+         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rank, ls.last_sale, ll.listing
+       FROM (SELECT t.*, ${rank} AS rank FROM ${from}
+         LEFT JOIN rarity r ON r.collection_id = t.collection_id AND r.asset_id = t.asset_id
+         WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
+       JOIN collections c ON c.id = t.collection_id
+       ${SALE_AND_LISTING}
+       ORDER BY ${order.replaceAll("tt.", "t.").replace(rank, "t.rank")}`,
+      values,
+    );
+    return toPage(rows, page.limit, (r) => toToken(r, filter.sort), (t) => t.key);
+  }
+
+  async traits(collectionId: number): Promise<TraitValueRow[]> {
+    return this.q.rows(
+      `SELECT v.trait_type, v.value, v.tokens, l.marketplace, l.marketplace_id, l.asset_id::text AS asset_id, l.price::text AS price, l.created_at
+       FROM trait_values v
+       LEFT JOIN LATERAL (
+         SELECT tt.asset_id FROM token_traits tt
+         WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'
+         ORDER BY tt.ask_key, tt.asset_id LIMIT 1) f ON true
+       LEFT JOIN LATERAL (
+         SELECT l.* FROM listings l WHERE l.collection_id = v.collection_id AND l.asset_id = f.asset_id AND l.status = 'CREATED'
+         ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) l ON true
+       WHERE v.collection_id = $1 ORDER BY v.trait_type, v.value`,
+      [collectionId],
+    ).then((rows) => rows.map(toTraitValue));
+  }
+}

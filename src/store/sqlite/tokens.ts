@@ -1,0 +1,127 @@
+import { assetIdSql, assetKey } from "./asset-key.js";
+import { type Page, type PageRequest, toPage, type TokenRow, type TokensFilter, type TokensRepository, type TraitValueRow } from "../ports.js";
+import { NO_ASK, toToken, toTraitValue, UNRANKED } from "../shared/token-market.js";
+import type { SqliteStatements } from "./statements.js";
+
+// The tokens list and the traits of a collection, from what token-market.ts
+// keeps: a page is one index range in the order asked where an index holds
+// that order (by id, by price, with or without a trait; by latest move),
+// then one seek per row for its latest sale and its cheapest listing, read
+// with it in the same statement.
+
+/** The cheapest active listing of a token (the floor's tie order). */
+const CHEAPEST_LISTING = (collection: string, asset: string) => `(SELECT l.id FROM listings l INDEXED BY listings_open_by_asset
+    WHERE l.collection_id = ${collection} AND l.asset_key = ${asset} AND l.status = 'CREATED'
+    ORDER BY length(l.price), l.price, l.marketplace, l.marketplace_id LIMIT 1)`;
+
+/** The latest sale of the token row `t`, in the sales list's order, as a JSON object of the sales list's columns. */
+const LATEST_SALE = (t: string) => `(SELECT json_object('address', c.address, 'hash', '0x' || lower(hex(s.hash)),
+      'seller', '0x' || lower(hex(s.seller)), 'buyer', '0x' || lower(hex(s.buyer)), 'asset_id', substr(s.asset_key, 3),
+      'timestamp', s.timestamp, 'block', s.block, 'price', s.price, 'amount_received', s.amount_received, 'marketplace', s.marketplace)
+    FROM sales s INDEXED BY sales_by_asset
+    WHERE s.collection_id = ${t}.collection_id AND s.asset_key = ${t}.asset_key
+    ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT 1)`;
+
+/** The cheapest active listing of the token row `t`, as a JSON object of the listings list's columns. */
+const LISTING = (t: string) => `(SELECT json_object('address', c.address, 'marketplace_id', l.marketplace_id, 'marketplace', l.marketplace,
+      'asset_id', substr(l.asset_key, 3), 'created_at', l.created_at, 'last_updated_at', l.last_updated_at, 'price', l.price, 'status', l.status)
+    FROM listings l WHERE l.id = ${CHEAPEST_LISTING(`${t}.collection_id`, `${t}.asset_key`)})`;
+
+/** The first token of the trait value row `v` by ask: its floor's token. */
+const FLOOR_TOKEN = `(SELECT tt.asset_key FROM token_traits tt INDEXED BY token_traits_by_ask
+    WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'
+    ORDER BY tt.ask_key, tt.asset_key LIMIT 1)`;
+
+const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
+const MOVE_LOG = "coalesce(t.owner_log, -1)";
+
+export class SqliteTokens implements TokensRepository {
+  constructor(private readonly s: SqliteStatements) {}
+
+  tokensPage(filter: TokensFilter, page: PageRequest): Page<TokenRow> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const trait = filter.trait !== undefined;
+    // With a trait, its rows lead (token_traits: by value then id, or by price).
+    const x = trait ? "tt" : "t";
+    let from = "tokens t";
+    if (trait) {
+      // By price its ask index; otherwise its primary key (by value, then id).
+      from = `token_traits tt ${filter.sort === "price" ? "INDEXED BY token_traits_by_ask" : "NOT INDEXED"}
+        JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_key = tt.asset_key`;
+      where.push("tt.collection_id = ? AND tt.trait_type = ? AND tt.value = ?");
+      params.push(filter.collectionId, filter.trait!.type, filter.trait!.value);
+    } else if (filter.owner !== undefined) {
+      from = "tokens t INDEXED BY tokens_by_owner";
+    } else if (filter.sort === "price") {
+      from = "tokens t INDEXED BY tokens_by_ask";
+    } else if (filter.sort === "recent") {
+      from = "tokens t INDEXED BY tokens_by_move";
+    }
+    if (filter.collectionId !== undefined && !trait) {
+      where.push("t.collection_id = ?");
+      params.push(filter.collectionId);
+    }
+    if (filter.owner !== undefined) {
+      where.push("t.current_owner = ?");
+      params.push(filter.owner);
+    }
+    if (filter.assetId !== undefined) {
+      where.push(`${x}.asset_key = ?`);
+      params.push(assetKey(filter.assetId));
+    }
+    const after = page.after;
+    const rank = `coalesce(r.rarity_rank, ${UNRANKED})`;
+    let order: string;
+    switch (filter.sort) {
+      case "id":
+        order = `${x}.collection_id, ${x}.asset_key`;
+        if (after) {
+          where.push(`(${x}.collection_id, ${x}.asset_key) > (?, ?)`);
+          params.push(after[0], assetKey(after[1] as string));
+        }
+        break;
+      case "price":
+        order = `${x}.ask_key, ${x}.asset_key`;
+        if (after) {
+          where.push(`(${x}.ask_key, ${x}.asset_key) > (?, ?)`);
+          params.push(after[0], assetKey(after[1] as string));
+        }
+        break;
+      case "rarity":
+        order = `${rank}, ${x}.asset_key`;
+        if (after) {
+          where.push(`(${rank}, ${x}.asset_key) > (?, ?)`);
+          params.push(after[0], assetKey(after[1] as string));
+        }
+        break;
+      case "recent":
+        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, t.asset_key`;
+        if (after) {
+          // The leading "<=" bounds the index range; the rest breaks ties.
+          const [block, log, id] = after;
+          where.push(`${MOVE_BLOCK} <= ? AND (${MOVE_BLOCK} < ? OR (${MOVE_BLOCK} = ? AND (${MOVE_LOG} < ? OR (${MOVE_LOG} = ? AND t.asset_key > ?))))`);
+          params.push(block, block, block, log, log, assetKey(id as string));
+        }
+        break;
+    }
+    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, t.ask_key,
+        ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, ${rank} AS rank,
+        ${LATEST_SALE("t")} AS last_sale, ${LISTING("t")} AS listing
+      FROM ${from} JOIN collections c ON c.id = t.collection_id
+      LEFT JOIN rarity r ON r.collection_id = t.collection_id AND r.asset_key = t.asset_key
+      WHERE ${where.join(" AND ")}
+      ORDER BY ${order} LIMIT ?`;
+    params.push(page.limit + 1);
+    return toPage(this.s.rows(sql, params), page.limit, (r) => toToken(r, filter.sort), (t) => t.key);
+  }
+
+  traits(collectionId: number): TraitValueRow[] {
+    // Each value's floor: the first of its tokens by ask (one seek in
+    // token_traits_by_ask), then that token's cheapest listing.
+    const sql = `SELECT v.trait_type, v.value, v.tokens, l.marketplace, l.marketplace_id, ${assetIdSql("l.")}, l.price, l.created_at
+      FROM trait_values v LEFT JOIN listings l ON l.id = ${CHEAPEST_LISTING("v.collection_id", FLOOR_TOKEN)}
+      WHERE v.collection_id = ? ORDER BY v.trait_type, v.value`;
+    return this.s.rows(sql, [collectionId]).map(toTraitValue);
+  }
+}
