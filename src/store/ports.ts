@@ -195,7 +195,7 @@ export interface AnalyticsRepository {
 // tokens and traits: the tokens list and each trait value's count and floor,
 // from what the writers keep (sqlite/token-market.ts, postgres/token-market.ts).
 
-/** Orders of the tokens list: asset id; cheapest active listing (unlisted last); rarity rank (unranked last); latest change of hands (never moved last). */
+/** Orders of the tokens list: asset id; cheapest active listing (unlisted last); rarity rank (unranked last), ties by asset id; latest change of hands (never moved last), ties by asset id descending. */
 export type TokenSort = "id" | "price" | "rarity" | "recent";
 export const TOKEN_SORTS: readonly TokenSort[] = ["id", "price", "rarity", "recent"];
 

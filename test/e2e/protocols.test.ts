@@ -24,6 +24,8 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListScores: { contractAddress: COLLECTION },
   GetCollectionFloor: { contractAddress: COLLECTION },
   ListCollectionHolders: { contractAddress: COLLECTION, limit: 30 },
+  ListTokens: { contractAddress: COLLECTION, sort: "price", limit: 50 },
+  ListCollectionTraits: { contractAddress: COLLECTION },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
 };
 

@@ -4,7 +4,7 @@ import { WriteStore } from "../../src/store/sqlite/write-store.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
-import { exerciseAnalytics } from "../support/analytics-reads.js";
+import { exerciseAnalytics, exerciseTokens } from "../support/analytics-reads.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -86,11 +86,15 @@ beforeAll(async () => {
   store.feed.sales(id, 3, 50);
   store.feed.listings(id, 3, 50);
   await exerciseAnalytics(store, id);
+  await exerciseTokens(store, id);
 });
 afterAll(() => {
   db.close();
   f.cleanup();
 });
+
+/** A trait's tokens by latest move: sorted, no index holds that order per trait (docs/decisions.md, "Tokens"). */
+const TRAIT_BY_MOVE = /FROM token_traits tt [\s\S]*ORDER BY coalesce\(t\.owner_block/;
 
 function plan(sql: string): string[] {
   const named = [...sql.matchAll(/@(\w+)/g)].map((m) => m[1]!);
@@ -110,7 +114,10 @@ describe("query plans", () => {
       const details = plan(sql);
       // Rows of one asset (at most 20 ids, or one asset's listings) may be
       // sorted: their number does not grow with the collection.
-      const boundedByAsset = /asset_key = \?|json_each/.test(sql);
+      // So may a wallet's tokens of a collection (current_owner = ?), and
+      // a trait's tokens by latest move (no index holds that order per
+      // trait: docs/decisions.md, "Tokens").
+      const boundedByAsset = /asset_key = \?|json_each|current_owner = \?/.test(sql) || TRAIT_BY_MOVE.test(sql);
       for (const d of details) {
         const tableScan = /^SCAN /.test(d) && !/USING (COVERING )?INDEX|VIRTUAL TABLE/.test(d);
         const sort = /TEMP B-TREE/.test(d) && !boundedByAsset;
@@ -155,8 +162,8 @@ describe("query plans", () => {
   it("pages after a token seek to the token's position in the index", () => {
     const keyset = store.preparedSql().filter((sql) => /asset_key > \?|asset_key\) > \(|timestamp <= \? AND \(|created_at <= \? AND \(/.test(sql));
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
-    for (const sql of keyset) {
-      expect(plan(sql).join(" | "), sql).toMatch(/SEARCH \w+ USING .*(asset_key>|\(rarity_rank,asset_key\)>|timestamp<|created_at<)/);
+    for (const sql of keyset.filter((q) => !TRAIT_BY_MOVE.test(q))) {
+      expect(plan(sql).join(" | "), sql).toMatch(/SEARCH \w+ USING .*(asset_key>|\((rarity_rank|ask_key|collection_id),asset_key\)>|timestamp<|created_at<|<expr><)/);
     }
   });
 
@@ -169,6 +176,20 @@ describe("query plans", () => {
       if (!ok) problems.push(`${search}\n  binds [${bound.join(", ")}], needs one of ${JSON.stringify(requiredBindings(sql))}\n  in: ${sql.replace(/\s+/g, " ")}`);
     }
     expect(problems).toEqual([]);
+  });
+
+  it("a trait value's floor is one seek of its asks, and its tokens by price or rarity one range of its own index", () => {
+    const traits = store.preparedSql().find((sql) => /FROM trait_values/.test(sql))!;
+    expect(plan(traits).join(" | ")).toMatch(/SEARCH tt USING COVERING INDEX token_traits_by_ask \(collection_id=\? AND trait_type=\? AND value=\? AND ask_key<\?\)/);
+    for (const [order, index] of [["tt.ask_key", "token_traits_by_ask"], ["tt.rarity_rank", "token_traits_by_rank"]]) {
+      const pages = store.preparedSql().filter((sql) => /FROM token_traits tt/.test(sql) && !/FROM trait_values/.test(sql) && sql.includes(`ORDER BY ${order}`));
+      expect(pages.length).toBe(2);
+      for (const sql of pages) {
+        const detail = plan(sql).join(" | ");
+        expect(detail).toMatch(new RegExp(`SEARCH tt USING COVERING INDEX ${index} \\(collection_id=\\? AND trait_type=\\? AND value=\\?`));
+        expect(detail).not.toMatch(/TEMP B-TREE/);
+      }
+    }
   });
 
   it("reads the binding rules right (the rule itself can fail)", () => {
@@ -189,9 +210,12 @@ describe("query plans", () => {
 /** The plan line of the query's main table (the one the FROM names first). */
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
+  // The tokens list: its table comes after the latest sale's and listing's subqueries.
   const m =
-    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ?? /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
-  const alias = m[2] && m[2] !== "W" ? m[2] : m[1]!;
+    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ??
+    /AS listing\s+FROM (\w+) (\w+)\b/.exec(sql) ??
+    /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
+  const alias = m[2] && m[2] !== "W" && m[2] !== "INDEXED" ? m[2] : m[1]!;
   return plan(sql).find((d) => new RegExp(`^SEARCH ${alias} `).test(d)) ?? `(no SEARCH of ${alias})`;
 }
 
@@ -220,6 +244,11 @@ function requiredBindings(sql: string): string[][] {
   const base = ["collection_id"];
   const window = /timestamp >= \?|timestamp <= \?|timestamp < \?/.test(sql);
   if (has("asset_key") || /json_each/.test(sql)) return [[...base, "asset_key"]];
+  // The tokens list: a trait's tokens, or a wallet's (in every collection, or one).
+  // The traits: a collection's values, each one's floor a seek (tested on its own above).
+  if (/FROM trait_values/.test(sql)) return [base];
+  if (/FROM token_traits tt (INDEXED|JOIN)/.test(sql)) return [[...base, "trait_type", "value"]];
+  if (has("current_owner")) return [["current_owner"]];
   // A series: one marketplace's (or every one's) intervals of one span.
   if (/FROM sales_series/.test(sql)) return [[...base, "marketplace", "span", "bucket"]];
   // A floor: one marketplace's price order; the marketplaces, one seek each.

@@ -8,7 +8,7 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 // postgres/token-market.ts): after any history of token records, listings,
 // sales and transfers, in any arrival order and with records sent again
 // changed, each token's cheapest active (fillable) listing, each trait
-// value's token count and floor, and the tokens list by price and by id,
+// value's token count and floor, and the tokens list by price, rarity and id,
 // with and without a trait, page by page, equal what an oracle over the raw
 // records finds. Both engines; SQLite's bulk and row-by-row paths.
 
@@ -39,7 +39,12 @@ interface EventWrite {
   asset: number;
   at: number;
 }
-type Write = TokenWrite | ListingWrite | EventWrite;
+interface RarityWrite {
+  kind: "rarity";
+  asset: number;
+  rank: number;
+}
+type Write = TokenWrite | ListingWrite | EventWrite | RarityWrite;
 
 const asset = fc.integer({ min: 0, max: 4 });
 const time = fc.integer({ min: 0, max: 12 });
@@ -50,6 +55,7 @@ const writeArb: fc.Arbitrary<Write> = fc.oneof(
     price: fc.integer({ min: 1, max: 12 }), status: fc.constantFrom("CREATED" as const, "CREATED" as const, "FULFILLED" as const, "CANCELLED" as const),
   }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom("sales" as const, "transfers" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("rarity" as const), asset, rank: fc.integer({ min: 1, max: 3 }) }) },
 );
 
 let runPrefix = "";
@@ -64,6 +70,8 @@ function recordOf(address: string, w: Write): object {
         contractAddress: address, assetId: String(w.asset), currentOwner: "",
         attributes: [{ trait_type: "Color", value: COLORS[w.color] }, ...(w.level === 0 ? [] : [{ trait_type: "Level", value: w.level }])],
       };
+    case "rarity":
+      return { contractAddress: address, assetId: String(w.asset), currentOwner: "", rarityScore: 1, statisticalRarity: -1, rarityRank: w.rank };
     case "listings":
       return {
         marketplaceId: listingId(w.id), marketplace: marketplaceOf(w.id), contractAddress: address, assetId: String(w.asset),
@@ -93,8 +101,10 @@ function oracle(taken: readonly Write[]) {
   const records = new Map<number, TokenWrite>();
   const listings = new Map<number, ListingWrite>();
   const events = new Map<string, EventWrite>();
+  const ranks = new Map<number, number>();
   for (const w of taken) {
     if (w.kind === "tokens") records.set(w.asset, w);
+    else if (w.kind === "rarity") ranks.set(w.asset, w.rank);
     else if (w.kind === "listings") listings.set(w.id, w);
     else events.set(`${w.kind}/${w.hash}/${w.asset}`, w);
   }
@@ -134,7 +144,8 @@ function oracle(taken: readonly Write[]) {
         floor: ask && { assetId: String(cheapest), price: String(ask.price), marketplace: ask.marketplace, marketplaceId: ask.marketplaceId },
       };
     });
-  return { tokens: [...tokens], asks, traitsOf, traits, byPrice };
+  const byRank = (a: number, b: number) => (ranks.get(a) ?? Infinity) - (ranks.get(b) ?? Infinity) || a - b;
+  return { tokens: [...tokens], asks, ranks, traitsOf, traits, byPrice, byRank };
 }
 
 for (const engine of ["sqlite", "postgres"] as const) {
@@ -151,11 +162,11 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
     /** Every page of a tokens list (2 a page), as asset ids and asks. */
     async function allTokens(address: string, sort: string, trait = "") {
-      const out: { assetId: string; ask: string | undefined; listing: string | undefined }[] = [];
+      const out: { assetId: string; ask: string | undefined; listing: string | undefined; rank: number }[] = [];
       let cursor = "";
       do {
         const res = await h.assets.listTokens({ contractAddress: address, sort, trait, limit: 2, cursor });
-        for (const t of res.data) out.push({ assetId: t.assetId, ask: t.listing?.price, listing: t.listing?.marketplaceId });
+        for (const t of res.data) out.push({ assetId: t.assetId, ask: t.listing?.price, listing: t.listing?.marketplaceId, rank: Number(t.rarityRank) });
         cursor = res.nextPage;
       } while (cursor !== "");
       return out;
@@ -183,13 +194,16 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
           const row = (asset: number) => ({
             assetId: String(asset), ask: want.asks.has(asset) ? String(want.asks.get(asset)!.price) : undefined, listing: want.asks.get(asset)?.marketplaceId,
+            rank: want.ranks.get(asset) ?? 0,
           });
           expect(await allTokens(address, "price"), story).toEqual([...want.tokens].sort(want.byPrice).map(row));
           expect(await allTokens(address, "id"), story).toEqual([...want.tokens].sort((a, b) => a - b).map(row));
+          expect(await allTokens(address, "rarity"), story).toEqual([...want.tokens].sort(want.byRank).map(row));
           for (const v of want.traits) {
             const members = want.tokens.filter((t) => want.traitsOf(t).some(([type, value]) => type === v.traitType && value === v.value));
             expect(await allTokens(address, "price", `${v.traitType}:${v.value}`), story).toEqual([...members].sort(want.byPrice).map(row));
             expect(await allTokens(address, "id", `${v.traitType}:${v.value}`), story).toEqual([...members].sort((a, b) => a - b).map(row));
+            expect(await allTokens(address, "rarity", `${v.traitType}:${v.value}`), story).toEqual([...members].sort(want.byRank).map(row));
           }
         }),
         { numRuns: engine === "sqlite" ? 120 : 40 },

@@ -16,3 +16,17 @@ export async function exerciseAnalytics(store: ReadRepositories, id: number): Pr
   }
   await store.analytics.salesExtent(id);
 }
+
+/** Every read path of the tokens repository (each order, with and without a trait or an owner, first pages and pages after a key), for the query-plan tests of both engines. */
+export async function exerciseTokens(store: ReadRepositories, id: number): Promise<void> {
+  const after = { id: [id, "40"], price: ["0510000", "40"], rarity: [3, "40"], recent: [18_000_000, 5, "40"] };
+  for (const sort of ["id", "price", "rarity", "recent"] as const) {
+    for (const trait of [undefined, { type: "Background", value: "Blue" }]) {
+      for (const key of [null, after[sort]]) await store.tokens.tokensPage({ collectionId: id, trait, sort }, { limit: 5, after: key });
+    }
+    await store.tokens.tokensPage({ collectionId: id, owner: `0x${"7".repeat(40)}`, sort }, { limit: 5, after: null });
+  }
+  await store.tokens.tokensPage({ owner: `0x${"7".repeat(40)}`, sort: "id" }, { limit: 5, after: [id, "40"] });
+  await store.tokens.tokensPage({ collectionId: id, assetId: "41", sort: "id" }, { limit: 5, after: null });
+  await store.tokens.traits(id);
+}

@@ -102,6 +102,7 @@ export function fixtureRecords(f: Fixture): Partial<Record<Kind, object[]>> {
     rarity: f.rarity,
     sales: f.sales.map((r) => ({ ...r, ...eth })),
     listings: f.listings.map((r) => ({ ...r, ...eth })),
+    tokens: f.tokens,
     influencers: f.influencers,
     tweets: f.tweets.map(({ retweetedStatusJson, ...r }) => ({ ...r, retweetedStatus: retweetedStatusJson === null ? null : JSON.parse(retweetedStatusJson) })),
     scores: [f.score],

@@ -25,6 +25,8 @@ export interface Fixture {
   rarity: RarityRow[];
   sales: SaleRow[];
   listings: ListingRow[];
+  /** Records of the listed tokens (40-51), with attributes: the tokens and traits lists' own. */
+  tokens: { contractAddress: string; assetId: string; currentOwner: string; attributes: { trait_type: string; value: string | number }[] }[];
   influencers: { contractAddress: string; user: SocialUserRecord; score: number }[];
   tweets: TweetRecord[];
   score: ScoreRow;
@@ -71,6 +73,7 @@ export function buildFixture(): Fixture {
     rarity: [],
     sales: [],
     listings: [],
+    tokens: [],
     influencers: [],
     tweets: [],
     score: { contractAddress: COLLECTION, name: "Test Apes", hype: 71.5, gains: -3.25, community: 88, total: 52.1 },
@@ -113,6 +116,19 @@ export function buildFixture(): Fixture {
       price: price.toString(),
       amountReceived: ((price * 975n) / 1000n).toString(),
       marketplace: MARKETPLACES[i % MARKETPLACES.length]!,
+    });
+  }
+
+  for (let i = 40; i < 52; i++) {
+    f.tokens.push({
+      contractAddress: COLLECTION,
+      assetId: String(i),
+      currentOwner: addr(7000 + (i % 5)),
+      attributes: [
+        { trait_type: "Background", value: ["Blue", "Red", "Gold"][i % 3]! },
+        { trait_type: "Eyes", value: i % 2 === 0 ? "Bored" : "Sleepy" },
+        { trait_type: "Level", value: i % 4 },
+      ],
     });
   }
 
@@ -166,6 +182,7 @@ export function buildFixture(): Fixture {
     for (const r of f.rarity) w.upsertRarity(r);
     for (const r of f.sales) w.upsertSale(r);
     for (const r of f.listings) w.upsertListing(r);
+    for (const r of f.tokens) w.upsertToken(r);
     for (const r of f.influencers) w.upsertInfluencer(r);
     for (const r of f.tweets) w.upsertTweet(r);
     w.upsertScore(f.score);

@@ -180,8 +180,8 @@ export type ListTokensRequest = Message<"marketdata.v1.ListTokensRequest"> & {
   /**
    * "id" (default: asset id ascending), "price" (cheapest active listing
    * ascending, unlisted tokens last), "rarity" (rank ascending, unranked
-   * last) or "recent" (latest sale or transfer first, never moved last);
-   * ties by asset id.
+   * last) or "recent" (latest sale or transfer first, never moved last;
+   * ties by asset id descending); other ties by asset id.
    *
    * @generated from field: string sort = 5;
    */

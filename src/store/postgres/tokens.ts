@@ -1,11 +1,12 @@
 import type { PgQueries } from "./queries.js";
 import { type Page, type PageRequest, toPage, type TokenRow, type TokensFilter, type TokensRepository, type TraitValueRow } from "../ports.js";
-import { NO_ASK, toToken, toTraitValue, UNRANKED } from "../shared/token-market.js";
+import { NO_ASK, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
 
 // The tokens list and the traits of a collection, as SQLite's
 // (store/sqlite/tokens.ts): one index range in the order asked, each row's
-// latest sale and cheapest listing read with it (LATERAL, one seek each),
-// all in one statement and so one snapshot.
+// latest sale and cheapest listing read with it (LATERAL: one seek into
+// the token's sales, and its listings, few, sorted by price), all in one
+// statement and so one snapshot.
 
 const hex = (column: string) => `'0x' || encode(${column}, 'hex')`;
 const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
@@ -44,13 +45,15 @@ export class PgTokens implements TokensRepository {
     }
     if (filter.owner !== undefined) where.push(`t.current_owner = ${$(filter.owner)}`);
     if (filter.assetId !== undefined) where.push(`${x}.asset_id = ${$(filter.assetId)}`);
-    const rank = `coalesce(r.rarity_rank, ${UNRANKED})`;
+    const rank = `${x}.rarity_rank`;
     const after = page.after;
     let order: string;
     switch (filter.sort) {
       case "id":
         order = `${x}.collection_id, ${x}.asset_id`;
-        if (after) where.push(`(${x}.collection_id, ${x}.asset_id) > (${$(after[0])}, ${$(after[1])}::numeric)`);
+        // Within one collection the id alone bounds the seek.
+        if (after && filter.collectionId !== undefined) where.push(`${x}.asset_id > ${$(after[1])}::numeric`);
+        else if (after) where.push(`(${x}.collection_id, ${x}.asset_id) > (${$(after[0])}, ${$(after[1])}::numeric)`);
         break;
       case "price":
         order = `${x}.ask_key, ${x}.asset_id`;
@@ -60,29 +63,27 @@ export class PgTokens implements TokensRepository {
         order = `${rank}, ${x}.asset_id`;
         if (after) where.push(`(${rank}, ${x}.asset_id) > (${$(after[0])}::bigint, ${$(after[1])}::numeric)`);
         break;
-      case "recent": {
-        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, t.asset_id`;
-        if (after) {
-          // The leading "<=" bounds the index range; the rest breaks ties.
-          const [block, log, id] = [$(after[0]), $(after[1]), $(after[2])];
-          where.push(`${MOVE_BLOCK} <= ${block}::bigint AND (${MOVE_BLOCK} < ${block}::bigint OR (${MOVE_BLOCK} = ${block}::bigint
-            AND (${MOVE_LOG} < ${log}::bigint OR (${MOVE_LOG} = ${log}::bigint AND t.asset_id > ${id}::numeric))))`);
-        }
+      case "recent":
+        // Latest first, ties by id descending too: one backward range of
+        // tokens_by_move, its keyset a row comparison.
+        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, ${x}.asset_id DESC`;
+        if (after) where.push(`(${MOVE_BLOCK}, ${MOVE_LOG}, ${x}.asset_id) < (${$(after[0])}::bigint, ${$(after[1])}::bigint, ${$(after[2])}::numeric)`);
         break;
-      }
     }
+    // The page is found first, in the order asked (an index range, or a
+    // wallet's or a trait's tokens sorted), then only its rows read their
+    // latest sale and cheapest listing; the joins need not keep its order,
+    // so the rows are put back in it here.
     const rows = await this.q.rows(
       `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, t.ask_key,
-         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rank, ls.last_sale, ll.listing
-       FROM (SELECT t.*, ${rank} AS rank FROM ${from}
-         LEFT JOIN rarity r ON r.collection_id = t.collection_id AND r.asset_id = t.asset_id
-         WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
+         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.last_sale, ll.listing
+       FROM (SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
        JOIN collections c ON c.id = t.collection_id
-       ${SALE_AND_LISTING}
-       ORDER BY ${order.replaceAll("tt.", "t.").replace(rank, "t.rank")}`,
+       ${SALE_AND_LISTING}`,
       values,
     );
-    return toPage(rows, page.limit, (r) => toToken(r, filter.sort), (t) => t.key);
+    const tokens = rows.map((r) => toToken(r, filter.sort)).sort(TOKEN_ORDER[filter.sort]);
+    return toPage(tokens, page.limit, (t) => t, (t) => t.key);
   }
 
   async traits(collectionId: number): Promise<TraitValueRow[]> {

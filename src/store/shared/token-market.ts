@@ -79,3 +79,16 @@ export function toTraitValue(r: Row): TraitValueRow {
           },
   };
 }
+
+/** Decimal ids (or ask keys) in numeric order: by length, then text. */
+const byNumber = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const lastId = (a: TokenRow, b: TokenRow) => byNumber(a.assetId, b.assetId);
+
+/** Each order of the tokens list over its rows' keys (the stores' ORDER BY, for rows a join may have shuffled). */
+export const TOKEN_ORDER: Readonly<Record<TokenSort, (a: TokenRow, b: TokenRow) => number>> = {
+  id: (a, b) => (a.key[0] as number) - (b.key[0] as number) || lastId(a, b),
+  price: (a, b) => byText(a.key[0] as string, b.key[0] as string) || lastId(a, b),
+  rarity: (a, b) => (a.key[0] as number) - (b.key[0] as number) || lastId(a, b),
+  recent: (a, b) => (b.key[0] as number) - (a.key[0] as number) || (b.key[1] as number) - (a.key[1] as number) || lastId(b, a),
+};

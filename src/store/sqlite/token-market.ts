@@ -1,4 +1,4 @@
-import { NO_ASK } from "../shared/token-market.js";
+import { NO_ASK, UNRANKED } from "../shared/token-market.js";
 
 // Tokens and traits kept at write time (migration 10), so that the tokens
 // list sorted by price and the traits' floors are index reads, not counts or
@@ -8,9 +8,12 @@ import { NO_ASK } from "../shared/token-market.js";
 //   order), or NO_ASK; kept by triggers on listings (a listing's status or
 //   price changed, a sale or transfer ending it included) and on tokens (a
 //   token row made after its listing).
+// - tokens.rarity_rank: its rarity row's rank, or UNRANKED (after every
+//   rank); kept by triggers on rarity.
 // - token_traits: one row per trait (type, value) of each token, with the
-//   token's ask_key, so that a trait's tokens by price and its floor are one
-//   index range; rebuilt from tokens.attributes when they change.
+//   token's ask_key and rarity_rank, so that a trait's tokens by price or
+//   rarity, and its floor, are one index range; rebuilt from
+//   tokens.attributes when they change.
 // - trait_values: each trait value's token count.
 // A trait value is the record's text, or the JSON text of a number or
 // boolean; nulls and attributes without a type are not traits.
@@ -31,23 +34,29 @@ export const askFound = (at: string, where = `collection_id = ${at}.collection_i
 
 /** The traits of the token NEW, from its attributes, at its current ask. */
 const TRAITS_OF_NEW = `
-  INSERT INTO token_traits (collection_id, trait_type, value, asset_key, ask_key)
+  INSERT INTO token_traits (collection_id, trait_type, value, asset_key, ask_key, rarity_rank)
   SELECT NEW.collection_id, j.value ->> '$.trait_type',
     CASE json_type(j.value, '$.value') WHEN 'text' THEN j.value ->> '$.value' ELSE j.value -> '$.value' END,
-    NEW.asset_key, (SELECT ask_key FROM tokens WHERE collection_id = NEW.collection_id AND asset_key = NEW.asset_key)
-  FROM json_each(NEW.attributes) j
+    NEW.asset_key, t.ask_key, t.rarity_rank
+  FROM json_each(NEW.attributes) j JOIN tokens t ON t.collection_id = NEW.collection_id AND t.asset_key = NEW.asset_key
   WHERE json_type(j.value, '$.trait_type') = 'text' AND json_type(j.value, '$.value') IN ('text', 'integer', 'real', 'true', 'false')
   ON CONFLICT DO NOTHING;`;
+
+/** The rank of the token `at` names set to `rank`. */
+const rankSet = (at: string, rank: string) => `
+  UPDATE tokens SET rarity_rank = ${rank} WHERE collection_id = ${at}.collection_id AND asset_key = ${at}.asset_key AND rarity_rank IS NOT ${rank};`;
 
 const TRAITS_OF_OLD = "DELETE FROM token_traits WHERE collection_id = OLD.collection_id AND asset_key = OLD.asset_key;";
 
 export const TOKEN_MARKET_SCHEMA = `
   ALTER TABLE tokens ADD COLUMN ask_key TEXT NOT NULL DEFAULT '${NO_ASK}';
+  ALTER TABLE tokens ADD COLUMN rarity_rank INTEGER NOT NULL DEFAULT ${UNRANKED};
   CREATE INDEX listings_open_by_asset ON listings (collection_id, asset_key, length(price), price, marketplace, marketplace_id)
     WHERE status = 'CREATED';
   CREATE INDEX tokens_by_ask ON tokens (collection_id, ask_key, asset_key);
+  CREATE INDEX tokens_by_rank ON tokens (collection_id, rarity_rank, asset_key);
   CREATE INDEX tokens_by_owner ON tokens (current_owner, collection_id, asset_key);
-  CREATE INDEX tokens_by_move ON tokens (collection_id, coalesce(owner_block, -1) DESC, coalesce(owner_log, -1) DESC, asset_key);
+  CREATE INDEX tokens_by_move ON tokens (collection_id, coalesce(owner_block, -1), coalesce(owner_log, -1), asset_key);
 
   CREATE TABLE token_traits (
     collection_id INTEGER NOT NULL,
@@ -55,9 +64,11 @@ export const TOKEN_MARKET_SCHEMA = `
     value TEXT NOT NULL,
     asset_key TEXT NOT NULL,
     ask_key TEXT NOT NULL,
+    rarity_rank INTEGER NOT NULL,
     PRIMARY KEY (collection_id, trait_type, value, asset_key)
   ) WITHOUT ROWID;
   CREATE INDEX token_traits_by_ask ON token_traits (collection_id, trait_type, value, ask_key, asset_key);
+  CREATE INDEX token_traits_by_rank ON token_traits (collection_id, trait_type, value, rarity_rank, asset_key);
   CREATE INDEX token_traits_by_token ON token_traits (collection_id, asset_key);
   CREATE TABLE trait_values (
     collection_id INTEGER NOT NULL,
@@ -80,6 +91,7 @@ export const TOKEN_MARKET_SCHEMA = `
 
   -- One trigger per event, so that the order of its steps is this one.
   CREATE TRIGGER tokens_market_added AFTER INSERT ON tokens BEGIN
+    ${rankSet("NEW", `coalesce((SELECT rarity_rank FROM rarity WHERE collection_id = NEW.collection_id AND asset_key = NEW.asset_key), ${UNRANKED})`)}
     ${TRAITS_OF_NEW}
     ${askFound("NEW")}
   END;
@@ -90,8 +102,20 @@ export const TOKEN_MARKET_SCHEMA = `
   CREATE TRIGGER tokens_market_left AFTER DELETE ON tokens BEGIN
     ${TRAITS_OF_OLD}
   END;
-  CREATE TRIGGER tokens_ask_changed AFTER UPDATE OF ask_key ON tokens WHEN OLD.ask_key IS NOT NEW.ask_key BEGIN
-    UPDATE token_traits SET ask_key = NEW.ask_key WHERE collection_id = NEW.collection_id AND asset_key = NEW.asset_key;
+  CREATE TRIGGER tokens_order_changed AFTER UPDATE OF ask_key, rarity_rank ON tokens
+    WHEN (OLD.ask_key, OLD.rarity_rank) IS NOT (NEW.ask_key, NEW.rarity_rank) BEGIN
+    UPDATE token_traits SET ask_key = NEW.ask_key, rarity_rank = NEW.rarity_rank
+      WHERE collection_id = NEW.collection_id AND asset_key = NEW.asset_key;
+  END;
+
+  CREATE TRIGGER rarity_ranked AFTER INSERT ON rarity BEGIN
+    ${rankSet("NEW", "NEW.rarity_rank")}
+  END;
+  CREATE TRIGGER rarity_reranked AFTER UPDATE OF rarity_rank ON rarity BEGIN
+    ${rankSet("NEW", "NEW.rarity_rank")}
+  END;
+  CREATE TRIGGER rarity_unranked AFTER DELETE ON rarity BEGIN
+    ${rankSet("OLD", String(UNRANKED))}
   END;
 
   CREATE TRIGGER listings_ask_added AFTER INSERT ON listings WHEN NEW.status = 'CREATED' BEGIN
@@ -105,11 +129,12 @@ export const TOKEN_MARKET_SCHEMA = `
   END;
 `;
 
-/** Migration 10's backfill: every token's traits and ask from what the store holds. */
+/** Migration 10's backfill: every token's rank, traits and ask from what the store holds. */
 export const TOKEN_MARKET_BACKFILL = `
-  INSERT INTO token_traits (collection_id, trait_type, value, asset_key, ask_key)
+  UPDATE tokens SET rarity_rank = r.rarity_rank FROM rarity r WHERE r.collection_id = tokens.collection_id AND r.asset_key = tokens.asset_key;
+  INSERT INTO token_traits (collection_id, trait_type, value, asset_key, ask_key, rarity_rank)
   SELECT t.collection_id, j.value ->> '$.trait_type',
-    CASE json_type(j.value, '$.value') WHEN 'text' THEN j.value ->> '$.value' ELSE j.value -> '$.value' END, t.asset_key, '${NO_ASK}'
+    CASE json_type(j.value, '$.value') WHEN 'text' THEN j.value ->> '$.value' ELSE j.value -> '$.value' END, t.asset_key, '${NO_ASK}', t.rarity_rank
   FROM tokens t, json_each(t.attributes) j
   WHERE json_type(j.value, '$.trait_type') = 'text' AND json_type(j.value, '$.value') IN ('text', 'integer', 'real', 'true', 'false')
   ON CONFLICT DO NOTHING;

@@ -1,6 +1,6 @@
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { type Page, type PageRequest, toPage, type TokenRow, type TokensFilter, type TokensRepository, type TraitValueRow } from "../ports.js";
-import { NO_ASK, toToken, toTraitValue, UNRANKED } from "../shared/token-market.js";
+import { NO_ASK, toToken, toTraitValue } from "../shared/token-market.js";
 import type { SqliteStatements } from "./statements.js";
 
 // The tokens list and the traits of a collection, from what token-market.ts
@@ -42,21 +42,21 @@ export class SqliteTokens implements TokensRepository {
     const where: string[] = [];
     const params: unknown[] = [];
     const trait = filter.trait !== undefined;
-    // With a trait, its rows lead (token_traits: by value then id, or by price).
+    // With a trait, its rows lead: token_traits holds the price and rarity
+    // orders of each value (by id, its primary key; by latest move, the
+    // value's tokens are sorted). Without, the sort's own index of tokens;
+    // a wallet's tokens, its owner index (sorted when by another order).
     const x = trait ? "tt" : "t";
-    let from = "tokens t";
+    let from: string;
     if (trait) {
-      // By price its ask index; otherwise its primary key (by value, then id).
-      from = `token_traits tt ${filter.sort === "price" ? "INDEXED BY token_traits_by_ask" : "NOT INDEXED"}
-        JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_key = tt.asset_key`;
+      const index = { id: "", price: "INDEXED BY token_traits_by_ask", rarity: "INDEXED BY token_traits_by_rank", recent: "" }[filter.sort];
+      from = `token_traits tt ${index} JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_key = tt.asset_key`;
       where.push("tt.collection_id = ? AND tt.trait_type = ? AND tt.value = ?");
       params.push(filter.collectionId, filter.trait!.type, filter.trait!.value);
     } else if (filter.owner !== undefined) {
       from = "tokens t INDEXED BY tokens_by_owner";
-    } else if (filter.sort === "price") {
-      from = "tokens t INDEXED BY tokens_by_ask";
-    } else if (filter.sort === "recent") {
-      from = "tokens t INDEXED BY tokens_by_move";
+    } else {
+      from = `tokens t ${{ id: "", price: "INDEXED BY tokens_by_ask", rarity: "INDEXED BY tokens_by_rank", recent: "INDEXED BY tokens_by_move" }[filter.sort]}`;
     }
     if (filter.collectionId !== undefined && !trait) {
       where.push("t.collection_id = ?");
@@ -71,12 +71,17 @@ export class SqliteTokens implements TokensRepository {
       params.push(assetKey(filter.assetId));
     }
     const after = page.after;
-    const rank = `coalesce(r.rarity_rank, ${UNRANKED})`;
+    const rank = `${x}.rarity_rank`;
     let order: string;
     switch (filter.sort) {
       case "id":
         order = `${x}.collection_id, ${x}.asset_key`;
-        if (after) {
+        // Within one collection the id alone bounds the seek (a row value
+        // repeating the bound collection would not).
+        if (after && filter.collectionId !== undefined) {
+          where.push(`${x}.asset_key > ?`);
+          params.push(assetKey(after[1] as string));
+        } else if (after) {
           where.push(`(${x}.collection_id, ${x}.asset_key) > (?, ?)`);
           params.push(after[0], assetKey(after[1] as string));
         }
@@ -96,20 +101,19 @@ export class SqliteTokens implements TokensRepository {
         }
         break;
       case "recent":
-        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, t.asset_key`;
+        // Latest first, ties by id descending too: one backward range of
+        // tokens_by_move, its keyset a row comparison.
+        order = `${MOVE_BLOCK} DESC, ${MOVE_LOG} DESC, ${x}.asset_key DESC`;
         if (after) {
-          // The leading "<=" bounds the index range; the rest breaks ties.
-          const [block, log, id] = after;
-          where.push(`${MOVE_BLOCK} <= ? AND (${MOVE_BLOCK} < ? OR (${MOVE_BLOCK} = ? AND (${MOVE_LOG} < ? OR (${MOVE_LOG} = ? AND t.asset_key > ?))))`);
-          params.push(block, block, block, log, log, assetKey(id as string));
+          where.push(`(${MOVE_BLOCK}, ${MOVE_LOG}, ${x}.asset_key) < (?, ?, ?)`);
+          params.push(after[0], after[1], assetKey(after[2] as string));
         }
         break;
     }
     const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, t.ask_key,
-        ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, ${rank} AS rank,
+        ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
         ${LATEST_SALE("t")} AS last_sale, ${LISTING("t")} AS listing
       FROM ${from} JOIN collections c ON c.id = t.collection_id
-      LEFT JOIN rarity r ON r.collection_id = t.collection_id AND r.asset_key = t.asset_key
       WHERE ${where.join(" AND ")}
       ORDER BY ${order} LIMIT ?`;
     params.push(page.limit + 1);
