@@ -1,4 +1,5 @@
-import { createReadStream, createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,11 @@ import {
   GetCollectionFloorRequestSchema,
   GetCollectionStatsSeriesRequestSchema,
   ListCollectionHoldersRequestSchema,
+  ListCollectionTraitsRequestSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { ListTokensRequestSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { createAssetService } from "../service/asset-service.js";
+import { FeedHub } from "../service/feed-hub.js";
 import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
 import { lineBatches } from "../ingest/line-batches.js";
@@ -20,17 +25,18 @@ import type { ReadRepositories } from "../store/ports.js";
 import { log, percentiles, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
 
-// npm run bench:analytics — floor, holders and sales series in process (the
-// RPC handler called directly: validation, store reads, gap filling and the
-// response message; no transport) on a collection of 1M sales over two
-// years, 100,000 active listings (and 50,000 ended ones) and 10,000 tokens,
-// on each engine. Each figure is the median and p99 of --samples calls with
+// npm run bench:analytics — floor, holders, sales series, traits and the
+// tokens list in process (the RPC handler called directly: validation,
+// store reads, gap filling and the response message; no transport) on a
+// collection of 1M sales over two years, 100,000 active listings (and
+// 50,000 ended ones) and 10,000 tokens with the real BAYC attributes
+// (../shared/data; generated ones, said so, without it), on each engine. Each figure is the median and p99 of --samples calls with
 // a fresh random window or time each, after a warm-up; a GROUP BY over the
 // raw sales of the same year is timed beside the series for scale.
 
 const program = withEngineOptions(
   new Command("bench:analytics")
-    .description("benchmark floor, holders and sales series in process, on SQLite and PostgreSQL")
+    .description("benchmark floor, holders, sales series, traits and tokens in process, on SQLite and PostgreSQL")
     .option("--sales <n>", "sales in the collection (two years)", "1000000")
     .option("--listings <n>", "active listings (half as many more have ended)", "100000")
     .option("--samples <n>", "calls per figure", "500"),
@@ -69,13 +75,28 @@ function* listingLines(active: number): Generator<string> {
   }
 }
 
-function* tokenLines(): Generator<string> {
+const BAYC = fileURLToPath(new URL("../../../shared/data/bayc-tokens.ndjson", import.meta.url));
+
+/** Each token's attributes: BAYC token i - 1's when the real data is here, else 7 generated traits of 4 to 40 values. */
+function attributesByToken(): { source: string; of: (i: number) => object[] } {
+  if (existsSync(BAYC)) {
+    const real = readFileSync(BAYC, "utf8").trimEnd().split("\n").map((l) => (JSON.parse(l) as { attributes: object[] }).attributes);
+    return { source: `the real BAYC attributes (${BAYC})`, of: (i) => real[(i - 1) % real.length]! };
+  }
+  const rnd = new Random(5);
+  const made = Array.from({ length: 10_000 }, () =>
+    Array.from({ length: 7 }, (_, k) => ({ trait_type: `trait${k}`, value: `v${Math.floor(rnd.next() ** 2 * (4 + k * 6))}` })),
+  );
+  return { source: `generated attributes (${BAYC} not found)`, of: (i) => made[i - 1]! };
+}
+
+function* tokenLines(attributes: (i: number) => object[]): Generator<string> {
   const rnd = new Random(4);
   const owners = Array.from({ length: 5_500 }, () => `0x${rnd.hex(40)}`);
   for (let i = 1; i <= 10_000; i++) {
     // Skewed: a few wallets hold many.
     const owner = owners[Math.floor(rnd.next() ** 2 * owners.length)]!;
-    yield JSON.stringify({ contractAddress: ADDRESS, assetId: String(i), currentOwner: owner, attributes: [] });
+    yield JSON.stringify({ contractAddress: ADDRESS, assetId: String(i), currentOwner: owner, attributes: attributes(i) });
   }
 }
 
@@ -130,6 +151,19 @@ async function measure(engine: string, store: ReadRepositories, raw: (since: num
   rows.push(["floor now, one marketplace", await time((i) => floor({ marketplace: MARKETPLACES[i % 6] }))]);
   rows.push(["floor at a random time (listing history)", await time((i) => floor({ at: BigInt(times[i]!) }))]);
   rows.push(["holders: first page of 20", await time(() => service.listCollectionHolders(create(ListCollectionHoldersRequestSchema, { contractAddress: ADDRESS }), context))]);
+  rows.push(["traits: every value, its count and floor", await time(() => service.listCollectionTraits(create(ListCollectionTraitsRequestSchema, { contractAddress: ADDRESS }), context))]);
+  // A trait value per call, drawn in proportion to its tokens (as buyers browse).
+  const values = (await service.listCollectionTraits(create(ListCollectionTraitsRequestSchema, { contractAddress: ADDRESS }), context)).data ?? [];
+  const weighted = values.flatMap((v) => Array.from({ length: Number(v.tokenCount) }, () => `${v.traitType}:${v.value}`));
+  const traitOf = (i: number) => weighted[(i * 7_919) % weighted.length]!;
+  const assets = createAssetService(store, new FeedHub(store));
+  const tokens = (extra: object) => assets.listTokens(create(ListTokensRequestSchema, { contractAddress: ADDRESS, ...extra }), context);
+  rows.push(["tokens by a trait, by price: first page of 20", await time((i) => tokens({ trait: traitOf(i), sort: "price" }))]);
+  rows.push(["tokens by price: first page of 20", await time(() => tokens({ sort: "price" }))]);
+  const deep = (await tokens({ sort: "price", limit: 50 })).nextPage;
+  rows.push(["tokens by price: a page after a cursor", await time(() => tokens({ sort: "price", cursor: deep }))]);
+  rows.push(["tokens by a trait, by latest move (sorted): first page", await time((i) => tokens({ trait: traitOf(i), sort: "recent" }))]);
+  log(`  (${values.length} trait values; tokens of the drawn values: ${weighted.length} in all)`);
   const samples = SAMPLES;
   const rawTime = await (async () => {
     const ms: number[] = [];
@@ -159,7 +193,9 @@ try {
   log(`generating ${opts.sales} sales, ${Number(opts.listings) * 1.5} listings, 10,000 tokens...`);
   await writeLines(files[0]![1], saleLines(Number(opts.sales), 11, ADDRESS));
   await writeLines(files[1]![1], listingLines(Number(opts.listings)));
-  await writeLines(files[2]![1], tokenLines());
+  const attributes = attributesByToken();
+  log(`tokens carry ${attributes.source}`);
+  await writeLines(files[2]![1], tokenLines(attributes.of));
   if (ENGINES.has("sqlite")) {
     const target = join(dir, "bench.sqlite");
     log("importing into SQLite...");

@@ -55,6 +55,8 @@ export const ALL_ENDPOINTS = [
   "/v1/collection/floor",
   "/v1/collection/holders",
   "/v1/collection/stats/series",
+  "/v1/asset/tokens",
+  "/v1/collection/traits",
 ];
 
 /** The query of each endpoint's "hot" request (one page of a large collection). */
@@ -70,6 +72,8 @@ const HOT: Record<string, string> = {
   "/v1/collection/floor": "",
   "/v1/collection/holders": "limit=20",
   "/v1/collection/stats/series": "interval=day&since=1760000000",
+  "/v1/asset/tokens": "sort=price&limit=20",
+  "/v1/collection/traits": "",
 };
 
 export function hotPath(endpoint: string, collection: string): string {
@@ -345,6 +349,13 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
     for (const variant of variants(c)) {
       for (const marketplace of [undefined, ...marketplaces]) add("/v1/collection/floor", { contractAddress: variant, marketplace });
     }
+    // Tokens: each order, a trait's tokens by price, pages deep.
+    const traits = (await getJson(`${base}/v1/collection/traits?contractAddress=${c}`, key)).data as { traitType: string; value: string }[];
+    for (const sort of ["id", "price", "rarity", "recent"]) {
+      for (const limit of [7, 20, 50]) await walk("/v1/asset/tokens", { contractAddress: c, sort, limit }, "nextPage", 10);
+    }
+    for (const t of traits) for (const sort of ["price", "rarity"]) await walk("/v1/asset/tokens", { contractAddress: c, trait: `${t.traitType}:${t.value}`, sort, limit: 20 }, "nextPage", 3);
+    for (const variant of variants(c)) add("/v1/collection/traits", { contractAddress: variant });
     for (let i = 0; i < 250; i++) {
       add("/v1/collection/floor", { contractAddress: c, at: latest - rnd.int(0, 730 * 86400), marketplace: rnd.next() < 0.3 ? marketplaces[rnd.int(0, 5)] : undefined });
       const interval = (["hour", "day", "day", "week"] as const)[rnd.int(0, 3)]!;

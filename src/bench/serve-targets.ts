@@ -5,7 +5,7 @@ import { startServer } from "../server.js";
 import { openReadOnly } from "../store/sqlite/database.js";
 import type { ListingStatusName } from "../domain/records.js";
 import { intervalSeconds, intervalStart, type SeriesInterval } from "../domain/series.js";
-import type { KeyValue } from "../store/ports.js";
+import type { KeyValue, TokenSort } from "../store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the
@@ -126,6 +126,16 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
       })),
     };
   });
+  route("/v1/asset/tokens", (q, id) => {
+    const trait = one(q.trait)?.split(":");
+    const f = {
+      collectionId: id, assetId: one(q.assetId), owner: one(q.owner), sort: (one(q.sort) ?? "id") as TokenSort,
+      trait: trait === undefined ? undefined : { type: trait[0]!, value: trait.slice(1).join(":") },
+    };
+    const p = store.tokens.tokensPage(f, page(q));
+    return { successful: 1, nextPage: next(p.nextKey), data: p.rows.map(({ key: _key, ...t }) => t) };
+  });
+  route("/v1/collection/traits", (_q, id) => ({ successful: 1, data: store.tokens.traits(id) }));
   route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.social.topInfluencers(id, num(q.limit) ?? 20) }));
   route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.social.topTweets(id, num(q.limit) ?? 20) }));
   route("/v1/collection/scores", (q) => ({

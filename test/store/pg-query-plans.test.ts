@@ -194,7 +194,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
         // store_state is one row by design.
         if (n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_state") problems.push(`Seq Scan on ${n["Relation Name"]} in ${one(text)}`);
         // A token's listings by price (the tokens and traits lists' cheapest listing): a token has few.
-        const tokenListings = /^l\.price/.test(n["Sort Key"]?.[0] ?? "") && /l\.asset_id = (t|f)\.asset_id/.test(text);
+        const tokenListings = /l\.price/.test(n["Sort Key"]?.[0] ?? "") && /l\.asset_id = (t|f)\.asset_id/.test(text);
         if (n["Node Type"] === "Sort" && !boundedByAsset && !boundedByPage && !tokenListings) problems.push(`Sort by ${n["Sort Key"]?.join(", ")} in ${one(text)}`);
       }
     }
@@ -225,7 +225,11 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     // appraisals and rarity, 16 sales filter combinations, 8 listings ones
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
     for (const { text, values } of keyset.filter(({ text: q }) => !TRAIT_BY_MOVE.test(q))) {
-      const conds = (await planOf(text, values)).map((n) => n["Index Cond"] ?? "").join(" | ");
+      const nodes = await planOf(text, values);
+      // One asset's open listings (its ask's index) may be read whole and
+      // sorted: the page of an asset and status CREATED, a few listings.
+      if (/l\.asset_id = \$\d/.test(text) && nodes.some((n) => n["Index Name"] === "listings_open_by_asset")) continue;
+      const conds = nodes.map((n) => n["Index Cond"] ?? "").join(" | ");
       expect(conds, one(text)).toMatch(/asset_id > |asset_id\) [<>] ROW\(|"timestamp" <= |created_at <= /);
     }
   });

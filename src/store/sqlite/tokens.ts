@@ -42,15 +42,15 @@ export class SqliteTokens implements TokensRepository {
     const where: string[] = [];
     const params: unknown[] = [];
     const trait = filter.trait !== undefined;
-    // With a trait, its rows lead: token_traits holds the price and rarity
-    // orders of each value (by id, its primary key; by latest move, the
-    // value's tokens are sorted). Without, the sort's own index of tokens;
+    // With a trait, its rows lead: token_traits holds the id, price and
+    // rarity orders of each value (by latest move, the value's tokens are
+    // sorted). Without, the sort's own index of tokens;
     // a wallet's tokens, its owner index (sorted when by another order).
     const x = trait ? "tt" : "t";
     let from: string;
     if (trait) {
-      const index = { id: "", price: "INDEXED BY token_traits_by_ask", rarity: "INDEXED BY token_traits_by_rank", recent: "" }[filter.sort];
-      from = `token_traits tt ${index} JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_key = tt.asset_key`;
+      const index = { id: "token_traits_by_value", price: "token_traits_by_ask", rarity: "token_traits_by_rank", recent: "token_traits_by_value" }[filter.sort];
+      from = `token_traits tt INDEXED BY ${index} JOIN tokens t ON t.collection_id = tt.collection_id AND t.asset_key = tt.asset_key`;
       where.push("tt.collection_id = ? AND tt.trait_type = ? AND tt.value = ?");
       params.push(filter.collectionId, filter.trait!.type, filter.trait!.value);
     } else if (filter.owner !== undefined) {
