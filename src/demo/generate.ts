@@ -101,7 +101,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
   const rnd = new Random(seed);
   const plan = SCALES[scale];
   const out: DemoRecords = {
-    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], influencers: [], tweets: [], scores: [],
+    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [],
   };
   const wallets = Array.from({ length: 5000 }, () => `0x${rnd.hex(40)}`);
   const users = Array.from({ length: plan.users }, (_, i) => socialUser(rnd, i));

@@ -48,6 +48,23 @@ export interface TransferRow {
   block: number;
 }
 
+/** An offer (bid) as the API answers it: a token's (assetId), a trait's (traitType, traitValue) or the collection's (neither). */
+export interface OfferRow {
+  marketplaceId: string;
+  marketplace: string;
+  contractAddress: string;
+  assetId: string;
+  traitType: string;
+  traitValue: string;
+  maker: string;
+  price: string;
+  createdAt: number;
+  lastUpdatedAt: number;
+  /** 0: no expiry. */
+  expiresAt: number;
+  status: ListingStatusName;
+}
+
 export interface ListingRow {
   marketplaceId: string;
   marketplace: string;

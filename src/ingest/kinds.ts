@@ -164,6 +164,24 @@ const SHAPES = {
     timestamp: f.epochSeconds,
     block: f.count,
   }),
+  offers: f.object(
+    {
+      marketplaceId: f.marketplaceId,
+      marketplace: f.marketplace,
+      contractAddress: f.address,
+      assetId: (v: unknown) => (v === "" ? "" : f.uint256(v)),
+      traitType: f.text(TEXT_LIMITS.traitType),
+      traitValue,
+      maker: f.address,
+      price: f.uint256,
+      currency: f.currency,
+      createdAt: f.epochSeconds,
+      lastUpdatedAt: f.epochSeconds,
+      expiresAt: f.count,
+      status: f.listingStatus,
+    },
+    { assetId: "", traitType: "", traitValue: "", expiresAt: 0 },
+  ),
   influencers: f.object({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite }),
   tweets: f.object({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet }),
   scores: f.object({
@@ -216,6 +234,21 @@ const RULES: { [K in Kind]?: (r: RecordOf<K>, problems: Problem[], ctx: CheckCon
     notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },
   transfers: (r, problems, ctx) => notAhead("timestamp", r.timestamp, ctx, problems),
+  offers: (r, problems, ctx) => {
+    if (r.lastUpdatedAt < r.createdAt) {
+      problems.push({ field: "lastUpdatedAt", reason: `must not be before createdAt (${r.createdAt}), got ${r.lastUpdatedAt}` });
+    }
+    if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {
+      problems.push({ field: "expiresAt", reason: `must be after createdAt (${r.createdAt}), or 0 for no expiry, got ${r.expiresAt}` });
+    }
+    // A token offer names an asset, a trait offer a trait (type and value), a collection offer neither.
+    if ((r.traitType === "") !== (r.traitValue === "")) {
+      problems.push({ field: r.traitType === "" ? "traitType" : "traitValue", reason: "a trait offer names both traitType and traitValue" });
+    }
+    if (r.assetId !== "" && r.traitType !== "") problems.push({ field: "assetId", reason: "an offer is for one token (assetId) or for a trait (traitType, traitValue), not both" });
+    notAhead("createdAt", r.createdAt, ctx, problems);
+    notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
+  },
   tweets: (r, problems) => interactionRule(r, problems),
 };
 

@@ -6,6 +6,7 @@ import {
   GetCollectionStatsSeriesResponseSchema,
   ListCollectionHoldersResponseSchema,
   ListCollectionTraitsResponseSchema,
+  GetCollectionMarketResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
@@ -13,16 +14,17 @@ import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories }
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { CURRENCY, toFloorListing, toTraitValue } from "./records.js";
+import { CURRENCY, toFloorListing, toOffer, toTraitValue } from "./records.js";
+import type { OfferRow } from "../domain/records.js";
 
-// The analytics RPCs of CollectionService: floor, holders, traits and sales series.
+// The analytics RPCs of CollectionService: floor, market, holders, traits and sales series.
 
 /** Buckets per series page: a year of days fits one. */
 export const SERIES_LIMITS = { fallback: 1000, max: 1000 };
 /** A series page token: the start of the next page's first interval. */
 const SERIES_KEY: KeySpec = ["int"];
 
-type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "listCollectionTraits"
+type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "listCollectionTraits" | "getCollectionMarket"
 >;
 
 export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethods {
@@ -68,10 +70,35 @@ export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethod
 
     async listCollectionTraits(req) {
       const address = p.contractAddress(req.contractAddress);
-      const values = await store.tokens.traits(await knownCollection(store.collections, address));
+      const collection = await knownCollection(store.collections, address);
+      const values = await store.tokens.traits(collection);
       // In code-point order of type, then value, whatever the engine's collation.
       values.sort((a, b) => compare(a.traitType, b.traitType) || compare(a.value, b.value));
-      return create(ListCollectionTraitsResponseSchema, { successful: 1, data: values.map(toTraitValue) });
+      // Each value's best trait offer, and the collection's (any token fills it): the better one.
+      const now = nowSeconds();
+      const best = await store.offers.bestOffers(collection, [{}, ...values.map((v) => ({ traitType: v.traitType, traitValue: v.value }))], now);
+      const data = values.map((v, i) => toTraitValue(v, better(best[i + 1], best[0]), now));
+      return create(ListCollectionTraitsResponseSchema, { successful: 1, data });
+    },
+
+    async getCollectionMarket(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const collection = await knownCollection(store.collections, address);
+      const now = nowSeconds();
+      const [floor, [bid]] = await Promise.all([
+        Promise.resolve(store.analytics.floors(collection, {})).then((groups) => lowest(groups)),
+        Promise.resolve(store.offers.bestOffers(collection, [{}], now)),
+      ]);
+      return create(GetCollectionMarketResponseSchema, {
+        successful: 1,
+        data: {
+          contractAddress: address,
+          floor: floor && toFloorListing(floor),
+          topBid: bid && toOffer(bid, now),
+          spread: floor === undefined || bid === undefined ? "" : (BigInt(floor.price) - BigInt(bid.price)).toString(),
+          currency: CURRENCY,
+        },
+      });
     },
 
     async getCollectionStatsSeries(req) {
@@ -144,3 +171,15 @@ function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The clock, in epoch seconds: an offer stands until its expiresAt. */
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** The better of two offers: higher price, then marketplace, then offer id (the stores' order). */
+function better(a: OfferRow | undefined, b: OfferRow | undefined): OfferRow | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  const pa = BigInt(a.price);
+  const pb = BigInt(b.price);
+  if (pa !== pb) return pa > pb ? a : b;
+  return (compare(a.marketplace, b.marketplace) || compare(a.marketplaceId, b.marketplaceId)) <= 0 ? a : b;
+}

@@ -5,6 +5,7 @@ import {
   ListAppraisalsResponseSchema,
   ListListingsResponseSchema,
   ListRarityResponseSchema,
+  ListOffersResponseSchema,
   ListSalesResponseSchema,
   ListTokensResponseSchema,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
@@ -12,6 +13,7 @@ import {
   APPRAISAL_KEY,
   type KeySpec,
   LISTING_KEY,
+  OFFER_KEY,
   type MaybePromise,
   type Page,
   type PageRequest,
@@ -27,7 +29,7 @@ import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { toAppraisal, toListing, toRarity, toSale, toToken } from "./records.js";
+import { toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
@@ -107,6 +109,14 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
         nextPage: encodePageToken(digest, page.nextKey),
         data: page.rows.map(toToken),
       });
+    },
+
+    async listOffers(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const filter = { assetId: p.optionalAssetId(req.assetId), status: p.listingStatus(req.status) };
+      const now = Math.floor(Date.now() / 1000);
+      const { rows, token } = await keysetPage("offers", req, address, filter, OFFER_KEY, (c, f, page) => store.offers.offersPage(c, f, page, now));
+      return create(ListOffersResponseSchema, { success: 1, cursor: token, data: rows.map((r) => toOffer(r, now)) });
     },
 
     async listSales(req) {

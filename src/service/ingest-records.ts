@@ -6,6 +6,7 @@ import {
   type CollectionScore,
   type Listing,
   ListingStatus,
+  type Offer,
   type Sale,
   type SocialUser,
   type Transfer,
@@ -67,6 +68,22 @@ const listing = (r: Listing) => ({
   lastUpdatedAt: int(r.lastUpdatedAt),
   price: r.price,
   currency: r.currency,
+  status: status(r.status),
+});
+
+const offer = (r: Offer) => ({
+  marketplaceId: r.marketplaceId,
+  marketplace: r.marketplace,
+  contractAddress: r.contractAddress,
+  assetId: r.assetId,
+  traitType: r.traitType,
+  traitValue: r.traitValue,
+  maker: r.maker,
+  price: r.price,
+  currency: r.currency,
+  createdAt: int(r.createdAt),
+  lastUpdatedAt: int(r.lastUpdatedAt),
+  expiresAt: int(r.expiresAt),
   status: status(r.status),
 });
 
@@ -156,6 +173,7 @@ export const IMPORT_SHAPE: { [K in Kind]: (record: never) => Record<string, unkn
   sales: sale,
   listings: listing,
   transfers: transfer,
+  offers: offer,
   appraisals: appraisal,
   rarity,
   influencers: influencer,

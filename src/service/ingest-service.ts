@@ -198,6 +198,7 @@ export function createIngestService(ingest: Ingest) {
     streamSales: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "sales", reqs, context),
     ingestListings: unary("listings"),
     ingestTransfers: unary("transfers"),
+    ingestOffers: unary("offers"),
     streamListings: (reqs: AsyncIterable<Batch>, context: HandlerContext) => stream(ingest, "listings", reqs, context),
     ingestAppraisals: unary("appraisals"),
     ingestRarity: unary("rarity"),

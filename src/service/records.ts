@@ -3,6 +3,7 @@ import {
   type Appraisal,
   type AssetRarity,
   type FloorListing,
+  type Offer,
   type Influencer,
   type Listing,
   ListingStatus,
@@ -18,6 +19,7 @@ import type {
   AppraisalRow,
   InfluencerRow,
   ListingRow,
+  OfferRow,
   RarityRow,
   SaleRow,
   SocialUserRow,
@@ -51,6 +53,23 @@ export function toListing(r: ListingRow): Listing {
     lastUpdatedAt: BigInt(r.lastUpdatedAt),
     currency: CURRENCY,
     status: ListingStatus[r.status],
+  };
+}
+
+/**
+ * An offer as answered at second `now`: a standing (CREATED) offer past its
+ * expiresAt is EXPIRED from then (decisions.md, "Offers").
+ */
+export function toOffer(r: OfferRow, now: number): Offer {
+  const lapsed = r.status === "CREATED" && r.expiresAt !== 0 && r.expiresAt <= now;
+  return {
+    $typeName: "marketdata.v1.Offer",
+    ...r,
+    createdAt: BigInt(r.createdAt),
+    lastUpdatedAt: BigInt(lapsed ? Math.max(r.lastUpdatedAt, r.expiresAt) : r.lastUpdatedAt),
+    expiresAt: BigInt(r.expiresAt),
+    currency: CURRENCY,
+    status: ListingStatus[lapsed ? "EXPIRED" : r.status],
   };
 }
 
@@ -107,12 +126,13 @@ export function toToken(r: TokenRow): Token {
   };
 }
 
-export function toTraitValue(r: TraitValueRow): TraitValue {
+export function toTraitValue(r: TraitValueRow, topOffer: OfferRow | undefined, now: number): TraitValue {
   return {
     $typeName: "marketdata.v1.TraitValue",
     traitType: r.traitType,
     value: r.value,
     tokenCount: BigInt(r.tokens),
     floor: r.floor && toFloorListing(r.floor),
+    topOffer: topOffer && toOffer(topOffer, now),
   };
 }

@@ -93,6 +93,17 @@ export function procedures(services: readonly DescService[]): string[] {
   return services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`));
 }
 
+/**
+ * Reads whose answer depends on the clock as well as the store: an offer
+ * stands until its expiresAt (decisions.md, "Offers"), with no commit to
+ * say so. Never answered from the response cache (each is a few seeks).
+ */
+export const CLOCK_DEPENDENT_PROCEDURES: ReadonlySet<string> = new Set([
+  `/${AssetService.typeName}/ListOffers`,
+  `/${CollectionService.typeName}/GetCollectionMarket`,
+  `/${CollectionService.typeName}/ListCollectionTraits`,
+]);
+
 /** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */
 export const INGEST_PROCEDURES: ReadonlySet<string> = new Set(procedures([IngestService]));
 

@@ -2,6 +2,7 @@ import type {
   AppraisalRow,
   InfluencerRow,
   ListingRow,
+  OfferRow,
   ListingStatusName,
   RarityRow,
   SaleRow,
@@ -248,6 +249,35 @@ export interface TokensRepository {
   traits(collectionId: number): MaybePromise<TraitValueRow[]>;
 }
 
+// offers: bids for a token, a trait or the collection.
+
+export interface OffersFilter {
+  /** A token's own offers. */
+  assetId?: string | undefined;
+  status?: ListingStatusName | undefined;
+}
+
+/** Offers: created_at (descending), then marketplace, then its id, as listings. */
+export const OFFER_KEY: KeySpec = ["int", "text", "text"];
+
+/** The scope of a best offer: a token's (assetId), a trait value's (traitType and traitValue), or the collection's (neither). */
+export interface OfferScope {
+  assetId?: string;
+  traitType?: string;
+  traitValue?: string;
+}
+
+export interface OffersRepository {
+  /** `now`: the second a status filter is answered at (a CREATED offer past its expiresAt is EXPIRED). */
+  offersPage(collectionId: number, filter: OffersFilter, page: PageRequest, now: number): MaybePromise<Page<OfferRow>>;
+  /**
+   * The best standing offer of each scope at second `now` (status CREATED,
+   * not expired): highest price, then marketplace, then its id; one seek
+   * each, in one snapshot.
+   */
+  bestOffers(collectionId: number, scopes: readonly OfferScope[], now: number): MaybePromise<(OfferRow | undefined)[]>;
+}
+
 export interface SocialRepository {
   topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
   topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
@@ -329,6 +359,7 @@ export interface ReadRepositories {
   sales: SalesRepository;
   listings: ListingsRepository;
   tokens: TokensRepository;
+  offers: OffersRepository;
   analytics: AnalyticsRepository;
   social: SocialRepository;
   keys: KeysRepository;

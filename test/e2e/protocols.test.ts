@@ -26,6 +26,8 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListCollectionHolders: { contractAddress: COLLECTION, limit: 30 },
   ListTokens: { contractAddress: COLLECTION, sort: "price", limit: 50 },
   ListCollectionTraits: { contractAddress: COLLECTION },
+  ListOffers: { contractAddress: COLLECTION, limit: 50 },
+  GetCollectionMarket: { contractAddress: COLLECTION },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
 };
 

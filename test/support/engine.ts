@@ -103,6 +103,7 @@ export function fixtureRecords(f: Fixture): Partial<Record<Kind, object[]>> {
     sales: f.sales.map((r) => ({ ...r, ...eth })),
     listings: f.listings.map((r) => ({ ...r, ...eth })),
     tokens: f.tokens,
+    offers: f.offers.map((r) => ({ ...r, ...eth })),
     influencers: f.influencers,
     tweets: f.tweets.map(({ retweetedStatusJson, ...r }) => ({ ...r, retweetedStatus: retweetedStatusJson === null ? null : JSON.parse(retweetedStatusJson) })),
     scores: [f.score],

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/sqlite/database.js";
-import type { AppraisalRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow } from "../../src/domain/records.js";
+import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow } from "../../src/domain/records.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/sqlite/write-store.js";
 
 // A small deterministic store with every kind of record, built through the
@@ -27,6 +27,8 @@ export interface Fixture {
   listings: ListingRow[];
   /** Records of the listed tokens (40-51), with attributes: the tokens and traits lists' own. */
   tokens: { contractAddress: string; assetId: string; currentOwner: string; attributes: { trait_type: string; value: string | number }[] }[];
+  /** Collection, trait and token offers, none expiring (answers that do not move with the clock). */
+  offers: OfferRow[];
   influencers: { contractAddress: string; user: SocialUserRecord; score: number }[];
   tweets: TweetRecord[];
   score: ScoreRow;
@@ -74,6 +76,7 @@ export function buildFixture(): Fixture {
     sales: [],
     listings: [],
     tokens: [],
+    offers: [],
     influencers: [],
     tweets: [],
     score: { contractAddress: COLLECTION, name: "Test Apes", hype: 71.5, gains: -3.25, community: 88, total: 52.1 },
@@ -132,6 +135,15 @@ export function buildFixture(): Fixture {
     });
   }
 
+  for (let i = 0; i < 24; i++) {
+    const scope = i % 3 === 0 ? {} : i % 3 === 1 ? { assetId: String(40 + (i % 12)) } : { traitType: "Background", traitValue: ["Blue", "Red", "Gold"][i % 3]! };
+    f.offers.push({
+      marketplaceId: String(5000 + i), marketplace: MARKETPLACES[i % 2]!, contractAddress: COLLECTION, assetId: "", traitType: "", traitValue: "",
+      ...scope, maker: addr(8000 + (i % 7)), price: (10n ** 17n * BigInt(1 + ((i * 7) % 11))).toString(),
+      createdAt: 1_700_000_000 + i * 600, lastUpdatedAt: 1_700_000_000 + i * 600, expiresAt: 0, status: STATUSES[i % 5 === 4 ? 2 : 0]!,
+    });
+  }
+
   for (let i = 0; i < 70; i++) {
     const marketplace = MARKETPLACES[i % 3]!;
     f.listings.push({
@@ -183,6 +195,7 @@ export function buildFixture(): Fixture {
     for (const r of f.sales) w.upsertSale(r);
     for (const r of f.listings) w.upsertListing(r);
     for (const r of f.tokens) w.upsertToken(r);
+    for (const r of f.offers) w.upsertOffer(r);
     for (const r of f.influencers) w.upsertInfluencer(r);
     for (const r of f.tweets) w.upsertTweet(r);
     w.upsertScore(f.score);

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Appraisal, AssetRarity, Listing, ListingStatus, Sale, Token } from "./resources_pb.js";
+import type { Appraisal, AssetRarity, Listing, ListingStatus, Offer, Sale, Token } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/asset_service.proto.
  */
 export const file_marketdata_v1_asset_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSKZAQoRTGlzdFRva2Vuc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRINCgVvd25lchgDIAEoCRINCgV0cmFpdBgEIAEoCRIMCgRzb3J0GAUgASgJEhIKBWxpbWl0GAYgASgFSACIAQESDgoGY3Vyc29yGAcgASgJQggKBl9saW1pdCJfChJMaXN0VG9rZW5zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuVG9rZW4ivQEKEExpc3RTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRISCgVzaW5jZRgEIAEoA0gAiAEBEhIKBXVudGlsGAUgASgDSAGIAQESEgoFbGltaXQYBiABKAVIAogBARIOCgZjdXJzb3IYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiVwoRTGlzdFNhbGVzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIQoEZGF0YRgDIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZSKyAQoTTGlzdExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgFIAEoBUgAiAEBEg4KBmN1cnNvchgGIAEoCUIICgZfbGltaXQiXQoUTGlzdExpc3RpbmdzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSJAoEZGF0YRgDIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyJkChFXYXRjaFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEg4KBmN1cnNvchgEIAEoCSJNChJXYXRjaFNhbGVzUmVzcG9uc2USIQoEc2FsZRgBIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxyZXN1bWVfdG9rZW4YAiABKAkilQEKFFdhdGNoTGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgFIAEoCSJWChVXYXRjaExpc3RpbmdzUmVzcG9uc2USJwoHbGlzdGluZxgBIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxyZXN1bWVfdG9rZW4YAiABKAkyzwYKDEFzc2V0U2VydmljZRJ+Cg5MaXN0QXBwcmFpc2FscxIkLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXF1ZXN0GiUubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9hc3NldC9hcHByYWlzYWxzEm4KCkxpc3RSYXJpdHkSIC5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Jhcml0eRJqCglMaXN0U2FsZXMSHy5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1JlcXVlc3QaIC5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9hc3NldC9zYWxlcxJ2CgxMaXN0TGlzdGluZ3MSIi5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1JlcXVlc3QaIy5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1Jlc3BvbnNlIh2QAgGC0+STAhQSEi92MS9hc3NldC9saXN0aW5ncxJuCgpMaXN0VG9rZW5zEiAubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFRva2Vuc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC90b2tlbnMSdgoKV2F0Y2hTYWxlcxIgLm1hcmtldGRhdGEudjEuV2F0Y2hTYWxlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvYXNzZXQvc2FsZXMvc3RyZWFtMAESggEKDVdhdGNoTGlzdGluZ3MSIy5tYXJrZXRkYXRhLnYxLldhdGNoTGlzdGluZ3NSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVzcG9uc2UiJJACAYLT5JMCGxIZL3YxL2Fzc2V0L2xpc3RpbmdzL3N0cmVhbTABYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSKZAQoRTGlzdFRva2Vuc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRINCgVvd25lchgDIAEoCRINCgV0cmFpdBgEIAEoCRIMCgRzb3J0GAUgASgJEhIKBWxpbWl0GAYgASgFSACIAQESDgoGY3Vyc29yGAcgASgJQggKBl9saW1pdCJfChJMaXN0VG9rZW5zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuVG9rZW4imwEKEUxpc3RPZmZlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSLAoGc3RhdHVzGAMgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAQgASgFSACIAQESDgoGY3Vyc29yGAUgASgJQggKBl9saW1pdCJZChJMaXN0T2ZmZXJzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuT2ZmZXIivQEKEExpc3RTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRISCgVzaW5jZRgEIAEoA0gAiAEBEhIKBXVudGlsGAUgASgDSAGIAQESEgoFbGltaXQYBiABKAVIAogBARIOCgZjdXJzb3IYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiVwoRTGlzdFNhbGVzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIQoEZGF0YRgDIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZSKyAQoTTGlzdExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgFIAEoBUgAiAEBEg4KBmN1cnNvchgGIAEoCUIICgZfbGltaXQiXQoUTGlzdExpc3RpbmdzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSJAoEZGF0YRgDIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyJkChFXYXRjaFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEg4KBmN1cnNvchgEIAEoCSJNChJXYXRjaFNhbGVzUmVzcG9uc2USIQoEc2FsZRgBIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxyZXN1bWVfdG9rZW4YAiABKAkilQEKFFdhdGNoTGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgFIAEoCSJWChVXYXRjaExpc3RpbmdzUmVzcG9uc2USJwoHbGlzdGluZxgBIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxyZXN1bWVfdG9rZW4YAiABKAkyvwcKDEFzc2V0U2VydmljZRJ+Cg5MaXN0QXBwcmFpc2FscxIkLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXF1ZXN0GiUubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9hc3NldC9hcHByYWlzYWxzEm4KCkxpc3RSYXJpdHkSIC5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Jhcml0eRJqCglMaXN0U2FsZXMSHy5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1JlcXVlc3QaIC5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9hc3NldC9zYWxlcxJ2CgxMaXN0TGlzdGluZ3MSIi5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1JlcXVlc3QaIy5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1Jlc3BvbnNlIh2QAgGC0+STAhQSEi92MS9hc3NldC9saXN0aW5ncxJuCgpMaXN0VG9rZW5zEiAubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFRva2Vuc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC90b2tlbnMSbgoKTGlzdE9mZmVycxIgLm1hcmtldGRhdGEudjEuTGlzdE9mZmVyc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RPZmZlcnNSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvb2ZmZXJzEnYKCldhdGNoU2FsZXMSIC5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5XYXRjaFNhbGVzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2Fzc2V0L3NhbGVzL3N0cmVhbTABEoIBCg1XYXRjaExpc3RpbmdzEiMubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVxdWVzdBokLm1hcmtldGRhdGEudjEuV2F0Y2hMaXN0aW5nc1Jlc3BvbnNlIiSQAgGC0+STAhsSGS92MS9hc3NldC9saXN0aW5ncy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.ListAppraisalsRequest
@@ -239,6 +239,74 @@ export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PUR
   messageDesc(file_marketdata_v1_asset_service, 5);
 
 /**
+ * @generated from message marketdata.v1.ListOffersRequest
+ */
+export type ListOffersRequest = Message<"marketdata.v1.ListOffersRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * One asset id: that token's own offers; "" for every offer.
+   *
+   * @generated from field: string asset_id = 2;
+   */
+  assetId: string;
+
+  /**
+   * Unspecified for every status.
+   *
+   * @generated from field: marketdata.v1.ListingStatus status = 3;
+   */
+  status: ListingStatus;
+
+  /**
+   * @generated from field: optional int32 limit = 4;
+   */
+  limit?: number | undefined;
+
+  /**
+   * @generated from field: string cursor = 5;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListOffersRequest.
+ * Use `create(ListOffersRequestSchema)` to create a new message.
+ */
+export const ListOffersRequestSchema: GenMessage<ListOffersRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 6);
+
+/**
+ * @generated from message marketdata.v1.ListOffersResponse
+ */
+export type ListOffersResponse = Message<"marketdata.v1.ListOffersResponse"> & {
+  /**
+   * @generated from field: int32 success = 1;
+   */
+  success: number;
+
+  /**
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.Offer data = 3;
+   */
+  data: Offer[];
+};
+
+/**
+ * Describes the message marketdata.v1.ListOffersResponse.
+ * Use `create(ListOffersResponseSchema)` to create a new message.
+ */
+export const ListOffersResponseSchema: GenMessage<ListOffersResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 7);
+
+/**
  * @generated from message marketdata.v1.ListSalesRequest
  */
 export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
@@ -289,7 +357,7 @@ export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
  * Use `create(ListSalesRequestSchema)` to create a new message.
  */
 export const ListSalesRequestSchema: GenMessage<ListSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 6);
+  messageDesc(file_marketdata_v1_asset_service, 8);
 
 /**
  * @generated from message marketdata.v1.ListSalesResponse
@@ -318,7 +386,7 @@ export type ListSalesResponse = Message<"marketdata.v1.ListSalesResponse"> & {
  * Use `create(ListSalesResponseSchema)` to create a new message.
  */
 export const ListSalesResponseSchema: GenMessage<ListSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 7);
+  messageDesc(file_marketdata_v1_asset_service, 9);
 
 /**
  * @generated from message marketdata.v1.ListListingsRequest
@@ -362,7 +430,7 @@ export type ListListingsRequest = Message<"marketdata.v1.ListListingsRequest"> &
  * Use `create(ListListingsRequestSchema)` to create a new message.
  */
 export const ListListingsRequestSchema: GenMessage<ListListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 8);
+  messageDesc(file_marketdata_v1_asset_service, 10);
 
 /**
  * @generated from message marketdata.v1.ListListingsResponse
@@ -389,7 +457,7 @@ export type ListListingsResponse = Message<"marketdata.v1.ListListingsResponse">
  * Use `create(ListListingsResponseSchema)` to create a new message.
  */
 export const ListListingsResponseSchema: GenMessage<ListListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 9);
+  messageDesc(file_marketdata_v1_asset_service, 11);
 
 /**
  * @generated from message marketdata.v1.WatchSalesRequest
@@ -428,7 +496,7 @@ export type WatchSalesRequest = Message<"marketdata.v1.WatchSalesRequest"> & {
  * Use `create(WatchSalesRequestSchema)` to create a new message.
  */
 export const WatchSalesRequestSchema: GenMessage<WatchSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 10);
+  messageDesc(file_marketdata_v1_asset_service, 12);
 
 /**
  * @generated from message marketdata.v1.WatchSalesResponse
@@ -455,7 +523,7 @@ export type WatchSalesResponse = Message<"marketdata.v1.WatchSalesResponse"> & {
  * Use `create(WatchSalesResponseSchema)` to create a new message.
  */
 export const WatchSalesResponseSchema: GenMessage<WatchSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 11);
+  messageDesc(file_marketdata_v1_asset_service, 13);
 
 /**
  * @generated from message marketdata.v1.WatchListingsRequest
@@ -494,7 +562,7 @@ export type WatchListingsRequest = Message<"marketdata.v1.WatchListingsRequest">
  * Use `create(WatchListingsRequestSchema)` to create a new message.
  */
 export const WatchListingsRequestSchema: GenMessage<WatchListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 12);
+  messageDesc(file_marketdata_v1_asset_service, 14);
 
 /**
  * @generated from message marketdata.v1.WatchListingsResponse
@@ -516,7 +584,7 @@ export type WatchListingsResponse = Message<"marketdata.v1.WatchListingsResponse
  * Use `create(WatchListingsResponseSchema)` to create a new message.
  */
 export const WatchListingsResponseSchema: GenMessage<WatchListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 13);
+  messageDesc(file_marketdata_v1_asset_service, 15);
 
 /**
  * Per-asset market data of a collection.
@@ -575,6 +643,17 @@ export const AssetService: GenService<{
     methodKind: "unary";
     input: typeof ListTokensRequestSchema;
     output: typeof ListTokensResponseSchema;
+  },
+  /**
+   * Offers (bids) by created_at descending, then marketplace, marketplace
+   * id; paged by cursor.
+   *
+   * @generated from rpc marketdata.v1.AssetService.ListOffers
+   */
+  listOffers: {
+    methodKind: "unary";
+    input: typeof ListOffersRequestSchema;
+    output: typeof ListOffersResponseSchema;
   },
   /**
    * Sales as they are committed, in commit order: first those committed after

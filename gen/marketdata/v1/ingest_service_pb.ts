@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Appraisal, AssetRarity, CollectionScore, Listing, Sale, SocialUser, Transfer, Tweet } from "./resources_pb.js";
+import type { Appraisal, AssetRarity, CollectionScore, Listing, Offer, Sale, SocialUser, Transfer, Tweet } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/ingest_service.proto.
  */
 export const file_marketdata_v1_ingest_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIjoKEENvbGxlY3Rpb25SZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIMCgRuYW1lGAIgASgJImIKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIoMBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUiWAoTSW5nZXN0VG9rZW5zUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ub2tlblJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgiUAoSSW5nZXN0U2FsZXNSZXF1ZXN0EiQKB3JlY29yZHMYASADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlYKFUluZ2VzdExpc3RpbmdzUmVxdWVzdBInCgdyZWNvcmRzGAEgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHNraXBfaW52YWxpZBgCIAEoCCJYChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCCJaChdJbmdlc3RBcHByYWlzYWxzUmVxdWVzdBIpCgdyZWNvcmRzGAEgAygLMhgubWFya2V0ZGF0YS52MS5BcHByYWlzYWwSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlgKE0luZ2VzdFJhcml0eVJlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkSFAoMc2tpcF9pbnZhbGlkGAIgASgIImQKEEluZmx1ZW5jZXJSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAMgASgBImIKGEluZ2VzdEluZmx1ZW5jZXJzUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJMCgtUd2VldFJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEiMKBXR3ZWV0GAIgASgLMhQubWFya2V0ZGF0YS52MS5Ud2VldCJYChNJbmdlc3RUd2VldHNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlR3ZWV0UmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJcChNJbmdlc3RTY29yZXNSZXF1ZXN0Ei8KB3JlY29yZHMYASADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZRIUCgxza2lwX2ludmFsaWQYAiABKAgyvQsKDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxKEAQoQSW5nZXN0QXBwcmFpc2FscxImLm1hcmtldGRhdGEudjEuSW5nZXN0QXBwcmFpc2Fsc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIimQAgKC0+STAiA6B3JlY29yZHMiFS92MS9pbmdlc3QvYXBwcmFpc2FscxJ4CgxJbmdlc3RSYXJpdHkSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJhcml0eVJlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3QvcmFyaXR5EocBChFJbmdlc3RJbmZsdWVuY2VycxInLm1hcmtldGRhdGEudjEuSW5nZXN0SW5mbHVlbmNlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIqkAICgtPkkwIhOgdyZWNvcmRzIhYvdjEvaW5nZXN0L2luZmx1ZW5jZXJzEngKDEluZ2VzdFR3ZWV0cxIiLm1hcmtldGRhdGEudjEuSW5nZXN0VHdlZXRzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC90d2VldHMSeAoMSW5nZXN0U2NvcmVzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RTY29yZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Njb3Jlc2IGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIjoKEENvbGxlY3Rpb25SZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIMCgRuYW1lGAIgASgJImIKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIoMBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUiWAoTSW5nZXN0VG9rZW5zUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ub2tlblJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgiUAoSSW5nZXN0U2FsZXNSZXF1ZXN0EiQKB3JlY29yZHMYASADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlYKFUluZ2VzdExpc3RpbmdzUmVxdWVzdBInCgdyZWNvcmRzGAEgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHNraXBfaW52YWxpZBgCIAEoCCJYChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCCJSChNJbmdlc3RPZmZlcnNSZXF1ZXN0EiUKB3JlY29yZHMYASADKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCCJaChdJbmdlc3RBcHByYWlzYWxzUmVxdWVzdBIpCgdyZWNvcmRzGAEgAygLMhgubWFya2V0ZGF0YS52MS5BcHByYWlzYWwSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlgKE0luZ2VzdFJhcml0eVJlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkSFAoMc2tpcF9pbnZhbGlkGAIgASgIImQKEEluZmx1ZW5jZXJSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAMgASgBImIKGEluZ2VzdEluZmx1ZW5jZXJzUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJMCgtUd2VldFJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEiMKBXR3ZWV0GAIgASgLMhQubWFya2V0ZGF0YS52MS5Ud2VldCJYChNJbmdlc3RUd2VldHNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlR3ZWV0UmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJcChNJbmdlc3RTY29yZXNSZXF1ZXN0Ei8KB3JlY29yZHMYASADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZRIUCgxza2lwX2ludmFsaWQYAiABKAgytwwKDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxJ4CgxJbmdlc3RPZmZlcnMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdE9mZmVyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvb2ZmZXJzEoQBChBJbmdlc3RBcHByYWlzYWxzEiYubWFya2V0ZGF0YS52MS5Jbmdlc3RBcHByYWlzYWxzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiKZACAoLT5JMCIDoHcmVjb3JkcyIVL3YxL2luZ2VzdC9hcHByYWlzYWxzEngKDEluZ2VzdFJhcml0eRIiLm1hcmtldGRhdGEudjEuSW5nZXN0UmFyaXR5UmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC9yYXJpdHkShwEKEUluZ2VzdEluZmx1ZW5jZXJzEicubWFya2V0ZGF0YS52MS5Jbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvaW5mbHVlbmNlcnMSeAoMSW5nZXN0VHdlZXRzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUd2VldHNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3R3ZWV0cxJ4CgxJbmdlc3RTY29yZXMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFNjb3Jlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvc2NvcmVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * What a batch (or a whole stream) did.
@@ -293,6 +293,28 @@ export const IngestTransfersRequestSchema: GenMessage<IngestTransfersRequest> = 
   messageDesc(file_marketdata_v1_ingest_service, 9);
 
 /**
+ * @generated from message marketdata.v1.IngestOffersRequest
+ */
+export type IngestOffersRequest = Message<"marketdata.v1.IngestOffersRequest"> & {
+  /**
+   * @generated from field: repeated marketdata.v1.Offer records = 1;
+   */
+  records: Offer[];
+
+  /**
+   * @generated from field: bool skip_invalid = 2;
+   */
+  skipInvalid: boolean;
+};
+
+/**
+ * Describes the message marketdata.v1.IngestOffersRequest.
+ * Use `create(IngestOffersRequestSchema)` to create a new message.
+ */
+export const IngestOffersRequestSchema: GenMessage<IngestOffersRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_ingest_service, 10);
+
+/**
  * @generated from message marketdata.v1.IngestAppraisalsRequest
  */
 export type IngestAppraisalsRequest = Message<"marketdata.v1.IngestAppraisalsRequest"> & {
@@ -312,7 +334,7 @@ export type IngestAppraisalsRequest = Message<"marketdata.v1.IngestAppraisalsReq
  * Use `create(IngestAppraisalsRequestSchema)` to create a new message.
  */
 export const IngestAppraisalsRequestSchema: GenMessage<IngestAppraisalsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 10);
+  messageDesc(file_marketdata_v1_ingest_service, 11);
 
 /**
  * @generated from message marketdata.v1.IngestRarityRequest
@@ -334,7 +356,7 @@ export type IngestRarityRequest = Message<"marketdata.v1.IngestRarityRequest"> &
  * Use `create(IngestRarityRequestSchema)` to create a new message.
  */
 export const IngestRarityRequestSchema: GenMessage<IngestRarityRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 11);
+  messageDesc(file_marketdata_v1_ingest_service, 12);
 
 /**
  * @generated from message marketdata.v1.InfluencerRecord
@@ -361,7 +383,7 @@ export type InfluencerRecord = Message<"marketdata.v1.InfluencerRecord"> & {
  * Use `create(InfluencerRecordSchema)` to create a new message.
  */
 export const InfluencerRecordSchema: GenMessage<InfluencerRecord> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 12);
+  messageDesc(file_marketdata_v1_ingest_service, 13);
 
 /**
  * @generated from message marketdata.v1.IngestInfluencersRequest
@@ -383,7 +405,7 @@ export type IngestInfluencersRequest = Message<"marketdata.v1.IngestInfluencersR
  * Use `create(IngestInfluencersRequestSchema)` to create a new message.
  */
 export const IngestInfluencersRequestSchema: GenMessage<IngestInfluencersRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 13);
+  messageDesc(file_marketdata_v1_ingest_service, 14);
 
 /**
  * A tweet of a collection: the Tweet of /v1/collection/tweets with the
@@ -408,7 +430,7 @@ export type TweetRecord = Message<"marketdata.v1.TweetRecord"> & {
  * Use `create(TweetRecordSchema)` to create a new message.
  */
 export const TweetRecordSchema: GenMessage<TweetRecord> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 14);
+  messageDesc(file_marketdata_v1_ingest_service, 15);
 
 /**
  * @generated from message marketdata.v1.IngestTweetsRequest
@@ -430,7 +452,7 @@ export type IngestTweetsRequest = Message<"marketdata.v1.IngestTweetsRequest"> &
  * Use `create(IngestTweetsRequestSchema)` to create a new message.
  */
 export const IngestTweetsRequestSchema: GenMessage<IngestTweetsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 15);
+  messageDesc(file_marketdata_v1_ingest_service, 16);
 
 /**
  * @generated from message marketdata.v1.IngestScoresRequest
@@ -452,7 +474,7 @@ export type IngestScoresRequest = Message<"marketdata.v1.IngestScoresRequest"> &
  * Use `create(IngestScoresRequestSchema)` to create a new message.
  */
 export const IngestScoresRequestSchema: GenMessage<IngestScoresRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 16);
+  messageDesc(file_marketdata_v1_ingest_service, 17);
 
 /**
  * Writes from the services that index the market: each RPC takes a batch of
@@ -543,6 +565,17 @@ export const IngestService: GenService<{
   ingestTransfers: {
     methodKind: "unary";
     input: typeof IngestTransfersRequestSchema;
+    output: typeof IngestResponseSchema;
+  },
+  /**
+   * Offers (bids), keyed by marketplace and marketplace id: a later state of
+   * an offer replaces the earlier one.
+   *
+   * @generated from rpc marketdata.v1.IngestService.IngestOffers
+   */
+  ingestOffers: {
+    methodKind: "unary";
+    input: typeof IngestOffersRequestSchema;
     output: typeof IngestResponseSchema;
   },
   /**

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/resources.proto.
  */
 export const file_marketdata_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAkikwEKCFRyYW5zZmVyEgwKBGhhc2gYASABKAkSEQoJbG9nX2luZGV4GAIgASgDEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRIRCgl0aW1lc3RhbXAYByABKAMSDQoFYmxvY2sYCCABKAMi3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMi7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyK5AQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJItcBCgVUb2tlbhIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEg0KBW93bmVyGAMgASgJEi0KCmF0dHJpYnV0ZXMYBCADKAsyGS5tYXJrZXRkYXRhLnYxLlRva2VuVHJhaXQSEwoLcmFyaXR5X3JhbmsYBSABKAMSJgoJbGFzdF9zYWxlGAYgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEicKB2xpc3RpbmcYByABKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmciLwoKVG9rZW5UcmFpdBISCgp0cmFpdF90eXBlGAEgASgJEg0KBXZhbHVlGAIgASgJInAKClRyYWl0VmFsdWUSEgoKdHJhaXRfdHlwZRgBIAEoCRINCgV2YWx1ZRgCIAEoCRITCgt0b2tlbl9jb3VudBgDIAEoAxIqCgVmbG9vchgEIAEoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
+  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyKdAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMiaAoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJIssBCgRTYWxlEgwKBGhhc2gYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAQgASgJEhAKCGFzc2V0X2lkGAUgASgJEhEKCXRpbWVzdGFtcBgGIAEoAxINCgVibG9jaxgHIAEoAxINCgVwcmljZRgIIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYCSABKAkSEAoIY3VycmVuY3kYCiABKAkSEwoLbWFya2V0cGxhY2UYCyABKAkikwEKCFRyYW5zZmVyEgwKBGhhc2gYASABKAkSEQoJbG9nX2luZGV4GAIgASgDEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRIRCgl0aW1lc3RhbXAYByABKAMSDQoFYmxvY2sYCCABKAMi3gEKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMiqAIKBU9mZmVyEhYKDm1hcmtldHBsYWNlX2lkGAEgASgJEhMKC21hcmtldHBsYWNlGAIgASgJEhgKEGNvbnRyYWN0X2FkZHJlc3MYAyABKAkSEAoIYXNzZXRfaWQYBCABKAkSEgoKdHJhaXRfdHlwZRgFIAEoCRITCgt0cmFpdF92YWx1ZRgGIAEoCRINCgVtYWtlchgHIAEoCRINCgVwcmljZRgIIAEoCRIQCghjdXJyZW5jeRgJIAEoCRISCgpjcmVhdGVkX2F0GAogASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgLIAEoAxISCgpleHBpcmVzX2F0GAwgASgDEiwKBnN0YXR1cxgNIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cyLtAQoKU29jaWFsVXNlchIKCgJpZBgBIAEoCRITCgtzY3JlZW5fbmFtZRgCIAEoCRIZChFwcm9maWxlX2ltYWdlX3VybBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIMCgRuYW1lGAUgASgJEhAKCGxvY2F0aW9uGAYgASgJEhcKD2ZvbGxvd2Vyc19jb3VudBgHIAEoAxIQCgh2ZXJpZmllZBgIIAEoCBIWCg5zdGF0dXNlc19jb3VudBgJIAEoAxIYChBmYXZvdXJpdGVzX2NvdW50GAogASgDEhEKCXByb3RlY3RlZBgLIAEoCCJECgpJbmZsdWVuY2VyEicKBHVzZXIYASABKAsyGS5tYXJrZXRkYXRhLnYxLlNvY2lhbFVzZXISDQoFc2NvcmUYAiABKAEi3gIKBVR3ZWV0EgoKAmlkGAEgASgJEicKBHVzZXIYAiABKAsyGS5tYXJrZXRkYXRhLnYxLlNvY2lhbFVzZXISDgoGc291cmNlGAMgASgJEgwKBHRleHQYBCABKAkSFQoNcmV0d2VldF9jb3VudBgFIAEoAxIWCg5mYXZvcml0ZV9jb3VudBgGIAEoAxIaChJwb3NzaWJseV9zZW5zaXRpdmUYByABKAgSDAoEbGFuZxgIIAEoCRIuChByZXR3ZWV0ZWRfc3RhdHVzGAkgASgLMhQubWFya2V0ZGF0YS52MS5Ud2VldBISCgpjcmVhdGVkX2F0GAogASgJEgwKBGRhdGUYCyABKAkSEwoLb3JpZ2luYWxfaWQYDCABKAkSFQoNb3JpZ2luYWxfdGV4dBgNIAEoCRIWCg5vcmlnaW5hbF90d2VldBgOIAEoCBITCgtpbnRlcmFjdGlvbhgPIAEoAyJ4Cg9Db2xsZWN0aW9uU2NvcmUSDAoEbmFtZRgBIAEoCRIYChBjb250cmFjdF9hZGRyZXNzGAIgASgJEgwKBGh5cGUYAyABKAESDQoFZ2FpbnMYBCABKAESEQoJY29tbXVuaXR5GAUgASgBEg0KBXRvdGFsGAYgASgBIqIBCg9Db2xsZWN0aW9uRmxvb3ISGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIKCgJhdBgCIAEoAxIqCgVmbG9vchgDIAEoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nEisKBmdyb3VwcxgEIAMoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nEhAKCGN1cnJlbmN5GAUgASgJIoIBCgxGbG9vckxpc3RpbmcSEwoLbWFya2V0cGxhY2UYASABKAkSFgoObWFya2V0cGxhY2VfaWQYAiABKAkSEAoIYXNzZXRfaWQYAyABKAkSDQoFcHJpY2UYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoAyKAAQoRQ29sbGVjdGlvbkhvbGRlcnMSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIUCgx0b3RhbF90b2tlbnMYAiABKAMSEwoLbnVtX2hvbGRlcnMYAyABKAMSJgoHaG9sZGVycxgEIAMoCzIVLm1hcmtldGRhdGEudjEuSG9sZGVyIi4KBkhvbGRlchIPCgdhZGRyZXNzGAEgASgJEhMKC3Rva2VuX2NvdW50GAIgASgDIrkBCgtTdGF0c0J1Y2tldBINCgVzdGFydBgBIAEoAxILCgNlbmQYAiABKAMSFwoPdG90YWxfbnVtX3NhbGVzGAMgASgDEhQKDHRvdGFsX3ZvbHVtZRgEIAEoCRIRCgltaW5fcHJpY2UYBSABKAkSEQoJbWF4X3ByaWNlGAYgASgJEhMKC2ZpcnN0X3ByaWNlGAcgASgJEhIKCmxhc3RfcHJpY2UYCCABKAkSEAoIY3VycmVuY3kYCSABKAki1wEKBVRva2VuEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSDQoFb3duZXIYAyABKAkSLQoKYXR0cmlidXRlcxgEIAMoCzIZLm1hcmtldGRhdGEudjEuVG9rZW5UcmFpdBITCgtyYXJpdHlfcmFuaxgFIAEoAxImCglsYXN0X3NhbGUYBiABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSJwoHbGlzdGluZxgHIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyIvCgpUb2tlblRyYWl0EhIKCnRyYWl0X3R5cGUYASABKAkSDQoFdmFsdWUYAiABKAkimQEKClRyYWl0VmFsdWUSEgoKdHJhaXRfdHlwZRgBIAEoCRINCgV2YWx1ZRgCIAEoCRITCgt0b2tlbl9jb3VudBgDIAEoAxIqCgVmbG9vchgEIAEoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nEicKCXRvcF9vZmZlchgFIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXIioQEKEENvbGxlY3Rpb25NYXJrZXQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIqCgVmbG9vchgCIAEoCzIbLm1hcmtldGRhdGEudjEuRmxvb3JMaXN0aW5nEiUKB3RvcF9iaWQYAyABKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyEg4KBnNwcmVhZBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCSqjAQoNTGlzdGluZ1N0YXR1cxIeChpMSVNUSU5HX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkxJU1RJTkdfU1RBVFVTX0NSRUFURUQQARIcChhMSVNUSU5HX1NUQVRVU19GVUxGSUxMRUQQAhIcChhMSVNUSU5HX1NUQVRVU19DQU5DRUxMRUQQAxIaChZMSVNUSU5HX1NUQVRVU19FWFBJUkVEEARiBnByb3RvMw");
 
 /**
  * A fair market value estimate for one asset (api.md 2.2).
@@ -378,6 +378,101 @@ export const ListingSchema: GenMessage<Listing> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 6);
 
 /**
+ * An offer to buy (a bid): for one token, for any token with a trait, or
+ * for any token of the collection.
+ *
+ * @generated from message marketdata.v1.Offer
+ */
+export type Offer = Message<"marketdata.v1.Offer"> & {
+  /**
+   * The marketplace's own identifier: decimal or 0x-prefixed hex.
+   *
+   * @generated from field: string marketplace_id = 1;
+   */
+  marketplaceId: string;
+
+  /**
+   * @generated from field: string marketplace = 2;
+   */
+  marketplace: string;
+
+  /**
+   * @generated from field: string contract_address = 3;
+   */
+  contractAddress: string;
+
+  /**
+   * A token offer's asset id; "" for a trait or collection-wide offer.
+   *
+   * @generated from field: string asset_id = 4;
+   */
+  assetId: string;
+
+  /**
+   * A trait offer's trait (any token with it may fill the offer); "" for a
+   * token or collection-wide offer.
+   *
+   * @generated from field: string trait_type = 5;
+   */
+  traitType: string;
+
+  /**
+   * @generated from field: string trait_value = 6;
+   */
+  traitValue: string;
+
+  /**
+   * Lower-case address of the bidder.
+   *
+   * @generated from field: string maker = 7;
+   */
+  maker: string;
+
+  /**
+   * Wei, canonical decimal string.
+   *
+   * @generated from field: string price = 8;
+   */
+  price: string;
+
+  /**
+   * @generated from field: string currency = 9;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: int64 created_at = 10;
+   */
+  createdAt: bigint;
+
+  /**
+   * @generated from field: int64 last_updated_at = 11;
+   */
+  lastUpdatedAt: bigint;
+
+  /**
+   * Epoch seconds from which it can no longer be filled; 0: no expiry.
+   *
+   * @generated from field: int64 expires_at = 12;
+   */
+  expiresAt: bigint;
+
+  /**
+   * CREATED while it stands (and has not expired).
+   *
+   * @generated from field: marketdata.v1.ListingStatus status = 13;
+   */
+  status: ListingStatus;
+};
+
+/**
+ * Describes the message marketdata.v1.Offer.
+ * Use `create(OfferSchema)` to create a new message.
+ */
+export const OfferSchema: GenMessage<Offer> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 7);
+
+/**
  * An account on the social network (api.md 2.7).
  *
  * @generated from message marketdata.v1.SocialUser
@@ -444,7 +539,7 @@ export type SocialUser = Message<"marketdata.v1.SocialUser"> & {
  * Use `create(SocialUserSchema)` to create a new message.
  */
 export const SocialUserSchema: GenMessage<SocialUser> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 7);
+  messageDesc(file_marketdata_v1_resources, 8);
 
 /**
  * A social account ranked for a collection (api.md 2.8).
@@ -468,7 +563,7 @@ export type Influencer = Message<"marketdata.v1.Influencer"> & {
  * Use `create(InfluencerSchema)` to create a new message.
  */
 export const InfluencerSchema: GenMessage<Influencer> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 8);
+  messageDesc(file_marketdata_v1_resources, 9);
 
 /**
  * A post related to a collection (api.md 2.9).
@@ -565,7 +660,7 @@ export type Tweet = Message<"marketdata.v1.Tweet"> & {
  * Use `create(TweetSchema)` to create a new message.
  */
 export const TweetSchema: GenMessage<Tweet> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 9);
+  messageDesc(file_marketdata_v1_resources, 10);
 
 /**
  * Scores of one collection (api.md 2.10).
@@ -609,7 +704,7 @@ export type CollectionScore = Message<"marketdata.v1.CollectionScore"> & {
  * Use `create(CollectionScoreSchema)` to create a new message.
  */
 export const CollectionScoreSchema: GenMessage<CollectionScore> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 10);
+  messageDesc(file_marketdata_v1_resources, 11);
 
 /**
  * The floor of a collection (GetCollectionFloor).
@@ -657,7 +752,7 @@ export type CollectionFloor = Message<"marketdata.v1.CollectionFloor"> & {
  * Use `create(CollectionFloorSchema)` to create a new message.
  */
 export const CollectionFloorSchema: GenMessage<CollectionFloor> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 11);
+  messageDesc(file_marketdata_v1_resources, 12);
 
 /**
  * An active listing at the floor.
@@ -705,7 +800,7 @@ export type FloorListing = Message<"marketdata.v1.FloorListing"> & {
  * Use `create(FloorListingSchema)` to create a new message.
  */
 export const FloorListingSchema: GenMessage<FloorListing> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 12);
+  messageDesc(file_marketdata_v1_resources, 13);
 
 /**
  * Who holds a collection's tokens (ListCollectionHolders).
@@ -745,7 +840,7 @@ export type CollectionHolders = Message<"marketdata.v1.CollectionHolders"> & {
  * Use `create(CollectionHoldersSchema)` to create a new message.
  */
 export const CollectionHoldersSchema: GenMessage<CollectionHolders> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 13);
+  messageDesc(file_marketdata_v1_resources, 14);
 
 /**
  * @generated from message marketdata.v1.Holder
@@ -769,7 +864,7 @@ export type Holder = Message<"marketdata.v1.Holder"> & {
  * Use `create(HolderSchema)` to create a new message.
  */
 export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 14);
+  messageDesc(file_marketdata_v1_resources, 15);
 
 /**
  * One interval of a sales series: totals equal those GetCollectionStats
@@ -837,7 +932,7 @@ export type StatsBucket = Message<"marketdata.v1.StatsBucket"> & {
  * Use `create(StatsBucketSchema)` to create a new message.
  */
 export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 15);
+  messageDesc(file_marketdata_v1_resources, 16);
 
 /**
  * One token of a collection (ListTokens).
@@ -899,7 +994,7 @@ export type Token = Message<"marketdata.v1.Token"> & {
  * Use `create(TokenSchema)` to create a new message.
  */
 export const TokenSchema: GenMessage<Token> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 16);
+  messageDesc(file_marketdata_v1_resources, 17);
 
 /**
  * One attribute of a token as the lists show it.
@@ -925,7 +1020,7 @@ export type TokenTrait = Message<"marketdata.v1.TokenTrait"> & {
  * Use `create(TokenTraitSchema)` to create a new message.
  */
 export const TokenTraitSchema: GenMessage<TokenTrait> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 17);
+  messageDesc(file_marketdata_v1_resources, 18);
 
 /**
  * One trait value of a collection (ListCollectionTraits).
@@ -959,6 +1054,15 @@ export type TraitValue = Message<"marketdata.v1.TraitValue"> & {
    * @generated from field: marketdata.v1.FloorListing floor = 4;
    */
   floor?: FloorListing | undefined;
+
+  /**
+   * The best standing offer any token with it can fill: a trait offer for
+   * this value or a collection-wide offer (highest price; ties:
+   * marketplace, then offer id); null when there is none.
+   *
+   * @generated from field: marketdata.v1.Offer top_offer = 5;
+   */
+  topOffer?: Offer | undefined;
 };
 
 /**
@@ -966,7 +1070,55 @@ export type TraitValue = Message<"marketdata.v1.TraitValue"> & {
  * Use `create(TraitValueSchema)` to create a new message.
  */
 export const TraitValueSchema: GenMessage<TraitValue> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 18);
+  messageDesc(file_marketdata_v1_resources, 19);
+
+/**
+ * A collection's market now (GetCollectionMarket).
+ *
+ * @generated from message marketdata.v1.CollectionMarket
+ */
+export type CollectionMarket = Message<"marketdata.v1.CollectionMarket"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * The lowest active listing (as GetCollectionFloor's floor); null when
+   * none is active.
+   *
+   * @generated from field: marketdata.v1.FloorListing floor = 2;
+   */
+  floor?: FloorListing | undefined;
+
+  /**
+   * The best standing collection-wide offer (highest price; ties:
+   * marketplace, then offer id); null when there is none.
+   *
+   * @generated from field: marketdata.v1.Offer top_bid = 3;
+   */
+  topBid?: Offer | undefined;
+
+  /**
+   * Wei, floor price minus top bid price, as a decimal string: negative
+   * ("-5000") when a bid is above the floor; "" when either is missing.
+   *
+   * @generated from field: string spread = 4;
+   */
+  spread: string;
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message marketdata.v1.CollectionMarket.
+ * Use `create(CollectionMarketSchema)` to create a new message.
+ */
+export const CollectionMarketSchema: GenMessage<CollectionMarket> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 20);
 
 /**
  * State of a marketplace listing (api.md 3).

@@ -125,9 +125,9 @@ const MOVES_OF_STAGED_TOKENS = [
  * than the one holding it: in the table, or in an earlier line of the stage
  * (as SQLite, writing line by line, finds it).
  */
-const MOVED_LISTING = `WITH moved AS (
+const movedRecord = (table: "listings" | "offers") => `WITH moved AS (
     SELECT st.line, st.marketplace, st.marketplace_id, o.address AS held, st.address AS named
-    FROM stage st JOIN listings l ON l.marketplace = st.marketplace AND l.marketplace_id = st.marketplace_id
+    FROM stage st JOIN ${table} l ON l.marketplace = st.marketplace AND l.marketplace_id = st.marketplace_id
     JOIN collections o ON o.id = l.collection_id WHERE o.address <> st.address
     UNION ALL
     SELECT line, marketplace, marketplace_id, held, address FROM (
@@ -136,10 +136,11 @@ const MOVED_LISTING = `WITH moved AS (
     WHERE address <> held)
   SELECT marketplace, marketplace_id, held, named FROM moved ORDER BY line LIMIT 1`;
 
-async function refuseMovedListings(client: pg.PoolClient): Promise<void> {
-  const moved = (await client.query<{ marketplace: string; marketplace_id: string; held: string; named: string }>(MOVED_LISTING)).rows[0];
-  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named);
-}
+/** Refuses a stage of listings (or offers) that names one under another collection than the one holding it. */
+const refuseMoved = (table: "listings" | "offers") => async (client: pg.PoolClient): Promise<void> => {
+  const moved = (await client.query<{ marketplace: string; marketplace_id: string; held: string; named: string }>(movedRecord(table))).rows[0];
+  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named, table === "offers" ? "offer" : "listing");
+};
 
 /** Every address the stage names, registered as a collection (its id is what rows refer to). */
 const REGISTER_COLLECTIONS = "INSERT INTO collections (address) SELECT DISTINCT address FROM stage ON CONFLICT (address) DO NOTHING";
@@ -327,7 +328,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
           st.last_updated_at AS record_updated_at, st.price, st.status AS record_status`),
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
-    check: refuseMovedListings,
+    check: refuseMoved("listings"),
     tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits"],
     serialized: true,
     lock: LISTINGS_LOCK,
@@ -344,6 +345,22 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
     lock: TOKENS_LOCK,
+  },
+  offers: {
+    stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
+      col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status")],
+    row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
+      r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("offers", ["marketplace", "marketplace_id"],
+        ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
+        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
+          st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status`),
+        undefined, false, true),
+    check: refuseMoved("offers"),
+    tables: ["collections", "offers"],
+    serialized: true,
+    lock: LISTINGS_LOCK,
   },
   influencers: {
     stage: [col("address"), ...USER_STAGE, col("score", "float8")],

@@ -1,4 +1,5 @@
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
+import { OFFERS_MIGRATION } from "./offers.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
 import { FILLABLE_COLUMNS } from "./fillable.js";
@@ -341,4 +342,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   // 9: tokens' asks and traits kept for the tokens and traits lists
   // (token-market.ts), as SQLite's 10.
   TOKEN_MARKET_MIGRATION,
+  // 10: offers (offers.ts), as SQLite's 11.
+  OFFERS_MIGRATION,
 ];

@@ -9,6 +9,7 @@ import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
 import { PgTokens } from "./tokens.js";
+import { PgOffers } from "./offers.js";
 import { pgSchemaVersion, redactUrl } from "./database.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgQueries } from "./queries.js";
@@ -41,6 +42,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     sales: new PgSales(q),
     listings: new PgListings(q),
     tokens: new PgTokens(q),
+    offers: new PgOffers(q),
     analytics: new PgAnalytics(q),
     social: new PgSocial(q),
     keys: new PgKeyVerifier(q),

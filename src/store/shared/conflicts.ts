@@ -2,10 +2,10 @@ import { RecordConflictError } from "../ports.js";
 
 // The records a store refuses against what it holds, worded once for both engines.
 
-/** A listing named under another collection than the one holding it: refused (decisions.md, "A listing stays with its collection"). */
-export function listingMoved(marketplace: string, marketplaceId: string, heldBy: string, named: string): RecordConflictError {
+/** A listing (or an offer) named under another collection than the one holding it: refused (decisions.md, "A listing stays with its collection"). */
+export function listingMoved(marketplace: string, marketplaceId: string, heldBy: string, named: string, what = "listing"): RecordConflictError {
   return new RecordConflictError(
-    `listing ${marketplaceId} of ${marketplace} is a listing of collection ${heldBy}; a record naming it under ${named} is refused ` +
-      "(a marketplace's listing stays with its collection: send it under that collection, or as a new listing)",
+    `${what} ${marketplaceId} of ${marketplace} is a${what === "offer" ? "n" : ""} ${what} of collection ${heldBy}; a record naming it under ${named} is refused ` +
+      `(a marketplace's ${what} stays with its collection: send it under that collection, or as a new ${what})`,
   );
 }

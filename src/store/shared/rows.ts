@@ -1,4 +1,4 @@
-import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../../domain/records.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's
@@ -52,6 +52,27 @@ export function toListing(r: Row): ListingRow {
     createdAt: r.created_at as number,
     lastUpdatedAt: r.last_updated_at as number,
     price: r.price as string,
+    status: r.status as ListingStatusName,
+  };
+}
+
+export function offerKey(r: OfferRow): [number, string, string] {
+  return [r.createdAt, r.marketplace, r.marketplaceId];
+}
+
+export function toOffer(r: Row): OfferRow {
+  return {
+    marketplaceId: r.marketplace_id as string,
+    marketplace: r.marketplace as string,
+    contractAddress: r.address as string,
+    assetId: (r.asset_id as string | null) ?? "",
+    traitType: r.trait_type as string,
+    traitValue: r.trait_value as string,
+    maker: r.maker as string,
+    price: r.price as string,
+    createdAt: Number(r.created_at),
+    lastUpdatedAt: Number(r.last_updated_at),
+    expiresAt: Number(r.expires_at),
     status: r.status as ListingStatusName,
   };
 }

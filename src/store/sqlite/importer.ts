@@ -27,6 +27,7 @@ export const WRITERS: { [K in Kind]: Writer } = {
   sales: (s, r) => s.upsertSale(as(r)),
   listings: (s, r) => s.upsertListing(as(r)),
   transfers: (s, r) => s.upsertTransfer(as(r)),
+  offers: (s, r) => s.upsertOffer(as(r)),
   influencers: (s, r) => s.upsertInfluencer(as(r)),
   tweets: (s, r) => {
     const { retweetedStatus, ...rest } = r;
@@ -44,6 +45,7 @@ const TABLE_OF: { [K in Kind]: RecordKind } = {
   sales: "sale",
   listings: "listing",
   transfers: "transfer",
+  offers: "offer",
   influencers: "influencer",
   tweets: "tweet",
   scores: "score",

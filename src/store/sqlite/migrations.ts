@@ -12,6 +12,7 @@ import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
+import { OFFERS_SCHEMA } from "./offers.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -251,6 +252,8 @@ export const MIGRATIONS: readonly Migration[] = [
   `${FILLABLE_SCHEMA}${FILLABLE_BACKFILL}`,
   // 10: tokens' asks and traits kept for the tokens and traits lists (token-market.ts).
   `${TOKEN_MARKET_SCHEMA}${TOKEN_MARKET_BACKFILL}`,
+  // 11: offers (offers.ts).
+  OFFERS_SCHEMA,
 ];
 
 

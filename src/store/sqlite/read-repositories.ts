@@ -12,6 +12,7 @@ import { SqliteSales } from "./sales.js";
 import { SqliteSocial } from "./social.js";
 import { SqliteStatements } from "./statements.js";
 import { SqliteTokens } from "./tokens.js";
+import { SqliteOffers } from "./offers.js";
 import { VersionReader } from "./data-versions.js";
 
 /** Every read repository on one SQLite connection (synchronous results). */
@@ -22,6 +23,7 @@ export interface SqliteRepositories extends ReadRepositories {
   sales: SqliteSales;
   listings: SqliteListings;
   tokens: SqliteTokens;
+  offers: SqliteOffers;
   analytics: SqliteAnalytics;
   social: SqliteSocial;
   keys: ApiKeyVerifier;
@@ -60,6 +62,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
     tokens: new SqliteTokens(statements),
+    offers: new SqliteOffers(statements),
     analytics: new SqliteAnalytics(statements),
     social: new SqliteSocial(statements),
     keys: new ApiKeyVerifier(keys),

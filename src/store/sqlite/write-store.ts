@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
-import type { AppraisalRow, ListingRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
 import { assetKey } from "./asset-key.js";
 import { SALE_LISTINGS_MOVED } from "./fillable.js";
 import { deferMarketTriggers } from "./market-triggers.js";
@@ -82,6 +82,12 @@ const TABLES = {
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"]],
     feed: true,
   },
+  offer: {
+    table: "offers",
+    key: ["marketplace", "marketplace_id"],
+    values: ["collection_id", "asset_key", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
+    feed: true,
+  },
   socialUser: {
     table: "social_users",
     key: ["id"],
@@ -120,6 +126,8 @@ export class WriteStore {
   readonly #selectCollection: Statement;
   readonly #saleBefore: Statement;
   readonly #listingCollection: Statement;
+  /** The collection holding an offer, prepared at the first offer. */
+  #offerCollection: Statement | undefined;
   readonly #aggregates: SalesAggregates;
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
@@ -251,6 +259,30 @@ export class WriteStore {
       recipient: hexToBytes(r.to),
       timestamp: r.timestamp,
       block: r.block,
+    });
+  }
+
+  /** An offer: its latest record replaces the earlier one (offers.ts keeps the top bids' reads). */
+  upsertOffer(r: OfferRow): UpsertResult {
+    const collectionId = this.collectionId(r.contractAddress);
+    this.#offerCollection ??= this.#db
+      .prepare("SELECT c.address FROM offers o JOIN collections c ON c.id = o.collection_id WHERE o.marketplace = ? AND o.marketplace_id = ?")
+      .pluck();
+    const held = this.#offerCollection.get(r.marketplace, r.marketplaceId) as string | undefined;
+    if (held !== undefined && held !== r.contractAddress) throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress, "offer");
+    return this.#upsert("offer", {
+      marketplace: r.marketplace,
+      marketplace_id: r.marketplaceId,
+      collection_id: collectionId,
+      asset_key: r.assetId === "" ? "" : assetKey(r.assetId),
+      trait_type: r.traitType,
+      trait_value: r.traitValue,
+      maker: r.maker.toLowerCase(),
+      price: r.price,
+      created_at: r.createdAt,
+      last_updated_at: r.lastUpdatedAt,
+      expires_at: r.expiresAt,
+      status: r.status,
     });
   }
 

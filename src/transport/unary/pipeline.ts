@@ -1,6 +1,6 @@
 import type { DescMethodUnary, Message } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import type { ServiceSet } from "../../service/services.js";
+import { CLOCK_DEPENDENT_PROCEDURES, type ServiceSet } from "../../service/services.js";
 import {
   type CacheEncoding,
   cachedEntry,
@@ -10,7 +10,7 @@ import {
   type Encoded,
   ParsedKeyMemo,
 } from "../cache/cached-response.js";
-import type { CachedResponse, DataVersionWatch, ResponseCache } from "../cache/freshness.js";
+import { type CachedResponse, type DataVersionWatch, ResponseCache } from "../cache/freshness.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import { type ErrorLogger, publicError } from "../policy/guards.js";
 
@@ -74,13 +74,15 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
   const prefix = cacheKeyPrefix(codec.encoding, procedure);
   // URL -> cache key, for GETs: a repeated URL skips decoding (bounded; ParsedKeyMemo).
   let urls: ParsedKeyMemo | undefined;
+  // A clock-dependent answer is never kept: an empty cache of its own.
+  const cache = CLOCK_DEPENDENT_PROCEDURES.has(procedure) ? new ResponseCache(0, deps.watch) : deps.cache;
   // With the cache off (--cache-mb 0) no key is ever looked up: none is made.
-  const caching = deps.cache.enabled;
+  const caching = cache.enabled;
 
   const fail = (x: UnaryExchange<In, R>, err: unknown): R => x.fail(publicError(err, x.log, procedure));
 
   const answer = (x: UnaryExchange<In, R>, key: string, message: Message | undefined, remember: boolean): R | Promise<R> => {
-    const entry = cachedEntry(deps.cache, deps.watch, key, async (stampBeforeRead) => {
+    const entry = cachedEntry(cache, deps.watch, key, async (stampBeforeRead) => {
       const input = message ?? codec.decode(await x.input());
       stampBeforeRead(collectionsOf(input));
       return codec.encode(await impl(input));
