@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { skipPg } from "../support/pg.js";
-import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
+import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
 
 // Listings that can no longer be filled are not active (decisions.md,
 // "Fillable listings"): after any history of listing records, sales and
@@ -15,7 +15,6 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 
 const T = 1_700_000_000;
 const C = (n: number) => `0x${(0xf1100 + n).toString(16).padStart(40, "0")}`;
-const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 const MARKETPLACES = ["BLUR", "OPENSEA"] as const;
 
 interface ListingWrite {
@@ -27,19 +26,7 @@ interface ListingWrite {
   price: number;
   status: "CREATED" | "FULFILLED" | "CANCELLED" | "EXPIRED";
 }
-interface SaleWrite {
-  kind: "sales";
-  hash: number;
-  asset: number;
-  at: number;
-}
-interface TransferWrite {
-  kind: "transfers";
-  hash: number;
-  asset: number;
-  at: number;
-}
-type Write = ListingWrite | SaleWrite | TransferWrite;
+type Write = ListingWrite | EventWrite;
 
 // Few listings, assets and times: listings are re-sent with other times and
 // statuses, and sales or transfers fall before, at and after their creation.
@@ -69,15 +56,8 @@ function recordOf(address: string, w: Write): object {
         createdAt: ts(w.created), lastUpdatedAt: ts(w.created + w.updated), price: String(w.price), currency: "ETH", status: w.status,
       };
     case "sales":
-      return {
-        hash: hashOf(w.hash), from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: address, assetId: String(w.asset),
-        timestamp: ts(w.at), block: 100 + w.at, price: "7", amountReceived: "7", currency: "ETH", marketplace: "BLUR",
-      };
     case "transfers":
-      return {
-        hash: hashOf(w.hash), logIndex: 0, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}`, contractAddress: address,
-        assetId: String(w.asset), timestamp: ts(w.at), block: 100 + w.at,
-      };
+      return eventRecord(address, w, ts(w.at));
   }
 }
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { skipPg } from "../support/pg.js";
-import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
+import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
 
 // Tokens and traits kept at write time (sqlite/token-market.ts,
 // postgres/token-market.ts): after any history of token records, listings,
@@ -14,7 +14,6 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 
 const T = 1_700_000_000;
 const C = (n: number) => `0x${(0xf2200 + n).toString(16).padStart(40, "0")}`;
-const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 const MARKETPLACES = ["BLUR", "OPENSEA"] as const;
 const COLORS = ["red", "blue", "Red"] as const;
 
@@ -32,12 +31,6 @@ interface ListingWrite {
   created: number;
   price: number;
   status: "CREATED" | "FULFILLED" | "CANCELLED";
-}
-interface EventWrite {
-  kind: "sales" | "transfers";
-  hash: number;
-  asset: number;
-  at: number;
 }
 interface RarityWrite {
   kind: "rarity";
@@ -78,15 +71,8 @@ function recordOf(address: string, w: Write): object {
         createdAt: ts(w.created), lastUpdatedAt: ts(w.created), price: String(w.price * 1000), currency: "ETH", status: w.status,
       };
     case "sales":
-      return {
-        hash: hashOf(w.hash), from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: address, assetId: String(w.asset),
-        timestamp: ts(w.at), block: 100 + w.at, price: "7", amountReceived: "7", currency: "ETH", marketplace: "BLUR",
-      };
     case "transfers":
-      return {
-        hash: hashOf(w.hash), logIndex: 0, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}`, contractAddress: address,
-        assetId: String(w.asset), timestamp: ts(w.at), block: 100 + w.at,
-      };
+      return eventRecord(address, w, ts(w.at));
   }
 }
 

@@ -85,3 +85,20 @@ export async function harness(engine: "sqlite" | "postgres"): Promise<Harness> {
     },
   };
 }
+
+/** A sale or transfer of a property test's history: event `hash` of token `asset` at step `at` (second `time`, block 100 + at). */
+export interface EventWrite {
+  kind: "sales" | "transfers";
+  hash: number;
+  asset: number;
+  at: number;
+}
+
+/** The import record of an event: a sale from 0x11… to 0x22…, or a transfer from 0x22… to 0x33…, at second `time`. */
+export function eventRecord(address: string, w: EventWrite, time: number): object {
+  const hash = `0x${w.hash.toString(16).padStart(64, "0")}`;
+  const base = { hash, contractAddress: address, assetId: String(w.asset), timestamp: time, block: 100 + w.at };
+  return w.kind === "sales"
+    ? { ...base, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, price: "7", amountReceived: "7", currency: "ETH", marketplace: "BLUR" }
+    : { ...base, logIndex: 0, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}` };
+}
