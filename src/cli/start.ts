@@ -59,12 +59,17 @@ export const READ_EXAMPLES: Record<string, string> = {
   "/v1/collection/floor": "",
   "/v1/collection/holders": "&limit=3",
   "/v1/collection/stats/series": "&interval=week&limit=3",
+  "/v1/asset/tokens": "&sort=price&limit=3",
+  "/v1/collection/traits": "",
+  "/v1/collection/market": "",
+  "/v1/asset/offers": "&limit=3",
 };
 
 /** The live feeds: streamed until Ctrl-C. */
 export const STREAM_EXAMPLES: Record<string, string> = {
   "/v1/asset/sales/stream": "",
   "/v1/asset/listings/stream": "",
+  "/v1/asset/offers/stream": "",
 };
 
 /** What `npm start` prints once it serves: the key, then shell lines to paste, every one runnable as it stands. */

@@ -22,7 +22,7 @@ export const SERVICES: readonly DescService[] = [AssetService, CollectionService
  * The kinds whose writes the live feeds carry; a transfer is in no feed,
  * but it ends its token's listings, which the listings feed sends again.
  */
-const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers"]);
+const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers", "offers"]);
 
 /** The writer of a server given none (read-only tests and tools): every write is refused as such. */
 const NO_WRITER: IngestWriter = {

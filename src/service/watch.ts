@@ -1,14 +1,21 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { WatchListingsRequest, WatchListingsResponse, WatchSalesRequest, WatchSalesResponse } from "../../gen/marketdata/v1/asset_service_pb.js";
-import type { ListingRow, SaleRow } from "../domain/records.js";
+import type {
+  WatchListingsRequest,
+  WatchListingsResponse,
+  WatchOffersRequest,
+  WatchOffersResponse,
+  WatchSalesRequest,
+  WatchSalesResponse,
+} from "../../gen/marketdata/v1/asset_service_pb.js";
+import type { ListingRow, OfferRow, SaleRow } from "../domain/records.js";
 import type { FeedKind, ReadRepositories } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import type { FeedFilter, FeedHub } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { toListing, toSale } from "./records.js";
+import { toListing, toOffer, toSale } from "./records.js";
 
-// WatchSales and WatchListings: the live feeds as server streams, for every
+// WatchSales, WatchListings and WatchOffers: the live feeds as server streams, for every
 // transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for
 // Server-Sent Events). A stream opens with a message holding only a resume
 // token (where it starts), then sends each matching row as its commit is
@@ -37,6 +44,7 @@ interface Watch<Row, Out> {
 export interface WatchMethods {
   watchSales(req: WatchSalesRequest, context: HandlerContext): AsyncIterable<WatchSalesResponse>;
   watchListings(req: WatchListingsRequest, context: HandlerContext): AsyncIterable<WatchListingsResponse>;
+  watchOffers(req: WatchOffersRequest, context: HandlerContext): AsyncIterable<WatchOffersResponse>;
 }
 
 export function createWatchMethods(store: ReadRepositories, hub: FeedHub): WatchMethods {
@@ -100,6 +108,22 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
         message: (row, resumeToken) => ({
           $typeName: "marketdata.v1.WatchListingsResponse",
           ...(row === undefined ? {} : { listing: toListing(row) }),
+          resumeToken,
+        }),
+      });
+    },
+    watchOffers(req, context) {
+      const assetIds = new Set(req.assetId.length === 0 ? [] : p.assetIds(req.assetId));
+      const status = p.listingStatus(req.status);
+      return watch<OfferRow, WatchOffersResponse>(req, context, {
+        kind: "offers",
+        name: "watch-offers",
+        filter: { assetIds: [...assetIds].sort(), status },
+        // The status as committed: a lapse at expiresAt is no commit (the message says EXPIRED when sent after it).
+        matches: (r) => (assetIds.size === 0 || assetIds.has(r.assetId)) && (status === undefined || r.status === status),
+        message: (row, resumeToken) => ({
+          $typeName: "marketdata.v1.WatchOffersResponse",
+          ...(row === undefined ? {} : { offer: toOffer(row, Math.floor(Date.now() / 1000)) }),
           resumeToken,
         }),
       });

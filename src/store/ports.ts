@@ -326,9 +326,9 @@ export interface StoreChanges {
   readonly collections: readonly string[] | "all";
 }
 
-// live feeds: the sales and listings each commit inserted or changed.
+// live feeds: the sales, listings and offers each commit inserted or changed.
 
-export type FeedKind = "sales" | "listings";
+export type FeedKind = "sales" | "listings" | "offers";
 
 /**
  * A row of a feed at its position. Every write that inserts or changes a
@@ -350,6 +350,7 @@ export interface FeedRepository {
   /** The collection's sales at positions above `after`, in position order, at most `limit`. */
   sales(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<SaleRow>[]>;
   listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
+  offers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<OfferRow>[]>;
 }
 
 export interface ReadRepositories {

@@ -49,6 +49,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           // The live feeds (Server-Sent Events).
           "/v1/asset/listings/stream",
           "/v1/asset/sales/stream",
+          "/v1/asset/offers/stream",
           "/v1/collection/influencers",
           "/v1/collection/scores",
           "/v1/collection/stats",
@@ -57,6 +58,11 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/floor",
           "/v1/collection/holders",
           "/v1/collection/stats/series",
+          // The market picture (issue 34): tokens, traits, offers, the market.
+          "/v1/asset/tokens",
+          "/v1/collection/traits",
+          "/v1/asset/offers",
+          "/v1/collection/market",
           // The writes (IngestService's POST rules).
           ...KINDS.map((k) => `/v1/ingest/${k}`),
         ].sort(),

@@ -238,6 +238,33 @@ describe("live sales on every protocol", () => {
   });
 });
 
+describe("offers", () => {
+  it("an offer is sent when made and again when it changes; a status filter sends the changes to that status; a cursor resumes after it", async () => {
+    const offer = (price: string, status: string, updated: number) => ({
+      marketplaceId: "770", marketplace: "BLUR", contractAddress: C, traitType: "Hat", traitValue: "Cap", maker: `0x${"7".repeat(40)}`,
+      price, currency: "ETH", createdAt: 1_700_000_000, lastUpdatedAt: updated, expiresAt: 0, status,
+    });
+    const all = await sse({ contractAddress: C }, {}, "/v1/asset/offers/stream");
+    const cancelled = await sse({ contractAddress: C, status: "CANCELLED" }, {}, "/v1/asset/offers/stream");
+    await ingestOk(ctx.server, ctx.ingest, "offers", [offer("100", "CREATED", 1_700_000_000)]);
+    const first = await all.next();
+    expect(JSON.parse(first!.data)).toMatchObject({ marketplaceId: "770", price: "100", status: "CREATED", traitValue: "Cap" });
+    await ingestOk(ctx.server, ctx.ingest, "offers", [offer("100", "CREATED", 1_700_000_000)]); // unchanged: no event
+    await ingestOk(ctx.server, ctx.ingest, "offers", [offer("120", "CREATED", 1_700_000_010)]);
+    expect(JSON.parse((await all.next())!.data)).toMatchObject({ price: "120", status: "CREATED" });
+    await ingestOk(ctx.server, ctx.ingest, "offers", [offer("120", "CANCELLED", 1_700_000_020)]);
+    expect(JSON.parse((await all.next())!.data)).toMatchObject({ status: "CANCELLED" });
+    expect(JSON.parse((await cancelled.next())!.data)).toMatchObject({ marketplaceId: "770", status: "CANCELLED" });
+    all.close();
+    cancelled.close();
+    // Resumed after the first event: the offer as it stands now (a row
+    // changed since is sent once, at its last position: decisions.md).
+    const resumed = await sse({ contractAddress: C, cursor: first!.id }, {}, "/v1/asset/offers/stream");
+    expect(JSON.parse((await resumed.next())!.data)).toMatchObject({ price: "120", status: "CANCELLED" });
+    resumed.close();
+  });
+});
+
 describe("listings", () => {
   it("a listing is sent when created and again when its status changes; a status filter sends the changes to that status", async () => {
     const listing = (id: string, status: string, updated: number) => ({

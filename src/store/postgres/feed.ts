@@ -1,6 +1,6 @@
-import type { ListingRow, SaleRow } from "../../domain/records.js";
+import type { ListingRow, OfferRow, SaleRow } from "../../domain/records.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports.js";
-import { toListing, toSale } from "../shared/rows.js";
+import { toListing, toOffer, toSale } from "../shared/rows.js";
 import { hexOf, type PgQueries } from "./queries.js";
 
 // The live feeds' reads on PostgreSQL: a collection's rows above a position,
@@ -16,7 +16,8 @@ export class PgFeed implements FeedRepository {
   }
 
   async head(kind: FeedKind, collectionId: number): Promise<number> {
-    const sql = `SELECT coalesce(max(feed_seq), 0) AS s FROM ${kind === "sales" ? "sales" : "listings"} WHERE collection_id = $1`;
+    const table = { sales: "sales", listings: "listings", offers: "offers" }[kind];
+    const sql = `SELECT coalesce(max(feed_seq), 0) AS s FROM ${table} WHERE collection_id = $1`;
     return (await this.q.rows<{ s: number }>(sql, [collectionId]))[0]?.s ?? 0;
   }
 
@@ -40,5 +41,16 @@ export class PgFeed implements FeedRepository {
       [collectionId, after, limit],
     );
     return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+  }
+
+  async offers(collectionId: number, after: number, limit: number): Promise<FeedEntry<OfferRow>[]> {
+    const rows = await this.q.rows(
+      `SELECT o.feed_seq, c.address, o.marketplace_id, o.marketplace, coalesce(o.asset_id::text, '') AS asset_id, o.trait_type, o.trait_value,
+          o.maker, o.price::text AS price, o.created_at, o.last_updated_at, o.expires_at, o.status
+        FROM offers o JOIN collections c ON c.id = o.collection_id
+        WHERE o.collection_id = $1 AND o.feed_seq > $2 ORDER BY o.feed_seq LIMIT $3`,
+      [collectionId, after, limit],
+    );
+    return rows.map((r) => ({ seq: Number(r.feed_seq), row: toOffer(r) }));
   }
 }

@@ -1,6 +1,6 @@
-import type { ListingRow, SaleRow } from "../../domain/records.js";
+import type { ListingRow, OfferRow, SaleRow } from "../../domain/records.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports.js";
-import { toListing, toSale } from "../shared/rows.js";
+import { toListing, toOffer, toSale } from "../shared/rows.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import type { SqliteStatements } from "./statements.js";
@@ -41,5 +41,16 @@ export class SqliteFeed implements FeedRepository {
       [collectionId, after, limit],
     );
     return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+  }
+
+  offers(collectionId: number, after: number, limit: number): FeedEntry<OfferRow>[] {
+    const rows = this.s.rows(
+      `SELECT o.feed_seq, c.address, o.marketplace_id, o.marketplace, ${assetIdSql("o.")}, o.trait_type, o.trait_value, o.maker, o.price,
+          o.created_at, o.last_updated_at, o.expires_at, o.status
+        FROM offers o INDEXED BY offers_by_feed JOIN collections c ON c.id = o.collection_id
+        WHERE o.collection_id = ? AND o.feed_seq > ? ORDER BY o.feed_seq LIMIT ?`,
+      [collectionId, after, limit],
+    );
+    return rows.map((r) => ({ seq: r.feed_seq as number, row: toOffer(r) }));
   }
 }
