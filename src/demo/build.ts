@@ -8,7 +8,7 @@ import { generateDemo, type Scale } from "./generate.js";
 // The demo store is built the way an operator builds a real one: generated
 // records go through the NDJSON importer (as text lines) and then derive.
 
-export const DEMO_IMPORT_ORDER: Kind[] = ["collections", "tokens", "sales", "listings", "influencers", "tweets", "scores"];
+export const DEMO_IMPORT_ORDER: Kind[] = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"];
 
 export interface DemoProgress {
   startKind(kind: Kind, rows: number): void;

@@ -95,6 +95,8 @@ interface Token {
   /** ln of the token's price premium over the floor. */
   premium: number;
   owner: string;
+  /** When it last changed hands (its last sale), if it did. */
+  moved?: number;
 }
 
 export function generateDemo(seed: number, scale: Scale): DemoRecords {
@@ -113,6 +115,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
     out.collections.push({ contractAddress: address, name });
 
     const tokens = makeTokens(rnd, size.tokens, wallets);
+    const minted = tokens.map((t) => t.owner);
     const floor = floorWalk(rnd, 0.5 + rnd.next() * 12);
     const hot = zipfCumulative(tokens.length, 0.6);
     const order = tokens.map((_, i) => i);
@@ -150,15 +153,33 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
           marketplace,
         });
         token.owner = buyer;
+        token.moved = t;
       }
     }
+
+    // Issue 34's market: tokens minted and moved between wallets, and bids.
+    // Drawn from a stream of their own, so a seed's sales and listings stay
+    // as they were.
+    const more = new Random(seed * 1_000_003 + c + 1);
+    out.transfers.push(...transfers(more, address, tokens, minted, wallets));
+    out.offers.push(...offers(more, address, tokens, floor, wallets));
 
     for (const token of tokens) {
       out.tokens.push({ contractAddress: address, assetId: token.assetId, currentOwner: token.owner, attributes: token.attributes });
     }
 
     const listings = Math.round(size.tokens * 1.5);
+    const made = out.listings.length;
     for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor, listingIds));
+    // A listing lapses after 30 days, as marketplaces' default expiries do:
+    // an open one older than that ends EXPIRED, so the floor is today's
+    // asks, near recent sales (it had been a two-year-old listing).
+    for (const l of out.listings.slice(made) as { createdAt: number; lastUpdatedAt: number; status: string }[]) {
+      if (l.status === "CREATED" && l.createdAt + LISTING_LIFE < DEMO_END) {
+        l.status = "EXPIRED";
+        l.lastUpdatedAt = l.createdAt + LISTING_LIFE;
+      }
+    }
 
     const influencerPool = [...users];
     shuffle(rnd, influencerPool);
@@ -174,6 +195,85 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
     const community = round2(30 + rnd.next() * 70);
     out.scores.push({ name, contractAddress: address, hype, gains, community, total: round2((hype + gains + community) / 3) });
   });
+  return out;
+}
+
+/** How long a demo listing stays open unless it ends before. */
+const LISTING_LIFE = 30 * 86_400;
+const ZERO_ADDRESS = `0x${"0".repeat(40)}`;
+const blockAt = (t: number) => FIRST_BLOCK + Math.floor((t - DEMO_START) / 12);
+
+/**
+ * Each token minted to its first owner from the zero address a day before
+ * the market opened (200 a block), and one in twenty handed to another
+ * wallet in the last 60 days, after its last sale: it changes owner, and
+ * its listings made before end (decisions.md, "Fillable listings").
+ */
+function transfers(rnd: Random, address: string, tokens: Token[], minted: string[], wallets: string[]): object[] {
+  const out: object[] = [];
+  const mintTime = DEMO_START - 86_400;
+  tokens.forEach((token, i) => {
+    out.push({
+      hash: `0x${rnd.hex(64)}`, logIndex: i % 200, from: ZERO_ADDRESS, to: minted[i], contractAddress: address, assetId: token.assetId,
+      timestamp: mintTime, block: FIRST_BLOCK - 7_200 + Math.floor(i / 200),
+    });
+  });
+  for (const token of tokens) {
+    if (!rnd.chance(0.05)) continue;
+    const from = Math.max(token.moved ?? 0, DEMO_END - 60 * 86_400);
+    const t = from + 1 + Math.floor(rnd.next() * (DEMO_END - from - 1));
+    const to = rnd.pick(wallets);
+    out.push({
+      hash: `0x${rnd.hex(64)}`, logIndex: rnd.int(0, 300), from: token.owner, to, contractAddress: address, assetId: token.assetId,
+      timestamp: t, block: blockAt(t),
+    });
+    token.owner = to;
+    token.moved = t;
+  }
+  return out;
+}
+
+/**
+ * Bids of the last 30 days: collection-wide offers under the floor, trait offers on a few tokens' traits, token offers under a
+ * token's value. Most stand (no expiry: the demo's answers do not move
+ * with the clock); some were cancelled, some expired before the demo ends.
+ */
+function offers(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, wallets: string[]): object[] {
+  const out: object[] = [];
+  const used = new Set<string>();
+  const offer = (scope: object, eth: number, t: number) => {
+    const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
+    let id: string;
+    do id = rnd.digits(rnd.int(6, 12));
+    while (used.has(`${marketplace}:${id}`));
+    used.add(`${marketplace}:${id}`);
+    const r = rnd.next();
+    const expired = r < 0.15;
+    out.push({
+      marketplaceId: id, marketplace, contractAddress: address, ...scope, maker: rnd.pick(wallets),
+      price: (BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH).toString(), currency: "ETH",
+      createdAt: t, lastUpdatedAt: r >= 0.15 && r < 0.25 ? Math.min(DEMO_END, t + rnd.int(60, 86_400)) : t,
+      expiresAt: expired ? Math.min(DEMO_END, t + rnd.int(3_600, 7 * 86_400)) : 0,
+      status: r >= 0.15 && r < 0.25 ? "CANCELLED" : "CREATED",
+    });
+  };
+  const recent = () => DEMO_END - 30 * 86_400 + Math.floor(rnd.next() * 30 * 86_400);
+  for (let k = 0; k < 20; k++) {
+    const t = recent();
+    // Under the market's asks: its cheapest listings sit at three quarters of the walk's level or so.
+    offer({}, floor(t) * (0.55 + rnd.next() * 0.2), t);
+  }
+  for (let k = 0; k < 12; k++) {
+    const token = rnd.pick(tokens);
+    const a = rnd.pick(token.attributes);
+    const t = recent();
+    offer({ traitType: a.trait_type, traitValue: a.value }, floor(t) * Math.exp(token.premium) * (0.7 + rnd.next() * 0.2), t);
+  }
+  for (let k = 0; k < 30; k++) {
+    const token = rnd.pick(tokens);
+    const t = recent();
+    offer({ assetId: token.assetId }, floor(t) * Math.exp(token.premium) * (0.7 + rnd.next() * 0.25), t);
+  }
   return out;
 }
 

@@ -89,6 +89,34 @@ describe("demo store", () => {
         expect((stats.body.data as { totalNumSales: number }).totalNumSales).toBeGreaterThan(0);
       }
     });
+
+    it("tells the market's truth (issue 34): tokens minted and moved, no stale open listing, bids under a floor near recent sales", async () => {
+      const d = dumpStore(a);
+      const transfers = d.transfers as { sender: Buffer }[];
+      expect(transfers.some((t) => t.sender.equals(Buffer.alloc(20)))).toBe(true); // mints
+      expect(transfers.some((t) => !t.sender.equals(Buffer.alloc(20)))).toBe(true); // moves between wallets
+      const offers = d.offers as { asset_key: string; trait_type: string }[];
+      expect(offers.some((o) => o.asset_key !== "")).toBe(true);
+      expect(offers.some((o) => o.trait_type !== "")).toBe(true);
+      expect(offers.some((o) => o.asset_key === "" && o.trait_type === "")).toBe(true);
+      // No listing stays open past 30 days: the floor is today's asks (it had been a two-year-old listing).
+      const listings = d.listings as { status: string; created_at: number }[];
+      const newest = Math.max(...listings.map((l) => l.created_at));
+      expect(listings.filter((l) => l.status === "CREATED").every((l) => l.created_at > newest - 31 * 86_400)).toBe(true);
+      for (const contractAddress of collections) {
+        const market = (await restGet(server.baseUrl, "/v1/collection/market", { contractAddress }, key)).body.data as {
+          floor: { price: string }; topBid: { price: string } | null;
+        };
+        const sales = (await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress, limit: 50 }, key)).body.data as { price: string }[];
+        const recent = sales.map((x) => Number(x.price) / 1e18).sort((x, y) => x - y);
+        const median = recent[recent.length >> 1]!;
+        const floor = Number(market.floor.price) / 1e18;
+        expect(floor / median, contractAddress).toBeGreaterThan(0.4);
+        expect(floor / median, contractAddress).toBeLessThan(1.2);
+        expect(market.topBid, contractAddress).not.toBeNull();
+        expect(Number(market.topBid!.price) / 1e18, contractAddress).toBeLessThan(floor);
+      }
+    });
   });
 
   it("appraisals beat both naive baselines in the backtest, in every price tier", async () => {

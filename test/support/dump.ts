@@ -1,6 +1,6 @@
 import { openReadOnly } from "../../src/store/sqlite/database.js";
 
-const TABLES = ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "social_users", "influencers", "tweets", "scores", "sales_hourly"];
+const TABLES = ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "transfers", "offers", "social_users", "influencers", "tweets", "scores", "sales_hourly"];
 
 /** Every data table's rows in a stable order (API keys left out). */
 export function dumpStore(path: string): Record<string, unknown[]> {
