@@ -213,7 +213,7 @@ function mainSearch(sql: string): string {
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
   const m =
     /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ??
-    /AS listing\s+FROM (\w+) (\w+)\b/.exec(sql) ??
+    /AS l_status\s+FROM (\w+) (\w+)\b/.exec(sql) ??
     /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
   const alias = m[2] && m[2] !== "W" && m[2] !== "INDEXED" ? m[2] : m[1]!;
   return plan(sql).find((d) => new RegExp(`^SEARCH ${alias} `).test(d)) ?? `(no SEARCH of ${alias})`;

@@ -12,18 +12,16 @@ const hex = (column: string) => `'0x' || encode(${column}, 'hex')`;
 const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
 const MOVE_LOG = "coalesce(t.owner_log, -1)";
 
-/** The latest sale and the cheapest active listing of the token row `t`, as JSON objects of the sales and listings lists' columns. */
+/** The latest sale (s_*) and the cheapest active listing (l_*) of the token row `t`, as columns (null without one). */
 const SALE_AND_LISTING = `
   LEFT JOIN LATERAL (
-    SELECT json_build_object('address', c.address, 'hash', ${hex("s.hash")}, 'seller', ${hex("s.seller")}, 'buyer', ${hex("s.buyer")},
-      'asset_id', s.asset_id::text, 'timestamp', s.timestamp, 'block', s.block, 'price', s.price::text,
-      'amount_received', s.amount_received::text, 'marketplace', s.marketplace) AS last_sale
+    SELECT ${hex("s.hash")} AS s_hash, ${hex("s.seller")} AS s_seller, ${hex("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
+      s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (
-    SELECT json_build_object('address', c.address, 'marketplace_id', l.marketplace_id, 'marketplace', l.marketplace,
-      'asset_id', l.asset_id::text, 'created_at', l.created_at, 'last_updated_at', l.last_updated_at, 'price', l.price::text,
-      'status', l.status) AS listing
+    SELECT l.marketplace_id AS l_marketplace_id, l.marketplace AS l_marketplace, l.created_at AS l_created_at,
+      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.status AS l_status
     FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 
@@ -76,7 +74,7 @@ export class PgTokens implements TokensRepository {
     // so the rows are put back in it here.
     const rows = await this.q.rows(
       `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, t.ask_key,
-         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.last_sale, ll.listing
+         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*
        FROM (SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
        JOIN collections c ON c.id = t.collection_id
        ${SALE_AND_LISTING}`,

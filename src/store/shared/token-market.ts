@@ -1,9 +1,29 @@
 import type { KeyValue, TokenRow, TokenSort, TraitValueRow } from "../ports.js";
-import { type Row, toListing, toSale } from "./rows.js";
+import type { ListingRow, ListingStatusName, SaleRow } from "../../domain/records.js";
+import type { Row } from "./rows.js";
 
-const saleOf = (r: Row | undefined) => (r === undefined ? undefined : { ...toSale(r), timestamp: Number(r.timestamp), block: Number(r.block) });
-const listingOf = (r: Row | undefined) =>
-  r === undefined ? undefined : { ...toListing(r), createdAt: Number(r.created_at), lastUpdatedAt: Number(r.last_updated_at) };
+/** A hash or address column: SQLite's bytes, PostgreSQL's hex text. */
+const hexOf = (v: unknown) => (typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`);
+
+/** The row's latest sale from its s_* columns (null: none). */
+function saleOf(r: Row): SaleRow | undefined {
+  if (r.s_timestamp === null || r.s_timestamp === undefined) return undefined;
+  return {
+    hash: hexOf(r.s_hash), from: hexOf(r.s_seller), to: hexOf(r.s_buyer), contractAddress: r.address as string, assetId: r.asset_id as string,
+    timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
+    marketplace: r.s_marketplace as string,
+  };
+}
+
+/** The row's cheapest listing from its l_* columns (null: none). */
+function listingOf(r: Row): ListingRow | undefined {
+  if (r.l_created_at === null || r.l_created_at === undefined) return undefined;
+  return {
+    marketplaceId: r.l_marketplace_id as string, marketplace: r.l_marketplace as string, contractAddress: r.address as string,
+    assetId: r.asset_id as string, createdAt: Number(r.l_created_at), lastUpdatedAt: Number(r.l_last_updated_at), price: String(r.l_price),
+    status: r.l_status as ListingStatusName,
+  };
+}
 
 // What both engines keep of a token's market (sqlite/token-market.ts,
 // postgres/token-market.ts): its cheapest active listing price as an ask
@@ -31,14 +51,12 @@ export function attributesOf(attributes: unknown): TokenRow["attributes"] {
   return list.map((a) => ({ traitType: String(a.trait_type ?? ""), value: a.value === null || a.value === undefined ? "" : traitText(a.value) }));
 }
 
-/** A JSON object column (SQLite's text, PostgreSQL's parsed json), or null. */
-const objectOf = (v: unknown) => (v === null || v === undefined ? undefined : ((typeof v === "string" ? JSON.parse(v) : v) as Row));
 
 /**
  * A tokens-list row (both engines name its columns alike: address,
  * asset_id, collection_id, current_owner, attributes, ask_key, move_block,
- * move_log, rank, and last_sale and listing as JSON objects of the sales
- * and listings lists' columns), with its page key in the order `sort`.
+ * move_log, rank, its latest sale's s_* and cheapest listing's l_*
+ * columns), with its page key in the order `sort`.
  */
 export function toToken(r: Row, sort: TokenSort): TokenRow {
   const assetId = r.asset_id as string;
@@ -55,8 +73,8 @@ export function toToken(r: Row, sort: TokenSort): TokenRow {
     owner: r.current_owner as string,
     attributes: attributesOf(r.attributes),
     rarityRank: rank === UNRANKED ? 0 : rank,
-    lastSale: saleOf(objectOf(r.last_sale)),
-    listing: listingOf(objectOf(r.listing)),
+    lastSale: saleOf(r),
+    listing: listingOf(r),
     key: keys[sort],
   };
 }

@@ -14,18 +14,24 @@ const CHEAPEST_LISTING = (collection: string, asset: string) => `(SELECT l.id FR
     WHERE l.collection_id = ${collection} AND l.asset_key = ${asset} AND l.status = 'CREATED'
     ORDER BY length(l.price), l.price, l.marketplace, l.marketplace_id LIMIT 1)`;
 
-/** The latest sale of the token row `t`, in the sales list's order, as a JSON object of the sales list's columns. */
-const LATEST_SALE = (t: string) => `(SELECT json_object('address', c.address, 'hash', '0x' || lower(hex(s.hash)),
-      'seller', '0x' || lower(hex(s.seller)), 'buyer', '0x' || lower(hex(s.buyer)), 'asset_id', substr(s.asset_key, 3),
-      'timestamp', s.timestamp, 'block', s.block, 'price', s.price, 'amount_received', s.amount_received, 'marketplace', s.marketplace)
-    FROM sales s INDEXED BY sales_by_asset
+/** The id of the latest sale of the token row `t`, in the sales list's order. */
+const LATEST_SALE = (t: string) => `(SELECT s.id FROM sales s INDEXED BY sales_by_asset
     WHERE s.collection_id = ${t}.collection_id AND s.asset_key = ${t}.asset_key
     ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT 1)`;
 
-/** The cheapest active listing of the token row `t`, as a JSON object of the listings list's columns. */
-const LISTING = (t: string) => `(SELECT json_object('address', c.address, 'marketplace_id', l.marketplace_id, 'marketplace', l.marketplace,
-      'asset_id', substr(l.asset_key, 3), 'created_at', l.created_at, 'last_updated_at', l.last_updated_at, 'price', l.price, 'status', l.status)
-    FROM listings l WHERE l.id = ${CHEAPEST_LISTING(`${t}.collection_id`, `${t}.asset_key`)})`;
+/**
+ * Each row's latest sale (ls) and cheapest listing (ll), one seek each, as
+ * columns s_* and l_* (null without one): read as columns, not as JSON
+ * objects built and parsed per row (a fifth of a page's time).
+ */
+const SALE_AND_LISTING = {
+  columns: `ls.hash AS s_hash, ls.seller AS s_seller, ls.buyer AS s_buyer, ls.timestamp AS s_timestamp, ls.block AS s_block,
+    ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace,
+    ll.marketplace_id AS l_marketplace_id, ll.marketplace AS l_marketplace, ll.created_at AS l_created_at,
+    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.status AS l_status`,
+  joins: `LEFT JOIN sales ls ON ls.id = ${LATEST_SALE("t")}
+      LEFT JOIN listings ll ON ll.id = ${CHEAPEST_LISTING("t.collection_id", "t.asset_key")}`,
+};
 
 /** The first token of the trait value row `v` by ask: its floor's token. */
 const FLOOR_TOKEN = `(SELECT tt.asset_key FROM token_traits tt INDEXED BY token_traits_by_ask
@@ -112,8 +118,9 @@ export class SqliteTokens implements TokensRepository {
     }
     const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, t.ask_key,
         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
-        ${LATEST_SALE("t")} AS last_sale, ${LISTING("t")} AS listing
+        ${SALE_AND_LISTING.columns}
       FROM ${from} JOIN collections c ON c.id = t.collection_id
+      ${SALE_AND_LISTING.joins}
       WHERE ${where.join(" AND ")}
       ORDER BY ${order} LIMIT ?`;
     params.push(page.limit + 1);
