@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateDemo } from "../../src/demo/generate.js";
 import { buildDemo } from "../../src/demo/build.js";
 import { importLines } from "../../src/ingest/importer.js";
 import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
@@ -72,6 +73,12 @@ beforeAll(async () => {
       for (const r of exported[kind]) yield JSON.stringify(r);
     })(), { kind, skipInvalid: false });
   }
+  // No list serves transfers yet (issue 34's activity feed will): the
+  // generator's own, which move owners (rarity's currentOwner) and end
+  // listings, go in as a file would.
+  await importLines(new SqliteRecordImport(target), (async function* () {
+    for (const r of generateDemo(3, "small").transfers) yield JSON.stringify(r);
+  })(), { kind: "transfers", skipInvalid: false });
   target.close();
   // Keys are the operator's, not the API's: copied file to file.
   const keys = openKeys(copyPath);
