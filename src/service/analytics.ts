@@ -14,7 +14,7 @@ import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories }
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { CURRENCY, toFloorListing, toOffer, toTraitValue } from "./records.js";
+import { CURRENCY, nowSeconds, toFloorListing, toOffer, toTraitValue } from "./records.js";
 import type { OfferRow } from "../domain/records.js";
 
 // The analytics RPCs of CollectionService: floor, market, holders, traits and sales series.
@@ -171,9 +171,6 @@ function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** The clock, in epoch seconds: an offer stands until its expiresAt. */
-const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** The better of two offers: higher price, then marketplace, then offer id (the stores' order). */
 function better(a: OfferRow | undefined, b: OfferRow | undefined): OfferRow | undefined {

@@ -29,7 +29,7 @@ import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
+import { nowSeconds, toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
@@ -114,7 +114,7 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
     async listOffers(req) {
       const address = p.contractAddress(req.contractAddress);
       const filter = { assetId: p.optionalAssetId(req.assetId), status: p.listingStatus(req.status) };
-      const now = Math.floor(Date.now() / 1000);
+      const now = nowSeconds();
       const { rows, token } = await keysetPage("offers", req, address, filter, OFFER_KEY, (c, f, page) => store.offers.offersPage(c, f, page, now));
       return create(ListOffersResponseSchema, { success: 1, cursor: token, data: rows.map((r) => toOffer(r, now)) });
     },

@@ -113,9 +113,7 @@ export function listingStatus(status: ListingStatus): ListingStatusName | undefi
 
 /** An optional owner address ("": every owner), returned lower case. */
 export function optionalOwner(value: string, param = "owner"): string | undefined {
-  if (value === "") return undefined;
-  if (!isAddress(value)) throw invalid(`${param} must be 0x followed by 40 hex characters, got ${q(value)}`);
-  return value.toLowerCase();
+  return value === "" ? undefined : contractAddress(value, param);
 }
 
 /** An optional trait filter "type:value" (the first ":" separates them; "": every token). */

@@ -56,6 +56,9 @@ export function toListing(r: ListingRow): Listing {
   };
 }
 
+/** The clock, in epoch seconds: an offer stands until its expiresAt. */
+export const nowSeconds = () => Math.floor(Date.now() / 1000);
+
 /**
  * An offer as answered at second `now`: a standing (CREATED) offer past its
  * expiresAt is EXPIRED from then (decisions.md, "Offers").

@@ -13,7 +13,7 @@ import { knownCollection } from "./collections.js";
 import type { FeedFilter, FeedHub } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { toListing, toOffer, toSale } from "./records.js";
+import { nowSeconds, toListing, toOffer, toSale } from "./records.js";
 
 // WatchSales, WatchListings and WatchOffers: the live feeds as server streams, for every
 // transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for
@@ -123,7 +123,7 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
         matches: (r) => (assetIds.size === 0 || assetIds.has(r.assetId)) && (status === undefined || r.status === status),
         message: (row, resumeToken) => ({
           $typeName: "marketdata.v1.WatchOffersResponse",
-          ...(row === undefined ? {} : { offer: toOffer(row, Math.floor(Date.now() / 1000)) }),
+          ...(row === undefined ? {} : { offer: toOffer(row, nowSeconds()) }),
           resumeToken,
         }),
       });

@@ -2,6 +2,12 @@ import type { KeyValue, TokenRow, TokenSort, TraitValueRow } from "../ports.js";
 import type { ListingRow, ListingStatusName, SaleRow } from "../../domain/records.js";
 import type { Row } from "./rows.js";
 
+// What both engines keep of a token's market (sqlite/token-market.ts,
+// postgres/token-market.ts): its cheapest active listing price as an ask
+// key, the price prefixed with its two-digit length so that text order is
+// numeric order, and NO_ASK (after every digit) for a token not listed;
+// and how both engines' rows of the tokens and traits lists become records.
+
 /** A hash or address column: SQLite's bytes, PostgreSQL's hex text. */
 const hexOf = (v: unknown) => (typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`);
 
@@ -25,23 +31,13 @@ function listingOf(r: Row): ListingRow | undefined {
   };
 }
 
-// What both engines keep of a token's market (sqlite/token-market.ts,
-// postgres/token-market.ts): its cheapest active listing price as an ask
-// key, the price prefixed with its two-digit length so that text order is
-// numeric order, and NO_ASK (after every digit) for a token not listed.
-
 export const NO_ASK = "~";
-
-/** A price's ask key. */
-export function askKey(price: string): string {
-  return String(price.length).padStart(2, "0") + price;
-}
 
 /** The rarity order's value of a token without a rank: after every rank. */
 export const UNRANKED = Number.MAX_SAFE_INTEGER;
 
 /** A trait value as the lists show it: a string as written, a number or boolean as its JSON text. */
-export function traitText(value: unknown): string {
+function traitText(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
@@ -50,7 +46,6 @@ export function attributesOf(attributes: unknown): TokenRow["attributes"] {
   const list = (typeof attributes === "string" ? JSON.parse(attributes) : attributes) as { trait_type?: unknown; value?: unknown }[];
   return list.map((a) => ({ traitType: String(a.trait_type ?? ""), value: a.value === null || a.value === undefined ? "" : traitText(a.value) }));
 }
-
 
 /**
  * A tokens-list row (both engines name its columns alike: address,

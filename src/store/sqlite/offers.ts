@@ -40,7 +40,7 @@ const COLUMNS = `c.address, o.marketplace_id, o.marketplace, substr(o.asset_key,
   o.price, o.created_at, o.last_updated_at, o.expires_at, o.status`;
 
 /** The best standing offer of one scope (asset_key, trait_type, trait_value bound) at time ?: highest price, then marketplace, then its id. */
-export const BEST_OFFER = `SELECT ${COLUMNS} FROM offers o INDEXED BY offers_open_by_price JOIN collections c ON c.id = o.collection_id
+const BEST_OFFER = `SELECT ${COLUMNS} FROM offers o INDEXED BY offers_open_by_price JOIN collections c ON c.id = o.collection_id
   WHERE o.collection_id = ? AND o.asset_key = ? AND o.trait_type = ? AND o.trait_value = ? AND o.status = 'CREATED'
     AND (o.expires_at = 0 OR o.expires_at > ?)
   ORDER BY length(o.price) DESC, o.price DESC, o.marketplace, o.marketplace_id LIMIT 1`;

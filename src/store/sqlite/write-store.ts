@@ -125,9 +125,8 @@ export class WriteStore {
   readonly #insertCollection: Statement;
   readonly #selectCollection: Statement;
   readonly #saleBefore: Statement;
-  readonly #listingCollection: Statement;
-  /** The collection holding an offer, prepared at the first offer. */
-  #offerCollection: Statement | undefined;
+  /** The collection holding a listing or an offer, by table, prepared at first use. */
+  readonly #holders = new Map<"listings" | "offers", Statement>();
   readonly #aggregates: SalesAggregates;
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
@@ -159,9 +158,6 @@ export class WriteStore {
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
     this.#aggregates = new SalesAggregates(db);
-    this.#listingCollection = db
-      .prepare("SELECT c.address FROM listings l JOIN collections c ON c.id = l.collection_id WHERE l.marketplace = ? AND l.marketplace_id = ?")
-      .pluck();
   }
 
   /**
@@ -262,14 +258,9 @@ export class WriteStore {
     });
   }
 
-  /** An offer: its latest record replaces the earlier one (offers.ts keeps the top bids' reads). */
+  /** An offer: its latest record replaces the earlier one, under the collection that holds it (offers.ts keeps the top bids' reads). */
   upsertOffer(r: OfferRow): UpsertResult {
     const collectionId = this.collectionId(r.contractAddress);
-    this.#offerCollection ??= this.#db
-      .prepare("SELECT c.address FROM offers o JOIN collections c ON c.id = o.collection_id WHERE o.marketplace = ? AND o.marketplace_id = ?")
-      .pluck();
-    const held = this.#offerCollection.get(r.marketplace, r.marketplaceId) as string | undefined;
-    if (held !== undefined && held !== r.contractAddress) throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress, "offer");
     return this.#upsert("offer", {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
@@ -283,7 +274,7 @@ export class WriteStore {
       last_updated_at: r.lastUpdatedAt,
       expires_at: r.expiresAt,
       status: r.status,
-    });
+    }, () => this.#refuseMoved("offers", r));
   }
 
   /**
@@ -386,12 +377,28 @@ export class WriteStore {
         price: r.price,
         record_status: r.status,
       },
-      () => {
-        // A listing stays with its collection: its history, floors and feed are that collection's.
-        const held = this.#listingCollection.get(r.marketplace, r.marketplaceId) as string | undefined;
-        if (held !== undefined && held !== r.contractAddress) throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress);
-      },
+      () => this.#refuseMoved("listings", r),
     );
+  }
+
+  /**
+   * A listing (or an offer) stays with its collection, its history, floors
+   * and feed being that collection's: a record naming one held by another
+   * collection is refused. Asked only when the record's key is already held
+   * (before an update), so an insert reads nothing more.
+   */
+  #refuseMoved(table: "listings" | "offers", r: { marketplace: string; marketplaceId: string; contractAddress: string }): void {
+    let holder = this.#holders.get(table);
+    if (holder === undefined) {
+      holder = this.#db
+        .prepare(`SELECT c.address FROM ${table} x JOIN collections c ON c.id = x.collection_id WHERE x.marketplace = ? AND x.marketplace_id = ?`)
+        .pluck();
+      this.#holders.set(table, holder);
+    }
+    const held = holder.get(r.marketplace, r.marketplaceId) as string | undefined;
+    if (held !== undefined && held !== r.contractAddress) {
+      throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress, table === "offers" ? "offer" : "listing");
+    }
   }
 
   upsertSocialUser(u: SocialUserRecord): UpsertResult {
