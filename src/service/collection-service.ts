@@ -9,6 +9,7 @@ import {
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { ReadRepositories } from "../store/ports.js";
 import { createAnalyticsMethods } from "./analytics.js";
+import { createCollectionListMethods } from "./collection-list.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";
@@ -16,6 +17,7 @@ import { CURRENCY, toInfluencer, toTweet } from "./records.js";
 export function createCollectionService(store: ReadRepositories): ServiceImpl<typeof CollectionService> {
   return {
     ...createAnalyticsMethods(store),
+    ...createCollectionListMethods(store),
 
     async getCollectionStats(req) {
       const address = p.contractAddress(req.contractAddress);

@@ -131,3 +131,13 @@ export function choice<T extends string>(value: string, choices: readonly T[], p
   if (found === undefined) throw invalid(`${param} must be one of ${choices.join(", ")}, got ${q(value)}`);
   return found;
 }
+
+/** The longest text the collections list searches for. */
+export const MAX_QUERY_LENGTH = 100;
+
+/** An optional search text ("": none), returned lower case. */
+export function optionalQuery(value: string, param = "query"): string | undefined {
+  if (value === "") return undefined;
+  if ([...value].length > MAX_QUERY_LENGTH) throw invalid(`${param} must be at most ${MAX_QUERY_LENGTH} characters, got ${q(value)}`);
+  return value.toLowerCase();
+}

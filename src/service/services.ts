@@ -96,12 +96,14 @@ export function procedures(services: readonly DescService[]): string[] {
 /**
  * Reads whose answer depends on the clock as well as the store: an offer
  * stands until its expiresAt (decisions.md, "Offers"), with no commit to
- * say so. Never answered from the response cache (each is a few seeks).
+ * say so; the collections list's floor change compares with the floor a
+ * day before now. Never answered from the response cache (each is a few seeks).
  */
 export const CLOCK_DEPENDENT_PROCEDURES: ReadonlySet<string> = new Set([
   `/${AssetService.typeName}/ListOffers`,
   `/${CollectionService.typeName}/GetCollectionMarket`,
   `/${CollectionService.typeName}/ListCollectionTraits`,
+  `/${CollectionService.typeName}/ListCollections`,
 ]);
 
 /** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */

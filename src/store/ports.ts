@@ -278,6 +278,55 @@ export interface OffersRepository {
   bestOffers(collectionId: number, scopes: readonly OfferScope[], now: number): MaybePromise<(OfferRow | undefined)[]>;
 }
 
+// collections: the list to discover them by, from a summary each writer keeps
+// (sqlite/collection-summaries.ts, postgres/collection-summaries.ts).
+
+/** Orders of the collections list: 1-day volume, 7-day volume (both highest first), floor (cheapest first, none last), 1-day sales (most first); ties by address. */
+export type CollectionSort = "volume1d" | "volume7d" | "floor" | "sales";
+export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7d", "floor", "sales"];
+/** The page key of every order: the order's kept sort key (text), then the address. */
+export const COLLECTION_KEY: KeySpec = ["text", "text"];
+
+export interface CollectionsListFilter {
+  /** Lower-case text found in the name (lower-cased) or the address; undefined: every collection. */
+  query?: string | undefined;
+  sort: CollectionSort;
+}
+
+/** A collection's kept summary, with its counts. */
+export interface CollectionSummaryRow {
+  collectionId: number;
+  contractAddress: string;
+  name: string;
+  totalTokens: number;
+  numHolders: number;
+  /** The lowest active listing (ties: marketplace, then its id), if any. */
+  floor: FloorListingRow | undefined;
+  /** Wei, decimal: the sales of the 1, 7 and 30 days ending with the windows (CollectionsPage.windowsEnd). */
+  volume1d: string;
+  volume7d: string;
+  volume30d: string;
+  sales1d: number;
+  sales7d: number;
+  sales30d: number;
+  key: KeyValue[];
+}
+
+export interface CollectionsPage {
+  /**
+   * The end of every summary's windows (epoch seconds, the end of an
+   * hour): the windows move on the hour, with the first write after it.
+   * 0 in a store never written.
+   */
+  windowsEnd: number;
+  page: Page<CollectionSummaryRow>;
+}
+
+export interface CollectionListRepository {
+  /** A page of collections in the order asked, from their kept summaries: one index range, one row each. */
+  collectionsPage(filter: CollectionsListFilter, page: PageRequest): MaybePromise<CollectionsPage>;
+}
+
 export interface SocialRepository {
   topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
   topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
@@ -356,6 +405,7 @@ export interface FeedRepository {
 export interface ReadRepositories {
   feed: FeedRepository;
   collections: CollectionsRepository;
+  collectionList: CollectionListRepository;
   assetMetrics: AssetMetricsRepository;
   sales: SalesRepository;
   listings: ListingsRepository;

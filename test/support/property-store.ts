@@ -33,7 +33,7 @@ export async function importBatch(store: WritableStore, kind: Kind, records: obj
     return true;
   } catch (err) {
     if (!(err instanceof ImportRejected)) throw err;
-    expect(badLine && !skipInvalid).toBe(true);
+    expect(badLine && !skipInvalid, (err as Error).message).toBe(true);
     return false;
   }
 }

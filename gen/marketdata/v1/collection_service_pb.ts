@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
+import type { CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, CollectionSummary, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/collection_service.proto.
  */
 export const file_marketdata_v1_collection_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCI3ChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSI2ChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQyhAoKEUNvbGxlY3Rpb25TZXJ2aWNlEooBChJHZXRDb2xsZWN0aW9uU3RhdHMSKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1JlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL3N0YXRzEocBCg9MaXN0SW5mbHVlbmNlcnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9jb2xsZWN0aW9uL2luZmx1ZW5jZXJzEnMKCkxpc3RUd2VldHMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHdlZXRzEnMKCkxpc3RTY29yZXMSIC5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vc2NvcmVzEooBChJHZXRDb2xsZWN0aW9uRmxvb3ISKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL2Zsb29yEpUBChVMaXN0Q29sbGVjdGlvbkhvbGRlcnMSKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1JlcXVlc3QaLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi92MS9jb2xsZWN0aW9uL2hvbGRlcnMSjgEKE0dldENvbGxlY3Rpb25NYXJrZXQSKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vbWFya2V0EpEBChRMaXN0Q29sbGVjdGlvblRyYWl0cxIqLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0GisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3RyYWl0cxKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCI3ChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSI2ChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQiYwoWTGlzdENvbGxlY3Rpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIMCgRzb3J0GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkyggsKEUNvbGxlY3Rpb25TZXJ2aWNlEooBChJHZXRDb2xsZWN0aW9uU3RhdHMSKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1JlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL3N0YXRzEocBCg9MaXN0SW5mbHVlbmNlcnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9jb2xsZWN0aW9uL2luZmx1ZW5jZXJzEnMKCkxpc3RUd2VldHMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHdlZXRzEnMKCkxpc3RTY29yZXMSIC5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vc2NvcmVzEooBChJHZXRDb2xsZWN0aW9uRmxvb3ISKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL2Zsb29yEpUBChVMaXN0Q29sbGVjdGlvbkhvbGRlcnMSKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1JlcXVlc3QaLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi92MS9jb2xsZWN0aW9uL2hvbGRlcnMSjgEKE0dldENvbGxlY3Rpb25NYXJrZXQSKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vbWFya2V0EpEBChRMaXN0Q29sbGVjdGlvblRyYWl0cxIqLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0GisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3RyYWl0cxJ8Cg9MaXN0Q29sbGVjdGlvbnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9jb2xsZWN0aW9ucxKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.GetCollectionStatsRequest
@@ -488,6 +488,87 @@ export const GetCollectionMarketResponseSchema: GenMessage<GetCollectionMarketRe
   messageDesc(file_marketdata_v1_collection_service, 17);
 
 /**
+ * @generated from message marketdata.v1.ListCollectionsRequest
+ */
+export type ListCollectionsRequest = Message<"marketdata.v1.ListCollectionsRequest"> & {
+  /**
+   * Text found (case-insensitively) in the name or the address; "" for
+   * every collection. At most 100 characters.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * "volume1d" (the default: highest first), "volume7d", "floor" (cheapest
+   * first, collections without one last) or "sales" (1-day sales, most
+   * first); ties by address.
+   *
+   * @generated from field: string sort = 2;
+   */
+  sort: string;
+
+  /**
+   * 1 to 50, default 20.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionsRequest.
+ * Use `create(ListCollectionsRequestSchema)` to create a new message.
+ */
+export const ListCollectionsRequestSchema: GenMessage<ListCollectionsRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 18);
+
+/**
+ * @generated from message marketdata.v1.ListCollectionsResponse
+ */
+export type ListCollectionsResponse = Message<"marketdata.v1.ListCollectionsResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * The end of every row's 1-, 7- and 30-day windows (epoch seconds, the
+   * end of an hour): they move on the hour, with the store's first write
+   * after it. 0 when the store was never written.
+   *
+   * @generated from field: int64 windows_end = 3;
+   */
+  windowsEnd: bigint;
+
+  /**
+   * @generated from field: repeated marketdata.v1.CollectionSummary data = 4;
+   */
+  data: CollectionSummary[];
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionsResponse.
+ * Use `create(ListCollectionsResponseSchema)` to create a new message.
+ */
+export const ListCollectionsResponseSchema: GenMessage<ListCollectionsResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 19);
+
+/**
  * Collection-wide market, social and score data.
  *
  * @generated from service marketdata.v1.CollectionService
@@ -576,6 +657,20 @@ export const CollectionService: GenService<{
     methodKind: "unary";
     input: typeof ListCollectionTraitsRequestSchema;
     output: typeof ListCollectionTraitsResponseSchema;
+  },
+  /**
+   * Collections to discover, from a summary kept of each: name, token and
+   * holder counts, floor, top bid, volume and sales of the last 1, 7 and 30
+   * days, and the floor's change over a day; found by a text in the name or
+   * address, ordered by 1-day volume (the default), 7-day volume, floor or
+   * 1-day sales, paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.CollectionService.ListCollections
+   */
+  listCollections: {
+    methodKind: "unary";
+    input: typeof ListCollectionsRequestSchema;
+    output: typeof ListCollectionsResponseSchema;
   },
   /**
    * Sales per hour, day or week (UTC; weeks from Monday), oldest first, every

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { DataVersion, StoreChanges } from "../ports.js";
 import type { PgQueries } from "./queries.js";
+import { keepSummaries } from "./collection-summaries.js";
 
 // Data versions on PostgreSQL (migration 3): every write transaction ends
 // by taking the next data version from store_state and stamping with it the
@@ -23,7 +24,11 @@ export interface Touched {
   keys?: boolean;
 }
 
-/** The next data version, and the stamps of what `touched` names: the last statement before COMMIT. */
+/**
+ * The next data version, the stamps of what `touched` names, and the
+ * collections list's summaries of what it stamped (collection-summaries.ts):
+ * the last statements before COMMIT.
+ */
 export async function stampVersions(client: pg.ClientBase, touched: Touched): Promise<void> {
   const r = await client.query<{ v: number }>(
     `UPDATE store_state SET data_version = data_version + 1, last_write = now(),
@@ -39,6 +44,9 @@ export async function stampVersions(client: pg.ClientBase, touched: Touched): Pr
   if (touched.staged === true) {
     await client.query("UPDATE collections SET data_version = $1 WHERE address IN (SELECT address FROM stage)", [v]);
   }
+  const stamped = (touched.ids !== undefined && touched.ids.length > 0) || touched.staged === true;
+  // A key's change alone moves no market data.
+  if (stamped || touched.all === true) await keepSummaries(client, v, stamped);
 }
 
 /** One statement, one snapshot: the versions, and the collections stamped since `since` unless everything changed. */

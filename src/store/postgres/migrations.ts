@@ -1,5 +1,6 @@
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import { OFFERS_MIGRATION } from "./offers.js";
+import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
 import { FILLABLE_COLUMNS } from "./fillable.js";
@@ -344,4 +345,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   TOKEN_MARKET_MIGRATION,
   // 10: offers (offers.ts), as SQLite's 11.
   OFFERS_MIGRATION,
+  // 11: the collections list's summaries (collection-summaries.ts), as SQLite's 12.
+  COLLECTION_SUMMARIES_MIGRATION,
 ];

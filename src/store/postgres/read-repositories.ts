@@ -2,6 +2,7 @@ import type pg from "pg";
 import { PgAnalytics } from "./analytics.js";
 import { PgAssetMetrics } from "./asset-metrics.js";
 import { PgCollections } from "./collections.js";
+import { PgCollectionList } from "./collection-summaries.js";
 import { PgFeed } from "./feed.js";
 import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
@@ -38,6 +39,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
   return {
     feed: new PgFeed(q),
     collections: new PgCollections(q),
+    collectionList: new PgCollectionList(q),
     assetMetrics: new PgAssetMetrics(q),
     sales: new PgSales(q),
     listings: new PgListings(q),

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { StoreChanges } from "../ports.js";
 import type { Db } from "./db.js";
+import { SummaryKeeper } from "./collection-summaries.js";
 
 // Data versions on SQLite (migration 5). A write transaction, just before it
 // commits, takes the next store version and stamps with it each collection
@@ -29,9 +30,19 @@ export class TouchedCollections {
   }
 }
 
-/** Stamps what `touched` names with the next store version, inside the caller's transaction; nothing when it names nothing. */
+/** Each connection's keeper of the collections list's summaries. */
+const keepers = new WeakMap<Db, SummaryKeeper>();
+
+/**
+ * Stamps what `touched` names with the next store version, inside the
+ * caller's transaction, and keeps the summaries of the collections it names
+ * (collection-summaries.ts); nothing when it names nothing.
+ */
 export function stampVersions(db: Db, touched: TouchedCollections): void {
   if (touched.empty) return;
+  let keeper = keepers.get(db);
+  if (keeper === undefined) keepers.set(db, (keeper = new SummaryKeeper(db)));
+  keeper.keep(touched.ids);
   const v = (db.prepare("UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version").pluck().get() as number);
   if (touched.all) db.prepare("UPDATE store_state SET all_version = ? WHERE id = 1").run(v);
   const stamp = db.prepare("UPDATE collections SET data_version = ? WHERE id = ?");

@@ -13,6 +13,7 @@ import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
+import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -254,6 +255,11 @@ export const MIGRATIONS: readonly Migration[] = [
   `${TOKEN_MARKET_SCHEMA}${TOKEN_MARKET_BACKFILL}`,
   // 11: offers (offers.ts).
   OFFERS_SCHEMA,
+  // 12: the collections list's summaries (collection-summaries.ts), kept as of the clock's hour.
+  (db) => {
+    db.exec(COLLECTION_SUMMARIES_SCHEMA);
+    keepEverySummary(db);
+  },
 ];
 
 

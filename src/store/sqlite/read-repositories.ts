@@ -3,6 +3,7 @@ import { ApiKeyVerifier } from "./api-keys.js";
 import { SqliteAnalytics } from "./analytics.js";
 import { SqliteAssetMetrics } from "./asset-metrics.js";
 import { SqliteCollections } from "./collections.js";
+import { SqliteCollectionList } from "./collection-summaries.js";
 import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
 import { SqliteFeed } from "./feed.js";
 import { SqliteListings } from "./listings.js";
@@ -19,6 +20,7 @@ import { VersionReader } from "./data-versions.js";
 export interface SqliteRepositories extends ReadRepositories {
   feed: SqliteFeed;
   collections: SqliteCollections;
+  collectionList: SqliteCollectionList;
   assetMetrics: SqliteAssetMetrics;
   sales: SqliteSales;
   listings: SqliteListings;
@@ -58,6 +60,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
   return {
     feed: new SqliteFeed(statements),
     collections: new SqliteCollections(statements),
+    collectionList: new SqliteCollectionList(statements),
     assetMetrics: new SqliteAssetMetrics(statements),
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),

@@ -1,0 +1,65 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { type CollectionService, ListCollectionsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { type CollectionSummary, CollectionSummarySchema } from "../../gen/marketdata/v1/resources_pb.js";
+import { COLLECTION_KEY, COLLECTION_SORTS, type CollectionSummaryRow, type ReadRepositories } from "../store/ports.js";
+import { lowest } from "./analytics.js";
+import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import * as p from "./params.js";
+import { CURRENCY, nowSeconds, toFloorListing, toOffer } from "./records.js";
+
+// The collections list (decisions.md, "Collections"): a page of the kept
+// summaries in the order asked, then for each row returned its top bid
+// (offers lapse by the clock, so it is read now) and its floor a day ago
+// (from the listings' history): two seeks a row, whatever the store holds.
+
+const DAY_SECONDS = 86_400;
+
+export function createCollectionListMethods(store: ReadRepositories): Pick<ServiceImpl<typeof CollectionService>, "listCollections"> {
+  return {
+    async listCollections(req) {
+      const filter = { query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort") };
+      const limit = p.limit(req.limit);
+      const digest = queryDigest(["collections", filter]);
+      const after = decodePageToken("cursor", req.cursor, digest, COLLECTION_KEY);
+      const { windowsEnd, page } = await store.collectionList.collectionsPage(filter, { limit, after });
+      const now = nowSeconds();
+      const data = await Promise.all(page.rows.map((row) => summaryOf(store, row, now)));
+      return create(ListCollectionsResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, page.nextKey),
+        windowsEnd: BigInt(windowsEnd),
+        data,
+      });
+    },
+  };
+}
+
+async function summaryOf(store: ReadRepositories, row: CollectionSummaryRow, now: number): Promise<CollectionSummary> {
+  const [[bid], then] = await Promise.all([
+    Promise.resolve(store.offers.bestOffers(row.collectionId, [{}], now)),
+    row.floor === undefined ? undefined : Promise.resolve(store.analytics.floors(row.collectionId, { at: now - DAY_SECONDS })).then(lowest),
+  ]);
+  return create(CollectionSummarySchema, {
+    contractAddress: row.contractAddress,
+    name: row.name,
+    totalTokens: BigInt(row.totalTokens),
+    numHolders: BigInt(row.numHolders),
+    floor: row.floor && toFloorListing(row.floor),
+    topBid: bid && toOffer(bid, now),
+    volume1d: row.volume1d,
+    volume7d: row.volume7d,
+    volume30d: row.volume30d,
+    sales1d: BigInt(row.sales1d),
+    sales7d: BigInt(row.sales7d),
+    sales30d: BigInt(row.sales30d),
+    floorChange1d: row.floor === undefined || then === undefined ? undefined : floorChange(row.floor.price, then.price),
+    currency: CURRENCY,
+  });
+}
+
+/** (now - then) / then, of two wei prices; undefined from a floor of 0 wei. */
+function floorChange(now: string, then: string): number | undefined {
+  const before = BigInt(then);
+  return before === 0n ? undefined : Number(BigInt(now) - before) / Number(before);
+}

@@ -1,0 +1,135 @@
+import type pg from "pg";
+import type { CollectionListRepository, CollectionsListFilter, CollectionsPage, PageRequest } from "../ports.js";
+import { toPage } from "../ports.js";
+import { HOUR_SECONDS, hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
+import { NO_ASK } from "../shared/token-market.js";
+import type { PgQueries } from "./queries.js";
+
+// The collections list on PostgreSQL, as SQLite's (sqlite/collection-summaries.ts;
+// shared/collection-summaries.ts says what is kept and when the windows
+// move): the last statements of every write transaction (data-versions.ts)
+// keep the summaries of the collections it stamped, in one statement.
+
+/** A decimal's descending key (shared/collection-summaries.ts descendingKey), in SQL. */
+const descendingKeyOf = (x: string) => `lpad((99 - length(${x}::text))::text, 2, '0') || translate(${x}::text, '0123456789', '9876543210')`;
+
+export const COLLECTION_SUMMARIES_MIGRATION = `
+  CREATE TABLE collection_summaries (
+    collection_id integer PRIMARY KEY,
+    address text COLLATE "C" NOT NULL,
+    volume_1d numeric NOT NULL,
+    volume_7d numeric NOT NULL,
+    volume_30d numeric NOT NULL,
+    sales_1d bigint NOT NULL,
+    sales_7d bigint NOT NULL,
+    sales_30d bigint NOT NULL,
+    floor_marketplace text,
+    floor_marketplace_id text,
+    floor_asset_id numeric(78,0),
+    floor_price numeric(78,0),
+    floor_created_at bigint,
+    volume_1d_key text COLLATE "C" NOT NULL,
+    volume_7d_key text COLLATE "C" NOT NULL,
+    floor_key text COLLATE "C" NOT NULL,
+    sales_1d_key text COLLATE "C" NOT NULL
+  );
+  CREATE INDEX collection_summaries_by_volume_1d ON collection_summaries (volume_1d_key, address);
+  CREATE INDEX collection_summaries_by_volume_7d ON collection_summaries (volume_7d_key, address);
+  CREATE INDEX collection_summaries_by_floor ON collection_summaries (floor_key, address);
+  CREATE INDEX collection_summaries_by_sales_1d ON collection_summaries (sales_1d_key, address);
+  CREATE INDEX collection_summaries_rolling ON collection_summaries (collection_id) WHERE sales_30d > 0;
+  CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
+  ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
+  UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR_SECONDS});
+  ${keepSql("true", "(SELECT windows_hour FROM store_state WHERE id = 1)")};
+`;
+
+/**
+ * Keeps the summaries of the collections `which` selects (a condition on
+ * collections c), with windows ending at hour `hour` (an SQL expression).
+ */
+function keepSql(which: string, hour: string): string {
+  const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR_SECONDS}`;
+  const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
+  return `
+  INSERT INTO collection_summaries
+  SELECT c.id, c.address, w.v1, w.v7, w.v30, w.n1, w.n7, w.n30,
+    f.marketplace, f.marketplace_id, f.asset_id, f.price, f.created_at,
+    ${descendingKeyOf("w.v1")}, ${descendingKeyOf("w.v7")},
+    coalesce(lpad(length(f.price::text)::text, 2, '0') || f.price::text, '${NO_ASK}'), ${descendingKeyOf("w.n1")}
+  FROM collections c
+  CROSS JOIN LATERAL (
+    SELECT coalesce(sum(s.volume) ${inWindow(1)}, 0) AS v1, coalesce(sum(s.volume) ${inWindow(7)}, 0) AS v7, coalesce(sum(s.volume), 0) AS v30,
+      coalesce(sum(s.num_sales) ${inWindow(1)}, 0) AS n1, coalesce(sum(s.num_sales) ${inWindow(7)}, 0) AS n7, coalesce(sum(s.num_sales), 0) AS n30
+    FROM sales_series s WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR_SECONDS} AND s.bucket >= ${start(30)}) w
+  LEFT JOIN LATERAL (
+    SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
+    WHERE l.collection_id = c.id AND l.status = 'CREATED' ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
+  WHERE ${which}
+  ON CONFLICT (collection_id) DO UPDATE SET
+    volume_1d = EXCLUDED.volume_1d, volume_7d = EXCLUDED.volume_7d, volume_30d = EXCLUDED.volume_30d,
+    sales_1d = EXCLUDED.sales_1d, sales_7d = EXCLUDED.sales_7d, sales_30d = EXCLUDED.sales_30d,
+    floor_marketplace = EXCLUDED.floor_marketplace, floor_marketplace_id = EXCLUDED.floor_marketplace_id,
+    floor_asset_id = EXCLUDED.floor_asset_id, floor_price = EXCLUDED.floor_price, floor_created_at = EXCLUDED.floor_created_at,
+    volume_1d_key = EXCLUDED.volume_1d_key, volume_7d_key = EXCLUDED.volume_7d_key,
+    floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key`;
+}
+
+/**
+ * Inside a write transaction, after it stamped version `version`: moves the
+ * windows to the clock's hour when they are behind (keeping again every
+ * summary with sales in its 30-day window), and keeps the summaries of the
+ * collections stamped with `version`. store_state's row, locked by the
+ * stamp until COMMIT, orders these writes as it orders the stamps.
+ */
+export async function keepSummaries(client: pg.ClientBase, version: number, stamped: boolean, now = Date.now() / 1000): Promise<void> {
+  const r = await client.query<{ hour: string; rolled: boolean }>(
+    `WITH old AS (SELECT windows_hour FROM store_state WHERE id = 1)
+     UPDATE store_state s SET windows_hour = greatest(old.windows_hour, $1) FROM old WHERE s.id = 1
+     RETURNING s.windows_hour AS hour, s.windows_hour > old.windows_hour AS rolled`,
+    [hourOf(now)],
+  );
+  const { hour, rolled } = r.rows[0]!;
+  if (!stamped && !rolled) return;
+  const which = rolled
+    ? "(c.data_version = $2 OR c.id IN (SELECT collection_id FROM collection_summaries WHERE sales_30d > 0))"
+    : "c.data_version = $2";
+  await client.query(keepSql(which, "$1::bigint"), [hour, version]);
+}
+
+export class PgCollectionList implements CollectionListRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async collectionsPage(filter: CollectionsListFilter, page: PageRequest): Promise<CollectionsPage> {
+    const column = SORT_COLUMNS[filter.sort];
+    const values: unknown[] = [];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const where: string[] = [];
+    if (page.after) where.push(`(s.${column}, s.address) > (${$(page.after[0])}::text COLLATE "C", ${$(page.after[1])}::text COLLATE "C")`);
+    if (filter.query !== undefined) {
+      const q = $(filter.query);
+      where.push(`(strpos(lower(c.name), ${q}) > 0 OR strpos(s.address, ${q}) > 0)`);
+    }
+    const limit = $(page.limit + 1);
+    // One statement, one snapshot: the windows' hour beside the page (a row of nulls when the page is empty).
+    const rows = await this.q.rows(
+      `WITH page AS (
+         SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
+           s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
+           s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, h.tokens, h.holders
+         FROM collection_summaries s JOIN collections c ON c.id = s.collection_id
+         LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
+         ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+         ORDER BY s.${column}, s.address LIMIT ${limit})
+       SELECT st.windows_hour, page.* FROM store_state st LEFT JOIN page ON true WHERE st.id = 1 ORDER BY page.${column}, page.address`,
+      values,
+    );
+    const hour = Number(rows[0]?.windows_hour ?? 0);
+    const found = rows.filter((r) => r.collection_id !== null);
+    return {
+      windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR_SECONDS,
+      page: toPage(found, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),
+    };
+  }
+}
+

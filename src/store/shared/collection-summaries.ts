@@ -1,0 +1,80 @@
+import type { CollectionSort, CollectionSummaryRow } from "../ports.js";
+import { NO_ASK } from "./token-market.js";
+import type { Row } from "./rows.js";
+
+// What both engines keep of each collection for the collections list
+// (sqlite/collection-summaries.ts, postgres/collection-summaries.ts): its
+// sales of the last 1, 7 and 30 days, its floor, and a text sort key per
+// order, so that every order is one index range of the summaries.
+//
+// The windows are whole hours and end with the store's windows hour
+// (store_state.windows_hour): the 1-day window is that hour and the 23
+// before it, and any sale dated after it (the clock's skew allows a few).
+// A write recomputes the summaries of the collections it changed, first
+// moving the windows hour to the clock's hour when it is behind; moving it
+// recomputes every summary with sales in its 30-day window (the others stay
+// zero until a write adds a sale), so every summary in the store is of the
+// same windows, and a reader sees them all as of one hour.
+
+export const HOUR_SECONDS = 3600;
+
+/** The first hour of each window that ends with hour `hour` (hours since the epoch). */
+export function windowStarts(hour: number): { d1: number; d7: number; d30: number } {
+  return { d1: hour - 23, d7: hour - 7 * 24 + 1, d30: hour - 30 * 24 + 1 };
+}
+
+/** The hour of epoch second `seconds`. */
+export const hourOf = (seconds: number): number => Math.floor(seconds / HOUR_SECONDS);
+
+/**
+ * A key whose text order is the decimal's numeric order reversed (highest
+ * first): 99 minus its length in two digits, then each digit's complement
+ * to 9. PostgreSQL computes the same (postgres/collection-summaries.ts).
+ */
+export function descendingKey(decimal: string): string {
+  let complement = "";
+  for (const d of decimal) complement += String(9 - Number(d));
+  return `${String(99 - decimal.length).padStart(2, "0")}${complement}`;
+}
+
+/** A price's ascending key (as a token's ask key: its length in two digits, then the price), NO_ASK without one. */
+export function ascendingKey(price: string | undefined): string {
+  return price === undefined ? NO_ASK : `${String(price.length).padStart(2, "0")}${price}`;
+}
+
+/** The kept column each order reads (its index: the column, then the address). */
+export const SORT_COLUMNS: Readonly<Record<CollectionSort, string>> = {
+  volume1d: "volume_1d_key",
+  volume7d: "volume_7d_key",
+  floor: "floor_key",
+  sales: "sales_1d_key",
+};
+
+/** A collections-list row (both engines name its columns alike), with its page key in the order `sort`. */
+export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSummaryRow {
+  const floorPrice = r.floor_price === null || r.floor_price === undefined ? undefined : String(r.floor_price);
+  return {
+    collectionId: Number(r.collection_id),
+    contractAddress: r.address as string,
+    name: r.name as string,
+    totalTokens: Number(r.tokens ?? 0),
+    numHolders: Number(r.holders ?? 0),
+    floor:
+      floorPrice === undefined
+        ? undefined
+        : {
+            marketplace: r.floor_marketplace as string,
+            marketplaceId: r.floor_marketplace_id as string,
+            assetId: String(r.floor_asset_id),
+            price: floorPrice,
+            createdAt: Number(r.floor_created_at),
+          },
+    volume1d: String(r.volume_1d),
+    volume7d: String(r.volume_7d),
+    volume30d: String(r.volume_30d),
+    sales1d: Number(r.sales_1d),
+    sales7d: Number(r.sales_7d),
+    sales30d: Number(r.sales_30d),
+    key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
+  };
+}
