@@ -43,40 +43,41 @@ export async function runStart(config: ServeConfig, demoScale = "default"): Prom
 }
 
 /**
- * An example of each GET endpoint (the query after `contractAddress=$C`),
+ * An example of each GET endpoint (its query; $C: the collection shown),
  * by path: what `npm start` prints, one ready-to-paste line each. The
  * start test holds it to every GET rule of the contract.
  */
 export const READ_EXAMPLES: Record<string, string> = {
-  "/v1/asset/appraisals": "&limit=3",
-  "/v1/asset/rarity": "&limit=3",
-  "/v1/collection/stats": "",
-  "/v1/asset/sales": "&limit=3",
-  "/v1/asset/listings": "&status=CREATED&limit=3",
-  "/v1/collection/influencers": "&limit=3",
-  "/v1/collection/tweets": "&limit=3",
-  "/v1/collection/scores": "",
-  "/v1/collection/floor": "",
-  "/v1/collection/holders": "&limit=3",
-  "/v1/collection/stats/series": "&interval=week&limit=3",
-  "/v1/asset/tokens": "&sort=price&limit=3",
-  "/v1/collection/traits": "",
-  "/v1/collection/market": "",
-  "/v1/asset/offers": "&limit=3",
+  "/v1/asset/appraisals": "contractAddress=$C&limit=3",
+  "/v1/asset/rarity": "contractAddress=$C&limit=3",
+  "/v1/collection/stats": "contractAddress=$C",
+  "/v1/asset/sales": "contractAddress=$C&limit=3",
+  "/v1/asset/listings": "contractAddress=$C&status=CREATED&limit=3",
+  "/v1/collection/influencers": "contractAddress=$C&limit=3",
+  "/v1/collection/tweets": "contractAddress=$C&limit=3",
+  "/v1/collection/scores": "contractAddress=$C",
+  "/v1/collection/floor": "contractAddress=$C",
+  "/v1/collection/holders": "contractAddress=$C&limit=3",
+  "/v1/collection/stats/series": "contractAddress=$C&interval=week&limit=3",
+  "/v1/asset/tokens": "contractAddress=$C&sort=price&limit=3",
+  "/v1/collection/traits": "contractAddress=$C",
+  "/v1/collection/market": "contractAddress=$C",
+  "/v1/asset/offers": "contractAddress=$C&limit=3",
+  "/v1/collections": "sort=volume7d&limit=3",
 };
 
 /** The live feeds: streamed until Ctrl-C. */
 export const STREAM_EXAMPLES: Record<string, string> = {
-  "/v1/asset/sales/stream": "",
-  "/v1/asset/listings/stream": "",
-  "/v1/asset/offers/stream": "",
+  "/v1/asset/sales/stream": "contractAddress=$C",
+  "/v1/asset/listings/stream": "contractAddress=$C",
+  "/v1/asset/offers/stream": "contractAddress=$C",
 };
 
 /** What `npm start` prints once it serves: the key, then shell lines to paste, every one runnable as it stands. */
 export function welcome(url: string, db: string, address: string | undefined, key: string | undefined): string {
   if (!key) return `\nIssue an API key with: npx marketdata keys create --db ${shellQuote(db)} --name <who>\n`;
   const c = address ?? "0x0000000000000000000000000000000000000000";
-  const get = (path: string, query: string) => `  curl -s "$URL${path}?contractAddress=$C${query}" -H "x-api-key: $KEY"`;
+  const get = (path: string, query: string) => `  curl -s "$URL${path}?${query}" -H "x-api-key: $KEY"`;
   const sale = {
     hash: `0x${randomBytes(32).toString("hex")}`,
     from: `0x${"1".repeat(40)}`,

@@ -63,6 +63,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/traits",
           "/v1/asset/offers",
           "/v1/collection/market",
+          "/v1/collections",
           // The writes (IngestService's POST rules).
           ...KINDS.map((k) => `/v1/ingest/${k}`),
         ].sort(),

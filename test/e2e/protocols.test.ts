@@ -28,6 +28,7 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListCollectionTraits: { contractAddress: COLLECTION },
   ListOffers: { contractAddress: COLLECTION, limit: 50 },
   GetCollectionMarket: { contractAddress: COLLECTION },
+  ListCollections: { sort: "volume7d", limit: 2 },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
 };
 

@@ -8,6 +8,7 @@ import {
 } from "@bufbuild/protobuf";
 import { isReflectMessage, reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { base64Encode } from "@bufbuild/protobuf/wire";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { enumName } from "../../src/transport/rest/json-dialect.js";
 
 // The /v1 JSON dialect by reflection, as the server wrote it before its
@@ -34,7 +35,8 @@ function writeMessage(r: ReflectMessage): { [k: string]: JsonValue } {
 function writeField(r: ReflectMessage, field: DescField): JsonValue {
   switch (field.fieldKind) {
     case "scalar":
-      return writeScalar(field.scalar, r.get(field));
+      // A proto3 `optional` scalar: null when not set.
+      return field.presence === FeatureSet_FieldPresence.EXPLICIT && !r.isSet(field) ? null : writeScalar(field.scalar, r.get(field));
     case "enum":
       return enumName(field.enum, r.get(field));
     case "message":

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ListListingsResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { ListTweetsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { ListCollectionsResponseSchema, ListTweetsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { compileJsonWriter } from "../../src/transport/rest/json-writer.js";
@@ -48,6 +48,12 @@ describe("REST JSON dialect", () => {
     expect(json.data[1]!.retweetedStatus).toBeNull();
     expect(json.data[1]!.user).toBeNull();
     expect(json.data[0]!.retweetedStatus).toMatchObject({ id: "0", interaction: 3, retweetedStatus: null, possiblySensitive: false });
+  });
+
+  it("writes an unset optional scalar as null and a set one as its value, as the oracle", () => {
+    const msg = create(ListCollectionsResponseSchema, { data: [{ floorChange1d: 0 }, {}] });
+    const json = toRestJson(ListCollectionsResponseSchema, msg) as { data: { floorChange1d: number | null }[] };
+    expect(json.data.map((d) => d.floorChange1d)).toEqual([0, null]);
   });
 
   it("keeps the unspecified enum value's short name", () => {

@@ -1,5 +1,6 @@
 import { type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { enumName } from "./json-dialect.js";
 
 // The /v1 JSON dialect (decisions.md; json-dialect.ts says what it is),
@@ -73,7 +74,8 @@ export function compileJsonWriter(root: DescMessage): JsonWriter {
   const valueExpr = (field: DescField, v: string): string => {
     switch (field.fieldKind) {
       case "scalar":
-        return scalarExpr(field.scalar, v);
+        // A proto3 `optional` scalar not set is null, as an unset message is.
+        return field.presence === FeatureSet_FieldPresence.EXPLICIT ? `(${v} === undefined ? null : ${scalarExpr(field.scalar, v)})` : scalarExpr(field.scalar, v);
       case "enum":
         return enumExpr(field, v);
       case "message":
