@@ -5,7 +5,8 @@ import { LISTING_STATUSES } from "../../src/domain/records.js";
 import { openPool } from "../../src/store/postgres/database.js";
 import { type PgRepositories, pgRepositories } from "../../src/store/postgres/read-repositories.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
-import { exerciseAnalytics, exerciseTokens } from "../support/analytics-reads.js";
+import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
+import { keepSql } from "../../src/store/postgres/collection-summaries.js";
 import { importRecords } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { VALID } from "../ingest/records.js";
@@ -148,6 +149,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     await repos.feed.listings(id, 3, 50);
     await exerciseAnalytics(repos, id);
     await exerciseTokens(repos, id);
+    await exerciseCollectionList(repos);
   }, 120_000);
   afterAll(async () => {
     await repos?.close();
@@ -204,7 +206,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
   it("every statement seeks on the columns of its most selective filters, not just some index", async () => {
     const problems: string[] = [];
     for (const { text, values } of repos.preparedRuns()) {
-      if (/FROM store_state/.test(text)) continue;
+      // The collections list (its own test below): a first page binds nothing.
+      if (/FROM store_state/.test(text) || /FROM collection_summaries s/.test(text)) continue;
       const main = mainTable(text);
       // An index scan names its table (a partition of it: sales), a bitmap
       // index scan only its index (named after the table).
@@ -220,6 +223,25 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     expect(problems).toEqual([]);
   });
 
+  it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", async () => {
+    const pages = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries s/.test(text));
+    expect(pages.length).toBe(16);
+    for (const { text, values } of pages) {
+      const column = /ORDER BY s\.(\w+_key), s\.address/.exec(text)![1]!;
+      const nodes = await planOf(text, values);
+      const scan = nodes.find((n) => n["Relation Name"] === "collection_summaries");
+      expect(scan?.["Index Name"], one(text)).toBe(`collection_summaries_by_${column.replace(/_key$/, "")}`);
+      if (/\) > \(\$/.test(text)) expect(scan?.["Index Cond"], one(text)).toMatch(new RegExp(`ROW\\(${column}, address\\) > ROW`));
+      expect(nodes.filter((n) => n["Node Type"] === "Sort" && /s\./.test(n["Sort Key"]?.[0] ?? "")), one(text)).toEqual([]);
+    }
+    // What a write runs (collection-summaries.ts keepSummaries): one range of the hour series, one seek of the open listings by price, per collection.
+    const keep = await planOf(keepSql("c.data_version = $2", "$1::bigint"), [500_000, 1]);
+    const conds = keep.map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    expect(conds).toMatch(/sales_series_pkey: \(\(collection_id = c\.id\) AND \(marketplace = ''::text\) AND \(span = 3600\) AND \(bucket >= /);
+    expect(conds).toMatch(/listings_open_floor: \(collection_id = c\.id\)/);
+    expect(keep.filter((n) => n["Node Type"] === "Sort" && n["Relation Name"] !== "store_state")).toEqual([]);
+  });
+
   it("pages after a token seek to the token's position: the index condition bounds the sort key", async () => {
     const keyset = repos.preparedRuns().filter(({ text }) => /asset_id > \$\d|\) > \(\$\d|timestamp <= \$\d+ AND \(|created_at <= \$\d+ AND \(/.test(text));
     // appraisals and rarity, 16 sales filter combinations, 8 listings ones
@@ -230,7 +252,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       // sorted: the page of an asset and status CREATED, a few listings.
       if (/l\.asset_id = \$\d/.test(text) && nodes.some((n) => n["Index Name"] === "listings_open_by_asset")) continue;
       const conds = nodes.map((n) => n["Index Cond"] ?? "").join(" | ");
-      expect(conds, one(text)).toMatch(/asset_id > |asset_id\) [<>] ROW\(|"timestamp" <= |created_at <= /);
+      expect(conds, one(text)).toMatch(/asset_id > |asset_id\) [<>] ROW\(|"timestamp" <= |created_at <= |ROW\(\w+_key, address\) > ROW\(/);
     }
   });
 

@@ -4,7 +4,8 @@ import { WriteStore } from "../../src/store/sqlite/write-store.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
-import { exerciseAnalytics, exerciseTokens } from "../support/analytics-reads.js";
+import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
+import { KEEPER_SQL } from "../../src/store/sqlite/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -87,6 +88,7 @@ beforeAll(async () => {
   store.feed.listings(id, 3, 50);
   await exerciseAnalytics(store, id);
   await exerciseTokens(store, id);
+  await exerciseCollectionList(store);
 });
 afterAll(() => {
   db.close();
@@ -192,6 +194,23 @@ describe("query plans", () => {
     }
   });
 
+  it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", () => {
+    const pages = store.preparedSql().filter((sql) => /FROM collection_summaries s/.test(sql));
+    expect(pages.length).toBe(16);
+    for (const sql of pages) {
+      const column = /ORDER BY s\.(\w+)_key, s\.address/.exec(sql)![1]!;
+      const detail = plan(sql).join(" | ");
+      const index = `collection_summaries_by_${column}`;
+      expect(detail, sql).toMatch(/\(s\.\w+_key, s\.address\) > / .test(sql) ? new RegExp(`SEARCH s USING INDEX ${index} \\(\\(${column}_key,address\\)>\\(\\?,\\?\\)\\)`) : new RegExp(`SCAN s USING INDEX ${index}`));
+      expect(detail).not.toMatch(/TEMP B-TREE/);
+    }
+    // The writer's statements (collection-summaries.ts SummaryKeeper).
+    expect(plan(KEEPER_SQL.hours).join(" | ")).toMatch(/SEARCH sales_series USING PRIMARY KEY \(collection_id=\? AND marketplace=\? AND span=\? AND bucket>\?\)/);
+    expect(plan(KEEPER_SQL.floor).join(" | ")).toMatch(/SEARCH listings USING INDEX listings_open_floor \(collection_id=\?\)/);
+    expect(plan(KEEPER_SQL.floor).join(" | ")).not.toMatch(/TEMP B-TREE/);
+    expect(plan(KEEPER_SQL.rolling).join(" | ")).toMatch(/SEARCH collection_summaries USING COVERING INDEX collection_summaries_rolling \(sales_30d>\?\)/);
+  });
+
   it("reads the binding rules right (the rule itself can fail)", () => {
     const stats = "SELECT count(*) FROM sales WHERE collection_id = ? AND asset_key = ? AND marketplace = ?";
     expect(requiredBindings(stats)).toEqual([["collection_id", "asset_key"]]);
@@ -237,6 +256,8 @@ function boundColumns(detail: string): string[] {
  */
 function requiredBindings(sql: string): string[][] {
   if (/FROM collections WHERE address/.test(sql)) return [["address"]];
+  // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
+  if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.
   if (/feed_seq > \?/.test(sql)) return [["collection_id", "feed_seq"]];

@@ -1,4 +1,4 @@
-import type { ReadRepositories } from "../../src/store/ports.js";
+import { COLLECTION_SORTS, type ReadRepositories } from "../../src/store/ports.js";
 
 /** Every read path of the analytics repository and filter combination, for the query-plan tests of both engines. */
 export async function exerciseAnalytics(store: ReadRepositories, id: number): Promise<void> {
@@ -29,4 +29,13 @@ export async function exerciseTokens(store: ReadRepositories, id: number): Promi
   await store.tokens.tokensPage({ owner: `0x${"7".repeat(40)}`, sort: "id" }, { limit: 5, after: [id, "40"] });
   await store.tokens.tokensPage({ collectionId: id, assetId: "41", sort: "id" }, { limit: 5, after: null });
   await store.tokens.traits(id);
+}
+
+/** Every read path of the collections list (each order, with and without a text, first pages and pages after a key), for the query-plan tests of both engines. */
+export async function exerciseCollectionList(store: ReadRepositories): Promise<void> {
+  for (const sort of COLLECTION_SORTS) {
+    for (const query of [undefined, "other"]) {
+      for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ sort, query }, { limit: 5, after });
+    }
+  }
 }

@@ -48,7 +48,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `
  * Keeps the summaries of the collections `which` selects (a condition on
  * collections c), with windows ending at hour `hour` (an SQL expression).
  */
-function keepSql(which: string, hour: string): string {
+export function keepSql(which: string, hour: string): string {
   const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR_SECONDS}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
   return `
@@ -111,24 +111,22 @@ export class PgCollectionList implements CollectionListRepository {
       where.push(`(strpos(lower(c.name), ${q}) > 0 OR strpos(s.address, ${q}) > 0)`);
     }
     const limit = $(page.limit + 1);
-    // One statement, one snapshot: the windows' hour beside the page (a row of nulls when the page is empty).
+    // The windows' hour in the page's snapshot (a statement's own); read alone for an empty page.
     const rows = await this.q.rows(
-      `WITH page AS (
-         SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
-           s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-           s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, h.tokens, h.holders
-         FROM collection_summaries s JOIN collections c ON c.id = s.collection_id
-         LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
-         ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-         ORDER BY s.${column}, s.address LIMIT ${limit})
-       SELECT st.windows_hour, page.* FROM store_state st LEFT JOIN page ON true WHERE st.id = 1 ORDER BY page.${column}, page.address`,
+      `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
+         s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, h.tokens, h.holders,
+         (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
+       FROM collection_summaries s JOIN collections c ON c.id = s.collection_id
+       LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
+       ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY s.${column}, s.address LIMIT ${limit}`,
       values,
     );
-    const hour = Number(rows[0]?.windows_hour ?? 0);
-    const found = rows.filter((r) => r.collection_id !== null);
+    const hour = Number(rows[0]?.windows_hour ?? (await this.q.rows<{ h: string }>("SELECT windows_hour AS h FROM store_state WHERE id = 1", []))[0]?.h ?? 0);
     return {
       windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR_SECONDS,
-      page: toPage(found, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),
+      page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),
     };
   }
 }

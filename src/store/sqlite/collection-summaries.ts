@@ -44,11 +44,19 @@ export const COLLECTION_SUMMARIES_SCHEMA = `
   CREATE INDEX collection_summaries_by_volume_7d ON collection_summaries (volume_7d_key, address);
   CREATE INDEX collection_summaries_by_floor ON collection_summaries (floor_key, address);
   CREATE INDEX collection_summaries_by_sales_1d ON collection_summaries (sales_1d_key, address);
-  CREATE INDEX collection_summaries_rolling ON collection_summaries (collection_id) WHERE sales_30d > 0;
+  CREATE INDEX collection_summaries_rolling ON collection_summaries (sales_30d) WHERE sales_30d > 0;
   CREATE INDEX listings_open_floor ON listings (collection_id, length(price), price, marketplace, marketplace_id)
     WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour INTEGER NOT NULL DEFAULT 0;
 `;
+
+/** What keeping a summary reads (exported for the query-plan test). */
+export const KEEPER_SQL = {
+  rolling: "SELECT collection_id FROM collection_summaries INDEXED BY collection_summaries_rolling WHERE sales_30d > 0",
+  hours: "SELECT bucket, num_sales, volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
+  floor: `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
+       WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
+} as const;
 
 /** Keeps the summaries of one connection's writes (prepared once per connection). */
 export class SummaryKeeper {
@@ -62,14 +70,9 @@ export class SummaryKeeper {
   constructor(db: Db) {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
     this.#setWindowsHour = db.prepare("UPDATE store_state SET windows_hour = ? WHERE id = 1");
-    this.#rolling = db.prepare("SELECT collection_id FROM collection_summaries INDEXED BY collection_summaries_rolling WHERE sales_30d > 0").pluck();
-    this.#hours = db
-      .prepare("SELECT bucket, num_sales, volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?")
-      .raw();
-    this.#floor = db.prepare(
-      `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
-       WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
-    ).raw();
+    this.#rolling = db.prepare(KEEPER_SQL.rolling).pluck();
+    this.#hours = db.prepare(KEEPER_SQL.hours).raw();
+    this.#floor = db.prepare(KEEPER_SQL.floor).raw();
     this.#upsert = db.prepare(
       `INSERT OR REPLACE INTO collection_summaries
        SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM collections WHERE id = ?`,
