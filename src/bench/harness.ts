@@ -57,6 +57,7 @@ export const ALL_ENDPOINTS = [
   "/v1/collection/stats/series",
   "/v1/asset/tokens",
   "/v1/collection/traits",
+  "/v1/collections",
 ];
 
 /** The query of each endpoint's "hot" request (one page of a large collection). */
@@ -74,9 +75,14 @@ const HOT: Record<string, string> = {
   "/v1/collection/stats/series": "interval=day&since=1760000000",
   "/v1/asset/tokens": "sort=price&limit=20",
   "/v1/collection/traits": "",
+  "/v1/collections": "sort=volume1d&limit=20",
 };
 
+/** The endpoints of no one collection (the collections list). */
+const STORE_WIDE = new Set(["/v1/collections"]);
+
 export function hotPath(endpoint: string, collection: string): string {
+  if (STORE_WIDE.has(endpoint)) return `${endpoint}?${HOT[endpoint]}`;
   return `${endpoint}?contractAddress=${collection}${HOT[endpoint] ? `&${HOT[endpoint]}` : ""}`;
 }
 
@@ -370,6 +376,12 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
         assetId: rnd.next() < 0.2 ? assets[rnd.int(0, assets.length - 1)] : undefined,
       });
     }
+  }
+  // The collections list: each order and page size, found by every text of the collections' names and addresses' first digits.
+  const names = (await getJson(`${base}/v1/collections?limit=50`, key)).data as { name: string }[];
+  const texts = [undefined, "0x", ...cs.map((c) => c.slice(0, 6)), ...names.flatMap((n) => n.name.toLowerCase().split(/\s+/)).filter((w) => w !== "")];
+  for (const sort of ["volume1d", "volume7d", "floor", "sales"]) {
+    for (const query of new Set(texts)) for (let limit = 1; limit <= 50; limit += 7) add("/v1/collections", { sort, query, limit });
   }
   for (let i = 0; i < 3000 && (out["/v1/collection/scores"]?.size ?? 0) < 1200; i++) {
     // Order is kept in the response, so each order of a subset is its own request.

@@ -5,7 +5,7 @@ import { startServer } from "../server.js";
 import { openReadOnly } from "../store/sqlite/database.js";
 import type { ListingStatusName } from "../domain/records.js";
 import { intervalSeconds, intervalStart, type SeriesInterval } from "../domain/series.js";
-import type { KeyValue, TokenSort } from "../store/ports.js";
+import type { CollectionSort, KeyValue, TokenSort } from "../store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the
@@ -136,6 +136,20 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     return { successful: 1, nextPage: next(p.nextKey), data: p.rows.map(({ key: _key, ...t }) => t) };
   });
   route("/v1/collection/traits", (_q, id) => ({ successful: 1, data: store.tokens.traits(id) }));
+  // The collections list: the summaries' page, then each row's top bid and floor a day ago, as the service reads them.
+  app.get("/v1/collections", (req, reply) => {
+    const q = req.query as Q;
+    const now = Math.floor(Date.now() / 1000);
+    const query = one(q.query)?.toLowerCase();
+    const { windowsEnd, page: p } = store.collectionList.collectionsPage({ sort: (one(q.sort) ?? "volume1d") as CollectionSort, query }, page(q));
+    const data = p.rows.map(({ key: _key, collectionId, ...c }) => {
+      const [bid] = store.offers.bestOffers(collectionId, [{}], now);
+      const then = store.analytics.floors(collectionId, { at: now - 86_400 });
+      return { ...c, topBid: bid ?? null, floorThen: then[0] ?? null, currency: "ETH" };
+    });
+    void reply.type("application/json; charset=utf-8").send(JSON.stringify({ successful: 1, nextPage: next(p.nextKey), windowsEnd, data }));
+    return reply;
+  });
   route("/v1/collection/influencers", (q, id) => ({ success: 1, data: store.social.topInfluencers(id, num(q.limit) ?? 20) }));
   route("/v1/collection/tweets", (q, id) => ({ success: 1, data: store.social.topTweets(id, num(q.limit) ?? 20) }));
   route("/v1/collection/scores", (q) => ({
