@@ -129,7 +129,7 @@ function time(fn: (i: number) => unknown | Promise<unknown>): Promise<{ p50: num
 }
 
 async function measure(engine: string, store: ReadRepositories, raw: (since: number) => Promise<unknown>): Promise<void> {
-  const service = createCollectionService(store);
+  const service = createCollectionService(store, new FeedHub(store));
   const context = undefined as never;
   const id = (await store.collections.collectionId(ADDRESS))!;
   const rnd = new Random(9);

@@ -9,6 +9,7 @@ import { Random } from "../demo/random.js";
 import { importLines } from "../ingest/importer.js";
 import type { Kind } from "../ingest/kinds.js";
 import { createCollectionService } from "../service/collection-service.js";
+import { FeedHub } from "../service/feed-hub.js";
 import { openReadRepositories, openWritableStore } from "../store/open.js";
 import type { ReadRepositories, WritableStore } from "../store/ports.js";
 import { log, percentiles, withEngineOptions } from "./harness.js";
@@ -110,7 +111,7 @@ async function time(fn: (i: number) => unknown): Promise<{ p50: number; p99: num
 }
 
 async function measure(engine: string, store: ReadRepositories): Promise<void> {
-  const service = createCollectionService(store);
+  const service = createCollectionService(store, new FeedHub(store));
   const context = undefined as never;
   const list = async (extra: object) => (await service.listCollections(create(ListCollectionsRequestSchema, extra), context)) as ListCollectionsResponse;
   const rows: [string, { p50: number; p99: number }][] = [];

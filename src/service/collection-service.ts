@@ -10,13 +10,16 @@ import {
 import type { ReadRepositories } from "../store/ports.js";
 import { createAnalyticsMethods } from "./analytics.js";
 import { createCollectionListMethods } from "./collection-list.js";
+import { createActivityMethods } from "./activity.js";
+import type { FeedHub } from "./feed-hub.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";
 
-export function createCollectionService(store: ReadRepositories): ServiceImpl<typeof CollectionService> {
+export function createCollectionService(store: ReadRepositories, feeds: FeedHub): ServiceImpl<typeof CollectionService> {
   return {
     ...createAnalyticsMethods(store),
+    ...createActivityMethods(store, feeds),
     ...createCollectionListMethods(store),
 
     async getCollectionStats(req) {

@@ -95,6 +95,8 @@ export class Subscription<T> {
     readonly matches: FeedFilter<T>,
     readonly keyId: number | undefined,
     from: number,
+    /** Whether it counts as a stream (hub.subscribe's alsoOf). */
+    readonly counted = true,
   ) {
     this.pos = from;
     this.sentPos = from;
@@ -152,6 +154,8 @@ export class FeedHub {
   readonly #channels = new Map<string, Channel<unknown>>();
   /** Every open subscription, attached or replaying. */
   readonly #subs = new Set<Subscription<unknown>>();
+  /** The subscriptions that count as streams (a stream of several kinds counts its first one only). */
+  #streams = 0;
   readonly #perKey = new Map<number, number>();
   #since: DataVersion | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -166,10 +170,10 @@ export class FeedHub {
     this.#pollMs = options.pollMs ?? FEED_POLL_MS;
     this.#maxQueued = options.maxQueued ?? MAX_QUEUED_MESSAGES;
     this.#pageRows = options.pageRows ?? FEED_PAGE_ROWS;
-    const subs = this.#subs;
+    const streams = () => this.#streams;
     this.stats = {
       get open() {
-        return subs.size;
+        return streams();
       },
       sent: 0,
       endedSlow: 0,
@@ -194,7 +198,10 @@ export class FeedHub {
    * A new subscriber of `kind` in a collection, at position `from` (a
    * resume token's) or, when undefined, at the store's last (live).
    * Refused with resource_exhausted past the stream limits, and with
-   * unavailable once the server is shutting down.
+   * unavailable once the server is shutting down. `alsoOf`: the stream's
+   * first subscription, when a stream reads several kinds (the activity
+   * feed): only the first counts against the limits and is ended with its
+   * key, which ends the stream and so the others.
    */
   async subscribe<T>(
     kind: FeedKind,
@@ -202,9 +209,12 @@ export class FeedHub {
     matches: FeedFilter<T>,
     keyId: number | undefined,
     from: number | undefined,
+    alsoOf?: Subscription<unknown>,
   ): Promise<Subscription<T>> {
     if (this.#closed) throw SHUTTING_DOWN;
-    if (this.#limits.total > 0 && this.#subs.size >= this.#limits.total) {
+    const counted = alsoOf === undefined;
+    if (!counted) keyId = undefined;
+    if (counted && this.#limits.total > 0 && this.#streams >= this.#limits.total) {
       // Retry-After: the server is busy, not the caller at fault (a client library retries it; the per-key limit it does not).
       throw new ConnectError(`this server has ${this.#limits.total} streams open, its limit; retry later or on another server`, Code.ResourceExhausted, {
         "retry-after": "1",
@@ -217,9 +227,10 @@ export class FeedHub {
     const { channel, created } = this.#channel<T>(kind, collection);
     channel.members++;
     // Counted before anything is awaited: concurrent subscribes cannot pass the limits together.
-    const sub = new Subscription<T>(channel, matches, keyId, from ?? 0);
+    const sub = new Subscription<T>(channel, matches, keyId, from ?? 0, counted);
     const any = sub as Subscription<unknown>;
     this.#subs.add(any);
+    if (counted) this.#streams++;
     if (keyId !== undefined) this.#perKey.set(keyId, held + 1);
     let head: number;
     try {
@@ -278,6 +289,7 @@ export class FeedHub {
   unsubscribe<T>(sub: Subscription<T>): void {
     const any = sub as Subscription<unknown>;
     if (!this.#subs.delete(any)) return;
+    if (sub.counted) this.#streams--;
     if (sub.keyId !== undefined) {
       const n = (this.#perKey.get(sub.keyId) ?? 1) - 1;
       if (n === 0) this.#perKey.delete(sub.keyId);

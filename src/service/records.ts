@@ -11,6 +11,7 @@ import {
   type SocialUser,
   type Token,
   type TraitValue,
+  type Transfer,
   type Tweet,
   TweetSchema,
 } from "../../gen/marketdata/v1/resources_pb.js";
@@ -23,6 +24,7 @@ import type {
   RarityRow,
   SaleRow,
   SocialUserRow,
+  TransferRow,
   TweetRow,
 } from "../domain/records.js";
 
@@ -43,6 +45,10 @@ export function toRarity(r: RarityRow): AssetRarity {
 
 export function toSale(r: SaleRow): Sale {
   return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: CURRENCY };
+}
+
+export function toTransfer(r: TransferRow): Transfer {
+  return { $typeName: "marketdata.v1.Transfer", ...r, logIndex: BigInt(r.logIndex), timestamp: BigInt(r.timestamp), block: BigInt(r.block) };
 }
 
 export function toListing(r: ListingRow): Listing {

@@ -52,7 +52,7 @@ export function createServices(
   ingestOptions: IngestOptions = {},
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
-  const collection = createCollectionService(store);
+  const collection = createCollectionService(store, feeds);
   // This process's own commits reach its feeds' subscribers without waiting for the next poll.
   const ingest = new Ingest({
     write: async (kind, records) => {
@@ -96,14 +96,15 @@ export function procedures(services: readonly DescService[]): string[] {
 /**
  * Reads whose answer depends on the clock as well as the store: an offer
  * stands until its expiresAt (decisions.md, "Offers"), with no commit to
- * say so; the collections list's floor change compares with the floor a
- * day before now. Never answered from the response cache (each is a few seeks).
+ * say so (the activity feed shows offers too); the collections list's
+ * floor change compares with the floor a day before now. Never answered from the response cache (each is a few seeks).
  */
 export const CLOCK_DEPENDENT_PROCEDURES: ReadonlySet<string> = new Set([
   `/${AssetService.typeName}/ListOffers`,
   `/${CollectionService.typeName}/GetCollectionMarket`,
   `/${CollectionService.typeName}/ListCollectionTraits`,
   `/${CollectionService.typeName}/ListCollections`,
+  `/${CollectionService.typeName}/ListCollectionActivity`,
 ]);
 
 /** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */

@@ -8,6 +8,7 @@ import type {
   SaleRow,
   SalesSummary,
   ScoreRow,
+  TransferRow,
   TweetRow,
 } from "../domain/records.js";
 import type { Kind } from "../domain/kinds.js";
@@ -139,6 +140,13 @@ export interface SalesRepository {
 
 export interface ListingsRepository {
   listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
+}
+
+/** Transfers: timestamp, block and log index (all descending), then hash and asset id. */
+export const TRANSFER_KEY: KeySpec = ["int", "int", "int", "text", "text"];
+
+export interface TransfersRepository {
+  transfersPage(collectionId: number, page: PageRequest): MaybePromise<Page<TransferRow>>;
 }
 
 // analytics: floor, holders and sales series, from aggregates kept at write time.
@@ -377,7 +385,7 @@ export interface StoreChanges {
 
 // live feeds: the sales, listings and offers each commit inserted or changed.
 
-export type FeedKind = "sales" | "listings" | "offers";
+export type FeedKind = "sales" | "listings" | "offers" | "transfers";
 
 /**
  * A row of a feed at its position. Every write that inserts or changes a
@@ -400,6 +408,7 @@ export interface FeedRepository {
   sales(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<SaleRow>[]>;
   listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
   offers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<OfferRow>[]>;
+  transfers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<TransferRow>[]>;
 }
 
 export interface ReadRepositories {
@@ -409,6 +418,7 @@ export interface ReadRepositories {
   assetMetrics: AssetMetricsRepository;
   sales: SalesRepository;
   listings: ListingsRepository;
+  transfers: TransfersRepository;
   tokens: TokensRepository;
   offers: OffersRepository;
   analytics: AnalyticsRepository;

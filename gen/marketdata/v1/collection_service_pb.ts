@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, CollectionSummary, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
+import type { ActivityEvent, CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, CollectionSummary, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/collection_service.proto.
  */
 export const file_marketdata_v1_collection_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCI3ChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSI2ChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQiYwoWTGlzdENvbGxlY3Rpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIMCgRzb3J0GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkyggsKEUNvbGxlY3Rpb25TZXJ2aWNlEooBChJHZXRDb2xsZWN0aW9uU3RhdHMSKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1JlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL3N0YXRzEocBCg9MaXN0SW5mbHVlbmNlcnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9jb2xsZWN0aW9uL2luZmx1ZW5jZXJzEnMKCkxpc3RUd2VldHMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHdlZXRzEnMKCkxpc3RTY29yZXMSIC5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vc2NvcmVzEooBChJHZXRDb2xsZWN0aW9uRmxvb3ISKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL2Zsb29yEpUBChVMaXN0Q29sbGVjdGlvbkhvbGRlcnMSKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1JlcXVlc3QaLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi92MS9jb2xsZWN0aW9uL2hvbGRlcnMSjgEKE0dldENvbGxlY3Rpb25NYXJrZXQSKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vbWFya2V0EpEBChRMaXN0Q29sbGVjdGlvblRyYWl0cxIqLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0GisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3RyYWl0cxJ8Cg9MaXN0Q29sbGVjdGlvbnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9jb2xsZWN0aW9ucxKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCI3ChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSI2ChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQiYwoWTGlzdENvbGxlY3Rpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIMCgRzb3J0GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkidgodTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRINCgV0eXBlcxgCIAMoCRISCgVsaW1pdBgDIAEoBUgAiAEBEg4KBmN1cnNvchgEIAEoCUIICgZfbGltaXQicwoeTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEioKBGRhdGEYAyADKAsyHC5tYXJrZXRkYXRhLnYxLkFjdGl2aXR5RXZlbnQiWQoeV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFdHlwZXMYAiADKAkSDgoGY3Vyc29yGAMgASgJImQKH1dhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2USKwoFZXZlbnQYASABKAsyHC5tYXJrZXRkYXRhLnYxLkFjdGl2aXR5RXZlbnQSFAoMcmVzdW1lX3Rva2VuGAIgASgJMsYNChFDb2xsZWN0aW9uU2VydmljZRKKAQoSR2V0Q29sbGVjdGlvblN0YXRzEigubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNSZXF1ZXN0GikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvY29sbGVjdGlvbi9zdGF0cxKHAQoPTGlzdEluZmx1ZW5jZXJzEiUubWFya2V0ZGF0YS52MS5MaXN0SW5mbHVlbmNlcnNSZXF1ZXN0GiYubWFya2V0ZGF0YS52MS5MaXN0SW5mbHVlbmNlcnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvY29sbGVjdGlvbi9pbmZsdWVuY2VycxJzCgpMaXN0VHdlZXRzEiAubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFR3ZWV0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3R3ZWV0cxJzCgpMaXN0U2NvcmVzEiAubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFNjb3Jlc1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3Njb3JlcxKKAQoSR2V0Q29sbGVjdGlvbkZsb29yEigubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0GikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uRmxvb3JSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvY29sbGVjdGlvbi9mbG9vchKVAQoVTGlzdENvbGxlY3Rpb25Ib2xkZXJzEisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXF1ZXN0GiwubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvY29sbGVjdGlvbi9ob2xkZXJzEo4BChNHZXRDb2xsZWN0aW9uTWFya2V0EikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBoqLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbk1hcmtldFJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL21hcmtldBKRAQoUTGlzdENvbGxlY3Rpb25UcmFpdHMSKi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uVHJhaXRzUmVxdWVzdBorLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi90cmFpdHMSfAoPTGlzdENvbGxlY3Rpb25zEiUubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbnNSZXF1ZXN0GiYubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbnNSZXNwb25zZSIakAIBgtPkkwIREg8vdjEvY29sbGVjdGlvbnMSmQEKFkxpc3RDb2xsZWN0aW9uQWN0aXZpdHkSLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0Gi0ubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2UiIpACAYLT5JMCGRIXL3YxL2NvbGxlY3Rpb24vYWN0aXZpdHkSpQEKF1dhdGNoQ29sbGVjdGlvbkFjdGl2aXR5Ei0ubWFya2V0ZGF0YS52MS5XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QaLi5tYXJrZXRkYXRhLnYxLldhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2UiKZACAYLT5JMCIBIeL3YxL2NvbGxlY3Rpb24vYWN0aXZpdHkvc3RyZWFtMAESowEKGEdldENvbGxlY3Rpb25TdGF0c1NlcmllcxIuLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBovLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVzcG9uc2UiJpACAYLT5JMCHRIbL3YxL2NvbGxlY3Rpb24vc3RhdHMvc2VyaWVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.GetCollectionStatsRequest
@@ -569,6 +569,129 @@ export const ListCollectionsResponseSchema: GenMessage<ListCollectionsResponse> 
   messageDesc(file_marketdata_v1_collection_service, 19);
 
 /**
+ * @generated from message marketdata.v1.ListCollectionActivityRequest
+ */
+export type ListCollectionActivityRequest = Message<"marketdata.v1.ListCollectionActivityRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * Any of "sale", "listing", "offer" and "transfer" (comma-separated on
+   * REST); none for all four.
+   *
+   * @generated from field: repeated string types = 2;
+   */
+  types: string[];
+
+  /**
+   * 1 to 50, default 20.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionActivityRequest.
+ * Use `create(ListCollectionActivityRequestSchema)` to create a new message.
+ */
+export const ListCollectionActivityRequestSchema: GenMessage<ListCollectionActivityRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 20);
+
+/**
+ * @generated from message marketdata.v1.ListCollectionActivityResponse
+ */
+export type ListCollectionActivityResponse = Message<"marketdata.v1.ListCollectionActivityResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.ActivityEvent data = 3;
+   */
+  data: ActivityEvent[];
+};
+
+/**
+ * Describes the message marketdata.v1.ListCollectionActivityResponse.
+ * Use `create(ListCollectionActivityResponseSchema)` to create a new message.
+ */
+export const ListCollectionActivityResponseSchema: GenMessage<ListCollectionActivityResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 21);
+
+/**
+ * @generated from message marketdata.v1.WatchCollectionActivityRequest
+ */
+export type WatchCollectionActivityRequest = Message<"marketdata.v1.WatchCollectionActivityRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * As ListCollectionActivity's.
+   *
+   * @generated from field: repeated string types = 2;
+   */
+  types: string[];
+
+  /**
+   * A resume_token of this stream's query: resume after it.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchCollectionActivityRequest.
+ * Use `create(WatchCollectionActivityRequestSchema)` to create a new message.
+ */
+export const WatchCollectionActivityRequestSchema: GenMessage<WatchCollectionActivityRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 22);
+
+/**
+ * @generated from message marketdata.v1.WatchCollectionActivityResponse
+ */
+export type WatchCollectionActivityResponse = Message<"marketdata.v1.WatchCollectionActivityResponse"> & {
+  /**
+   * Null on a message that only says where the stream stands.
+   *
+   * @generated from field: marketdata.v1.ActivityEvent event = 1;
+   */
+  event?: ActivityEvent | undefined;
+
+  /**
+   * @generated from field: string resume_token = 2;
+   */
+  resumeToken: string;
+};
+
+/**
+ * Describes the message marketdata.v1.WatchCollectionActivityResponse.
+ * Use `create(WatchCollectionActivityResponseSchema)` to create a new message.
+ */
+export const WatchCollectionActivityResponseSchema: GenMessage<WatchCollectionActivityResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 23);
+
+/**
  * Collection-wide market, social and score data.
  *
  * @generated from service marketdata.v1.CollectionService
@@ -671,6 +794,31 @@ export const CollectionService: GenService<{
     methodKind: "unary";
     input: typeof ListCollectionsRequestSchema;
     output: typeof ListCollectionsResponseSchema;
+  },
+  /**
+   * A collection's sales, listings, offers and transfers as one feed,
+   * newest first (a sale's or transfer's time, a listing's or offer's
+   * creation; ties: listing, offer, sale, transfer, then each kind's own
+   * list order), paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.CollectionService.ListCollectionActivity
+   */
+  listCollectionActivity: {
+    methodKind: "unary";
+    input: typeof ListCollectionActivityRequestSchema;
+    output: typeof ListCollectionActivityResponseSchema;
+  },
+  /**
+   * The same events as they are committed (a listing or an offer again
+   * each time it changes): each kind in its commit order, resumed exactly
+   * from resume_token (a position in each kind's feed).
+   *
+   * @generated from rpc marketdata.v1.CollectionService.WatchCollectionActivity
+   */
+  watchCollectionActivity: {
+    methodKind: "server_streaming";
+    input: typeof WatchCollectionActivityRequestSchema;
+    output: typeof WatchCollectionActivityResponseSchema;
   },
   /**
    * Sales per hour, day or week (UTC; weeks from Monday), oldest first, every

@@ -1,6 +1,7 @@
-import type { ListingRow, OfferRow, SaleRow } from "../../domain/records.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/records.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports.js";
-import { toListing, toOffer, toSale } from "../shared/rows.js";
+import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
+import { TRANSFER_COLUMNS } from "./transfers.js";
 import { hexOf, type PgQueries } from "./queries.js";
 
 // The live feeds' reads on PostgreSQL: a collection's rows above a position,
@@ -16,7 +17,7 @@ export class PgFeed implements FeedRepository {
   }
 
   async head(kind: FeedKind, collectionId: number): Promise<number> {
-    const table = { sales: "sales", listings: "listings", offers: "offers" }[kind];
+    const table = { sales: "sales", listings: "listings", offers: "offers", transfers: "transfers" }[kind];
     const sql = `SELECT coalesce(max(feed_seq), 0) AS s FROM ${table} WHERE collection_id = $1`;
     return (await this.q.rows<{ s: number }>(sql, [collectionId]))[0]?.s ?? 0;
   }
@@ -41,6 +42,15 @@ export class PgFeed implements FeedRepository {
       [collectionId, after, limit],
     );
     return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+  }
+
+  async transfers(collectionId: number, after: number, limit: number): Promise<FeedEntry<TransferRow>[]> {
+    const rows = await this.q.rows(
+      `SELECT t.feed_seq, ${TRANSFER_COLUMNS} FROM transfers t JOIN collections c ON c.id = t.collection_id
+        WHERE t.collection_id = $1 AND t.feed_seq > $2 ORDER BY t.feed_seq LIMIT $3`,
+      [collectionId, after, limit],
+    );
+    return rows.map((r) => ({ seq: Number(r.feed_seq), row: toTransfer(r) }));
   }
 
   async offers(collectionId: number, after: number, limit: number): Promise<FeedEntry<OfferRow>[]> {

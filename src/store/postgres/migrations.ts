@@ -1,6 +1,7 @@
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
+import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
 import { FILLABLE_COLUMNS } from "./fillable.js";
@@ -347,4 +348,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   OFFERS_MIGRATION,
   // 11: the collections list's summaries (collection-summaries.ts), as SQLite's 12.
   COLLECTION_SUMMARIES_MIGRATION,
+  // 12: transfers as a list and a live feed, for the activity feed (transfers.ts), as SQLite's 13.
+  TRANSFERS_FEED_MIGRATION,
 ];

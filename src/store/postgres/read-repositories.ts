@@ -6,6 +6,7 @@ import { PgCollectionList } from "./collection-summaries.js";
 import { PgFeed } from "./feed.js";
 import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
+import { PgTransfers } from "./transfers.js";
 import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
@@ -43,6 +44,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     assetMetrics: new PgAssetMetrics(q),
     sales: new PgSales(q),
     listings: new PgListings(q),
+    transfers: new PgTransfers(q),
     tokens: new PgTokens(q),
     offers: new PgOffers(q),
     analytics: new PgAnalytics(q),

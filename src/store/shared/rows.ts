@@ -1,4 +1,4 @@
-import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's
@@ -78,6 +78,24 @@ export function toOffer(r: Row): OfferRow {
 }
 
 /** The page key of a sale: its position in the list's order. */
+export function transferKey(r: TransferRow): [number, number, number, string, string] {
+  return [r.timestamp, r.block, r.logIndex, r.hash, r.assetId];
+}
+
+/** A transfer row (hash, sender, recipient as hex). */
+export function toTransfer(r: Row): TransferRow {
+  return {
+    hash: r.hash as string,
+    logIndex: Number(r.log_index),
+    from: r.sender as string,
+    to: r.recipient as string,
+    contractAddress: r.address as string,
+    assetId: r.asset_id as string,
+    timestamp: Number(r.timestamp),
+    block: Number(r.block),
+  };
+}
+
 export function saleKey(r: SaleRow): [number, number, string, string] {
   return [r.timestamp, r.block, r.hash, r.assetId];
 }

@@ -1,6 +1,7 @@
-import type { ListingRow, OfferRow, SaleRow } from "../../domain/records.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/records.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports.js";
-import { toListing, toOffer, toSale } from "../shared/rows.js";
+import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
+import { TRANSFER_COLUMNS } from "./transfers.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import type { SqliteStatements } from "./statements.js";
@@ -41,6 +42,15 @@ export class SqliteFeed implements FeedRepository {
       [collectionId, after, limit],
     );
     return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+  }
+
+  transfers(collectionId: number, after: number, limit: number): FeedEntry<TransferRow>[] {
+    const rows = this.s.rows(
+      `SELECT t.feed_seq, ${TRANSFER_COLUMNS} FROM transfers t INDEXED BY transfers_by_feed JOIN collections c ON c.id = t.collection_id
+        WHERE t.collection_id = ? AND t.feed_seq > ? ORDER BY t.feed_seq LIMIT ?`,
+      [collectionId, after, limit],
+    );
+    return rows.map((r) => ({ seq: r.feed_seq as number, row: toTransfer(r) }));
   }
 
   offers(collectionId: number, after: number, limit: number): FeedEntry<OfferRow>[] {

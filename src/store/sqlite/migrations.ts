@@ -14,6 +14,7 @@ import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
 import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
+import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -260,6 +261,8 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec(COLLECTION_SUMMARIES_SCHEMA);
     keepEverySummary(db);
   },
+  // 13: transfers as a list and a live feed, for the activity feed (transfers.ts).
+  TRANSFERS_FEED_SCHEMA,
 ];
 
 

@@ -7,6 +7,7 @@ import { SqliteCollectionList } from "./collection-summaries.js";
 import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
 import { SqliteFeed } from "./feed.js";
 import { SqliteListings } from "./listings.js";
+import { SqliteTransfers } from "./transfers.js";
 import { MIGRATIONS } from "./migrations.js";
 import type { ReadRepositories, StoreInfo } from "../ports.js";
 import { SqliteSales } from "./sales.js";
@@ -24,6 +25,7 @@ export interface SqliteRepositories extends ReadRepositories {
   assetMetrics: SqliteAssetMetrics;
   sales: SqliteSales;
   listings: SqliteListings;
+  transfers: SqliteTransfers;
   tokens: SqliteTokens;
   offers: SqliteOffers;
   analytics: SqliteAnalytics;
@@ -64,6 +66,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     assetMetrics: new SqliteAssetMetrics(statements),
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
+    transfers: new SqliteTransfers(statements),
     tokens: new SqliteTokens(statements),
     offers: new SqliteOffers(statements),
     analytics: new SqliteAnalytics(statements),

@@ -71,6 +71,7 @@ const TABLES = {
     table: "transfers",
     key: ["hash", "log_index", "collection_id", "asset_key"],
     values: ["sender", "recipient", "timestamp", "block"],
+    feed: true,
   },
   // What the listing's records said: the answer (status, last_updated_at)
   // follows it unless the token moved since (fillable.ts), set at insert as

@@ -1,0 +1,207 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  type CollectionService,
+  ListCollectionActivityResponseSchema,
+  WatchCollectionActivityResponseSchema,
+} from "../../gen/marketdata/v1/collection_service_pb.js";
+import { type ActivityEvent, ActivityEventSchema } from "../../gen/marketdata/v1/resources_pb.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/records.js";
+import type { FeedEntry, FeedKind, KeySpec, KeyValue, Page, PageRequest, ReadRepositories } from "../store/ports.js";
+import { knownCollection } from "./collections.js";
+import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
+import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import * as p from "./params.js";
+import { nowSeconds, toListing, toOffer, toSale, toTransfer } from "./records.js";
+import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
+
+// The activity feed (decisions.md, "Activity"): a collection's sales,
+// listings, offers and transfers as one list, newest first, and as one live
+// stream.
+//
+// The list merges each kind's own keyset list (each one index range),
+// asked from one cursor: a page key of (time, kind, the kind's own key).
+// At the cursor's time the kinds are in a fixed order (listing, offer,
+// sale, transfer), so each kind's list resumes after the cursor's row (its
+// own kind), before its time (kinds before it) or at its time (kinds after
+// it); a page reads at most limit + 1 rows of each kind.
+//
+// The stream reads each kind's live feed (feed-hub.ts) and sends what each
+// one brings: every kind in its commit order. Its resume token holds a
+// position in each kind's feed, so resuming is exact for each, whatever the
+// engine orders between kinds (PostgreSQL takes sales' positions under
+// another lock than listings'): nothing is sent twice or missed.
+
+export type ActivityType = "listing" | "offer" | "sale" | "transfer";
+/** The kinds, in their order at equal times. */
+export const ACTIVITY_TYPES: readonly ActivityType[] = ["listing", "offer", "sale", "transfer"];
+const FEED_OF: Record<ActivityType, FeedKind> = { listing: "listings", offer: "offers", sale: "sales", transfer: "transfers" };
+
+/** A page key: time, kind, then two numbers and two texts of the kind's own key (unused ones 0). */
+const ACTIVITY_KEY: KeySpec = ["int", "text", "int", "int", "text", "text"];
+/** A resume token: the store's feed epoch, then a position in each kind's feed (ACTIVITY_TYPES order). */
+const RESUME_KEY: KeySpec = ["text", "int", "int", "int", "int"];
+
+type Row =
+  | { type: "sale"; row: SaleRow }
+  | { type: "listing"; row: ListingRow }
+  | { type: "offer"; row: OfferRow }
+  | { type: "transfer"; row: TransferRow };
+
+const timeOf = (r: Row) => (r.type === "sale" || r.type === "transfer" ? r.row.timestamp : r.row.createdAt);
+
+/** The row's page key (ACTIVITY_KEY). */
+function keyOf(r: Row): KeyValue[] {
+  switch (r.type) {
+    case "sale":
+      return [r.row.timestamp, "sale", r.row.block, 0, r.row.hash, r.row.assetId];
+    case "transfer":
+      return [r.row.timestamp, "transfer", r.row.block, r.row.logIndex, r.row.hash, r.row.assetId];
+    default:
+      return [r.row.createdAt, r.type, 0, 0, r.row.marketplace, r.row.marketplaceId];
+  }
+}
+
+/**
+ * Where kind `type`'s own list resumes for the activity cursor `after`:
+ * after the cursor's row (its kind), else through its time (kinds after it
+ * at equal times) or before it (kinds before it). A key past every row of a
+ * second is that second's key with the largest block (sales, transfers:
+ * blocks descend) or the smallest text (listings, offers: "" is before
+ * every marketplace).
+ */
+function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
+  const [time, kind, n1, n2, t1, t2] = after as [number, ActivityType, number, number, string, string];
+  if (kind === type) {
+    if (type === "sale") return [time, n1, t1, t2];
+    if (type === "transfer") return [time, n1, n2, t1, t2];
+    return [time, t1, t2];
+  }
+  // Kinds before the cursor's at its time were all sent: from the second before.
+  const through = ACTIVITY_TYPES.indexOf(type) < ACTIVITY_TYPES.indexOf(kind) ? time - 1 : time;
+  if (type === "sale") return [through, Number.MAX_SAFE_INTEGER, "0x", "0"];
+  if (type === "transfer") return [through, Number.MAX_SAFE_INTEGER, 0, "0x", "0"];
+  return [through, "", ""];
+}
+
+export function toActivityEvent(r: Row, now: number): ActivityEvent {
+  return create(ActivityEventSchema, {
+    type: r.type,
+    timestamp: BigInt(timeOf(r)),
+    ...(r.type === "sale" ? { sale: toSale(r.row) } : {}),
+    ...(r.type === "listing" ? { listing: toListing(r.row) } : {}),
+    ...(r.type === "offer" ? { offer: toOffer(r.row, now) } : {}),
+    ...(r.type === "transfer" ? { transfer: toTransfer(r.row) } : {}),
+  });
+}
+
+/** Activity types asked ("sale", …; none: all four), in their order, each once. */
+function activityTypes(values: readonly string[]): ActivityType[] {
+  const asked = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
+  for (const v of asked) {
+    if (!ACTIVITY_TYPES.includes(v as ActivityType)) throw p.invalid(`types must be some of ${ACTIVITY_TYPES.join(", ")}, got ${JSON.stringify(v)}`);
+  }
+  return asked.length === 0 ? [...ACTIVITY_TYPES] : ACTIVITY_TYPES.filter((t) => asked.includes(t));
+}
+
+export function createActivityMethods(
+  store: ReadRepositories,
+  hub: FeedHub,
+): Pick<ServiceImpl<typeof CollectionService>, "listCollectionActivity" | "watchCollectionActivity"> {
+  /** Kind `type`'s own page of collection `id`. */
+  async function pageOf(type: ActivityType, id: number, page: PageRequest, now: number): Promise<Page<Row>> {
+    const wrap = <R>(t: ActivityType, pg: Page<R>) => ({ rows: pg.rows.map((row) => ({ type: t, row }) as Row), nextKey: pg.nextKey });
+    switch (type) {
+      case "sale":
+        return wrap(type, await store.sales.salesPage(id, {}, page));
+      case "listing":
+        return wrap(type, await store.listings.listingsPage(id, {}, page));
+      case "offer":
+        return wrap(type, await store.offers.offersPage(id, {}, page, now));
+      case "transfer":
+        return wrap(type, await store.transfers.transfersPage(id, page));
+    }
+  }
+
+  return {
+    async listCollectionActivity(req) {
+      const address = p.contractAddress(req.contractAddress);
+      const types = activityTypes(req.types);
+      const limit = p.limit(req.limit);
+      const digest = queryDigest(["activity", address, types]);
+      const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
+      if (after !== null && !ACTIVITY_TYPES.includes(after[1] as ActivityType)) throw p.invalid("cursor is not a valid page token");
+      const id = await knownCollection(store.collections, address);
+      const now = nowSeconds();
+      const pages = await Promise.all(types.map((t) => pageOf(t, id, { limit, after: after === null ? null : resumeKey(t, after) }, now)));
+      // Each kind's rows are in the feed's order already: merged by time, then kind.
+      const merged = pages
+        .flatMap((pg) => pg.rows)
+        .sort((a, b) => timeOf(b) - timeOf(a) || ACTIVITY_TYPES.indexOf(a.type) - ACTIVITY_TYPES.indexOf(b.type));
+      // Array.prototype.sort is stable: equal time and kind keep each list's own order.
+      const rows = merged.slice(0, limit);
+      const more = merged.length > limit || pages.some((pg) => pg.nextKey !== null);
+      const last = rows.at(-1);
+      return create(ListCollectionActivityResponseSchema, {
+        successful: 1,
+        nextPage: encodePageToken(digest, more && last !== undefined ? keyOf(last) : null),
+        data: rows.map((r) => toActivityEvent(r, now)),
+      });
+    },
+
+    async *watchCollectionActivity(req, context) {
+      const address = p.contractAddress(req.contractAddress);
+      const types = activityTypes(req.types);
+      const digest = queryDigest(["watch-activity", address, types]);
+      const after = decodePageToken("cursor", req.cursor, digest, RESUME_KEY);
+      const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, address), hub.epoch()]);
+      if (after !== null && after[0] !== epoch) {
+        throw new ConnectError(
+          "cursor is older than the data this store keeps (it was rebuilt since); start again without a cursor, after reading the list",
+          Code.FailedPrecondition,
+        );
+      }
+      // The position sent last of each kind (ACTIVITY_TYPES order): what the token says.
+      const positions = ACTIVITY_TYPES.map((_, i) => (after === null ? 0 : (after[i + 1] as number)));
+      const token = () => encodePageToken(digest, [epoch, ...positions]);
+      const subs: { type: ActivityType; sub: Subscription<unknown> }[] = [];
+      try {
+        for (const type of types) {
+          const from = after === null ? undefined : positions[ACTIVITY_TYPES.indexOf(type)];
+          const sub = await hub.subscribe<unknown>(FEED_OF[type], { id: collectionId, address }, () => true, context.values.get(streamCaller), from, subs[0]?.sub);
+          subs.push({ type, sub });
+        }
+        for (const { type, sub } of subs) positions[ACTIVITY_TYPES.indexOf(type)] = sub.resumePos;
+        yield create(WatchCollectionActivityResponseSchema, { resumeToken: token() });
+        const pending = new Map<number, Promise<{ i: number; item: FeedItem<unknown> | undefined }>>();
+        for (;;) {
+          subs.forEach(({ sub }, i) => {
+            if (!pending.has(i)) pending.set(i, hub.next(sub, context.signal).then((item) => ({ i, item })));
+          });
+          const { i, item } = await Promise.race(pending.values());
+          pending.delete(i);
+          if (item === undefined) return;
+          const { type } = subs[i]!;
+          const at = ACTIVITY_TYPES.indexOf(type);
+          if (item.kind === "end") {
+            // What another kind's feed took but this stream did not send is sent again on resuming: the token says what was sent.
+            positions[at] = item.seq;
+            const t = token();
+            throw new ConnectError(`${item.error.rawMessage} (cursor ${t})`, item.error.code, { [RESUME_TOKEN_HEADER]: t });
+          }
+          if (item.kind === "heartbeat") {
+            positions[at] = item.seq;
+            yield create(WatchCollectionActivityResponseSchema, { resumeToken: token() });
+            continue;
+          }
+          const entry = item.entry as FeedEntry<Row["row"]>;
+          positions[at] = entry.seq;
+          const event = toActivityEvent({ type, row: entry.row } as Row, nowSeconds());
+          yield create(WatchCollectionActivityResponseSchema, { event, resumeToken: token() });
+        }
+      } finally {
+        for (const { sub } of subs) hub.unsubscribe(sub);
+      }
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import type { TransferRow } from "../../domain/records.js";
+import { hexBytes, hexOf, type PgQueries } from "./queries.js";
+import { type Page, type PageRequest, type TransfersRepository, toPage } from "../ports.js";
+import { toTransfer, transferKey } from "../shared/rows.js";
+
+// Transfers as a list and a live feed on PostgreSQL (migration 12), as
+// SQLite's (store/sqlite/transfers.ts): newest first, one range of
+// transfers_by_time; each insert or change at the next feed position, taken
+// under the tokens' lock that every transfer write holds to COMMIT
+// (bulk-kinds.ts), so that positions grow in commit order.
+
+export const TRANSFERS_FEED_MIGRATION = `
+  ALTER TABLE transfers ADD COLUMN feed_seq bigint NOT NULL DEFAULT 0;
+  CREATE INDEX transfers_by_time ON transfers (collection_id, timestamp DESC, block DESC, log_index DESC, hash, asset_id);
+  CREATE INDEX transfers_by_feed ON transfers (collection_id, feed_seq);
+`;
+
+/** A transfer row's columns (alias t), as toTransfer reads them. */
+export const TRANSFER_COLUMNS = `c.address, ${hexOf("t.hash", "hash")}, t.log_index, ${hexOf("t.sender", "sender")}, ${hexOf("t.recipient", "recipient")},
+  t.asset_id::text AS asset_id, t.timestamp, t.block`;
+
+export class PgTransfers implements TransfersRepository {
+  constructor(private readonly q: PgQueries) {}
+
+  async transfersPage(collectionId: number, page: PageRequest): Promise<Page<TransferRow>> {
+    const values: unknown[] = [collectionId];
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const where = ["t.collection_id = $1"];
+    if (page.after) {
+      const [ts, block, log, hash, assetId] = page.after;
+      const t = $(ts);
+      const b = $(block);
+      const l = $(log);
+      // The leading "<=" bounds the index range; the rest breaks ties.
+      where.push(`t.timestamp <= ${t} AND (t.timestamp < ${t} OR t.block < ${b} OR (t.block = ${b} AND (t.log_index < ${l}
+        OR (t.log_index = ${l} AND (t.hash, t.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))))`);
+    }
+    const rows = await this.q.rows(
+      `SELECT ${TRANSFER_COLUMNS} FROM transfers t JOIN collections c ON c.id = t.collection_id
+       WHERE ${where.join(" AND ")}
+       ORDER BY t.timestamp DESC, t.block DESC, t.log_index DESC, t.hash, t.asset_id LIMIT ${$(page.limit + 1)}`,
+      values,
+    );
+    return toPage(rows, page.limit, toTransfer, transferKey);
+  }
+}
