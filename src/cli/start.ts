@@ -64,6 +64,7 @@ export const READ_EXAMPLES: Record<string, string> = {
   "/v1/collection/market": "contractAddress=$C",
   "/v1/asset/offers": "contractAddress=$C&limit=3",
   "/v1/collections": "sort=volume7d&limit=3",
+  "/v1/collection/activity": "contractAddress=$C&types=sale,transfer&limit=3",
 };
 
 /** The live feeds: streamed until Ctrl-C. */
@@ -71,6 +72,7 @@ export const STREAM_EXAMPLES: Record<string, string> = {
   "/v1/asset/sales/stream": "contractAddress=$C",
   "/v1/asset/listings/stream": "contractAddress=$C",
   "/v1/asset/offers/stream": "contractAddress=$C",
+  "/v1/collection/activity/stream": "contractAddress=$C",
 };
 
 /** What `npm start` prints once it serves: the key, then shell lines to paste, every one runnable as it stands. */

@@ -50,6 +50,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/asset/listings/stream",
           "/v1/asset/sales/stream",
           "/v1/asset/offers/stream",
+          "/v1/collection/activity/stream",
           "/v1/collection/influencers",
           "/v1/collection/scores",
           "/v1/collection/stats",
@@ -64,6 +65,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/asset/offers",
           "/v1/collection/market",
           "/v1/collections",
+          "/v1/collection/activity",
           // The writes (IngestService's POST rules).
           ...KINDS.map((k) => `/v1/ingest/${k}`),
         ].sort(),

@@ -29,6 +29,7 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListOffers: { contractAddress: COLLECTION, limit: 50 },
   GetCollectionMarket: { contractAddress: COLLECTION },
   ListCollections: { sort: "volume7d", limit: 2 },
+  ListCollectionActivity: { contractAddress: COLLECTION, types: "sale,listing", limit: 30 },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
 };
 
@@ -59,6 +60,7 @@ describe("every protocol serves the same records", () => {
 
 function toRequest(query: Record<string, string | number>): object {
   return Object.fromEntries(
-    Object.entries(query).map(([k, v]) => [k, k === "since" || k === "until" ? BigInt(v) : v]),
+    // A repeated field's values are comma-separated on REST.
+    Object.entries(query).map(([k, v]) => [k, k === "since" || k === "until" ? BigInt(v) : k === "types" ? String(v).split(",") : v]),
   );
 }

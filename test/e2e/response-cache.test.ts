@@ -47,9 +47,10 @@ const QUERIES: Record<string, Record<string, string>> = {
   "/v1/collection/market": { contractAddress: COLLECTION },
   "/v1/asset/offers": { contractAddress: COLLECTION, limit: "5" },
   "/v1/collections": { sort: "floor", limit: "5" },
+  "/v1/collection/activity": { contractAddress: COLLECTION, limit: "5" },
 };
 /** Answers that move with the clock (an offer's expiry), never served from the cache (services.ts CLOCK_DEPENDENT_PROCEDURES). */
-const UNCACHED = new Set(["/v1/collection/traits", "/v1/collection/market", "/v1/asset/offers", "/v1/collections"]);
+const UNCACHED = new Set(["/v1/collection/traits", "/v1/collection/market", "/v1/asset/offers", "/v1/collections", "/v1/collection/activity"]);
 
 async function get(server: TestServer, path: string, query: Record<string, string>, headers: Record<string, string> = {}) {
   const url = `${server.baseUrl}${path}?${new URLSearchParams(query)}`;
