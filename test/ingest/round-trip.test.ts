@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateDemo } from "../../src/demo/generate.js";
 import { buildDemo } from "../../src/demo/build.js";
 import { importLines } from "../../src/ingest/importer.js";
 import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
@@ -59,6 +58,10 @@ beforeAll(async () => {
     ] as const) {
       for (const page of await allPages(source, path, q, token)) exported[kind].push(...(page.data as object[]));
     }
+    // Transfers from the activity feed: they move owners (rarity's currentOwner) and end listings.
+    for (const page of await allPages(source, "/v1/collection/activity", { ...q, types: "transfer" }, "nextPage")) {
+      exported.transfers.push(...(page.data as { transfer: object }[]).map((e) => e.transfer));
+    }
     const influencers = await restGet(source.baseUrl, "/v1/collection/influencers", { ...q, limit: 50 }, key);
     exported.influencers.push(...(influencers.body.data as object[]).map((r) => ({ ...r, contractAddress })));
     const tweets = await restGet(source.baseUrl, "/v1/collection/tweets", { ...q, limit: 50 }, key);
@@ -73,12 +76,6 @@ beforeAll(async () => {
       for (const r of exported[kind]) yield JSON.stringify(r);
     })(), { kind, skipInvalid: false });
   }
-  // No list serves transfers yet (issue 34's activity feed will): the
-  // generator's own, which move owners (rarity's currentOwner) and end
-  // listings, go in as a file would.
-  await importLines(new SqliteRecordImport(target), (async function* () {
-    for (const r of generateDemo(3, "small").transfers) yield JSON.stringify(r);
-  })(), { kind: "transfers", skipInvalid: false });
   target.close();
   // Keys are the operator's, not the API's: copied file to file.
   const keys = openKeys(copyPath);
