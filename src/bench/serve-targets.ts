@@ -142,11 +142,10 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     const now = Math.floor(Date.now() / 1000);
     const query = one(q.query)?.toLowerCase();
     const { windowsEnd, page: p } = store.collectionList.collectionsPage({ sort: (one(q.sort) ?? "volume1d") as CollectionSort, query }, page(q));
-    const data = p.rows.map(({ key: _key, collectionId, ...c }) => {
-      const [bid] = store.offers.bestOffers(collectionId, [{}], now);
-      const then = store.analytics.floors(collectionId, { at: now - 86_400 });
-      return { ...c, topBid: bid ?? null, floorThen: then[0] ?? null, currency: "ETH" };
-    });
+    const ids = p.rows.map((r) => r.collectionId);
+    const bids = store.offers.topBids(ids, now);
+    const then = store.analytics.lowestFloorsAt(ids, now - 86_400);
+    const data = p.rows.map(({ key: _key, collectionId: _id, ...c }, i) => ({ ...c, topBid: bids[i] ?? null, floorThen: then[i] ?? null, currency: "ETH" }));
     void reply.type("application/json; charset=utf-8").send(JSON.stringify({ successful: 1, nextPage: next(p.nextKey), windowsEnd, data }));
     return reply;
   });

@@ -164,7 +164,7 @@ function toStatsBucket(start: number, length: number, b: SeriesBucket | undefine
 }
 
 /** The lowest price of the marketplaces' floors (in marketplace order: ties go to the first). */
-export function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined {
+function lowest(groups: readonly FloorListingRow[]): FloorListingRow | undefined {
   let best: FloorListingRow | undefined;
   for (const g of groups) if (best === undefined || BigInt(g.price) < BigInt(best.price)) best = g;
   return best;

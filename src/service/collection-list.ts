@@ -3,15 +3,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { type CollectionService, ListCollectionsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type CollectionSummary, CollectionSummarySchema } from "../../gen/marketdata/v1/resources_pb.js";
 import { COLLECTION_KEY, COLLECTION_SORTS, type CollectionSummaryRow, type ReadRepositories } from "../store/ports.js";
-import { lowest } from "./analytics.js";
+import type { OfferRow } from "../domain/records.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { CURRENCY, nowSeconds, toFloorListing, toOffer } from "./records.js";
 
 // The collections list (decisions.md, "Collections"): a page of the kept
-// summaries in the order asked, then for each row returned its top bid
+// summaries in the order asked, then the top bid of each row returned
 // (offers lapse by the clock, so it is read now) and its floor a day ago
-// (from the listings' history): two seeks a row, whatever the store holds.
+// (from the listings' history): a few seeks a row, whatever the store
+// holds, asked for the page at once.
 
 const DAY_SECONDS = 86_400;
 
@@ -24,7 +25,13 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
       const after = decodePageToken("cursor", req.cursor, digest, COLLECTION_KEY);
       const { windowsEnd, page } = await store.collectionList.collectionsPage(filter, { limit, after });
       const now = nowSeconds();
-      const data = await Promise.all(page.rows.map((row) => summaryOf(store, row, now)));
+      // Each row's top bid and floor a day ago: one batch each (one statement on PostgreSQL), read together.
+      const ids = page.rows.map((r) => r.collectionId);
+      const [bids, then] = await Promise.all([
+        Promise.resolve(store.offers.topBids(ids, now)),
+        Promise.resolve(store.analytics.lowestFloorsAt(ids, now - DAY_SECONDS)),
+      ]);
+      const data = page.rows.map((row, i) => summaryOf(row, bids[i], then[i], now));
       return create(ListCollectionsResponseSchema, {
         successful: 1,
         nextPage: encodePageToken(digest, page.nextKey),
@@ -35,11 +42,7 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
   };
 }
 
-async function summaryOf(store: ReadRepositories, row: CollectionSummaryRow, now: number): Promise<CollectionSummary> {
-  const [[bid], then] = await Promise.all([
-    Promise.resolve(store.offers.bestOffers(row.collectionId, [{}], now)),
-    row.floor === undefined ? undefined : Promise.resolve(store.analytics.floors(row.collectionId, { at: now - DAY_SECONDS })).then(lowest),
-  ]);
+function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: string | undefined, now: number): CollectionSummary {
   return create(CollectionSummarySchema, {
     contractAddress: row.contractAddress,
     name: row.name,
@@ -53,7 +56,7 @@ async function summaryOf(store: ReadRepositories, row: CollectionSummaryRow, now
     sales1d: BigInt(row.sales1d),
     sales7d: BigInt(row.sales7d),
     sales30d: BigInt(row.sales30d),
-    floorChange1d: row.floor === undefined || then === undefined ? undefined : floorChange(row.floor.price, then.price),
+    floorChange1d: row.floor === undefined || then === undefined ? undefined : floorChange(row.floor.price, then),
     currency: CURRENCY,
   });
 }

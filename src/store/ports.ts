@@ -197,6 +197,8 @@ export interface AnalyticsRepository {
    * an asset's summed from its raw sales.
    */
   series(collectionId: number, filter: SeriesFilter): MaybePromise<SeriesBucket[]>;
+  /** The lowest price active at second `at` of each collection (from its listings' history), in the order given; undefined where none was. */
+  lowestFloorsAt(collectionIds: readonly number[], at: number): MaybePromise<(string | undefined)[]>;
   /** Times of the collection's first and last sale; undefined without sales. */
   salesExtent(collectionId: number): MaybePromise<{ first: number; last: number } | undefined>;
 }
@@ -284,6 +286,8 @@ export interface OffersRepository {
    * each, in one snapshot.
    */
   bestOffers(collectionId: number, scopes: readonly OfferScope[], now: number): MaybePromise<(OfferRow | undefined)[]>;
+  /** The top bid (the best standing collection-wide offer) of each collection at second `now`, in the order given: one seek each, one snapshot. */
+  topBids(collectionIds: readonly number[], now: number): MaybePromise<(OfferRow | undefined)[]>;
 }
 
 // collections: the list to discover them by, from a summary each writer keeps

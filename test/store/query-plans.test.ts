@@ -88,7 +88,7 @@ beforeAll(async () => {
   store.feed.listings(id, 3, 50);
   await exerciseAnalytics(store, id);
   await exerciseTokens(store, id);
-  await exerciseCollectionList(store);
+  await exerciseCollectionList(store, id);
 });
 afterAll(() => {
   db.close();

@@ -31,8 +31,10 @@ export async function exerciseTokens(store: ReadRepositories, id: number): Promi
   await store.tokens.traits(id);
 }
 
-/** Every read path of the collections list (each order, with and without a text, first pages and pages after a key), for the query-plan tests of both engines. */
-export async function exerciseCollectionList(store: ReadRepositories): Promise<void> {
+/** Every read path of the collections list (each order, with and without a text, first pages and pages after a key; each row's top bid and floor then), for the query-plan tests of both engines. */
+export async function exerciseCollectionList(store: ReadRepositories, id: number): Promise<void> {
+  await store.offers.topBids([id, id + 1], 1_700_500_000);
+  await store.analytics.lowestFloorsAt([id, id + 1], 1_700_500_000);
   for (const sort of COLLECTION_SORTS) {
     for (const query of [undefined, "other"]) {
       for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ sort, query }, { limit: 5, after });

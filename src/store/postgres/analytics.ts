@@ -61,39 +61,60 @@ const toPoint = (r: SeriesRow, side: "first" | "last") => ({
   assetId: r[`${side}_asset_id`],
 });
 
+/**
+ * The lowest active entry of each marketplace of collection `c` (an SQL
+ * expression): now (listings), or at second `at` (listing_spans; an SQL
+ * expression); of marketplace `marketplace` only when given. Rows of
+ * (marketplace, price, listing_id). The marketplaces with entries in the
+ * index are found by a loose index scan (one seek each).
+ */
+function marketplaceFloors(c: string, at: string | undefined, marketplace?: string): string {
+  const [table, active, id] =
+    at === undefined ? ["listings", "status = 'CREATED'", "id"] : ["listing_spans", `active_from <= ${at} AND active_until > ${at}`, "listing_id"];
+  const marketplaces =
+    marketplace !== undefined
+      ? `SELECT ${marketplace}::text AS marketplace`
+      : `WITH RECURSIVE m AS (
+           (SELECT marketplace FROM ${table} WHERE collection_id = ${c} AND ${at === undefined ? active : "true"} ORDER BY marketplace LIMIT 1)
+           UNION ALL
+           SELECT (SELECT x.marketplace FROM ${table} x WHERE x.collection_id = ${c} AND ${at === undefined ? "x.status = 'CREATED'" : "true"}
+                   AND x.marketplace > m.marketplace ORDER BY x.marketplace LIMIT 1)
+           FROM m WHERE m.marketplace IS NOT NULL)
+         SELECT marketplace FROM m WHERE marketplace IS NOT NULL`;
+  return `SELECT f.marketplace, f.price, f.${id} AS listing_id FROM (${marketplaces}) m
+     CROSS JOIN LATERAL (
+       SELECT * FROM ${table} WHERE collection_id = ${c} AND marketplace = m.marketplace AND ${active}
+       ORDER BY price, marketplace_id COLLATE "C" LIMIT 1) f`;
+}
+
 export class PgAnalytics implements AnalyticsRepository {
   constructor(private readonly q: PgQueries) {}
 
   async floors(collectionId: number, filter: FloorFilter): Promise<FloorListingRow[]> {
     const values: unknown[] = [collectionId];
     const $ = (v: unknown) => `$${values.push(v)}`;
-    const [table, active] =
-      filter.at === undefined
-        ? ["listings", "status = 'CREATED'"]
-        : ["listing_spans", `active_from <= ${$(filter.at)} AND active_until > $${values.length}`];
-    // The marketplaces with entries in the index: a loose index scan (one
-    // seek each), or the one asked for.
-    const marketplaces =
-      filter.marketplace !== undefined
-        ? `SELECT ${$(filter.marketplace)}::text AS marketplace`
-        : `WITH RECURSIVE m AS (
-             (SELECT marketplace FROM ${table} WHERE collection_id = $1 AND ${filter.at === undefined ? active : "true"} ORDER BY marketplace LIMIT 1)
-             UNION ALL
-             SELECT (SELECT x.marketplace FROM ${table} x WHERE x.collection_id = $1 AND ${filter.at === undefined ? "x.status = 'CREATED'" : "true"}
-                     AND x.marketplace > m.marketplace ORDER BY x.marketplace LIMIT 1)
-             FROM m WHERE m.marketplace IS NOT NULL)
-           SELECT marketplace FROM m WHERE marketplace IS NOT NULL`;
-    const join = filter.at === undefined ? "l.id = f.id" : "l.id = f.listing_id";
+    const at = filter.at === undefined ? undefined : $(filter.at);
+    const marketplace = filter.marketplace === undefined ? undefined : $(filter.marketplace);
     return this.q.rows<FloorListingRow>(
       `SELECT l.marketplace, l.marketplace_id AS "marketplaceId", l.asset_id::text AS "assetId", f.price::text AS price,
          l.created_at::float8 AS "createdAt"
-       FROM (${marketplaces}) m
-       CROSS JOIN LATERAL (
-         SELECT * FROM ${table} WHERE collection_id = $1 AND marketplace = m.marketplace AND ${active}
-         ORDER BY price, marketplace_id COLLATE "C" LIMIT 1) f
-       JOIN listings l ON ${join}`,
+       FROM (${marketplaceFloors("$1", at, marketplace)}) f
+       JOIN listings l ON l.id = f.listing_id`,
       values,
     );
+  }
+
+  async lowestFloorsAt(collectionIds: readonly number[], at: number): Promise<(string | undefined)[]> {
+    if (collectionIds.length === 0) return [];
+    // One statement (one snapshot): each collection's marketplaces' floors then, by its position in the list.
+    const rows = await this.q.rows<{ n: string; price: string | null }>(
+      `SELECT u.n, (SELECT min(f.price)::text FROM (${marketplaceFloors("u.cid", "$2")}) f) AS price
+       FROM unnest($1::integer[]) WITH ORDINALITY AS u(cid, n)`,
+      [collectionIds, at],
+    );
+    const out: (string | undefined)[] = collectionIds.map(() => undefined);
+    for (const r of rows) out[Number(r.n) - 1] = r.price ?? undefined;
+    return out;
   }
 
   async holders(collectionId: number, page: PageRequest): Promise<HoldersPage> {

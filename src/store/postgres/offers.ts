@@ -63,6 +63,23 @@ export class PgOffers implements OffersRepository {
     return toPage(rows, page.limit, toOffer, offerKey);
   }
 
+  async topBids(collectionIds: readonly number[], now: number): Promise<(OfferRow | undefined)[]> {
+    if (collectionIds.length === 0) return [];
+    // One statement (one snapshot): each collection's seek, by its position in the list.
+    const rows = await this.q.rows(
+      `SELECT u.n, b.* FROM unnest($1::integer[]) WITH ORDINALITY AS u(cid, n)
+       CROSS JOIN LATERAL (
+         SELECT ${COLUMNS} FROM offers o JOIN collections c ON c.id = o.collection_id
+         WHERE o.collection_id = u.cid AND coalesce(o.asset_id, -1) = -1 AND o.trait_type = '' AND o.trait_value = ''
+           AND o.status = 'CREATED' AND (o.expires_at = 0 OR o.expires_at > $2)
+         ORDER BY o.price DESC, o.marketplace, o.marketplace_id COLLATE "C" LIMIT 1) b`,
+      [collectionIds, now],
+    );
+    const out: (OfferRow | undefined)[] = collectionIds.map(() => undefined);
+    for (const r of rows) out[Number(r.n) - 1] = toOffer(r);
+    return out;
+  }
+
   async bestOffers(collectionId: number, scopes: readonly OfferScope[], now: number): Promise<(OfferRow | undefined)[]> {
     if (scopes.length === 0) return [];
     // One statement (one snapshot): each scope's seek, by its position in the list.

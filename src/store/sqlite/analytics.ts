@@ -11,6 +11,7 @@ import {
 } from "../ports.js";
 import { SalesSeries } from "./sales-series.js";
 import type { SqliteStatements } from "./statements.js";
+import { lowestPrice } from "../shared/listing-prices.js";
 
 // Floor, holders and sales series (migration 7 keeps what they read): each
 // answer a bounded number of index seeks, read in one snapshot.
@@ -116,6 +117,10 @@ export class SqliteAnalytics implements AnalyticsRepository {
 
   series(collectionId: number, filter: SeriesFilter): SeriesBucket[] {
     return this.#series.read(collectionId, filter);
+  }
+
+  lowestFloorsAt(collectionIds: readonly number[], at: number): (string | undefined)[] {
+    return this.s.snapshot(() => collectionIds.map((id) => lowestPrice(this.floors(id, { at }))));
   }
 
   salesExtent(collectionId: number): { first: number; last: number } | undefined {

@@ -79,6 +79,10 @@ export class SqliteOffers implements OffersRepository {
     return toPage(this.s.rows(sql, params), page.limit, toOffer, offerKey);
   }
 
+  topBids(collectionIds: readonly number[], now: number): (OfferRow | undefined)[] {
+    return this.s.snapshot(() => collectionIds.map((id) => this.bestOffers(id, [{}], now)[0]));
+  }
+
   bestOffers(collectionId: number, scopes: readonly { assetId?: string; traitType?: string; traitValue?: string }[], now: number): (OfferRow | undefined)[] {
     return this.s.snapshot(() =>
       scopes.map((scope) => {
