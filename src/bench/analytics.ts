@@ -22,7 +22,7 @@ import type { Kind } from "../ingest/kinds.js";
 import { createCollectionService } from "../service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../store/open.js";
 import type { ReadRepositories } from "../store/ports.js";
-import { log, percentiles, withEngineOptions } from "./harness.js";
+import { log, percentiles, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
 
 // npm run bench:analytics — floor, holders, sales series, traits and the
@@ -115,18 +115,7 @@ async function fill(target: string, files: [Kind, string][]): Promise<void> {
   }
 }
 
-function time(fn: (i: number) => unknown | Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  return (async () => {
-    for (let i = 0; i < 20; i++) await fn(i);
-    const ms: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      const t = performance.now();
-      await fn(i);
-      ms.push(performance.now() - t);
-    }
-    return percentiles(ms);
-  })();
-}
+const time = (fn: (i: number) => unknown) => timeCalls(SAMPLES, fn);
 
 async function measure(engine: string, store: ReadRepositories, raw: (since: number) => Promise<unknown>): Promise<void> {
   const service = createCollectionService(store, new FeedHub(store));

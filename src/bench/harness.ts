@@ -31,6 +31,18 @@ export function percentiles(ms: number[]): { p50: number; p99: number } {
   return { p50: sorted[Math.floor(sorted.length * 0.5)]!, p99: sorted[Math.floor(sorted.length * 0.99)]! };
 }
 
+/** The p50 and p99 (ms) of `samples` calls of `fn` (given the call's number), after 20 to warm up. */
+export async function timeCalls(samples: number, fn: (i: number) => unknown): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 20; i++) await fn(i);
+  const ms: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const t = performance.now();
+    await fn(i);
+    ms.push(performance.now() - t);
+  }
+  return percentiles(ms);
+}
+
 export function ensureStore(scale: string): { db: string; key: string } {
   mkdirSync(`${ROOT}data`, { recursive: true });
   const db = `${ROOT}data/bench-${scale}.sqlite`;
@@ -58,6 +70,7 @@ export const ALL_ENDPOINTS = [
   "/v1/asset/tokens",
   "/v1/collection/traits",
   "/v1/collections",
+  "/v1/collection/activity",
 ];
 
 /** The query of each endpoint's "hot" request (one page of a large collection). */
@@ -76,6 +89,7 @@ const HOT: Record<string, string> = {
   "/v1/asset/tokens": "sort=price&limit=20",
   "/v1/collection/traits": "",
   "/v1/collections": "sort=volume1d&limit=20",
+  "/v1/collection/activity": "limit=20",
 };
 
 /** The endpoints of no one collection (the collections list). */
@@ -375,6 +389,12 @@ export async function coldRequests(base: string, key: string, cs: string[]): Pro
         marketplace: rnd.next() < 0.3 ? marketplaces[rnd.int(0, 5)] : undefined,
         assetId: rnd.next() < 0.2 ? assets[rnd.int(0, assets.length - 1)] : undefined,
       });
+    }
+  }
+  // The activity feed: each set of kinds and page size, pages deep.
+  for (const c of cs) {
+    for (const types of [undefined, "sale", "listing,offer", "sale,transfer", "transfer"]) {
+      for (const limit of [7, 20, 50]) await walk("/v1/collection/activity", { contractAddress: c, types, limit }, "nextPage", 10);
     }
   }
   // The collections list: each order and page size, found by every text of the collections' names and addresses' first digits.

@@ -6,6 +6,7 @@ import { openReadOnly } from "../store/sqlite/database.js";
 import type { ListingStatusName } from "../domain/records.js";
 import { intervalSeconds, intervalStart, type SeriesInterval } from "../domain/series.js";
 import type { CollectionSort, KeyValue, TokenSort } from "../store/ports.js";
+import { ACTIVITY_TYPES, type ActivityType, resumeKey } from "../service/activity.js";
 import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the
@@ -136,6 +137,24 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     return { successful: 1, nextPage: next(p.nextKey), data: p.rows.map(({ key: _key, ...t }) => t) };
   });
   route("/v1/collection/traits", (_q, id) => ({ successful: 1, data: store.tokens.traits(id) }));
+  // The activity feed: each kind's page from the cursor, merged by time then kind (service/activity.ts's rule).
+  route("/v1/collection/activity", (q, id) => {
+    const now = Math.floor(Date.now() / 1000);
+    const limit = num(q.limit) ?? 20;
+    const key = after(one(q.cursor));
+    const types = (list(q.types).length > 0 ? list(q.types) : ACTIVITY_TYPES) as ActivityType[];
+    const pageOf = (t: ActivityType) => {
+      const p = { limit, after: key === null ? null : resumeKey(t, key) };
+      const rows: { type: ActivityType; time: number; row: object }[] =
+        t === "sale" ? store.sales.salesPage(id, {}, p).rows.map((row) => ({ type: t, time: row.timestamp, row }))
+        : t === "transfer" ? store.transfers.transfersPage(id, p).rows.map((row) => ({ type: t, time: row.timestamp, row }))
+        : t === "listing" ? store.listings.listingsPage(id, {}, p).rows.map((row) => ({ type: t, time: row.createdAt, row }))
+        : store.offers.offersPage(id, {}, p, now).rows.map((row) => ({ type: t, time: row.createdAt, row }));
+      return rows;
+    };
+    const rows = types.flatMap(pageOf).sort((a, b) => b.time - a.time || ACTIVITY_TYPES.indexOf(a.type) - ACTIVITY_TYPES.indexOf(b.type)).slice(0, limit);
+    return { successful: 1, nextPage: "", data: rows.map((r) => ({ type: r.type, timestamp: r.time, [r.type]: r.row })) };
+  });
   // The collections list: the summaries' page, then each row's top bid and floor a day ago, as the service reads them.
   app.get("/v1/collections", (req, reply) => {
     const q = req.query as Q;

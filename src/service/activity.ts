@@ -70,7 +70,7 @@ function keyOf(r: Row): KeyValue[] {
  * blocks descend) or the smallest text (listings, offers: "" is before
  * every marketplace).
  */
-function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
+export function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
   const [time, kind, n1, n2, t1, t2] = after as [number, ActivityType, number, number, string, string];
   if (kind === type) {
     if (type === "sale") return [time, n1, t1, t2];
