@@ -22,7 +22,7 @@ import type { Kind } from "../ingest/kinds.js";
 import { createCollectionService } from "../service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../store/open.js";
 import type { ReadRepositories } from "../store/ports.js";
-import { log, percentiles, timeCalls, withEngineOptions } from "./harness.js";
+import { log, logTimings, percentiles, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
 
 // npm run bench:analytics — floor, holders, sales series, traits and the
@@ -165,9 +165,7 @@ async function measure(engine: string, store: ReadRepositories, raw: (since: num
   })();
   rows.push(["(for scale) GROUP BY day over a year's raw sales", rawTime]);
   log(`\n## ${engine}\n`);
-  log("| call | p50 ms | p99 ms |");
-  log("|---|---|---|");
-  for (const [name, r] of rows) log(`| ${name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`);
+  logTimings(rows);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-analytics-"));

@@ -12,7 +12,7 @@ import { createCollectionService } from "../service/collection-service.js";
 import { FeedHub } from "../service/feed-hub.js";
 import { openReadRepositories, openWritableStore } from "../store/open.js";
 import type { ReadRepositories, WritableStore } from "../store/ports.js";
-import { log, timeCalls, withEngineOptions } from "./harness.js";
+import { log, logTimings, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES } from "./sales-file.js";
 
 // npm run bench:collections — the collections list in process (the RPC
@@ -119,9 +119,7 @@ async function measure(engine: string, store: ReadRepositories): Promise<void> {
   const first = (await list({ sort: "volume1d", limit: 3 })).data;
   log(`\n## ${engine}: ${COLLECTIONS} collections, ${WITH_SALES} of them with sales\n`);
   log(`(top by 1-day volume: ${first.map((c) => `${c.name} ${Number(BigInt(c.volume1d) / 10n ** 15n) / 1000} ETH`).join(", ")})\n`);
-  log("| call | p50 ms | p99 ms |");
-  log("|---|---|---|");
-  for (const [name, r] of rows) log(`| ${name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`);
+  logTimings(rows);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-collections-"));

@@ -43,6 +43,13 @@ export async function timeCalls(samples: number, fn: (i: number) => unknown): Pr
   return percentiles(ms);
 }
 
+/** A markdown table of timed calls (timeCalls's figures), one row each. */
+export function logTimings(rows: readonly [string, { p50: number; p99: number }][]): void {
+  log("| call | p50 ms | p99 ms |");
+  log("|---|---|---|");
+  for (const [name, r] of rows) log(`| ${name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`);
+}
+
 export function ensureStore(scale: string): { db: string; key: string } {
   mkdirSync(`${ROOT}data`, { recursive: true });
   const db = `${ROOT}data/bench-${scale}.sqlite`;
