@@ -327,8 +327,8 @@ export interface CollectionSummaryRow {
 export interface CollectionsPage {
   /**
    * The end of every summary's windows (epoch seconds, the end of an
-   * hour): the windows move on the hour, with the first write after it.
-   * 0 in a store never written.
+   * hour): set when the store is made (its migration), the windows move on
+   * the hour, with the first write after it.
    */
   windowsEnd: number;
   page: Page<CollectionSummaryRow>;

@@ -548,8 +548,8 @@ export type ListCollectionsResponse = Message<"marketdata.v1.ListCollectionsResp
 
   /**
    * The end of every row's 1-, 7- and 30-day windows (epoch seconds, the
-   * end of an hour): they move on the hour, with the store's first write
-   * after it. 0 when the store was never written.
+   * end of an hour): set when the store is made, they move on the hour,
+   * with the store's first write after it.
    *
    * @generated from field: int64 windows_end = 3;
    */
