@@ -75,21 +75,18 @@ export function keepSql(which: string, hour: string): string {
     floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key`;
 }
 
+/** The hour the windows move to: the clock's. */
+export const windowsHourNow = (now = Date.now() / 1000): number => hourOf(now);
+
 /**
- * Inside a write transaction, after it stamped version `version`: moves the
- * windows to the clock's hour when they are behind (keeping again every
- * summary with sales in its 30-day window), and keeps the summaries of the
- * collections stamped with `version`. store_state's row, locked by the
- * stamp until COMMIT, orders these writes as it orders the stamps.
+ * Inside a write transaction, after it stamped version `version` and moved
+ * the windows to `hour` (data-versions.ts, `rolled` when they were behind):
+ * keeps the summaries of the collections stamped with `version` and, when
+ * the windows moved, every summary with sales in its 30-day window.
+ * store_state's row, locked by the stamp until COMMIT, orders these writes
+ * as it orders the stamps.
  */
-export async function keepSummaries(client: pg.ClientBase, version: number, stamped: boolean, now = Date.now() / 1000): Promise<void> {
-  const r = await client.query<{ hour: string; rolled: boolean }>(
-    `WITH old AS (SELECT windows_hour FROM store_state WHERE id = 1)
-     UPDATE store_state s SET windows_hour = greatest(old.windows_hour, $1) FROM old WHERE s.id = 1
-     RETURNING s.windows_hour AS hour, s.windows_hour > old.windows_hour AS rolled`,
-    [hourOf(now)],
-  );
-  const { hour, rolled } = r.rows[0]!;
+export async function keepSummaries(client: pg.ClientBase, version: number, hour: number, rolled: boolean, stamped: boolean): Promise<void> {
   if (!stamped && !rolled) return;
   const which = rolled
     ? "(c.data_version = $2 OR c.id IN (SELECT collection_id FROM collection_summaries WHERE sales_30d > 0))"

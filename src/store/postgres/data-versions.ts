@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { DataVersion, StoreChanges } from "../ports.js";
 import type { PgQueries } from "./queries.js";
-import { keepSummaries } from "./collection-summaries.js";
+import { keepSummaries, windowsHourNow } from "./collection-summaries.js";
 
 // Data versions on PostgreSQL (migration 3): every write transaction ends
 // by taking the next data version from store_state and stamping with it the
@@ -30,24 +30,28 @@ export interface Touched {
  * the last statements before COMMIT.
  */
 export async function stampVersions(client: pg.ClientBase, touched: Touched): Promise<void> {
-  const r = await client.query<{ v: number }>(
-    `UPDATE store_state SET data_version = data_version + 1, last_write = now(),
+  // The collections list's windows move to the clock's hour in the same statement (collection-summaries.ts).
+  const r = await client.query<{ v: number; hour: string; rolled: boolean }>(
+    `WITH old AS (SELECT windows_hour FROM store_state WHERE id = 1)
+     UPDATE store_state s SET data_version = data_version + 1, last_write = now(),
        all_version = CASE WHEN $1 THEN data_version + 1 ELSE all_version END,
-       keys_version = CASE WHEN $2 THEN data_version + 1 ELSE keys_version END
-     WHERE id = 1 RETURNING data_version AS v`,
-    [touched.all === true, touched.keys === true],
+       keys_version = CASE WHEN $2 THEN data_version + 1 ELSE keys_version END,
+       windows_hour = CASE WHEN $1 OR $4 THEN greatest(old.windows_hour, $3) ELSE old.windows_hour END
+     FROM old WHERE s.id = 1 RETURNING s.data_version AS v, s.windows_hour AS hour, s.windows_hour > old.windows_hour AS rolled`,
+    [touched.all === true, touched.keys === true, windowsHourNow(), stampsCollections(touched)],
   );
-  const v = r.rows[0]!.v;
+  const { v, hour, rolled } = r.rows[0]!;
   if (touched.ids !== undefined && touched.ids.length > 0) {
     await client.query("UPDATE collections SET data_version = $1 WHERE id = ANY($2::integer[])", [v, touched.ids]);
   }
   if (touched.staged === true) {
     await client.query("UPDATE collections SET data_version = $1 WHERE address IN (SELECT address FROM stage)", [v]);
   }
-  const stamped = (touched.ids !== undefined && touched.ids.length > 0) || touched.staged === true;
-  // A key's change alone moves no market data.
-  if (stamped || touched.all === true) await keepSummaries(client, v, stamped);
+  await keepSummaries(client, v, Number(hour), rolled, stampsCollections(touched));
 }
+
+/** Whether a write stamps collections (a key's change alone moves no market data, nor the windows). */
+const stampsCollections = (touched: Touched) => (touched.ids !== undefined && touched.ids.length > 0) || touched.staged === true;
 
 /** One statement, one snapshot: the versions, and the collections stamped since `since` unless everything changed. */
 export async function changesSince(q: PgQueries, since: DataVersion | undefined): Promise<StoreChanges> {
