@@ -8,6 +8,7 @@ import {
 import { type ActivityEvent, ActivityEventSchema } from "../../gen/marketdata/v1/resources_pb.js";
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/records.js";
 import type { FeedEntry, FeedKind, KeySpec, KeyValue, Page, PageRequest, ReadRepositories } from "../store/ports.js";
+import { echo } from "../domain/echo.js";
 import { knownCollection } from "./collections.js";
 import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
@@ -99,7 +100,7 @@ export function toActivityEvent(r: Row, now: number): ActivityEvent {
 function activityTypes(values: readonly string[]): ActivityType[] {
   const asked = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
   for (const v of asked) {
-    if (!ACTIVITY_TYPES.includes(v as ActivityType)) throw p.invalid(`types must be some of ${ACTIVITY_TYPES.join(", ")}, got ${JSON.stringify(v)}`);
+    if (!ACTIVITY_TYPES.includes(v as ActivityType)) throw p.invalid(`types must be some of ${ACTIVITY_TYPES.join(", ")}, got ${echo(v)}`);
   }
   return asked.length === 0 ? [...ACTIVITY_TYPES] : ACTIVITY_TYPES.filter((t) => asked.includes(t));
 }

@@ -4,6 +4,7 @@ import { type CollectionService, ListCollectionsResponseSchema } from "../../gen
 import { type CollectionSummary, CollectionSummarySchema } from "../../gen/marketdata/v1/resources_pb.js";
 import { COLLECTION_KEY, COLLECTION_SORTS, type CollectionSummaryRow, type ReadRepositories } from "../store/ports.js";
 import type { OfferRow } from "../domain/records.js";
+import { DAY } from "../domain/series.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { CURRENCY, nowSeconds, toFloorListing, toOffer } from "./records.js";
@@ -13,8 +14,6 @@ import { CURRENCY, nowSeconds, toFloorListing, toOffer } from "./records.js";
 // (offers lapse by the clock, so it is read now) and its floor a day ago
 // (from the listings' history): a few seeks a row, whatever the store
 // holds, asked for the page at once.
-
-const DAY_SECONDS = 86_400;
 
 export function createCollectionListMethods(store: ReadRepositories): Pick<ServiceImpl<typeof CollectionService>, "listCollections"> {
   return {
@@ -29,7 +28,7 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
       const ids = page.rows.map((r) => r.collectionId);
       const [bids, then] = await Promise.all([
         Promise.resolve(store.offers.topBids(ids, now)),
-        Promise.resolve(store.analytics.lowestFloorsAt(ids, now - DAY_SECONDS)),
+        Promise.resolve(store.analytics.lowestFloorsAt(ids, now - DAY)),
       ]);
       const data = page.rows.map((row, i) => summaryOf(row, bids[i], then[i], now));
       return create(ListCollectionsResponseSchema, {

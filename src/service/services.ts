@@ -19,8 +19,8 @@ import { FeedHub } from "./feed-hub.js";
 export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService];
 
 /**
- * The kinds whose writes the live feeds carry; a transfer is in no feed,
- * but it ends its token's listings, which the listings feed sends again.
+ * The kinds whose writes the live feeds carry (a transfer also ends its
+ * token's listings, which the listings feed sends again).
  */
 const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers", "offers"]);
 

@@ -387,7 +387,7 @@ export interface StoreChanges {
   readonly collections: readonly string[] | "all";
 }
 
-// live feeds: the sales, listings and offers each commit inserted or changed.
+// live feeds: the sales, listings, offers and transfers each commit inserted or changed.
 
 export type FeedKind = "sales" | "listings" | "offers" | "transfers";
 

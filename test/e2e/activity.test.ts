@@ -94,6 +94,10 @@ describe("the activity feed", () => {
     const bad = await restGet(ctx.server.baseUrl, "/v1/collection/activity", { contractAddress: C, types: "sale,mint" }, ctx.read);
     expect(bad.status).toBe(400);
     expect(bad.body.message).toBe('types must be some of listing, offer, sale, transfer, got "mint"');
+    // A caller's long value is quoted cut short, as every message quotes one.
+    const long = await restGet(ctx.server.baseUrl, "/v1/collection/activity", { contractAddress: C, types: "x".repeat(5000) }, ctx.read);
+    expect(long.status).toBe(400);
+    expect(String(long.body.message).length).toBeLessThan(300);
     const other = await restGet(ctx.server.baseUrl, "/v1/collection/activity", { contractAddress: C, types: "sale", cursor: some.body.nextPage as string }, ctx.read);
     expect(other.status).toBe(400);
     expect(other.body.message).toMatch(/belongs to a different query/);

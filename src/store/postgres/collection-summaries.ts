@@ -1,9 +1,10 @@
 import type pg from "pg";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage, PageRequest } from "../ports.js";
 import { toPage } from "../ports.js";
-import { HOUR_SECONDS, hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
+import { hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./queries.js";
+import { HOUR } from "../../domain/series.js";
 
 // The collections list on PostgreSQL, as SQLite's (sqlite/collection-summaries.ts;
 // shared/collection-summaries.ts says what is kept and when the windows
@@ -40,7 +41,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `
   CREATE INDEX collection_summaries_rolling ON collection_summaries (collection_id) WHERE sales_30d > 0;
   CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
-  UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR_SECONDS});
+  UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR});
   ${keepSql("true", "(SELECT windows_hour FROM store_state WHERE id = 1)")};
 `;
 
@@ -49,7 +50,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `
  * collections c), with windows ending at hour `hour` (an SQL expression).
  */
 export function keepSql(which: string, hour: string): string {
-  const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR_SECONDS}`;
+  const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
   return `
   INSERT INTO collection_summaries
@@ -61,7 +62,7 @@ export function keepSql(which: string, hour: string): string {
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(s.volume) ${inWindow(1)}, 0) AS v1, coalesce(sum(s.volume) ${inWindow(7)}, 0) AS v7, coalesce(sum(s.volume), 0) AS v30,
       coalesce(sum(s.num_sales) ${inWindow(1)}, 0) AS n1, coalesce(sum(s.num_sales) ${inWindow(7)}, 0) AS n7, coalesce(sum(s.num_sales), 0) AS n30
-    FROM sales_series s WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR_SECONDS} AND s.bucket >= ${start(30)}) w
+    FROM sales_series s WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR} AND s.bucket >= ${start(30)}) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
     WHERE l.collection_id = c.id AND l.status = 'CREATED' ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
@@ -122,7 +123,7 @@ export class PgCollectionList implements CollectionListRepository {
     );
     const hour = Number(rows[0]?.windows_hour ?? (await this.q.rows<{ h: string }>("SELECT windows_hour AS h FROM store_state WHERE id = 1", []))[0]?.h ?? 0);
     return {
-      windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR_SECONDS,
+      windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR,
       page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),
     };
   }

@@ -1,3 +1,4 @@
+import { HOUR } from "../../domain/series.js";
 import type { CollectionSort, CollectionSummaryRow } from "../ports.js";
 import { NO_ASK } from "./token-market.js";
 import type { Row } from "./rows.js";
@@ -16,7 +17,6 @@ import type { Row } from "./rows.js";
 // zero until a write adds a sale), so every summary in the store is of the
 // same windows, and a reader sees them all as of one hour.
 
-export const HOUR_SECONDS = 3600;
 
 /** The first hour of each window that ends with hour `hour` (hours since the epoch). */
 export function windowStarts(hour: number): { d1: number; d7: number; d30: number } {
@@ -24,7 +24,7 @@ export function windowStarts(hour: number): { d1: number; d7: number; d30: numbe
 }
 
 /** The hour of epoch second `seconds`. */
-export const hourOf = (seconds: number): number => Math.floor(seconds / HOUR_SECONDS);
+export const hourOf = (seconds: number): number => Math.floor(seconds / HOUR);
 
 /**
  * A key whose text order is the decimal's numeric order reversed (highest

@@ -4,13 +4,13 @@ import { toPage } from "../ports.js";
 import {
   ascendingKey,
   descendingKey,
-  HOUR_SECONDS,
   hourOf,
   SORT_COLUMNS,
   toCollectionSummary,
   windowStarts,
 } from "../shared/collection-summaries.js";
 import type { Db } from "./db.js";
+import { HOUR } from "../../domain/series.js";
 import type { SqliteStatements } from "./statements.js";
 
 // The collections list on SQLite (migration 12; shared/collection-summaries.ts
@@ -98,7 +98,7 @@ export class SummaryKeeper {
   #keepOne(collectionId: number, hour: number): void {
     const starts = windowStarts(hour);
     const w = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0 };
-    for (const [bucket, n, v] of this.#hours.all(collectionId, starts.d30 * HOUR_SECONDS) as [number, number, string][]) {
+    for (const [bucket, n, v] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string][]) {
       const h = hourOf(bucket);
       const volume = BigInt(v);
       w.v30 += volume;
@@ -152,7 +152,7 @@ export class SqliteCollectionList implements CollectionListRepository {
       const hour = this.s.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck().get() as number;
       const rows = this.s.rows(sql, params);
       return {
-        windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR_SECONDS,
+        windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR,
         page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),
       };
     });
