@@ -1,5 +1,6 @@
 import { type ChildProcess, fork, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import http from "node:http";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
@@ -169,8 +170,11 @@ export function startTarget(kind: string, db: string, extra?: string): Promise<T
  * from its /metrics (prom-client's p99 since the previous scrape), read on
  * the API port from this machine; with several workers it is one worker's.
  */
-export async function startCli(db: string, workers: number, cacheMb: number, extra: string[] = [], bin?: string): Promise<Target> {
-  const serve = await startServe(["--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), ...extra], bin === undefined ? {} : { bin });
+export async function startCli(db: string, workers: number, cacheMb: number, extra: string[] = [], bin?: string, nodeArgs?: string[]): Promise<Target> {
+  const serve = await startServe(["--db", db, "--port", "0", "--workers", String(workers), "--cache-mb", String(cacheMb), ...extra], {
+    ...(bin === undefined ? {} : { bin }),
+    ...(nodeArgs === undefined ? {} : { nodeArgs }),
+  });
   const scrape = async (): Promise<number> => {
     const r = await fetch(`${serve.url}/metrics`).catch(() => undefined);
     if (r === undefined || !r.ok) return Number.NaN;
@@ -231,6 +235,42 @@ export async function load(url: string, paths: string[], key: string, o: LoadOpt
     ],
   });
   return { rps: result.requests.total / o.seconds, p99: result.latency.p99, bad: result.non2xx + result.errors + result.timeouts };
+}
+
+/**
+ * Round trips of single requests, one at a time on one keep-alive
+ * connection: the latency a caller sees with the server otherwise idle. The
+ * lists take turns request by request (a, b, c, a, b, c, ...), so drift on
+ * this noisy machine falls on all of them alike. Each list is walked in its
+ * order, from its start again when it ends. After 50 requests of each to
+ * warm up.
+ */
+export async function roundTrips(url: string, key: string, lists: Record<string, string[]>, samples: number): Promise<Record<string, { p50: number; p99: number }>> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = (path: string) =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.get(`${url}${path}`, { agent, headers: { "x-api-key": key } }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.on("error", reject);
+    });
+  const ms: Record<string, number[]> = {};
+  const names = Object.keys(lists);
+  try {
+    for (let i = 0; i < 50 + samples; i++) {
+      for (const name of names) {
+        const paths = lists[name]!;
+        const t = performance.now();
+        await get(paths[i % paths.length]!);
+        if (i >= 50) (ms[name] ??= []).push(performance.now() - t);
+      }
+    }
+  } finally {
+    agent.destroy();
+  }
+  return Object.fromEntries(names.map((n) => [n, percentiles(ms[n]!)]));
 }
 
 /** Alternating rounds over several targets: a, b, c, a, b, c, ... Medians per target. */

@@ -10,7 +10,7 @@ import { withStoreKeys } from "../store/sqlite/api-keys.js";
 import { openReadOnly, openWritable, type Db } from "../store/sqlite/database.js";
 import { sqliteRepositories } from "../store/sqlite/read-repositories.js";
 import { WriteStore } from "../store/sqlite/write-store.js";
-import { compare, ensureStore, log, median, percentiles, ROOT, startTarget, loadOf, withLoadOptions } from "./harness.js";
+import { compare, ensureStore, log, median, percentiles, ROOT, roundTrips, startTarget, loadOf, withLoadOptions } from "./harness.js";
 import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 import { writeSales } from "./sales-file.js";
 
@@ -202,7 +202,23 @@ async function underLoad(s: Subject): Promise<void> {
     const rate = Math.round(r.stats!.rps / 2);
     const paced = await compare([{ name: "stats", target: server, paths: stats }], s.key, { ...LOAD, overallRate: rate });
     log(`paced at ${rate} req/s (half the capacity): p99 ${paced.stats!.p99} ms, server event-loop delay p99 ${paced.stats!.eldP99Ms.toFixed(2)} ms, errors ${paced.stats!.bad}`);
-    results[`${s.name} load`] = { ...r, paced: { rate, ...paced.stats } };
+    // Round trips one at a time, each window shape beside scores (the
+    // cheapest endpoint): what one caller waits for, beyond the HTTP path.
+    const lists: Record<string, string[]> = { scores };
+    for (const [shape, length] of WINDOW_SHAPES) {
+      lists[shape] = Array.from({ length: 1000 }, () => {
+        const w = randomWindow(s.first, s.last, length, rnd);
+        return `${base}${w.since === undefined ? "" : `&since=${w.since}`}${w.until === undefined ? "" : `&until=${w.until}`}`;
+      });
+    }
+    const trips = await roundTrips(server.url, s.key, lists, SAMPLES);
+    log(`\nround trips one at a time over one keep-alive connection (${SAMPLES} per row, taking turns with scores; response cache off)\n`);
+    log("| request | p50 ms | p99 ms | p50 beyond scores ms |");
+    log("|---|---|---|---|");
+    for (const [name, t] of Object.entries(trips)) {
+      log(`| ${name === "scores" ? "/v1/collection/scores" : `stats, ${name}`} | ${t.p50.toFixed(3)} | ${t.p99.toFixed(3)} | ${(t.p50 - trips.scores!.p50).toFixed(3)} |`);
+    }
+    results[`${s.name} load`] = { ...r, paced: { rate, ...paced.stats }, roundTrips: trips };
   } finally {
     await server.stop();
   }

@@ -40,7 +40,14 @@ export interface ServeProcess {
  */
 export function startServe(
   args: string[],
-  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; /** Another build's command (bench:serve-ab's baseline); this one's by default. */ bin?: string } = {},
+  options: {
+    timeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+    /** Another build's command (bench:serve-ab's baseline); this one's by default. */
+    bin?: string;
+    /** Node's own flags (bench:profile's --cpu-prof). */
+    nodeArgs?: string[];
+  } = {},
 ): Promise<ServeProcess> {
   const workers = args.includes("--workers") ? args[args.indexOf("--workers") + 1] : options.env?.WORKERS;
   if (workers === undefined) throw new Error("startServe: say --workers or WORKERS (the default depends on the machine)");
@@ -48,7 +55,7 @@ export function startServe(
   const dir = mkdtempSync(join(tmpdir(), "marketdata-serve-"));
   const logFile = join(dir, "serve.log");
   const out = openSync(logFile, "w");
-  const child = spawn(process.execPath, [options.bin ?? BIN, "serve", ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.bin ?? BIN, "serve", ...args], {
     stdio: ["ignore", out, out],
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
   });
