@@ -36,7 +36,7 @@ import { HeldKeys, type HoldKey, KEY_REVOKED } from "./transport/policy/held-key
 import type { KeyVerifier } from "./transport/policy/guards.js";
 import { requestLogger, rpcInterceptors, streamOutcome } from "./transport/rpc/interceptors.js";
 import { streamOutcomes } from "./transport/stream/pipeline.js";
-import { registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
+import { type RawGet, registerRestRoutes, successFlags } from "./transport/rest/transcoder.js";
 import { registerIngestRoutes } from "./transport/rest/ingest.js";
 import { registerSseRoutes } from "./transport/rest/sse.js";
 import { sseRoutes } from "./transport/rest/http-rules.js";
@@ -150,11 +150,17 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
   );
   let nextRpcId = 0;
+  // One counter for every HTTP request that is not an RPC, whether Fastify
+  // or the raw GET path (entry.ts) answers it: their log lines never share an id.
+  let nextHttpId = 0;
+  const nextReqId = () => `req-${++nextHttpId}`;
+  const rawGets = new Map<string, RawGet>();
 
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     // One line per request (onResponse below), not Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    genReqId: nextReqId,
     // Fastify's types know one server kind; this one serves HTTP/1.1 and h2c.
     serverFactory: (fastifyHandler) => {
       const routes = (router: ConnectRouter) => {
@@ -220,6 +226,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         log,
         metrics,
         known: (procedure) => inputs.has(procedure) || INGEST_PROCEDURES.has(procedure) || publicProcedures.has(procedure),
+        rawGets,
+        nextReqId,
       });
       return new DualProtocolServer(handler, {
         headersMs: t.headersMs,
@@ -253,7 +261,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   registerDocs(app, guard);
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
   if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
-  registerRestRoutes(app, { services, admission, cache, watch, addresses });
+  for (const [path, raw] of registerRestRoutes(app, { services, admission, cache, watch, addresses })) rawGets.set(path, raw);
   registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs, holdKey, observe: observeHijacked });
   registerIngestRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });

@@ -137,8 +137,8 @@ export interface Target {
   output(): string;
 }
 
-export function startTarget(kind: string, db: string, extra?: string): Promise<Target> {
-  const child = fork(TARGETS, [kind, db, ...(extra ? [extra] : [])], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+export function startTarget(kind: string, db: string, extra?: string, nodeArgs: string[] = []): Promise<Target> {
+  const child = fork(TARGETS, [kind, db, ...(extra ? [extra] : [])], { execArgv: [...nodeArgs, "--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${kind} target exited with ${code}`)));
     child.once("message", (m: { url: string }) =>
@@ -310,7 +310,6 @@ export function loadOf(opts: { rounds: string; seconds: string; connections: str
   return { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
 }
 
-/** The load options every load benchmark takes: alternating rounds, seconds per round, connections. */
 /**
  * `writers` loops, each calling `tick` every `everyMs` for `seconds` (the
  * next call due on the clock, not after the last answer: a paced load),
@@ -339,6 +338,7 @@ export function withEngineOptions(cmd: Command): Command {
     .option("--rounds <n>", "rounds per figure (medians)", "3");
 }
 
+/** The load options every load benchmark takes: alternating rounds, seconds per round, connections. */
 export function withLoadOptions(cmd: Command): Command {
   return cmd
     .option("--rounds <n>", "alternating rounds per comparison", "3")

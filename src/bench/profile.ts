@@ -1,8 +1,8 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import { collectionAddresses, ensureStore, hotPath, load, log, startCli } from "./harness.js";
+import { collectionAddresses, ensureStore, hotPath, load, log, startCli, startTarget, type Target } from "./harness.js";
 
 // npm run bench:profile — where a request's CPU goes: `marketdata serve` at
 // its defaults under `node --cpu-prof`, one endpoint's load (one request
@@ -17,12 +17,13 @@ const opts = new Command("bench:profile")
   .option("--query <query>", "the request's query (default: the bench's hot request of the endpoint)")
   .option("--paths <file>", "a JSON list of request paths to rotate over (for example a cold list bench:serve wrote)")
   .option("--cold", "response cache off; without --paths, rotate data/bench-cold-<store>.json's requests of the endpoint", false)
+  .option("--bare", "profile the bare route sending the same bytes (bench:serve's (b)) instead of `serve`", false)
   .option("--store <scale>", "demo store", "default")
   .option("--seconds <n>", "seconds of load", "10")
   .option("--connections <n>", "connections", "50")
   .option("--top <n>", "functions listed", "30")
   .parse()
-  .opts<{ endpoint: string; query?: string; paths?: string; cold: boolean; store: string; seconds: string; connections: string; top: string }>();
+  .opts<{ endpoint: string; query?: string; paths?: string; cold: boolean; bare: boolean; store: string; seconds: string; connections: string; top: string }>();
 
 const { db, key } = ensureStore(opts.store);
 const first = collectionAddresses(db)[0]!;
@@ -37,7 +38,9 @@ if (paths.length === 0) throw new Error(`no requests for ${opts.endpoint} (run b
 
 const dir = mkdtempSync(join(tmpdir(), "marketdata-profile-"));
 try {
-  const server = await startCli(db, 1, opts.cold ? 0 : 64, ["--rate-limit", "0"], undefined, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
+  const profiling = ["--cpu-prof", `--cpu-prof-dir=${dir}`];
+  const server = opts.bare ? await bareRoute(paths[0]!, profiling) : await startCli(db, 1, opts.cold ? 0 : 64, ["--rate-limit", "0"], undefined, profiling);
+  if (opts.bare) paths.splice(0, paths.length, opts.endpoint);
   // Warm up (JIT, caches), then the measured load.
   await load(server.url, paths, key, { connections: Number(opts.connections), seconds: 2 });
   const run = await load(server.url, paths, key, { connections: Number(opts.connections), seconds: Number(opts.seconds) });
@@ -50,6 +53,16 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** bench:serve's bare route (b), answering the endpoint with the bytes `serve` answers `path` with. */
+async function bareRoute(path: string, nodeArgs: string[]): Promise<Target> {
+  const serve = await startCli(db, 1, 64, ["--rate-limit", "0"]);
+  const body = Buffer.from(await (await fetch(`${serve.url}${path}`, { headers: { "x-api-key": key } })).arrayBuffer());
+  await serve.stop();
+  const file = join(dir, "bytes.json");
+  writeFileSync(file, JSON.stringify({ [opts.endpoint]: body.toString("base64") }));
+  return startTarget("bytes", db, file, nodeArgs);
+}
+
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
   samples: number[];
@@ -60,6 +73,7 @@ interface CpuProfile {
 function report(p: CpuProfile, requests: number, rps: number): void {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
+  const groups = new Map<string, number>();
   let busy = 0;
   let idle = 0;
   for (let i = 0; i < p.samples.length; i++) {
@@ -74,6 +88,8 @@ function report(p: CpuProfile, requests: number, rps: number): void {
     const place = url === "" ? "" : ` ${url.replace(/^.*\/(node_modules|src|dist)\//, "$1/")}:${lineNumber + 1}`;
     const name = `${functionName || "(anonymous)"}${place}`;
     self.set(name, (self.get(name) ?? 0) + us);
+    const group = groupOf(url, functionName);
+    groups.set(group, (groups.get(group) ?? 0) + us);
   }
   log(`\n${opts.endpoint}${opts.cold ? " (cold)" : ""}: ${rps.toFixed(0)} req/s; busy ${(busy / requests).toFixed(1)} µs per request, idle ${((idle / (busy + idle)) * 100).toFixed(0)}% of the profile\n`);
   log("| function (self time) | µs/request | share of busy |");
@@ -81,4 +97,20 @@ function report(p: CpuProfile, requests: number, rps: number): void {
   for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(opts.top))) {
     log(`| ${name} | ${(us / requests).toFixed(2)} | ${((us / busy) * 100).toFixed(1)}% |`);
   }
+  log("\n| where (self time) | µs/request | share of busy |");
+  log("|---|---|---|");
+  for (const [name, us] of [...groups].sort((a, b) => b[1] - a[1])) {
+    log(`| ${name} | ${(us / requests).toFixed(2)} | ${((us / busy) * 100).toFixed(1)}% |`);
+  }
+}
+
+/** A function's place, coarsely: this project's folder, a package, Node's own JavaScript, or native code. */
+function groupOf(url: string, functionName: string): string {
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (pkg !== null) return pkg[1]!;
+  const own = /\/(?:src|dist\/src)\/((?:[^/]+\/)?)/.exec(url);
+  if (own !== null) return `src/${own[1]}`;
+  if (url.startsWith("node:")) return "node (JavaScript)";
+  if (url === "") return /^\(/.test(functionName) ? functionName : `native: ${functionName}`;
+  return "other";
 }

@@ -3,7 +3,9 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import { requestLineWriter } from "../log.js";
 import type { RequestHandler } from "./http/dual-protocol-server.js";
+import type { RawGet } from "./rest/transcoder.js";
 import { refuseLongUrl } from "./http/url-limit.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, type ServerMetrics } from "./ops/metrics.js";
 import { grpcStatusOf, rpcKindOf } from "./rpc/errors.js";
@@ -25,13 +27,35 @@ export interface EntryDeps {
   metrics: ServerMetrics | undefined;
   /** True for an RPC procedure the server defines (anything else is "unmatched" in the metrics). */
   known(procedure: string): boolean;
+  /** The /v1 routes by path, for the GETs they answered before (rest/transcoder.ts). */
+  rawGets?: ReadonlyMap<string, RawGet>;
+  /** The next request id (Fastify's requests take theirs from the same counter). */
+  nextReqId: () => string;
 }
 
 export function requestEntry(deps: EntryDeps): RequestHandler {
-  const { cors, restFlags, fastify, gate, log, metrics } = deps;
+  const { cors, restFlags, fastify, gate, log, metrics, rawGets, nextReqId } = deps;
+  const line = requestLineWriter(log);
   return (req, res) => {
     if (cors?.apply(req, res)) return;
     if (refuseLongUrl(req, res, restFlags)) return;
+    // A /v1 GET answered before: its remembered cache key answers it without Fastify (unary/node-exchange.ts).
+    if (req.method === "GET" && rawGets !== undefined) {
+      const url = req.url ?? "";
+      const q = url.indexOf("?");
+      const path = q < 0 ? url : url.slice(0, q);
+      const route = rawGets.get(path);
+      if (route?.knows(url)) {
+        const started = performance.now();
+        const reqId = nextReqId();
+        route.serve(req, res, log, reqId, (status) => {
+          const ms = performance.now() - started;
+          line({ reqId, method: "GET", url: truncate(url), status, ms: round(ms) });
+          metrics?.observe(path, "rest", codeOfHttpStatus(status), ms / 1000);
+        });
+        return;
+      }
+    }
     // Fastify serves GET (REST, Connect GET) and its own HEAD and OPTIONS,
     // and the REST writes (POST /v1/ingest/KIND, rest/ingest.ts); every
     // other method is an RPC or nothing (rpc/gate.ts).
@@ -78,19 +102,15 @@ export function observeRoutes(app: FastifyInstance, log: Logger, metrics: Server
     });
   };
   if (!logging && metrics === undefined) return hijacked;
+  const line = requestLineWriter(log);
   app.addHook("onResponse", (request, reply, done) => {
     if (apart.has(request)) {
       done();
       return;
     }
-    if (logging) {
-      // The root logger with the request's id, as its own logger would write
-      // it, without the cost of a child logger's line per request.
-      log.info(
-        { reqId: request.id, method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) },
-        "request",
-      );
-    }
+    // The root logger's line with the request's id, as its own logger would
+    // write it, without the cost of a child logger's line per request.
+    line({ reqId: request.id, method: request.method, url: truncate(request.url), status: reply.statusCode, ms: round(reply.elapsedTime) });
     if (metrics !== undefined) {
       // Only the API's own routes are observed: health checks and scrapes would drown them.
       const route = request.routeOptions.url;

@@ -7,6 +7,7 @@ import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sql
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, transportFor } from "../support/server.js";
 import { openSse } from "../../src/bench/sse-client.js";
+import { NodeExchange } from "../../src/transport/unary/node-exchange.js";
 
 // One log line per request on every path, never an API key.
 
@@ -37,16 +38,71 @@ afterAll(async () => {
   f?.cleanup();
 });
 
+describe("a GET answered before, answered again without Fastify (unary/node-exchange.ts)", () => {
+  const url = () => `${baseUrl}/v1/asset/sales?contractAddress=${COLLECTION}&limit=2`;
+  const view = async (r: Response) => ({
+    status: r.status,
+    headers: Object.fromEntries([...r.headers].filter(([name]) => name !== "date")),
+    body: await r.text(),
+  });
+
+  it("writes the same status, headers and bytes, 304s the same, and one request line each with its own id", async () => {
+    const raw = vi.spyOn(NodeExchange.prototype, "send");
+    try {
+      const headers = { "x-api-key": f.key };
+      const before = lines.length;
+      const first = await view(await fetch(url(), { headers }));
+      expect(raw).not.toHaveBeenCalled();
+      const again = await view(await fetch(url(), { headers }));
+      expect(raw).toHaveBeenCalledTimes(1);
+      expect(first.status).toBe(200);
+      expect(again).toEqual(first);
+      const etag = first.headers.etag!;
+      const revalidated = await view(await fetch(url(), { headers: { ...headers, "if-none-match": etag } }));
+      expect(raw).toHaveBeenCalledTimes(2);
+      expect(revalidated).toMatchObject({ status: 304, body: "", headers: { etag, "cache-control": first.headers["cache-control"] } });
+      await expect.poll(() => lines.slice(before).filter((l) => l.msg === "request").length).toBe(3);
+      const mine = lines.slice(before).filter((l) => l.msg === "request");
+      expect(mine.map((l) => [l.method, l.status, l.url])).toEqual([
+        ["GET", 200, url().slice(baseUrl.length)],
+        ["GET", 200, url().slice(baseUrl.length)],
+        ["GET", 304, url().slice(baseUrl.length)],
+      ]);
+      expect(new Set(mine.map((l) => l.reqId)).size).toBe(3);
+      for (const l of mine) expect(l.reqId).toMatch(/^req-\d+$/);
+    } finally {
+      raw.mockRestore();
+    }
+  });
+
+  it("refuses a missing or revoked key in REST's error form, as Fastify's path does", async () => {
+    const fail = vi.spyOn(NodeExchange.prototype, "fail");
+    try {
+      await (await fetch(url(), { headers: { "x-api-key": f.key } })).text();
+      for (const headers of [{}, { "x-api-key": "mdk_not-a-key" }] as Record<string, string>[]) {
+        const viaFastify = await view(await fetch(`${url()}&marketplace=`, { headers }));
+        const viaRaw = await view(await fetch(url(), { headers }));
+        expect(viaRaw.status).toBe(401);
+        expect(viaRaw).toEqual(viaFastify);
+      }
+      expect(fail).toHaveBeenCalledTimes(2);
+    } finally {
+      fail.mockRestore();
+    }
+  });
+});
+
 describe("request logging", () => {
   it("writes exactly one line per request, REST and RPC alike, with status and no key", async () => {
     const headers = { "x-api-key": f.key };
+    const before = lines.length;
     await (await fetch(`${baseUrl}/v1/collection/scores?contractAddress=${COLLECTION}`, { headers })).text();
     await (await fetch(`${baseUrl}/v1/asset/sales?contractAddress=${COLLECTION}&limit=99`, { headers })).text();
     await (await fetch(`${baseUrl}/v1/asset/sales?contractAddress=${COLLECTION}`, { headers: { "x-api-key": "mdk_secret-guess" } })).text();
     await clientsFor(transportFor("grpc", baseUrl)).asset.listSales({ contractAddress: COLLECTION }, { headers });
     await clientsFor(transportFor("connect", baseUrl)).asset.listSales({ contractAddress: COLLECTION }, { headers });
     await new Promise((r) => setTimeout(r, 50));
-    const requests = lines.filter((l) => l.msg === "request");
+    const requests = lines.slice(before).filter((l) => l.msg === "request");
     expect(requests.map((l) => [l.method, l.status])).toEqual([
       ["GET", 200],
       ["GET", 400],

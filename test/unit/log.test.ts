@@ -1,6 +1,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { bindingsOf, formatRequestLine, requestLineWriter } from "../../src/log.js";
 
 // The server's log (src/log.ts) batches lines in memory before writing them:
 // each case runs a process that logs and then ends one way or another, and
@@ -95,5 +97,29 @@ describe("the server's log", () => {
     const out = run(`setTimeout(() => process.kill(process.pid, "SIGKILL"), 400);`, 3);
     // SIGKILL skips every exit handler: only what the timer wrote is there.
     expect(indexes(out)).toEqual(upTo(3));
+  });
+});
+
+describe("the request line", () => {
+  it("is written to the byte as pino writes the same fields at info, whatever the URL holds", () => {
+    const urls = ["/v1/asset/sales?contractAddress=0xabc&limit=3", '/v1/x?q="quoted"\\back\u2028\u0001', "/v1/é?x=%20"];
+    for (const url of urls) {
+      const written: string[] = [];
+      const log = pino({ level: "info" }, { write: (s: string) => void written.push(s) });
+      const line = { reqId: "req-7", method: "GET", url, status: 200, ms: 0.12 };
+      log.info(line, "request");
+      const time = (JSON.parse(written[0]!) as { time: number }).time;
+      expect(formatRequestLine(time, bindingsOf(log), line)).toBe(written[0]);
+    }
+  });
+
+  it("writes nothing below info, and through the logger's own path for a logger made elsewhere", () => {
+    const written: string[] = [];
+    const quiet = pino({ level: "warn" }, { write: (s: string) => void written.push(s) });
+    requestLineWriter(quiet)({ reqId: "req-1", method: "GET", url: "/", status: 200, ms: 1 });
+    expect(written).toEqual([]);
+    const other = pino({ level: "info", messageKey: "message" }, { write: (s: string) => void written.push(s) });
+    requestLineWriter(other)({ reqId: "req-1", method: "GET", url: "/", status: 200, ms: 1 });
+    expect(JSON.parse(written[0]!)).toMatchObject({ reqId: "req-1", message: "request" });
   });
 });

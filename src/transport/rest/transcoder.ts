@@ -1,9 +1,14 @@
 import type { DescMessage, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
+import type http from "node:http";
+import type http2 from "node:http2";
+import querystring from "node:querystring";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Logger } from "pino";
 import type { ServiceSet } from "../../service/services.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 import { FastifyExchange, type ErrorForm } from "../unary/fastify-exchange.js";
+import { NodeExchange, type Sent } from "../unary/node-exchange.js";
 import { compileUnary, type UnaryCodec, type UnaryDeps } from "../unary/pipeline.js";
 import { restRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "./json-writer.js";
@@ -53,13 +58,34 @@ const readRest = (request: FastifyRequest): RestInput => ({
   params: request.params as Record<string, string> | undefined,
 });
 
-export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): void {
+/** The same input from Node's own request (a raw GET whose remembered key was forgotten meanwhile: rare). */
+const readRaw = (req: http.IncomingMessage | http2.Http2ServerRequest): RestInput => {
+  const url = req.url ?? "";
+  const q = url.indexOf("?");
+  return { query: (q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) }) as QueryObject, params: undefined };
+};
+
+/** A /v1 path's pipeline for GETs answered before, without Fastify (unary/node-exchange.ts). */
+export interface RawGet {
+  knows(url: string): boolean;
+  serve(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse, log: Logger, reqId: string, sent: Sent): void;
+}
+
+/** Registers every /v1 route with Fastify; returns the same routes by path, for the GETs they answered before. */
+export function registerRestRoutes(app: FastifyInstance, deps: RestDeps): Map<string, RawGet> {
+  const raw = new Map<string, RawGet>();
   for (const { method, path } of restRoutes(deps.services.services)) {
-    const run = compileUnary(deps, method, restCodec(method));
+    // One pipeline for both exchanges: R is what each one's send returns.
+    const run = compileUnary<RestInput, unknown>(deps, method, restCodec(method));
     const errorForm = restErrorForm(method.output);
     // Not an async function: a cached answer to a request admitted in-process is sent synchronously.
     app.get(path, (request, reply) => run(new FastifyExchange(request, reply, deps.addresses, readRest, errorForm, true)));
+    raw.set(path, {
+      knows: run.knows,
+      serve: (req, res, log, reqId, sent) => void run(new NodeExchange(req, res, deps.addresses, readRaw, errorForm, log, reqId, sent)),
+    });
   }
+  return raw;
 }
 
 /** Each /v1 path's success flag field, for answers written before routing (http/url-limit.ts). */

@@ -59,7 +59,11 @@ export interface UnaryDeps {
   watch: DataVersionWatch;
 }
 
-export type UnaryPipeline<In, R> = (exchange: UnaryExchange<In, R>) => R | Promise<R>;
+export interface UnaryPipeline<In, R> {
+  (exchange: UnaryExchange<In, R>): R | Promise<R>;
+  /** Whether a GET of `url` was answered before and its cache key is remembered (unary/node-exchange.ts answers those without Fastify). */
+  knows(url: string): boolean;
+}
 
 /**
  * The pipeline of one method for one codec, compiled at startup. A cached
@@ -132,8 +136,9 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
     }
   };
 
-  return (x) => {
+  const pipeline = (x: UnaryExchange<In, R>): R | Promise<R> => {
     const a = deps.admission.admit(x.apiKey, x.bucket);
     return a instanceof Promise ? a.then((v) => admitted(x, v), (err: unknown) => fail(x, err)) : admitted(x, a);
   };
+  return Object.assign(pipeline, { knows: (url: string) => urls?.get(url) !== undefined });
 }
