@@ -3,13 +3,16 @@
 // one run, engines alternating each round: the generated collection of N
 // sales (bench:stats's and bench:engines's) into an empty store, then the
 // same file again into that store (every row unchanged: the row-by-row
-// merge, where an empty store takes the bulk path).
-import { mkdtempSync, rmSync } from "node:fs";
+// merge, where an empty store takes the bulk path); and beside each, the
+// same file loaded by the engine's own tools (engine-bulk.ts), the ceiling
+// import is held against.
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
 import { runCliSync } from "../cli/run-sync.js";
+import { hasTool, postgresBulkLoad, sqliteBulkLoad } from "./engine-bulk.js";
 import { log, median } from "./harness.js";
 import { writeSales } from "./sales-file.js";
 
@@ -19,8 +22,15 @@ const opts = new Command("bench:import")
   .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
   .option("--rounds <n>", "rounds, engines alternating", "3")
   .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped each round)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .option("--no-engine-path", "skip the engine's own bulk path (the sqlite3 shell's .import, psql's \\copy: engine-bulk.ts)")
+  .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; baseline?: string }>();
+const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
+if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
+  process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
+  process.exit(2);
+}
 
 const ADDRESS = "0x00000000000000000000000000000000000e4c11";
 const n = Number(opts.sales);
@@ -28,20 +38,20 @@ const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-import-"));
 const file = join(dir, "sales.ndjson");
 
-/** The CLI's own rows/s figure of one import. */
-function importRate(db: string): number {
-  const out = runCliSync(["import", "--db", db, "sales", file]).stderr;
+/** The CLI's own rows/s figure of one import (by this build, or by `bin`'s). */
+function importRate(db: string, bin?: string): number {
+  const out = runCliSync(["import", "--db", db, "sales", file], undefined, bin).stderr;
   const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
   if (rate === undefined) throw new Error(`no rate in: ${out}`);
   return Number(rate);
 }
 
 /** A store of its own for one round: a new SQLite file, or a new PostgreSQL database. */
-async function withStore(engine: string, round: number, fn: (db: string) => void): Promise<void> {
+async function withStore(engine: string, round: number, fn: (db: string) => void | Promise<void>): Promise<void> {
   if (engine === "sqlite") {
     const db = join(dir, `round-${round}.sqlite`);
     try {
-      fn(db);
+      await fn(db);
     } finally {
       for (const suffix of ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"]) rmSync(db + suffix, { force: true });
     }
@@ -54,7 +64,7 @@ async function withStore(engine: string, round: number, fn: (db: string) => void
     await admin.query(`CREATE DATABASE ${name}`);
     const url = new URL(opts.pg);
     url.pathname = `/${name}`;
-    fn(url.toString());
+    await fn(url.toString());
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
@@ -64,22 +74,49 @@ async function withStore(engine: string, round: number, fn: (db: string) => void
 try {
   log(`generating ${n} sales...`);
   await writeSales(file, n, 11, ADDRESS);
-  const rates: Record<string, { fresh: number[]; again: number[] }> = {};
+  const rates: Record<string, { fresh: number[]; again: number[]; engine: number[]; baseline: number[]; baselineAgain: number[] }> = {};
+  const withEngine = opts.enginePath && engines.every((e) => {
+    if (hasTool(e as "sqlite" | "postgres")) return true;
+    log(`no ${e === "sqlite" ? "sqlite3" : "psql"} on this machine: the engine's own bulk path is not measured (apt-get install -y ${e === "sqlite" ? "sqlite3" : "postgresql-client"})`);
+    return false;
+  });
   for (let round = 1; round <= Number(opts.rounds); round++) {
     for (const engine of round % 2 === 1 ? engines : [...engines].reverse()) {
-      await withStore(engine, round, (db) => {
-        const fresh = importRate(db);
-        const again = importRate(db);
-        (rates[engine] ??= { fresh: [], again: [] }).fresh.push(fresh);
-        rates[engine]!.again.push(again);
-        log(`round ${round} ${engine}: ${fresh} rows/s into an empty store, ${again} rows/s the same file again`);
-      });
+      const r = (rates[engine] ??= { fresh: [], again: [], engine: [], baseline: [], baselineAgain: [] });
+      // The baseline first in odd rounds, second in even ones.
+      const builds = baselineBin === undefined ? [undefined] : round % 2 === 1 ? [baselineBin, undefined] : [undefined, baselineBin];
+      for (const bin of builds) {
+        await withStore(engine, round, (db) => {
+          const fresh = importRate(db, bin);
+          const again = importRate(db, bin);
+          (bin === undefined ? r.fresh : r.baseline).push(fresh);
+          (bin === undefined ? r.again : r.baselineAgain).push(again);
+          log(`round ${round} ${engine}${bin === undefined ? "" : " (baseline)"}: ${fresh} rows/s into an empty store, ${again} rows/s the same file again`);
+        });
+      }
+      // The engine's own tools, on a store of their own, right after: the same file, the same schema.
+      if (withEngine) {
+        await withStore(engine, round + 1000, async (db) => {
+          const seconds = engine === "sqlite" ? sqliteBulkLoad(db, file, ADDRESS) : await postgresBulkLoad(db, file, ADDRESS);
+          r.engine.push(Math.round(n / seconds));
+          log(`round ${round} ${engine}: the engine's own bulk path ${r.engine.at(-1)} rows/s`);
+        });
+      }
     }
   }
-  log(`\n| engine | ${n} sales into an empty store, rows/s (median; rounds) | the same file again (all unchanged) |`);
-  log("|---|---|---|");
+  log(`\n| engine | ${n} sales into an empty store, rows/s (median; rounds) | the same file again (all unchanged) |${withEngine ? " the engine's own bulk path, rows/s | import / engine |" : ""}`);
+  log(`|---|---|---|${withEngine ? "---|---|" : ""}`);
   for (const [engine, r] of Object.entries(rates)) {
-    log(`| ${engine} | ${median(r.fresh)} (${r.fresh.join(", ")}) | ${median(r.again)} (${r.again.join(", ")}) |`);
+    const own = withEngine ? ` ${median(r.engine)} (${r.engine.join(", ")}) | ${(median(r.fresh) / median(r.engine)).toFixed(2)} |` : "";
+    log(`| ${engine} | ${median(r.fresh)} (${r.fresh.join(", ")}) | ${median(r.again)} (${r.again.join(", ")}) |${own}`);
+  }
+  if (baselineBin !== undefined) {
+    log(`\n| engine | baseline (${opts.baseline}) into an empty store | this build | this / baseline | baseline, the same file again | this build | this / baseline |`);
+    log("|---|---|---|---|---|---|---|");
+    for (const [engine, r] of Object.entries(rates)) {
+      const [b, t, ba, ta] = [median(r.baseline), median(r.fresh), median(r.baselineAgain), median(r.again)];
+      log(`| ${engine} | ${b} | ${t} | ${(t / b).toFixed(2)} | ${ba} | ${ta} | ${(ta / ba).toFixed(2)} |`);
+    }
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

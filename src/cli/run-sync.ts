@@ -10,8 +10,8 @@ import { fileURLToPath } from "node:url";
 export const BIN = fileURLToPath(new URL("../bin/marketdata.js", import.meta.url));
 
 /** Runs the CLI to completion and returns what it printed; an error carrying its stderr if it fails. */
-export function runCliSync(args: string[], timeoutMs?: number): { stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
+export function runCliSync(args: string[], timeoutMs?: number, /** Another build's command (a bench's baseline); this one's by default. */ bin = BIN): { stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
     ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),

@@ -75,6 +75,17 @@ describe("marketdata stats rebuild", () => {
     const after = statsAndOracle(db);
     expect(after.got).toEqual(after.want);
     expect(runCli(["stats", "rebuild", "--db", db, "--collection", C, "--check"]).status).toBe(0);
+
+    // A damaged row of every marketplace's running totals (stats_hours) is found and fixed the same way.
+    const d = new Database(db);
+    d.exec("UPDATE stats_hours SET running = '[]' WHERE hour = (SELECT max(hour) FROM stats_hours)");
+    d.close();
+    const damaged = statsAndOracle(db);
+    expect(damaged.got).not.toEqual(damaged.want);
+    expect(runCli(["stats", "rebuild", "--db", db, "--check"]).status).toBe(1);
+    expect(runCli(["stats", "rebuild", "--db", db]).status).toBe(0);
+    const repaired = statsAndOracle(db);
+    expect(repaired.got).toEqual(repaired.want);
   });
 
   it("an import killed mid-file leaves rows and aggregates as they were, consistent", async () => {

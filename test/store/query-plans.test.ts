@@ -3,7 +3,7 @@ import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../
 import { WriteStore } from "../../src/store/sqlite/write-store.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
+import { SalesAggregates, WINDOW_SQL } from "../../src/store/sqlite/sales-stats.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { KEEPER_SQL } from "../../src/store/sqlite/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
@@ -112,6 +112,8 @@ describe("query plans", () => {
   it("no query scans a table, sorts in a temporary b-tree, or uses OFFSET", () => {
     const problems: string[] = [];
     for (const sql of store.preparedSql()) {
+      // A stats window's one statement is tested on its own below.
+      if (sql === WINDOW_SQL) continue;
       // The slow exact-sum path reads the same index range as the fast one.
       const details = plan(sql);
       // Rows of one asset (at most 20 ids, or one asset's listings) may be
@@ -119,7 +121,8 @@ describe("query plans", () => {
       // So may a wallet's tokens of a collection (current_owner = ?), and
       // a trait's tokens by latest move (no index holds that order per
       // trait: docs/decisions.md, "Tokens").
-      const boundedByAsset = /asset_key = \?|json_each|current_owner = \?/.test(sql) || TRAIT_BY_MOVE.test(sql);
+      // So may a stats bound's edge, grouped by marketplace: the shorter part of one hour of one collection's sales.
+      const boundedByAsset = /asset_key = \?|json_each|current_owner = \?/.test(sql) || TRAIT_BY_MOVE.test(sql) || STATS_EDGE.test(sql);
       for (const d of details) {
         const tableScan = /^SCAN /.test(d) && !/USING (COVERING )?INDEX|VIRTUAL TABLE/.test(d);
         const sort = /TEMP B-TREE/.test(d) && !boundedByAsset;
@@ -131,18 +134,38 @@ describe("query plans", () => {
   });
 
   it("stats read only index seeks: running totals by hour, raw edges and one asset's range, never the sales of the window", () => {
-    const statsSql = store.preparedSql().filter((sql) => /sales_hourly|count\(price_hi\)|SELECT (marketplace, )?price FROM/.test(sql));
-    // running totals, marketplaces, edge sums and their exact fallback, asset sums (4 window shapes) and theirs
-    expect(statsSql.length).toBeGreaterThanOrEqual(2 + 2 + 2 * 3);
+    const statsSql = store.preparedSql().filter((sql) => sql !== WINDOW_SQL && /stats_hours|sales_hourly|count\(price_hi\)|SELECT (marketplace, )?price FROM/.test(sql));
+    // every marketplace's running totals, edge sums and their exact fallback, asset sums (4 window shapes) and theirs
+    expect(statsSql.length).toBeGreaterThanOrEqual(1 + 2 + 2 * 3);
     const problems: string[] = [];
     for (const sql of statsSql) {
       for (const d of plan(sql)) {
-        // Grouping one asset's sales by marketplace sorts that asset's rows only.
-        if (/^SEARCH /.test(d) || (/USE TEMP B-TREE FOR GROUP BY/.test(d) && /asset_key = \?/.test(sql))) continue;
+        // Grouping one asset's sales, or a bound's edge, by marketplace sorts those rows only.
+        if (/^SEARCH /.test(d) || (/USE TEMP B-TREE FOR GROUP BY/.test(d) && (/asset_key = \?/.test(sql) || STATS_EDGE.test(sql)))) continue;
         problems.push(`${d}\n  in: ${sql.replace(/\s+/g, " ")}`);
       }
     }
     expect(problems).toEqual([]);
+    // A bound is one seek of every marketplace's running totals by hour, and its edge one range of the collection's sales by time.
+    const running = statsSql.find((sql) => /FROM stats_hours WHERE collection_id = \? AND hour <= \?/.test(sql))!;
+    expect(plan(running)).toEqual(["SEARCH stats_hours USING PRIMARY KEY (collection_id=? AND hour<?)"]);
+    const edge = statsSql.find((sql) => STATS_EDGE.test(sql) && /count\(price_hi\)/.test(sql))!;
+    expect(plan(edge).join(" | ")).toMatch(/^SEARCH sales USING INDEX sales_by_time \(collection_id=\? AND timestamp>\? AND timestamp<\?\)/);
+  });
+
+  it("a window's stats are one statement: three seeks of every marketplace's running totals and two ranges of the collection's sales by time", () => {
+    expect(store.preparedSql()).toContain(WINDOW_SQL);
+    const details = plan(WINDOW_SQL);
+    // Nothing is scanned but constant rows (the running totals' parts); only an edge's rows are grouped.
+    expect(details.filter((d) => /^SCAN /.test(d))).toEqual(Array(3).fill("SCAN CONSTANT ROW"));
+    expect(details.filter((d) => /TEMP B-TREE/.test(d))).toEqual(Array(2).fill("USE TEMP B-TREE FOR GROUP BY"));
+    expect(details.filter((d) => /^SEARCH /.test(d))).toEqual([
+      "SEARCH stats_hours USING PRIMARY KEY (collection_id=? AND hour<?)",
+      "SEARCH stats_hours USING PRIMARY KEY (collection_id=? AND hour<?)",
+      "SEARCH sales USING INDEX sales_by_time (collection_id=? AND timestamp>? AND timestamp<?)",
+      "SEARCH stats_hours USING PRIMARY KEY (collection_id=? AND hour<?)",
+      "SEARCH sales USING INDEX sales_by_time (collection_id=? AND timestamp>? AND timestamp<?)",
+    ]);
   });
 
   it("keeping the aggregates seeks too: a write costs its hours, not the collection's sales", () => {
@@ -152,6 +175,8 @@ describe("query plans", () => {
       // An insert by primary key searches nothing.
       if (/^INSERT /.test(sql.trim())) continue;
       if (/^SELECT (DISTINCT collection_id, marketplace FROM sales_hourly|id FROM collections|collection_id, marketplace, span, bucket FROM sales_series)\s*$/.test(sql.trim())) continue;
+      // So does a rebuild of every collection's running totals, and the check that the store has them.
+      if (/^SELECT collection_id FROM stats_hours UNION SELECT collection_id FROM sales_hourly$|FROM sqlite_master/.test(sql.trim())) continue;
       const bound = boundColumns(mainSearch(sql));
       const need = requiredBindings(sql);
       if (!need.some((cols) => cols.every((c) => bound.includes(c)))) problems.push(`binds [${bound}] needs ${JSON.stringify(need)} in ${sql.replace(/\s+/g, " ")}`);
@@ -172,6 +197,7 @@ describe("query plans", () => {
   it("every query seeks on the columns of its most selective filters, not just some index", () => {
     const problems: string[] = [];
     for (const sql of store.preparedSql()) {
+      if (sql === WINDOW_SQL) continue; // each of its parts is checked on its own below
       const search = mainSearch(sql);
       const bound = boundColumns(search);
       const ok = requiredBindings(sql).some((need) => need.every((c) => bound.includes(c)));
@@ -225,6 +251,9 @@ describe("query plans", () => {
     ]);
   });
 });
+
+/** A stats bound's edge: every marketplace's sales in the shorter part of one hour (sales-stats.ts). */
+const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \? AND timestamp >= \? AND timestamp <= \?( GROUP BY marketplace)?$/;
 
 /** The plan line of the query's main table (the one the FROM names first). */
 function mainSearch(sql: string): string {

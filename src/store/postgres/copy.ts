@@ -4,12 +4,30 @@ import { from as copyFrom } from "pg-copy-streams";
 import { type BulkKind, copyLine } from "./bulk-kinds.js";
 import { stampVersions, type Touched } from "./data-versions.js";
 
-/** Creates the staging table of `kind` (dropped at commit) and opens a COPY stream into it. */
-export async function openStage(client: pg.PoolClient, kind: BulkKind): Promise<StageWriter> {
+/**
+ * Opens a COPY stream into the staging table of `kind`. By default the
+ * table is made for this transaction and dropped at its commit. With
+ * `session`, it stays on the connection (emptied at each commit) for the
+ * next transaction of the same kind: the server's writer, whose small
+ * transactions spent ~3 ms of ~25 making and dropping it
+ * (docs/benchmarks.md, "Ingest"). A connection that failed is discarded
+ * (writeTransaction), so a table made in a transaction that rolled back is
+ * never counted on.
+ */
+export async function openStage(client: pg.PoolClient, kind: BulkKind, session = false): Promise<StageWriter> {
   const columns = ["line bigint", ...kind.stage.map((c) => `${c.name} ${c.type}`)];
-  await client.query(`CREATE TEMP TABLE stage (${columns.join(", ")}) ON COMMIT DROP`);
+  if (!session) {
+    await client.query(`CREATE TEMP TABLE stage (${columns.join(", ")}) ON COMMIT DROP`);
+  } else if (sessionStages.get(client) !== kind) {
+    const drop = sessionStages.has(client) ? "DROP TABLE stage; " : "";
+    await client.query(`${drop}CREATE TEMP TABLE stage (${columns.join(", ")}) ON COMMIT DELETE ROWS`);
+    sessionStages.set(client, kind);
+  }
   return new StageWriter(client.query(copyFrom(`COPY stage (line, ${kind.stage.map((c) => c.name).join(", ")}) FROM STDIN`)), kind);
 }
+
+/** The kind whose staging table a connection keeps (openStage's `session`). */
+const sessionStages = new WeakMap<pg.PoolClient, BulkKind>();
 
 /**
  * Bytes of COPY data sent at once: pg-copy-streams sends each write as its own

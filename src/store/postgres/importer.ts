@@ -12,7 +12,11 @@ import { openStage, writeTransaction } from "./copy.js";
 // whole import or none of it. A killed import rolls back.
 
 export class PgRecordImport implements RecordImport {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Staging tables kept per connection between transactions (the server's writer, on a pool of its own: copy.ts openStage). */
+    private readonly sessionStages = false,
+  ) {}
 
   async importRecords(
     kindName: Kind,
@@ -48,7 +52,7 @@ export class PgRecordImport implements RecordImport {
     const kind = BULK_KINDS[kindName];
     const counts = batches.map(() => ({ inserted: 0, updated: 0, unchanged: 0 }));
     await writeTransaction(this.pool, async (client, touched) => {
-      const stage = await openStage(client, kind);
+      const stage = await openStage(client, kind, this.sessionStages);
       for (const [b, records] of batches.entries()) {
         for (const [i, record] of records.entries()) {
           const pending = stage.write(record, b * BATCH_LINES + i + 1);
@@ -82,8 +86,9 @@ export class PgRecordImport implements RecordImport {
 /** Staged concurrently; merged one writer at a time where aggregates are kept. */
 async function takeWriteLock(client: pg.PoolClient, kind: BulkKind, options: ImportRecordsOptions): Promise<void> {
   if (!kind.serialized) return;
-  if (options.lockWaitMs !== undefined) await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs))}`);
-  await client.query("SELECT pg_advisory_xact_lock($1)", [kind.lock ?? WRITE_LOCK]);
+  // One round trip for both (a simple query of two statements).
+  const timeout = options.lockWaitMs === undefined ? "" : `SET LOCAL lock_timeout = ${Math.max(1, Math.round(options.lockWaitMs))}; `;
+  await client.query(`${timeout}SELECT pg_advisory_xact_lock(${Number(kind.lock ?? WRITE_LOCK)})`);
 }
 
 /**

@@ -30,7 +30,7 @@ export function pgIngestWriter(url: string): IngestWriter {
     ready ??= (async () => {
       pool = openPool(url, WRITE_POOL_SIZE);
       await requireCurrentPgSchema(pool, url);
-      return new PgRecordImport(pool);
+      return new PgRecordImport(pool, true);
     })().catch((err: unknown) => {
       // The next batch tries again (the primary may be back).
       ready = undefined;

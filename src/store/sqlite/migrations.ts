@@ -263,6 +263,21 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   // 13: transfers as a list and a live feed, for the activity feed (transfers.ts).
   TRANSFERS_FEED_SCHEMA,
+  // 14: every marketplace's running totals in one row per hour (sales-stats.ts),
+  // so that a window's stats seek once per bound instead of once per marketplace.
+  (db) => {
+    db.exec(`
+      CREATE TABLE stats_hours (
+        collection_id INTEGER NOT NULL,
+        -- floor(timestamp / 3600), an hour with sales
+        hour INTEGER NOT NULL,
+        -- every marketplace's running totals through this hour: [[marketplace, count, "volume"], ...]
+        running TEXT NOT NULL,
+        PRIMARY KEY (collection_id, hour)
+      ) WITHOUT ROWID;
+    `);
+    new SalesAggregates(db).keepEveryRunning();
+  },
 ];
 
 

@@ -93,57 +93,135 @@ class StatsQueries {
 
 /** Read side: a collection's stats for a window, from the aggregates. */
 export class SalesStatsReader extends StatsQueries {
+  constructor(
+    prepare: Prepare,
+    /** Runs reads in one snapshot of the store (statements.ts). */
+    private readonly snapshot: <T>(read: () => T) => T,
+  ) {
+    super(prepare);
+  }
+
+  /**
+   * A window's totals from one snapshot of the store: an import committing
+   * meanwhile cannot mix its rows into the sums. A window is one statement,
+   * its own snapshot; its fallback, and an asset's exact path, take one.
+   */
   summary(collectionId: number, filter: StatsFilter): SalesSummary {
+    const { assetId, since, until } = filter;
     const totals =
-      filter.assetId === undefined
-        ? this.#byMarketplace(collectionId, filter.since, filter.until)
-        : this.#forAsset(collectionId, filter.assetId, filter.since, filter.until);
+      assetId === undefined
+        ? (this.#inOneStatement(collectionId, since, until) ?? this.snapshot(() => this.#byMarketplace(collectionId, since, until)))
+        : this.snapshot(() => this.#forAsset(collectionId, assetId, since, until));
     return summarize(totals);
   }
 
-  /** The marketplaces a collection has sales on, by one index seek each. */
-  marketplaces(collectionId: number): string[] {
-    return this.distinctMarketplaces("sales_hourly", collectionId);
-  }
-
-  #byMarketplace(collectionId: number, since: number | undefined, until: number | undefined): Map<string, Totals> {
+  /**
+   * #byMarketplace's reads as one statement (the parts as rows, UNION ALL):
+   * in a profile, the snapshot's BEGIN and COMMIT around five statements
+   * cost as much as two of the statements. Undefined when SQLite cannot sum
+   * an edge exactly (an amount past 2^95 wei, or a sum past 2^63):
+   * #byMarketplace then sums in BigInt.
+   */
+  #inOneStatement(c: number, since: number | undefined, until: number | undefined): Map<string, Totals> | undefined {
+    let upper: Bound;
+    let lower: Bound = NOTHING;
+    if (since !== undefined && until !== undefined && bucketOf(since) === bucketOf(until)) {
+      upper = { whole: NO_HOUR, from: since, to: until, sign: 1 };
+    } else {
+      upper = until === undefined ? { ...NOTHING, whole: LATEST_BUCKET } : boundAtOrBefore(until);
+      if (since !== undefined && since !== 0) lower = boundAtOrBefore(since - 1);
+    }
+    let rows: [bigint, string | null, string | bigint | null, bigint | null, bigint | null, bigint | null][];
+    try {
+      rows = this.prepare(WINDOW_SQL)
+        .raw()
+        .safeIntegers(true)
+        .all({ c, latest: LATEST_BUCKET, uw: upper.whole, uf: upper.from, ut: upper.to, lw: lower.whole, lf: lower.from, lt: lower.to }) as typeof rows;
+    } catch (err) {
+      if (isOverflow(err)) return undefined;
+      throw err;
+    }
+    const parts: Map<string, Totals>[] = [new Map(), new Map(), new Map(), new Map(), new Map()];
+    for (const [part, m, a, limbed, hi, lo] of rows) {
+      const p = Number(part);
+      if (m === null) {
+        if (a !== null) parts[p] = parseRunning(a as string);
+      } else {
+        if (a !== limbed) return undefined;
+        parts[p]!.set(m, { n: Number(a), volume: limbsToWei(hi, lo) });
+      }
+    }
+    const [latest, uWhole, uEdge, lWhole, lEdge] = parts as [Map<string, Totals>, Map<string, Totals>, Map<string, Totals>, Map<string, Totals>, Map<string, Totals>];
     const out = new Map<string, Totals>();
-    for (const m of this.marketplaces(collectionId)) {
-      out.set(m, this.#window(collectionId, m, since, until));
+    for (const m of latest.keys()) {
+      const u = at(uWhole, uEdge, upper.sign, m);
+      const l = at(lWhole, lEdge, lower.sign, m);
+      out.set(m, { n: u.n - l.n, volume: u.volume - l.volume });
     }
     return out;
   }
 
-  /** Totals of sales with since <= timestamp <= until (either bound optional). */
-  #window(c: number, m: string, since: number | undefined, until: number | undefined): Totals {
-    // A window inside one hour is its own raw range.
+  /**
+   * Every marketplace's totals in [since, until] from the collection's
+   * running totals (stats_hours: one row per hour with sales holds every
+   * marketplace's running totals through that hour). Each bound is one seek
+   * of stats_hours and, where it falls inside an hour, the raw sales of the
+   * shorter part of that hour, all marketplaces in one short range of
+   * sales_by_time: at most five statements, whatever the collection's
+   * marketplaces, history or window. The marketplaces are those of the
+   * latest row (every one the collection has sold on).
+   */
+  #byMarketplace(c: number, since: number | undefined, until: number | undefined): Map<string, Totals> {
+    const latest = this.#runningAt(c, LATEST_BUCKET);
+    const out = new Map<string, Totals>();
+    if (latest.size === 0) return out;
+    let upper: Map<string, Totals>;
+    let lower: Map<string, Totals> | undefined;
     if (since !== undefined && until !== undefined && bucketOf(since) === bucketOf(until)) {
-      return this.rawTotals(c, m, since, until);
+      // A window inside one hour is its own raw range.
+      upper = this.#edge(c, since, until);
+    } else {
+      upper = until === undefined ? latest : this.#atOrBefore(c, until);
+      lower = since === undefined || since === 0 ? undefined : this.#atOrBefore(c, since - 1);
     }
-    const upTo = until === undefined ? this.runningThrough(c, m, LATEST_BUCKET) : this.#atOrBefore(c, m, until);
-    if (since === undefined || since === 0) return upTo;
-    const before = this.#atOrBefore(c, m, since - 1);
-    return { n: upTo.n - before.n, volume: upTo.volume - before.volume };
+    for (const m of latest.keys()) {
+      const u = upper.get(m) ?? ZERO;
+      const l = lower?.get(m) ?? ZERO;
+      out.set(m, { n: u.n - l.n, volume: u.volume - l.volume });
+    }
+    return out;
   }
 
   /**
-   * Totals of sales with timestamp <= t: the running totals of an hour plus
-   * or minus the raw sales of the shorter part of t's hour (its start to t,
-   * added to the hour before; or t + 1 to its end, taken from t's own hour).
+   * Every marketplace's totals of sales with timestamp <= t: the running
+   * totals of an hour plus or minus the raw sales of the shorter part of t's
+   * hour (its start to t, added to the hour before; or t + 1 to its end,
+   * taken from t's own hour).
    */
-  #atOrBefore(c: number, m: string, t: number): Totals {
+  #atOrBefore(c: number, t: number): Map<string, Totals> {
     const bucket = bucketOf(t);
     const start = bucketStart(bucket);
     const end = bucketEnd(bucket);
-    if (t === end) return this.runningThrough(c, m, bucket);
-    if (t - start < end - t) {
-      const whole = this.runningThrough(c, m, bucket - 1);
-      const edge = this.rawTotals(c, m, start, t);
-      return { n: whole.n + edge.n, volume: whole.volume + edge.volume };
+    if (t === end) return this.#runningAt(c, bucket);
+    const [whole, edge, sign] = t - start < end - t ? [this.#runningAt(c, bucket - 1), this.#edge(c, start, t), 1] : [this.#runningAt(c, bucket), this.#edge(c, t + 1, end), -1];
+    for (const [m, e] of edge) {
+      const w = whole.get(m) ?? ZERO;
+      whole.set(m, { n: w.n + sign * e.n, volume: sign === 1 ? w.volume + e.volume : w.volume - e.volume });
     }
-    const whole = this.runningThrough(c, m, bucket);
-    const edge = this.rawTotals(c, m, t + 1, end);
-    return { n: whole.n - edge.n, volume: whole.volume - edge.volume };
+    return whole;
+  }
+
+  /** Every marketplace's running totals through the end of `bucket` (the last hour with sales at or before it). */
+  #runningAt(c: number, bucket: number): Map<string, Totals> {
+    const text = this.prepare("SELECT running FROM stats_hours WHERE collection_id = ? AND hour <= ? ORDER BY hour DESC LIMIT 1")
+      .pluck()
+      .get(c, bucket) as string | undefined;
+    return text === undefined ? new Map() : parseRunning(text);
+  }
+
+  /** Every marketplace's raw sales with from <= timestamp <= to: one range of the collection's sales in time order. */
+  #edge(c: number, from: number, to: number): Map<string, Totals> {
+    return exactGroupedTotals(this.prepare, "sales INDEXED BY sales_by_time", "collection_id = ? AND timestamp >= ? AND timestamp <= ?", [c, from, to]);
   }
 
   /**
@@ -166,6 +244,71 @@ export class SalesStatsReader extends StatsQueries {
   }
 }
 
+/** Before any hour: a rewrite of stats_hours from here rewrites all of a collection's rows; a bound's seek from here finds none. */
+const NO_HOUR = Number.MIN_SAFE_INTEGER;
+
+/**
+ * One bound of a window as #inOneStatement reads it: every marketplace's
+ * running totals through hour `whole`, plus (sign 1) or minus (sign -1) the
+ * raw sales with from <= timestamp <= to.
+ */
+interface Bound {
+  whole: number;
+  from: number;
+  to: number;
+  sign: 1 | -1;
+}
+
+/** The bound of nothing: no running totals, an empty edge. */
+const NOTHING: Bound = { whole: NO_HOUR, from: 1, to: 0, sign: 1 };
+
+/** SalesStatsReader's #atOrBefore as a Bound: the shorter part of t's hour is the raw edge. */
+function boundAtOrBefore(t: number): Bound {
+  const bucket = bucketOf(t);
+  const start = bucketStart(bucket);
+  const end = bucketEnd(bucket);
+  if (t === end) return { whole: bucket, from: 1, to: 0, sign: 1 };
+  if (t - start < end - t) return { whole: bucket - 1, from: start, to: t, sign: 1 };
+  return { whole: bucket, from: t + 1, to: end, sign: -1 };
+}
+
+/** A marketplace's totals at a bound: its running totals and its edge. */
+function at(whole: Map<string, Totals>, edge: Map<string, Totals>, sign: 1 | -1, m: string): Totals {
+  const w = whole.get(m) ?? ZERO;
+  const e = edge.get(m);
+  if (e === undefined) return w;
+  return sign === 1 ? { n: w.n + e.n, volume: w.volume + e.volume } : { n: w.n - e.n, volume: w.volume - e.volume };
+}
+
+// The parts of a window, each a row or rows tagged with its number: 0 the
+// latest running totals (every marketplace), 1 and 3 the running totals of
+// the upper and lower bound (one seek of stats_hours each), 2 and 4 their
+// edges (one range of sales_by_time each, grouped by marketplace).
+const runningPart = (part: number, hour: string) =>
+  `SELECT ${part}, NULL, (SELECT running FROM stats_hours WHERE collection_id = @c AND hour <= ${hour} ORDER BY hour DESC LIMIT 1), NULL, NULL, NULL`;
+const edgePart = (part: number, from: string, to: string) =>
+  `SELECT ${part}, marketplace, count(*), count(price_hi), sum(price_hi), sum(price_lo) FROM sales INDEXED BY sales_by_time
+     WHERE collection_id = @c AND timestamp >= ${from} AND timestamp <= ${to} GROUP BY marketplace`;
+export const WINDOW_SQL = [runningPart(0, "@latest"), runningPart(1, "@uw"), edgePart(2, "@uf", "@ut"), runningPart(3, "@lw"), edgePart(4, "@lf", "@lt")].join(
+  "\n  UNION ALL ",
+);
+
+/**
+ * stats_hours.running: every marketplace's running totals through the hour,
+ * in marketplace order, as JSON `[[marketplace, count, "volume"], ...]`
+ * (volumes as exact decimal text).
+ */
+function formatRunning(state: Map<string, Totals>): string {
+  const entries = [...state].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return JSON.stringify(entries.map(([m, t]) => [m, t.n, t.volume.toString()]));
+}
+
+function parseRunning(text: string): Map<string, Totals> {
+  const out = new Map<string, Totals>();
+  for (const [m, n, v] of JSON.parse(text) as [string, number, string][]) out.set(m, { n, volume: BigInt(v) });
+  return out;
+}
+
 export interface FlushResult {
   /** Hour rows inserted, changed or deleted. */
   changed: number;
@@ -178,6 +321,7 @@ export class SalesAggregates extends StatsQueries {
   #dirty = new Map<string, { collectionId: number; marketplace: string; buckets: Map<number, Mark> }>();
   /** The series aggregates (sales-series.ts), marked and flushed with the hours. */
   readonly #series: SalesSeries;
+  #hasRunning: boolean | undefined;
 
   constructor(db: Db) {
     const statements = new Map<string, Statement>();
@@ -256,10 +400,85 @@ export class SalesAggregates extends StatsQueries {
     let changed = 0;
     const dirty = this.#dirty;
     this.#dirty = new Map();
+    // Each collection's earliest marked hour: its rows of stats_hours are written again from there.
+    const from = new Map<number, number>();
     for (const { collectionId, marketplace, buckets } of dirty.values()) {
       changed += this.#recompute(collectionId, marketplace, buckets);
+      const first = Math.min(...buckets.keys());
+      from.set(collectionId, Math.min(from.get(collectionId) ?? first, first));
     }
+    for (const [c, hour] of from) changed += this.#keepRunning(c, hour);
     return { changed: changed + this.#series.flush() };
+  }
+
+  /**
+   * Writes stats_hours of every collection (or one) from sales_hourly,
+   * returning the rows that were wrong: the migration that made the table,
+   * and rebuild, which recomputes sales_hourly first.
+   */
+  keepEveryRunning(collectionId?: number): number {
+    if (!this.#keepsRunning()) return 0;
+    const ids =
+      collectionId === undefined
+        ? (this.prepare("SELECT collection_id FROM stats_hours UNION SELECT collection_id FROM sales_hourly").pluck().all() as number[])
+        : [collectionId];
+    let changed = 0;
+    for (const c of ids) changed += this.#keepRunning(c, NO_HOUR);
+    return changed;
+  }
+
+  /** Whether the store has stats_hours: the backfills of migrations before it existed (2, 7) leave it to the one that makes it (14). */
+  #keepsRunning(): boolean {
+    return (this.#hasRunning ??= this.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stats_hours'").get() !== undefined);
+  }
+
+  /**
+   * Rewrites collection c's rows of stats_hours from `hour` on, from its
+   * rows of sales_hourly (every marketplace's running totals, merged in hour
+   * order); returns rows inserted, changed or deleted. A write of the
+   * current hour reads and writes one row per marketplace; a write far back
+   * in history rewrites every later hour, as sales_hourly's running totals
+   * do.
+   */
+  #keepRunning(c: number, hour: number): number {
+    if (!this.#keepsRunning()) return 0;
+    const state = new Map<string, Totals>();
+    const steps: [number, string, Totals][] = [];
+    const rows = this.prepare(
+      "SELECT hour, cum_num_sales, cum_volume FROM sales_hourly WHERE collection_id = ? AND marketplace = ? AND hour >= ? ORDER BY hour",
+    ).raw();
+    for (const m of this.distinctMarketplaces("sales_hourly", c)) {
+      const before = this.prepare(
+        "SELECT cum_num_sales, cum_volume FROM sales_hourly WHERE collection_id = ? AND marketplace = ? AND hour < ? ORDER BY hour DESC LIMIT 1",
+      )
+        .raw()
+        .get(c, m, hour) as [number, string] | undefined;
+      if (before !== undefined) state.set(m, { n: before[0], volume: BigInt(before[1]) });
+      for (const [h, n, v] of rows.all(c, m, hour) as [number, number, string][]) steps.push([h, m, { n, volume: BigInt(v) }]);
+    }
+    steps.sort((a, b) => a[0] - b[0]);
+    const existing = new Map(
+      this.prepare("SELECT hour, running FROM stats_hours WHERE collection_id = ? AND hour >= ?").raw().all(c, hour) as [number, string][],
+    );
+    const put = this.prepare("INSERT OR REPLACE INTO stats_hours (collection_id, hour, running) VALUES (?, ?, ?)");
+    let changed = 0;
+    for (let i = 0; i < steps.length; i++) {
+      const [h, m, totals] = steps[i]!;
+      state.set(m, totals);
+      if (steps[i + 1]?.[0] === h) continue;
+      const text = formatRunning(state);
+      if (existing.get(h) !== text) {
+        put.run(c, h, text);
+        changed++;
+      }
+      existing.delete(h);
+    }
+    const remove = this.prepare("DELETE FROM stats_hours WHERE collection_id = ? AND hour = ?");
+    for (const h of existing.keys()) {
+      remove.run(c, h);
+      changed++;
+    }
+    return changed;
   }
 
   /**
@@ -283,7 +502,10 @@ export class SalesAggregates extends StatsQueries {
         for (const t of this.#saleHours(c, m)) this.touch(c, m, t);
       }
     }
-    return this.flush();
+    // flush() rewrites stats_hours from each collection's earliest touched
+    // hour; a collection left with no sales at all is not touched.
+    const { changed } = this.flush();
+    return { changed: changed + this.keepEveryRunning(collectionId) };
   }
 
   /** One timestamp in each hour that has sales, newest first: one index seek per hour. */

@@ -14,7 +14,7 @@ export class SqliteSales implements SalesRepository {
   readonly #stats: SalesStatsReader;
 
   constructor(private readonly s: SqliteStatements) {
-    this.#stats = new SalesStatsReader((sql) => s.prepare(sql));
+    this.#stats = new SalesStatsReader((sql) => s.prepare(sql), s.snapshot);
   }
 
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
@@ -42,10 +42,10 @@ export class SqliteSales implements SalesRepository {
   /**
    * A collection's stats for a window, from one snapshot of the store (an
    * import committing meanwhile cannot mix its rows into the sums), in a
-   * bounded number of index seeks per marketplace (sales-stats.ts).
+   * bounded number of index seeks (sales-stats.ts).
    */
   salesSummary(collectionId: number, filter: StatsFilter): SalesSummary {
-    return this.s.snapshot(() => this.#stats.summary(collectionId, filter));
+    return this.#stats.summary(collectionId, filter);
   }
 }
 
