@@ -27,7 +27,7 @@ import { saleLines, tokenLines } from "./sales-file.js";
 
 const opts = withEngineOptions(new Command("bench:ingest").description("ingest throughput, acknowledgement latency and reads under writes, on SQLite and PostgreSQL"))
   .option("--batch <n>", "sales per batch in the throughput runs", "1000")
-  .option("--parts <list>", "throughput,latency,freshness", "throughput,latency,freshness")
+  .option("--parts <list>", "throughput,latency,freshness,stage (stage: PostgreSQL's staging table per transaction against per connection)", "throughput,latency,freshness")
   .parse()
   .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string }>();
 
@@ -261,6 +261,45 @@ async function benchEngine(engine: Engine, key: string): Promise<void> {
   }
 }
 
+/**
+ * What a small write transaction (five staged rows, as a batch of the
+ * latency run) spends on its staging table: made and dropped in each
+ * transaction (ON COMMIT DROP, as the CLI's import still does) against kept
+ * by the connection and emptied at each commit (ON COMMIT DELETE ROWS, the
+ * server's writer: store/postgres/copy.ts openStage). Alternating rounds of
+ * 400 transactions on one connection; ms per transaction.
+ */
+async function stagingTables(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const columns = "line bigint, hash text, seller text, buyer text, asset_id text, timestamp bigint, block bigint, price numeric, amount numeric, marketplace text";
+  const rows = "SELECT g, 'h', 's', 'b', '1', 1, 2, 3, 4, 'OPENSEA' FROM generate_series(1, 5) g";
+  const ms: Record<string, number[]> = { "made and dropped": [], kept: [] };
+  try {
+    await client.query(`CREATE TEMP TABLE kept_stage (${columns}) ON COMMIT DELETE ROWS`);
+    for (let r = 0; r < Math.max(ROUNDS, 3) * 2; r++) {
+      for (const mode of Object.keys(ms)) {
+        const started = performance.now();
+        for (let i = 0; i < 400; i++) {
+          await client.query("BEGIN");
+          if (mode === "kept") {
+            await client.query(`INSERT INTO kept_stage ${rows}`);
+          } else {
+            await client.query(`CREATE TEMP TABLE stage (${columns}) ON COMMIT DROP`);
+            await client.query(`INSERT INTO stage ${rows}`);
+          }
+          await client.query("COMMIT");
+        }
+        ms[mode]!.push((performance.now() - started) / 400);
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  log(`\nPostgreSQL staging table of a 5-row write transaction (${ms.kept!.length} alternating rounds of 400 transactions, median ms per transaction):`);
+  for (const [mode, xs] of Object.entries(ms)) log(`- ${mode}: ${median(xs).toFixed(2)} ms (${xs.map((x) => x.toFixed(2)).join(", ")})`);
+}
+
 async function throughputs(engine: Engine, key: string): Promise<void> {
   log(`| load | sales/s |`);
   log(`|---|---|`);
@@ -297,6 +336,7 @@ try {
         key,
       );
     } else if (name === "postgres") {
+      if (PARTS.has("stage")) await stagingTables(opts.pg);
       const admin = new pg.Client({ connectionString: opts.pg });
       await admin.connect();
       const baseName = `marketdata_bench_ingest_${process.pid}`;

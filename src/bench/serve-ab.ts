@@ -15,9 +15,10 @@ const program = withLoadOptions(
     .requiredOption("--baseline <dir>", "a built checkout of the revision to compare with (its src/bin/marketdata.js and dist/)")
     .option("--store <scale>", "demo store", "default")
     .option("--parts <list>", "hot,cold", "hot,cold")
-    .option("--endpoints <list>", "endpoint paths (default: all eight)"),
+    .option("--endpoints <list>", "endpoint paths (default: all eight)")
+    .option("--baseline-store <path>", "the store the baseline serves, when this build's migrations took the demo store past the schema the baseline reads (a copy brought back to its version: the same rows)"),
 ).parse();
-const opts = program.opts<{ baseline: string; store: string; parts: string; endpoints?: string; rounds: string; seconds: string; connections: string }>();
+const opts = program.opts<{ baseline: string; store: string; parts: string; endpoints?: string; rounds: string; seconds: string; connections: string; baselineStore?: string }>();
 const baselineBin = join(opts.baseline, "src/bin/marketdata.js");
 if (!existsSync(baselineBin) || !existsSync(join(opts.baseline, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:serve-ab: ${opts.baseline} has no built command (${baselineBin} and dist/): build it first (see --help)\n`);
@@ -31,7 +32,7 @@ const cs = collectionAddresses(db);
 for (const part of opts.parts.split(",")) {
   // Hot: the response cache answers; cold: distinct requests, cache off.
   const cacheMb = part === "hot" ? 64 : 0;
-  const before = await startCli(db, 1, cacheMb, ["--rate-limit", "0"], baselineBin);
+  const before = await startCli(opts.baselineStore ?? db, 1, cacheMb, ["--rate-limit", "0"], baselineBin);
   const after = await startCli(db, 1, cacheMb, ["--rate-limit", "0"]);
   const cold = part === "cold" ? await coldRequests(after.url, key, cs) : {};
   log(`\n## ${opts.store} store, ${part}: baseline (${opts.baseline}) against this build (${LOAD.rounds} alternating rounds of ${LOAD.seconds} s, medians)\n`);
