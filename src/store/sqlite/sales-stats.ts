@@ -15,12 +15,16 @@ import { SalesSeries } from "./sales-series.js";
 // hour; an hour's own totals are the step from the row before. The sales of one marketplace at or before a time T are then
 //   running total of the last hour ending before T's hour (one index seek)
 //   + the raw sales from the start of T's hour to T (one short index range),
-// and any [since, until] window is the difference of two such lookups: four
-// index operations per marketplace, whatever the collection's history or the
-// window's length. Hours were chosen over a running total per sale (two seeks,
-// no raw edge) because a write anywhere in history then rewrites one row per
-// later hour instead of one per later sale, and the table holds a fraction of
-// the sales' rows (docs/benchmarks.md, "Collection stats", for figures).
+// and any [since, until] window is the difference of two such lookups.
+// stats_hours holds the same per collection and hour, every marketplace's
+// running totals in one row, so that a window is one statement of three
+// seeks and two short ranges whatever the marketplaces (SalesStatsReader);
+// sales_hourly stays the per-marketplace truth it is kept from.
+//
+// Hours were chosen over a running total per sale (no raw edge) because a
+// write anywhere in history then rewrites one row per later hour instead of
+// one per later sale, and the table holds a fraction of the sales' rows
+// (docs/benchmarks.md, "Collection stats", for figures).
 //
 // Volumes are decimal text summed with BigInt: exact for any amount.
 //
