@@ -97,7 +97,7 @@ try {
       // The engine's own tools, on a store of their own, right after: the same file, the same schema.
       if (withEngine) {
         await withStore(engine, round + 1000, async (db) => {
-          const seconds = engine === "sqlite" ? sqliteBulkLoad(db, file, ADDRESS) : await postgresBulkLoad(db, file, ADDRESS);
+          const seconds = engine === "sqlite" ? sqliteBulkLoad(db, file, n, ADDRESS) : await postgresBulkLoad(db, file, n, ADDRESS);
           r.engine.push(Math.round(n / seconds));
           log(`round ${round} ${engine}: the engine's own bulk path ${r.engine.at(-1)} rows/s`);
         });

@@ -127,14 +127,7 @@ export class SalesStatsReader extends StatsQueries {
    * #byMarketplace then sums in BigInt.
    */
   #inOneStatement(c: number, since: number | undefined, until: number | undefined): Map<string, Totals> | undefined {
-    let upper: Bound;
-    let lower: Bound = NOTHING;
-    if (since !== undefined && until !== undefined && bucketOf(since) === bucketOf(until)) {
-      upper = { whole: NO_HOUR, from: since, to: until, sign: 1 };
-    } else {
-      upper = until === undefined ? { ...NOTHING, whole: LATEST_BUCKET } : boundAtOrBefore(until);
-      if (since !== undefined && since !== 0) lower = boundAtOrBefore(since - 1);
-    }
+    const [upper, lower] = windowBounds(since, until);
     let rows: [bigint, string | null, string | bigint | null, bigint | null, bigint | null, bigint | null][];
     try {
       rows = this.prepare(WINDOW_SQL)
@@ -156,13 +149,7 @@ export class SalesStatsReader extends StatsQueries {
       }
     }
     const [latest, uWhole, uEdge, lWhole, lEdge] = parts as [Map<string, Totals>, Map<string, Totals>, Map<string, Totals>, Map<string, Totals>, Map<string, Totals>];
-    const out = new Map<string, Totals>();
-    for (const m of latest.keys()) {
-      const u = at(uWhole, uEdge, upper.sign, m);
-      const l = at(lWhole, lEdge, lower.sign, m);
-      out.set(m, { n: u.n - l.n, volume: u.volume - l.volume });
-    }
-    return out;
+    return windowTotals(latest, { bound: upper, whole: uWhole, edge: uEdge }, { bound: lower, whole: lWhole, edge: lEdge });
   }
 
   /**
@@ -176,43 +163,13 @@ export class SalesStatsReader extends StatsQueries {
    * latest row (every one the collection has sold on).
    */
   #byMarketplace(c: number, since: number | undefined, until: number | undefined): Map<string, Totals> {
-    const latest = this.#runningAt(c, LATEST_BUCKET);
-    const out = new Map<string, Totals>();
-    if (latest.size === 0) return out;
-    let upper: Map<string, Totals>;
-    let lower: Map<string, Totals> | undefined;
-    if (since !== undefined && until !== undefined && bucketOf(since) === bucketOf(until)) {
-      // A window inside one hour is its own raw range.
-      upper = this.#edge(c, since, until);
-    } else {
-      upper = until === undefined ? latest : this.#atOrBefore(c, until);
-      lower = since === undefined || since === 0 ? undefined : this.#atOrBefore(c, since - 1);
-    }
-    for (const m of latest.keys()) {
-      const u = upper.get(m) ?? ZERO;
-      const l = lower?.get(m) ?? ZERO;
-      out.set(m, { n: u.n - l.n, volume: u.volume - l.volume });
-    }
-    return out;
-  }
-
-  /**
-   * Every marketplace's totals of sales with timestamp <= t: the running
-   * totals of an hour plus or minus the raw sales of the shorter part of t's
-   * hour (its start to t, added to the hour before; or t + 1 to its end,
-   * taken from t's own hour).
-   */
-  #atOrBefore(c: number, t: number): Map<string, Totals> {
-    const bucket = bucketOf(t);
-    const start = bucketStart(bucket);
-    const end = bucketEnd(bucket);
-    if (t === end) return this.#runningAt(c, bucket);
-    const [whole, edge, sign] = t - start < end - t ? [this.#runningAt(c, bucket - 1), this.#edge(c, start, t), 1] : [this.#runningAt(c, bucket), this.#edge(c, t + 1, end), -1];
-    for (const [m, e] of edge) {
-      const w = whole.get(m) ?? ZERO;
-      whole.set(m, { n: w.n + sign * e.n, volume: sign === 1 ? w.volume + e.volume : w.volume - e.volume });
-    }
-    return whole;
+    const [upper, lower] = windowBounds(since, until);
+    const read = (bound: Bound) => ({
+      bound,
+      whole: bound.whole === NO_HOUR ? new Map<string, Totals>() : this.#runningAt(c, bound.whole),
+      edge: bound.from > bound.to ? new Map<string, Totals>() : this.#edge(c, bound.from, bound.to),
+    });
+    return windowTotals(this.#runningAt(c, LATEST_BUCKET), read(upper), read(lower));
   }
 
   /** Every marketplace's running totals through the end of `bucket` (the last hour with sales at or before it). */
@@ -266,7 +223,22 @@ interface Bound {
 /** The bound of nothing: no running totals, an empty edge. */
 const NOTHING: Bound = { whole: NO_HOUR, from: 1, to: 0, sign: 1 };
 
-/** SalesStatsReader's #atOrBefore as a Bound: the shorter part of t's hour is the raw edge. */
+/**
+ * The upper and lower bound of [since, until] (either optional): a window
+ * inside one hour is its own raw range; otherwise the totals at or before
+ * `until` less those at or before `since - 1`.
+ */
+function windowBounds(since: number | undefined, until: number | undefined): [Bound, Bound] {
+  if (since !== undefined && until !== undefined && bucketOf(since) === bucketOf(until)) return [{ whole: NO_HOUR, from: since, to: until, sign: 1 }, NOTHING];
+  const upper = until === undefined ? { ...NOTHING, whole: LATEST_BUCKET } : boundAtOrBefore(until);
+  return [upper, since === undefined || since === 0 ? NOTHING : boundAtOrBefore(since - 1)];
+}
+
+/**
+ * Totals at or before t: the running totals of an hour plus or minus the
+ * raw sales of the shorter part of t's hour (its start to t, added to the
+ * hour before; or t + 1 to its end, taken from t's own hour).
+ */
 function boundAtOrBefore(t: number): Bound {
   const bucket = bucketOf(t);
   const start = bucketStart(bucket);
@@ -276,12 +248,30 @@ function boundAtOrBefore(t: number): Bound {
   return { whole: bucket, from: t + 1, to: end, sign: -1 };
 }
 
+/** What was read for a bound: every marketplace's running totals through its hour, and its edge. */
+interface BoundRead {
+  bound: Bound;
+  whole: Map<string, Totals>;
+  edge: Map<string, Totals>;
+}
+
 /** A marketplace's totals at a bound: its running totals and its edge. */
-function at(whole: Map<string, Totals>, edge: Map<string, Totals>, sign: 1 | -1, m: string): Totals {
+function at({ bound, whole, edge }: BoundRead, m: string): Totals {
   const w = whole.get(m) ?? ZERO;
   const e = edge.get(m);
   if (e === undefined) return w;
-  return sign === 1 ? { n: w.n + e.n, volume: w.volume + e.volume } : { n: w.n - e.n, volume: w.volume - e.volume };
+  return bound.sign === 1 ? { n: w.n + e.n, volume: w.volume + e.volume } : { n: w.n - e.n, volume: w.volume - e.volume };
+}
+
+/** Every marketplace's totals in the window (the marketplaces of the latest running totals: every one the collection sold on). */
+function windowTotals(latest: Map<string, Totals>, upper: BoundRead, lower: BoundRead): Map<string, Totals> {
+  const out = new Map<string, Totals>();
+  for (const m of latest.keys()) {
+    const u = at(upper, m);
+    const l = at(lower, m);
+    out.set(m, { n: u.n - l.n, volume: u.volume - l.volume });
+  }
+  return out;
 }
 
 // The parts of a window, each a row or rows tagged with its number: 0 the
@@ -408,8 +398,9 @@ export class SalesAggregates extends StatsQueries {
     const from = new Map<number, number>();
     for (const { collectionId, marketplace, buckets } of dirty.values()) {
       changed += this.#recompute(collectionId, marketplace, buckets);
-      const first = Math.min(...buckets.keys());
-      from.set(collectionId, Math.min(from.get(collectionId) ?? first, first));
+      let first = from.get(collectionId) ?? Number.POSITIVE_INFINITY;
+      for (const b of buckets.keys()) first = Math.min(first, b);
+      from.set(collectionId, first);
     }
     for (const [c, hour] of from) changed += this.#keepRunning(c, hour);
     return { changed: changed + this.#series.flush() };

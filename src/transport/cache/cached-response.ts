@@ -131,6 +131,11 @@ export class ParsedKeyMemo {
     return this.#keys.get(url);
   }
 
+  /** Whether `url` is remembered, leaving its place in the LRU order as it is (the get that answers it moves it). */
+  has(url: string): boolean {
+    return this.#keys.has(url);
+  }
+
   /** Call once the request was answered successfully. */
   set(url: string, key: string): void {
     if (url.length <= PARSED_MEMO_MAX_URL) this.#keys.set(url, key);

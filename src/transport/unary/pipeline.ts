@@ -140,5 +140,5 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
     const a = deps.admission.admit(x.apiKey, x.bucket);
     return a instanceof Promise ? a.then((v) => admitted(x, v), (err: unknown) => fail(x, err)) : admitted(x, a);
   };
-  return Object.assign(pipeline, { knows: (url: string) => urls?.get(url) !== undefined });
+  return Object.assign(pipeline, { knows: (url: string) => urls?.has(url) === true });
 }
