@@ -15,7 +15,7 @@ import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/s
 import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/service/ingest-limits.js";
 import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
 import { HEARTBEAT_SECONDS, RETRY_MS, SSE_KEY_PARAM } from "../src/service/feed-limits.js";
-import { shortEnumName } from "../src/transport/rest/json-dialect.js";
+import { shortEnumName } from "../src/domain/wire/json-dialect.js";
 
 // protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
 // `buf generate` to gen/openapi.json (CI fails when it drifts, like the rest

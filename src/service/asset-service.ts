@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type AssetService,
   ListAppraisalsResponseSchema,
@@ -27,6 +27,8 @@ import {
 import { knownCollection } from "./collections.js";
 import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
+import { type LocalCall, wireForm } from "./local-call.js";
+import { withWireRows } from "../domain/wire/fragments.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { nowSeconds, toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
@@ -119,26 +121,40 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
       return create(ListOffersResponseSchema, { success: 1, cursor: token, data: rows.map((r) => toOffer(r, now)) });
     },
 
-    async listSales(req) {
+    async listSales(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
       const filter = {
         assetId: p.optionalAssetId(req.assetId),
         marketplace: p.marketplace(req.marketplace),
         ...p.timeWindow(req.since, req.until),
       };
+      const wire = wireForm(call);
+      if (wire !== undefined) {
+        const { rows, token } = await keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) =>
+          store.sales.salesWire(c, f, page, wire),
+        );
+        return withWireRows(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows);
+      }
       const { rows, token } = await keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) =>
         store.sales.salesPage(c, f, page),
       );
       return create(ListSalesResponseSchema, { success: 1, cursor: token, data: rows.map(toSale) });
     },
 
-    async listListings(req) {
+    async listListings(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
       const filter = {
         assetId: p.optionalAssetId(req.assetId),
         marketplace: p.marketplace(req.marketplace),
         status: p.listingStatus(req.status),
       };
+      const wire = wireForm(call);
+      if (wire !== undefined) {
+        const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
+          store.listings.listingsWire(c, f, page, wire),
+        );
+        return withWireRows(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, rows);
+      }
       const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
         store.listings.listingsPage(c, f, page),
       );

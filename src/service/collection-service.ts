@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type CollectionService,
   GetCollectionStatsResponseSchema,
@@ -15,6 +15,8 @@ import type { FeedHub } from "./feed-hub.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "./records.js";
+import { type LocalCall, wireForm } from "./local-call.js";
+import { withWireRows } from "../domain/wire/fragments.js";
 
 export function createCollectionService(store: ReadRepositories, feeds: FeedHub): ServiceImpl<typeof CollectionService> {
   return {
@@ -43,16 +45,26 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
       });
     },
 
-    async listInfluencers(req) {
+    async listInfluencers(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
+      const wire = wireForm(call);
+      if (wire !== undefined) {
+        const rows = await store.social.topInfluencersWire(await knownCollection(store.collections, address), limit, wire);
+        return withWireRows(create(ListInfluencersResponseSchema, { success: 1 }), ListInfluencersResponseSchema.field.data, wire, rows);
+      }
       const rows = await store.social.topInfluencers(await knownCollection(store.collections, address), limit);
       return create(ListInfluencersResponseSchema, { success: 1, data: rows.map(toInfluencer) });
     },
 
-    async listTweets(req) {
+    async listTweets(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
+      const wire = wireForm(call);
+      if (wire !== undefined) {
+        const rows = await store.social.topTweetsWire(await knownCollection(store.collections, address), limit, wire);
+        return withWireRows(create(ListTweetsResponseSchema, { success: 1 }), ListTweetsResponseSchema.field.data, wire, rows);
+      }
       const rows = await store.social.topTweets(await knownCollection(store.collections, address), limit);
       return create(ListTweetsResponseSchema, { success: 1, data: rows.map(toTweet) });
     },

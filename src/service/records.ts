@@ -1,39 +1,31 @@
-import { fromJsonString } from "@bufbuild/protobuf";
 import {
   type Appraisal,
   type AssetRarity,
   type FloorListing,
   type Offer,
-  type Influencer,
-  type Listing,
   ListingStatus,
-  type Sale,
-  type SocialUser,
   type Token,
   type TraitValue,
   type Transfer,
-  type Tweet,
-  TweetSchema,
 } from "../../gen/marketdata/v1/resources_pb.js";
+import { CURRENCY, toListing, toSale } from "../domain/wire/messages.js";
 import type { FloorListingRow, TokenRow, TraitValueRow } from "../store/ports.js";
 import type {
   AppraisalRow,
-  InfluencerRow,
   ListingRow,
   OfferRow,
   RarityRow,
   SaleRow,
-  SocialUserRow,
   TransferRow,
-  TweetRow,
 } from "../domain/records.js";
 
 // Store rows to protobuf messages. Every amount in this service is wei.
 // Each is built whole, with its $typeName and every field, so that create()
 // takes it as it is instead of copying it field by field by reflection
-// (a tenth of an uncached response's CPU in a profile).
+// (a tenth of an uncached response's CPU in a profile). The lists' own
+// records (sales, listings, social) are made in domain/wire/messages.ts.
 
-export const CURRENCY = "ETH";
+export { CURRENCY, toInfluencer, toListing, toSale, toTweet } from "../domain/wire/messages.js";
 
 export function toAppraisal(r: AppraisalRow): Appraisal {
   return { $typeName: "marketdata.v1.Appraisal", ...r, currency: CURRENCY };
@@ -43,24 +35,11 @@ export function toRarity(r: RarityRow): AssetRarity {
   return { $typeName: "marketdata.v1.AssetRarity", ...r, rarityRank: BigInt(r.rarityRank) };
 }
 
-export function toSale(r: SaleRow): Sale {
-  return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: CURRENCY };
-}
 
 export function toTransfer(r: TransferRow): Transfer {
   return { $typeName: "marketdata.v1.Transfer", ...r, logIndex: BigInt(r.logIndex), timestamp: BigInt(r.timestamp), block: BigInt(r.block) };
 }
 
-export function toListing(r: ListingRow): Listing {
-  return {
-    $typeName: "marketdata.v1.Listing",
-    ...r,
-    createdAt: BigInt(r.createdAt),
-    lastUpdatedAt: BigInt(r.lastUpdatedAt),
-    currency: CURRENCY,
-    status: ListingStatus[r.status],
-  };
-}
 
 /** The clock, in epoch seconds: an offer stands until its expiresAt. */
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -82,33 +61,8 @@ export function toOffer(r: OfferRow, now: number): Offer {
   };
 }
 
-export function toSocialUser(u: SocialUserRow): SocialUser {
-  return {
-    $typeName: "marketdata.v1.SocialUser",
-    ...u,
-    followersCount: BigInt(u.followersCount),
-    statusesCount: BigInt(u.statusesCount),
-    favouritesCount: BigInt(u.favouritesCount),
-  };
-}
 
-export function toInfluencer(r: InfluencerRow): Influencer {
-  return { $typeName: "marketdata.v1.Influencer", user: toSocialUser(r.user), score: r.score };
-}
 
-export function toTweet(r: TweetRow): Tweet {
-  const { retweetedStatusJson, ...rest } = r;
-  return {
-    $typeName: "marketdata.v1.Tweet",
-    ...rest,
-    user: toSocialUser(r.user),
-    retweetCount: BigInt(r.retweetCount),
-    favoriteCount: BigInt(r.favoriteCount),
-    interaction: BigInt(r.interaction),
-    retweetedStatus:
-      retweetedStatusJson === null ? undefined : fromJsonString(TweetSchema, retweetedStatusJson),
-  };
-}
 
 export function toFloorListing(r: FloorListingRow): FloorListing {
   return {

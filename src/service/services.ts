@@ -9,6 +9,7 @@ import { createIngestService, Ingest, type IngestOptions } from "./ingest-servic
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 import { FeedHub } from "./feed-hub.js";
+import type { LocalCall } from "./local-call.js";
 
 // Every service of the contract over one store, for every transport: RPC
 // protocols register them on a Connect router; REST and Connect GET call a
@@ -30,7 +31,8 @@ const NO_WRITER: IngestWriter = {
   close: async () => {},
 };
 
-export type UnaryImpl = (request: Message) => Message | Promise<Message>;
+/** A unary method called in process; `call` says which ready list rows its codec splices (local-call.ts). */
+export type UnaryImpl = (request: Message, call?: LocalCall) => Message | Promise<Message>;
 export type ServerStreamImpl = (request: Message, context: HandlerContext) => AsyncIterable<Message>;
 
 export interface ServiceSet {

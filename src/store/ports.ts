@@ -1,3 +1,4 @@
+import type { Fragment, WireForm } from "../domain/wire/fragments.js";
 import type {
   AppraisalRow,
   InfluencerRow,
@@ -134,12 +135,16 @@ export interface AssetMetricsRepository {
 
 export interface SalesRepository {
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): MaybePromise<Page<SaleRow>>;
+  /** The same page as each row's ready answer in one form (domain/wire/fragments.ts), written with the row. */
+  salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
   /** A window's totals from one snapshot of the store, in a bounded number of index seeks. */
   salesSummary(collectionId: number, filter: StatsFilter): MaybePromise<SalesSummary>;
 }
 
 export interface ListingsRepository {
   listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
+  /** The same page as ready answers (salesWire), status and lastUpdatedAt as they are now. */
+  listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
 }
 
 /** Transfers: timestamp, block and log index (all descending), then hash and asset id. */
@@ -342,6 +347,9 @@ export interface CollectionListRepository {
 export interface SocialRepository {
   topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
   topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
+  /** The same lists as ready answers (salesWire), each with its user's profile as it is now. */
+  topInfluencersWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+  topTweetsWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
 }
 
 export interface KeysRepository {

@@ -23,7 +23,16 @@ export function sqliteAtVersion(path: string, version: number): Database.Databas
 export async function pgAtVersion(pool: pg.Pool, version: number): Promise<void> {
   await pool.query("CREATE TABLE schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
   for (let v = 0; v < version; v++) {
-    await pool.query(PG_MIGRATIONS[v]!);
+    const step = PG_MIGRATIONS[v]!;
+    if (typeof step === "string") await pool.query(step);
+    else {
+      const client = await pool.connect();
+      try {
+        await step(client);
+      } finally {
+        client.release();
+      }
+    }
     await pool.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
   }
 }

@@ -9,7 +9,7 @@ import {
 import { isReflectMessage, reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { enumName } from "../../src/transport/rest/json-dialect.js";
+import { enumName } from "../../src/domain/wire/json-dialect.js";
 
 // The /v1 JSON dialect by reflection, as the server wrote it before its
 // writer was compiled: the oracle the compiled writer must equal. From

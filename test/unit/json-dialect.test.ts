@@ -4,7 +4,7 @@ import { ListListingsResponseSchema } from "../../gen/marketdata/v1/asset_servic
 import { ListCollectionsResponseSchema, ListTweetsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import type { DescMessage, Message } from "@bufbuild/protobuf";
-import { compileJsonWriter } from "../../src/transport/rest/json-writer.js";
+import { compileJsonWriter } from "../../src/domain/wire/json-writer.js";
 import { toRestJson as oracle } from "../support/rest-json-oracle.js";
 
 /** The compiled writer's output, checked against the reflective oracle on every call. */

@@ -1,4 +1,6 @@
 import type pg from "pg";
+import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import { influencerFragments, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
@@ -226,20 +228,30 @@ const withCollection = (select: string) => `SELECT ${select}, st.line FROM stage
 const USER_STAGE = [
   col("user_id"), col("screen_name"), col("profile_image_url"), col("description"), col("user_name"), col("location"),
   col("followers_count", "bigint"), col("verified", "boolean"), col("statuses_count", "bigint"),
-  col("favourites_count", "bigint"), col("protected", "boolean"),
+  col("favourites_count", "bigint"), col("protected", "boolean"), col("user_wire_json"), col("user_wire_pb", "bytea"),
 ];
 
+/** The ready answer of a row (domain/wire/fragments.ts): its columns staged, as the stage's last. */
+const WIRE_STAGE = (...names: string[]) => names.map((n) => col(n, n === "wire_pb" ? "bytea" : "text"));
+
+/** A checked tweets record as the domain's row (its retweet is JSON text already, ingest/kinds.ts). */
+function tweetRowOf(r: Record<string, unknown>): TweetRow {
+  return { ...(r as unknown as TweetRow), retweetedStatusJson: (r.retweetedStatus as string | null | undefined) ?? null };
+}
+
 function userRow(u: Record<string, unknown>): unknown[] {
+  const wire = socialUserFragments(u as unknown as SocialUserRow);
   return [u.id, u.screenName, u.profileImageUrl, u.description, u.name, u.location, u.followersCount, u.verified,
-    u.statusesCount, u.favouritesCount, u.protected];
+    u.statusesCount, u.favouritesCount, u.protected, wire.json, wire.binary];
 }
 
 const UPSERT_USERS = upsertSql(
   "social_users",
   ["id"],
-  ["screen_name", "profile_image_url", "description", "name", "location", "followers_count", "verified", "statuses_count", "favourites_count", "protected"],
+  ["screen_name", "profile_image_url", "description", "name", "location", "followers_count", "verified", "statuses_count", "favourites_count", "protected",
+    "wire_json", "wire_pb"],
   `SELECT user_id AS id, screen_name, profile_image_url, description, user_name AS name, location, followers_count,
-     verified, statuses_count, favourites_count, protected, line FROM stage`,
+     verified, statuses_count, favourites_count, protected, user_wire_json AS wire_json, user_wire_pb AS wire_pb, line FROM stage`,
 );
 
 /** Each staged sale's key and values as the merge will write them: the last line of each key. */
@@ -252,9 +264,9 @@ const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) $
  * when `distinct`, one row per natural key, the last line of a key winning.
  */
 const fillPartition: PartitionFill = (table, collectionId, distinct) => `
-  INSERT INTO ${table} (hash, collection_id, asset_id, seller, buyer, timestamp, block, price, amount_received, marketplace)
+  INSERT INTO ${table} (hash, collection_id, asset_id, seller, buyer, timestamp, block, price, amount_received, marketplace, wire_json, wire_pb)
   SELECT ${distinct ? "DISTINCT ON (st.hash, st.asset_id) " : ""}${bytes("hash")}, ${Number(collectionId)}, st.asset_id,
-    ${bytes("seller")}, ${bytes("buyer")}, st.timestamp, st.block, st.price, st.amount_received, st.marketplace
+    ${bytes("seller")}, ${bytes("buyer")}, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json, st.wire_pb
   FROM stage st WHERE st.address = $1${distinct ? " ORDER BY st.hash, st.asset_id, st.line DESC" : ""}`;
 
 export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
@@ -297,8 +309,11 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   },
   sales: {
     stage: [col("hash"), col("seller"), col("buyer"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
-      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace")],
-    row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace],
+      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), ...WIRE_STAGE("wire_json", "wire_pb")],
+    row: (r) => {
+      const wire = saleFragments(r as unknown as SaleRow);
+      return [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace, wire.json, wire.binary];
+    },
     before: [
       REGISTER_COLLECTIONS,
       ENSURE_PARTITIONS,
@@ -306,9 +321,9 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
       ...seriesMarksSql(LATEST_SALES),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
-        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "wire_json", "wire_pb"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
-          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
+          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json, st.wire_pb`),
         "collection_id, timestamp DESC, block DESC", true, true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: MOVES_OF_STAGED_TOKENS,
@@ -319,14 +334,19 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
-      col("last_updated_at", "bigint"), col("price", "numeric"), col("status")],
-    row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status],
+      col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+    row: (r) => {
+      const wire = listingFragments(r as unknown as ListingRow);
+      return [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
+        wire.jsonHead, wire.jsonMiddle, wire.binary];
+    },
     before: [REGISTER_COLLECTIONS],
     // What the records said; the answer (status, last_updated_at) follows it
     // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
-    counted: counted("listings", ["marketplace", "marketplace_id"], ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status"],
+    counted: counted("listings", ["marketplace", "marketplace_id"],
+        ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
-          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status`),
+          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.wire_json_head, st.wire_json_middle, st.wire_pb`),
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
     check: refuseMoved("listings"),
@@ -365,27 +385,35 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     lock: LISTINGS_LOCK,
   },
   influencers: {
-    stage: [col("address"), ...USER_STAGE, col("score", "float8")],
-    row: (r) => [r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score],
+    stage: [col("address"), ...USER_STAGE, col("score", "float8"), ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
+    row: (r) => {
+      const wire = influencerFragments({ score: r.score as number });
+      return [r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score, wire.jsonHead, wire.jsonTail, wire.binary];
+    },
     before: [REGISTER_COLLECTIONS, UPSERT_USERS],
-    counted: counted("influencers", ["collection_id", "user_id"], ["score"], withCollection("c.id AS collection_id, st.user_id, st.score")),
+    counted: counted("influencers", ["collection_id", "user_id"], ["score", "wire_json_head", "wire_json_tail", "wire_pb"],
+        withCollection("c.id AS collection_id, st.user_id, st.score, st.wire_json_head, st.wire_json_tail, st.wire_pb")),
     sharedCounts: 1,
     tables: ["collections", "social_users", "influencers"],
   },
   tweets: {
     stage: [col("address"), col("id"), ...USER_STAGE, col("source"), col("text"), col("retweet_count", "bigint"),
       col("favorite_count", "bigint"), col("possibly_sensitive", "boolean"), col("lang"), col("retweeted_status", "jsonb"),
-      col("created_at"), col("date"), col("original_id"), col("original_text"), col("original_tweet", "boolean"), col("interaction", "bigint")],
-    row: (r) => [r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
-      r.favoriteCount, r.possiblySensitive, r.lang, r.retweetedStatus ?? null, r.createdAt, r.date, r.originalId, r.originalText,
-      r.originalTweet, r.interaction],
+      col("created_at"), col("date"), col("original_id"), col("original_text"), col("original_tweet", "boolean"), col("interaction", "bigint"),
+      ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
+    row: (r) => {
+      const wire = tweetFragments(tweetRowOf(r));
+      return [r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
+        r.favoriteCount, r.possiblySensitive, r.lang, r.retweetedStatus ?? null, r.createdAt, r.date, r.originalId, r.originalText,
+        r.originalTweet, r.interaction, wire.jsonHead, wire.jsonTail, wire.binary];
+    },
     before: [REGISTER_COLLECTIONS, UPSERT_USERS],
     counted: counted("tweets", ["collection_id", "id"],
         ["user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang", "retweeted_status",
-          "created_at", "date", "original_id", "original_text", "original_tweet", "interaction"],
+          "created_at", "date", "original_id", "original_text", "original_tweet", "interaction", "wire_json_head", "wire_json_tail", "wire_pb"],
         withCollection(`c.id AS collection_id, st.id, st.user_id, st.source, st.text, st.retweet_count, st.favorite_count,
           st.possibly_sensitive, st.lang, st.retweeted_status, st.created_at, st.date, st.original_id, st.original_text,
-          st.original_tweet, st.interaction`)),
+          st.original_tweet, st.interaction, st.wire_json_head, st.wire_json_tail, st.wire_pb`)),
     sharedCounts: 1,
     tables: ["collections", "social_users", "tweets"],
   },
@@ -414,5 +442,7 @@ function copyValue(v: unknown): string {
   if (v === null || v === undefined) return "\\N";
   if (typeof v === "boolean") return v ? "t" : "f";
   if (typeof v === "number" || typeof v === "bigint") return String(v);
+  // bytea's hex input (\x...), its backslash escaped for COPY.
+  if (v instanceof Uint8Array) return `\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}`;
   return String(v).replace(/[\\\t\n\r]/g, (c) => (c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r"));
 }

@@ -97,7 +97,8 @@ export async function migratePg(pool: pg.Pool): Promise<{ from: number; to: numb
       for (let v = from; v < PG_MIGRATIONS.length; v++) {
         await client.query("BEGIN");
         try {
-          await client.query(PG_MIGRATIONS[v]!);
+          const step = PG_MIGRATIONS[v]!;
+          await (typeof step === "string" ? client.query(step) : step(client));
           await client.query("INSERT INTO schema_migrations (version) VALUES ($1)", [v + 1]);
           await client.query("COMMIT");
         } catch (err) {

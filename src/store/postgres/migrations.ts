@@ -1,4 +1,6 @@
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
+import type pg from "pg";
+import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
@@ -15,7 +17,10 @@ import { freshSeriesSql } from "./sales-series.js";
 // store_state holds the data version every write bumps in its own
 // transaction, so a replica's caches follow the data as replayed.
 
-export const PG_MIGRATIONS: readonly string[] = [
+/** SQL, or a function for a step that needs code (a backfill), run in the migration's transaction. */
+export type PgMigration = string | ((client: pg.PoolClient) => Promise<void>);
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
   `
   CREATE TABLE collections (
     id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -350,4 +355,9 @@ export const PG_MIGRATIONS: readonly string[] = [
   COLLECTION_SUMMARIES_MIGRATION,
   // 12: transfers as a list and a live feed, for the activity feed (transfers.ts), as SQLite's 13.
   TRANSFERS_FEED_MIGRATION,
+  // 13: list rows keep their ready answers (wire-rows.ts), as SQLite's 15.
+  async (client) => {
+    await client.query(PG_WIRE_ROWS_SCHEMA);
+    await backfillPgWireRows(client);
+  },
 ];

@@ -12,14 +12,16 @@ export class PgQueries {
 
   constructor(readonly pool: pg.Pool) {}
 
-  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+  /** The rows of a query, as objects by column name, or as arrays of values with `arrays` (columns taken by position). */
+  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[], arrays = false): Promise<R[]> {
     let known = this.#names.get(text);
     if (known === undefined) {
       known = { name: `q${this.#names.size}`, values };
       this.#names.set(text, known);
     }
     try {
-      return (await this.pool.query<R>({ name: known.name, text, values })).rows;
+      const query = { name: known.name, text, values };
+      return arrays ? ((await this.pool.query({ ...query, rowMode: "array" })).rows as unknown as R[]) : (await this.pool.query<R>(query)).rows;
     } catch (err) {
       throw unavailable(err) ? new StoreUnavailableError("the PostgreSQL store is unreachable", { cause: err }) : err;
     }

@@ -3,6 +3,8 @@ import { hexBytes, hexOf, type PgQueries } from "./queries.js";
 import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
+import { keyedWirePage } from "../shared/wire-rows.js";
+import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 
 // Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
 // window's stats in ONE statement (one snapshot, one round trip): per
@@ -55,32 +57,45 @@ function instant(t: number | undefined): [number, number, number] {
   return [hour, hour * BUCKET_SECONDS, t];
 }
 
+/** A keyset page of sales (decisions.md's order), selecting `columns`. */
+function pageQuery(columns: string, collectionId: number, filter: SalesFilter, page: PageRequest): { sql: string; values: unknown[] } {
+  const values: unknown[] = [collectionId];
+  const $ = (v: unknown) => `$${values.push(v)}`;
+  const where = ["s.collection_id = $1"];
+  if (filter.assetId !== undefined) where.push(`s.asset_id = ${$(filter.assetId)}`);
+  if (filter.marketplace !== undefined) where.push(`s.marketplace = ${$(filter.marketplace)}`);
+  if (filter.since !== undefined) where.push(`s.timestamp >= ${$(filter.since)}`);
+  if (filter.until !== undefined) where.push(`s.timestamp <= ${$(filter.until)}`);
+  if (page.after) {
+    const [ts, block, hash, assetId] = page.after;
+    const t = $(ts);
+    const b = $(block);
+    where.push(`s.timestamp <= ${t} AND (s.timestamp < ${t} OR s.block < ${b} OR (s.block = ${b}
+      AND (s.hash, s.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))`);
+  }
+  const sql = `SELECT ${columns} FROM sales s JOIN collections c ON c.id = s.collection_id
+     WHERE ${where.join(" AND ")}
+     ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_id LIMIT ${$(page.limit + 1)}`;
+  return { sql, values };
+}
+
 export class PgSales implements SalesRepository {
   constructor(private readonly q: PgQueries) {}
 
   async salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Promise<Page<SaleRow>> {
-    const values: unknown[] = [collectionId];
-    const $ = (v: unknown) => `$${values.push(v)}`;
-    const where = ["s.collection_id = $1"];
-    if (filter.assetId !== undefined) where.push(`s.asset_id = ${$(filter.assetId)}`);
-    if (filter.marketplace !== undefined) where.push(`s.marketplace = ${$(filter.marketplace)}`);
-    if (filter.since !== undefined) where.push(`s.timestamp >= ${$(filter.since)}`);
-    if (filter.until !== undefined) where.push(`s.timestamp <= ${$(filter.until)}`);
-    if (page.after) {
-      const [ts, block, hash, assetId] = page.after;
-      const t = $(ts);
-      const b = $(block);
-      // The leading "<=" bounds the index range; the rest breaks ties.
-      where.push(`s.timestamp <= ${t} AND (s.timestamp < ${t} OR s.block < ${b} OR (s.block = ${b}
-        AND (s.hash, s.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))`);
-    }
-    const rows = await this.q.rows(
-      `SELECT ${SALE_COLUMNS} FROM sales s JOIN collections c ON c.id = s.collection_id
-       WHERE ${where.join(" AND ")}
-       ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_id LIMIT ${$(page.limit + 1)}`,
-      values,
-    );
-    return toPage(rows, page.limit, toSale, saleKey);
+    const { sql, values } = pageQuery(SALE_COLUMNS, collectionId, filter, page);
+    return toPage(await this.q.rows(sql, values), page.limit, toSale, saleKey);
+  }
+
+  async salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
+    // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
+    const columns = `${hexOf("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.${form === "json" ? "wire_json" : "wire_pb"} AS wire`;
+    const { sql, values } = pageQuery(columns, collectionId, filter, page);
+    const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
+    const ready = keyedWirePage(rows, page.limit, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
+    if (ready !== undefined) return ready;
+    const whole = await this.salesPage(collectionId, filter, page);
+    return { rows: whole.rows.map((r) => saleFragment(r, form)), nextKey: whole.nextKey };
   }
 
   async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {

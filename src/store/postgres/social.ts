@@ -1,11 +1,16 @@
 import type { InfluencerRow, TweetRow } from "../../domain/records.js";
 import type { SocialRepository } from "../ports.js";
-import { toInfluencer, toTweet } from "../shared/rows.js";
+import {
+  type Fragment,
+  influencerFragment,
+  INFLUENCER_USER_TAG,
+  TWEET_USER_TAG,
+  tweetFragment,
+  type WireForm,
+} from "../../domain/wire/fragments.js";
+import { socialWireColumns, wireList } from "../shared/wire-rows.js";
+import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
 import type { PgQueries } from "./queries.js";
-
-/** The user columns of influencers and tweets, named as shared/rows.ts reads them. */
-const USER_COLUMNS = `u.id AS "userId", u.screen_name, u.profile_image_url, u.description, u.name AS "userName",
-  u.location, u.followers_count, u.verified, u.statuses_count, u.favourites_count, u.protected`;
 
 const INFLUENCERS_SQL = `SELECT i.score, ${USER_COLUMNS}
   FROM influencers i JOIN social_users u ON u.id = i.user_id
@@ -14,6 +19,17 @@ const INFLUENCERS_SQL = `SELECT i.score, ${USER_COLUMNS}
 const TWEETS_SQL = `SELECT t.*, ${USER_COLUMNS}
   FROM tweets t JOIN social_users u ON u.id = t.user_id
   WHERE t.collection_id = $1 ORDER BY t.interaction DESC, t.id LIMIT $2`;
+
+// The same lists as ready answers (domain/wire/fragments.ts): the row's
+// parts around its user's, as the user is now.
+const tagByte = (tag: number) => `'\\x${tag.toString(16).padStart(2, "0")}'::bytea`;
+const bothForms = (sql: (form: WireForm) => string): Record<WireForm, string> => ({ json: sql("json"), binary: sql("binary") });
+const INFLUENCERS_WIRE = bothForms((form) => `SELECT ${socialWireColumns(form, tagByte(INFLUENCER_USER_TAG), (sql) => sql)} AS wire
+  FROM influencers x JOIN social_users u ON u.id = x.user_id
+  WHERE x.collection_id = $1 ORDER BY x.score DESC, x.user_id LIMIT $2`);
+const TWEETS_WIRE = bothForms((form) => `SELECT ${socialWireColumns(form, tagByte(TWEET_USER_TAG), (sql) => sql)} AS wire
+  FROM tweets x JOIN social_users u ON u.id = x.user_id
+  WHERE x.collection_id = $1 ORDER BY x.interaction DESC, x.id LIMIT $2`);
 
 export class PgSocial implements SocialRepository {
   constructor(private readonly q: PgQueries) {}
@@ -24,5 +40,17 @@ export class PgSocial implements SocialRepository {
 
   async topTweets(collectionId: number, limit: number): Promise<TweetRow[]> {
     return (await this.q.rows(TWEETS_SQL, [collectionId, limit])).map(toTweet);
+  }
+
+  async topInfluencersWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
+    const rows = (await this.q.rows(INFLUENCERS_WIRE[form], [collectionId, limit], true)) as unknown[][];
+    if (!rows.some((v) => v[0] === null)) return wireList(rows, () => []);
+    return (await this.topInfluencers(collectionId, limit)).map((r) => influencerFragment(r, form));
+  }
+
+  async topTweetsWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
+    const rows = (await this.q.rows(TWEETS_WIRE[form], [collectionId, limit], true)) as unknown[][];
+    if (!rows.some((v) => v[0] === null)) return wireList(rows, () => []);
+    return (await this.topTweets(collectionId, limit)).map((r) => tweetFragment(r, form));
   }
 }

@@ -115,6 +115,10 @@ export function toSale(r: Row): SaleRow {
   };
 }
 
+/** The user columns of influencers and tweets (alias u), named as toUser reads them. */
+export const USER_COLUMNS = `u.id AS "userId", u.screen_name, u.profile_image_url, u.description, u.name AS "userName",
+  u.location, u.followers_count, u.verified, u.statuses_count, u.favourites_count, u.protected`;
+
 /** SQLite's 0/1 and PostgreSQL's booleans alike. */
 const bool = (v: unknown) => v === 1 || v === true;
 
@@ -147,7 +151,8 @@ export function toTweet(r: Row): TweetRow {
   };
 }
 
-function toUser(r: Row): SocialUserRow {
+/** A social user from the user columns of influencers and tweets (userId, userName and the rest by their column names). */
+export function toUser(r: Row): SocialUserRow {
   return {
     id: r.userId as string,
     screenName: r.screen_name as string,

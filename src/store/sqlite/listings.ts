@@ -1,39 +1,63 @@
 import type { ListingRow, ListingStatusName } from "../../domain/records.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
-import { type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import type { Statement } from "better-sqlite3";
+import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";
+import { type KeyValue, type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { listingWire, listingWireColumns, toWirePage } from "../shared/wire-rows.js";
 import { listingKey, toListing } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 export class SqliteListings implements ListingsRepository {
+  /** A listing's page key by id (listingsWire reads it for a page's last row only). */
+  #listingKey: Statement | undefined;
+
   constructor(private readonly s: SqliteStatements) {}
 
   listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
-    const where = ["l.collection_id = ?"];
-    const params: unknown[] = [collectionId];
-    for (const [column, value] of [
-      ["asset_key", filter.assetId === undefined ? undefined : assetKey(filter.assetId)],
-      ["marketplace", filter.marketplace],
-      ["status", filter.status],
-    ] as const) {
-      if (value !== undefined) {
-        where.push(`l.${column} = ?`);
-        params.push(value);
-      }
-    }
-    if (page.after) {
-      const [createdAt, marketplace, marketplaceId] = page.after;
-      where.push(`l.created_at <= ? AND (l.created_at < ? OR (l.created_at = ?
-        AND (l.marketplace, l.marketplace_id) > (?, ?)))`);
-      params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
-    }
-    const sql = `SELECT c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at,
-        l.price, l.status
-      FROM listings l INDEXED BY ${listingsIndex(filter)} JOIN collections c ON c.id = l.collection_id
-      WHERE ${where.join(" AND ")}
-      ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
-    params.push(page.limit + 1);
+    const { sql, params } = pageQuery(
+      `c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at, l.price, l.status`,
+      collectionId, filter, page,
+    );
     return toPage(this.s.rows(sql, params), page.limit, toListing, listingKey);
   }
+
+  listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Page<Fragment> {
+    const { sql, params } = pageQuery(listingWireColumns(form), collectionId, filter, page);
+    this.#listingKey ??= this.s.prepare("SELECT created_at, marketplace, marketplace_id FROM listings WHERE id = ?").raw();
+    const key = this.#listingKey;
+    return toWirePage(this.s.values(sql, params), page, (v) => listingWire(form, v), (id) => key.get(id) as KeyValue[], () => ({
+      page: this.listingsPage(collectionId, filter, page),
+      encode: (r: ListingRow) => listingFragment(r, form),
+    }));
+  }
+}
+
+/** A keyset page of listings (created_at descending, then marketplace and its id), selecting `columns`. */
+function pageQuery(columns: string, collectionId: number, filter: ListingsFilter, page: PageRequest): { sql: string; params: unknown[] } {
+  const where = ["l.collection_id = ?"];
+  const params: unknown[] = [collectionId];
+  for (const [column, value] of [
+    ["asset_key", filter.assetId === undefined ? undefined : assetKey(filter.assetId)],
+    ["marketplace", filter.marketplace],
+    ["status", filter.status],
+  ] as const) {
+    if (value !== undefined) {
+      where.push(`l.${column} = ?`);
+      params.push(value);
+    }
+  }
+  if (page.after) {
+    const [createdAt, marketplace, marketplaceId] = page.after;
+    where.push(`l.created_at <= ? AND (l.created_at < ? OR (l.created_at = ?
+      AND (l.marketplace, l.marketplace_id) > (?, ?)))`);
+    params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
+  }
+  params.push(page.limit + 1);
+  const sql = `SELECT ${columns}
+    FROM listings l INDEXED BY ${listingsIndex(filter)} JOIN collections c ON c.id = l.collection_id
+    WHERE ${where.join(" AND ")}
+    ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
+  return { sql, params };
 }
 
 /** The index whose leading columns bind the most selective filter (see sqlite-sales.ts). */

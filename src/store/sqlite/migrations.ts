@@ -15,6 +15,7 @@ import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
 import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
 import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
+import { backfillWireRows, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -277,6 +278,11 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `);
     new SalesAggregates(db).keepEveryRunning();
+  },
+  // 15: list rows keep their ready answers (wire-rows.ts, domain/wire/fragments.ts).
+  (db) => {
+    db.exec(WIRE_ROWS_SCHEMA);
+    backfillWireRows(db);
   },
 ];
 

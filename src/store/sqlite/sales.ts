@@ -1,7 +1,10 @@
 import type { SaleRow, SalesSummary } from "../../domain/records.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
-import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import type { Statement } from "better-sqlite3";
+import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
+import { type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { toWirePage } from "../shared/wire-rows.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
@@ -12,31 +15,28 @@ import type { SqliteStatements } from "./statements.js";
 
 export class SqliteSales implements SalesRepository {
   readonly #stats: SalesStatsReader;
+  /** A sale's page key by id (salesWire reads it for a page's last row only). */
+  #saleKey: Statement | undefined;
 
   constructor(private readonly s: SqliteStatements) {
     this.#stats = new SalesStatsReader((sql) => s.prepare(sql), s.snapshot);
   }
 
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
-    const where = ["s.collection_id = ?"];
-    const params: unknown[] = [collectionId];
-    addSalesFilter(where, params, filter, "s.");
-    if (page.after) {
-      // The leading "<=" bounds the index seek; the rest breaks timestamp ties,
-      // so a page costs the same however deep it is.
-      const [ts, block, hash, assetId] = page.after;
-      where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
-        AND (s.hash, s.asset_key) > (?, ?)))))`);
-      params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
-    }
-    const sql = `SELECT c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price,
-        s.amount_received, s.marketplace
-      FROM sales s INDEXED BY ${salesIndex(filter)} JOIN collections c ON c.id = s.collection_id
-      WHERE ${where.join(" AND ")}
-      ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
-    params.push(page.limit + 1);
+    const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace`;
+    const { sql, params } = pageQuery(columns, collectionId, filter, page);
     return toPage(this.s.rows(sql, params), page.limit, toSale, saleKey);
+  }
+
+  salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment> {
+    const { sql, params } = pageQuery(`s.id, ${form === "json" ? "s.wire_json" : "s.wire_pb"}`, collectionId, filter, page);
+    this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
+    const key = this.#saleKey;
+    return toWirePage(this.s.values(sql, params), page, (v) => v[1] as Fragment, (id) => key.get(id) as KeyValue[], () => ({
+      page: this.salesPage(collectionId, filter, page),
+      encode: (r: SaleRow) => saleFragment(r, form),
+    }));
   }
 
   /**
@@ -55,6 +55,27 @@ export class SqliteSales implements SalesRepository {
 // (refreshed after every import and derive), but a store served read-only
 // cannot gather them, and a wrong guess scans a whole collection
 // (test/store/query-plans.test.ts checks the columns each seek binds).
+/** A keyset page of sales (decisions.md's order), selecting `columns`. */
+function pageQuery(columns: string, collectionId: number, filter: SalesFilter, page: PageRequest): { sql: string; params: unknown[] } {
+  const where = ["s.collection_id = ?"];
+  const params: unknown[] = [collectionId];
+  addSalesFilter(where, params, filter, "s.");
+  if (page.after) {
+    // The leading "<=" bounds the index seek; the rest breaks timestamp ties,
+    // so a page costs the same however deep it is.
+    const [ts, block, hash, assetId] = page.after;
+    where.push(`s.timestamp <= ? AND (s.timestamp < ? OR (s.timestamp = ? AND (s.block < ? OR (s.block = ?
+      AND (s.hash, s.asset_key) > (?, ?)))))`);
+    params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
+  }
+  params.push(page.limit + 1);
+  const sql = `SELECT ${columns}
+    FROM sales s INDEXED BY ${salesIndex(filter)} JOIN collections c ON c.id = s.collection_id
+    WHERE ${where.join(" AND ")}
+    ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
+  return { sql, params };
+}
+
 function salesIndex(f: SalesFilter): string {
   if (f.assetId !== undefined) return "sales_by_asset";
   if (f.marketplace !== undefined) return "sales_by_marketplace";

@@ -1,11 +1,16 @@
 import type { InfluencerRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import {
+  type Fragment,
+  influencerFragment,
+  INFLUENCER_USER_TAG,
+  TWEET_USER_TAG,
+  tweetFragment,
+  type WireForm,
+} from "../../domain/wire/fragments.js";
 import type { SocialRepository } from "../ports.js";
-import { toInfluencer, toTweet } from "../shared/rows.js";
+import { socialWireColumns, wireList } from "../shared/wire-rows.js";
+import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
-
-/** The user columns of influencers and tweets, named as shared/rows.ts reads them. */
-const USER_COLUMNS = `u.id AS "userId", u.screen_name, u.profile_image_url, u.description, u.name AS "userName",
-  u.location, u.followers_count, u.verified, u.statuses_count, u.favourites_count, u.protected`;
 
 const INFLUENCERS = `SELECT i.score, ${USER_COLUMNS}
   FROM influencers i JOIN social_users u ON u.id = i.user_id
@@ -18,6 +23,17 @@ const TWEETS = `SELECT t.id, t.source, t.text, t.retweet_count, t.favorite_count
   FROM tweets t JOIN social_users u ON u.id = t.user_id
   WHERE t.collection_id = ? ORDER BY t.interaction DESC, t.id LIMIT ?`;
 
+// The same lists as ready answers (domain/wire/fragments.ts): the row's
+// parts around its user's, as the user is now.
+const wireOf = (form: WireForm, tagByte: string) => socialWireColumns(form, tagByte, (sql) => `CAST(${sql} AS BLOB)`);
+const bothForms = (sql: (form: WireForm) => string): Record<WireForm, string> => ({ json: sql("json"), binary: sql("binary") });
+const INFLUENCERS_WIRE = bothForms((form) => `SELECT ${wireOf(form, `x'${INFLUENCER_USER_TAG.toString(16).padStart(2, "0")}'`)}
+  FROM influencers x JOIN social_users u ON u.id = x.user_id
+  WHERE x.collection_id = ? ORDER BY x.score DESC, x.user_id LIMIT ?`);
+const TWEETS_WIRE = bothForms((form) => `SELECT ${wireOf(form, `x'${TWEET_USER_TAG.toString(16).padStart(2, "0")}'`)}
+  FROM tweets x JOIN social_users u ON u.id = x.user_id
+  WHERE x.collection_id = ? ORDER BY x.interaction DESC, x.id LIMIT ?`);
+
 export class SqliteSocial implements SocialRepository {
   constructor(private readonly s: SqliteStatements) {}
 
@@ -27,6 +43,18 @@ export class SqliteSocial implements SocialRepository {
 
   topTweets(collectionId: number, limit: number): TweetRow[] {
     return this.s.rows(TWEETS, [collectionId, limit]).map(toTweet);
+  }
+
+  topInfluencersWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
+    return wireList(this.s.values(INFLUENCERS_WIRE[form], [collectionId, limit]), () =>
+      this.topInfluencers(collectionId, limit).map((r) => influencerFragment(r, form)),
+    );
+  }
+
+  topTweetsWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
+    return wireList(this.s.values(TWEETS_WIRE[form], [collectionId, limit]), () =>
+      this.topTweets(collectionId, limit).map((r) => tweetFragment(r, form)),
+    );
   }
 }
 

@@ -55,6 +55,11 @@ export class SqliteStatements {
     return rows;
   }
 
+  /** Every row of a read as its array of values (for reads that take columns by position). */
+  values(sql: string, params: readonly unknown[]): unknown[][] {
+    return this.#read(sql).stmt.all(...params) as unknown[][];
+  }
+
   /** The first row of a read (rows()), or undefined. */
   row(sql: string, params: readonly unknown[]): Row | undefined {
     const { stmt, toRow } = this.#read(sql);

@@ -10,6 +10,7 @@ import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
+import { influencerFragments, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -64,7 +65,7 @@ const TABLES = {
   sale: {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "wire_json", "wire_pb"],
     feed: true,
   },
   transfer: {
@@ -79,7 +80,7 @@ const TABLES = {
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status"],
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"]],
     feed: true,
   },
@@ -94,16 +95,17 @@ const TABLES = {
     key: ["id"],
     values: [
       "screen_name", "profile_image_url", "description", "name", "location", "followers_count",
-      "verified", "statuses_count", "favourites_count", "protected",
+      "verified", "statuses_count", "favourites_count", "protected", "wire_json", "wire_pb",
     ],
   },
-  influencer: { table: "influencers", key: ["collection_id", "user_id"], values: ["score"] },
+  influencer: { table: "influencers", key: ["collection_id", "user_id"], values: ["score", "wire_json_head", "wire_json_tail", "wire_pb"] },
   tweet: {
     table: "tweets",
     key: ["collection_id", "id"],
     values: [
       "user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang",
       "retweeted_status", "created_at", "date", "original_id", "original_text", "original_tweet", "interaction",
+      "wire_json_head", "wire_json_tail", "wire_pb",
     ],
   },
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
@@ -328,6 +330,7 @@ export class WriteStore {
     const collectionId = this.collectionId(r.contractAddress);
     const key = assetKey(r.assetId);
     let before: [string, number] | undefined;
+    const wire = saleFragments(r);
     const row = {
       hash,
       collection_id: collectionId,
@@ -341,6 +344,8 @@ export class WriteStore {
       price_hi: hi,
       price_lo: lo,
       marketplace: r.marketplace,
+      wire_json: wire.json,
+      wire_pb: wire.binary,
     };
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
@@ -366,6 +371,7 @@ export class WriteStore {
 
   upsertListing(r: ListingRow): UpsertResult {
     const collectionId = this.collectionId(r.contractAddress);
+    const wire = listingFragments(r);
     return this.#upsert(
       "listing",
       {
@@ -377,6 +383,9 @@ export class WriteStore {
         record_updated_at: r.lastUpdatedAt,
         price: r.price,
         record_status: r.status,
+        wire_json_head: wire.jsonHead,
+        wire_json_middle: wire.jsonMiddle,
+        wire_pb: wire.binary,
       },
       () => this.#refuseMoved("listings", r),
     );
@@ -403,6 +412,7 @@ export class WriteStore {
   }
 
   upsertSocialUser(u: SocialUserRecord): UpsertResult {
+    const wire = socialUserFragments(u);
     return this.#upsert("socialUser", {
       id: u.id,
       screen_name: u.screenName,
@@ -415,20 +425,27 @@ export class WriteStore {
       statuses_count: u.statusesCount,
       favourites_count: u.favouritesCount,
       protected: u.protected ? 1 : 0,
+      wire_json: wire.json,
+      wire_pb: wire.binary,
     });
   }
 
   upsertInfluencer(r: { contractAddress: string; user: SocialUserRecord; score: number }): UpsertResult {
     this.upsertSocialUser(r.user);
+    const wire = influencerFragments(r);
     return this.#upsert("influencer", {
       collection_id: this.collectionId(r.contractAddress),
       user_id: r.user.id,
       score: r.score,
+      wire_json_head: wire.jsonHead,
+      wire_json_tail: wire.jsonTail,
+      wire_pb: wire.binary,
     });
   }
 
   upsertTweet(r: TweetRecord): UpsertResult {
     this.upsertSocialUser(r.user);
+    const wire = tweetFragments(r);
     return this.#upsert("tweet", {
       collection_id: this.collectionId(r.contractAddress),
       id: r.id,
@@ -446,6 +463,9 @@ export class WriteStore {
       original_text: r.originalText,
       original_tweet: r.originalTweet ? 1 : 0,
       interaction: r.interaction,
+      wire_json_head: wire.jsonHead,
+      wire_json_tail: wire.jsonTail,
+      wire_pb: wire.binary,
     });
   }
 

@@ -11,7 +11,7 @@ import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
 import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
-import { compileJsonWriter } from "./json-writer.js";
+import { compileJsonWriter } from "../../domain/wire/json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
 
 // POST /v1/ingest/KIND: the ingest RPCs' POST rules (http-rules.ts

@@ -1,7 +1,7 @@
 import { echo, echoBare } from "../../domain/echo.js";
 import { create, type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { shortEnumName } from "./json-dialect.js";
+import { shortEnumName } from "../../domain/wire/json-dialect.js";
 
 // Query string → request message, derived from the request descriptor and
 // compiled once per method at startup: each parameter name (JSON and proto

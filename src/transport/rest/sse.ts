@@ -8,7 +8,7 @@ import type { HijackedObserver } from "../entry.js";
 import { apiKeyFrom } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps } from "../stream/pipeline.js";
 import { type SseRoute, sseRoutes } from "./http-rules.js";
-import { compileJsonWriter } from "./json-writer.js";
+import { compileJsonWriter } from "../../domain/wire/json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
 
 // The server-streaming methods with a GET rule (the live feeds) as

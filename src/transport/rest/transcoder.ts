@@ -11,7 +11,8 @@ import { FastifyExchange, type ErrorForm } from "../unary/fastify-exchange.js";
 import { NodeExchange, type Sent } from "../unary/node-exchange.js";
 import { compileUnary, type UnaryCodec, type UnaryDeps } from "../unary/pipeline.js";
 import { restRoutes } from "./http-rules.js";
-import { compileJsonWriter } from "./json-writer.js";
+import { compileJsonWriter } from "../../domain/wire/json-writer.js";
+import { spliceJson } from "../../domain/wire/fragments.js";
 import { compileQueryParser, type QueryObject } from "./query.js";
 
 // Serves every RPC that has a google.api.http rule as a /v1 JSON endpoint,
@@ -38,8 +39,9 @@ function restCodec(method: DescMethodUnary): UnaryCodec<RestInput> {
   const write = compileJsonWriter(method.output);
   return {
     encoding: "rest",
+    wire: "json",
     decode: (input) => parse(input.query, input.params),
-    encode: (output: Message) => ({ body: Buffer.from(write(output)), contentType: JSON_TYPE }),
+    encode: (output: Message) => ({ body: Buffer.from(spliceJson(output, write(output))), contentType: JSON_TYPE }),
   };
 }
 

@@ -3,16 +3,19 @@ import { contentTypeUnaryJson, contentTypeUnaryProto } from "@connectrpc/connect
 import type { UnaryCodec } from "../unary/pipeline.js";
 import { undecodable } from "./errors.js";
 import { jsonMessageText } from "./json-text.js";
+import { spliceBinary } from "../../domain/wire/fragments.js";
 
 // The RPC protocols' codecs for the unary pipeline (unary/pipeline.ts): a
 // message's bytes, once the protocol has taken them out of its framing
 // (Connect GET's query parameter, gRPC's length prefix). A message that does
-// not decode is the caller's mistake: invalid_argument.
+// not decode is the caller's mistake: invalid_argument. Binary takes a list's
+// ready rows (domain/wire/fragments.ts); Connect's JSON, whole messages.
 
 /** Protobuf binary: Connect GET with encoding=proto, and gRPC (whose response bytes are the same). */
 export function protoCodec(method: DescMethodUnary): UnaryCodec<Uint8Array> {
   return {
     encoding: "connect-proto",
+    wire: "binary",
     decode(bytes) {
       try {
         return fromBinary(method.input, bytes);
@@ -20,7 +23,7 @@ export function protoCodec(method: DescMethodUnary): UnaryCodec<Uint8Array> {
         throw undecodable(method.input.typeName, err);
       }
     },
-    encode: (output) => ({ body: Buffer.from(toBinary(method.output, output)), contentType: contentTypeUnaryProto }),
+    encode: (output) => ({ body: Buffer.from(spliceBinary(output, toBinary(method.output, output))), contentType: contentTypeUnaryProto }),
   };
 }
 

@@ -13,6 +13,8 @@ import {
 import { type CachedResponse, type DataVersionWatch, ResponseCache } from "../cache/freshness.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import { type ErrorLogger, publicError } from "../policy/guards.js";
+import type { WireForm } from "../../domain/wire/fragments.js";
+import type { LocalCall } from "../../service/local-call.js";
 
 // The one path of a unary read call, whatever protocol carried it:
 //
@@ -32,6 +34,8 @@ import { type ErrorLogger, publicError } from "../policy/guards.js";
 export interface UnaryCodec<In> {
   /** The cache's namespace for the bytes this codec writes (gRPC and Connect's binary GET share theirs). */
   readonly encoding: CacheEncoding;
+  /** The form of ready list rows its encode() splices (domain/wire/fragments.ts); none: whole messages. */
+  readonly wire?: WireForm;
   /** The request message; throws a ConnectError for the caller's mistakes. */
   decode(input: In): Message;
   encode(output: Message): Encoded;
@@ -72,6 +76,8 @@ export interface UnaryPipeline<In, R> {
  */
 export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, codec: UnaryCodec<In>): UnaryPipeline<In, R> {
   const impl = deps.services.unary(method);
+  // What the method is told of this codec: the form of ready rows it splices.
+  const call: LocalCall | undefined = codec.wire === undefined ? undefined : { wire: codec.wire };
   const requestKey = compileRequestKey(method.input);
   const collectionsOf = compileCollectionsOf(method.input);
   const procedure = `/${method.parent.typeName}/${method.name}`;
@@ -89,7 +95,7 @@ export function compileUnary<In, R>(deps: UnaryDeps, method: DescMethodUnary, co
     const entry = cachedEntry(cache, deps.watch, key, async (stampBeforeRead) => {
       const input = message ?? codec.decode(await x.input());
       stampBeforeRead(collectionsOf(input));
-      return codec.encode(await impl(input));
+      return codec.encode(await impl(input, call));
     });
     // Remembered once answered: a URL that failed validation never is.
     if (!(entry instanceof Promise)) {

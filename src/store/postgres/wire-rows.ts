@@ -1,0 +1,137 @@
+import type pg from "pg";
+import { influencerFragments, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
+import { hexOf } from "./queries.js";
+
+// Migration 13, as SQLite's 15 (sqlite/wire-rows.ts): each row of sales,
+// listings, social users, tweets and influencers keeps its ready answer
+// (domain/wire/fragments.ts), written by the merges (bulk-kinds.ts) from
+// then on; the rows already here get theirs now, a batch at a time in key
+// order, each batch one UPDATE from arrays.
+
+export const PG_WIRE_ROWS_SCHEMA = `
+  ALTER TABLE sales ADD COLUMN wire_json text, ADD COLUMN wire_pb bytea;
+  ALTER TABLE listings ADD COLUMN wire_json_head text, ADD COLUMN wire_json_middle text, ADD COLUMN wire_pb bytea;
+  ALTER TABLE social_users ADD COLUMN wire_json text, ADD COLUMN wire_pb bytea;
+  ALTER TABLE tweets ADD COLUMN wire_json_head text, ADD COLUMN wire_json_tail text, ADD COLUMN wire_pb bytea;
+  ALTER TABLE influencers ADD COLUMN wire_json_head text, ADD COLUMN wire_json_tail text, ADD COLUMN wire_pb bytea;
+`;
+
+const BATCH = 5_000;
+
+interface Backfill {
+  table: string;
+  /** The table's key (alias x): the batches' order and the update's match, with its type for the arrays. */
+  key: readonly (readonly [string, string])[];
+  /** The columns values() reads, from x and its joins. */
+  columns: string;
+  from: string;
+  /** The columns written, with their types. */
+  wire: readonly (readonly [string, string])[];
+  values(r: Row): unknown[];
+}
+
+const BACKFILLS: Backfill[] = [
+  {
+    table: "sales",
+    key: [["collection_id", "integer"], ["hash", "bytea"], ["asset_id", "numeric"]],
+    columns: `c.address, ${hexOf("x.hash", "hash")}, ${hexOf("x.seller", "seller")}, ${hexOf("x.buyer", "buyer")},
+      x.asset_id::text AS asset_id, x.timestamp, x.block, x.price::text AS price, x.amount_received::text AS amount_received, x.marketplace`,
+    from: "FROM sales x JOIN collections c ON c.id = x.collection_id",
+    wire: [["wire_json", "text"], ["wire_pb", "bytea"]],
+    values: (r) => {
+      const sale = toSale({ ...r, timestamp: Number(r.timestamp), block: Number(r.block) });
+      const f = saleFragments(sale);
+      return [f.json, f.binary];
+    },
+  },
+  {
+    table: "listings",
+    key: [["id", "bigint"]],
+    columns: "c.address, x.marketplace_id, x.marketplace, x.asset_id::text AS asset_id, x.created_at, x.price::text AS price",
+    from: "FROM listings x JOIN collections c ON c.id = x.collection_id",
+    wire: [["wire_json_head", "text"], ["wire_json_middle", "text"], ["wire_pb", "bytea"]],
+    values: (r) => {
+      const f = listingFragments(toListing(r));
+      return [f.jsonHead, f.jsonMiddle, f.binary];
+    },
+  },
+  {
+    table: "social_users",
+    key: [["id", "text"]],
+    columns: USER_COLUMNS,
+    from: "FROM social_users x JOIN social_users u ON u.id = x.id",
+    wire: [["wire_json", "text"], ["wire_pb", "bytea"]],
+    values: (r) => {
+      const u = pgUser(r);
+      const f = socialUserFragments(u);
+      return [f.json, f.binary];
+    },
+  },
+  {
+    table: "tweets",
+    key: [["collection_id", "integer"], ["id", "text"]],
+    columns: `x.id, x.source, x.text, x.retweet_count, x.favorite_count, x.possibly_sensitive, x.lang,
+      x.retweeted_status, x.created_at, x.date, x.original_id, x.original_text, x.original_tweet, x.interaction, ${USER_COLUMNS}`,
+    from: "FROM tweets x JOIN social_users u ON u.id = x.user_id",
+    wire: [["wire_json_head", "text"], ["wire_json_tail", "text"], ["wire_pb", "bytea"]],
+    values: (r) => {
+      const t = toTweet(r);
+      const f = tweetFragments({
+        ...t,
+        user: pgUser(r),
+        retweetCount: Number(t.retweetCount),
+        favoriteCount: Number(t.favoriteCount),
+        interaction: Number(t.interaction),
+      });
+      return [f.jsonHead, f.jsonTail, f.binary];
+    },
+  },
+  {
+    table: "influencers",
+    key: [["collection_id", "integer"], ["user_id", "text"]],
+    columns: "x.score",
+    from: "FROM influencers x",
+    wire: [["wire_json_head", "text"], ["wire_json_tail", "text"], ["wire_pb", "bytea"]],
+    values: (r) => {
+      const f = influencerFragments({ score: Number(r.score) });
+      return [f.jsonHead, f.jsonTail, f.binary];
+    },
+  },
+];
+
+/** A user from PostgreSQL's columns (bigint counts come as text). */
+function pgUser(r: Row) {
+  const u = toUser(r);
+  return { ...u, followersCount: Number(u.followersCount), statusesCount: Number(u.statusesCount), favouritesCount: Number(u.favouritesCount) };
+}
+
+/** Writes every row's ready answer (inside the migration's transaction). */
+export async function backfillPgWireRows(client: pg.PoolClient): Promise<void> {
+  for (const b of BACKFILLS) {
+    const keyCols = b.key.map(([k], i) => `x.${k} AS k${i}`).join(", ");
+    const keyList = b.key.map(([k]) => `x.${k}`).join(", ");
+    const keyTuple = `(${keyList})`;
+    const select = (after: boolean) =>
+      `SELECT ${keyCols}, ${b.columns} ${b.from} ${after ? `WHERE ${keyTuple} > (${b.key.map((_, i) => `$${i + 1}`).join(", ")})` : ""}
+       ORDER BY ${keyList} LIMIT ${BATCH}`;
+    const all = [...b.key, ...b.wire];
+    const update = `UPDATE ${b.table} x SET ${b.wire.map(([c]) => `${c} = v.${c}`).join(", ")}
+      FROM unnest(${all.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")}) AS v(${all.map(([c]) => c).join(", ")})
+      WHERE ${b.key.map(([k]) => `x.${k} = v.${k}`).join(" AND ")}`;
+    let rows = (await client.query<Row>(select(false))).rows;
+    for (;;) {
+      if (rows.length > 0) {
+        const columns: unknown[][] = all.map(() => []);
+        for (const r of rows) {
+          const values = [...b.key.map((_, i) => r[`k${i}`]), ...b.values(r)];
+          values.forEach((v, i) => columns[i]!.push(v instanceof Uint8Array ? Buffer.from(v) : v));
+        }
+        await client.query(update, columns);
+      }
+      if (rows.length < BATCH) break;
+      const last = rows[rows.length - 1]!;
+      rows = (await client.query<Row>(select(true), b.key.map((_, i) => last[`k${i}`]))).rows;
+    }
+  }
+}
