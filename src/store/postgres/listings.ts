@@ -46,8 +46,10 @@ function pageQuery(columns: string, collectionId: number, filter: ListingsFilter
     // The leading "<=" bounds the index range; the rest breaks created_at ties.
     where.push(`l.created_at <= ${t} AND (l.created_at < ${t} OR (l.marketplace, l.marketplace_id) > (${$(marketplace)}, ${$(marketplaceId)}))`);
   }
+  // The collection's address only when the columns name it (a page of ready rows does not).
+  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = l.collection_id" : "";
   const sql = `SELECT ${columns}
-     FROM listings l JOIN collections c ON c.id = l.collection_id
+     FROM listings l${join}
      WHERE ${where.join(" AND ")}
      ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ${$(page.limit + 1)}`;
   return { sql, values };

@@ -73,7 +73,9 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
     where.push(`s.timestamp <= ${t} AND (s.timestamp < ${t} OR s.block < ${b} OR (s.block = ${b}
       AND (s.hash, s.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))`);
   }
-  const sql = `SELECT ${columns} FROM sales s JOIN collections c ON c.id = s.collection_id
+  // The collection's address only when the columns name it (a page of ready rows does not).
+  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = s.collection_id" : "";
+  const sql = `SELECT ${columns} FROM sales s${join}
      WHERE ${where.join(" AND ")}
      ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_id LIMIT ${$(page.limit + 1)}`;
   return { sql, values };

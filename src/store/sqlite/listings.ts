@@ -53,8 +53,10 @@ function pageQuery(columns: string, collectionId: number, filter: ListingsFilter
     params.push(createdAt, createdAt, createdAt, marketplace, marketplaceId);
   }
   params.push(page.limit + 1);
+  // The collection's address only when the columns name it (a page of ready rows does not).
+  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = l.collection_id" : "";
   const sql = `SELECT ${columns}
-    FROM listings l INDEXED BY ${listingsIndex(filter)} JOIN collections c ON c.id = l.collection_id
+    FROM listings l INDEXED BY ${listingsIndex(filter)}${join}
     WHERE ${where.join(" AND ")}
     ORDER BY l.created_at DESC, l.marketplace, l.marketplace_id LIMIT ?`;
   return { sql, params };

@@ -69,8 +69,10 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
     params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
   }
   params.push(page.limit + 1);
+  // The collection's address only when the columns name it (a page of ready rows does not).
+  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = s.collection_id" : "";
   const sql = `SELECT ${columns}
-    FROM sales s INDEXED BY ${salesIndex(filter)} JOIN collections c ON c.id = s.collection_id
+    FROM sales s INDEXED BY ${salesIndex(filter)}${join}
     WHERE ${where.join(" AND ")}
     ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_key LIMIT ?`;
   return { sql, params };
