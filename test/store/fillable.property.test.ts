@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
+import { listingFragment } from "../../src/domain/wire/fragments.js";
 import { skipPg } from "../support/pg.js";
 import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
 
@@ -159,6 +160,9 @@ for (const engine of ["sqlite", "postgres"] as const) {
             .sort((a, b) => (a.marketplaceId < b.marketplaceId ? -1 : 1));
           const want = answersOracle(truth);
           expect(answers, JSON.stringify(taken)).toEqual(want);
+          // The ready answers (domain/wire/fragments.ts) moved with them: the page read as them is the page encoded whole.
+          const ready = await h.read.listings.listingsWire(id, {}, { limit: 100, after: null }, "json");
+          expect(ready.rows, JSON.stringify(taken)).toEqual(page.rows.map((r) => listingFragment(r, "json")));
           const created = await h.read.listings.listingsPage(id, { status: "CREATED" }, { limit: 100, after: null });
           expect(created.rows.map((r) => r.marketplaceId).sort()).toEqual(want.filter((a) => a.status === "CREATED").map((a) => a.marketplaceId));
           for (const at of [undefined, ...Array.from({ length: 18 }, (_, i) => ts(i) - 5), ...Array.from({ length: 18 }, (_, i) => ts(i))]) {

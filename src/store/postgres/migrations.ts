@@ -1,6 +1,7 @@
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
+import { listingJsonSql } from "../shared/wire-rows.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
@@ -360,4 +361,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     await client.query(PG_WIRE_ROWS_SCHEMA);
     await backfillPgWireRows(client);
   },
+  // 14: a marketplace's listings of one status, in the lists' order, as SQLite's 16.
+  "CREATE INDEX listings_by_marketplace_status ON listings (collection_id, marketplace, status, created_at DESC, marketplace_id);",
+  // 15: a listing's whole answer kept as it moves, as SQLite's 17: here a generated column.
+  `ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("")}) STORED`,
 ];

@@ -9,11 +9,20 @@ import type { KeyValue, Page, PageRequest } from "../ports.js";
 /** A SQL string literal. */
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
+/**
+ * A listing's /v1 JSON from its stored parts and its current status and
+ * lastUpdatedAt (its columns prefixed with `row`: "NEW." or none), one expression on both engines:
+ * SQLite keeps it in wire_json by a trigger, PostgreSQL as a generated
+ * column, so a read takes one column whatever moved the listing since.
+ */
+export function listingJsonSql(row: string): string {
+  const status = Object.entries(LISTING_STATUS_JSON).map(([name, json]) => `WHEN ${literal(name)} THEN ${literal(json)}`);
+  return `${row}wire_json_head || CAST(${row}last_updated_at AS TEXT) || ${row}wire_json_middle || CASE ${row}status ${status.join(" ")} END`;
+}
+
 /** The select list of a listing's answer, its id first (alias l). */
 export function listingWireColumns(form: WireForm): string {
-  if (form === "binary") return "l.id, l.wire_pb, l.last_updated_at, l.status";
-  const status = Object.entries(LISTING_STATUS_JSON).map(([name, json]) => `WHEN ${literal(name)} THEN ${literal(json)}`);
-  return `l.id, l.wire_json_head || l.last_updated_at || l.wire_json_middle || CASE l.status ${status.join(" ")} END`;
+  return form === "binary" ? "l.id, l.wire_pb, l.last_updated_at, l.status" : "l.id, l.wire_json";
 }
 
 /** A listing's answer from the row listingWireColumns selected (its id left out). */

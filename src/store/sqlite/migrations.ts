@@ -15,7 +15,7 @@ import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
 import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
 import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
-import { backfillWireRows, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
+import { backfillWireRows, LISTING_WIRE_JSON_SCHEMA, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -284,6 +284,11 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec(WIRE_ROWS_SCHEMA);
     backfillWireRows(db);
   },
+  // 16: a marketplace's listings of one status, in the lists' order: the
+  // status is read from the index, not from each (now wider) row (listings.ts).
+  "CREATE INDEX listings_by_marketplace_status ON listings (collection_id, marketplace, status, created_at DESC, marketplace_id);",
+  // 17: a listing's whole answer kept as it moves (wire-rows.ts).
+  LISTING_WIRE_JSON_SCHEMA,
 ];
 
 

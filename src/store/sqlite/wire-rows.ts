@@ -3,6 +3,7 @@ import { influencerFragments, listingFragments, saleFragments, socialUserFragmen
 import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
+import { listingJsonSql } from "../shared/wire-rows.js";
 
 
 // Migration 15: each row of sales, listings, social users, tweets and
@@ -25,6 +26,20 @@ export const WIRE_ROWS_SCHEMA = `
   ALTER TABLE influencers ADD COLUMN wire_json_head TEXT;
   ALTER TABLE influencers ADD COLUMN wire_json_tail TEXT;
   ALTER TABLE influencers ADD COLUMN wire_pb BLOB;
+`;
+
+/**
+ * Migration 17: a listing's whole /v1 JSON kept in wire_json, rewritten by
+ * every write that changes its parts, its status or lastUpdatedAt (the
+ * triggers of fillable.ts that follow sales and transfers included): an
+ * insert writes it (write-store.ts), this trigger every change after.
+ */
+export const LISTING_WIRE_JSON_SCHEMA = `
+  ALTER TABLE listings ADD COLUMN wire_json TEXT;
+  CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle ON listings BEGIN
+    UPDATE listings SET wire_json = ${listingJsonSql("NEW.")} WHERE id = NEW.id;
+  END;
+  UPDATE listings SET wire_json = ${listingJsonSql("")};
 `;
 
 const BATCH = 5_000;

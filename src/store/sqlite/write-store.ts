@@ -10,7 +10,7 @@ import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
-import { influencerFragments, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { influencerFragments, LISTING_STATUS_JSON, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -81,7 +81,8 @@ const TABLES = {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
     values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
-    insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"]],
+    // wire_json: the whole answer as inserted; a trigger keeps it as the answer moves (wire-rows.ts).
+    insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"], ["wire_json", "wire_json_inserted"]],
     feed: true,
   },
   offer: {
@@ -386,6 +387,7 @@ export class WriteStore {
         wire_json_head: wire.jsonHead,
         wire_json_middle: wire.jsonMiddle,
         wire_pb: wire.binary,
+        wire_json_inserted: `${wire.jsonHead}${r.lastUpdatedAt}${wire.jsonMiddle}${LISTING_STATUS_JSON[r.status]}`,
       },
       () => this.#refuseMoved("listings", r),
     );
