@@ -39,6 +39,8 @@ interface Upserter {
   insert: Statement;
   update: Statement;
   spec: TableSpec;
+  /** How many of the value columns (the first ones) an update compares: the ready answers (wire_*) follow from the rest. */
+  compared: number;
 }
 
 const TABLES = {
@@ -537,7 +539,8 @@ export class WriteStore {
     if (keepExisting) return "unchanged";
     beforeUpdate?.();
     const vals = params.slice(key.length);
-    const changed = seq === undefined ? u.update.run(vals, params.slice(0, key.length), vals) : u.update.run(seq, vals, params.slice(0, key.length), vals);
+    const compared = vals.slice(0, u.compared);
+    const changed = seq === undefined ? u.update.run(vals, params.slice(0, key.length), compared) : u.update.run(seq, vals, params.slice(0, key.length), compared);
     if (changed.changes === 0) return "unchanged";
     this.#touchedBy(kind, row, "updated");
     return "updated";
@@ -558,13 +561,18 @@ export class WriteStore {
       const spec: TableSpec = TABLES[kind];
       const all = [...spec.key, ...spec.values, ...(spec.insertAlso ?? []).map(([c]) => c), ...(spec.feed === true ? ["feed_seq"] : [])];
       const marks = (n: number) => Array(n).fill("?").join(", ");
+      // A row's ready answers (wire-rows.ts) are made from its other columns:
+      // comparing them too would only cost (~700 bytes a sale), never decide.
+      const compared = spec.values.filter((c) => !c.startsWith("wire_"));
+      if (spec.values.slice(0, compared.length).some((c, i) => c !== compared[i])) throw new Error(`${spec.table}: its wire_ columns must come last`);
       u = {
         spec,
+        compared: compared.length,
         insert: this.#db.prepare(`INSERT OR IGNORE INTO ${spec.table} (${all.join(", ")}) VALUES (${marks(all.length)})`),
         update: this.#db.prepare(
           `UPDATE ${spec.table} SET ${spec.feed === true ? "feed_seq = ?, " : ""}${spec.values.map((c) => `${c} = ?`).join(", ")}
            WHERE ${spec.key.map((c) => `${c} = ?`).join(" AND ")}
-             AND (${spec.values.join(", ")}) IS NOT (${marks(spec.values.length)})`,
+             AND (${compared.join(", ")}) IS NOT (${marks(compared.length)})`,
         ),
       };
       this.#upserters.set(kind, u);
