@@ -2,7 +2,7 @@ import type { ListingRow } from "../../domain/records.js";
 import type { PgQueries } from "./queries.js";
 import { type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
 import { listingKey, toListing } from "../shared/rows.js";
-import { keyedWirePage, listingWire, listingWireColumns } from "../shared/wire-rows.js";
+import { encodedWhole, listingWire, listingWireColumns, readyPage } from "../shared/wire-rows.js";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";
 
 export class PgListings implements ListingsRepository {
@@ -21,14 +21,13 @@ export class PgListings implements ListingsRepository {
     // Each row's key comes with it (salesWire); listingWireColumns's id is not needed.
     const { sql, values } = pageQuery(`l.created_at, l.marketplace, l.marketplace_id, ${listingWireColumns(form)}`, collectionId, filter, page);
     const rows = (await this.q.rows(sql, values, true)) as unknown[][];
-    const ready = keyedWirePage(
-      rows.map((v) => ({ v, wire: v[4] === null ? null : listingWire(form, v.slice(3)) })),
+    const ready = readyPage(
+      rows,
       page.limit,
-      ({ v }) => [Number(v[0]), v[1] as string, v[2] as string],
+      (v) => (v[4] === null ? null : listingWire(form, v.slice(3))),
+      (v) => [Number(v[0]), v[1] as string, v[2] as string],
     );
-    if (ready !== undefined) return ready;
-    const whole = await this.listingsPage(collectionId, filter, page);
-    return { rows: whole.rows.map((r) => listingFragment(r, form)), nextKey: whole.nextKey };
+    return ready ?? encodedWhole(await this.listingsPage(collectionId, filter, page), (r) => listingFragment(r, form));
   }
 }
 

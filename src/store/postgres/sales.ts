@@ -3,7 +3,7 @@ import { hexBytes, hexOf, type PgQueries } from "./queries.js";
 import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
-import { keyedWirePage } from "../shared/wire-rows.js";
+import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 
 // Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
@@ -94,10 +94,8 @@ export class PgSales implements SalesRepository {
     const columns = `${hexOf("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.${form === "json" ? "wire_json" : "wire_pb"} AS wire`;
     const { sql, values } = pageQuery(columns, collectionId, filter, page);
     const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
-    const ready = keyedWirePage(rows, page.limit, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
-    if (ready !== undefined) return ready;
-    const whole = await this.salesPage(collectionId, filter, page);
-    return { rows: whole.rows.map((r) => saleFragment(r, form)), nextKey: whole.nextKey };
+    const ready = readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
+    return ready ?? encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {

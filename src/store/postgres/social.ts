@@ -8,7 +8,7 @@ import {
   tweetFragment,
   type WireForm,
 } from "../../domain/wire/fragments.js";
-import { socialWireColumns, wireList } from "../shared/wire-rows.js";
+import { readyList, socialWireColumns } from "../shared/wire-rows.js";
 import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
 import type { PgQueries } from "./queries.js";
 
@@ -43,14 +43,12 @@ export class PgSocial implements SocialRepository {
   }
 
   async topInfluencersWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
-    const rows = (await this.q.rows(INFLUENCERS_WIRE[form], [collectionId, limit], true)) as unknown[][];
-    if (!rows.some((v) => v[0] === null)) return wireList(rows, () => []);
-    return (await this.topInfluencers(collectionId, limit)).map((r) => influencerFragment(r, form));
+    const ready = readyList((await this.q.rows(INFLUENCERS_WIRE[form], [collectionId, limit], true)) as unknown[][]);
+    return ready ?? (await this.topInfluencers(collectionId, limit)).map((r) => influencerFragment(r, form));
   }
 
   async topTweetsWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
-    const rows = (await this.q.rows(TWEETS_WIRE[form], [collectionId, limit], true)) as unknown[][];
-    if (!rows.some((v) => v[0] === null)) return wireList(rows, () => []);
-    return (await this.topTweets(collectionId, limit)).map((r) => tweetFragment(r, form));
+    const ready = readyList((await this.q.rows(TWEETS_WIRE[form], [collectionId, limit], true)) as unknown[][]);
+    return ready ?? (await this.topTweets(collectionId, limit)).map((r) => tweetFragment(r, form));
   }
 }

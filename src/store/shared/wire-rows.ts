@@ -1,6 +1,6 @@
 import { type Fragment, LISTING_STATUS_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
 import type { ListingStatusName } from "../../domain/records.js";
-import type { KeyValue, Page, PageRequest } from "../ports.js";
+import type { KeyValue, Page } from "../ports.js";
 
 // Reading list rows as their ready answers (domain/wire/fragments.ts), alike
 // on both engines: the SQL that puts a listing's moving fields and a social
@@ -42,62 +42,36 @@ export function socialWireColumns(form: WireForm, tagByte: string, asBytes: (sql
 }
 
 /**
- * A keyset page's ready answers from up to limit + 1 rows, each [id, ...what
- * `wire` reads]: the extra row only says more follow. `lastId` is the id of
- * the page's last row when more follow: its key (the next page's start) is
- * read for that row alone, not with every row.
+ * A keyset page of ready answers from up to limit + 1 rows (the extra one
+ * only says more follow), or undefined when a row has none (written by no
+ * upsert of this store: the caller answers the page from its columns,
+ * encodedWhole). `keyOf` gives the next page's start for the page's last
+ * row alone: SQLite reads it by rowid then, PostgreSQL has it in the row.
  */
-export function wirePage(rows: unknown[][], limit: number, wire: (values: unknown[]) => Fragment): { fragments: Fragment[]; lastId: unknown } | undefined {
+export function readyPage<R>(rows: R[], limit: number, wire: (r: R) => Fragment | null, keyOf: (r: R) => KeyValue[]): Page<Fragment> | undefined {
   const more = rows.length > limit;
   const n = more ? limit : rows.length;
   const fragments = new Array<Fragment>(n);
   for (let i = 0; i < n; i++) {
-    // A row without its fragments (written by no upsert of this store): the caller reads the page as columns.
-    if (rows[i]![1] === null) return undefined;
-    fragments[i] = wire(rows[i]!);
+    const f = wire(rows[i]!);
+    if (f === null) return undefined;
+    fragments[i] = f;
   }
-  return { fragments, lastId: more && n > 0 ? rows[n - 1]![0] : undefined };
+  return { rows: fragments, nextKey: more && n > 0 ? keyOf(rows[n - 1]!) : null };
 }
 
-/**
- * The page itself, its key read by `keyOf` for the last row's id; or, when
- * a row has no fragments, the page read as rows (`asRows`) and encoded whole.
- */
-export function toWirePage<R>(
-  rows: unknown[][],
-  page: PageRequest,
-  wire: (values: unknown[]) => Fragment,
-  keyOf: (id: unknown) => KeyValue[],
-  asRows: () => { page: Page<R>; encode: (row: R) => Fragment },
-): Page<Fragment> {
-  const read = wirePage(rows, page.limit, wire);
-  if (read === undefined) {
-    const { page: whole, encode } = asRows();
-    return { rows: whole.rows.map(encode), nextKey: whole.nextKey };
-  }
-  return { rows: read.fragments, nextKey: read.lastId === undefined ? null : keyOf(read.lastId) };
-}
-
-/** A list's ready answers (each row [fragment]), or, when a row has none, the list read as rows and encoded whole (`asRows`). */
-export function wireList(rows: unknown[][], asRows: () => Fragment[]): Fragment[] {
+/** A list's ready answers (each row [fragment]), or undefined when a row has none (readyPage). */
+export function readyList(rows: unknown[][]): Fragment[] | undefined {
   const out = new Array<Fragment>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const f = rows[i]![0] as Fragment | null;
-    if (f === null) return asRows();
+    if (f === null) return undefined;
     out[i] = f;
   }
   return out;
 }
 
-/** A keyset page of ready answers whose rows carry their own key (one round trip on PostgreSQL); undefined when a row has no fragments. */
-export function keyedWirePage<R extends { wire: Fragment | null }>(rows: R[], limit: number, keyOf: (r: R) => KeyValue[]): Page<Fragment> | undefined {
-  const more = rows.length > limit;
-  const n = more ? limit : rows.length;
-  const fragments = new Array<Fragment>(n);
-  for (let i = 0; i < n; i++) {
-    const wire = rows[i]!.wire;
-    if (wire === null) return undefined;
-    fragments[i] = wire;
-  }
-  return { rows: fragments, nextKey: more && n > 0 ? keyOf(rows[n - 1]!) : null };
+/** A page read as columns, each row encoded whole: the answer when a row has no ready one. */
+export function encodedWhole<R>(page: Page<R>, encode: (r: R) => Fragment): Page<Fragment> {
+  return { rows: page.rows.map(encode), nextKey: page.nextKey };
 }

@@ -3,7 +3,7 @@ import { assetIdSql, assetKey } from "./asset-key.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";
 import { type KeyValue, type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
-import { listingWire, listingWireColumns, toWirePage } from "../shared/wire-rows.js";
+import { encodedWhole, listingWire, listingWireColumns, readyPage } from "../shared/wire-rows.js";
 import { listingKey, toListing } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
@@ -25,10 +25,13 @@ export class SqliteListings implements ListingsRepository {
     const { sql, params } = pageQuery(listingWireColumns(form), collectionId, filter, page);
     this.#listingKey ??= this.s.prepare("SELECT created_at, marketplace, marketplace_id FROM listings WHERE id = ?").raw();
     const key = this.#listingKey;
-    return toWirePage(this.s.values(sql, params), page, (v) => listingWire(form, v), (id) => key.get(id) as KeyValue[], () => ({
-      page: this.listingsPage(collectionId, filter, page),
-      encode: (r: ListingRow) => listingFragment(r, form),
-    }));
+    const ready = readyPage(
+      this.s.values(sql, params),
+      page.limit,
+      (v) => (v[1] === null ? null : listingWire(form, v)),
+      (v) => key.get(v[0]) as KeyValue[],
+    );
+    return ready ?? encodedWhole(this.listingsPage(collectionId, filter, page), (r) => listingFragment(r, form));
   }
 }
 

@@ -4,7 +4,7 @@ import { hexSql, hexToBytes } from "./hex.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 import { type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
-import { toWirePage } from "../shared/wire-rows.js";
+import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
@@ -33,10 +33,8 @@ export class SqliteSales implements SalesRepository {
     const { sql, params } = pageQuery(`s.id, ${form === "json" ? "s.wire_json" : "s.wire_pb"}`, collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
-    return toWirePage(this.s.values(sql, params), page, (v) => v[1] as Fragment, (id) => key.get(id) as KeyValue[], () => ({
-      page: this.salesPage(collectionId, filter, page),
-      encode: (r: SaleRow) => saleFragment(r, form),
-    }));
+    const ready = readyPage(this.s.values(sql, params), page.limit, (v) => v[1] as Fragment | null, (v) => key.get(v[0]) as KeyValue[]);
+    return ready ?? encodedWhole(this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   /**

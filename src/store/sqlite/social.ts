@@ -8,7 +8,7 @@ import {
   type WireForm,
 } from "../../domain/wire/fragments.js";
 import type { SocialRepository } from "../ports.js";
-import { socialWireColumns, wireList } from "../shared/wire-rows.js";
+import { readyList, socialWireColumns } from "../shared/wire-rows.js";
 import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
@@ -46,15 +46,14 @@ export class SqliteSocial implements SocialRepository {
   }
 
   topInfluencersWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
-    return wireList(this.s.values(INFLUENCERS_WIRE[form], [collectionId, limit]), () =>
-      this.topInfluencers(collectionId, limit).map((r) => influencerFragment(r, form)),
+    return (
+      readyList(this.s.values(INFLUENCERS_WIRE[form], [collectionId, limit])) ??
+      this.topInfluencers(collectionId, limit).map((r) => influencerFragment(r, form))
     );
   }
 
   topTweetsWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
-    return wireList(this.s.values(TWEETS_WIRE[form], [collectionId, limit]), () =>
-      this.topTweets(collectionId, limit).map((r) => tweetFragment(r, form)),
-    );
+    return readyList(this.s.values(TWEETS_WIRE[form], [collectionId, limit])) ?? this.topTweets(collectionId, limit).map((r) => tweetFragment(r, form));
   }
 }
 
