@@ -2,6 +2,14 @@ import { availableParallelism } from "node:os";
 import { parseProxyEntry } from "./transport/policy/client-address.js";
 import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "./service/feed-limits.js";
 import { DEFAULT_MAX_CLOCK_SKEW_SECONDS } from "./domain/formats.js";
+import { readFileSync } from "node:fs";
+import {
+  DEFAULT_RETRY_HOURS,
+  DEFAULT_WEBHOOK_CONCURRENCY,
+  DEFAULT_WEBHOOK_PER_DESTINATION,
+  DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+} from "./service/webhooks/dispatcher.js";
+import type { WebhookSettings } from "./service/webhooks/runtime.js";
 
 export { DEFAULT_MAX_CLOCK_SKEW_SECONDS };
 
@@ -73,6 +81,8 @@ export interface ServeConfig {
   maxStreams: number;
   /** How far past this server's clock a sale's or listing's time may be (seconds): later ones are refused. */
   maxClockSkewSeconds: number;
+  /** Webhooks: delivery from this server and its bounds. */
+  webhooks: WebhookSettings;
 }
 
 /** Milliseconds (flags are in seconds). */
@@ -118,6 +128,14 @@ export interface ServeFlags {
   maxClockSkew?: string | undefined;
   corsOrigin?: string | undefined;
   trustProxy?: string | undefined;
+  /** false with --no-webhooks. */
+  webhooks?: boolean | undefined;
+  allowPrivateWebhooks?: boolean | undefined;
+  webhookRetryHours?: string | undefined;
+  webhookConcurrency?: string | undefined;
+  webhookPerDestination?: string | undefined;
+  webhookTimeout?: string | undefined;
+  webhookCa?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -201,7 +219,41 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
       host: metricsHost(flags),
     },
     trustProxy: trustProxy(flags.trustProxy ?? ""),
+    webhooks: resolveWebhooks(flags),
   };
+}
+
+export function resolveWebhooks(flags: ServeFlags): WebhookSettings {
+  return {
+    deliver: flags.webhooks !== false,
+    allowPrivate: flags.allowPrivateWebhooks === true,
+    retryForMs: hours(flags.webhookRetryHours ?? String(DEFAULT_RETRY_HOURS), "--webhook-retry-hours", 0.001, 720),
+    concurrency: wholeNumber(flags.webhookConcurrency ?? String(DEFAULT_WEBHOOK_CONCURRENCY), "--webhook-concurrency", 1, 10_000),
+    perDestination: wholeNumber(flags.webhookPerDestination ?? String(DEFAULT_WEBHOOK_PER_DESTINATION), "--webhook-per-destination", 1, 1000),
+    timeoutMs: seconds(flags.webhookTimeout ?? String(DEFAULT_WEBHOOK_TIMEOUT_SECONDS), "--webhook-timeout", 0.1, 300),
+    ca: webhookCa(flags.webhookCa),
+  };
+}
+
+/** Hours, with up to three decimals, as milliseconds. */
+function hours(text: string, name: string, min: number, max: number): number {
+  if (!/^[0-9]{1,3}(\.[0-9]{1,3})?$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new ConfigError(`${name} must be a number of hours from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  }
+  return Math.round(Number(text) * 3_600_000);
+}
+
+/** --webhook-ca FILE: certificate authorities (PEM) receivers' certificates may chain to, beyond Node's. */
+function webhookCa(path: string | undefined): string | undefined {
+  if (path === undefined || path === "") return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(`--webhook-ca ${JSON.stringify(path)} cannot be read: ${(err as Error).message}`);
+  }
+  if (!text.includes("-----BEGIN CERTIFICATE-----")) throw new ConfigError(`--webhook-ca ${JSON.stringify(path)} holds no PEM certificate`);
+  return text;
 }
 
 /** --max-clock-skew (MAX_CLOCK_SKEW) of serve, import and derive: whole seconds, up to a year. */

@@ -4,15 +4,17 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
-import { ConfigError, DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
-import { createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods } from "./service/services.js";
+import { ConfigError, resolveWebhooks, DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
+import { ADMIN_PROCEDURES, createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods, type WebhookDeps } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
 import { streamCaller } from "./service/watch.js";
 import { admitNextBatch } from "./service/ingest-service.js";
 import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
+import { WebhookService } from "../gen/marketdata/v1/webhook_service_pb.js";
+import { startWebhooks, type WebhookSettings } from "./service/webhooks/runtime.js";
 import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
-import { openIngestWriter, openReadRepositories } from "./store/open.js";
+import { openIngestWriter, openReadRepositories, openWebhookStore } from "./store/open.js";
 import { refreshAfterWrites } from "./derive/refresh-thread.js";
 import type { RefreshReply } from "./derive/refresh-worker.js";
 import type { IngestWriter, ReadRepositories } from "./store/ports.js";
@@ -79,6 +81,8 @@ export interface ServerDeps {
   feedPageRows?: number;
   /** How far past the clock an ingested sale's or listing's time may be (seconds); the default when absent. */
   maxClockSkewSeconds?: number;
+  /** Webhook administration and this process's deliveries; absent: WebhookService answers unimplemented. */
+  webhooks?: WebhookDeps;
 }
 
 export interface BuiltServer {
@@ -107,7 +111,13 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
     ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
     ...(deps.feedPageRows === undefined ? {} : { pageRows: deps.feedPageRows }),
   });
-  const services = createServices(deps.store, deps.writer, feeds, deps.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: deps.maxClockSkewSeconds });
+  const services = createServices(
+    deps.store,
+    deps.writer,
+    feeds,
+    deps.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: deps.maxClockSkewSeconds },
+    deps.webhooks,
+  );
   // A key revoked while it holds live feeds open ends them (the ingest streams: at their next message).
   const heldKeys = new HeldKeys(keys, watch);
   const holdKey: HoldKey = (key, grant) => heldKeys.hold(key, grant.id, () => feeds.endKey(grant.id, KEY_REVOKED));
@@ -133,6 +143,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           keyLookups: keys,
           store: deps.store.info,
           feeds: feeds.stats,
+          ...(deps.webhooks === undefined ? {} : { webhooks: deps.webhooks.stats }),
           ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
   const t = deps.timeouts ?? defaultTimeouts();
@@ -142,9 +153,13 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const inputs = new Map(
     [...readOnlyUnaryMethods(services.services), ...streams].map(({ method, procedure }) => [procedure, method.input] as const),
   );
+  // The operator's calls (WebhookService) ride the writes' path: admitted as writes, never cached.
   const ingestInputs = new Map(
-    IngestService.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${IngestService.typeName}/${m.name}`, m.input] as const),
+    [IngestService, WebhookService].flatMap((service) =>
+      service.methods.filter((m) => m.methodKind === "unary").map((m) => [`/${service.typeName}/${m.name}`, m.input] as const),
+    ),
   );
+  const writeProcedures = new Set([...INGEST_PROCEDURES, ...ADMIN_PROCEDURES]);
   const feedProcedures = new Set(streams.map((m) => m.procedure));
   const ingestStreams = new Set(
     IngestService.methods.filter((m) => m.methodKind === "client_streaming").map((m) => `/${IngestService.typeName}/${m.name}`),
@@ -212,7 +227,8 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         grpcUnary,
         grpcStream,
         connectNode: rpc as RequestHandler,
-        ingest: { procedures: INGEST_PROCEDURES, inputs: ingestInputs, streams: ingestStreams, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
+        admin: ADMIN_PROCEDURES,
+        ingest: { procedures: writeProcedures, inputs: ingestInputs, streams: ingestStreams, maxBytes: MAX_BATCH_BYTES, connectNode: ingestRpc as RequestHandler },
         feeds: feedProcedures,
         holdKey,
         log,
@@ -225,7 +241,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
         gate,
         log,
         metrics,
-        known: (procedure) => inputs.has(procedure) || INGEST_PROCEDURES.has(procedure) || publicProcedures.has(procedure),
+        known: (procedure) => inputs.has(procedure) || writeProcedures.has(procedure) || publicProcedures.has(procedure),
         rawGets,
         nextReqId,
       });
@@ -301,7 +317,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams" | "maxClockSkewSeconds">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams" | "maxClockSkewSeconds" | "webhooks">
   > & {
     drainMs?: number;
     feedMaxQueued?: number;
@@ -345,7 +361,15 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
     refreshing.onRefreshed((r) => logRefresh(logger, r));
     writer = refreshing;
   }
+  let webhooks: ReturnType<typeof startWebhooks> | undefined;
   try {
+    // Webhooks: their store (SQLite: the file beside the store; PostgreSQL: its tables) and this process's deliveries.
+    const hooks = await openWebhookStore(config.db).catch((err: unknown) => {
+      // A store this server may only read (a read-only directory): it serves without webhooks rather than not at all.
+      logger.warn({ err: err instanceof Error ? err.message : String(err) }, "webhooks unavailable on this server");
+      return undefined;
+    });
+    if (hooks !== undefined) webhooks = startWebhooks(store, hooks, config.webhooks ?? resolveWebhooks({}), logger);
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
     const { app, cache, metrics } = await buildServer({
@@ -363,6 +387,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       ...(config.feedMaxQueued === undefined ? {} : { feedMaxQueued: config.feedMaxQueued }),
       ...(config.feedPageRows === undefined ? {} : { feedPageRows: config.feedPageRows }),
       ...(config.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: config.maxClockSkewSeconds }),
+      webhooks,
     });
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host }).catch(async (err: unknown) => {
@@ -378,6 +403,8 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       url: `http://${host}:${address.port}`,
       close: async () => {
         await app.close();
+        // After the last request: every delivered position written, leases given back to the other servers.
+        await webhooks?.close();
         await metricsServer?.close();
         await writer.close();
         await limits.close();
@@ -385,6 +412,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       },
     };
   } catch (err) {
+    await webhooks?.close();
     await writer.close();
     await limits.close();
     await store.close();

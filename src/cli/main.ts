@@ -20,6 +20,12 @@ import {
   type ServeFlags,
 } from "../config.js";
 import { KINDS } from "../ingest/kinds.js";
+import {
+  DEFAULT_RETRY_HOURS,
+  DEFAULT_WEBHOOK_CONCURRENCY,
+  DEFAULT_WEBHOOK_PER_DESTINATION,
+  DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+} from "../service/webhooks/dispatcher.js";
 import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../service/feed-limits.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
 import { errorLine } from "./errors.js";
@@ -68,6 +74,10 @@ const clockSkewOption = () =>
   new Option("--max-clock-skew <s>", "seconds a sale's or listing's time may be past this machine's clock; later ones are refused (ingest, import) and left out of appraisals (derive)")
     .env("MAX_CLOCK_SKEW")
     .default(String(DEFAULT_MAX_CLOCK_SKEW_SECONDS));
+
+/** http, loopback and private destinations for webhooks: serve and start, webhooks create. */
+const allowPrivateOption = () =>
+  new Option("--allow-private-webhooks", "allow webhooks to http:// and to loopback and private addresses (a receiver on this machine or network; SSRF otherwise)");
 
 /** The options of every command that listens. */
 const listening = (command: Command) =>
@@ -144,7 +154,20 @@ const listening = (command: Command) =>
       new Option("--shutdown-timeout <s>", "seconds SIGTERM waits for requests in flight before closing every connection").default(
         String(DEFAULT_TIMEOUTS.shutdown),
       ),
-    );
+    )
+    .addOption(new Option("--no-webhooks", "deliver no webhooks from this server (others on the store do; WebhookService still answers)"))
+    .addOption(allowPrivateOption())
+    .addOption(
+      new Option("--webhook-retry-hours <h>", "hours a webhook's batch is retried before the webhook is marked failing").default(String(DEFAULT_RETRY_HOURS)),
+    )
+    .addOption(new Option("--webhook-concurrency <n>", "webhook deliveries in flight at once, per process").default(String(DEFAULT_WEBHOOK_CONCURRENCY)))
+    .addOption(
+      new Option("--webhook-per-destination <n>", "webhook deliveries in flight at once to one destination (scheme, host, port), per process").default(
+        String(DEFAULT_WEBHOOK_PER_DESTINATION),
+      ),
+    )
+    .addOption(new Option("--webhook-timeout <s>", "seconds a webhook delivery may take, answer included").default(String(DEFAULT_WEBHOOK_TIMEOUT_SECONDS)))
+    .addOption(new Option("--webhook-ca <file>", "PEM certificates of authorities webhook receivers' certificates may chain to, beyond the system's"));
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
   .action(async (opts: ServeFlags) => {
@@ -185,6 +208,60 @@ keys
   .addOption(storeOption())
   .argument("<id>", "key id, from `keys list`")
   .action(async (id: string, opts: { db: string }) => (await import("./keys.js")).revokeKey(opts.db, id));
+
+const webhooks = program
+  .command("webhooks")
+  .description("push sales, listings, offers and transfers to HTTPS endpoints: create, list, pause, resume, delete, rotate-secret, replay, log");
+webhooks
+  .command("create")
+  .description("subscribe a URL to collections' events; prints the signing secret alone on the last line of stdout")
+  .addOption(storeOption())
+  .requiredOption("--url <url>", "https:// endpoint that receives batches of events (POST, Standard Webhooks signatures)")
+  .requiredOption("--collections <addresses>", "comma-separated contract addresses (up to 100)")
+  .option("--types <types>", "comma-separated: sale, listing, offer, transfer (default: all four)")
+  .requiredOption("--key-id <id>", "the API key it delivers for (from `keys list`): revoking it disables the webhook")
+  .option("--from <from>", 'where delivery starts: "now" (default), a position, or a time like 2026-11-26T10:00:00Z')
+  .addOption(allowPrivateOption())
+  .action(async (opts: { db: string; url: string; collections: string; types?: string; keyId: string; from?: string; allowPrivateWebhooks?: boolean }) =>
+    (await import("./webhooks.js")).createWebhook(opts),
+  );
+webhooks
+  .command("list")
+  .description("show every webhook: state, URL, types, collections, key and position (never the secrets)")
+  .addOption(storeOption())
+  .action(async (opts: { db: string }) => (await import("./webhooks.js")).listWebhooks(opts));
+for (const [name, description] of [
+  ["pause", "stop delivering a webhook; its position is kept"],
+  ["resume", "deliver a paused, failing or disabled webhook again, from its position"],
+  ["delete", "remove a webhook and its delivery log"],
+] as const) {
+  webhooks
+    .command(name)
+    .description(description)
+    .addOption(storeOption())
+    .argument("<id>", "webhook id, from `webhooks list`")
+    .action(async (id: string, opts: { db: string }) => (await import("./webhooks.js")).changeWebhook(opts, id, name));
+}
+webhooks
+  .command("rotate-secret")
+  .description("issue a new signing secret; the old one also signs for 24 hours; prints the new one alone on stdout")
+  .addOption(storeOption())
+  .argument("<id>", "webhook id")
+  .action(async (id: string, opts: { db: string }) => (await import("./webhooks.js")).rotateWebhookSecret(opts, id));
+webhooks
+  .command("replay")
+  .description("send events again from a position (every event at or above it) or a time (every event committed since)")
+  .addOption(storeOption())
+  .argument("<id>", "webhook id")
+  .requiredOption("--from <from>", "a position (from an event's `position`) or a time like 2026-11-26T10:00:00Z")
+  .action(async (id: string, opts: { db: string; from: string }) => (await import("./webhooks.js")).replayWebhook(opts, id, opts.from));
+webhooks
+  .command("log")
+  .description("a webhook's last delivery attempts, newest first: time, batch, status, latency, error")
+  .addOption(storeOption())
+  .argument("<id>", "webhook id")
+  .option("--limit <n>", "attempts shown (1 to 1000)", "20")
+  .action(async (id: string, opts: { db: string; limit: string }) => (await import("./webhooks.js")).webhookLog(opts, id, opts.limit));
 
 program
   .command("import")

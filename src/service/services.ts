@@ -1,23 +1,35 @@
 import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
 import { type IngestWriter, type ReadRepositories, StoreReadOnlyError } from "../store/ports.js";
 import { createIngestService, Ingest, type IngestOptions } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
 import { FeedHub } from "./feed-hub.js";
 import type { LocalCall } from "./local-call.js";
+import type { WebhookAdmin } from "./webhooks/admin.js";
+import type { WebhookStats } from "./webhooks/dispatcher.js";
+import { createWebhookService } from "./webhooks/webhook-service.js";
 
 // Every service of the contract over one store, for every transport: RPC
 // protocols register them on a Connect router; REST and Connect GET call a
 // method's implementation directly (the implementations need no context).
 // Reads go to the store's read repositories, writes (IngestService) to its
-// writer.
+// writer, webhook administration (WebhookService) to the webhooks' store.
 
-export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService];
+export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService, WebhookService];
+
+/** The webhooks of a server: their administration, and this process's delivery figures. */
+export interface WebhookDeps {
+  admin: WebhookAdmin;
+  stats: () => readonly WebhookStats[];
+  /** This process committed to `collections`: their webhooks read now. */
+  poke: (collections: ReadonlySet<string>) => void;
+}
 
 /**
  * The kinds whose writes the live feeds carry (a transfer also ends its
@@ -52,6 +64,7 @@ export function createServices(
   writer: IngestWriter = NO_WRITER,
   feeds: FeedHub = new FeedHub(store),
   ingestOptions: IngestOptions = {},
+  webhooks?: WebhookDeps,
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store, feeds);
@@ -60,17 +73,21 @@ export function createServices(
     write: async (kind, records) => {
       const counts = await writer.write(kind, records);
       if (FEED_KINDS.has(kind) && counts.inserted + counts.updated > 0) {
-        feeds.poke(new Set(records.map((r) => String(r.contractAddress).toLowerCase())));
+        const collections = new Set(records.map((r) => String(r.contractAddress).toLowerCase()));
+        feeds.poke(collections);
+        webhooks?.poke(collections);
       }
       return counts;
     },
     close: () => writer.close(),
   }, ingestOptions);
   const ingestService = createIngestService(ingest);
+  const webhookService = createWebhookService(webhooks?.admin ?? NO_WEBHOOKS, webhooks?.stats);
   const impls = new Map<string, Record<string, unknown>>([
     [AssetService.typeName, asset as Record<string, unknown>],
     [CollectionService.typeName, collection as Record<string, unknown>],
     [IngestService.typeName, ingestService as Record<string, unknown>],
+    [WebhookService.typeName, webhookService as Record<string, unknown>],
   ]);
   const implOf = (method: DescMethodUnary | DescMethodServerStreaming): unknown => {
     const impl = impls.get(method.parent.typeName)?.[method.localName];
@@ -83,6 +100,7 @@ export function createServices(
       router.service(AssetService, asset);
       router.service(CollectionService, collection);
       router.service(IngestService, ingestService);
+      router.service(WebhookService, webhookService);
     },
     unary: (method) => implOf(method) as UnaryImpl,
     serverStream: (method) => implOf(method) as ServerStreamImpl,
@@ -111,6 +129,14 @@ export const CLOCK_DEPENDENT_PROCEDURES: ReadonlySet<string> = new Set([
 
 /** The procedures of writes (IngestService): a key with the ingest scope, their own rate limit and message size. */
 export const INGEST_PROCEDURES: ReadonlySet<string> = new Set(procedures([IngestService]));
+
+/** The operator's procedures (WebhookService): a key with the admin scope, admitted as writes. */
+export const ADMIN_PROCEDURES: ReadonlySet<string> = new Set(procedures([WebhookService]));
+
+/** Webhook administration on a server given no webhooks store (tests of other things): every call refused as unavailable here. */
+const NO_WEBHOOKS = new Proxy({} as WebhookAdmin, {
+  get: () => () => Promise.reject(new ConnectError("this server manages no webhooks", Code.Unimplemented)),
+});
 
 /** Every server-streaming method (the live feeds): read-only, long-lived, never cached. */
 export function serverStreamingMethods(services: readonly DescService[]): { method: DescMethodServerStreaming; procedure: string }[] {

@@ -1,4 +1,6 @@
-import type { IngestWriter, KeyAdmin, ReadRepositories, WritableStore } from "./ports.js";
+import type { IngestWriter, KeyAdmin, ReadRepositories, WebhookStore, WritableStore } from "./ports.js";
+import { SqliteWebhookStore } from "./sqlite/webhooks.js";
+import { PgWebhookStore } from "./postgres/webhooks.js";
 import { PgKeyAdmin } from "./postgres/key-admin.js";
 import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, requireCurrentPgSchema } from "./postgres/database.js";
 import { pgRepositories } from "./postgres/read-repositories.js";
@@ -110,4 +112,17 @@ export async function migrateStore(db: string): Promise<{ description: string; f
   const from = storeSchemaVersion(db);
   openWritable(db).close();
   return { description: `store ${db}`, from, to: MIGRATIONS.length };
+}
+
+/** The webhooks of a store (on SQLite: the file beside it, created if absent; on PostgreSQL: the store's tables). */
+export async function openWebhookStore(db: string): Promise<WebhookStore> {
+  if (!isPostgresUrl(db)) return new SqliteWebhookStore(db);
+  const pool = openPool(db, 2);
+  try {
+    await requireCurrentPgSchema(pool, db);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return new PgWebhookStore(pool);
 }

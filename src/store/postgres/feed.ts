@@ -16,6 +16,11 @@ export class PgFeed implements FeedRepository {
     return (await this.q.rows<{ e: string }>("SELECT feed_epoch AS e FROM store_state WHERE id = 1", []))[0]?.e ?? "";
   }
 
+  async last(): Promise<number> {
+    const r = (await this.q.rows<{ v: string; called: boolean }>("SELECT last_value AS v, is_called AS called FROM feed_seq", []))[0];
+    return r === undefined || !r.called ? 0 : Number(r.v);
+  }
+
   async head(kind: FeedKind, collectionId: number): Promise<number> {
     const table = { sales: "sales", listings: "listings", offers: "offers", transfers: "transfers" }[kind];
     const sql = `SELECT coalesce(max(feed_seq), 0) AS s FROM ${table} WHERE collection_id = $1`;

@@ -1,3 +1,4 @@
+import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
@@ -365,4 +366,6 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   "CREATE INDEX listings_by_marketplace_status ON listings (collection_id, marketplace, status, created_at DESC, marketplace_id);",
   // 15: a listing's whole answer kept as it moves, as SQLite's 17: here a generated column.
   `ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("")}) STORED`,
+  // 16: webhooks, their attempts and the feed's marks (webhooks.ts); on SQLite a file of their own.
+  WEBHOOKS_MIGRATION,
 ];

@@ -17,6 +17,10 @@ export class SqliteFeed implements FeedRepository {
     return this.s.prepare("SELECT feed_epoch FROM store_state WHERE id = 1").pluck().get() as string;
   }
 
+  last(): number {
+    return this.s.prepare("SELECT feed_seq FROM store_state WHERE id = 1").pluck().get() as number;
+  }
+
   head(kind: FeedKind, collectionId: number): number {
     const sql = `SELECT coalesce(max(feed_seq), 0) FROM ${kind} INDEXED BY ${kind}_by_feed WHERE collection_id = ?`;
     return this.s.prepare(sql).pluck().get(collectionId) as number;

@@ -4,6 +4,7 @@ import type { StoreInfo } from "../../store/ports.js";
 import type { FastifyInstance } from "fastify";
 import type { ClientAddresses } from "../policy/client-address.js";
 import type { PublicGuard } from "../policy/admission.js";
+import type { WebhookStats } from "../../service/webhooks/dispatcher.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels
@@ -26,6 +27,8 @@ export interface MetricSources {
   store: Pick<StoreInfo, "dataVersion" | "lastWrite">;
   /** The live feeds of this process (service/feed-hub.ts FeedHub.stats). */
   feeds?: { open: number; sent: number; endedSlow: number; channelReads: number };
+  /** The webhooks this process delivers (service/webhooks/dispatcher.ts stats), one series each. */
+  webhooks?: () => readonly WebhookStats[];
 }
 
 const HTTP_CODES: Record<number, Code> = {
@@ -181,6 +184,27 @@ export class ServerMetrics {
       counter("marketdata_feed_events_sent_total", "Records sent to live-feed subscribers", () => feeds.sent);
       counter("marketdata_feed_subscribers_ended_slow_total", "Live-feed subscribers ended for reading too slowly (sent their resume token)", () => feeds.endedSlow);
       counter("marketdata_feed_store_reads_total", "Store reads made for the live feeds' channels (one per commit and watched collection)", () => feeds.channelReads);
+    }
+    const webhooks = sources.webhooks;
+    if (webhooks !== undefined) {
+      const perWebhook = (name: string, help: string, read: (w: WebhookStats) => number, kind: "gauge" | "counter") => {
+        const Metric = kind === "gauge" ? Gauge : Counter;
+        new Metric({
+          name,
+          help,
+          labelNames: ["webhook"],
+          registers,
+          collect() {
+            this.reset();
+            for (const w of webhooks()) (this as Gauge).inc({ webhook: w.id }, read(w));
+          },
+        });
+      };
+      perWebhook("marketdata_webhook_lag_positions", "How far a webhook is behind its collections' newest events, in feed positions (its process's view)", (w) => w.lagPositions, "gauge");
+      perWebhook("marketdata_webhook_lag_seconds", "Seconds since a webhook was last caught up (0: caught up)", (w) => w.lagSeconds, "gauge");
+      perWebhook("marketdata_webhook_deliveries_total", "Batches a receiver took (2xx), by this process", (w) => w.delivered, "counter");
+      perWebhook("marketdata_webhook_failures_total", "Delivery attempts that failed (no answer, or not 2xx), by this process", (w) => w.failed, "counter");
+      perWebhook("marketdata_webhook_events_total", "Events delivered, by this process", (w) => w.events, "counter");
     }
     new Gauge({
       name: "marketdata_store_data_version",

@@ -143,11 +143,13 @@ export class Admission {
 
   #limitKey(grant: KeyGrant, surface: Surface): MaybePromise<Admitted> {
     if (surface === "ingest" && !mayIngest(grant.scope)) return { grant, error: READ_ONLY_KEY };
+    if (surface === "admin" && grant.scope !== "admin") return { grant, error: NOT_ADMIN_KEY };
     // Reads: a key's own limit always holds, the server's default only when
-    // it has none. Writes: the server's ingest limit, in a window of their own.
-    const limit = surface === "ingest" ? this.#limits.ingestRate : (grant.rateLimit ?? this.#limits.keyRate);
+    // it has none. Writes (and the operator's calls): the server's ingest
+    // limit, in a window of their own.
+    const limit = surface === "read" ? (grant.rateLimit ?? this.#limits.keyRate) : this.#limits.ingestRate;
     if (limit === 0) return { grant };
-    return settle(this.#limits.windows.take(`${surface === "ingest" ? "i" : "k"}:${grant.id}`, limit), (rate) => {
+    return settle(this.#limits.windows.take(`${surface === "read" ? "k" : "i"}:${grant.id}`, limit), (rate) => {
       if (rate.allowed) return { grant, rate };
       this.refused.key++;
       return { grant, rate, error: tooMany(rate) };
@@ -170,10 +172,14 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** What a request asks of its key: to read, or to write through the ingest API. */
-export type Surface = "read" | "ingest";
+/** What a request asks of its key: to read, to write through the ingest API, or the operator's calls (webhooks). */
+export type Surface = "read" | "ingest" | "admin";
 
 const MISSING = new ConnectError(MISSING_KEY, Code.Unauthenticated);
+export const NOT_ADMIN_KEY = new ConnectError(
+  'webhooks are managed with a key made with "marketdata keys create --scope admin"',
+  Code.PermissionDenied,
+);
 export const READ_ONLY_KEY = new ConnectError(
   'this API key may only read; writes need a key made with "marketdata keys create --scope ingest"',
   Code.PermissionDenied,

@@ -54,6 +54,8 @@ export interface RpcGateDeps {
     maxBytes: number;
     connectNode: RequestHandler;
   };
+  /** The operator's procedures (WebhookService), among `ingest.procedures`: admitted for keys with the admin scope only. */
+  admin: ReadonlySet<string>;
   /** The server-streaming reads (the live feeds) connect-node serves here (Connect, gRPC-Web): their keys held while open. */
   feeds: ReadonlySet<string>;
   holdKey: HoldKey;
@@ -165,7 +167,8 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
         }
       }
     }
-    const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req), write ? "ingest" : "read");
+    const surface = deps.admin.has(req.url ?? "") ? "admin" : write ? "ingest" : "read";
+    const admitted = deps.admission.admit(apiKeyFrom(req.headers), deps.addresses.bucketOf(req), surface);
     if (admitted instanceof Promise) {
       admitted.then(
         (a) => pass(req, res, kind, a, write),

@@ -1,9 +1,10 @@
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "../policy/guards.js";
 import { PUBLIC_SERVICE_NAMES } from "../policy/public-services.js";
-import { READ_ONLY_KEY } from "../policy/admission.js";
+import { NOT_ADMIN_KEY, READ_ONLY_KEY } from "../policy/admission.js";
 import { mayIngest } from "../../store/ports.js";
 import { IngestService } from "../../../gen/marketdata/v1/ingest_service_pb.js";
+import { WebhookService } from "../../../gen/marketdata/v1/webhook_service_pb.js";
 import type { StreamOutcome } from "../stream/pipeline.js";
 
 /**
@@ -46,6 +47,7 @@ export function apiKeyInterceptor(keys: KeyVerifier): Interceptor {
     if (!PUBLIC_SERVICE_NAMES.has(req.service.typeName)) {
       const grant = await requireApiKey(keys, req.header.get(API_KEY_HEADER));
       if (req.service.typeName === IngestService.typeName && !mayIngest(grant.scope)) throw READ_ONLY_KEY;
+      if (req.service.typeName === WebhookService.typeName && grant.scope !== "admin") throw NOT_ADMIN_KEY;
     }
     return next(req);
   };

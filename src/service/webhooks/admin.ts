@@ -1,0 +1,145 @@
+import { randomBytes } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { echo } from "../../domain/echo.js";
+import type { FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookRecord, WebhookStore } from "../../store/ports.js";
+import * as p from "../params.js";
+import { newSecret } from "./delivery.js";
+import { checkWebhookUrl, type DestinationPolicy } from "./destination.js";
+import { KIND_OF_TYPE } from "./payload.js";
+import { collectionHeads, FEED_KINDS_ORDER, parseStart, positionsBefore, type StartPoint } from "./positions.js";
+
+// What an operator does with webhooks, on either side: the admin RPC
+// (WebhookService, webhook-service.ts) and `marketdata webhooks` (the CLI,
+// on the store directly) both call this. Errors are ConnectErrors, which
+// the CLI prints as one line and the RPC answers in its protocol.
+
+/** Collections one webhook may name. */
+export const MAX_WEBHOOK_COLLECTIONS = 100;
+/** How long a rotated-out secret still signs (ms): receivers switch keys in that time. */
+export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
+/**
+ * A replay from a time starts at the feed's mark this long before it: on
+ * PostgreSQL a writer's transaction takes its positions before it commits,
+ * so events committed just after a mark may hold positions just below it.
+ */
+export const REPLAY_MARGIN_SECONDS = 30;
+export const ATTEMPTS_DEFAULT = 100;
+
+export interface CreateWebhook {
+  url: string;
+  collections: readonly string[];
+  /** "sale", "listing", "offer", "transfer"; none: all four. */
+  types: readonly string[];
+  keyId: number;
+  /** "now" (or ""), a position, or a time. */
+  from?: string;
+}
+
+function notFound(id: string): ConnectError {
+  return new ConnectError(`no webhook ${echo(id)}`, Code.NotFound);
+}
+
+function checkId(id: string): string {
+  if (!/^wh_[a-z0-9]{20}$/.test(id)) throw new ConnectError(`a webhook id is "wh_" and 20 letters or digits, got ${echo(id)}`, Code.InvalidArgument);
+  return id;
+}
+
+function newId(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return `wh_${[...randomBytes(20)].map((b) => alphabet[b % 36]).join("")}`;
+}
+
+export class WebhookAdmin {
+  constructor(
+    private readonly store: ReadRepositories,
+    private readonly hooks: WebhookStore,
+    private readonly policy: DestinationPolicy,
+  ) {}
+
+  async create(req: CreateWebhook): Promise<{ webhook: WebhookRecord; secret: string }> {
+    const url = checkWebhookUrl(req.url, this.policy);
+    if (req.collections.length === 0) throw p.invalid("collections must name at least one contract address");
+    const named = req.collections.flatMap((c) => c.split(",")).map((c) => c.trim()).filter((c) => c !== "");
+    const collections = [...new Set(named.map((c) => p.contractAddress(c, "collections")))];
+    if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
+    const types = req.types.flatMap((t) => t.split(",")).map((t) => t.trim()).filter((t) => t !== "");
+    const kinds = new Set<FeedKind>();
+    for (const t of types.length === 0 ? Object.keys(KIND_OF_TYPE) : types) {
+      const kind = KIND_OF_TYPE[t];
+      if (kind === undefined) throw p.invalid(`types must be among sale, listing, offer, transfer, got ${echo(t)}`);
+      kinds.add(kind);
+    }
+    if (!Number.isSafeInteger(req.keyId) || req.keyId <= 0) throw p.invalid(`key id must be a positive integer, got ${req.keyId}`);
+    if (!(await this.hooks.liveKeys([req.keyId])).has(req.keyId)) {
+      throw new ConnectError(`no unrevoked API key ${req.keyId}: a webhook delivers for a key, and stops when it is revoked`, Code.FailedPrecondition);
+    }
+    const epoch = await this.store.feed.epoch();
+    const positions = await this.#start(parseStart(req.from ?? "", true), collections);
+    const secret = newSecret();
+    const webhook = await this.hooks.create({ id: newId(), url, collections, kinds: FEED_KINDS_ORDER.filter((k) => kinds.has(k)), keyId: req.keyId, secret, epoch, positions });
+    return { webhook, secret };
+  }
+
+  list(): Promise<WebhookRecord[]> {
+    return this.hooks.list();
+  }
+
+  async get(id: string): Promise<WebhookRecord> {
+    const found = await this.hooks.get(checkId(id));
+    if (found === undefined) throw notFound(id);
+    return found;
+  }
+
+  async pause(id: string): Promise<WebhookRecord> {
+    return this.#found(id, await this.hooks.setState(checkId(id), "paused", null));
+  }
+
+  /** Active again from its kept position, whatever stopped it (paused, failing, disabled). */
+  async resume(id: string): Promise<WebhookRecord> {
+    return this.#found(id, await this.hooks.setState(checkId(id), "active", null, true));
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await this.hooks.delete(checkId(id)))) throw notFound(id);
+  }
+
+  async rotateSecret(id: string): Promise<{ webhook: WebhookRecord; secret: string }> {
+    const secret = newSecret();
+    const webhook = this.#found(id, await this.hooks.rotateSecret(checkId(id), secret, Date.now() + ROTATION_OVERLAP_MS));
+    return { webhook, secret };
+  }
+
+  async replay(id: string, from: string): Promise<WebhookRecord> {
+    const webhook = await this.get(id);
+    const positions = await this.#start(parseStart(from, false), webhook.collections);
+    return this.#found(id, await this.hooks.replay(webhook.id, await this.store.feed.epoch(), positions));
+  }
+
+  async attempts(id: string, limit: number): Promise<WebhookAttemptRecord[]> {
+    const n = limit === 0 ? ATTEMPTS_DEFAULT : limit;
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw p.invalid(`limit must be between 1 and 1000, got ${limit}`);
+    await this.get(id);
+    return this.hooks.attempts(id, n);
+  }
+
+  #found(id: string, record: WebhookRecord | undefined): WebhookRecord {
+    if (record === undefined) throw notFound(id);
+    return record;
+  }
+
+  /** The positions a webhook starts after. */
+  async #start(start: StartPoint, collections: readonly string[]): Promise<FeedPositions> {
+    if (start.kind === "position") return positionsBefore(start.position);
+    if (start.kind === "time") {
+      const mark = await this.hooks.markAt(start.at - REPLAY_MARGIN_SECONDS);
+      if (mark === undefined) {
+        throw new ConnectError(
+          `no feed position is known for ${new Date(start.at * 1000).toISOString()} (the feed is marked while a server delivers webhooks, kept 30 days): give a position instead`,
+          Code.FailedPrecondition,
+        );
+      }
+      return positionsBefore(mark + 1);
+    }
+    return collectionHeads(this.store, collections);
+  }
+}

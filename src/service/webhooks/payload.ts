@@ -1,0 +1,57 @@
+import { create } from "@bufbuild/protobuf";
+import { WebhookEventSchema } from "../../../gen/marketdata/v1/webhook_service_pb.js";
+import { compileJsonWriter } from "../../domain/wire/json-writer.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/records.js";
+import type { FeedEntry, FeedKind } from "../../store/ports.js";
+import { toListing, toOffer, toSale, toTransfer } from "../records.js";
+
+// A delivery's body (WebhookPayload in webhook_service.proto): a batch of
+// events in position order, each in the /v1 JSON dialect the lists answer
+// with, so a receiver parses a webhook's sale as it parses /v1/asset/sales'.
+
+/** The payload's type: the one kind of message webhooks send. */
+export const PAYLOAD_TYPE = "marketdata.events";
+
+/** The event type of each feed kind. */
+export const EVENT_TYPE: Readonly<Record<FeedKind, string>> = { sales: "sale", listings: "listing", offers: "offer", transfers: "transfer" };
+export const KIND_OF_TYPE: Readonly<Record<string, FeedKind>> = { sale: "sales", listing: "listings", offer: "offers", transfer: "transfers" };
+
+const writeEvent = compileJsonWriter(WebhookEventSchema);
+
+/** An event's id: stable across retries and replays of the same store (its feed epoch). */
+export function eventId(epoch: string, position: number): string {
+  return `evt_${epoch}_${position}`;
+}
+
+/** One event of a feed entry as its JSON text. `now`: epoch seconds (an offer's status depends on it). */
+export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number): string {
+  const base = { id: eventId(epoch, entry.seq), type: EVENT_TYPE[kind], position: BigInt(entry.seq) };
+  switch (kind) {
+    case "sales": {
+      const r = entry.row as SaleRow;
+      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.timestamp), sale: toSale(r) }));
+    }
+    case "listings": {
+      const r = entry.row as ListingRow;
+      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.createdAt), listing: toListing(r) }));
+    }
+    case "offers": {
+      const r = entry.row as OfferRow;
+      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.createdAt), offer: toOffer(r, now) }));
+    }
+    case "transfers": {
+      const r = entry.row as TransferRow;
+      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.timestamp), transfer: toTransfer(r) }));
+    }
+  }
+}
+
+/** The body of a batch: its events' JSON texts spliced into the payload (the same bytes on every retry). */
+export function batchBody(webhookId: string, events: readonly string[], madeAt: Date): string {
+  return `{"type":${JSON.stringify(PAYLOAD_TYPE)},"timestamp":${JSON.stringify(madeAt.toISOString())},"data":{"webhookId":${JSON.stringify(webhookId)},"events":[${events.join(",")}]}}`;
+}
+
+/** A batch's webhook-id: the same on each of its retries; a replay's batches are new messages (their events keep their ids). */
+export function messageId(webhookId: string, generation: number, first: number, last: number): string {
+  return `msg_${webhookId.replace(/^wh_/, "")}_${generation}_${first}_${last}`;
+}

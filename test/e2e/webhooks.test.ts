@@ -1,0 +1,212 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
+import { WebhookReceiver } from "../../src/bench/webhook-receiver.js";
+import { openWritableStore } from "../../src/store/open.js";
+import { resolveWebhooks } from "../../src/config.js";
+import { emptyStore, withKeys } from "../support/engine.js";
+import { numberedSale } from "../support/sales.js";
+import { ingestOk, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
+
+// Webhooks end to end, on the test engine: a real server delivering to a
+// real HTTPS receiver (a self-signed certificate made for the test, given
+// to the server as --webhook-ca) that checks every signature with its own
+// implementation of the Standard Webhooks convention. Subscriptions are
+// managed through WebhookService with an admin key.
+
+const C = "0xcccccccccccccccccccccccccccccccccccccccc";
+const OTHER = "0xdddddddddddddddddddddddddddddddddddddddd";
+
+const ctx = {} as {
+  target: string;
+  cleanup(): Promise<void>;
+  server: TestServer;
+  receiver: WebhookReceiver;
+  admin: string;
+  ingest: string;
+  read: string;
+  ingestId: number;
+};
+let n = 0;
+const sales = (count: number, collection = C) => Array.from({ length: count }, () => numberedSale(++n, collection));
+
+beforeAll(async () => {
+  Object.assign(ctx, await emptyStore());
+  await (await openWritableStore(ctx.target, { migrateEmpty: true })).close();
+  await withKeys(ctx.target, async (admin) => {
+    ctx.admin = (await admin.create("operator", { scope: "admin" })).key;
+    const ingest = await admin.create("indexer", { scope: "ingest" });
+    ctx.ingest = ingest.key;
+    ctx.ingestId = ingest.id;
+    ctx.read = (await admin.create("reader")).key;
+  });
+  ctx.receiver = await WebhookReceiver.start();
+  ctx.server = await startTestServer(ctx.target, {
+    ingestRateLimit: 0,
+    webhooks: { ...resolveWebhooks({ allowPrivateWebhooks: true }), ca: ctx.receiver.certificate, pollMs: 20, leaseEveryMs: 200, leaseMs: 3000 },
+  });
+});
+
+afterAll(async () => {
+  await ctx.server?.close();
+  await ctx.receiver?.close();
+  await ctx.cleanup?.();
+});
+
+beforeEach(() => {
+  ctx.receiver.answer = () => ({ status: 200 });
+});
+
+const client = () => createClient(WebhookService, transportFor("connect", ctx.server.baseUrl));
+const as = (key: string) => ({ headers: { "x-api-key": key } });
+
+async function subscribe(path: string, options: { collections?: string[]; types?: string[]; from?: string } = {}) {
+  const r = await client().createWebhook(
+    { url: `${ctx.receiver.url}${path}`, collections: options.collections ?? [C], types: options.types ?? ["sale"], from: options.from ?? "" },
+    as(ctx.admin),
+  );
+  ctx.receiver.secrets.push(r.secret);
+  return r;
+}
+
+describe("webhooks", () => {
+  it("are managed with an admin key only; a read or ingest key is refused", async () => {
+    for (const key of [ctx.read, ctx.ingest]) {
+      const err = await client().listWebhooks({}, as(key)).catch((e: unknown) => e);
+      expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
+    }
+    const bad = await client().createWebhook({ url: "ftp://x", collections: [C], types: ["sale"] }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
+    const kinds = await client().createWebhook({ url: `${ctx.receiver.url}/k`, collections: [C], types: ["mint"] }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(kinds).message).toMatch(/types must be among sale, listing, offer, transfer/);
+    const missing = await client().getWebhook({ id: "wh_aaaaaaaaaaaaaaaaaaaa" }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(missing).code).toBe(Code.NotFound);
+  });
+
+  it("deliver each committed sale once, in position order, signed, as the /v1 sales list answers it", async () => {
+    const { webhook } = await subscribe("/basic");
+    expect(webhook?.state).toBe("active");
+    const sent = sales(30);
+    for (let i = 0; i < sent.length; i += 10) await ingestOk(ctx.server, ctx.ingest, "sales", sent.slice(i, i + 10));
+    // Another collection's sales are not this webhook's.
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(3, OTHER));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 30);
+    const events = ctx.receiver.events(webhook!.id);
+    expect(events.map((e) => e.sale!.hash)).toEqual(sent.map((s) => s.hash));
+    const positions = events.map((e) => Number(e.position));
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    expect(new Set(events.map((e) => e.id)).size).toBe(30);
+    const deliveries = ctx.receiver.deliveries.filter((d) => d.payload.data.webhookId === webhook!.id);
+    for (const d of deliveries) {
+      expect(d.payload.type).toBe("marketdata.events");
+      expect(d.signatures.some((s) => s.verifiedBy === ctx.receiver.secrets.length - 1)).toBe(true);
+    }
+    // Each event's sale is the /v1 list's sale, field for field.
+    const list = await restGet(ctx.server.baseUrl, "/v1/asset/sales", { contractAddress: C, limit: 50 }, ctx.read);
+    const byHash = new Map((list.body.data as Record<string, unknown>[]).map((s) => [s.hash, s]));
+    for (const e of events) expect(e.sale).toEqual(byHash.get(e.sale!.hash));
+    expect(ctx.receiver.unsigned).toEqual([]);
+    const attempts = await client().listWebhookAttempts({ id: webhook!.id }, as(ctx.admin));
+    await expect.poll(async () => (await client().listWebhookAttempts({ id: webhook!.id }, as(ctx.admin))).attempts.length).toBe(deliveries.length);
+    expect(attempts.attempts.every((a) => a.status === 200 || attempts.attempts.length < deliveries.length)).toBe(true);
+  });
+
+  it("retry a batch on 5xx and 429 with the same id and bytes, honouring Retry-After, and log each attempt", async () => {
+    const { webhook } = await subscribe("/flaky");
+    let refusals = 0;
+    ctx.receiver.answer = (d) => {
+      if (d.path !== "/flaky") return { status: 200 };
+      refusals++;
+      if (refusals === 1) return { status: 503 };
+      if (refusals === 2) return { status: 429, headers: { "retry-after": "1" } };
+      return { status: 200 };
+    };
+    const seen: { id: string; body: string; at: number }[] = [];
+    const answer = ctx.receiver.answer;
+    ctx.receiver.answer = (d) => {
+      if (d.path === "/flaky") seen.push({ id: d.id, body: d.body, at: d.receivedAt });
+      return answer(d);
+    };
+    const sent = sales(5);
+    await ingestOk(ctx.server, ctx.ingest, "sales", sent);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 5, 30_000);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(seen.slice(0, 3).map((s) => s.id)).size).toBe(1);
+    expect(new Set(seen.slice(0, 3).map((s) => s.body)).size).toBe(1);
+    // Retry-After: 1 was honoured: the third attempt came at least a second after the second.
+    expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(900);
+    expect(ctx.receiver.events(webhook!.id).map((e) => e.sale!.hash)).toEqual(sent.map((s) => s.hash));
+    await expect
+      .poll(async () => (await client().listWebhookAttempts({ id: webhook!.id, limit: 10 }, as(ctx.admin))).attempts.map((a) => [a.status, a.attempt]).reverse())
+      .toEqual([[503, 1], [429, 2], [200, 3]]);
+  });
+
+  it("disable a webhook whose receiver answers 410, and deliver it again once resumed", async () => {
+    const { webhook } = await subscribe("/gone");
+    ctx.receiver.answer = (d) => ({ status: d.path === "/gone" ? 410 : 200 });
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(2));
+    await expect.poll(async () => (await client().getWebhook({ id: webhook!.id }, as(ctx.admin))).webhook?.state, { timeout: 10_000 }).toBe("disabled");
+    const got = await client().getWebhook({ id: webhook!.id }, as(ctx.admin));
+    expect(got.webhook?.stateReason).toMatch(/410/);
+    ctx.receiver.answer = () => ({ status: 200 });
+    await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 2);
+  });
+
+  it("pause keeps the position; replay from a position sends again with the same event ids", async () => {
+    const { webhook } = await subscribe("/replay", { types: ["sale", "listing"] });
+    const first = sales(4);
+    await ingestOk(ctx.server, ctx.ingest, "sales", first);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 4);
+    await client().pauseWebhook({ id: webhook!.id }, as(ctx.admin));
+    await new Promise((r) => setTimeout(r, 500));
+    const paused = sales(2);
+    await ingestOk(ctx.server, ctx.ingest, "sales", paused);
+    await new Promise((r) => setTimeout(r, 700));
+    expect(ctx.receiver.events(webhook!.id)).toHaveLength(4);
+    await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 6);
+    const before = ctx.receiver.events(webhook!.id);
+    expect(before.map((e) => e.sale!.hash)).toEqual([...first, ...paused].map((s) => s.hash));
+    const from = String(before[1]!.position);
+    await client().replayWebhook({ id: webhook!.id, from }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 11);
+    const again = ctx.receiver.events(webhook!.id).slice(6);
+    expect(again.map((e) => e.id)).toEqual(before.slice(1).map((e) => e.id));
+    const bad = await client().replayWebhook({ id: webhook!.id, from: "yesterday" }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
+  });
+
+  it("sign with the old and the new secret for a day after a rotation", async () => {
+    const { webhook, secret: old } = await subscribe("/rotate");
+    const rotated = await client().rotateWebhookSecret({ id: webhook!.id }, as(ctx.admin));
+    ctx.receiver.secrets.push(rotated.secret);
+    // Leases re-read the webhook: the new secret reaches the dispatcher within a lease round.
+    await new Promise((r) => setTimeout(r, 500));
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(1));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 1);
+    const d = ctx.receiver.deliveries.find((x) => x.payload.data.webhookId === webhook!.id)!;
+    const by = d.signatures.map((s) => ctx.receiver.secrets[s.verifiedBy]);
+    expect(by).toEqual([rotated.secret, old]);
+  });
+
+  it("stop when the webhook's key is revoked", async () => {
+    const key = await withKeys(ctx.target, (admin) => admin.create("short-lived", { scope: "read" }));
+    const r = await client().createWebhook({ url: `${ctx.receiver.url}/revoked`, collections: [C], types: ["sale"], keyId: BigInt(key.id) }, as(ctx.admin));
+    ctx.receiver.secrets.push(r.secret);
+    await withKeys(ctx.target, (admin) => admin.revoke(key.id));
+    await expect.poll(async () => (await client().getWebhook({ id: r.webhook!.id }, as(ctx.admin))).webhook?.state, { timeout: 10_000 }).toBe("disabled");
+    expect((await client().getWebhook({ id: r.webhook!.id }, as(ctx.admin))).webhook?.stateReason).toMatch(/revoked/);
+    const gone = await client().createWebhook({ url: `${ctx.receiver.url}/x`, collections: [C], keyId: BigInt(key.id) }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(gone).code).toBe(Code.FailedPrecondition);
+  });
+
+  it("list every webhook, and delete one with its log", async () => {
+    const { webhook } = await subscribe("/deleted");
+    const list = await client().listWebhooks({}, as(ctx.admin));
+    expect(list.webhooks.map((w) => w.id)).toContain(webhook!.id);
+    await client().deleteWebhook({ id: webhook!.id }, as(ctx.admin));
+    const err = await client().getWebhook({ id: webhook!.id }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.NotFound);
+  });
+});
