@@ -15,6 +15,8 @@ import { ingestOk, restGet, startTestServer, type TestServer, transportFor } fro
 // managed through WebhookService with an admin key.
 
 const C = "0xcccccccccccccccccccccccccccccccccccccccc";
+/** The retry window of the test's server: long enough for the retry test, short enough to see one pass. */
+const RETRY_FOR_MS = 6000;
 const OTHER = "0xdddddddddddddddddddddddddddddddddddddddd";
 
 const ctx = {} as {
@@ -43,7 +45,8 @@ beforeAll(async () => {
   ctx.receiver = await WebhookReceiver.start();
   ctx.server = await startTestServer(ctx.target, {
     ingestRateLimit: 0,
-    webhooks: { ...resolveWebhooks({ allowPrivateWebhooks: true }), ca: ctx.receiver.certificate, pollMs: 20, leaseEveryMs: 200, leaseMs: 3000 },
+    // Small batches: a backlog crosses batches, and reads across collections and kinds are cut at a full read.
+    webhooks: { ...resolveWebhooks({ allowPrivateWebhooks: true }), ca: ctx.receiver.certificate, pollMs: 20, leaseEveryMs: 200, leaseMs: 3000, batchSize: 7, retryForMs: RETRY_FOR_MS },
   });
 });
 
@@ -200,6 +203,59 @@ describe("webhooks", () => {
     const gone = await client().createWebhook({ url: `${ctx.receiver.url}/x`, collections: [C], keyId: BigInt(key.id) }, as(ctx.admin)).catch((e: unknown) => e);
     expect(ConnectError.from(gone).code).toBe(Code.FailedPrecondition);
   });
+
+  it("merge several collections' sales, listings, offers and transfers in position order, each once", async () => {
+    const { webhook } = await subscribe("/mixed", { collections: [C, OTHER], types: ["sale", "listing", "offer", "transfer"] });
+    // Paused while the records are written: resumed, it meets them as one backlog, many batches deep.
+    await client().pauseWebhook({ id: webhook!.id }, as(ctx.admin));
+    const at = Math.floor(Date.now() / 1000) - 60;
+    const expected: string[] = [];
+    for (let round = 0; round < 6; round++) {
+      for (const collection of [C, OTHER]) {
+        const s = sales(3, collection);
+        await ingestOk(ctx.server, ctx.ingest, "sales", s);
+        expected.push(...s.map((x) => `sale ${x.hash}`));
+        const listing = { marketplaceId: String(++n), marketplace: "OPENSEA", contractAddress: collection, assetId: String(9000 + n), createdAt: at, lastUpdatedAt: at, price: "9", currency: "ETH", status: "CREATED" };
+        await ingestOk(ctx.server, ctx.ingest, "listings", [listing]);
+        expected.push(`listing ${listing.marketplaceId}`);
+        const transfer = { hash: `0x${(++n).toString(16).padStart(64, "0")}`, logIndex: 1, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}`, contractAddress: collection, assetId: String(7000 + n), timestamp: at, block: 19_000_000 + n };
+        await ingestOk(ctx.server, ctx.ingest, "transfers", [transfer]);
+        expected.push(`transfer ${transfer.hash}`);
+        const offer = { marketplaceId: String(++n), marketplace: "BLUR", contractAddress: collection, maker: `0x${"5".repeat(40)}`, price: "4", currency: "ETH", createdAt: at, lastUpdatedAt: at, expiresAt: at + 86_400 * 30, status: "CREATED" };
+        await ingestOk(ctx.server, ctx.ingest, "offers", [offer]);
+        expected.push(`offer ${offer.marketplaceId}`);
+      }
+    }
+    await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= expected.length);
+    const events = ctx.receiver.events(webhook!.id);
+    const name = (e: (typeof events)[number]) =>
+      `${e.type} ${e.sale?.hash ?? e.transfer?.hash ?? e.listing?.marketplaceId ?? e.offer?.marketplaceId}`;
+    // Each once, and (SQLite: one writer) in commit order; on both engines in position order within each kind.
+    expect(events.map(name).sort()).toEqual([...expected].sort());
+    for (const type of ["sale", "listing", "offer", "transfer"]) {
+      const ps = events.filter((e) => e.type === type).map((e) => Number(e.position));
+      expect(ps, type).toEqual([...ps].sort((a, b) => a - b));
+    }
+    const batches = ctx.receiver.deliveries.filter((d) => d.payload.data.webhookId === webhook!.id);
+    expect(Math.max(...batches.map((d) => d.payload.data.events.length))).toBeLessThanOrEqual(7);
+  });
+
+  it("turn failing once a batch has been refused for the whole retry window, keeping its position", async () => {
+    const { webhook } = await subscribe("/down");
+    ctx.receiver.answer = (d) => ({ status: d.path === "/down" ? 500 : 200 });
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(1));
+    await expect.poll(async () => (await client().getWebhook({ id: webhook!.id }, as(ctx.admin))).webhook?.state, { timeout: RETRY_FOR_MS + 8000, interval: 250 }).toBe("failing");
+    const w = (await client().getWebhook({ id: webhook!.id }, as(ctx.admin))).webhook!;
+    expect(w.stateReason).toMatch(/HTTP 500/);
+    const log = await client().listWebhookAttempts({ id: webhook!.id }, as(ctx.admin));
+    expect(log.attempts.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(log.attempts.map((a) => a.messageId)).size).toBe(1);
+    // Nothing was lost: resumed, it delivers the refused sale.
+    ctx.receiver.answer = () => ({ status: 200 });
+    await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length === 1);
+  }, 30_000);
 
   it("list every webhook, and delete one with its log", async () => {
     const { webhook } = await subscribe("/deleted");

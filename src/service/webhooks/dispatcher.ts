@@ -414,20 +414,15 @@ export class WebhookDispatcher {
     const rows: { kind: FeedKind; entry: FeedEntry<unknown> }[] = [];
     let more = false;
     for (const kind of h.rec.kinds) {
-      let bound = Number.POSITIVE_INFINITY;
-      const kindRows: FeedEntry<unknown>[] = [];
       for (const id of h.ids.values()) {
         const read = (await this.#store.feed[kind](id, h.positions[kind], size)) as FeedEntry<unknown>[];
-        kindRows.push(...read);
-        // A full read may have more above its last row: nothing of this kind past that row is taken this time.
-        if (read.length === size) bound = Math.min(bound, read[read.length - 1]!.seq);
+        for (const entry of read) rows.push({ kind, entry });
+        if (read.length === size) more = true;
       }
-      for (const entry of kindRows) {
-        if (entry.seq <= bound) rows.push({ kind, entry });
-        else more = true;
-      }
-      if (bound !== Number.POSITIVE_INFINITY) more = true;
     }
+    // The batch is the `size` lowest positions of everything read. Each read
+    // holds at most `size` rows, so a row a full read left out lies above
+    // that read's last row, above `size` rows read: never among them.
     if (rows.length === 0) return undefined;
     rows.sort((a, b) => a.entry.seq - b.entry.seq);
     if (rows.length > size) {
