@@ -8,6 +8,7 @@ import {
   DEFAULT_WEBHOOK_CONCURRENCY,
   DEFAULT_WEBHOOK_PER_DESTINATION,
   DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+  LEASE_MS,
 } from "./service/webhooks/dispatcher.js";
 import type { WebhookSettings } from "./service/webhooks/runtime.js";
 
@@ -136,6 +137,7 @@ export interface ServeFlags {
   webhookPerDestination?: string | undefined;
   webhookTimeout?: string | undefined;
   webhookCa?: string | undefined;
+  webhookLeaseSeconds?: string | undefined;
 }
 
 export function defaultWorkers(): number {
@@ -224,7 +226,7 @@ export function resolveServeConfig(flags: ServeFlags): ServeConfig {
 }
 
 export function resolveWebhooks(flags: ServeFlags): WebhookSettings {
-  return {
+  const settings: WebhookSettings = {
     deliver: flags.webhooks !== false,
     allowPrivate: flags.allowPrivateWebhooks === true,
     retryForMs: hours(flags.webhookRetryHours ?? String(DEFAULT_RETRY_HOURS), "--webhook-retry-hours", 0.001, 720),
@@ -232,7 +234,13 @@ export function resolveWebhooks(flags: ServeFlags): WebhookSettings {
     perDestination: wholeNumber(flags.webhookPerDestination ?? String(DEFAULT_WEBHOOK_PER_DESTINATION), "--webhook-per-destination", 1, 1000),
     timeoutMs: seconds(flags.webhookTimeout ?? String(DEFAULT_WEBHOOK_TIMEOUT_SECONDS), "--webhook-timeout", 0.1, 300),
     ca: webhookCa(flags.webhookCa),
+    leaseMs: seconds(flags.webhookLeaseSeconds ?? String(LEASE_MS / 1000), "--webhook-lease-seconds", 1, 3600),
   };
+  // A delivery is started only while the lease outlasts it, with renewals in between.
+  if (settings.leaseMs! < settings.timeoutMs * 1.5) {
+    throw new ConfigError(`--webhook-lease-seconds (${settings.leaseMs! / 1000}) must be at least 1.5 times --webhook-timeout (${settings.timeoutMs / 1000})`);
+  }
+  return settings;
 }
 
 /** Hours, with up to three decimals, as milliseconds. */

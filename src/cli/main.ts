@@ -25,6 +25,7 @@ import {
   DEFAULT_WEBHOOK_CONCURRENCY,
   DEFAULT_WEBHOOK_PER_DESTINATION,
   DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
+  LEASE_MS,
 } from "../service/webhooks/dispatcher.js";
 import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../service/feed-limits.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
@@ -167,6 +168,11 @@ const listening = (command: Command) =>
       ),
     )
     .addOption(new Option("--webhook-timeout <s>", "seconds a webhook delivery may take, answer included").default(String(DEFAULT_WEBHOOK_TIMEOUT_SECONDS)))
+    .addOption(
+      new Option("--webhook-lease-seconds <s>", "how long a server's hold on a webhook lasts unrenewed: another server takes it over this long after the holder dies").default(
+        String(LEASE_MS / 1000),
+      ),
+    )
     .addOption(new Option("--webhook-ca <file>", "PEM certificates of authorities webhook receivers' certificates may chain to, beyond the system's"));
 
 listening(program.command("serve").description("serve the store read-only on one port for every protocol"))

@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
 import { WebhookReceiver } from "../../src/bench/webhook-receiver.js";
-import { openWritableStore } from "../../src/store/open.js";
+import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
 import { resolveWebhooks } from "../../src/config.js";
 import { emptyStore, withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
@@ -46,7 +46,7 @@ beforeAll(async () => {
   ctx.server = await startTestServer(ctx.target, {
     ingestRateLimit: 0,
     // Small batches: a backlog crosses batches, and reads across collections and kinds are cut at a full read.
-    webhooks: { ...resolveWebhooks({ allowPrivateWebhooks: true }), ca: ctx.receiver.certificate, pollMs: 20, leaseEveryMs: 200, leaseMs: 3000, batchSize: 7, retryForMs: RETRY_FOR_MS },
+    webhooks: { ...resolveWebhooks({ allowPrivateWebhooks: true }), ca: ctx.receiver.certificate, pollMs: 20, leaseEveryMs: 200, leaseMs: 3000, timeoutMs: 1500, batchSize: 7, retryForMs: RETRY_FOR_MS },
   });
 });
 
@@ -178,6 +178,31 @@ describe("webhooks", () => {
     expect(again.map((e) => e.id)).toEqual(before.slice(1).map((e) => e.id));
     const bad = await client().replayWebhook({ id: webhook!.id, from: "yesterday" }, as(ctx.admin)).catch((e: unknown) => e);
     expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
+  });
+
+  it("replay from a time: every event committed since, by the feed's marks", async () => {
+    const { webhook } = await subscribe("/since");
+    const before = sales(3);
+    await ingestOk(ctx.server, ctx.ingest, "sales", before);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 3);
+    const lastBefore = Number(ctx.receiver.events(webhook!.id)[2]!.position);
+    // A mark as a server writes every few seconds: the feed stood at lastBefore 100 s ago.
+    const now = Math.floor(Date.now() / 1000);
+    const hooks = await openWebhookStore(ctx.target);
+    try {
+      await hooks.mark(now - 100, lastBefore, 86_400);
+    } finally {
+      await hooks.close();
+    }
+    const after = sales(2);
+    await ingestOk(ctx.server, ctx.ingest, "sales", after);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 5);
+    await client().replayWebhook({ id: webhook!.id, from: new Date((now - 65) * 1000).toISOString() }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 7);
+    expect(ctx.receiver.events(webhook!.id).slice(5).map((e) => e.sale!.hash)).toEqual(after.map((s) => s.hash));
+    const tooOld = await client().replayWebhook({ id: webhook!.id, from: "2020-01-01T00:00:00Z" }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(tooOld).code).toBe(Code.FailedPrecondition);
+    expect(ConnectError.from(tooOld).message).toMatch(/give a position instead/);
   });
 
   it("sign with the old and the new secret for a day after a rotation", async () => {

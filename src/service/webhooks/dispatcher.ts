@@ -45,6 +45,8 @@ export interface DispatcherOptions {
   /** How often the feed's position is marked with the time (replay --from TIME), and how long marks are kept (s). */
   markEveryMs?: number;
   markKeepSeconds?: number;
+  /** The longest an attempt takes (the client's timeout): one is started only while the lease outlasts it. */
+  attemptMs?: number;
   /** Backoff's randomness (tests). */
   random?: () => number;
 }
@@ -142,6 +144,8 @@ export class WebhookDispatcher {
   #closed = false;
   #inflight = new Set<Promise<void>>();
   #epoch: string | undefined;
+  /** Until when this process's leases hold, as of its last lease round (its own clock, taken before asking: never late). */
+  #leasedUntil = 0;
   /** Every webhook seen, for stats after it moved elsewhere (metrics keep counters monotone while this process lives). */
   readonly #stats = new Map<string, WebhookStats>();
 
@@ -154,7 +158,8 @@ export class WebhookDispatcher {
     this.#o = {
       pollMs: options.pollMs ?? POLL_MS,
       leaseMs: options.leaseMs ?? LEASE_MS,
-      leaseEveryMs: options.leaseEveryMs ?? LEASE_EVERY_MS,
+      leaseEveryMs: options.leaseEveryMs ?? Math.min(LEASE_EVERY_MS, Math.floor((options.leaseMs ?? LEASE_MS) / 4)),
+      attemptMs: options.attemptMs ?? 10_000,
       batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
       retryForMs: options.retryForMs ?? DEFAULT_RETRY_HOURS * 3_600_000,
       concurrency: options.concurrency ?? DEFAULT_WEBHOOK_CONCURRENCY,
@@ -238,7 +243,9 @@ export class WebhookDispatcher {
   }
 
   async #leaseRound(): Promise<void> {
+    const asked = Date.now();
     const leased = await this.#hooks.lease(this.holder, this.#o.leaseMs, NEW_LEASES_PER_ROUND);
+    this.#leasedUntil = asked + this.#o.leaseMs;
     const epoch = (this.#epoch ??= await this.#store.feed.epoch());
     const live = await this.#hooks.liveKeys([...new Set(leased.map((r) => r.keyId))]);
     const seen = new Set<string>();
@@ -328,6 +335,8 @@ export class WebhookDispatcher {
     if (h.busy || h.gone || this.#closed) return;
     if (h.batch === undefined && !h.dirty) return;
     if (h.batch !== undefined && now < h.retryAt) return;
+    // An attempt must end before the lease could pass to another process (renewals late: a slow store), or two would send.
+    if (now + this.#o.attemptMs >= this.#leasedUntil) return;
     const dest = this.#slots(h.rec.url);
     if (!this.#all.free || !dest.free) return;
     h.busy = true;

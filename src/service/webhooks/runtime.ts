@@ -44,6 +44,7 @@ export function startWebhooks(store: ReadRepositories, hooks: WebhookStore, sett
         client: new DeliveryClient({ policy, timeoutMs: settings.timeoutMs, ca: settings.ca }),
         log,
         retryForMs: settings.retryForMs,
+        attemptMs: settings.timeoutMs,
         concurrency: settings.concurrency,
         perDestination: settings.perDestination,
         ...(settings.pollMs === undefined ? {} : { pollMs: settings.pollMs }),
