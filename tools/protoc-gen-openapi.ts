@@ -91,6 +91,10 @@ function scalarSchema(type: ScalarType): Schema {
   }
 }
 
+function is64Bit(type: ScalarType): boolean {
+  return [ScalarType.INT64, ScalarType.SINT64, ScalarType.SFIXED64, ScalarType.UINT64, ScalarType.FIXED64].includes(type);
+}
+
 function enumValues(e: DescEnum): string[] {
   return e.values.filter((v) => v.number !== 0).map((v) => shortEnumName(e, v.name));
 }
@@ -105,7 +109,16 @@ function describe(desc: DescField | DescMessage | DescMethod | DescService): str
 }
 
 class Document {
-  readonly schemas: Record<string, Schema> = {};
+  readonly schemas: Record<string, Schema>;
+
+  /**
+   * protoJson: the messages as Connect's JSON writes them (the proto3 JSON
+   * mapping: 64-bit integers as strings, default values left out), for the
+   * RPC-only services; otherwise the /v1 dialect.
+   */
+  constructor(readonly protoJson = false, schemas: Record<string, Schema> = {}) {
+    this.schemas = schemas;
+  }
 
   ref(message: DescMessage): Schema {
     const name = message.typeName.replace(/^marketdata\.v1\./, "").replace(/\./g, "_");
@@ -122,14 +135,14 @@ class Document {
     const withDoc = (s: Schema) => (doc ? { ...s, description: doc } : s);
     switch (field.fieldKind) {
       case "scalar": {
-        const s = scalarSchema(field.scalar);
+        const s = this.protoJson && is64Bit(field.scalar) ? { type: "string", format: "int64" } : scalarSchema(field.scalar);
         return withDoc(field.proto.proto3Optional ? { ...s, type: [s.type, "null"] } : s);
       }
       case "enum":
         return withDoc({ type: "string", enum: enumValues(field.enum) });
       case "message":
-        // Unset singular messages are written as null.
-        return withDoc({ anyOf: [this.ref(field.message), { type: "null" }] });
+        // Unset singular messages are written as null (Connect's JSON leaves them out).
+        return withDoc(this.protoJson ? this.ref(field.message) : { anyOf: [this.ref(field.message), { type: "null" }] });
       case "list":
         if (field.listKind === "message") return withDoc({ type: "array", items: this.ref(field.message) });
         if (field.listKind === "enum") return withDoc({ type: "array", items: { type: "string", enum: enumValues(field.enum) } });
@@ -144,8 +157,8 @@ class Document {
     return {
       type: "object",
       ...(doc ? { description: doc } : {}),
-      // The dialect writes every field, defaults included.
-      required: message.fields.map((f) => f.jsonName),
+      // The dialect writes every field, defaults included; Connect's JSON leaves defaults out.
+      required: this.protoJson ? [] : message.fields.map((f) => f.jsonName),
       properties: Object.fromEntries(
         message.fields.map((f) => [
           f.jsonName,
@@ -223,7 +236,7 @@ class Document {
   }
 }
 
-function openApi(services: DescService[]): object {
+function openApi(services: DescService[], rpcOnly: DescService[], payload: DescMessage | undefined): object {
   const doc = new Document();
   const paths: Record<string, object> = {};
   const flags = new Set<string>();
@@ -269,6 +282,11 @@ function openApi(services: DescService[]): object {
     flags.add(flag);
     paths[route.path] = sseOperation(doc, route, flag);
   }
+  // The RPC-only services (webhook administration): Connect POST paths, messages in Connect's JSON.
+  const rpcDoc = new Document(true, doc.schemas);
+  for (const service of rpcOnly) {
+    for (const method of service.methods) paths[`/${service.typeName}/${method.name}`] = rpcOperation(rpcDoc, method);
+  }
   for (const flag of flags) {
     doc.schemas[`Error_${flag}`] = {
       type: "object",
@@ -294,8 +312,9 @@ function openApi(services: DescService[]): object {
     },
     servers: [{ url: "/" }],
     security: [{ apiKey: [] }],
-    tags: services.map((s) => ({ name: s.name, ...(describe(s) ? { description: describe(s) } : {}) })),
+    tags: [...services, ...rpcOnly].map((s) => ({ name: s.name, ...(describe(s) ? { description: describe(s) } : {}) })),
     paths,
+    ...(payload === undefined ? {} : { webhooks: { events: webhookOperation(doc, payload) } }),
     components: {
       securitySchemes: {
         apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
@@ -420,6 +439,69 @@ function sseOperation(doc: Document, { method }: SseRoute, flag: string): object
   };
 }
 
+/** A unary RPC of a service with no REST routes, as Connect's POST with a JSON body. */
+function rpcOperation(doc: Document, method: DescMethod): object {
+  const summary = describe(method);
+  const error = (description: string) => ({
+    description,
+    content: { "application/json": { schema: { $ref: "#/components/schemas/ConnectError" } } },
+  });
+  doc.schemas.ConnectError ??= {
+    type: "object",
+    required: ["code", "message"],
+    properties: { code: { type: "string", enum: [...CONNECT_CODES] }, message: { type: "string" } },
+  };
+  return {
+    post: {
+      operationId: method.name,
+      tags: [method.parent.name],
+      ...(summary ? { summary } : {}),
+      description:
+        `${summary ?? method.name} The Connect protocol (JSON; 64-bit integers as strings); also gRPC and gRPC-Web at this path. ` +
+        "Needs a key with the admin scope.",
+      requestBody: { required: true, content: { "application/json": { schema: doc.ref(method.input) } } },
+      responses: {
+        "200": { description: "The answer", content: { "application/json": { schema: doc.ref(method.output) } } },
+        "400": error("invalid_argument: a field is malformed (a URL that is not https, an unknown type, a bad position or time)"),
+        "401": error("unauthenticated: the x-api-key header is missing, unknown or revoked"),
+        "403": error("permission_denied: the key has no admin scope"),
+        "404": error("not_found: no such webhook"),
+        "412": error("failed_precondition: the key a webhook would deliver for is revoked; no feed position is known for that time; the store is a replica"),
+        "429": error("resource_exhausted: over the key's rate limit"),
+      },
+    },
+  };
+}
+
+/** What a webhook delivers (OpenAPI 3.1 webhooks): the batch, signed by the Standard Webhooks convention. */
+function webhookOperation(doc: Document, payload: DescMessage): object {
+  const header = (name: string, description: string) => ({ name, in: "header", required: true, description, schema: { type: "string" } });
+  return {
+    post: {
+      operationId: "deliverEvents",
+      tags: ["WebhookService"],
+      summary: "A batch of events, delivered to a webhook's URL",
+      description:
+        "Events in position order, at least once: a batch is sent again (same webhook-id, same body) until a 2xx answer, " +
+        "with exponential backoff and jitter, honouring Retry-After, for --webhook-retry-hours (default 24), after which the webhook turns failing. " +
+        "410 disables the webhook. Event ids are stable across retries and replays: drop the ones already processed. " +
+        "Verify webhook-signature (v1: base64 HMAC-SHA256 keyed by the secret's base64 after whsec_, over webhook-id.webhook-timestamp.body) " +
+        "with any Standard Webhooks library; after a secret rotation it carries two signatures for 24 hours.",
+      parameters: [
+        header("webhook-id", "The batch's id: the same on each of its retries"),
+        header("webhook-timestamp", "Epoch seconds of this attempt"),
+        header("webhook-signature", "Space-separated v1,<base64> signatures"),
+      ],
+      requestBody: { required: true, content: { "application/json": { schema: doc.ref(payload) } } },
+      responses: {
+        "2XX": { description: "Taken: the next batch follows" },
+        "410": { description: "Gone: the webhook is disabled" },
+        default: { description: "Anything else (or no answer within --webhook-timeout): sent again later" },
+      },
+    },
+  };
+}
+
 const plugin: Plugin = {
   name: "protoc-gen-openapi",
   version: "v1",
@@ -431,9 +513,12 @@ const plugin: Plugin = {
       if (file) services.push(...file.services);
     }
     const routed = services.filter((s) => restRoutes([s]).length > 0 || ndjsonRoutes([s]).length > 0 || sseRoutes([s]).length > 0);
+    // Services of this API's package with no REST routes (webhook administration): documented as Connect POSTs.
+    const rpcOnly = services.filter((s) => s.typeName.startsWith("marketdata.") && !routed.includes(s));
+    const payload = registry.getMessage("marketdata.v1.WebhookPayload");
     return create(CodeGeneratorResponseSchema, {
       supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
-      file: routed.length === 0 ? [] : [{ name: "openapi.json", content: `${JSON.stringify(openApi(routed), null, 2)}\n` }],
+      file: routed.length === 0 ? [] : [{ name: "openapi.json", content: `${JSON.stringify(openApi(routed, rpcOnly, payload), null, 2)}\n` }],
     });
   },
 };

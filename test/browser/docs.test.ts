@@ -1,3 +1,4 @@
+import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Browser } from "playwright-core";
@@ -68,6 +69,10 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/activity",
           // The writes (IngestService's POST rules).
           ...KINDS.map((k) => `/v1/ingest/${k}`),
+          // Webhook administration (RPC only: Connect POSTs).
+          ...WebhookService.methods.map((m) => `/${WebhookService.typeName}/${m.name}`),
+          // What a webhook delivers (the document's webhooks section).
+          "events",
         ].sort(),
       );
 

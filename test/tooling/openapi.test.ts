@@ -3,7 +3,9 @@ import { fileURLToPath } from "node:url";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
-import { SERVICES } from "../../src/service/services.js";
+import { procedures, SERVICES } from "../../src/service/services.js";
+import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
+import { batchBody, eventJson } from "../../src/service/webhooks/payload.js";
 import { ndjsonRoutes, sseRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
 import { fixtureRecords, withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
@@ -60,7 +62,8 @@ describe("gen/openapi.json", () => {
     const routes = restRoutes(SERVICES);
     const writes = ndjsonRoutes(SERVICES);
     const feeds = sseRoutes(SERVICES);
-    expect(Object.keys(spec.paths).sort()).toEqual([...routes, ...writes, ...feeds].map((r) => r.path).sort());
+    const admin = procedures([WebhookService]);
+    expect(Object.keys(spec.paths).sort()).toEqual([...[...routes, ...writes, ...feeds].map((r) => r.path), ...admin].sort());
     for (const r of feeds) {
       const op = spec.paths[r.path]!.get;
       expect(op.parameters.map((p) => p.name).sort()).toEqual([...r.method.input.fields.map((f) => f.jsonName), "Last-Event-ID"].sort());
@@ -95,6 +98,21 @@ describe("gen/openapi.json", () => {
       const error = validatorFor(path, status);
       expect(error(r.body), JSON.stringify(error.errors)).toBe(true);
     }
+  });
+
+  it("describes a webhook delivery: a batch of real events validates against the webhooks section's schema", () => {
+    const webhooks = (spec as unknown as { webhooks: Record<string, { post: Operation }> }).webhooks;
+    const schema = webhooks.events!.post.requestBody!.content["application/json"]!.schema;
+    const sale = t.f.sales[0]!;
+    const listing = t.f.listings[0]!;
+    const events = [
+      eventJson("e", "sales", { seq: 1, row: { ...sale, contractAddress: COLLECTION } as never }, 0),
+      eventJson("e", "listings", { seq: 2, row: { ...listing, contractAddress: COLLECTION } as never }, 0),
+    ];
+    const body = JSON.parse(batchBody("wh_x", events, new Date())) as unknown;
+    const v = compile(schema);
+    expect(v(body), JSON.stringify(v.errors)).toBe(true);
+    expect(webhooks.events!.post.parameters.map((p) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
   });
 
   it("every importable record of the fixture is a valid line of its ingest route; the answers validate", async () => {
