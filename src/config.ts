@@ -10,7 +10,7 @@ import {
   DEFAULT_WEBHOOK_TIMEOUT_SECONDS,
   LEASE_MS,
 } from "./service/webhooks/dispatcher.js";
-import type { WebhookSettings } from "./service/webhooks/runtime.js";
+import type { WebhookSettings } from "./service/webhooks/settings.js";
 
 export { DEFAULT_MAX_CLOCK_SKEW_SECONDS };
 

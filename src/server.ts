@@ -369,7 +369,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       logger.warn({ err: err instanceof Error ? err.message : String(err) }, "webhooks unavailable on this server");
       return undefined;
     });
-    if (hooks !== undefined) webhooks = startWebhooks(store, hooks, config.webhooks ?? resolveWebhooks({}), logger);
+    if (hooks !== undefined) webhooks = startWebhooks(config.db, store, hooks, config.webhooks ?? resolveWebhooks({}), logger);
     // A port of their own: served by this process, or by the cluster primary for all workers (cli/serve.ts).
     const metricsMode = config.metrics?.enabled === false ? "off" : config.metrics?.port !== undefined ? "collect" : "route";
     const { app, cache, metrics } = await buildServer({

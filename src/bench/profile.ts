@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { collectionAddresses, ensureStore, hotPath, load, log, startCli, startTarget, type Target } from "./harness.js";
+import { type CpuProfile, reportProfile } from "./cpu-profile.js";
 
 // npm run bench:profile — where a request's CPU goes: `marketdata serve` at
 // its defaults under `node --cpu-prof`, one endpoint's load (one request
@@ -48,7 +49,8 @@ try {
   const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
   if (file === undefined) throw new Error("serve wrote no profile");
   const requests = run.rps * Number(opts.seconds) + run.rps * 2; // the warm-up is in the profile too
-  report(JSON.parse(readFileSync(join(dir, file), "utf8")) as CpuProfile, requests, run.rps);
+  log(`\n${opts.endpoint}${opts.cold ? " (cold)" : ""}: ${run.rps.toFixed(0)} req/s`);
+  reportProfile(JSON.parse(readFileSync(join(dir, file), "utf8")) as CpuProfile, requests, "request", Number(opts.top));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
@@ -63,54 +65,3 @@ async function bareRoute(path: string, nodeArgs: string[]): Promise<Target> {
   return startTarget("bytes", db, file, nodeArgs);
 }
 
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Self time per function (name and place), in µs per request, busiest first. */
-function report(p: CpuProfile, requests: number, rps: number): void {
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, number>();
-  const groups = new Map<string, number>();
-  let busy = 0;
-  let idle = 0;
-  for (let i = 0; i < p.samples.length; i++) {
-    const node = byId.get(p.samples[i]!)!;
-    const us = p.timeDeltas[i] ?? 0;
-    const { functionName, url, lineNumber } = node.callFrame;
-    if (functionName === "(idle)") {
-      idle += us;
-      continue;
-    }
-    busy += us;
-    const place = url === "" ? "" : ` ${url.replace(/^.*\/(node_modules|src|dist)\//, "$1/")}:${lineNumber + 1}`;
-    const name = `${functionName || "(anonymous)"}${place}`;
-    self.set(name, (self.get(name) ?? 0) + us);
-    const group = groupOf(url, functionName);
-    groups.set(group, (groups.get(group) ?? 0) + us);
-  }
-  log(`\n${opts.endpoint}${opts.cold ? " (cold)" : ""}: ${rps.toFixed(0)} req/s; busy ${(busy / requests).toFixed(1)} µs per request, idle ${((idle / (busy + idle)) * 100).toFixed(0)}% of the profile\n`);
-  log("| function (self time) | µs/request | share of busy |");
-  log("|---|---|---|");
-  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(opts.top))) {
-    log(`| ${name} | ${(us / requests).toFixed(2)} | ${((us / busy) * 100).toFixed(1)}% |`);
-  }
-  log("\n| where (self time) | µs/request | share of busy |");
-  log("|---|---|---|");
-  for (const [name, us] of [...groups].sort((a, b) => b[1] - a[1])) {
-    log(`| ${name} | ${(us / requests).toFixed(2)} | ${((us / busy) * 100).toFixed(1)}% |`);
-  }
-}
-
-/** A function's place, coarsely: this project's folder, a package, Node's own JavaScript, or native code. */
-function groupOf(url: string, functionName: string): string {
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (pkg !== null) return pkg[1]!;
-  const own = /\/(?:src|dist\/src)\/((?:[^/]+\/)?)/.exec(url);
-  if (own !== null) return `src/${own[1]}`;
-  if (url.startsWith("node:")) return "node (JavaScript)";
-  if (url === "") return /^\(/.test(functionName) ? functionName : `native: ${functionName}`;
-  return "other";
-}

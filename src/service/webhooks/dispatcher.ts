@@ -1,6 +1,5 @@
-import type { Logger } from "pino";
 import { collectionHeads } from "./positions.js";
-import type { FeedEntry, FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
+import type { FeedEntry, FeedKind, FeedPositions, MaybePromise, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
 import { nowSeconds } from "../records.js";
 import type { DeliveryClient } from "./delivery.js";
 import { batchBody, eventJson, messageId } from "./payload.js";
@@ -24,11 +23,17 @@ import { backoffMs, outcomeOf, retryAfterMs } from "./retry.js";
 // most `perDestination` of the `concurrency` connections: never the
 // others', nor ingest, which this only reads behind.
 
+/** Where the dispatcher says what went wrong (the server's logger; from a worker thread, messages to it). */
+export interface WebhookLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
 export interface DispatcherOptions {
   /** This process's name in leases: unique per process. */
   holder: string;
   client: DeliveryClient;
-  log: Pick<Logger, "warn" | "info">;
+  log: WebhookLog;
   /** How often to look for new events (ms). */
   pollMs?: number;
   /** A lease's length (ms): a dead holder's webhooks are taken over after it. */
@@ -60,10 +65,12 @@ export const LEASE_MS = 15_000;
 const LEASE_EVERY_MS = 1000;
 const POLL_MS = 50;
 const MARK_EVERY_MS = 10_000;
+/** How long delivered positions may wait to be written, gathered into one transaction. */
+const COMMIT_EVERY_MS = 100;
 /** Marks kept: replay --from TIME reaches back this far (seconds). */
 export const MARK_KEEP_SECONDS = 30 * 86_400;
-/** Leases a process takes per round beyond those it holds: several servers starting together share the webhooks out. */
-const NEW_LEASES_PER_ROUND = 50;
+/** Leases a process takes per round beyond those it holds. */
+const NEW_LEASES_PER_ROUND = 1000;
 
 /** One webhook's delivery figures, for metrics and GetWebhook. */
 export interface WebhookStats {
@@ -146,6 +153,13 @@ export class WebhookDispatcher {
   #epoch: string | undefined;
   /** Until when this process's leases hold, as of its last lease round (its own clock, taken before asking: never late). */
   #leasedUntil = 0;
+  /**
+   * The feed reads made since the last look at the store, shared by the
+   * webhooks on one collection (ten webhooks on a collection, caught up,
+   * read the same rows). Cleared at each tick once the store said what
+   * changed: a commit after a read is seen by the next tick, which reads it.
+   */
+  #reads = new Map<string, Promise<FeedEntry<unknown>[]>>();
   /** Every webhook seen, for stats after it moved elsewhere (metrics keep counters monotone while this process lives). */
   readonly #stats = new Map<string, WebhookStats>();
 
@@ -207,6 +221,7 @@ export class WebhookDispatcher {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await Promise.race([Promise.allSettled([...this.#inflight]), new Promise((r) => setTimeout(r, deadlineMs).unref())]);
+    await this.#committing;
     await this.#commit().catch((err: unknown) => this.#log.warn({ err: String(err) }, "webhooks: positions not written at shutdown; the last batches will be sent again"));
     await this.#hooks.release(this.holder).catch(() => {});
     this.#client.close();
@@ -229,9 +244,14 @@ export class WebhookDispatcher {
       const changes = await this.#store.info.changesSince(this.#since);
       const first = this.#since === undefined;
       this.#since = changes.now;
+      this.#reads = new Map();
       const changed = first || changes.collections === "all" ? undefined : new Set(changes.collections);
       for (const h of this.#held.values()) {
-        if (changed === undefined || h.rec.collections.some((c) => changed.has(c))) h.dirty = true;
+        if (changed === undefined || h.rec.collections.some((c) => changed.has(c))) {
+          h.dirty = true;
+          // A collection it names that the store did not know at the last look may have just appeared.
+          if (h.ids.size < h.rec.collections.length) await this.#resolveCollections(h);
+        }
         this.#maybeSend(h, now);
       }
       this.#kickCommit();
@@ -417,6 +437,18 @@ export class WebhookDispatcher {
     }
   }
 
+  #feedRead(kind: FeedKind, collectionId: number, after: number, limit: number): Promise<FeedEntry<unknown>[]> {
+    const key = `${kind}:${collectionId}:${after}:${limit}`;
+    let read = this.#reads.get(key);
+    if (read === undefined) {
+      read = Promise.resolve(this.#store.feed[kind](collectionId, after, limit) as MaybePromise<FeedEntry<unknown>[]>);
+      read.catch(() => this.#reads.delete(key));
+      if (this.#reads.size > 10_000) this.#reads.clear();
+      this.#reads.set(key, read);
+    }
+    return read;
+  }
+
   /** The next batch of the webhook's events above its positions, or undefined when it has none. */
   async #read(h: Held): Promise<Batch | undefined> {
     const size = this.#o.batchSize;
@@ -424,7 +456,7 @@ export class WebhookDispatcher {
     let more = false;
     for (const kind of h.rec.kinds) {
       for (const id of h.ids.values()) {
-        const read = (await this.#store.feed[kind](id, h.positions[kind], size)) as FeedEntry<unknown>[];
+        const read = await this.#feedRead(kind, id, h.positions[kind], size);
         for (const entry of read) rows.push({ kind, entry });
         if (read.length === size) more = true;
       }
@@ -475,9 +507,16 @@ export class WebhookDispatcher {
     this.#kickCommit();
   }
 
+  /**
+   * Writes what was delivered within COMMIT_EVERY_MS, in one transaction for
+   * every webhook: a receipt written a little later costs at most a
+   * duplicate after a crash; one transaction per batch would cost a sync of
+   * the webhooks' store per batch.
+   */
   #kickCommit(): void {
     if (this.#committing !== undefined) return;
-    this.#committing = this.#commit()
+    this.#committing = new Promise<void>((resolve) => setTimeout(resolve, this.#closed ? 0 : COMMIT_EVERY_MS).unref())
+      .then(() => this.#commit())
       .catch((err: unknown) => this.#log.warn({ err: String(err) }, "webhooks: positions not written; trying again"))
       .finally(() => {
         this.#committing = undefined;

@@ -1,59 +1,35 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { Logger } from "pino";
 import type { ReadRepositories, WebhookStore } from "../../store/ports.js";
 import type { WebhookDeps } from "../services.js";
 import { WebhookAdmin } from "./admin.js";
-import { DeliveryClient } from "./delivery.js";
-import { WebhookDispatcher } from "./dispatcher.js";
+import { type DispatcherThread, startDispatcherThread } from "./dispatcher-thread.js";
+import type { WebhookLog } from "./dispatcher.js";
+import type { WebhookSettings } from "./settings.js";
+
+export type { WebhookSettings };
 
 // A server's webhooks: their administration (WebhookService) and, unless
-// turned off, this process's dispatcher, over the webhooks' store the
+// turned off, this process's deliveries, over the webhooks' store the
 // composition root opened.
 
-export interface WebhookSettings {
-  /** Deliver from this process (false: --no-webhooks; administration still answers). */
-  deliver: boolean;
-  /** --allow-private-webhooks: http, loopback and private destinations. */
-  allowPrivate: boolean;
-  retryForMs: number;
-  concurrency: number;
-  perDestination: number;
-  timeoutMs: number;
-  /** Extra certificate authorities for receivers (PEM). */
-  ca?: string | undefined;
-  /** Tests: faster polls and leases. */
-  pollMs?: number;
-  leaseMs?: number;
-  leaseEveryMs?: number;
-  batchSize?: number;
-}
 
 export interface WebhookRuntime extends WebhookDeps {
-  readonly dispatcher: WebhookDispatcher | undefined;
+  /** This process's deliveries (a worker thread); undefined with --no-webhooks. */
+  readonly dispatcher: DispatcherThread | undefined;
   /** Stops delivering (positions written, leases given back) and closes the webhooks' store. */
   close(): Promise<void>;
 }
 
-export function startWebhooks(store: ReadRepositories, hooks: WebhookStore, settings: WebhookSettings, log: Pick<Logger, "warn" | "info">): WebhookRuntime {
-  const policy = { allowPrivate: settings.allowPrivate };
-  const admin = new WebhookAdmin(store, hooks, policy);
+/**
+ * Administration over `hooks` (the server's thread: WebhookService), and
+ * deliveries from a worker thread of their own on `db` (dispatcher-thread.ts).
+ */
+export function startWebhooks(db: string, store: ReadRepositories, hooks: WebhookStore, settings: WebhookSettings, log: WebhookLog): WebhookRuntime {
+  const admin = new WebhookAdmin(store, hooks, { allowPrivate: settings.allowPrivate });
   const dispatcher = settings.deliver
-    ? new WebhookDispatcher(store, hooks, {
-        holder: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
-        client: new DeliveryClient({ policy, timeoutMs: settings.timeoutMs, ca: settings.ca }),
-        log,
-        retryForMs: settings.retryForMs,
-        attemptMs: settings.timeoutMs,
-        concurrency: settings.concurrency,
-        perDestination: settings.perDestination,
-        ...(settings.pollMs === undefined ? {} : { pollMs: settings.pollMs }),
-        ...(settings.leaseMs === undefined ? {} : { leaseMs: settings.leaseMs }),
-        ...(settings.leaseEveryMs === undefined ? {} : { leaseEveryMs: settings.leaseEveryMs }),
-        ...(settings.batchSize === undefined ? {} : { batchSize: settings.batchSize }),
-      })
+    ? startDispatcherThread({ db, holder: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`, settings }, log)
     : undefined;
-  dispatcher?.start();
   return {
     admin,
     dispatcher,
