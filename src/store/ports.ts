@@ -658,6 +658,8 @@ export interface WebhookProgress {
   attempts: readonly WebhookAttemptRecord[];
   /** A new state (failing past the retry window, disabled by a 410 or a revoked key) and why. */
   state?: { state: WebhookState; reason: string };
+  /** Cut its log back to its last WEBHOOK_LOG_SIZE attempts (asked now and then, not at every commit: it walks the log). */
+  trim?: boolean;
 }
 
 /**

@@ -65,6 +65,8 @@ export const LEASE_MS = 15_000;
 const LEASE_EVERY_MS = 1000;
 const POLL_MS = 50;
 const MARK_EVERY_MS = 10_000;
+/** A webhook's log is cut back to its last WEBHOOK_LOG_SIZE attempts once this many more were written (and at its first commit here). */
+const TRIM_EVERY = 100;
 /** How long delivered positions may wait to be written, gathered into one transaction. */
 const COMMIT_EVERY_MS = 100;
 /** Marks kept: replay --from TIME reaches back this far (seconds). */
@@ -110,6 +112,8 @@ interface Held {
   behindSince: number | undefined;
   lagPositions: number;
   pending: { positions?: FeedPositions; attempts: WebhookAttemptRecord[]; state?: WebhookProgress["state"] };
+  /** Attempts logged since its log was last cut back. */
+  untrimmed: number;
   stats: WebhookStats;
   /** Dropped from this process (lease lost, paused, deleted): its result is not written. */
   gone: boolean;
@@ -297,6 +301,7 @@ export class WebhookDispatcher {
           behindSince: undefined,
           lagPositions: 0,
           pending: { attempts: [] },
+          untrimmed: TRIM_EVERY,
           stats,
           gone: false,
         };
@@ -536,7 +541,17 @@ export class WebhookDispatcher {
       if (p.positions === undefined && p.attempts.length === 0 && p.state === undefined) continue;
       taken.set(h.rec.id, p);
       h.pending = { attempts: [] };
-      progress.push({ id: h.rec.id, generation: h.rec.generation, attempts: p.attempts, ...(p.positions ? { positions: p.positions } : {}), ...(p.state ? { state: p.state } : {}) });
+      h.untrimmed += p.attempts.length;
+      const trim = h.untrimmed >= TRIM_EVERY;
+      if (trim) h.untrimmed = 0;
+      progress.push({
+        id: h.rec.id,
+        generation: h.rec.generation,
+        attempts: p.attempts,
+        ...(p.positions ? { positions: p.positions } : {}),
+        ...(p.state ? { state: p.state } : {}),
+        ...(trim ? { trim } : {}),
+      });
     }
     if (progress.length === 0) return;
     try {

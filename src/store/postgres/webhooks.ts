@@ -166,40 +166,51 @@ export class PgWebhookStore implements WebhookStore {
     await this.#pool.query("UPDATE webhooks SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = $1", [holder]);
   }
 
+  /**
+   * A handful of statements whatever the number of webhooks (arrays,
+   * unnest): a process delivering a hundred webhooks commits their
+   * positions ten times a second.
+   */
   commit(holder: string, progress: readonly WebhookProgress[]): Promise<string[]> {
     return this.#tx(async (c) => {
-      const lost: string[] = [];
-      for (const p of progress) {
-        const held = await c.query<{ generation: string }>(
-          `SELECT generation FROM webhooks WHERE id = $1 AND lease_holder = $2 AND lease_until >= ${NOW_MS} FOR UPDATE`,
-          [p.id, holder],
+      const held = await c.query<{ id: string; generation: string }>(
+        `SELECT id, generation FROM webhooks WHERE id = ANY($1::text[]) AND lease_holder = $2 AND lease_until >= ${NOW_MS} FOR UPDATE`,
+        [progress.map((p) => p.id), holder],
+      );
+      const generations = new Map(held.rows.map((r) => [r.id, Number(r.generation)]));
+      const lost = progress.filter((p) => !generations.has(p.id)).map((p) => p.id);
+      const mine = progress.filter((p) => generations.has(p.id));
+      const attempts = mine.flatMap((p) => p.attempts.map((a) => attemptValues(p.id, a)));
+      if (attempts.length > 0) {
+        const column = (i: number) => attempts.map((v) => v[i]);
+        await c.query(
+          `INSERT INTO webhook_attempts (webhook_id, ${ATTEMPT_COLUMNS})
+           SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::int[], $8::int[], $9::text[], $10::int[])`,
+          Array.from({ length: 10 }, (_, i) => column(i)),
         );
-        const generation = held.rows[0]?.generation;
-        if (generation === undefined) {
-          lost.push(p.id);
-          continue;
-        }
-        if (p.attempts.length > 0) {
-          const values = p.attempts.map((_, i) => `(${Array.from({ length: 10 }, (_, j) => `$${i * 10 + j + 1}`).join(", ")})`);
-          await c.query(`INSERT INTO webhook_attempts (webhook_id, ${ATTEMPT_COLUMNS}) VALUES ${values.join(", ")}`, p.attempts.flatMap((a) => attemptValues(p.id, a)));
-          await c.query(
-            `DELETE FROM webhook_attempts WHERE webhook_id = $1 AND id <= (
-               SELECT id FROM webhook_attempts WHERE webhook_id = $1 ORDER BY id DESC LIMIT 1 OFFSET ${WEBHOOK_LOG_SIZE})`,
-            [p.id],
-          );
-        }
-        if (Number(generation) !== p.generation) continue;
-        if (p.positions !== undefined) {
-          const q = p.positions;
-          await c.query("UPDATE webhooks SET pos_sales = $1, pos_listings = $2, pos_offers = $3, pos_transfers = $4 WHERE id = $5", [
-            q.sales, q.listings, q.offers, q.transfers, p.id,
-          ]);
-        }
-        if (p.state !== undefined) {
-          await c.query("UPDATE webhooks SET state = $1, state_reason = $2, lease_holder = NULL, lease_until = NULL WHERE id = $3", [
-            p.state.state, p.state.reason, p.id,
-          ]);
-        }
+      }
+      for (const p of mine.filter((x) => x.trim === true)) {
+        await c.query(
+          `DELETE FROM webhook_attempts WHERE webhook_id = $1 AND id <= (
+             SELECT id FROM webhook_attempts WHERE webhook_id = $1 ORDER BY id DESC LIMIT 1 OFFSET ${WEBHOOK_LOG_SIZE})`,
+          [p.id],
+        );
+      }
+      // A replay or resume since (another generation): its positions and state are not this delivery's to write.
+      const current = mine.filter((p) => generations.get(p.id) === p.generation);
+      const moved = current.filter((p) => p.positions !== undefined);
+      if (moved.length > 0) {
+        const q = (k: keyof FeedPositions) => moved.map((p) => p.positions![k]);
+        await c.query(
+          `UPDATE webhooks w SET pos_sales = v.s, pos_listings = v.l, pos_offers = v.o, pos_transfers = v.t
+             FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS v(id, s, l, o, t) WHERE w.id = v.id`,
+          [moved.map((p) => p.id), q("sales"), q("listings"), q("offers"), q("transfers")],
+        );
+      }
+      for (const p of current.filter((x) => x.state !== undefined)) {
+        await c.query("UPDATE webhooks SET state = $1, state_reason = $2, lease_holder = NULL, lease_until = NULL WHERE id = $3", [
+          p.state!.state, p.state!.reason, p.id,
+        ]);
       }
       return lost;
     });

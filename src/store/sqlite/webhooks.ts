@@ -182,7 +182,7 @@ export class SqliteWebhookStore implements WebhookStore {
           continue;
         }
         for (const a of p.attempts) log.run(...attemptValues(p.id, a));
-        if (p.attempts.length > 0) trim.run(p.id, p.id);
+        if (p.trim === true) trim.run(p.id, p.id);
         if (generation !== p.generation) continue;
         if (p.positions !== undefined) move.run(p.positions.sales, p.positions.listings, p.positions.offers, p.positions.transfers, p.id);
         if (p.state !== undefined) state.run(p.state.state, p.state.reason, p.id);
