@@ -100,7 +100,7 @@ export async function replayWebhook(opts: WebhookCliOptions, id: string, from: s
 }
 
 export async function webhookLog(opts: WebhookCliOptions, id: string, limit: string): Promise<void> {
-  if (!/^[0-9]{1,4}$/.test(limit)) throw new CliError(`--limit must be a number from 1 to 1000, got ${JSON.stringify(limit)}`);
+  if (!/^[0-9]{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw new CliError(`--limit must be a number from 1 to 1000, got ${JSON.stringify(limit)}`);
   const attempts: WebhookAttemptRecord[] = await withAdmin(opts, (admin) => admin.attempts(id, Number(limit)));
   table([
     ["AT", "MESSAGE", "ATTEMPT", "EVENTS", "POSITIONS", "STATUS", "MS", "ERROR"],
