@@ -95,6 +95,9 @@ export class WebhookReceiver {
   /** Deliveries being answered now, per webhook: a lease broken would show two at once. */
   readonly inflight = new Map<string, number>();
   maxInflightPerWebhook = 0;
+  /** Deliveries being answered now, in all, and the most at once: the server's bound per destination. */
+  inflightTotal = 0;
+  maxInflightTotal = 0;
   readonly #server: https.Server;
   readonly #waiters: { check: () => boolean; resolve: () => void }[] = [];
   url = "";
@@ -130,9 +133,12 @@ export class WebhookReceiver {
         const n = (this.inflight.get(webhook) ?? 0) + 1;
         this.inflight.set(webhook, n);
         this.maxInflightPerWebhook = Math.max(this.maxInflightPerWebhook, n);
+        this.inflightTotal++;
+        this.maxInflightTotal = Math.max(this.maxInflightTotal, this.inflightTotal);
         const answer = this.answer(delivery);
         const reply = () => {
           this.inflight.set(webhook, (this.inflight.get(webhook) ?? 1) - 1);
+          this.inflightTotal--;
           if (answer.status >= 200 && answer.status < 300) {
             if (this.#options.record !== false) this.deliveries.push(delivery);
             this.onDelivery?.(delivery);

@@ -1,7 +1,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
-import { WebhookReceiver } from "../../src/bench/webhook-receiver.js";
+import { selfSignedCertificate, WebhookReceiver } from "../../src/bench/webhook-receiver.js";
 import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
 import { resolveWebhooks } from "../../src/config.js";
 import { emptyStore, withKeys } from "../support/engine.js";
@@ -28,6 +28,7 @@ const ctx = {} as {
   ingest: string;
   read: string;
   ingestId: number;
+  cert: ReturnType<typeof selfSignedCertificate>;
 };
 let n = 0;
 const sales = (count: number, collection = C) => Array.from({ length: count }, () => numberedSale(++n, collection));
@@ -42,7 +43,8 @@ beforeAll(async () => {
     ctx.ingestId = ingest.id;
     ctx.read = (await admin.create("reader")).key;
   });
-  ctx.receiver = await WebhookReceiver.start();
+  ctx.cert = selfSignedCertificate();
+  ctx.receiver = await WebhookReceiver.start({}, ctx.cert);
   ctx.server = await startTestServer(ctx.target, {
     ingestRateLimit: 0,
     // Small batches: a backlog crosses batches, and reads across collections and kinds are cut at a full read.
@@ -281,6 +283,51 @@ describe("webhooks", () => {
     await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
     await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length === 1);
   }, 30_000);
+
+  it("expose per-webhook lag, deliveries, failures and events as metrics", async () => {
+    const { webhook } = await subscribe("/metrics");
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(3));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 3);
+    const series = (text: string, name: string) => new RegExp(`^${name}\\{webhook="${webhook!.id}"\\} (\\S+)$`, "m").exec(text)?.[1];
+    await expect
+      .poll(async () => series(await (await fetch(`${ctx.server.baseUrl}/metrics`)).text(), "marketdata_webhook_events_total"), { timeout: 5000 })
+      .toBe("3");
+    const text = await (await fetch(`${ctx.server.baseUrl}/metrics`)).text();
+    expect(Number(series(text, "marketdata_webhook_deliveries_total"))).toBeGreaterThanOrEqual(1);
+    expect(series(text, "marketdata_webhook_failures_total")).toBe("0");
+    expect(series(text, "marketdata_webhook_lag_positions")).toBe("0");
+    expect(series(text, "marketdata_webhook_lag_seconds")).toBe("0");
+  });
+
+  it("hold a slow destination to its share of connections; other destinations are not slowed", async () => {
+    const S = "0x5555555555555555555555555555555555555555";
+    // Another destination (port), trusted by the same certificate.
+    const slowReceiver = await WebhookReceiver.start({}, ctx.cert);
+    try {
+      slowReceiver.answer = () => ({ status: 200, delayMs: 1000 });
+      const slow: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await client().createWebhook({ url: `${slowReceiver.url}/slow${i}`, collections: [S], types: ["sale"] }, as(ctx.admin));
+        slowReceiver.secrets.push(r.secret);
+        slow.push(r.webhook!.id);
+      }
+      const { webhook: fast } = await subscribe("/fast", { collections: [S] });
+      // The leases pick the new webhooks up.
+      await new Promise((r) => setTimeout(r, 500));
+      const started = Date.now();
+      await ingestOk(ctx.server, ctx.ingest, "sales", sales(1, S));
+      await ctx.receiver.until(() => ctx.receiver.events(fast!.id).length === 1);
+      const fastMs = Date.now() - started;
+      await slowReceiver.until(() => slow.every((id) => slowReceiver.events(id).length === 1), 15_000);
+      const slowMs = Date.now() - started;
+      // The server's default: at most 4 deliveries at once to one destination, so six slow ones take two rounds.
+      expect(slowReceiver.maxInflightTotal).toBe(4);
+      expect(slowMs).toBeGreaterThanOrEqual(2000);
+      expect(fastMs).toBeLessThan(1000);
+    } finally {
+      await slowReceiver.close();
+    }
+  });
 
   it("list every webhook, and delete one with its log", async () => {
     const { webhook } = await subscribe("/deleted");
