@@ -243,10 +243,7 @@ function openApi(services: DescService[], rpcOnly: DescService[], payload: DescM
   for (const { method, path } of restRoutes(services)) {
     const flag = method.output.fields.find(isFlag)?.jsonName ?? "success";
     flags.add(flag);
-    const error = (description: string) => ({
-      description,
-      content: { "application/json": { schema: { $ref: `#/components/schemas/Error_${flag}` } } },
-    });
+    const error = errorResponse(`Error_${flag}`);
     const rate = {
       "RateLimit-Limit": { $ref: "#/components/headers/RateLimit-Limit" },
       "RateLimit-Remaining": { $ref: "#/components/headers/RateLimit-Remaining" },
@@ -336,10 +333,7 @@ function openApi(services: DescService[], rpcOnly: DescService[], payload: DescM
 /** POST /v1/ingest/KIND: NDJSON of the kind's records in, IngestResponse out. */
 function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
   const summary = describe(method);
-  const error = (description: string) => ({
-    description,
-    content: { "application/json": { schema: { $ref: "#/components/schemas/IngestError" } } },
-  });
+  const error = errorResponse("IngestError");
   doc.schemas.IngestError ??= {
     type: "object",
     required: ["code", "message"],
@@ -392,10 +386,7 @@ function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
 function sseOperation(doc: Document, { method }: SseRoute, flag: string): object {
   const summary = describe(method);
   const record = method.output.fields.find((f) => f.fieldKind === "message")!;
-  const error = (description: string) => ({
-    description,
-    content: { "application/json": { schema: { $ref: `#/components/schemas/Error_${flag}` } } },
-  });
+  const error = errorResponse(`Error_${flag}`);
   return {
     get: {
       operationId: method.name,
@@ -439,13 +430,15 @@ function sseOperation(doc: Document, { method }: SseRoute, flag: string): object
   };
 }
 
+/** A response of `description` whose body is the JSON error schema `schema`. */
+function errorResponse(schema: string): (description: string) => object {
+  return (description) => ({ description, content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } } });
+}
+
 /** A unary RPC of a service with no REST routes, as Connect's POST with a JSON body. */
 function rpcOperation(doc: Document, method: DescMethod): object {
   const summary = describe(method);
-  const error = (description: string) => ({
-    description,
-    content: { "application/json": { schema: { $ref: "#/components/schemas/ConnectError" } } },
-  });
+  const error = errorResponse("ConnectError");
   doc.schemas.ConnectError ??= {
     type: "object",
     required: ["code", "message"],

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
 import { stampVersions } from "./data-versions.js";
+import { inTransaction } from "./transaction.js";
 
 // Keys of a PostgreSQL store: every write stamps the keys with the next data
 // version in its transaction (data-versions.ts), so servers on the primary
@@ -19,19 +20,11 @@ export class PgKeyAdmin implements KeyAdmin {
 
   /** Runs `sql` and stamps the keys changed in one transaction, so servers everywhere see the change. */
   async #write<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("BEGIN");
+    return inTransaction(this.#pool, async (client) => {
       const result = await client.query<R>(sql, params);
       await stampVersions(client, { keys: true });
-      await client.query("COMMIT");
       return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async create(name: string, options: { rateLimit?: number | null; scope?: KeyScope } = {}): Promise<{ id: number; key: string }> {

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports.js";
 import { StoreReadOnlyError, WEBHOOK_LOG_SIZE } from "../ports.js";
+import { inTransaction } from "./transaction.js";
 import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
 
 // Webhooks of a PostgreSQL store: tables of the store (migration 16), so
@@ -76,21 +77,6 @@ export class PgWebhookStore implements WebhookStore {
   async #one(sql: string, params: unknown[]): Promise<WebhookRecord | undefined> {
     const r = (await this.#rows(sql, params))[0];
     return r === undefined ? undefined : toWebhook(r);
-  }
-
-  async #tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 
   create(w: NewWebhook): Promise<WebhookRecord> {
@@ -172,7 +158,7 @@ export class PgWebhookStore implements WebhookStore {
    * positions ten times a second.
    */
   commit(holder: string, progress: readonly WebhookProgress[]): Promise<string[]> {
-    return this.#tx(async (c) => {
+    return inTransaction(this.#pool, async (c) => {
       const held = await c.query<{ id: string; generation: string }>(
         `SELECT id, generation FROM webhooks WHERE id = ANY($1::text[]) AND lease_holder = $2 AND lease_until >= ${NOW_MS} FOR UPDATE`,
         [progress.map((p) => p.id), holder],
