@@ -10,7 +10,8 @@ import { runCli } from "./run-cli.js";
 
 // Webhooks across processes, as an operator runs them: subscriptions made
 // with `marketdata webhooks create`, two `serve` processes on one store
-// (a SQLite file; a PostgreSQL database), a receiver that answers slowly so
+// (a SQLite file; a PostgreSQL database), the second with two workers, a
+// receiver that answers slowly so
 // batches are in flight. Each webhook is delivered by one process at a time
 // (the receiver never sees two of its batches at once); SIGKILL of the
 // process delivering them mid-batch loses nothing: the other takes the
@@ -85,9 +86,9 @@ for (const engine of engines) {
       await ctx.cleanup?.();
     });
 
-    const serve = async () => {
+    const serve = async (workers = 1) => {
       const s = await startServe([
-        "--db", ctx.db, "--port", "0", "--workers", "1", "--log-level", "info", "--ingest-rate-limit", "0",
+        "--db", ctx.db, "--port", "0", "--workers", String(workers), "--log-level", "info", "--ingest-rate-limit", "0",
         "--allow-private-webhooks", "--webhook-ca", ctx.caFile, "--webhook-lease-seconds", "3", "--webhook-timeout", "1", "--no-derive-refresh",
       ]);
       ctx.servers.push(s);
@@ -120,7 +121,8 @@ for (const engine of engines) {
       sent.push(...(await ingest(a, 200)));
       // A holds every webhook (B is not yet running) and is delivering.
       await ctx.receiver.until(() => ctx.ids.every((id) => ctx.receiver.events(id).length > 0), 20_000);
-      const b = await serve();
+      // B runs two workers: after A dies, they share its webhooks, each one delivering any given webhook alone.
+      const b = await serve(2);
       for (let i = 0; i < 4; i++) sent.push(...(await ingest(a, 50)));
       // SIGKILL while a batch is being answered.
       await ctx.receiver.until(() => [...ctx.receiver.inflight.values()].some((v) => v > 0), 20_000);

@@ -75,10 +75,17 @@ async function subscribe(path: string, options: { collections?: string[]; types?
 }
 
 describe("webhooks", () => {
-  it("are managed with an admin key only; a read or ingest key is refused", async () => {
-    for (const key of [ctx.read, ctx.ingest]) {
-      const err = await client().listWebhooks({}, as(key)).catch((e: unknown) => e);
-      expect(ConnectError.from(err).code).toBe(Code.PermissionDenied);
+  it("are managed with an admin key only, on every RPC protocol; a read or ingest key is refused", async () => {
+    for (const protocol of ["connect", "grpc-web", "grpc"] as const) {
+      const c = createClient(WebhookService, transportFor(protocol, ctx.server.baseUrl));
+      for (const key of [ctx.read, ctx.ingest]) {
+        const err = await c.listWebhooks({}, as(key)).catch((e: unknown) => e);
+        expect(ConnectError.from(err).code, protocol).toBe(Code.PermissionDenied);
+        expect(ConnectError.from(err).rawMessage, protocol).toMatch(/--scope admin/);
+      }
+      const none = await c.listWebhooks({}).catch((e: unknown) => e);
+      expect(ConnectError.from(none).code, protocol).toBe(Code.Unauthenticated);
+      expect((await c.listWebhooks({}, as(ctx.admin))).webhooks, protocol).toBeDefined();
     }
     const bad = await client().createWebhook({ url: "ftp://x", collections: [C], types: ["sale"] }, as(ctx.admin)).catch((e: unknown) => e);
     expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
