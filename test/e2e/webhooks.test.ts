@@ -189,6 +189,25 @@ describe("webhooks", () => {
     expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
   });
 
+  it("write a receipt that comes after a pause: resumed, the batch is not sent again", async () => {
+    const { webhook } = await subscribe("/paused-inflight");
+    ctx.receiver.answer = (d) => ({ status: 200, delayMs: d.path === "/paused-inflight" ? 800 : 0 });
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(2));
+    await expect.poll(() => ctx.receiver.inflight.get(webhook!.id) ?? 0, { timeout: 5000, interval: 20 }).toBe(1);
+    await client().pauseWebhook({ id: webhook!.id }, as(ctx.admin));
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length === 2);
+    // The receipt's positions are written (the next commit, within the lease), then it resumes.
+    await new Promise((r) => setTimeout(r, 500));
+    ctx.receiver.answer = () => ({ status: 200 });
+    await client().resumeWebhook({ id: webhook!.id }, as(ctx.admin));
+    const more = sales(1);
+    await ingestOk(ctx.server, ctx.ingest, "sales", more);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 3);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ctx.receiver.events(webhook!.id)).toHaveLength(3);
+    expect(ctx.receiver.events(webhook!.id)[2]!.sale!.hash).toBe(more[0]!.hash);
+  });
+
   it("replay from a time: every event committed since, by the feed's marks", async () => {
     const { webhook } = await subscribe("/since");
     const before = sales(3);

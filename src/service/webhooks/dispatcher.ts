@@ -145,7 +145,7 @@ export class WebhookDispatcher {
   readonly #perDestination = new Map<string, Slots>();
   readonly #events = new Map<number, string>();
   /** Webhooks no longer delivered here whose new state (410, failing, key revoked) the next commit writes. */
-  readonly #dropped = new Map<string, Held>();
+  readonly #dropped = new Set<Held>();
   #timer: NodeJS.Timeout | undefined;
   #nextLease = 0;
   #nextMark = 0;
@@ -391,8 +391,7 @@ export class WebhookDispatcher {
       const batch = h.batch;
       const secrets = h.rec.previousSecret !== null && (h.rec.previousUntil ?? 0) > Date.now() ? [h.rec.secret, h.rec.previousSecret] : [h.rec.secret];
       const result = await this.#client.post(h.rec.url, batch.id, secrets, batch.body);
-      if (h.gone) return;
-      h.pending.attempts.push({
+      const attempt: WebhookAttemptRecord = {
         at: Date.now(),
         messageId: batch.id,
         events: batch.events,
@@ -402,8 +401,21 @@ export class WebhookDispatcher {
         latencyMs: result.latencyMs,
         error: result.error,
         attempt: batch.attempt,
-      });
+      };
       const outcome = outcomeOf(result.status);
+      if (h.gone) {
+        // Dropped here while the batch was out (paused, deleted, a replay, a lost lease): a receipt is
+        // still written where this process may (the store checks the lease and the generation), so a
+        // pause does not send the batch again.
+        if (outcome.kind === "delivered" && h.pending.state === undefined) {
+          h.pending.attempts.push(attempt);
+          h.pending.positions = batch.positions;
+          this.#dropped.add(h);
+          this.#kickCommit();
+        }
+        return;
+      }
+      h.pending.attempts.push(attempt);
       if (outcome.kind === "delivered") {
         h.positions = batch.positions;
         h.pending.positions = batch.positions;
@@ -508,7 +520,7 @@ export class WebhookDispatcher {
     h.pending.state = state;
     h.gone = true;
     this.#held.delete(h.rec.id);
-    this.#dropped.set(h.rec.id, h);
+    this.#dropped.add(h);
     this.#kickCommit();
   }
 
@@ -531,15 +543,15 @@ export class WebhookDispatcher {
   /** Writes every held webhook's pending positions, attempts and states in one transaction. */
   async #commit(): Promise<void> {
     const progress: WebhookProgress[] = [];
-    const taken = new Map<string, Held["pending"]>();
-    const candidates = new Map<string, Held>(this.#held);
-    // Webhooks just dropped with a state to write (410, failing, key revoked) are no longer held but must be written.
-    for (const [id, h] of this.#dropped) candidates.set(id, h);
+    const taken: [Held, Held["pending"]][] = [];
+    // Webhooks no longer held that still have something to write (a 410, failing, a revoked key, a
+    // receipt that came after a pause): each its own entry, as the same id held again (a new generation) is another.
+    const candidates = [...this.#held.values(), ...this.#dropped];
     this.#dropped.clear();
-    for (const h of candidates.values()) {
+    for (const h of candidates) {
       const p = h.pending;
       if (p.positions === undefined && p.attempts.length === 0 && p.state === undefined) continue;
-      taken.set(h.rec.id, p);
+      taken.push([h, p]);
       h.pending = { attempts: [] };
       h.untrimmed += p.attempts.length;
       const trim = h.untrimmed >= TRIM_EVERY;
@@ -566,18 +578,18 @@ export class WebhookDispatcher {
       }
     } catch (err) {
       // Not written: merged back so the next commit writes it (newer positions win).
-      for (const [id, p] of taken) {
-        const h = this.#held.get(id) ?? candidates.get(id)!;
+      for (const [h, p] of taken) {
         h.pending = {
           attempts: [...p.attempts, ...h.pending.attempts],
           ...(h.pending.positions ?? p.positions ? { positions: (h.pending.positions ?? p.positions)! } : {}),
           ...(h.pending.state ?? p.state ? { state: (h.pending.state ?? p.state)! } : {}),
         };
-        if (!this.#held.has(id)) this.#dropped.set(id, h);
+        if (this.#held.get(h.rec.id) !== h) this.#dropped.add(h);
       }
       throw err;
     }
   }
+
 
 }
 
