@@ -51,6 +51,7 @@ describe("server reflection with buf curl, no --schema", () => {
       "marketdata.v1.AssetService",
       "marketdata.v1.CollectionService",
       "marketdata.v1.IngestService",
+      "marketdata.v1.WebhookService",
     ]);
   });
 
@@ -106,7 +107,7 @@ describe("health", () => {
       expect((await health.check({ service: "marketdata.v1.AssetService" })).status).toBe(Status.SERVING);
       await expect(health.check({ service: "nope.Service" })).rejects.toThrow(/not_found|unknown service/i);
       const list = await health.list({});
-      expect(Object.keys(list.statuses).sort()).toEqual(["", "marketdata.v1.AssetService", "marketdata.v1.CollectionService", "marketdata.v1.IngestService"]);
+      expect(Object.keys(list.statuses).sort()).toEqual(["", "marketdata.v1.AssetService", "marketdata.v1.CollectionService", "marketdata.v1.IngestService", "marketdata.v1.WebhookService"]);
     }
   });
 

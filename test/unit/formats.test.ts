@@ -66,6 +66,16 @@ describe("server config", async () => {
       maxStreams: DEFAULT_MAX_STREAMS,
       maxClockSkewSeconds: 86_400,
       trustProxy: [],
+      webhooks: {
+        deliver: true,
+        allowPrivate: false,
+        retryForMs: 24 * 3_600_000,
+        concurrency: 64,
+        perDestination: 4,
+        timeoutMs: 10_000,
+        ca: undefined,
+        leaseMs: 15_000,
+      },
     };
     expect(resolveServeConfig({})).toEqual({ db: DEFAULT_DB, port: 8080, host: "127.0.0.1", ...defaults });
     expect(resolveServeConfig({ port: "0", host: "::1", db: "x.sqlite" })).toEqual({ db: "x.sqlite", port: 0, host: "::1", ...defaults });
@@ -82,6 +92,11 @@ describe("server config", async () => {
     });
     expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout must be a number of seconds/);
     expect(resolveServeConfig({ deriveRefresh: false }).deriveRefresh).toBe(false);
+    expect(resolveServeConfig({ webhooks: false, allowPrivateWebhooks: true, webhookRetryHours: "0.5" }).webhooks).toMatchObject({ deliver: false, allowPrivate: true, retryForMs: 1_800_000 });
+    expect(() => resolveServeConfig({ webhookRetryHours: "a day" })).toThrow(/--webhook-retry-hours must be a number of hours/);
+    expect(() => resolveServeConfig({ webhookLeaseSeconds: "5" })).toThrow(/--webhook-lease-seconds \(5\) must be at least 1.5 times --webhook-timeout \(10\)/);
+    expect(() => resolveServeConfig({ webhookCa: "/nonexistent/ca.pem" })).toThrow(/--webhook-ca "\/nonexistent\/ca.pem" cannot be read/);
+    expect(() => resolveServeConfig({ webhookConcurrency: "0" })).toThrow(/--webhook-concurrency must be an integer from 1/);
     expect(resolveServeConfig({ corsOrigin: "https://a.example, http://localhost:5173" }).corsOrigins).toEqual(["https://a.example", "http://localhost:5173"]);
     expect(() => resolveServeConfig({ corsOrigin: "https://a.example/app" })).toThrow(/--cors-origin \(CORS_ORIGIN\) takes origins/);
     expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);
