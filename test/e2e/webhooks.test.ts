@@ -16,7 +16,7 @@ import { ingestOk, restGet, startTestServer, type TestServer, transportFor } fro
 
 const C = "0xcccccccccccccccccccccccccccccccccccccccc";
 /** The retry window of the test's server: long enough for the retry test, short enough to see one pass. */
-const RETRY_FOR_MS = 6000;
+const RETRY_FOR_MS = 5000;
 const OTHER = "0xdddddddddddddddddddddddddddddddddddddddd";
 
 const ctx = {} as {

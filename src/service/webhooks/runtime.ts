@@ -30,14 +30,15 @@ export function startWebhooks(db: string, store: ReadRepositories, hooks: Webhoo
   const dispatcher = settings.deliver
     ? startDispatcherThread({ db, holder: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`, settings }, log)
     : undefined;
+  let closing: Promise<void> | undefined;
   return {
     admin,
     dispatcher,
     stats: () => dispatcher?.stats() ?? [],
     poke: (collections) => dispatcher?.poke(collections),
-    close: async () => {
+    close: () => (closing ??= (async () => {
       await dispatcher?.close();
       await hooks.close();
-    },
+    })()),
   };
 }
