@@ -121,7 +121,18 @@ export async function createStandby(adminUrl: string, port: number, dir: string)
     const gid = statSync(dir).gid;
     for (const f of ["postgresql.conf", "pg_hba.conf", "pg_ident.conf"]) chownSync(join(dir, f), uid, gid);
   }
-  asPostgres(join(bin, "pg_ctl"), ["-D", dir, "-l", join(dir, "server.log"), "-w", "-t", "60", "start"]);
+  try {
+    asPostgres(join(bin, "pg_ctl"), ["-D", dir, "-l", join(dir, "server.log"), "-w", "-t", "60", "start"]);
+  } catch (err) {
+    // pg_ctl says only "examine the log": the log's end says why (a port taken, a setting the primary has higher).
+    let log = "";
+    try {
+      log = readFileSync(join(dir, "server.log"), "utf8").trim().split("\n").slice(-10).join("\n");
+    } catch {
+      // no log written
+    }
+    throw new Error(`${(err as Error).message}${log === "" ? "" : `\nthe standby's log ends:\n${log}`}`);
+  }
   const url = (database: string) => {
     const u = new URL(adminUrl);
     u.port = String(port);

@@ -19,7 +19,8 @@ import { openSse } from "../../src/bench/sse-client.js";
 // the standby, over gRPC and SSE, and a subscriber resumes there exactly.
 
 const C = "0x4444444444444444444444444444444444444444";
-const STANDBY_PORT = 5433 + ((process.pid + 250) % 500);
+// Apart from replicated.test.ts's range (5433-5932): the two may run at once.
+const STANDBY_PORT = 6000 + (process.pid % 500);
 const ctx = {} as { drop(): Promise<void>; dir: string; standby: Standby; primary: TestServer; replica: TestServer; ingest: string; read: string };
 
 describe.skipIf(skipPg)("live feeds on a PostgreSQL standby", () => {
