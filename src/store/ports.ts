@@ -597,7 +597,6 @@ export interface FeedPositions {
 }
 
 export type WebhookState = "active" | "paused" | "failing" | "disabled";
-export const WEBHOOK_STATES: readonly WebhookState[] = ["active", "paused", "failing", "disabled"];
 
 export interface WebhookRecord {
   id: string;

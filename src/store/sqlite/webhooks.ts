@@ -1,5 +1,5 @@
 import { chmodSync, existsSync } from "node:fs";
-import Database from "better-sqlite3";
+import Database, { type Statement } from "better-sqlite3";
 import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports.js";
 import { WEBHOOK_LOG_SIZE } from "../ports.js";
 import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
@@ -81,6 +81,18 @@ export class SqliteWebhookStore implements WebhookStore {
   #keys: Db | undefined;
   readonly #now: () => number;
 
+  /** Statements by their text, prepared once: leases and commits run every second and every 100 ms. */
+  readonly #statements = new Map<string, Statement>();
+
+  #prepare(sql: string): Statement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   constructor(storePath: string, now: () => number = Date.now) {
     this.#storePath = storePath;
     this.#db = openWebhooksFile(storePath);
@@ -88,7 +100,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   #one(id: string): WebhookRecord | undefined {
-    const r = this.#db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
+    const r = this.#prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
     return r === undefined ? undefined : toWebhook(r);
   }
 
@@ -104,7 +116,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async list(): Promise<WebhookRecord[]> {
-    return (this.#db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks ORDER BY created_at, id`).all() as Record<string, unknown>[]).map(toWebhook);
+    return (this.#prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks ORDER BY created_at, id`).all() as Record<string, unknown>[]).map(toWebhook);
   }
 
   async get(id: string): Promise<WebhookRecord | undefined> {
@@ -113,16 +125,16 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async setState(id: string, state: WebhookState, reason: string | null, resume = false): Promise<WebhookRecord | undefined> {
     const bump = resume ? ", generation = generation + 1" : "";
-    this.#db.prepare(`UPDATE webhooks SET state = ?, state_reason = ?${bump} WHERE id = ?`).run(state, reason, id);
+    this.#prepare(`UPDATE webhooks SET state = ?, state_reason = ?${bump} WHERE id = ?`).run(state, reason, id);
     return this.#one(id);
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.#db.prepare("DELETE FROM webhooks WHERE id = ?").run(id).changes === 1;
+    return this.#prepare("DELETE FROM webhooks WHERE id = ?").run(id).changes === 1;
   }
 
   async rotateSecret(id: string, secret: string, previousUntil: number): Promise<WebhookRecord | undefined> {
-    this.#db.prepare("UPDATE webhooks SET previous_secret = secret, previous_until = ?, secret = ? WHERE id = ?").run(previousUntil, secret, id);
+    this.#prepare("UPDATE webhooks SET previous_secret = secret, previous_until = ?, secret = ? WHERE id = ?").run(previousUntil, secret, id);
     return this.#one(id);
   }
 
@@ -137,7 +149,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async attempts(id: string, limit: number): Promise<WebhookAttemptRecord[]> {
-    const rows = this.#db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(id, limit);
+    const rows = this.#prepare(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE webhook_id = ? ORDER BY id DESC LIMIT ?`).all(id, limit);
     return (rows as Record<string, unknown>[]).map(toAttempt);
   }
 
@@ -145,7 +157,7 @@ export class SqliteWebhookStore implements WebhookStore {
     const now = this.#now();
     const until = now + ttlMs;
     return this.#db.transaction(() => {
-      this.#db.prepare("UPDATE webhooks SET lease_until = ? WHERE lease_holder = ? AND lease_until >= ? AND state = 'active'").run(until, holder, now);
+      this.#prepare("UPDATE webhooks SET lease_until = ? WHERE lease_holder = ? AND lease_until >= ? AND state = 'active'").run(until, holder, now);
       if (max > 0) {
         this.#db
           .prepare(
@@ -154,22 +166,22 @@ export class SqliteWebhookStore implements WebhookStore {
           )
           .run(holder, until, now, max);
       }
-      const rows = this.#db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE lease_holder = ? AND lease_until = ? AND state = 'active'`).all(holder, until);
+      const rows = this.#prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE lease_holder = ? AND lease_until = ? AND state = 'active'`).all(holder, until);
       return (rows as Record<string, unknown>[]).map(toWebhook);
     }).immediate();
   }
 
   async release(holder: string): Promise<void> {
-    this.#db.prepare("UPDATE webhooks SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?").run(holder);
+    this.#prepare("UPDATE webhooks SET lease_holder = NULL, lease_until = NULL WHERE lease_holder = ?").run(holder);
   }
 
   async commit(holder: string, progress: readonly WebhookProgress[]): Promise<string[]> {
     const now = this.#now();
-    const held = this.#db.prepare("SELECT generation FROM webhooks WHERE id = ? AND lease_holder = ? AND lease_until >= ?");
-    const move = this.#db.prepare("UPDATE webhooks SET pos_sales = ?, pos_listings = ?, pos_offers = ?, pos_transfers = ? WHERE id = ?");
-    const state = this.#db.prepare("UPDATE webhooks SET state = ?, state_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?");
-    const log = this.#db.prepare(`INSERT INTO webhook_attempts (webhook_id, ${ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const trim = this.#db.prepare(
+    const held = this.#prepare("SELECT generation FROM webhooks WHERE id = ? AND lease_holder = ? AND lease_until >= ?");
+    const move = this.#prepare("UPDATE webhooks SET pos_sales = ?, pos_listings = ?, pos_offers = ?, pos_transfers = ? WHERE id = ?");
+    const state = this.#prepare("UPDATE webhooks SET state = ?, state_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?");
+    const log = this.#prepare(`INSERT INTO webhook_attempts (webhook_id, ${ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const trim = this.#prepare(
       `DELETE FROM webhook_attempts WHERE webhook_id = ? AND id <= (
          SELECT id FROM webhook_attempts WHERE webhook_id = ? ORDER BY id DESC LIMIT 1 OFFSET ${WEBHOOK_LOG_SIZE})`,
     );
@@ -192,12 +204,12 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async mark(at: number, position: number, keepSeconds: number): Promise<void> {
-    this.#db.prepare("INSERT OR IGNORE INTO feed_marks (at, position) VALUES (?, ?)").run(at, position);
-    this.#db.prepare("DELETE FROM feed_marks WHERE at < ?").run(at - keepSeconds);
+    this.#prepare("INSERT OR IGNORE INTO feed_marks (at, position) VALUES (?, ?)").run(at, position);
+    this.#prepare("DELETE FROM feed_marks WHERE at < ?").run(at - keepSeconds);
   }
 
   async markAt(at: number): Promise<number | undefined> {
-    return this.#db.prepare("SELECT position FROM feed_marks WHERE at <= ? ORDER BY at DESC LIMIT 1").pluck().get(at) as number | undefined;
+    return this.#prepare("SELECT position FROM feed_marks WHERE at <= ? ORDER BY at DESC LIMIT 1").pluck().get(at) as number | undefined;
   }
 
   async liveKeys(ids: readonly number[]): Promise<Set<number>> {
