@@ -43,12 +43,6 @@ export default defineConfig(async (): Promise<ViteUserConfig> => {
       testTimeout: 30_000,
       hookTimeout: 60_000,
       pool: "forks",
-      // Two test files at a time. Vitest's default is one fewer than the
-      // cores, which on a 2-core machine (CI's) is one: the whole suite ran
-      // serially, most of it waiting on child processes, sockets and timers,
-      // and came within a minute of CI's 20-minute bound. Every file uses its
-      // own store, database, Redis prefix and ephemeral ports.
-      maxWorkers: 2,
       projects: [
         { extends: true as const, test: { name: "sqlite", include: ["test/**/*.test.ts"] } },
         ...(withPg
