@@ -1,5 +1,6 @@
 import pg from "pg";
 import { StoreError } from "../ports.js";
+import { choosingPoolOptions, HostChooser, parsePgUrl, type Target } from "./hosts.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 
 // PostgreSQL connections and versioned migrations. The applied version is a
@@ -14,9 +15,16 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** The URL without its password, for messages. */
+/** The URL without its password, for messages (a multi-host URL too: hosts.ts). */
 export function redactUrl(url: string): string {
   try {
+    const parsed = parsePgUrl(url);
+    if (parsed !== undefined && parsed.hosts.length > 1) {
+      const u = new URL(parsed.urlFor(0));
+      if (u.password) u.password = "***";
+      const hosts = parsed.hosts.map((h) => `${h.host.includes(":") ? `[${h.host}]` : h.host}:${h.port}`).join(",");
+      return u.toString().replace(u.host, hosts);
+    }
     const u = new URL(url);
     if (u.password) u.password = "***";
     return u.toString();
@@ -49,6 +57,18 @@ export interface PoolOptions {
   queryTimeoutMs?: number;
 }
 
+/**
+ * The target_session_attrs a pool's connections look for (hosts.ts). Reads
+ * take the URL's own (libpq's default: any); a writer on a URL of several
+ * hosts always wants the one that takes writes, whatever the URL says, so
+ * that one --db (say, the hosts of a failover pair with prefer-standby)
+ * serves both. A writer on one host keeps it: a replica refuses writes in
+ * its own words.
+ */
+function targetOf(declared: Target, hosts: number, readOnly: boolean): Target {
+  return readOnly || hosts === 1 ? declared : "read-write";
+}
+
 /** A serving query's bound (--store-timeout's default). */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 /** The client waits this much longer than statement_timeout: the server's own cancel (57014) normally comes first. */
@@ -57,8 +77,10 @@ const CLIENT_TIMEOUT_SLACK_MS = 1000;
 export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): pg.Pool {
   const o = typeof maxOrOptions === "number" ? { max: maxOrOptions } : maxOrOptions;
   const queryTimeoutMs = o.queryTimeoutMs ?? (o.readOnly ? DEFAULT_QUERY_TIMEOUT_MS : undefined);
-  const pool = new pg.Pool({
-    connectionString: url,
+  const parsed = parsePgUrl(url);
+  const target = parsed === undefined ? "any" : targetOf(parsed.target, parsed.hosts.length, o.readOnly === true);
+  const config = {
+    connectionString: parsed === undefined ? url : parsed.urlFor(0),
     max: o.max ?? 10,
     types: TYPES,
     // Waiting for a free connection is bounded: an unreachable server becomes an answer (unavailable), not a hang.
@@ -70,7 +92,10 @@ export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): 
     ...(o.readOnly ? { options: `-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}` } : {}),
     // A query whose answer never comes (the network, not the server) fails here; its connection is discarded.
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_SLACK_MS }),
-  });
+  };
+  // One host in the URL and no target: node-postgres's own connections, untouched.
+  const choosing = parsed !== undefined && (parsed.hosts.length > 1 || target !== "any");
+  const pool = new pg.Pool(choosing ? { ...config, ...choosingPoolOptions(new HostChooser(parsed, target, { ...config, connectionString: parsed.urlFor(0) })) } : config);
   // An idle client's error (the server restarted) must not end the process; the next query reconnects.
   pool.on("error", () => {});
   return pool;

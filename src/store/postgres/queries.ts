@@ -37,12 +37,13 @@ export class PgQueries {
  * A failure of the store's availability rather than of the query: no
  * server, a server shutting down or restarting (SQLSTATE classes 08 and
  * 57P), a query cancelled at statement_timeout (57014: a server too busy, or
- * a replica held back by recovery), a dropped connection, no connection free
+ * a replica held back by recovery), a dropped connection, no host in the
+ * wanted role (hosts.ts: a failover under way), no connection free
  * in time, or no answer within the client's query timeout (a partition).
  */
 export function unavailable(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? "");
-  if (/^(08|57P|57014$)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH)$/.test(code)) return true;
+  if (/^(08|57P|57014$)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOHOST)$/.test(code)) return true;
   return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(err.message);
 }
 

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientAddresses } from "./client-address.js";
-import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey } from "./guards.js";
+import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey, unavailableError } from "./guards.js";
 import { MemoryWindows, type RateState, type RateWindows } from "./rate-limit.js";
 import { type MaybePromise, mayIngest, settle } from "../../store/ports.js";
 
@@ -188,11 +188,11 @@ const OPEN: Admitted = {};
 
 /** The key could not be checked (the store is down or unreachable): the caller may retry. */
 const STORE_UNAVAILABLE: Admitted = {
-  error: new ConnectError("the store is unavailable; retry shortly", Code.Unavailable),
+  error: unavailableError("the store is unavailable; retry shortly"),
 };
 
 const SHUTTING_DOWN: Admitted = {
-  error: new ConnectError("the server is shutting down; retry on another server", Code.Unavailable),
+  error: unavailableError("the server is shutting down; retry on another server"),
 };
 
 /** Whole seconds until the window resets, at least 1 (Retry-After, RateLimit-Reset). */

@@ -38,15 +38,38 @@ export function requireApiKey(keys: KeyVerifier, key: string | null | undefined)
 }
 
 /**
+ * Seconds a caller is told to wait (Retry-After) before retrying a call
+ * refused as unavailable: the store unreachable, a failover under way (no
+ * primary for a while), a server shutting down. A guess, short on purpose:
+ * pg_auto_failover promotes a standby in seconds.
+ */
+export const RETRY_AFTER_SECONDS = 2;
+const RETRY_AFTER = { "retry-after": String(RETRY_AFTER_SECONDS) };
+const NO_HEADERS = {};
+
+/** The HTTP headers an error's response carries: Retry-After when it is unavailable. */
+export function errorHeaders(error: ConnectError): Record<string, string> {
+  return error.code === Code.Unavailable ? RETRY_AFTER : NO_HEADERS;
+}
+
+/** An unavailable error carrying Retry-After in its metadata (connect-node writes it as a header of Connect's answer). */
+export function unavailableError(message: string): ConnectError {
+  return new ConnectError(message, Code.Unavailable, RETRY_AFTER);
+}
+
+/**
  * The error a caller sees: a ConnectError with a caller-facing code passes
  * through; anything else is logged and replaced by a bare internal error, so
  * SQL, stack traces and file paths never reach a caller.
  */
 export function publicError(err: unknown, log: ErrorLogger, procedure: string): ConnectError {
-  if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
+  if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
+    if (err.code === Code.Unavailable && !err.metadata.has("retry-after")) err.metadata.set("retry-after", RETRY_AFTER["retry-after"]);
+    return err;
+  }
   if (err instanceof StoreUnavailableError) {
     log.error({ err: err.cause ?? err, procedure }, "store unavailable");
-    return new ConnectError("the store is unavailable; retry shortly", Code.Unavailable);
+    return unavailableError("the store is unavailable; retry shortly");
   }
   log.error({ err, procedure }, "internal error");
   return new ConnectError("internal error", Code.Internal);

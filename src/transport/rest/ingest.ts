@@ -7,7 +7,7 @@ import { MAX_BATCH_BYTES } from "../../service/ingest-limits.js";
 import type { ServiceSet } from "../../service/services.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import { apiKeyFrom, type ErrorLogger, publicError } from "../policy/guards.js";
+import { apiKeyFrom, errorHeaders, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
 import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
@@ -137,5 +137,5 @@ function fail(reply: FastifyReply, error: ConnectError, status = codeToHttpStatu
     message: error.rawMessage,
     ...(detail === undefined ? {} : { accepted: detail.accepted, duplicates: detail.duplicates, rejected: detail.rejected.map((r) => ({ line: r.line, message: r.message })) }),
   };
-  return reply.status(status).header("cache-control", "no-store").type(JSON_TYPE).send(body);
+  return reply.status(status).headers(errorHeaders(error)).header("cache-control", "no-store").type(JSON_TYPE).send(body);
 }

@@ -5,7 +5,7 @@ import { RETRY_MS, SSE_KEY_PARAM } from "../../service/feed-limits.js";
 import { RESUME_TOKEN_HEADER } from "../../service/watch.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 import type { HijackedObserver } from "../entry.js";
-import { apiKeyFrom } from "../policy/guards.js";
+import { apiKeyFrom, errorHeaders } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps } from "../stream/pipeline.js";
 import { type SseRoute, sseRoutes } from "./http-rules.js";
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
@@ -67,7 +67,7 @@ function sseCodec({ method }: SseRoute): StreamCodec<SseInput> {
     },
     fail(res, error, headers) {
       const body = JSON.stringify({ [FLAG]: 0, code: codeToString(error.code), message: error.rawMessage });
-      res.writeHead(codeToHttpStatus(error.code), { ...headers, "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+      res.writeHead(codeToHttpStatus(error.code), { ...headers, ...errorHeaders(error), "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
       res.end(body);
     },
   };

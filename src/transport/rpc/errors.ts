@@ -2,6 +2,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { errorHeaders } from "../policy/guards.js";
 import { ECHO_LIMIT } from "../../domain/echo.js";
 
 // Errors written by this project's own RPC paths (admission before the body,
@@ -76,7 +77,7 @@ export function writeRpcError(
   const h1 = close && !("stream" in res) ? { connection: "close" } : {};
   if (kind.protocol === "connect") {
     const body = Buffer.from(errorToJsonBytes(error, {}));
-    res.writeHead(httpStatus ?? codeToHttpStatus(error.code), { ...headers, ...h1, "content-type": "application/json", "content-length": body.length });
+    res.writeHead(httpStatus ?? codeToHttpStatus(error.code), { ...headers, ...errorHeaders(error), ...h1, "content-type": "application/json", "content-length": body.length });
     res.end(body);
     return;
   }

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { CACHE_CONTROL, matchesIfNoneMatch } from "../cache/cached-response.js";
 import type { CachedResponse } from "../cache/freshness.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import { apiKeyFrom } from "../policy/guards.js";
+import { apiKeyFrom, errorHeaders } from "../policy/guards.js";
 import type { UnaryExchange } from "./pipeline.js";
 
 // A unary call carried by a GET that Fastify routed (REST /v1 and Connect
@@ -61,6 +61,6 @@ export class FastifyExchange<In> implements UnaryExchange<In, FastifyReply> {
 
   fail(error: ConnectError): FastifyReply {
     const { status, contentType, body } = this.#errorForm(error);
-    return this.#reply.status(status).type(contentType).send(body);
+    return this.#reply.status(status).headers(errorHeaders(error)).type(contentType).send(body);
   }
 }

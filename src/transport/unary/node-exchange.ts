@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { CACHE_CONTROL, matchesIfNoneMatch } from "../cache/cached-response.js";
 import type { CachedResponse } from "../cache/freshness.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import { apiKeyFrom } from "../policy/guards.js";
+import { apiKeyFrom, errorHeaders } from "../policy/guards.js";
 import type { ErrorForm } from "./fastify-exchange.js";
 import type { UnaryExchange } from "./pipeline.js";
 
@@ -86,6 +86,7 @@ export class NodeExchange<In> implements UnaryExchange<In, void> {
     const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
     const res = this.#res;
     res.statusCode = status;
+    for (const [name, value] of Object.entries(errorHeaders(error))) res.setHeader(name, value);
     res.setHeader("content-type", contentType);
     res.setHeader("content-length", bytes.length);
     res.end(bytes);
