@@ -20,6 +20,17 @@ const STORE_E2E = ["test/e2e", "test/derive"]
   .flatMap((dir) => readdirSync(dir).filter((f) => f.endsWith(".test.ts")).map((f) => `${dir}/${f}`))
   .filter((f) => /useFixtureServer|useEmptyStoreServer|from "\.\.\/support\/engine\.js"/.test(readFileSync(f, "utf8")));
 
+/**
+ * Files run alone, after the others: each times what it observes under
+ * load of its own (a drain, a failover, a consumer killed mid-stream) or
+ * runs clusters and processes of its own.
+ */
+const SERIAL = [
+  "test/e2e/hostile-connections.test.ts",
+  ...readdirSync("test/deploy").map((f) => `test/deploy/${f}`),
+  ...readdirSync("test/cli").filter((f) => /processes\.test\.ts$|^workers\.test\.ts$/.test(f)).map((f) => `test/cli/${f}`),
+].filter((f) => f.endsWith(".test.ts"));
+
 function reachable(url: string): Promise<boolean> {
   const u = new URL(url);
   return new Promise((resolve) => {
@@ -43,10 +54,34 @@ export default defineConfig(async (): Promise<ViteUserConfig> => {
       testTimeout: 30_000,
       hookTimeout: 60_000,
       pool: "forks",
+      // Two files at a time (vitest's default on two cores is one: the suite
+      // ran serially, near CI's 20 minutes), then, one at a time, the files
+      // that time what they observe (a drain, a failover) or run clusters and
+      // processes of their own, which a second file's load would skew.
       projects: [
-        { extends: true as const, test: { name: "sqlite", include: ["test/**/*.test.ts"] } },
+        { extends: true as const, test: { name: "sqlite", include: ["test/**/*.test.ts"], exclude: SERIAL, maxWorkers: 2, sequence: { groupOrder: 0 } } },
         ...(withPg
-          ? [{ extends: true as const, test: { name: "postgres", include: STORE_E2E, env: { MARKETDATA_TEST_ENGINE: "postgres" } } }]
+          ? [
+              {
+                extends: true as const,
+                test: { name: "postgres", include: STORE_E2E, exclude: SERIAL, env: { MARKETDATA_TEST_ENGINE: "postgres" }, maxWorkers: 2, sequence: { groupOrder: 0 } },
+              },
+            ]
+          : []),
+        { extends: true as const, test: { name: "serial", include: SERIAL, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+        ...(withPg
+          ? [
+              {
+                extends: true as const,
+                test: {
+                  name: "postgres-serial",
+                  include: STORE_E2E.filter((f) => SERIAL.includes(f)),
+                  env: { MARKETDATA_TEST_ENGINE: "postgres" },
+                  maxWorkers: 1,
+                  sequence: { groupOrder: 2 },
+                },
+              },
+            ]
           : []),
       ],
     },

@@ -11,6 +11,9 @@ import {
   LEASE_MS,
 } from "./service/webhooks/dispatcher.js";
 import type { WebhookSettings } from "./service/webhooks/settings.js";
+import { MAX_BATCH_RECORDS } from "./service/ingest-limits.js";
+import { JETSTREAM_DEFAULTS } from "./transport/jetstream/defaults.js";
+import type { JetStreamIngestOptions } from "./transport/jetstream/ingest-consumer.js";
 
 export { DEFAULT_MAX_CLOCK_SKEW_SECONDS };
 
@@ -324,4 +327,59 @@ function corsOrigins(text: string): string[] {
     }
   }
   return list;
+}
+
+/** `marketdata consume`'s flags, as the command line gave them. */
+export interface ConsumeFlags {
+  from: string;
+  stream: string;
+  subjectPrefix: string;
+  durable: string;
+  deadLetter: string;
+  batch: string;
+  pending: string;
+  inflight: string;
+  ackWait: string;
+  progress: string;
+}
+
+/** NATS subject tokens: letters, digits, "-" and "_", dot-separated (no wildcards). */
+const SUBJECT = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+const STREAM_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** `marketdata consume`'s settings, validated (each flag named in its error). */
+export function consumeConfig(flags: ConsumeFlags): JetStreamIngestOptions & { progressMs: number } {
+  const servers = flags.from.split(",").map((s) => s.trim());
+  for (const s of servers) {
+    let url: URL | undefined;
+    try {
+      url = new URL(s);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== "nats:" && url.protocol !== "tls:") || url.hostname === "") {
+      throw new ConfigError(`--from (NATS_URL) takes nats://host:port URLs, comma-separated, got ${JSON.stringify(flags.from)}`);
+    }
+  }
+  if (!STREAM_NAME.test(flags.stream)) throw new ConfigError(`--stream must be a JetStream stream name (letters, digits, - and _), got ${JSON.stringify(flags.stream)}`);
+  if (!STREAM_NAME.test(flags.durable)) throw new ConfigError(`--durable must be a consumer name (letters, digits, - and _), got ${JSON.stringify(flags.durable)}`);
+  for (const [flag, v] of [["--subject-prefix", flags.subjectPrefix], ["--dead-letter", flags.deadLetter]] as const) {
+    if (!SUBJECT.test(v)) throw new ConfigError(`${flag} must be a NATS subject without wildcards (like marketdata.ingest), got ${JSON.stringify(v)}`);
+  }
+  if (flags.deadLetter === flags.subjectPrefix || flags.deadLetter.startsWith(`${flags.subjectPrefix}.`)) {
+    throw new ConfigError(`--dead-letter (${flags.deadLetter}) must lie outside --subject-prefix (${flags.subjectPrefix}.>): dead letters would be consumed again`);
+  }
+  return {
+    servers: servers.join(","),
+    stream: flags.stream,
+    subjectPrefix: flags.subjectPrefix,
+    durable: flags.durable,
+    deadLetter: flags.deadLetter,
+    batch: wholeNumber(flags.batch, "--batch", 1, MAX_BATCH_RECORDS),
+    pending: wholeNumber(flags.pending, "--pending", 1, 1_000_000),
+    inflight: wholeNumber(flags.inflight, "--inflight", 1, 64),
+    flushMs: JETSTREAM_DEFAULTS.flushMs,
+    ackWaitSeconds: seconds(flags.ackWait, "--ack-wait", 1, 3600) / 1000,
+    progressMs: seconds(flags.progress, "--progress", 0, 3600),
+  };
 }

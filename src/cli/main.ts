@@ -30,6 +30,8 @@ import {
 import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../service/feed-limits.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
 import { errorLine } from "./errors.js";
+import type { ConsumeFlags } from "../config.js";
+import { JETSTREAM_DEFAULTS } from "../transport/jetstream/defaults.js";
 
 // Each command's module is imported when that command runs: `--version`,
 // `--help` and a mistyped flag load commander and this file only, and
@@ -282,6 +284,25 @@ program
     const cmd = { db: opts.db, kind, file, skipInvalid: opts.skipInvalid, maxClockSkewSeconds: resolveClockSkew(opts.maxClockSkew) };
     if (opts.follow) await (await import("./follow.js")).runFollow(cmd);
     else await (await import("./import.js")).runImport(cmd);
+  });
+
+program
+  .command("consume")
+  .description("ingest NDJSON records from NATS JetStream (SUBJECT_PREFIX.KIND) through a durable pull consumer that any number of these processes share; Ctrl-C commits what was taken and stops")
+  .addOption(dbOption())
+  .addOption(new Option("--from <url>", "NATS server(s): nats://host:port, comma-separated").env("NATS_URL").makeOptionMandatory())
+  .option("--stream <name>", "JetStream stream (created on SUBJECT_PREFIX.> if absent)", JETSTREAM_DEFAULTS.stream)
+  .option("--subject-prefix <subject>", "records of KIND are published to SUBJECT_PREFIX.KIND", JETSTREAM_DEFAULTS.subjectPrefix)
+  .option("--durable <name>", "durable consumer (created if absent; shared by every process with this name)", JETSTREAM_DEFAULTS.durable)
+  .option("--dead-letter <subject>", "where invalid records go, with the reason in the Marketdata-Reason header (a stream STREAM_DEAD keeps them)", JETSTREAM_DEFAULTS.deadLetter)
+  .option("--batch <n>", "records per commit at most", String(JETSTREAM_DEFAULTS.batch))
+  .option("--pending <n>", "messages pulled ahead of processing at most", String(JETSTREAM_DEFAULTS.pending))
+  .option("--inflight <n>", "commits waiting on the store at once at most", String(JETSTREAM_DEFAULTS.inflight))
+  .option("--ack-wait <s>", "seconds before an unacknowledged message is delivered again (when the consumer is created)", String(JETSTREAM_DEFAULTS.ackWaitSeconds))
+  .option("--progress <s>", "seconds between progress lines on stderr (0: none)", "10")
+  .addOption(clockSkewOption())
+  .action(async (opts: ConsumeFlags & { db: string; maxClockSkew: string }) => {
+    await (await import("./consume.js")).runConsume({ ...opts, maxClockSkewSeconds: resolveClockSkew(opts.maxClockSkew) });
   });
 
 program

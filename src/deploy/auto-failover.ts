@@ -146,6 +146,49 @@ export class Formation {
     return pid;
   }
 
+  /**
+   * SIGKILL of a whole node: its keeper and its PostgreSQL (the process
+   * group), as when its machine is lost; nothing restarts it until
+   * restartNode().
+   */
+  async killNode(name: string): Promise<void> {
+    const child = this.#children.get(name);
+    let pid: number | undefined;
+    try {
+      pid = this.postmasterPid(name);
+    } catch {
+      // not running
+    }
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      process.kill(-child.pid, "SIGKILL");
+      await exited;
+    }
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone with its group
+      }
+    }
+  }
+
+  /** Starts a node's (or the monitor's) keeper again after killNode() or stop(). */
+  restart(name: string): void {
+    this.#run(name, name === "monitor" ? this.monitor.dir : this.#node(name).dir);
+  }
+
+  /** Stops a keeper (and its PostgreSQL) cleanly: the monitor, say, so that nothing fails over. */
+  async stop(name: string): Promise<void> {
+    const child = this.#children.get(name);
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    process.kill(-child.pid!, "SIGTERM");
+    const timer = setTimeout(() => process.kill(-child.pid!, "SIGKILL"), 15_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
   /** Waits until `test` holds for the monitor's states. */
   async waitForStates(test: (nodes: NodeInfo[]) => boolean, timeoutMs: number, what: string): Promise<NodeInfo[]> {
     let last: NodeInfo[] = [];
@@ -155,14 +198,9 @@ export class Formation {
 
   /** Stops every keeper and its PostgreSQL (fast), then removes the directory. */
   async destroy(): Promise<void> {
-    for (const [name, child] of [...this.#children].reverse()) {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-        child.kill("SIGTERM");
-        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
+    // Data nodes first (a monitor stopped first would leave their keepers retrying it).
+    for (const name of [...this.#children.keys()].reverse()) {
+      await this.stop(name).catch(() => {});
       this.#children.delete(name);
     }
     // A keeper killed hard leaves its PostgreSQL running: stop what is left.
@@ -217,7 +255,8 @@ export class Formation {
     const root = process.getuid?.() === 0;
     const args = ["run", "--pgdata", pgdata];
     const [file, argv] = root ? ["runuser", ["-u", RUN_AS, "--", "env", ...Object.entries(this.#env).map(([k, v]) => `${k}=${v}`), PG_AUTOCTL, ...args]] : [PG_AUTOCTL, args];
-    const child = spawn(file, argv, { stdio: ["ignore", out, out], env: { ...process.env, ...this.#env } });
+    // A process group of its own: killNode() ends the keeper and its PostgreSQL at once, as a lost machine would.
+    const child = spawn(file, argv, { stdio: ["ignore", out, out], env: { ...process.env, ...this.#env }, detached: true });
     closeSync(out);
     this.#children.set(name, child);
   }

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import { type BulkKind, copyLine } from "./bulk-kinds.js";
+import { SYNC_WRITE_POOLS } from "./database.js";
 import { stampVersions, type Touched } from "./data-versions.js";
 
 /**
@@ -85,7 +86,7 @@ export async function writeTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolCli
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query("BEGIN");
+    await client.query(SYNC_WRITE_POOLS.has(pool) ? "BEGIN; SET LOCAL synchronous_commit = on" : "BEGIN");
     const touched: Touched = {};
     const result = await fn(client, touched);
     await stampVersions(client, touched);

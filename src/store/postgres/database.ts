@@ -55,7 +55,22 @@ export interface PoolOptions {
    * connection forever. Default DEFAULT_QUERY_TIMEOUT_MS with readOnly.
    */
   queryTimeoutMs?: number;
+  /**
+   * A writer's sessions commit only locally by default, and writeTransaction
+   * (copy.ts) makes each of its transactions wait for the synchronous
+   * standby (SET LOCAL synchronous_commit = on). Why: a session that made a
+   * temporary table (the ingest writer's staging tables, kept per
+   * connection) drops it when it ends, in a commit of its own; on a primary
+   * whose synchronous standby is gone (a failover: the old primary restarted
+   * by its keeper, then demoted) that commit waits forever, and so does the
+   * shutdown pg_auto_failover needs to demote it (seen: pg_ctl stop failing
+   * after 60 s, the promotion delayed to the monitor's 30 s demote timeout).
+   */
+  localSessionCommits?: boolean;
 }
+
+/** Pools whose write transactions ask for synchronous commit themselves (PoolOptions.localSessionCommits). */
+export const SYNC_WRITE_POOLS = new WeakSet<pg.Pool>();
 
 /**
  * The target_session_attrs a pool's connections look for (hosts.ts). Reads
@@ -90,14 +105,20 @@ export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): 
     keepAliveInitialDelayMillis: 10_000,
     // Serving: every transaction read-only, and no query may outlast a request's deadline.
     ...(o.readOnly ? { options: `-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}` } : {}),
+    ...(o.localSessionCommits ? { options: "-c synchronous_commit=local" } : {}),
     // A query whose answer never comes (the network, not the server) fails here; its connection is discarded.
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_SLACK_MS }),
   };
   // One host in the URL and no target: node-postgres's own connections, untouched.
   const choosing = parsed !== undefined && (parsed.hosts.length > 1 || target !== "any");
-  const pool = new pg.Pool(choosing ? { ...config, ...choosingPoolOptions(new HostChooser(parsed, target, { ...config, connectionString: parsed.urlFor(0) })) } : config);
+  const pool = new pg.Pool(choosing ? { ...config, ...choosingPoolOptions(new HostChooser(parsed, target, { ...config, connectionString: parsed.urlFor(0) }, o.readOnly === true)) } : config);
   // An idle client's error (the server restarted) must not end the process; the next query reconnects.
+  if (o.localSessionCommits) SYNC_WRITE_POOLS.add(pool);
   pool.on("error", () => {});
+  // Nor a checked-out client's (a transaction's connection when its server
+  // dies: node-postgres emits 'error' on the client, which the pool listens
+  // for only while the client is idle); the client's queries reject anyway.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
 }
 

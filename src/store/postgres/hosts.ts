@@ -102,13 +102,18 @@ function fits(target: Target, role: Role, pass: "standby" | "any"): boolean {
 }
 
 /**
- * A server takes writes unless it is in recovery. (libpq also asks
- * transaction_read_only; this project's serving connections set it on
- * themselves, so here read-write is the primary and read-only a standby.)
+ * libpq's checks: read-write and read-only by transaction_read_only (a
+ * primary being demoted by pg_auto_failover turns read-only before it
+ * restarts as a standby), primary and standby by pg_is_in_recovery(). A
+ * serving pool sets transaction_read_only on itself, so for it a server is
+ * read-only exactly when it is in recovery.
  */
-async function roleOf(client: pg.Client | pg.PoolClient): Promise<Role> {
-  const { rows } = await client.query<{ standby: boolean }>("SELECT pg_is_in_recovery() AS standby");
-  return { standby: rows[0]!.standby, readOnly: rows[0]!.standby };
+async function roleOf(client: pg.Client | pg.PoolClient, readOnlySession: boolean): Promise<Role> {
+  const { rows } = await client.query<{ standby: boolean; read_only: boolean }>(
+    "SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') = 'on' AS read_only",
+  );
+  const { standby, read_only } = rows[0]!;
+  return { standby, readOnly: readOnlySession ? standby : read_only };
 }
 
 function noHost(target: Target, tried: string[]): Error {
@@ -128,6 +133,8 @@ export class HostChooser {
     readonly target: Target,
     /** The pool's config (its connection string names a host; each probe gets its own). */
     readonly config: pg.ClientConfig,
+    /** The pool's sessions are read-only by their own setting (serving pools). */
+    readonly readOnlySession = false,
   ) {}
 
   /** The host index for the next connection (probing the hosts when none is known). */
@@ -148,7 +155,7 @@ export class HostChooser {
   /** Whether a connected client's role fits the target (the role may have changed since the probe). */
   async verify(client: pg.PoolClient, index: number): Promise<void> {
     if (this.target === "any") return;
-    const role = await roleOf(client);
+    const role = await roleOf(client, this.readOnlySession);
     if (fits(this.target, role, "any")) return;
     this.forget(index);
     throw noHost(this.target, [this.#name(index)]);
@@ -185,7 +192,7 @@ export class HostChooser {
     client.on("error", () => {});
     try {
       await client.connect();
-      return await roleOf(client);
+      return await roleOf(client, this.readOnlySession);
     } catch {
       return undefined;
     } finally {

@@ -2,6 +2,7 @@ import pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
+import { parsePgUrl } from "./hosts.js";
 import { PgRecordImport } from "./importer.js";
 import { unavailable } from "./queries.js";
 
@@ -24,11 +25,13 @@ const LOCK_NOT_AVAILABLE = "55P03";
 const READ_ONLY_TRANSACTION = "25006";
 
 export function pgIngestWriter(url: string): IngestWriter {
+  // Several hosts: a read-only answer means a failover under way, not a replica.
+  const failingOver = (parsePgUrl(url)?.hosts.length ?? 1) > 1;
   let pool: pg.Pool | undefined;
   let ready: Promise<PgRecordImport> | undefined;
   const open = (): Promise<PgRecordImport> => {
     ready ??= (async () => {
-      pool = openPool(url, WRITE_POOL_SIZE);
+      pool = openPool(url, { max: WRITE_POOL_SIZE, localSessionCommits: failingOver });
       await requireCurrentPgSchema(pool, url);
       return new PgRecordImport(pool, true);
     })().catch((err: unknown) => {
@@ -91,6 +94,17 @@ export function pgIngestWriter(url: string): IngestWriter {
       // an import holding the write lock makes batches wait, not hang.
       return await importer.importBatches(kind, batches, { refreshStatistics: false, lockWaitMs: LOCK_WAIT_MS });
     } catch (err) {
+      if (failingOver && err instanceof pg.DatabaseError && err.code === READ_ONLY_TRANSACTION) {
+        // The host this pool chose stopped taking writes (pg_auto_failover
+        // demotes a primary by making it read-only first): its connections
+        // are of no more use; the next batch opens a pool that looks for
+        // the new primary (hosts.ts), and this one is unavailable, not refused.
+        const old = pool;
+        pool = undefined;
+        ready = undefined;
+        void old?.end().catch(() => {});
+        throw new StoreUnavailableError(`the primary of ${redactUrl(url)} is changing (a failover); retry`, { cause: err });
+      }
       throw classify(err, url);
     }
   }

@@ -1,0 +1,53 @@
+import { type ConsumeFlags, consumeConfig } from "../config.js";
+import { Ingest } from "../service/ingest-service.js";
+import { openIngestWriter, openWritableStore } from "../store/open.js";
+import { startJetStreamIngest } from "../transport/jetstream/ingest-consumer.js";
+
+// `marketdata consume --from nats://...`: ingest from NATS JetStream
+// (transport/jetstream/ingest-consumer.ts) into the store, until SIGINT or
+// SIGTERM, which commit and acknowledge what was taken, then exit 0. Any
+// number of these processes (on any machines) share one durable consumer.
+
+export interface ConsumeCommand extends ConsumeFlags {
+  db: string;
+  maxClockSkewSeconds?: number;
+}
+
+export async function runConsume(cmd: ConsumeCommand): Promise<void> {
+  const options = consumeConfig(cmd);
+  // As import does: a store created (or an empty PostgreSQL database migrated) if need be.
+  await (await openWritableStore(cmd.db, { migrateEmpty: true })).close();
+  const writer = openIngestWriter(cmd.db);
+  const ingest = new Ingest(writer, cmd.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: cmd.maxClockSkewSeconds });
+  const say = (line: string) => process.stderr.write(`consume: ${line}\n`);
+  let unavailableSaid = 0;
+  const consumer = await startJetStreamIngest(ingest, options, {
+    deadLettered: (subject, seq, line, reason) => say(`${subject} #${seq} record ${line}: ${reason} (to ${options.deadLetter})`),
+    storeUnavailable: (err, ms) => {
+      // Once every 10 s at most: an outage would otherwise fill the log.
+      if (Date.now() - unavailableSaid < 10_000) return;
+      unavailableSaid = Date.now();
+      say(`the store is unavailable (${err instanceof Error ? err.message : String(err)}); retrying, messages held (next try in ${ms} ms)`);
+    },
+  });
+  say(`consuming ${options.subjectPrefix}.KIND from stream ${options.stream} as ${options.durable} (${options.servers}); dead letters to ${options.deadLetter}`);
+  const started = performance.now();
+  const line = () => {
+    const t = consumer.totals;
+    const s = (performance.now() - started) / 1000;
+    return `${t.messages} messages (${t.redelivered} redelivered), ${t.records} records: ${t.accepted} accepted, ${t.duplicates} duplicates, ${t.deadLettered} dead-lettered; ${t.commits} commits, ${Math.round(t.records / Math.max(s, 0.001))} records/s`;
+  };
+  const progress = options.progressMs > 0 ? setInterval(() => say(line()), options.progressMs) : undefined;
+  const stop = () => void consumer.stop();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    await consumer.done;
+    say(`stopped: ${line()}`);
+  } finally {
+    if (progress !== undefined) clearInterval(progress);
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await writer.close();
+  }
+}
