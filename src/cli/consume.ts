@@ -2,6 +2,7 @@ import { type ConsumeFlags, consumeConfig } from "../config.js";
 import { Ingest } from "../service/ingest-service.js";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
 import { startJetStreamIngest } from "../transport/jetstream/ingest-consumer.js";
+import { CliError } from "./errors.js";
 
 // `marketdata consume --from nats://...`: ingest from NATS JetStream
 // (transport/jetstream/ingest-consumer.ts) into the store, until SIGINT or
@@ -29,6 +30,10 @@ export async function runConsume(cmd: ConsumeCommand): Promise<void> {
       unavailableSaid = Date.now();
       say(`the store is unavailable (${err instanceof Error ? err.message : String(err)}); retrying, messages held (next try in ${ms} ms)`);
     },
+  }).catch(async (err: unknown) => {
+    await writer.close();
+    // NATS unreachable, JetStream not enabled, a stream or consumer refused: the operator's to fix.
+    throw new CliError(`NATS at ${options.servers}: ${err instanceof Error ? err.message : String(err)}`);
   });
   say(`consuming ${options.subjectPrefix}.KIND from stream ${options.stream} as ${options.durable} (${options.servers}); dead letters to ${options.deadLetter}`);
   const started = performance.now();

@@ -155,7 +155,7 @@ export class Formation {
     const child = this.#children.get(name);
     let pid: number | undefined;
     try {
-      pid = this.postmasterPid(name);
+      pid = name === "monitor" ? Number(readFileSync(join(this.monitor.dir, "postmaster.pid"), "utf8").split("\n")[0]) : this.postmasterPid(name);
     } catch {
       // not running
     }
@@ -196,14 +196,17 @@ export class Formation {
     return last;
   }
 
-  /** Stops every keeper and its PostgreSQL (fast), then removes the directory. */
+  /**
+   * Ends every keeper and its PostgreSQL at once (SIGKILL of each process
+   * group, then an immediate stop of any server left), then removes the
+   * directory: the formation's data is thrown away, so nothing needs a
+   * clean shutdown.
+   */
   async destroy(): Promise<void> {
-    // Data nodes first (a monitor stopped first would leave their keepers retrying it).
-    for (const name of [...this.#children.keys()].reverse()) {
-      await this.stop(name).catch(() => {});
+    for (const name of [...this.#children.keys()]) {
+      await this.killNode(name).catch(() => {});
       this.#children.delete(name);
     }
-    // A keeper killed hard leaves its PostgreSQL running: stop what is left.
     for (const d of [...this.nodes.map((n) => n.dir), this.monitor.dir]) {
       if (existsSync(join(d, "postmaster.pid"))) {
         try {

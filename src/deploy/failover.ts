@@ -52,6 +52,8 @@ export interface FailoverReport {
   /** Requests answered 200, and what the others were answered, by status ("error" when no answer came). */
   acknowledgedRequests: number;
   refusals: Record<string, number>;
+  /** The servers' log lines of internal errors (answered 500): none expected. */
+  internalErrors: string[];
   /** Every refusal a 503 carried Retry-After. */
   retryAfterOnEvery503: boolean;
   acknowledgedSales: number;
@@ -192,6 +194,12 @@ export async function runFailoverDrill(o: FailoverOptions): Promise<FailoverRepo
   const servers: ServeProcess[] = [];
   const abort = new AbortController();
   let writesBack: () => void = () => {};
+  // Interrupted (Ctrl-C), the formation is torn down all the same: its keepers run detached and would outlive this process.
+  const interrupted = () => {
+    void Promise.all(servers.map((s) => s.stop())).finally(() => formation.destroy().finally(() => process.exit(130)));
+  };
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
   try {
     const started = Date.now();
     await formation.create();
@@ -291,7 +299,10 @@ export async function runFailoverDrill(o: FailoverOptions): Promise<FailoverRepo
     const lostSales = [...acknowledged].filter((h) => !feeds[0]!.seen.has(h)).length;
     log(`acknowledged ${acknowledged.size} sales; lost ${lostSales}; stored ${stored}; feeds ${feeds.map((f) => `${f.seen.size} (${f.duplicates} duplicates, resumed ${f.resumed} times)`).join(", ")}`);
 
+    // What the servers logged as internal errors (a 500), for the report: there should be none.
+    const internalErrors = servers.flatMap((s) => s.output().split("\n").filter((l) => l.includes('"msg":"internal error"')).map((l) => l.slice(0, 2000)));
     const report: FailoverReport = {
+      internalErrors,
       formationMs,
       killedNode: victim,
       promotedNode,
@@ -336,6 +347,8 @@ export async function runFailoverDrill(o: FailoverOptions): Promise<FailoverRepo
     }
     return report;
   } finally {
+    process.off("SIGINT", interrupted);
+    process.off("SIGTERM", interrupted);
     abort.abort();
     writesBack();
     await Promise.all(servers.map((s) => s.stop()));

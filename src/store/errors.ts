@@ -1,6 +1,6 @@
 import pg from "pg";
 import { sqliteErrorLine, StoreError } from "./sqlite/database.js";
-import { RecordConflictError } from "./ports.js";
+import { RecordConflictError, StoreUnavailableError } from "./ports.js";
 
 /**
  * The one line a command prints for an error of the store: a StoreError's
@@ -9,7 +9,7 @@ import { RecordConflictError } from "./ports.js";
  * any other error.
  */
 export function storeErrorLine(err: unknown): string | undefined {
-  if (err instanceof StoreError) return err.message;
+  if (err instanceof StoreError || err instanceof StoreUnavailableError) return err.message;
   if (err instanceof RecordConflictError) return `nothing was written: ${err.message}`;
   if (err instanceof Error && (err instanceof pg.DatabaseError || /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET)$/.test(String((err as { code?: unknown }).code)))) {
     return `PostgreSQL: ${err.message}`;

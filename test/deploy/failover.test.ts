@@ -26,6 +26,7 @@ describe.skipIf(skip)("failover with pg_auto_failover", () => {
     expect(report.lostSales).toBe(0);
     expect(report.storedSales).toBeGreaterThanOrEqual(report.acknowledgedSales);
     // Refused meanwhile: unavailable with Retry-After, never a caller's error or an internal one.
+    expect(report.internalErrors).toEqual([]);
     expect(Object.keys(report.refusals).filter((s) => s !== "503")).toEqual([]);
     expect(report.retryAfterOnEvery503).toBe(true);
     for (const feed of report.feeds) {

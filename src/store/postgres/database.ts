@@ -1,5 +1,6 @@
 import pg from "pg";
-import { StoreError } from "../ports.js";
+import { StoreError, StoreUnavailableError } from "../ports.js";
+import { unavailable } from "./queries.js";
 import { choosingPoolOptions, HostChooser, parsePgUrl, type Target } from "./hosts.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 
@@ -18,13 +19,8 @@ export function isPostgresUrl(db: string): boolean {
 /** The URL without its password, for messages (a multi-host URL too: hosts.ts). */
 export function redactUrl(url: string): string {
   try {
-    const parsed = parsePgUrl(url);
-    if (parsed !== undefined && parsed.hosts.length > 1) {
-      const u = new URL(parsed.urlFor(0));
-      if (u.password) u.password = "***";
-      const hosts = parsed.hosts.map((h) => `${h.host.includes(":") ? `[${h.host}]` : h.host}:${h.port}`).join(",");
-      return u.toString().replace(u.host, hosts);
-    }
+    // Several hosts are no WHATWG URL: the password is cut out of the text.
+    if ((parsePgUrl(url)?.hosts.length ?? 1) > 1) return url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*:)[^@/]*@/i, "$1***@");
     const u = new URL(url);
     if (u.password) u.password = "***";
     return u.toString();
@@ -167,7 +163,9 @@ export async function requireCurrentPgSchema(pool: pg.Pool, url: string): Promis
   try {
     version = await pgSchemaVersion(pool);
   } catch (err) {
-    throw new StoreError(`cannot read the PostgreSQL store at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
+    const message = `cannot read the PostgreSQL store at ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`;
+    // Unreachable (or no host in the wanted role: a failover) is the store's state, not a setup mistake: callers retry it.
+    throw unavailable(err) ? new StoreUnavailableError(message, { cause: err }) : new StoreError(message);
   }
   if (version === PG_MIGRATIONS.length) return;
   if (version < PG_MIGRATIONS.length) {

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { StoreError } from "../ports.js";
 
 // Multi-host connection strings, as libpq takes them
 // (postgres://u@a:5432,b:5433/db?target_session_attrs=read-write), for a
@@ -52,7 +53,7 @@ export function parsePgUrl(url: string): ParsedPgUrl | undefined {
   const params = new URLSearchParams(query.slice(1));
   const attrs = params.get("target_session_attrs") ?? "any";
   if (!(TARGETS as readonly string[]).includes(attrs)) {
-    throw new Error(`target_session_attrs must be one of ${TARGETS.join(", ")}, got ${JSON.stringify(attrs)}`);
+    throw new StoreError(`target_session_attrs must be one of ${TARGETS.join(", ")}, got ${JSON.stringify(attrs)}`);
   }
   params.delete("target_session_attrs");
   const defaultPort = Number(params.get("port") ?? 5432);
@@ -64,7 +65,7 @@ export function parsePgUrl(url: string): ParsedPgUrl | undefined {
     return colon < 0 ? { host: h, port: defaultPort } : { host: h.slice(0, colon), port: Number(h.slice(colon + 1)) };
   });
   for (const h of hosts) {
-    if (!Number.isInteger(h.port) || h.port < 1 || h.port > 65535) throw new Error(`a host of the PostgreSQL URL has an invalid port`);
+    if (!Number.isInteger(h.port) || h.port < 1 || h.port > 65535) throw new StoreError("a host of the PostgreSQL URL has an invalid port");
   }
   const rest = params.toString();
   return {

@@ -7,7 +7,7 @@ export const JETSTREAM_DEFAULTS = {
   durable: "marketdata",
   deadLetter: "marketdata.dead",
   batch: 5000,
-  pending: 20_000,
+  pending: 1000,
   inflight: 4,
   flushMs: 20,
   ackWaitSeconds: 30,

@@ -225,7 +225,7 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
   // group to the store first. The writer commits in the order it is given
   // (a collection before its sales), as one process's API batches are.
   let pending: { kind: Kind; entries: Entry[]; records: number; since: number } | undefined;
-  const inflight = new Set<Promise<void>>();
+  const inflight = new Map<Promise<void>, Entry[]>();
   let failure: unknown;
   const flush = () => {
     const p = pending;
@@ -234,9 +234,14 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
     const c = commit(p.kind, p.entries).catch((err: unknown) => {
       failure ??= err;
     });
-    inflight.add(c);
+    inflight.set(c, p.entries);
     void c.finally(() => inflight.delete(c));
   };
+  // A commit slower than the ack wait (a busy store) must not have its messages delivered again meanwhile.
+  const heartbeat = setInterval(() => {
+    for (const entries of inflight.values()) for (const e of entries) e.msg.working();
+    for (const e of pending?.entries ?? []) e.msg.working();
+  }, (o.ackWaitSeconds * 1000) / 3);
   // The first record of a group waits at most flushMs for others.
   const timer = setInterval(() => {
     if (pending !== undefined && performance.now() - pending.since >= o.flushMs) flush();
@@ -256,15 +261,16 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
           if (pending.records >= o.batch) flush();
         }
         // Backpressure: no more messages are read while the store has enough to do.
-        while (inflight.size >= o.inflight) await Promise.race(inflight);
+        while (inflight.size >= o.inflight) await Promise.race(inflight.keys());
         if (failure !== undefined) throw failure;
         if (stopping) break;
       }
       flush();
-      await Promise.all(inflight);
+      await Promise.all(inflight.keys());
       if (failure !== undefined) throw failure;
     } finally {
       clearInterval(timer);
+      clearInterval(heartbeat);
       await nc.drain().catch(() => {});
     }
   })();
