@@ -6,7 +6,7 @@ export const JETSTREAM_DEFAULTS = {
   subjectPrefix: "marketdata.ingest",
   durable: "marketdata",
   deadLetter: "marketdata.dead",
-  batch: 5000,
+  batch: 1000,
   pending: 1000,
   inflight: 4,
   flushMs: 20,

@@ -5,6 +5,7 @@ import { isKind, type Kind } from "../../domain/kinds.js";
 import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import type { Ingest, IngestLine } from "../../service/ingest-service.js";
+import { MAX_BATCH_RECORDS } from "../../service/ingest-limits.js";
 import { StoreUnavailableError } from "../../store/ports.js";
 
 // Ingest from NATS JetStream (issue 37): indexers publish NDJSON records to
@@ -30,7 +31,7 @@ export interface JetStreamIngestOptions {
   subjectPrefix: string;
   durable: string;
   deadLetter: string;
-  /** Records per commit at most. */
+  /** Records per commit at most (a message larger than this is a commit of its own). */
   batch: number;
   /** Messages pulled ahead of processing at most. */
   pending: number;
@@ -155,8 +156,8 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
     }
     const whole = !isKind(kind)
       ? `the subject ${msg.subject} names no kind: publish to ${prefix}KIND (collections, tokens, sales, listings, offers, transfers)`
-      : lines.length > o.batch
-        ? `a message holds at most ${o.batch} records (--batch), got ${lines.length}`
+      : lines.length > MAX_BATCH_RECORDS
+        ? `a message holds at most ${MAX_BATCH_RECORDS} records (the ingest API's batch bound), got ${lines.length}`
         : undefined;
     if (whole !== undefined) {
       await deadLetter(msg, 0, msg.string(), whole);
