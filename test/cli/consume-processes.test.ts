@@ -3,11 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { backlog, type ConsumeProcess, deadLetters, dropJetStream, openPublisher, prepareJetStream, startConsume } from "../../src/bench/jetstream.js";
-import { JETSTREAM_DEFAULTS } from "../../src/transport/jetstream/defaults.js";
 import { openKeyAdmin } from "../../src/store/open.js";
 import { numberedSale } from "../support/sales.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-import { NATS_URL, skipNats } from "../support/nats.js";
+import { NATS_URL, skipNats, testJetStream } from "../support/nats.js";
 
 // `marketdata consume` against a real NATS JetStream: two consumer
 // processes share one durable consumer; one is SIGKILLed at random points
@@ -20,16 +19,7 @@ const C = `0x${"3a".repeat(20)}`;
 const SALES = 20_000;
 const PER_MESSAGE = 10;
 const BAD = [123, 777, 1500];
-const tag = `t${process.pid}`;
-const o = {
-  ...JETSTREAM_DEFAULTS,
-  servers: NATS_URL,
-  stream: `TEST_${tag}`,
-  subjectPrefix: `${tag}.ingest`,
-  durable: `d_${tag}`,
-  deadLetter: `${tag}.dead`,
-  ackWaitSeconds: 2,
-};
+const o = testJetStream("t", { ackWaitSeconds: 2 });
 const ctx = {} as { dir: string; db: string; server?: TestServer; key: string };
 const args = () => ["--db", ctx.db, "--from", NATS_URL, "--stream", o.stream, "--subject-prefix", o.subjectPrefix, "--durable", o.durable, "--dead-letter", o.deadLetter, "--progress", "0", "--batch", "2000"];
 

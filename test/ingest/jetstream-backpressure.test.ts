@@ -4,9 +4,8 @@ import { connect } from "@nats-io/transport-node";
 import { dropJetStream, openPublisher, prepareJetStream } from "../../src/bench/jetstream.js";
 import type { Ingest, IngestLine, IngestResult } from "../../src/service/ingest-service.js";
 import { StoreUnavailableError } from "../../src/store/ports.js";
-import { JETSTREAM_DEFAULTS } from "../../src/transport/jetstream/defaults.js";
 import { startJetStreamIngest } from "../../src/transport/jetstream/ingest-consumer.js";
-import { NATS_URL, skipNats } from "../support/nats.js";
+import { NATS_URL, skipNats, testJetStream } from "../support/nats.js";
 
 // The consumer's backpressure against a slow (then unavailable) store, with
 // a stand-in for the ingest path: what it has taken from JetStream without
@@ -14,19 +13,7 @@ import { NATS_URL, skipNats } from "../support/nats.js";
 // large the backlog; an unavailable store holds messages (retried), never
 // drops or dead-letters them.
 
-const tag = `bp${process.pid}`;
-const o = {
-  ...JETSTREAM_DEFAULTS,
-  servers: NATS_URL,
-  stream: `TEST_${tag}`,
-  subjectPrefix: `${tag}.ingest`,
-  durable: `d_${tag}`,
-  deadLetter: `${tag}.dead`,
-  batch: 50,
-  pending: 100,
-  inflight: 2,
-  ackWaitSeconds: 5,
-};
+const o = testJetStream("bp", { batch: 50, pending: 100, inflight: 2, ackWaitSeconds: 5 });
 const MESSAGES = 3000;
 
 describe.skipIf(skipNats("the JetStream consumer's backpressure"))("the JetStream consumer against a slow store", () => {

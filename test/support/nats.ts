@@ -1,4 +1,6 @@
 import net from "node:net";
+import { JETSTREAM_DEFAULTS } from "../../src/transport/jetstream/defaults.js";
+import type { JetStreamIngestOptions } from "../../src/transport/jetstream/ingest-consumer.js";
 
 // NATS with JetStream for tests: a real server at 127.0.0.1:4222 (or
 // MARKETDATA_TEST_NATS); each test uses streams and subjects of its own.
@@ -25,4 +27,10 @@ export function skipNats(what: string): boolean {
   const skip = !natsUp && !process.env.MARKETDATA_TEST_NATS;
   if (skip) console.warn(`SKIPPED: ${what}: no NATS at ${NATS_URL} (set MARKETDATA_TEST_NATS to require it)`);
   return skip;
+}
+
+/** A test's own stream, subjects, consumer and dead-letter subject (named after `tag` and the process), on the test server. */
+export function testJetStream(tag: string, overrides: Partial<JetStreamIngestOptions>): JetStreamIngestOptions {
+  const t = `${tag}${process.pid}`;
+  return { ...JETSTREAM_DEFAULTS, servers: NATS_URL, stream: `TEST_${t}`, subjectPrefix: `${t}.ingest`, durable: `d_${t}`, deadLetter: `${t}.dead`, ...overrides };
 }
