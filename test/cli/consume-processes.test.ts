@@ -41,6 +41,7 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
     const pub = await openPublisher(NATS_URL);
     await pub.publish(`${o.subjectPrefix}.collections`, [JSON.stringify({ contractAddress: C, name: "from the log" })]);
     const consumers: ConsumeProcess[] = [startConsume(args()), startConsume(args())];
+    for (const c of consumers) await expect.poll(() => c.output(), { timeout: 30_000, interval: 50 }).toMatch(/consume: consuming /);
     let expectedVolume = 0n;
     for (let m = 0; m < SALES / PER_MESSAGE; m++) {
       const lines: string[] = [];
@@ -68,6 +69,8 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
       await consumers[0]!.stop("SIGKILL");
       kills++;
       consumers[0] = startConsume(args());
+      // Up (its signal handlers set) before the backlog can run out: a SIGTERM during start-up ends it silently.
+      await expect.poll(() => consumers[0]!.output(), { timeout: 30_000, interval: 50 }).toMatch(/consume: consuming /);
     }
     await expect.poll(() => backlog(o), { timeout: 120_000, interval: 200 }).toBe(0);
     await Promise.all(consumers.map((c) => c.stop("SIGTERM")));
