@@ -40,8 +40,12 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
   it("takes every sale exactly once across SIGKILLs of one of two consumers, dead-letters the invalid ones with reasons", async () => {
     const pub = await openPublisher(NATS_URL);
     await pub.publish(`${o.subjectPrefix}.collections`, [JSON.stringify({ contractAddress: C, name: "from the log" })]);
-    const consumers: ConsumeProcess[] = [startConsume(args()), startConsume(args())];
-    for (const c of consumers) await expect.poll(() => c.output(), { timeout: 30_000, interval: 50 }).toMatch(/consume: consuming /);
+    // One after the other: the first creates the store.
+    const consumers: ConsumeProcess[] = [];
+    for (let i = 0; i < 2; i++) {
+      consumers.push(startConsume(args()));
+      await expect.poll(() => consumers[i]!.output(), { timeout: 30_000, interval: 50 }).toMatch(/consume: consuming /);
+    }
     let expectedVolume = 0n;
     for (let m = 0; m < SALES / PER_MESSAGE; m++) {
       const lines: string[] = [];
