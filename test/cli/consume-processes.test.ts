@@ -20,7 +20,7 @@ const SALES = 20_000;
 const PER_MESSAGE = 10;
 const BAD = [123, 777, 1500];
 const o = testJetStream("t", { ackWaitSeconds: 2 });
-const ctx = {} as { dir: string; db: string; server?: TestServer; key: string };
+const ctx = { consumers: [] } as unknown as { dir: string; db: string; server?: TestServer; key: string; consumers: ConsumeProcess[] };
 const args = () => ["--db", ctx.db, "--from", NATS_URL, "--stream", o.stream, "--subject-prefix", o.subjectPrefix, "--durable", o.durable, "--dead-letter", o.deadLetter, "--progress", "0", "--batch", "2000"];
 
 describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", () => {
@@ -32,6 +32,8 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
   });
 
   afterAll(async () => {
+    // A failed assertion leaves consumers running: none outlives the file.
+    await Promise.all(ctx.consumers.map((c) => c.stop("SIGKILL")));
     await ctx.server?.close();
     await dropJetStream(o).catch(() => {});
     rmSync(ctx.dir, { recursive: true, force: true });
@@ -41,7 +43,7 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
     const pub = await openPublisher(NATS_URL);
     await pub.publish(`${o.subjectPrefix}.collections`, [JSON.stringify({ contractAddress: C, name: "from the log" })]);
     // One after the other: the first creates the store.
-    const consumers: ConsumeProcess[] = [];
+    const consumers = ctx.consumers;
     for (let i = 0; i < 2; i++) {
       consumers.push(startConsume(args()));
       await expect.poll(() => consumers[i]!.output(), { timeout: 30_000, interval: 50 }).toMatch(/consume: consuming /);
