@@ -88,6 +88,11 @@ const CLIENT_TIMEOUT_SLACK_MS = 1000;
 export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): pg.Pool {
   const o = typeof maxOrOptions === "number" ? { max: maxOrOptions } : maxOrOptions;
   const queryTimeoutMs = o.queryTimeoutMs ?? (o.readOnly ? DEFAULT_QUERY_TIMEOUT_MS : undefined);
+  // The sessions' settings, one string (two spreads of `options` would keep only the last).
+  const sessionOptions = [
+    ...(o.readOnly ? [`-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}`] : []),
+    ...(o.localSessionCommits ? ["-c synchronous_commit=local"] : []),
+  ].join(" ");
   const parsed = parsePgUrl(url);
   const target = parsed === undefined ? "any" : targetOf(parsed.target, parsed.hosts.length, o.readOnly === true);
   const config = {
@@ -100,8 +105,7 @@ export function openPool(url: string, maxOrOptions: number | PoolOptions = 10): 
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     // Serving: every transaction read-only, and no query may outlast a request's deadline.
-    ...(o.readOnly ? { options: `-c default_transaction_read_only=on -c statement_timeout=${queryTimeoutMs}` } : {}),
-    ...(o.localSessionCommits ? { options: "-c synchronous_commit=local" } : {}),
+    ...(sessionOptions === "" ? {} : { options: sessionOptions }),
     // A query whose answer never comes (the network, not the server) fails here; its connection is discarded.
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_SLACK_MS }),
   };
