@@ -421,6 +421,14 @@ export interface FeedRepository {
   listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
   offers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<OfferRow>[]>;
   transfers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<TransferRow>[]>;
+  /**
+   * Several collections' rows of `kind` above `after`, merged in position
+   * order, at most `limit`: read in one statement, so from one snapshot. Reads
+   * of each collection one after another could see a commit in the second
+   * that they missed in the first, and a reader moving past the second's
+   * positions would skip the first's rows for ever.
+   */
+  merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): MaybePromise<FeedEntry<unknown>[]>;
   /** The last position the store's feed sequence gave (every kind, every collection; 0: none yet). */
   last(): MaybePromise<number>;
 }

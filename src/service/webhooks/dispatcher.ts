@@ -1,5 +1,5 @@
 import { collectionHeads } from "./positions.js";
-import type { FeedEntry, FeedKind, FeedPositions, MaybePromise, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
+import type { FeedEntry, FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
 import { nowSeconds } from "../records.js";
 import type { DeliveryClient } from "./delivery.js";
 import { batchBody, eventJson, messageId } from "./payload.js";
@@ -454,11 +454,11 @@ export class WebhookDispatcher {
     }
   }
 
-  #feedRead(kind: FeedKind, collectionId: number, after: number, limit: number): Promise<FeedEntry<unknown>[]> {
-    const key = `${kind}:${collectionId}:${after}:${limit}`;
+  #feedRead(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): Promise<FeedEntry<unknown>[]> {
+    const key = `${kind}:${collectionIds.join(",")}:${after}:${limit}`;
     let read = this.#reads.get(key);
     if (read === undefined) {
-      read = Promise.resolve(this.#store.feed[kind](collectionId, after, limit) as MaybePromise<FeedEntry<unknown>[]>);
+      read = Promise.resolve(this.#store.feed.merged(kind, collectionIds, after, limit));
       read.catch(() => this.#reads.delete(key));
       if (this.#reads.size > 10_000) this.#reads.clear();
       this.#reads.set(key, read);
@@ -471,16 +471,18 @@ export class WebhookDispatcher {
     const size = this.#o.batchSize;
     const rows: { kind: FeedKind; entry: FeedEntry<unknown> }[] = [];
     let more = false;
+    const ids = [...h.ids.values()].sort((a, b) => a - b);
     for (const kind of h.rec.kinds) {
-      for (const id of h.ids.values()) {
-        const read = await this.#feedRead(kind, id, h.positions[kind], size);
-        for (const entry of read) rows.push({ kind, entry });
-        if (read.length === size) more = true;
-      }
+      // Its collections in one read (one snapshot): positions are per kind, so a commit seen
+      // in one collection but not in another read before it would be skipped for ever.
+      const read = await this.#feedRead(kind, ids, h.positions[kind], size);
+      for (const entry of read) rows.push({ kind, entry });
+      if (read.length === size) more = true;
     }
     // The batch is the `size` lowest positions of everything read. Each read
     // holds at most `size` rows, so a row a full read left out lies above
-    // that read's last row, above `size` rows read: never among them.
+    // that read's last row, above `size` rows read: never among them. Kinds
+    // are read apart: each has its own position.
     if (rows.length === 0) return undefined;
     rows.sort((a, b) => a.entry.seq - b.entry.seq);
     if (rows.length > size) {

@@ -9,6 +9,32 @@ import { hexOf, type PgQueries } from "./queries.js";
 // sales, in the collection's partition). On a replica they answer what it
 // has replayed. The positions are written by bulk-kinds.ts.
 
+/** Each kind's columns and table (as `a`). */
+const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
+  sales: {
+    sql: `SELECT a.feed_seq, c.address, ${hexOf("a.hash", "hash")}, ${hexOf("a.seller", "seller")}, ${hexOf("a.buyer", "buyer")},
+          a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace
+        FROM sales a JOIN collections c ON c.id = a.collection_id`,
+    row: toSale,
+  },
+  listings: {
+    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id, a.created_at, a.last_updated_at,
+          a.price::text AS price, a.status
+        FROM listings a JOIN collections c ON c.id = a.collection_id`,
+    row: toListing,
+  },
+  transfers: {
+    sql: `SELECT a.feed_seq, ${TRANSFER_COLUMNS("a")} FROM transfers a JOIN collections c ON c.id = a.collection_id`,
+    row: toTransfer,
+  },
+  offers: {
+    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id, a.trait_type, a.trait_value,
+          a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.status
+        FROM offers a JOIN collections c ON c.id = a.collection_id`,
+    row: toOffer,
+  },
+};
+
 export class PgFeed implements FeedRepository {
   constructor(private readonly q: PgQueries) {}
 
@@ -27,45 +53,38 @@ export class PgFeed implements FeedRepository {
     return (await this.q.rows<{ s: number }>(sql, [collectionId]))[0]?.s ?? 0;
   }
 
-  async sales(collectionId: number, after: number, limit: number): Promise<FeedEntry<SaleRow>[]> {
-    const rows = await this.q.rows(
-      `SELECT s.feed_seq, c.address, ${hexOf("s.hash", "hash")}, ${hexOf("s.seller", "seller")}, ${hexOf("s.buyer", "buyer")},
-          s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price, s.amount_received::text AS amount_received, s.marketplace
-        FROM sales s JOIN collections c ON c.id = s.collection_id
-        WHERE s.collection_id = $1 AND s.feed_seq > $2 ORDER BY s.feed_seq LIMIT $3`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toSale(r) }));
+  async #read<T>(kind: FeedKind, collectionId: number, after: number, limit: number): Promise<FeedEntry<T>[]> {
+    const { sql, row } = SELECT[kind];
+    const rows = await this.q.rows(`${sql} WHERE a.collection_id = $1 AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3`, [collectionId, after, limit]);
+    return rows.map((r) => ({ seq: Number(r.feed_seq), row: row(r) as T }));
   }
 
-  async listings(collectionId: number, after: number, limit: number): Promise<FeedEntry<ListingRow>[]> {
-    const rows = await this.q.rows(
-      `SELECT l.feed_seq, c.address, l.marketplace_id, l.marketplace, l.asset_id::text AS asset_id, l.created_at, l.last_updated_at,
-          l.price::text AS price, l.status
-        FROM listings l JOIN collections c ON c.id = l.collection_id
-        WHERE l.collection_id = $1 AND l.feed_seq > $2 ORDER BY l.feed_seq LIMIT $3`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+  sales(collectionId: number, after: number, limit: number): Promise<FeedEntry<SaleRow>[]> {
+    return this.#read("sales", collectionId, after, limit);
   }
 
-  async transfers(collectionId: number, after: number, limit: number): Promise<FeedEntry<TransferRow>[]> {
-    const rows = await this.q.rows(
-      `SELECT t.feed_seq, ${TRANSFER_COLUMNS} FROM transfers t JOIN collections c ON c.id = t.collection_id
-        WHERE t.collection_id = $1 AND t.feed_seq > $2 ORDER BY t.feed_seq LIMIT $3`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: Number(r.feed_seq), row: toTransfer(r) }));
+  listings(collectionId: number, after: number, limit: number): Promise<FeedEntry<ListingRow>[]> {
+    return this.#read("listings", collectionId, after, limit);
   }
 
-  async offers(collectionId: number, after: number, limit: number): Promise<FeedEntry<OfferRow>[]> {
+  transfers(collectionId: number, after: number, limit: number): Promise<FeedEntry<TransferRow>[]> {
+    return this.#read("transfers", collectionId, after, limit);
+  }
+
+  offers(collectionId: number, after: number, limit: number): Promise<FeedEntry<OfferRow>[]> {
+    return this.#read("offers", collectionId, after, limit);
+  }
+
+  async merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): Promise<FeedEntry<unknown>[]> {
+    if (collectionIds.length <= 1) return collectionIds.length === 0 ? [] : this.#read(kind, collectionIds[0]!, after, limit);
+    // One statement, so one snapshot: each collection's `limit` lowest (a seek each), then the lowest of those.
+    const { sql, row } = SELECT[kind];
     const rows = await this.q.rows(
-      `SELECT o.feed_seq, c.address, o.marketplace_id, o.marketplace, coalesce(o.asset_id::text, '') AS asset_id, o.trait_type, o.trait_value,
-          o.maker, o.price::text AS price, o.created_at, o.last_updated_at, o.expires_at, o.status
-        FROM offers o JOIN collections c ON c.id = o.collection_id
-        WHERE o.collection_id = $1 AND o.feed_seq > $2 ORDER BY o.feed_seq LIMIT $3`,
-      [collectionId, after, limit],
+      `SELECT x.* FROM unnest($1::bigint[]) AS ids(id)
+         CROSS JOIN LATERAL (${sql} WHERE a.collection_id = ids.id AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3) x
+       ORDER BY x.feed_seq LIMIT $3`,
+      [collectionIds, after, limit],
     );
-    return rows.map((r) => ({ seq: Number(r.feed_seq), row: toOffer(r) }));
+    return rows.map((r) => ({ seq: Number(r.feed_seq), row: row(r) }));
   }
 }

@@ -15,9 +15,10 @@ export const TRANSFERS_FEED_MIGRATION = `
   CREATE INDEX transfers_by_feed ON transfers (collection_id, feed_seq);
 `;
 
-/** A transfer row's columns (alias t), as toTransfer reads them. */
-export const TRANSFER_COLUMNS = `c.address, ${hexOf("t.hash", "hash")}, t.log_index, ${hexOf("t.sender", "sender")}, ${hexOf("t.recipient", "recipient")},
-  t.asset_id::text AS asset_id, t.timestamp, t.block`;
+/** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
+export const TRANSFER_COLUMNS = (t = "t"): string =>
+  `c.address, ${hexOf(`${t}.hash`, "hash")}, ${t}.log_index, ${hexOf(`${t}.sender`, "sender")}, ${hexOf(`${t}.recipient`, "recipient")},
+  ${t}.asset_id::text AS asset_id, ${t}.timestamp, ${t}.block`;
 
 export class PgTransfers implements TransfersRepository {
   constructor(private readonly q: PgQueries) {}
@@ -36,7 +37,7 @@ export class PgTransfers implements TransfersRepository {
         OR (t.log_index = ${l} AND (t.hash, t.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))))`);
     }
     const rows = await this.q.rows(
-      `SELECT ${TRANSFER_COLUMNS} FROM transfers t JOIN collections c ON c.id = t.collection_id
+      `SELECT ${TRANSFER_COLUMNS()} FROM transfers t JOIN collections c ON c.id = t.collection_id
        WHERE ${where.join(" AND ")}
        ORDER BY t.timestamp DESC, t.block DESC, t.log_index DESC, t.hash, t.asset_id LIMIT ${$(page.limit + 1)}`,
       values,

@@ -10,6 +10,35 @@ import type { SqliteStatements } from "./statements.js";
 // position order, one seek on (collection_id, feed_seq) (migration 6). The
 // positions are written by write-store.ts.
 
+/** Each kind's columns and table (as `a`). */
+const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
+  sales: {
+    sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
+          ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace
+        FROM sales a INDEXED BY sales_by_feed JOIN collections c ON c.id = a.collection_id`,
+    row: toSale,
+  },
+  listings: {
+    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.created_at, a.last_updated_at,
+          a.price, a.status
+        FROM listings a INDEXED BY listings_by_feed JOIN collections c ON c.id = a.collection_id`,
+    row: toListing,
+  },
+  transfers: {
+    sql: `SELECT a.feed_seq, ${TRANSFER_COLUMNS("a")} FROM transfers a INDEXED BY transfers_by_feed JOIN collections c ON c.id = a.collection_id`,
+    row: toTransfer,
+  },
+  offers: {
+    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.trait_type, a.trait_value, a.maker, a.price,
+          a.created_at, a.last_updated_at, a.expires_at, a.status
+        FROM offers a INDEXED BY offers_by_feed JOIN collections c ON c.id = a.collection_id`,
+    row: toOffer,
+  },
+};
+
+/** The rows above a position of one collection. */
+const ONE = " WHERE a.collection_id = ? AND a.feed_seq > ? ORDER BY a.feed_seq LIMIT ?";
+
 export class SqliteFeed implements FeedRepository {
   constructor(private readonly s: SqliteStatements) {}
 
@@ -26,45 +55,34 @@ export class SqliteFeed implements FeedRepository {
     return this.s.prepare(sql).pluck().get(collectionId) as number;
   }
 
+  #read<T>(kind: FeedKind, collectionId: number, after: number, limit: number): FeedEntry<T>[] {
+    const { sql, row } = SELECT[kind];
+    return this.s.rows(sql + ONE, [collectionId, after, limit]).map((r) => ({ seq: r.feed_seq as number, row: row(r) as T }));
+  }
+
   sales(collectionId: number, after: number, limit: number): FeedEntry<SaleRow>[] {
-    const rows = this.s.rows(
-      `SELECT s.feed_seq, c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-          ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace
-        FROM sales s INDEXED BY sales_by_feed JOIN collections c ON c.id = s.collection_id
-        WHERE s.collection_id = ? AND s.feed_seq > ? ORDER BY s.feed_seq LIMIT ?`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toSale(r) }));
+    return this.#read("sales", collectionId, after, limit);
   }
 
   listings(collectionId: number, after: number, limit: number): FeedEntry<ListingRow>[] {
-    const rows = this.s.rows(
-      `SELECT l.feed_seq, c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at,
-          l.price, l.status
-        FROM listings l INDEXED BY listings_by_feed JOIN collections c ON c.id = l.collection_id
-        WHERE l.collection_id = ? AND l.feed_seq > ? ORDER BY l.feed_seq LIMIT ?`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toListing(r) }));
+    return this.#read("listings", collectionId, after, limit);
   }
 
   transfers(collectionId: number, after: number, limit: number): FeedEntry<TransferRow>[] {
-    const rows = this.s.rows(
-      `SELECT t.feed_seq, ${TRANSFER_COLUMNS} FROM transfers t INDEXED BY transfers_by_feed JOIN collections c ON c.id = t.collection_id
-        WHERE t.collection_id = ? AND t.feed_seq > ? ORDER BY t.feed_seq LIMIT ?`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toTransfer(r) }));
+    return this.#read("transfers", collectionId, after, limit);
   }
 
   offers(collectionId: number, after: number, limit: number): FeedEntry<OfferRow>[] {
-    const rows = this.s.rows(
-      `SELECT o.feed_seq, c.address, o.marketplace_id, o.marketplace, ${assetIdSql("o.")}, o.trait_type, o.trait_value, o.maker, o.price,
-          o.created_at, o.last_updated_at, o.expires_at, o.status
-        FROM offers o INDEXED BY offers_by_feed JOIN collections c ON c.id = o.collection_id
-        WHERE o.collection_id = ? AND o.feed_seq > ? ORDER BY o.feed_seq LIMIT ?`,
-      [collectionId, after, limit],
-    );
-    return rows.map((r) => ({ seq: r.feed_seq as number, row: toOffer(r) }));
+    return this.#read("offers", collectionId, after, limit);
+  }
+
+  merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): FeedEntry<unknown>[] {
+    if (collectionIds.length <= 1) return collectionIds.length === 0 ? [] : this.#read(kind, collectionIds[0]!, after, limit);
+    // One statement, so one snapshot: each collection's `limit` lowest, then the lowest of those.
+    const { sql, row } = SELECT[kind];
+    const each = collectionIds.map(() => `SELECT * FROM (${sql}${ONE})`).join(" UNION ALL ");
+    const params = collectionIds.flatMap((id) => [id, after, limit]);
+    return this.s.rows(`${each} ORDER BY feed_seq LIMIT ?`, [...params, limit]).map((r) => ({ seq: r.feed_seq as number, row: row(r) }));
   }
 }
+

@@ -16,9 +16,10 @@ export const TRANSFERS_FEED_SCHEMA = `
   CREATE INDEX transfers_by_feed ON transfers (collection_id, feed_seq);
 `;
 
-/** A transfer row's columns (alias t), as toTransfer reads them. */
-export const TRANSFER_COLUMNS = `c.address, ${hexSql("t.hash", "hash")}, t.log_index, ${hexSql("t.sender", "sender")}, ${hexSql("t.recipient", "recipient")},
-  ${assetIdSql("t.")}, t.timestamp, t.block`;
+/** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
+export const TRANSFER_COLUMNS = (t = "t"): string =>
+  `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
+  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block`;
 
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}
@@ -35,7 +36,7 @@ export class SqliteTransfers implements TransfersRepository {
     }
     params.push(page.limit + 1);
     const rows = this.s.rows(
-      `SELECT ${TRANSFER_COLUMNS} FROM transfers t INDEXED BY transfers_by_time JOIN collections c ON c.id = t.collection_id
+      `SELECT ${TRANSFER_COLUMNS()} FROM transfers t INDEXED BY transfers_by_time JOIN collections c ON c.id = t.collection_id
        WHERE ${where.join(" AND ")} ORDER BY t.timestamp DESC, t.block DESC, t.log_index DESC, t.hash, t.asset_key LIMIT ?`,
       params,
     );
