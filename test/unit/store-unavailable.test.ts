@@ -20,6 +20,17 @@ describe("an unreachable PostgreSQL store", () => {
     expect(unavailable(new Error("boom"))).toBe(false);
   });
 
+  it("classifies a lock not had in time, a server out of resources and a client that lost its connection as unavailable (issue 49: 500s in a failover and under new collections)", () => {
+    // canceling statement due to lock timeout: another writer holds the lock; retry.
+    expect(unavailable(Object.assign(new Error("canceling statement due to lock timeout"), { code: "55P03" }))).toBe(true);
+    expect(unavailable(Object.assign(new Error("out of shared memory"), { code: "53200" }))).toBe(true);
+    expect(unavailable(Object.assign(new Error("sorry, too many clients already"), { code: "53300" }))).toBe(true);
+    // node-postgres's own words for a client whose connection failed or was closed (openStage in a failover).
+    expect(unavailable(new Error("Client has encountered a connection error and is not queryable"))).toBe(true);
+    expect(unavailable(new Error("Client was closed and is not queryable"))).toBe(true);
+    expect(unavailable(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
+  });
+
   it("makes a repository call fail with StoreUnavailableError, which callers see as unavailable", async () => {
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     const url = "postgres://postgres@127.0.0.1:1/none";

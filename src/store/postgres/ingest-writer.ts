@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
@@ -94,7 +94,7 @@ export function pgIngestWriter(url: string): IngestWriter {
       // an import holding the write lock makes batches wait, not hang.
       return await importer.importBatches(kind, batches, { refreshStatistics: false, lockWaitMs: LOCK_WAIT_MS });
     } catch (err) {
-      if (failingOver && err instanceof pg.DatabaseError && err.code === READ_ONLY_TRANSACTION) {
+      if (failingOver && sqlState(err) === READ_ONLY_TRANSACTION) {
         // The host this pool chose stopped taking writes (pg_auto_failover
         // demotes a primary by making it read-only first): its connections
         // are of no more use; the next batch opens a pool that looks for
@@ -131,11 +131,17 @@ function takeGroup(queue: Pending[]): Pending[] {
   return queue.splice(0, end);
 }
 
+/** The SQLSTATE of a PostgreSQL error, whichever copy of pg-protocol made it. */
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
 function classify(err: unknown, url: string): unknown {
-  if (err instanceof pg.DatabaseError && err.code === READ_ONLY_TRANSACTION) {
+  if (sqlState(err) === READ_ONLY_TRANSACTION) {
     return new StoreReadOnlyError(`the PostgreSQL store at ${redactUrl(url)} takes no writes (a hot standby?): send ingest to a server on the primary`);
   }
-  if (err instanceof pg.DatabaseError && err.code === LOCK_NOT_AVAILABLE) {
+  if (sqlState(err) === LOCK_NOT_AVAILABLE) {
     return new StoreUnavailableError(`another writer (an import?) held the store's write lock for ${LOCK_WAIT_MS / 1000} s; retry`, { cause: err });
   }
   if (unavailable(err)) {

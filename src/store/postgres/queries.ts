@@ -37,14 +37,20 @@ export class PgQueries {
  * A failure of the store's availability rather than of the query: no
  * server, a server shutting down or restarting (SQLSTATE classes 08 and
  * 57P), a query cancelled at statement_timeout (57014: a server too busy, or
- * a replica held back by recovery), a dropped connection, no host in the
- * wanted role (hosts.ts: a failover under way), no connection free
- * in time, or no answer within the client's query timeout (a partition).
+ * a replica held back by recovery), a lock not had within lock_timeout
+ * (55P03: another writer holds it), a server out of resources (class 53:
+ * connections, memory, shared memory for locks), a dropped connection or a
+ * client that lost its own (node-postgres: "…is not queryable"), no host in
+ * the wanted role (hosts.ts: a failover under way), no connection free in
+ * time, or no answer within the client's query timeout (a partition). The
+ * caller is told to come back (unavailable, Retry-After), never `internal`.
+ * Codes, not classes: an error of another copy of pg-protocol is no
+ * instance of this one's DatabaseError.
  */
 export function unavailable(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? "");
-  if (/^(08|57P|57014$)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOHOST)$/.test(code)) return true;
-  return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout/i.test(err.message);
+  if (/^(08|57P|57014$|55P03$|53)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOHOST)$/.test(code)) return true;
+  return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout|is not queryable/i.test(err.message);
 }
 
 /** 0x-prefixed lower-case hex of a bytea column. */
