@@ -355,7 +355,9 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
   const limits = await countedLimits(config, logger);
   // Opened on the first write: a server never sent one never opens its store for writing.
   // Unless turned off, what ingest writes is derived from in the background.
-  let writer = openIngestWriter(config.db);
+  let writer = openIngestWriter(config.db, {
+    onStopped: (why) => logger.error({ why }, "the store's writer thread stopped; its batches failed as unavailable, and the next write starts another"),
+  });
   if (config.deriveRefresh !== false) {
     const refreshing = refreshAfterWrites(writer, config.db, config.maxClockSkewSeconds);
     refreshing.onRefreshed((r) => logRefresh(logger, r));

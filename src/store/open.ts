@@ -12,7 +12,7 @@ import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "
 import { MIGRATIONS } from "./sqlite/migrations.js";
 import { sqliteRepositories } from "./sqlite/read-repositories.js";
 import { sqliteWritable } from "./sqlite/writable.js";
-import { sqliteIngestWriter } from "./sqlite/ingest-writer.js";
+import { type SqliteWriterOptions, sqliteIngestWriter } from "./sqlite/ingest-writer.js";
 
 // The one module that chooses an engine from a --db value: a SQLite file
 // (the embedded default), or a postgres:// URL. Everything else opens stores
@@ -78,8 +78,8 @@ export async function openWritableStore(target: string, options: OpenWritableOpt
  * opened until the first batch: a server that is never sent a write never
  * opens its store for writing (a read-only file, a replica).
  */
-export function openIngestWriter(db: string): IngestWriter {
-  return isPostgresUrl(db) ? pgIngestWriter(db) : sqliteIngestWriter(db);
+export function openIngestWriter(db: string, options: SqliteWriterOptions = {}): IngestWriter {
+  return isPostgresUrl(db) ? pgIngestWriter(db) : sqliteIngestWriter(db, options);
 }
 
 /** Key management on either engine (on SQLite: the store's key file, never behind an import). */

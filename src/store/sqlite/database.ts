@@ -96,12 +96,15 @@ export function openKeys(storePath: string, options: { readonly?: boolean } = {}
     return db;
   }
   const db = new Database(path);
+  // Before anything else: another process may be creating the same file (its lock is waited for, not an error).
+  db.pragma("busy_timeout = 5000");
   db.pragma("journal_mode = WAL");
   // A revocation acknowledged must survive a power cut.
   db.pragma("synchronous = FULL");
-  db.pragma("busy_timeout = 5000");
-  db.exec(KEYS_SCHEMA);
-  addScopeColumn(db);
+  db.transaction(() => {
+    db.exec(KEYS_SCHEMA);
+    addScopeColumn(db);
+  }).immediate();
   return db;
 }
 
@@ -113,9 +116,10 @@ export function openWritable(path: string): Db {
   refusePostgres(path);
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  // Before anything else: another process may be creating the same file (its lock is waited for, not an error).
+  db.pragma("busy_timeout = 5000");
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 5000");
   tuneForWrites(db);
   migrate(db);
   // Every writable open leaves the key file in place (a store copied without it gets an empty one).
@@ -197,16 +201,20 @@ export function schemaVersion(db: Db): number {
 }
 
 export function migrate(db: Db): void {
-  const from = schemaVersion(db);
-  if (from > MIGRATIONS.length) {
-    throw new StoreError(`store has schema version ${from}, newer than this build (${MIGRATIONS.length})`);
-  }
-  for (let v = from; v < MIGRATIONS.length; v++) {
-    const step = MIGRATIONS[v]!;
-    db.transaction(() => {
-      if (typeof step === "string") db.exec(step);
-      else step(db, { openKeys: () => openKeys(db.name) });
-      db.pragma(`user_version = ${v + 1}`);
-    }).immediate();
-  }
+  // Each step takes the write lock first, then reads the version under it:
+  // another process opening the same new file at once (two `migrate`s, two
+  // servers) may have applied it meanwhile, and a step run twice fails
+  // (a column or table already there, or gone).
+  const step = db.transaction((): boolean => {
+    const v = schemaVersion(db);
+    if (v > MIGRATIONS.length) throw new StoreError(`store has schema version ${v}, newer than this build (${MIGRATIONS.length})`);
+    if (v === MIGRATIONS.length) return false;
+    const migration = MIGRATIONS[v]!;
+    if (typeof migration === "string") db.exec(migration);
+    else migration(db, { openKeys: () => openKeys(db.name) });
+    db.pragma(`user_version = ${v + 1}`);
+    return true;
+  });
+  if (schemaVersion(db) === MIGRATIONS.length) return;
+  while (step.immediate());
 }

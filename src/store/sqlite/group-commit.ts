@@ -40,14 +40,17 @@ interface Pending {
 
 export class GroupCommitWriter implements IngestWriter {
   readonly #path: string;
+  readonly #statsEveryRows: number;
   #db: Db | undefined;
   #queue: Pending[] = [];
   #running = false;
   #rowsSinceStats = 0;
   #closed = false;
 
-  constructor(path: string) {
+  /** `statsEveryRows`: rows written between two refreshes of the planner's statistics (tests make it small). */
+  constructor(path: string, options: { statsEveryRows?: number } = {}) {
     this.#path = path;
+    this.#statsEveryRows = options.statsEveryRows ?? STATS_EVERY_ROWS;
   }
 
   write(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts> {
@@ -75,7 +78,12 @@ export class GroupCommitWriter implements IngestWriter {
         await new Promise((resolve) => setImmediate(resolve));
         const group = this.#queue;
         this.#queue = [];
-        await this.#commit(group);
+        try {
+          await this.#commit(group);
+        } catch (err) {
+          // Nothing may end the writer: a failure #commit did not expect fails its group, and the next group is written.
+          for (const p of group) p.reject(err);
+        }
       }
     } finally {
       this.#running = false;
@@ -137,11 +145,22 @@ export class GroupCommitWriter implements IngestWriter {
     });
   }
 
+  /**
+   * Refreshes the planner's statistics now and then. ANALYZE writes, so it
+   * needs the write lock, and this connection never waits for it: when
+   * another writer holds it (another worker's writer, the background derive),
+   * the refresh waits for a later commit. (Thrown out of here, SQLITE_BUSY
+   * once ended the writer's thread under two workers' load.)
+   */
   #afterCommit(db: Db, counts: ImportCounts[]): void {
     for (const c of counts) this.#rowsSinceStats += c.inserted;
-    if (this.#rowsSinceStats >= STATS_EVERY_ROWS || !hasPlannerStats(db)) {
-      this.#rowsSinceStats = 0;
-      refreshPlannerStats(db);
+    if (this.#rowsSinceStats >= this.#statsEveryRows || !hasPlannerStats(db)) {
+      try {
+        refreshPlannerStats(db);
+        this.#rowsSinceStats = 0;
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+      }
     }
   }
 

@@ -15,10 +15,29 @@ export interface WriteRequest {
   records: ImportRecord[];
 }
 
-export type WriteReply = { id: number; counts: { inserted: number; updated: number; unchanged: number } } | { id: number; error: { name: string; message: string } };
+/** What the server's side hands the thread. */
+export interface WriterData {
+  path: string;
+  statsEveryRows?: number;
+}
+
+/** A reply to a batch, or the reason the thread is ending (it should not: the server's side logs it). */
+export type WriteReply =
+  | { id: number; counts: { inserted: number; updated: number; unchanged: number } }
+  | { id: number; error: { name: string; message: string } }
+  | { died: string };
 
 const port = parentPort!;
-const writer = new GroupCommitWriter((workerData as { path: string }).path);
+const data = workerData as WriterData;
+const writer = new GroupCommitWriter(data.path, data.statsEveryRows === undefined ? {} : { statsEveryRows: data.statsEveryRows });
+
+// Should anything still escape, the server is told why before the thread ends.
+const died = (err: unknown) => {
+  port.postMessage({ died: err instanceof Error ? `${err.name}: ${err.message}` : String(err) } satisfies WriteReply);
+  process.exit(1);
+};
+process.on("uncaughtException", died);
+process.on("unhandledRejection", died);
 
 port.on("message", (m: WriteRequest | "close") => {
   if (m === "close") {

@@ -1,7 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
-import type { WriteReply, WriteRequest } from "./ingest-worker.js";
+import type { WriteReply, WriteRequest, WriterData } from "./ingest-worker.js";
 import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 
 // The server's side of its SQLite writes: batches are handed to a worker
@@ -13,15 +13,28 @@ import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 
 const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError, RecordConflictError };
 
-export function sqliteIngestWriter(path: string): IngestWriter {
+export interface SqliteWriterOptions {
+  /** Told once why the writer's thread ended, should it (it is started again at the next write). */
+  onStopped?: (why: string) => void;
+  /** Rows between refreshes of the planner's statistics (tests). */
+  statsEveryRows?: number;
+}
+
+export function sqliteIngestWriter(path: string, options: SqliteWriterOptions = {}): IngestWriter {
   let worker: Worker | undefined;
   let nextId = 0;
   const pending = new Map<number, { resolve(c: ImportCounts): void; reject(e: Error): void }>();
   let closed = false;
 
   const start = (): Worker => {
-    const w = startModuleWorker(import.meta.url, "ingest-worker", { path });
+    const data: WriterData = { path, ...(options.statsEveryRows === undefined ? {} : { statsEveryRows: options.statsEveryRows }) };
+    const w = startModuleWorker(import.meta.url, "ingest-worker", data);
+    let why: string | undefined;
     w.on("message", (reply: WriteReply) => {
+      if ("died" in reply) {
+        why = reply.died;
+        return;
+      }
       const p = pending.get(reply.id);
       if (p === undefined) return;
       pending.delete(reply.id);
@@ -29,13 +42,15 @@ export function sqliteIngestWriter(path: string): IngestWriter {
       if ("counts" in reply) p.resolve(reply.counts);
       else p.reject(new (ERRORS[reply.error.name] ?? Error)(reply.error.message));
     });
-    const lost = (why: string) => {
-      if (worker === w) worker = undefined;
-      for (const p of pending.values()) p.reject(new StoreUnavailableError(`the store's writer stopped (${why}); retry`));
+    const lost = (reason: string) => {
+      if (worker !== w) return;
+      worker = undefined;
+      if (!closed) options.onStopped?.(reason);
+      for (const p of pending.values()) p.reject(new StoreUnavailableError(`the store's writer stopped (${reason}); retry`));
       pending.clear();
     };
-    w.on("error", (err) => lost(err.message));
-    w.on("exit", (code) => lost(`exit ${code}`));
+    w.on("error", (err: unknown) => lost(err instanceof Error ? `${err.name}: ${err.message}` : String(err)));
+    w.on("exit", (code) => lost(why ?? `exit ${code}`));
     return w;
   };
 

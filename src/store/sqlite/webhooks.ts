@@ -1,4 +1,4 @@
-import { chmodSync, existsSync } from "node:fs";
+import { closeSync, constants, openSync } from "node:fs";
 import Database, { type Statement } from "better-sqlite3";
 import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports.js";
 import { WEBHOOK_LOG_SIZE } from "../ports.js";
@@ -61,15 +61,17 @@ function openWebhooksFile(storePath: string): Db {
   refusePostgres(storePath);
   const memory = storePath === ":memory:" || storePath === "";
   const path = memory ? ":memory:" : webhooksFileOf(storePath);
-  const created = !memory && !existsSync(path);
+  // Created owner-only from its first byte (it holds signing secrets): SQLite
+  // would create it with the process's umask, and a chmod after leaves a window.
+  // SQLite gives the -wal and -shm files the same mode.
+  if (!memory) closeSync(openSync(path, constants.O_CREAT | constants.O_WRONLY, 0o600));
   const db = new Database(path);
-  if (created) chmodSync(path, 0o600);
+  db.pragma("busy_timeout = 2000");
   db.pragma("journal_mode = WAL");
   // NORMAL: a power cut may lose the last positions written (never a process
   // crash: the WAL is the OS's then), which sends those batches again, as
   // at-least-once allows; FULL would sync the file at every commit.
   db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 2000");
   db.pragma("foreign_keys = ON");
   db.exec(SCHEMA);
   return db;
