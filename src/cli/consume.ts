@@ -1,6 +1,8 @@
 import { type ConsumeFlags, consumeConfig } from "../config.js";
 import { Ingest } from "../service/ingest-service.js";
+import { setTimeout as sleep } from "node:timers/promises";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
+import { StoreUnavailableError } from "../store/ports.js";
 import { startJetStreamIngest } from "../transport/jetstream/ingest-consumer.js";
 import { CliError } from "./errors.js";
 
@@ -16,20 +18,42 @@ export interface ConsumeCommand extends ConsumeFlags {
 
 export async function runConsume(cmd: ConsumeCommand): Promise<void> {
   const options = consumeConfig(cmd);
-  // As import does: a store created (or an empty PostgreSQL database migrated) if need be.
-  await (await openWritableStore(cmd.db, { migrateEmpty: true })).close();
-  const writer = openIngestWriter(cmd.db);
-  const ingest = new Ingest(writer, cmd.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: cmd.maxClockSkewSeconds });
   const say = (line: string) => process.stderr.write(`consume: ${line}\n`);
   let unavailableSaid = 0;
+  const storeUnavailable = (err: unknown, ms: number, held = "messages held") => {
+    // Once every 10 s at most: an outage would otherwise fill the log.
+    if (Date.now() - unavailableSaid < 10_000) return;
+    unavailableSaid = Date.now();
+    say(`the store is unavailable (${err instanceof Error ? err.message : String(err)}); retrying, ${held} (next try in ${ms} ms)`);
+  };
+  // As import does: a store created (or an empty PostgreSQL database migrated) if need be.
+  // A store that is down at start is waited for, as one that goes down later is.
+  let stopped = false;
+  const stopWaiting = () => (stopped = true);
+  process.once("SIGINT", stopWaiting);
+  process.once("SIGTERM", stopWaiting);
+  try {
+    for (let delay = 100; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        await (await openWritableStore(cmd.db, { migrateEmpty: true })).close();
+        break;
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError)) throw err;
+        storeUnavailable(err, delay, "nothing consumed yet");
+        await sleep(delay);
+        if (stopped) return;
+      }
+    }
+  } finally {
+    process.off("SIGINT", stopWaiting);
+    process.off("SIGTERM", stopWaiting);
+  }
+  const writer = openIngestWriter(cmd.db);
+  const ingest = new Ingest(writer, cmd.maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds: cmd.maxClockSkewSeconds });
   const consumer = await startJetStreamIngest(ingest, options, {
     deadLettered: (subject, seq, line, reason) => say(`${subject} #${seq} record ${line}: ${reason} (to ${options.deadLetter})`),
-    storeUnavailable: (err, ms) => {
-      // Once every 10 s at most: an outage would otherwise fill the log.
-      if (Date.now() - unavailableSaid < 10_000) return;
-      unavailableSaid = Date.now();
-      say(`the store is unavailable (${err instanceof Error ? err.message : String(err)}); retrying, messages held (next try in ${ms} ms)`);
-    },
+    storeUnavailable,
+    deadLetterFailed: (err, ms) => say(`a dead letter could not be published (${err instanceof Error ? err.message : String(err)}); its message is held, next try in ${ms} ms`),
   }).catch(async (err: unknown) => {
     await writer.close();
     // NATS unreachable, JetStream not enabled, a stream or consumer refused: the operator's to fix.

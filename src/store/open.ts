@@ -6,7 +6,8 @@ import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, require
 import { pgRepositories } from "./postgres/read-repositories.js";
 import { pgWritable } from "./postgres/writable.js";
 import { pgIngestWriter } from "./postgres/ingest-writer.js";
-import { StoreError } from "./ports.js";
+import { StoreError, StoreUnavailableError } from "./ports.js";
+import { unavailable } from "./postgres/queries.js";
 import { sqliteKeyAdmin } from "./sqlite/api-keys.js";
 import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "./sqlite/database.js";
 import { MIGRATIONS } from "./sqlite/migrations.js";
@@ -68,7 +69,8 @@ export async function openWritableStore(target: string, options: OpenWritableOpt
     await requireCurrentPgSchema(pool, target);
   } catch (err) {
     await pool.end();
-    throw err;
+    // No server (yet), or one restarting: the caller may wait for it (consume does) rather than give up.
+    throw unavailable(err) ? new StoreUnavailableError(`the PostgreSQL store at ${redactUrl(target)} is unreachable (${err instanceof Error ? err.message : String(err)})`, { cause: err }) : err;
   }
   return pgWritable(pool, redactUrl(target));
 }

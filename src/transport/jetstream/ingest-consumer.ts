@@ -62,6 +62,26 @@ export interface ConsumeTotals {
 export interface ConsumeEvents {
   deadLettered?(subject: string, seq: number, line: number, reason: string): void;
   storeUnavailable?(err: unknown, retryInMs: number): void;
+  /** A dead letter JetStream did not take (its message is held and the publish tried again). */
+  deadLetterFailed?(err: unknown, retryInMs: number): void;
+}
+
+/** Bytes kept below the server's max_payload for a dead letter's headers and the protocol's own. */
+const HEADER_ROOM = 4096;
+/** NATS's default max_payload, when the server did not say its own. */
+const DEFAULT_MAX_PAYLOAD = 1_048_576;
+
+/**
+ * The copy of a record a dead letter carries: all of it when it fits under
+ * `room` bytes, else its first `room` bytes (cut at a character boundary)
+ * and how long it was. The whole stays in the stream at its sequence.
+ */
+export function deadLetterBody(text: string | Uint8Array, room: number): { data: Uint8Array; cutFrom?: number } {
+  const bytes = typeof text === "string" ? Buffer.from(text) : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
+  if (bytes.length <= room) return { data: bytes };
+  let end = Math.max(0, room);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return { data: bytes.subarray(0, end), cutFrom: bytes.length };
 }
 
 interface Entry {
@@ -123,15 +143,40 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
   const prefix = `${o.subjectPrefix}.`;
   let stopping = false;
 
-  /** Publishes one record (or a whole message) to the dead-letter subject, with why and where it came from; resolves once JetStream stored it. */
-  const deadLetter = async (msg: JsMsg, line: number, text: string, reason: string) => {
+  /**
+   * Publishes one record (or a whole message) to the dead-letter subject,
+   * with why and where it came from; resolves once JetStream stored it. A
+   * dead letter always fits the server's max_payload (a copy cut short says
+   * so; the stream and sequence find the original), and one JetStream does
+   * not take is tried again, its message held: no message stops the consumer.
+   */
+  const deadLetter = async (msg: JsMsg, line: number, text: string | Uint8Array, reason: string) => {
     const h = headers();
     h.set("Marketdata-Reason", reason.replace(/[\r\n]+/g, " ").slice(0, 1000));
     h.set("Marketdata-Subject", msg.subject);
+    h.set("Marketdata-Stream", o.stream);
     h.set("Marketdata-Stream-Sequence", String(msg.seq));
     h.set("Marketdata-Line", String(line));
-    // The message id makes a redelivered message's dead letters one each (JetStream's duplicate window).
-    await js.publish(o.deadLetter, text, { headers: h, msgID: `${o.stream}:${msg.seq}:${line}` });
+    let { data, cutFrom } = deadLetterBody(text, (nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD) - HEADER_ROOM);
+    for (let delay = 100; ; delay = Math.min(delay * 2, 5000)) {
+      if (cutFrom !== undefined) h.set("Marketdata-Truncated", `the first ${data.length} of ${cutFrom} bytes`);
+      try {
+        // The message id makes a redelivered message's dead letters one each (JetStream's duplicate window).
+        await js.publish(o.deadLetter, data, { headers: h, msgID: `${o.stream}:${msg.seq}:${line}` });
+        break;
+      } catch (err) {
+        if (/max_payload|maximum payload/i.test(String(err)) && data.length > 0) {
+          // Smaller than this server's bound after all: the headers alone name the original.
+          cutFrom ??= data.length;
+          data = new Uint8Array(0);
+          continue;
+        }
+        if (stopping) throw err;
+        events.deadLetterFailed?.(err, delay);
+        msg.working();
+        await sleep(delay);
+      }
+    }
     totals.deadLettered++;
     events.deadLettered?.(msg.subject, msg.seq, line, reason);
   };
@@ -160,7 +205,7 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
         ? `a message holds at most ${MAX_BATCH_RECORDS} records (the ingest API's batch bound), got ${lines.length}`
         : undefined;
     if (whole !== undefined) {
-      await deadLetter(msg, 0, msg.string(), whole);
+      await deadLetter(msg, 0, msg.data, whole);
       msg.ack();
       totals.messages++;
       return undefined;
