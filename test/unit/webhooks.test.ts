@@ -34,6 +34,22 @@ describe("webhook destinations", () => {
     }
     for (const a of ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) expect(isPrivateAddress(a), a).toBe(false);
   });
+
+  it("know the IPv6 forms that reach loopback, private or IPv4 space (issue 49, item 12), and refuse them and localhost. at create", () => {
+    for (const a of ["::127.0.0.1", "::7f00:1", "::ffff:0:0", "::ffff:127.0.0.1", "2002:7f00:1::1", "64:ff9b:1::a00:1", "64:ff9b::a00:1", "2001::1", "fec0::1", "2001:db8::1"]) {
+      expect(isPrivateAddress(a), a).toBe(true);
+    }
+    for (const url of ["https://[::127.0.0.1]/", "https://[2002:7f00:1::1]/", "https://[64:ff9b:1::1]/", "https://[2001::1]/", "https://[fec0::1]/", "https://localhost./", "https://LOCALHOST/", "https://a.localhost./"]) {
+      expect(() => checkWebhookUrl(url, strict), url).toThrow(/private/);
+    }
+  });
+
+  it("refuse control characters rather than strip them, and name the flag where it goes (issue 49, items 13 and 15)", () => {
+    for (const url of ["https://hooks.example.com/a\r\nb", "https://hooks.exa\tmple.com/", "https://hooks.example.com/\n"]) {
+      expect(() => checkWebhookUrl(url, strict), JSON.stringify(url)).toThrow(/control characters/);
+    }
+    expect(() => checkWebhookUrl("http://hooks.example.com/", strict)).toThrow(/--allow-private-webhooks \(on `marketdata webhooks create`/);
+  });
 });
 
 describe("webhook connections", () => {

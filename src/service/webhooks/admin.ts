@@ -15,6 +15,11 @@ import { collectionHeads, FEED_KINDS_ORDER, parseStart, positionsBefore, type St
 
 /** Collections one webhook may name. */
 export const MAX_WEBHOOK_COLLECTIONS = 100;
+/** Webhooks one API key may deliver for: each costs the server a lease and reads every second. */
+export const MAX_WEBHOOKS_PER_KEY = 100;
+/** ListWebhooks' page size: the default and the most. */
+export const WEBHOOKS_PAGE = 100;
+export const WEBHOOKS_PAGE_MAX = 1000;
 /** How long a rotated-out secret still signs (ms): receivers switch keys in that time. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 /**
@@ -58,8 +63,9 @@ export class WebhookAdmin {
 
   async create(req: CreateWebhook): Promise<{ webhook: WebhookRecord; secret: string }> {
     const url = checkWebhookUrl(req.url, this.policy);
-    if (req.collections.length === 0) throw p.invalid("collections must name at least one contract address");
+    // Emptiness after the split: "," or " , " names no collection.
     const named = req.collections.flatMap((c) => c.split(",")).map((c) => c.trim()).filter((c) => c !== "");
+    if (named.length === 0) throw p.invalid("collections must name at least one contract address");
     const collections = [...new Set(named.map((c) => p.contractAddress(c, "collections")))];
     if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
     const types = req.types.flatMap((t) => t.split(",")).map((t) => t.trim()).filter((t) => t !== "");
@@ -73,6 +79,10 @@ export class WebhookAdmin {
     if (!(await this.hooks.liveKeys([req.keyId])).has(req.keyId)) {
       throw new ConnectError(`no unrevoked API key ${req.keyId}: a webhook delivers for a key, and stops when it is revoked`, Code.FailedPrecondition);
     }
+    const held = (await this.hooks.list()).filter((w) => w.keyId === req.keyId).length;
+    if (held >= MAX_WEBHOOKS_PER_KEY) {
+      throw new ConnectError(`API key ${req.keyId} has ${held} webhooks, the most one key may have (${MAX_WEBHOOKS_PER_KEY}): delete one, or use another key`, Code.ResourceExhausted);
+    }
     const epoch = await this.store.feed.epoch();
     const positions = await this.#start(parseStart(req.from ?? "", true), collections);
     const secret = newSecret();
@@ -80,8 +90,19 @@ export class WebhookAdmin {
     return { webhook, secret };
   }
 
+  /** Every webhook (the CLI). */
   list(): Promise<WebhookRecord[]> {
     return this.hooks.list();
+  }
+
+  /** A page of webhooks in id order after `cursor` (an id; "": the first), and the next page's cursor ("" on the last). */
+  async page(limit: number, cursor: string): Promise<{ webhooks: WebhookRecord[]; cursor: string }> {
+    const n = limit === 0 ? WEBHOOKS_PAGE : limit;
+    if (!Number.isInteger(n) || n < 1 || n > WEBHOOKS_PAGE_MAX) throw p.invalid(`limit must be between 1 and ${WEBHOOKS_PAGE_MAX}, got ${limit}`);
+    if (cursor !== "") checkId(cursor);
+    const after = (await this.hooks.list()).filter((w) => w.id > cursor).sort((a, b) => (a.id < b.id ? -1 : 1));
+    const webhooks = after.slice(0, n);
+    return { webhooks, cursor: after.length > n ? webhooks[n - 1]!.id : "" };
   }
 
   async get(id: string): Promise<WebhookRecord> {
@@ -129,7 +150,14 @@ export class WebhookAdmin {
 
   /** The positions a webhook starts after. */
   async #start(start: StartPoint, collections: readonly string[]): Promise<FeedPositions> {
-    if (start.kind === "position") return positionsBefore(start.position);
+    if (start.kind === "position") {
+      // Past the feed's next position, a webhook would wait for events that may never come, saying nothing.
+      const next = (await this.store.feed.last()) + 1;
+      if (start.position > next) {
+        throw p.invalid(`from position ${start.position} is past the feed's next position (${next}): give a position up to ${next}`);
+      }
+      return positionsBefore(start.position);
+    }
     if (start.kind === "time") {
       const mark = await this.hooks.markAt(start.at - REPLAY_MARGIN_SECONDS);
       if (mark === undefined) {

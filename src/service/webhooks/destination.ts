@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
 
@@ -15,26 +16,31 @@ import { echo } from "../../domain/echo.js";
 
 export const MAX_URL_LENGTH = 2048;
 
-const PRIVATE = new BlockList();
-for (const [net, bits] of [
-  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["198.51.100.0", 24], ["203.0.113.0", 24],
-  ["224.0.0.0", 4], ["240.0.0.0", 4],
-] as const) {
-  PRIVATE.addSubnet(net, bits, "ipv4");
-}
-for (const [net, bits] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8], ["2001:db8::", 32], ["64:ff9b::", 96], ["100::", 64]] as const) {
-  PRIVATE.addSubnet(net, bits, "ipv6");
+/**
+ * True for every address that is not plain public unicast: loopback, private,
+ * link-local, shared, documentation, multicast and reserved space, and the
+ * IPv6 forms that embed or reach IPv4 or local space (IPv4-compatible ::/96,
+ * 6to4, Teredo, NAT64 64:ff9b::/96 and its local-use /48, site-local
+ * fec0::/10...), as ipaddr.js's maintained range table names them. An
+ * IPv4-mapped address (::ffff:a.b.c.d) is judged as its IPv4 address.
+ */
+export function isPrivateAddress(address: string): boolean {
+  if (isIP(address) === 0) return true;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === "ipv6") {
+    const v6 = ip as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) ip = v6.toIPv4Address();
+    // IPv4-compatible addresses (::a.b.c.d, deprecated by RFC 4291), which the table has no range for:
+    // [::127.0.0.1] is [::7f00:1] once the URL parser has read it.
+    else if (v6.match(IPV4_COMPATIBLE, 96)) return true;
+  }
+  return ip.range() !== "unicast";
 }
 
-/** True for loopback, private, link-local, shared, documentation, multicast and reserved addresses (IPv4-mapped IPv6 as its IPv4). */
-export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return PRIVATE.check(mapped[1]!, "ipv4");
-  const family = isIP(address);
-  if (family === 0) return true;
-  return PRIVATE.check(address, family === 4 ? "ipv4" : "ipv6");
-}
+const IPV4_COMPATIBLE = ipaddr.IPv6.parse("::");
+
+/** The flag that allows private destinations, and where it goes. */
+const ALLOW = "--allow-private-webhooks (on `marketdata webhooks create`, or on the server whose WebhookService creates it)";
 
 export interface DestinationPolicy {
   /** --allow-private-webhooks: http, loopback and private addresses allowed. */
@@ -48,6 +54,8 @@ function refused(message: string): ConnectError {
 /** The URL a webhook may deliver to, normalized; refused with invalid_argument, saying why. */
 export function checkWebhookUrl(text: string, policy: DestinationPolicy): string {
   if (text.length > MAX_URL_LENGTH) throw refused(`url must be at most ${MAX_URL_LENGTH} characters`);
+  // The URL parser drops tabs and line breaks silently: a URL holding them is not the one its sender sees.
+  if (/[\u0000-\u001f\u007f]/.test(text)) throw refused(`url must not hold control characters (line breaks, tabs), got ${echo(text)}`);
   let url: URL;
   try {
     url = new URL(text);
@@ -58,14 +66,15 @@ export function checkWebhookUrl(text: string, policy: DestinationPolicy): string
     throw refused(
       policy.allowPrivate
         ? `url must be http:// or https://, got ${echo(text)}`
-        : `url must be https:// (http only on a server started with --allow-private-webhooks), got ${echo(text)}`,
+        : `url must be https:// (http:// only with ${ALLOW}), got ${echo(text)}`,
     );
   }
   if (url.username !== "" || url.password !== "") throw refused("url must not hold a user name or password (the signature authenticates deliveries)");
   url.hash = "";
-  const host = url.hostname.replace(/^\[|\]$/g, "");
+  // A name's trailing dot (fully qualified) names the same host: "localhost." is localhost.
+  const host = url.hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
   if (!policy.allowPrivate && (isIP(host) !== 0 ? isPrivateAddress(host) : host === "localhost" || host.endsWith(".localhost"))) {
-    throw refused(`url ${echo(text)} is a loopback or private address: allowed only on a server started with --allow-private-webhooks`);
+    throw refused(`url ${echo(text)} is a loopback or private address: allowed only with ${ALLOW}`);
   }
   return url.toString();
 }
@@ -84,7 +93,7 @@ export function guardedLookup(policy: DestinationPolicy) {
       const list = addresses as LookupAddress[];
       const allowed = policy.allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address));
       if (allowed.length === 0) {
-        const refusal: NodeJS.ErrnoException = new Error(`${hostname} resolves to a loopback or private address (allowed only with --allow-private-webhooks)`);
+        const refusal: NodeJS.ErrnoException = new Error(`${hostname} resolves to a loopback or private address (allowed only on a server started with --allow-private-webhooks)`);
         refusal.code = "EPRIVATE";
         return callback(refusal, []);
       }

@@ -63,8 +63,9 @@ export function createWebhookService(admin: WebhookAdmin, stats: () => readonly 
       const { webhook, secret } = await admin.create({ url: req.url, collections: req.collections, types: req.types, keyId, from: req.from });
       return create(CreateWebhookResponseSchema, { webhook: message(webhook), secret });
     },
-    async listWebhooks() {
-      return create(ListWebhooksResponseSchema, { webhooks: (await admin.list()).map(message) });
+    async listWebhooks(req) {
+      const page = await admin.page(req.limit, req.cursor);
+      return create(ListWebhooksResponseSchema, { webhooks: page.webhooks.map(message), cursor: page.cursor });
     },
     async getWebhook(req) {
       return create(GetWebhookResponseSchema, { webhook: message(await admin.get(req.id)) });

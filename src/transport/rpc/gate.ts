@@ -98,12 +98,19 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
       }
     }
     const connectNode = write ? deps.ingest.connectNode : deps.connectNode;
+    const maxBytes = write ? deps.ingest.maxBytes : MAX_REQUEST_MESSAGE_BYTES;
+    // A Connect body declared larger than the bound is refused before it is read: 413 Content Too Large (with
+    // the Connect code resource_exhausted in the body), not the code's 429, which tells clients to retry.
+    if (kind.protocol === "connect" && Number(req.headers["content-length"]) > maxBytes + 5) {
+      refuse(req, res, kind, tooLarge(maxBytes), {}, 413);
+      return;
+    }
     const input = (write ? deps.ingest.inputs : deps.inputs).get(req.url ?? "");
     if (!kind.binary || input === undefined) {
       connectNode(req, res);
       return;
     }
-    checkBinary(req, res, kind, input, write ? deps.ingest.maxBytes : MAX_REQUEST_MESSAGE_BYTES, connectNode);
+    checkBinary(req, res, kind, input, maxBytes, connectNode);
   };
 
   const checkBinary = (req: AnyRequest, res: AnyResponse, kind: RpcKind, input: DescMessage, maxBytes: number, connectNode: RequestHandler): void => {
@@ -122,7 +129,10 @@ export function createRpcGate(deps: RpcGateDeps): RequestHandler {
         replayBody(req, body);
         connectNode(req, res);
       },
-      (err: unknown) => refuse(req, res, kind, publicError(err, deps.log, req.url ?? "")),
+      (err: unknown) => {
+        const error = publicError(err, deps.log, req.url ?? "");
+        refuse(req, res, kind, error, {}, kind.protocol === "connect" && error.code === Code.ResourceExhausted ? 413 : undefined);
+      },
     );
   };
 
@@ -192,6 +202,10 @@ const DRAIN_MAX_BYTES = 1024 * 1024;
  * is not cut off mid-upload; a larger or undeclared one closes an HTTP/1.1
  * connection after the answer (HTTP/2 streams just drop the rest).
  */
+function tooLarge(maxBytes: number): ConnectError {
+  return new ConnectError(`request body larger than ${maxBytes} bytes`, Code.ResourceExhausted);
+}
+
 function refuse(
   req: AnyRequest,
   res: AnyResponse,
