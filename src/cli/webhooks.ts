@@ -5,6 +5,7 @@ import { WebhookAdmin } from "../service/webhooks/admin.js";
 import { EVENT_TYPE } from "../service/webhooks/payload.js";
 import { positionsText } from "../service/webhooks/positions.js";
 import { CliError } from "./errors.js";
+import { terminalText } from "./terminal-text.js";
 
 // `webhooks`: subscriptions managed on the store itself (a SQLite file's
 // webhooks file, or a PostgreSQL database), as `keys` does; running servers
@@ -38,14 +39,15 @@ async function withAdmin<T>(opts: WebhookCliOptions, fn: (admin: WebhookAdmin) =
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-function table(rows: string[][]): void {
+function table(cells: string[][]): void {
+  const rows = cells.map((r) => r.map(terminalText));
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) process.stdout.write(`${r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()}\n`);
 }
 
 function describe(w: WebhookRecord): string {
   const reason = w.stateReason === null ? "" : ` (${w.stateReason})`;
-  return `${w.id} ${w.state}${reason}: ${w.url}, ${w.kinds.map((k) => EVENT_TYPE[k]).join(",")} of ${w.collections.join(",")}, key ${w.keyId}, at position ${positionsText(w.positions)}`;
+  return terminalText(`${w.id} ${w.state}${reason}: ${w.url}, ${w.kinds.map((k) => EVENT_TYPE[k]).join(",")} of ${w.collections.join(",")}, key ${w.keyId}, at position ${positionsText(w.positions)}`);
 }
 
 export async function createWebhook(

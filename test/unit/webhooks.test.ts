@@ -1,6 +1,9 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { signatureOf } from "../../src/bench/webhook-receiver.js";
+import { terminalText } from "../../src/cli/terminal-text.js";
 import { DeliveryClient, newSecret } from "../../src/service/webhooks/delivery.js";
 import { checkWebhookUrl, guardedLookup, isPrivateAddress } from "../../src/service/webhooks/destination.js";
 import { batchBody, messageId } from "../../src/service/webhooks/payload.js";
@@ -53,6 +56,40 @@ describe("webhook destinations", () => {
 });
 
 describe("webhook connections", () => {
+  it("read no more of a receiver's answer than the log keeps: an endless 200 is a delivery, a huge 500 a short error (issue 49, item 11)", async () => {
+    let written = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const status = req.url === "/fail" ? 500 : 200;
+      res.writeHead(status, { "content-type": "text/plain" });
+      // Without end, as fast as the connection takes it.
+      const more = () => {
+        while (!res.destroyed && res.write(Buffer.alloc(64 * 1024, 0x61))) written += 64 * 1024;
+        if (!res.destroyed) res.once("drain", more);
+      };
+      res.on("close", () => undefined);
+      more();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    const client = new DeliveryClient({ policy: { allowPrivate: true }, timeoutMs: 5000 });
+    try {
+      const ok = await client.post(`http://127.0.0.1:${port}/ok`, "msg_1", [newSecret()], "{}");
+      expect(ok).toMatchObject({ status: 200, error: "" });
+      expect(ok.latencyMs).toBeLessThan(4000);
+      const failed = await client.post(`http://127.0.0.1:${port}/fail`, "msg_2", [newSecret()], "{}");
+      expect(failed.status).toBe(500);
+      expect(failed.error.length).toBeLessThanOrEqual(600);
+      await new Promise((r) => setTimeout(r, 100));
+      // What the server could write before the client closed: socket buffers, not the whole stream.
+      expect(written).toBeLessThan(64 * 1024 * 1024);
+    } finally {
+      client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("refuse a name that resolves to a private address at connection time (DNS rebinding), unless allowed", async () => {
     const lookup = (allowPrivate: boolean) =>
       new Promise<{ err: NodeJS.ErrnoException | null; address: unknown }>((resolve) =>
@@ -141,5 +178,13 @@ describe("webhook signatures", () => {
     // A changed body does not verify.
     expect(signatureOf(secret, id, ts, `${body} `)).not.toBe(header.slice(3));
     client.close();
+  });
+});
+
+describe("what the CLI prints of a receiver's answer (issue 49, item 8)", () => {
+  it("shows control characters, C1 controls and bidi overrides as escapes", () => {
+    expect(terminalText("HTTP 500: \u001b[2J\u001b[31mred\r\nfake line\u0007")).toBe("HTTP 500: \\x1b[2J\\x1b[31mred\\x0d\\x0afake line\\x07");
+    expect(terminalText("a\u009bb\u202ec\u2066")).toBe("a\\x9bb\\u202ec\\u2066");
+    expect(terminalText("plain text, é, 日本")).toBe("plain text, é, 日本");
   });
 });

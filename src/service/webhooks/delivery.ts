@@ -8,7 +8,8 @@ import { checkWebhookUrl, type DestinationPolicy, guardedLookup } from "./destin
 // (webhook-id, webhook-timestamp, webhook-signature: v1, HMAC-SHA256 over
 // "id.timestamp.body", signed by the standardwebhooks package), over a
 // keep-alive connection per destination, bounded in time; the answer's body
-// is read and dropped (at most RESPONSE_BYTES kept for the log).
+// is read and dropped: at most RESPONSE_BYTES of it, kept for the log; an
+// answer longer than that closes its connection unread.
 
 const RESPONSE_BYTES = 512;
 
@@ -103,19 +104,24 @@ export class DeliveryClient {
       const req = send(url, { method: "POST", headers, agent: this.#agent(url), lookup: this.#lookup as never }, (res) => {
         const chunks: Buffer[] = [];
         let kept = 0;
-        res.on("data", (chunk: Buffer) => {
-          if (kept < RESPONSE_BYTES) {
-            chunks.push(chunk);
-            kept += chunk.length;
-          }
-        });
-        res.on("end", () => {
+        const finish = () => {
           const status = res.statusCode ?? 0;
           const ok = status >= 200 && status < 300;
           const text = ok ? "" : `HTTP ${status}${kept > 0 ? `: ${Buffer.concat(chunks).subarray(0, RESPONSE_BYTES).toString("utf8").replace(/\s+/g, " ").trim()}` : ""}`;
           const retryAfter = res.headers["retry-after"];
           done(status, text, typeof retryAfter === "string" ? retryAfter : undefined);
+        };
+        res.on("data", (chunk: Buffer) => {
+          chunks.push(chunk);
+          kept += chunk.length;
+          // Past what the log keeps, the rest is not read: a receiver answering a
+          // gigabyte, or without end, costs one connection (closed), not a core.
+          if (kept >= RESPONSE_BYTES) {
+            finish();
+            res.destroy();
+          }
         });
+        res.on("end", finish);
         res.on("error", (err) => done(0, `reading the answer: ${err.message}`));
       });
       const timer = setTimeout(() => {

@@ -117,7 +117,15 @@ interface Held {
   stats: WebhookStats;
   /** Dropped from this process (lease lost, paused, deleted): its result is not written. */
   gone: boolean;
+  /** Its first batch here may be one another process (or this one before a restart) was retrying: its log says which attempt comes next. */
+  fromLog: boolean;
+  /** When its failures were last logged, and how many since. */
+  warnedAt: number;
+  unwarned: number;
 }
+
+/** A failing webhook is logged at most this often (ms), with the failures in between counted. */
+const WARN_EVERY_MS = 60_000;
 
 class Slots {
   #used = 0;
@@ -304,6 +312,9 @@ export class WebhookDispatcher {
           untrimmed: TRIM_EVERY,
           stats,
           gone: false,
+          fromLog: true,
+          warnedAt: 0,
+          unwarned: 0,
         };
         this.#held.set(rec.id, h);
       } else {
@@ -386,6 +397,12 @@ export class WebhookDispatcher {
           h.behindSince = undefined;
           return;
         }
+        if (h.fromLog) {
+          // The same batch failing before a restart or a takeover: its attempts go on counting.
+          h.fromLog = false;
+          const [last] = await this.#hooks.attempts(h.rec.id, 1);
+          if (last !== undefined && last.messageId === h.batch.id && outcomeOf(last.status).kind !== "delivered") h.batch.attempt = last.attempt + 1;
+        }
         h.behindSince ??= Date.now();
       }
       const batch = h.batch;
@@ -446,6 +463,16 @@ export class WebhookDispatcher {
       }
       const wait = Math.max(backoffMs(batch.attempt, this.#o.random), retryAfterMs(result.retryAfter, now) ?? 0);
       h.retryAt = now + wait;
+      h.unwarned++;
+      if (now - h.warnedAt >= WARN_EVERY_MS) {
+        // The URL's origin only: its path or query may hold the receiver's own token.
+        this.#log.warn(
+          { webhook: h.rec.id, destination: new URL(h.rec.url).origin, attempt: batch.attempt, failures: h.unwarned, error: result.error, retryInMs: wait },
+          "webhooks: delivery failed; retrying",
+        );
+        h.warnedAt = now;
+        h.unwarned = 0;
+      }
       batch.attempt++;
     } catch (err) {
       // The store could not be read: tried again at a later tick.
@@ -519,6 +546,7 @@ export class WebhookDispatcher {
 
   /** Stops delivering `h` here and writes its new state with the next commit. */
   #drop(h: Held, state: NonNullable<WebhookProgress["state"]>): void {
+    this.#log.warn({ webhook: h.rec.id, state: state.state, reason: state.reason }, "webhooks: delivery stopped");
     h.pending.state = state;
     h.gone = true;
     this.#held.delete(h.rec.id);
