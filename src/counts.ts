@@ -80,20 +80,75 @@ export async function publishMetrics(metrics: ServerMetrics | undefined, config:
   return serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST);
 }
 
+/** The message a worker sends its primary for the sum of every worker's metrics, and the answer. */
+const SCRAPE = "marketdata:metrics";
+type ScrapeMessage = { type: typeof SCRAPE; id: number; text?: string; error?: string };
+
+/**
+ * What GET /metrics on the API port answers in a serving process: alone, its
+ * own registry; in a worker of several, the sum of every worker's, asked of
+ * the primary (which asks each worker, prom-client's aggregator over IPC),
+ * so that a scrape answers the same counters whichever worker took it
+ * (one worker's alone looked like counters resetting between scrapes).
+ */
+export function apiPortMetrics(metrics: ServerMetrics): { registry: { contentType: string; metrics(): Promise<string> } } {
+  if (!cluster.isWorker || process.send === undefined) return metrics;
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([metrics.registry]);
+  let next = 0;
+  const waiting = new Map<number, { resolve(text: string): void; reject(err: Error): void }>();
+  process.on("message", (m: ScrapeMessage) => {
+    if (m?.type !== SCRAPE) return;
+    const w = waiting.get(m.id);
+    waiting.delete(m.id);
+    if (m.error !== undefined) w?.reject(new Error(m.error));
+    else w?.resolve(m.text ?? "");
+  });
+  return {
+    registry: {
+      contentType: metrics.registry.contentType,
+      metrics: () =>
+        new Promise<string>((resolve, reject) => {
+          const id = ++next;
+          const timer = setTimeout(() => {
+            waiting.delete(id);
+            reject(new Error("the cluster's metrics did not come within 5 s"));
+          }, 5000);
+          waiting.set(id, { resolve: (t) => (clearTimeout(timer), resolve(t)), reject: (e) => (clearTimeout(timer), reject(e)) });
+          process.send!({ type: SCRAPE, id } satisfies ScrapeMessage);
+        }),
+    },
+  };
+}
+
 /**
  * The cluster primary's counts: its workers' rate-limit windows (unless
- * Redis holds them) and the sum of their metrics on --metrics-port.
+ * Redis holds them) and the sum of their metrics on --metrics-port, and
+ * for the workers' own /metrics (apiPortMetrics).
  */
 export async function primaryCounts(config: CountConfig): Promise<{ close(): Promise<void> }> {
   // The workers' rate-limit counts live here, so N workers enforce one limit (Redis, when given, replaces it).
   if (config.redis === undefined) new RateLimiterClusterMaster();
   // Metrics on their own port: the sum of every worker's (prom-client's aggregator over IPC).
   const aggregator = new AggregatorRegistry();
+  const onScrape = (worker: import("node:cluster").Worker, m: ScrapeMessage) => {
+    if (m?.type !== SCRAPE) return;
+    aggregator.clusterMetrics().then(
+      (text) => worker.isConnected() && worker.send({ type: SCRAPE, id: m.id, text } satisfies ScrapeMessage),
+      (err: unknown) => worker.isConnected() && worker.send({ type: SCRAPE, id: m.id, error: err instanceof Error ? err.message : String(err) } satisfies ScrapeMessage),
+    );
+  };
+  if (config.metrics?.enabled !== false) cluster.on("message", onScrape);
   const server =
     config.metrics?.enabled !== false && config.metrics?.port !== undefined
       ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST)
       : undefined;
-  return { close: async () => void (await server?.close()) };
+  return {
+    close: async () => {
+      cluster.off("message", onScrape);
+      await server?.close();
+    },
+  };
 }
 
 /** GET /metrics alone, on a port of its own (no API key: bind it where only the scraper reaches). */

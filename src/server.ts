@@ -13,7 +13,7 @@ import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { WebhookService } from "../gen/marketdata/v1/webhook_service_pb.js";
 import { startWebhooks, type WebhookSettings } from "./service/webhooks/runtime.js";
-import { type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
+import { apiPortMetrics, type CountedLimits, countedLimits, publishMetrics } from "./counts.js";
 import { openIngestWriter, openReadRepositories, openWebhookStore } from "./store/open.js";
 import { refreshAfterWrites } from "./derive/refresh-thread.js";
 import type { RefreshReply } from "./derive/refresh-worker.js";
@@ -276,7 +276,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   registerHealthEndpoints(app, readiness, guard);
   registerDocs(app, guard);
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).
-  if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, metrics, { guard, loopbackOnly: addresses });
+  if (metrics !== undefined && metricsMode === "route") registerMetricsEndpoint(app, apiPortMetrics(metrics), { guard, loopbackOnly: addresses });
   for (const [path, raw] of registerRestRoutes(app, { services, admission, cache, watch, addresses })) rawGets.set(path, raw);
   registerSseRoutes(app, { services, admission, addresses, stallMs: t.idleMs, holdKey, observe: observeHijacked });
   registerIngestRoutes(app, { services, admission, addresses });

@@ -119,7 +119,7 @@ async function runPrimary(config: ServeConfig, signalled: Promise<NodeJS.Signals
         let why: string | undefined;
         worker.on("message", (m: WorkerMessage) => {
           if (m.type === "listening") resolve(m.url);
-          else why = m.line;
+          else if (m.type === "failed") why = m.line;
         });
         worker.once("exit", (code) => reject(new CliError(why ?? `a worker exited with code ${code} before listening`)));
       });

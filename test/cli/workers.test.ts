@@ -73,6 +73,30 @@ describe("marketdata serve --workers 2", () => {
     }
   });
 
+  it("answers GET /metrics on the API port with the sum of both workers' counts, whichever worker takes the scrape (issue 49, item 17)", async () => {
+    const { child, url } = await startServe(["--db", f.dbPath, "--port", "0", "--workers", "2"]);
+    try {
+      const u = `${url}/v1/collection/scores?contractAddress=${COLLECTION}`;
+      // Requests on new connections: spread over both workers.
+      for (let i = 0; i < 10; i++) {
+        const r = await fetch(u, { headers: { "x-api-key": f.key, connection: "close" } });
+        await r.text();
+      }
+      const scoresAnswered = async () => {
+        const r = await fetch(`${url}/metrics`, { headers: { connection: "close" } });
+        expect(r.status).toBe(200);
+        const text = await r.text();
+        return [...text.matchAll(/^marketdata_requests_total\{[^}]*scores[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+      };
+      // Scrapes on new connections reach both workers: each answers all 10 (one worker's alone would say fewer).
+      for (let i = 0; i < 6; i++) expect(await scoresAnswered()).toBe(10);
+    } finally {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+  });
+
   it("refuses a missing store before forking, with the CLI's message", async () => {
     const child = spawnCli(["serve", "--db", `${f.dir}/missing.sqlite`, "--port", "0", "--workers", "2"]);
     let err = "";
