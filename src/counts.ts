@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import { DEFAULT_METRICS_HOST, type ServeConfig } from "./config.js";
+import { listenError, METRICS_LISTENER } from "./listen-errors.js";
 import type { RateLimits } from "./transport/policy/admission.js";
 import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/policy/rate-limit.js";
 import { registerMetricsEndpoint, type ServerMetrics } from "./transport/ops/metrics.js";
@@ -155,6 +156,9 @@ export async function primaryCounts(config: CountConfig): Promise<{ close(): Pro
 async function serveMetrics(registry: { contentType: string; metrics(): Promise<string> }, port: number, host: string): Promise<FastifyInstance> {
   const app = Fastify();
   registerMetricsEndpoint(app, { registry });
-  await app.listen({ port, host });
+  await app.listen({ port, host }).catch(async (err: unknown) => {
+    await app.close();
+    throw listenError(err, host, port, METRICS_LISTENER);
+  });
   return app;
 }

@@ -4,6 +4,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
+import { API_LISTENER, listenError } from "./listen-errors.js";
 import { ConfigError, resolveWebhooks, DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
 import { ADMIN_PROCEDURES, createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods, type WebhookDeps } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
@@ -284,16 +285,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   return { app, cache, ...(metrics === undefined ? {} : { metrics }) };
 }
 
-/** A port that cannot be listened on, said as the operator can fix it (anything else as it is). */
-function listenError(err: unknown, host: string, port: number): unknown {
-  const code = (err as { code?: unknown }).code;
-  if (code === "EADDRINUSE") {
-    return new ConfigError(`port ${port} on ${host} is already in use (another server?): choose another with --port N, or PORT=N for npm start`);
-  }
-  if (code === "EACCES") return new ConfigError(`port ${port} on ${host} needs privileges this process lacks: choose one above 1023 with --port N (PORT=N)`);
-  if (code === "EADDRNOTAVAIL") return new ConfigError(`${host} is not an address of this machine: choose another with --host (HOST)`);
-  return err;
-}
+
 
 /** Why the store cannot be served (unreadable, or not at this build's schema); undefined when it can. */
 async function storeNotReadyReason(store: ReadRepositories): Promise<string | undefined> {
@@ -394,7 +386,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
     const metricsServer = await publishMetrics(metrics, config);
     await app.listen({ port: config.port, host: config.host }).catch(async (err: unknown) => {
       await metricsServer?.close();
-      throw listenError(err, config.host, config.port);
+      throw listenError(err, config.host, config.port, API_LISTENER);
     });
     const address = app.server.address();
     if (address === null || typeof address === "string") throw new Error("no TCP address");

@@ -54,7 +54,8 @@ const VERSION = packageVersion();
 const program = new Command("marketdata")
   .description("NFT collection market data: REST /v1, Connect, gRPC and gRPC-Web from a SQLite file or PostgreSQL")
   .version(VERSION)
-  .showHelpAfterError()
+  // The error and its suggestion stay the last lines (the whole help after them buried them).
+  .showHelpAfterError("(add --help for every option)")
   .exitOverride((err) => {
     process.exit(err.exitCode);
   });
@@ -177,7 +178,7 @@ const listening = (command: Command) =>
     )
     .addOption(new Option("--webhook-ca <file>", "PEM certificates of authorities webhook receivers' certificates may chain to, beyond the system's"));
 
-listening(program.command("serve").description("serve the store read-only on one port for every protocol"))
+listening(program.command("serve").description("serve the store on one port for every protocol: reads, live feeds, and writes through the ingest API"))
   .action(async (opts: ServeFlags) => {
     const config = resolveServeConfig(opts);
     await (await import("./serve.js")).serveUntilSignalled(config);

@@ -32,6 +32,11 @@ export function refusePostgres(path: string): void {
       "this command works on the embedded SQLite store only (start builds and serves the SQLite demo); on PostgreSQL use demo, keys create and serve with --db postgres://...",
     );
   }
+  // Another scheme (mysql://, sqlite://, file://) is no file name: say which stores there are, not that a file is missing.
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(path);
+  if (scheme !== null) {
+    throw new StoreError(`--db takes a SQLite file's path or a postgres:// (postgresql://) URL; ${scheme[1]}:// is not a store this build knows`);
+  }
 }
 
 /**
