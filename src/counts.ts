@@ -7,7 +7,7 @@ import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import { DEFAULT_METRICS_HOST, type ServeConfig } from "./config.js";
 import { listenError, METRICS_LISTENER } from "./listen-errors.js";
 import type { RateLimits } from "./transport/policy/admission.js";
-import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows } from "./transport/policy/rate-limit.js";
+import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows, WARN_EVERY_MS } from "./transport/policy/rate-limit.js";
 import { registerMetricsEndpoint, type ServerMetrics } from "./transport/ops/metrics.js";
 
 // Where a server's counts live, for each role a process can have: one
@@ -42,7 +42,19 @@ export async function countedLimits(config: CountConfig, log: Logger): Promise<C
     // Commands fail at their deadline rather than queue (RedisWindows falls back meanwhile).
     const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: REDIS_DEADLINE_MS });
     // Without a listener a connection error would end the process; the limiter falls back meanwhile.
-    client.on("error", (err: Error) => log.warn({ err: err.message }, "redis connection error"));
+    // At most one line per WARN_EVERY_MS (ioredis reports each reconnection attempt), the others counted.
+    let warnedAt = -Infinity;
+    let unsaid = 0;
+    client.on("error", (err: Error) => {
+      const now = Date.now();
+      if (now - warnedAt < WARN_EVERY_MS) {
+        unsaid++;
+        return;
+      }
+      log.warn({ err: err.message, ...(unsaid > 0 ? { sinceLast: unsaid } : {}) }, "redis connection error");
+      warnedAt = now;
+      unsaid = 0;
+    });
     const ready = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), REDIS_READY_MS);
       client.once("ready", () => {

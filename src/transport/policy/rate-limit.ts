@@ -104,7 +104,7 @@ export const REDIS_DEADLINE_MS = 50;
 /** After Redis failed, requests are counted in this process for this long before Redis is tried again. */
 const REDIS_RETRY_MS = 1000;
 /** At most one warning per this long while Redis keeps failing. */
-const WARN_EVERY_MS = 10_000;
+export const WARN_EVERY_MS = 10_000;
 
 export interface RedisWindowsOptions {
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
