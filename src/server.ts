@@ -273,7 +273,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   });
 
   const observeHijacked = observeRoutes(app, log, metrics);
-  registerNotFound(app);
+  registerNotFound(app, restFlags);
   registerHealthEndpoints(app, readiness, guard);
   registerDocs(app, guard);
   // On the API port: for this machine's callers only (a scraper elsewhere gets --metrics-port and --metrics-host).

@@ -123,8 +123,10 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
 
     async listSales(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
+      // One asset id, or several comma-separated (as appraisals and rarity take them); one keeps its page tokens' form.
+      const ids = req.assetId === "" ? [] : p.assetIds(req.assetId.split(","));
       const filter = {
-        assetId: p.optionalAssetId(req.assetId),
+        ...(ids.length > 1 ? { assetIds: ids } : { assetId: ids[0] }),
         marketplace: p.marketplace(req.marketplace),
         ...p.timeWindow(req.since, req.until),
       };

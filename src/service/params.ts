@@ -91,12 +91,14 @@ export function timeWindow(since: bigint | undefined, until: bigint | undefined)
   return window;
 }
 
+/** A marketplace filter ("": every one), in any case (as addresses are): identifiers are stored upper case. */
 export function marketplace(value: string, param = "marketplace"): string | undefined {
   if (value === "") return undefined;
-  if (!MARKETPLACE_RE.test(value)) {
-    throw invalid(`${param} must be an upper-case identifier matching [A-Z0-9_]{1,32}, got ${q(value)}`);
+  const upper = value.toUpperCase();
+  if (!MARKETPLACE_RE.test(upper)) {
+    throw invalid(`${param} must be a marketplace identifier matching [A-Z0-9_]{1,32} (any case), got ${q(value)}`);
   }
-  return value;
+  return upper;
 }
 
 /** Each status of the contract by its enum value (the zero value is "every status"). */

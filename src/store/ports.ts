@@ -99,8 +99,16 @@ export interface TimeWindow {
 }
 
 export interface SalesFilter extends TimeWindow {
+  /** One asset. */
   assetId?: string | undefined;
+  /** Several assets (2 to 20), any of them; never with assetId. */
+  assetIds?: readonly string[] | undefined;
   marketplace?: string | undefined;
+}
+
+/** The assets a sales filter names (one or several), or undefined for every asset. */
+export function filterAssets(f: SalesFilter): readonly string[] | undefined {
+  return f.assetIds ?? (f.assetId === undefined ? undefined : [f.assetId]);
 }
 
 export interface StatsFilter extends TimeWindow {

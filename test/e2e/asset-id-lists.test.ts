@@ -68,3 +68,35 @@ it("behaves the same over Connect", async () => {
   expect(res.data.map((r) => r.assetId)).toEqual(byRarity(t.f.rarity).map((r) => r.assetId).filter((id) => id === "7" || id === "0"));
   expect(res.nextPage).toBe("");
 });
+
+// Sales take a list too (issue 49, item 20): "assetId must be given at most once" was the answer.
+describe("/v1/asset/sales with several assetIds", () => {
+  type Sale = { hash: string; assetId: string; timestamp: number; block: number };
+  const all = async (query: Record<string, string | number | string[]>) => {
+    const rows: Sale[] = [];
+    for (let cursor = "", pages = 0; pages < 100; pages++) {
+      const { status, body } = await get("/v1/asset/sales", { contractAddress: COLLECTION, limit: 3, ...query, ...(cursor === "" ? {} : { cursor }) });
+      expect(status, JSON.stringify(body)).toBe(200);
+      rows.push(...(body.data as Sale[]));
+      cursor = body.cursor as string;
+      if (cursor === "") break;
+    }
+    return rows;
+  };
+  const order = (a: Sale, b: Sale) => b.timestamp - a.timestamp || b.block - a.block || (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0) || (BigInt(a.assetId) < BigInt(b.assetId) ? -1 : 1);
+
+  it("answers the sales of any of them, in the list's order, paged, commas or repeated keys", async () => {
+    const ids = [...new Set(t.f.sales.map((s) => s.assetId))].slice(0, 3);
+    expect(ids.length).toBe(3);
+    const each = (await Promise.all(ids.map((id) => all({ assetId: id })))).flat().sort(order);
+    expect(each.length).toBeGreaterThan(3);
+    expect(await all({ assetId: ids.join(",") })).toEqual(each);
+    expect(await all({ assetId: [ids[0]!, `${ids[1]},${ids[2]}`] })).toEqual(each);
+  });
+
+  it("refuses 21 ids with the family's flag", async () => {
+    const { status, body } = await get("/v1/asset/sales", { contractAddress: COLLECTION, assetId: Array.from({ length: 21 }, (_, i) => String(i)).join(",") });
+    expect(status).toBe(400);
+    expect(body).toEqual({ success: 0, code: "invalid_argument", message: "assetId accepts at most 20 ids, got 21" });
+  });
+});

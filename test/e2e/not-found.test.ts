@@ -15,6 +15,19 @@ describe("the server's root", () => {
   });
 });
 
+describe("no route below a /v1 route (issue 49, item 20)", () => {
+  it("answers 404 with that route's success flag at 0", async () => {
+    for (const [path, flag] of [["/v1/asset/sales/", "success"], ["/v1/asset/sales/x", "success"], ["/v1/asset/appraisals/x/y", "successful"], ["/v1/collection/stats/nope", "successful"]] as const) {
+      const r = await fetch(`${t.server.baseUrl}${path}?contractAddress=${COLLECTION}`, { headers: { "x-api-key": t.f.key } });
+      expect(r.status, path).toBe(404);
+      expect(await r.json(), path).toEqual({ [flag]: 0, code: "not_found", message: `no route GET "${path}"` });
+    }
+    const other = await fetch(`${t.server.baseUrl}/v1/nothing`);
+    expect(other.status).toBe(404);
+    expect(await other.json()).toEqual({ code: "not_found", message: 'no route GET "/v1/nothing"' });
+  });
+});
+
 describe("unknown collection", () => {
   it.each(ENDPOINTS)("%s: 404 not_found naming the address", async (path, flag) => {
     const { status, body } = await restGet(t.server.baseUrl, path, { contractAddress: UNKNOWN_COLLECTION }, t.f.key);

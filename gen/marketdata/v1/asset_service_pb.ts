@@ -316,14 +316,14 @@ export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
   contractAddress: string;
 
   /**
-   * One asset id, or "" for every asset.
+   * One asset id, up to 20 comma-separated (sales of any of them), or "" for every asset.
    *
    * @generated from field: string asset_id = 2;
    */
   assetId: string;
 
   /**
-   * One upper-case marketplace identifier, or "" for all.
+   * One marketplace identifier (any case), or "" for all.
    *
    * @generated from field: string marketplace = 3;
    */

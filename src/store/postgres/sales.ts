@@ -1,6 +1,6 @@
 import { type SaleRow, type SalesSummary, summarize } from "../../domain/records.js";
 import { hexBytes, hexOf, type PgQueries } from "./queries.js";
-import { type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { filterAssets, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
@@ -62,7 +62,8 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
   const values: unknown[] = [collectionId];
   const $ = (v: unknown) => `$${values.push(v)}`;
   const where = ["s.collection_id = $1"];
-  if (filter.assetId !== undefined) where.push(`s.asset_id = ${$(filter.assetId)}`);
+  const assets = filterAssets(filter);
+  if (assets !== undefined) where.push(assets.length === 1 ? `s.asset_id = ${$(assets[0])}` : `s.asset_id IN (${assets.map((a) => $(a)).join(", ")})`);
   if (filter.marketplace !== undefined) where.push(`s.marketplace = ${$(filter.marketplace)}`);
   if (filter.since !== undefined) where.push(`s.timestamp >= ${$(filter.since)}`);
   if (filter.until !== undefined) where.push(`s.timestamp <= ${$(filter.until)}`);

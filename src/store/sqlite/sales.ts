@@ -3,7 +3,7 @@ import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
-import { type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { filterAssets, type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
@@ -77,15 +77,17 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
 }
 
 function salesIndex(f: SalesFilter): string {
-  if (f.assetId !== undefined) return "sales_by_asset";
+  if (filterAssets(f) !== undefined) return "sales_by_asset";
   if (f.marketplace !== undefined) return "sales_by_marketplace";
   return "sales_by_time";
 }
 
 function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alias: string): void {
-  if (f.assetId !== undefined) {
-    where.push(`${alias}asset_key = ?`);
-    params.push(assetKey(f.assetId));
+  const assets = filterAssets(f);
+  if (assets !== undefined) {
+    // Several: a seek per asset, their rows then sorted (at most 20 tokens' sales).
+    where.push(assets.length === 1 ? `${alias}asset_key = ?` : `${alias}asset_key IN (${assets.map(() => "?").join(", ")})`);
+    for (const a of assets) params.push(assetKey(a));
   }
   if (f.marketplace !== undefined) {
     where.push(`${alias}marketplace = ?`);

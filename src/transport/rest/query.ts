@@ -56,8 +56,9 @@ function converter(field: DescField): Convert {
       byName.set(shortEnumName(e, v.name), v.number);
     }
     const names = e.values.filter((x) => x.number !== 0).map((x) => shortEnumName(e, x.name)).join(", ");
+    // In any case, as addresses and marketplaces are: status=created is CREATED.
     return (raw) => {
-      const n = byName.get(raw);
+      const n = byName.get(raw) ?? byName.get(raw.toUpperCase());
       if (n === undefined) throw invalid(`${param} must be one of ${names}, got ${echo(raw)}`);
       return n;
     };
@@ -110,6 +111,14 @@ function setter(field: DescField): Setter {
       for (const value of typeof values === "string" ? [values] : values) {
         for (const part of value.split(",")) list.push(convert(part));
       }
+    };
+  }
+  // ListSales' asset_id is one string that takes a comma-separated list (a repeated field would break its
+  // JSON callers): repeated keys are that list too, as they are for the repeated asset_id of the other lists.
+  if (field.parent.typeName === "marketdata.v1.ListSalesRequest" && field.name === "asset_id") {
+    return (m, values) => {
+      const list = typeof values === "string" ? [values] : values;
+      m[name] = [...(m[name] === "" ? [] : [m[name] as string]), ...list].join(",");
     };
   }
   return (m, values, seen) => {
