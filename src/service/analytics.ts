@@ -13,6 +13,7 @@ import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval 
 import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories } from "../store/ports.js";
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
 import { CURRENCY, nowSeconds, toFloorListing, toOffer, toTraitValue } from "./records.js";
 import type { OfferRow } from "../domain/records.js";
@@ -27,11 +28,12 @@ const SERIES_KEY: KeySpec = ["int"];
 type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "listCollectionTraits" | "getCollectionMarket"
 >;
 
-export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethods {
+export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace = marketplaceCheck(store.collections)): AnalyticsMethods {
   return {
     async getCollectionFloor(req) {
       const address = p.contractAddress(req.contractAddress);
       const filter = { marketplace: p.marketplace(req.marketplace), at: p.epochSeconds(req.at, "at") };
+      await checkMarketplace(filter.marketplace);
       // In code-point order of marketplace whatever the engine's collation.
       const groups = (await store.analytics.floors(await knownCollection(store.collections, address), filter)).sort((a, b) =>
         a.marketplace < b.marketplace ? -1 : a.marketplace > b.marketplace ? 1 : 0,
@@ -110,6 +112,7 @@ export function createAnalyticsMethods(store: ReadRepositories): AnalyticsMethod
         ...p.timeWindow(req.since, req.until),
       };
       const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
+      await checkMarketplace(filter.marketplace);
       const collection = await knownCollection(store.collections, address);
       const digest = queryDigest(["series", address, interval, filter]);
       const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);

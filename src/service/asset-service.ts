@@ -30,10 +30,11 @@ import { createWatchMethods } from "./watch.js";
 import { type LocalCall, wireForm } from "./local-call.js";
 import { withWireRows } from "../domain/wire/fragments.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
+import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
 import { nowSeconds, toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
 
-export function createAssetService(store: ReadRepositories, hub: FeedHub): ServiceImpl<typeof AssetService> {
+export function createAssetService(store: ReadRepositories, hub: FeedHub, checkMarketplace = marketplaceCheck(store.collections)): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
   async function keysetPage<F, Row>(
     list: string,
@@ -130,6 +131,7 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
         marketplace: p.marketplace(req.marketplace),
         ...p.timeWindow(req.since, req.until),
       };
+      await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
       if (wire !== undefined) {
         const { rows, token } = await keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) =>
@@ -150,6 +152,7 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub): Servi
         marketplace: p.marketplace(req.marketplace),
         status: p.listingStatus(req.status),
       };
+      await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
       if (wire !== undefined) {
         const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>

@@ -132,6 +132,8 @@ export interface CollectionsRepository {
   /** The id of a collection the store knows anything about, or undefined. */
   collectionId(address: string): MaybePromise<number | undefined>;
   score(collectionId: number): MaybePromise<ScoreRow | undefined>;
+  /** Every marketplace any sale, listing or offer of the store has named, in name order (kept by every write). */
+  knownMarketplaces(): MaybePromise<string[]>;
 }
 
 export interface AssetMetricsRepository {

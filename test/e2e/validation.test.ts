@@ -91,6 +91,9 @@ const cases: Case[] = [
   ]),
   { name: "stats: unknown parameter", path: "/v1/collection/stats", query: { contractAddress: C, limit: 5 }, message: "unknown query parameter \"limit\"; accepted: contractAddress, assetId, since, until" },
   { name: "sales: marketplace not an identifier", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "open-sea" }, message: 'marketplace must be a marketplace identifier matching [A-Z0-9_]{1,32} (any case), got "open-sea"', rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "open-sea" }, { headers: h }) },
+  // A well-formed name no record of the store names (issue 49, item 20): the names there are, not an empty list.
+  { name: "sales: marketplace the store has no record of", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "nope" }, message: /^marketplace "NOPE" is not one this store has records of; known: .*OPENSEA/, rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "NOPE" }, { headers: h }) },
+  { name: "listings: marketplace the store has no record of", path: "/v1/asset/listings", query: { contractAddress: C, marketplace: "X2Y3" }, message: /^marketplace "X2Y3" is not one this store has records of; known: / },
   { name: "listings: marketplace too long", path: "/v1/asset/listings", query: { contractAddress: C, marketplace: "X".repeat(33) }, message: /^marketplace must be a marketplace identifier/ },
   { name: "listings: unknown status", path: "/v1/asset/listings", query: { contractAddress: C, status: "SOLD" }, message: 'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "SOLD"' },
   { name: "listings: status out of the enum over RPC", path: "/v1/asset/listings", query: { contractAddress: C, status: "7" }, message: 'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "7"', rpc: (c, h) => c.asset.listListings({ contractAddress: C, status: 7 as ListingStatus }, { headers: h }) },

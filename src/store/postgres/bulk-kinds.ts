@@ -145,6 +145,9 @@ const refuseMoved = (table: "listings" | "offers") => async (client: pg.PoolClie
   if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named, table === "offers" ? "offer" : "listing");
 };
 
+/** Every marketplace the stage names, known to the store (migration 17: a filter naming none is refused). */
+const KNOW_MARKETPLACES = "INSERT INTO marketplaces (name) SELECT DISTINCT marketplace FROM stage ON CONFLICT (name) DO NOTHING";
+
 /** Every address the stage names, registered as a collection (its id is what rows refer to). */
 const REGISTER_COLLECTIONS = "INSERT INTO collections (address) SELECT DISTINCT address FROM stage ON CONFLICT (address) DO NOTHING";
 
@@ -335,7 +338,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json, st.wire_pb`),
         "collection_id, timestamp DESC, block DESC", true, true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
-    afterward: MOVES_OF_STAGED_TOKENS,
+    afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
     tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
     // The collections' first sales: their partitions built whole (sales-partitions.ts).
@@ -358,6 +361,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
           st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.wire_json_head, st.wire_json_middle, st.wire_pb`),
         undefined, false, true),
     after: KEEP_LISTING_HISTORY,
+    afterward: [KNOW_MARKETPLACES],
     check: refuseMoved("listings"),
     tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits"],
     serialized: true,
@@ -388,6 +392,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
           st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status`),
         undefined, false, true),
+    afterward: [KNOW_MARKETPLACES],
     check: refuseMoved("offers"),
     tables: ["collections", "offers"],
     serialized: true,

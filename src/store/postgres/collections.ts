@@ -28,6 +28,10 @@ export class PgCollections implements CollectionsRepository {
     return id;
   }
 
+  async knownMarketplaces(): Promise<string[]> {
+    return (await this.q.rows<{ name: string }>("SELECT name FROM marketplaces ORDER BY name", [])).map((r) => r.name);
+  }
+
   async score(collectionId: number): Promise<ScoreRow | undefined> {
     const rows = await this.q.rows(
       `SELECT c.name, c.address, s.hype, s.gains, s.community, s.total

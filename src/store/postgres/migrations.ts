@@ -368,4 +368,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   `ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("")}) STORED`,
   // 16: webhooks, their attempts and the feed's marks (webhooks.ts); on SQLite a file of their own.
   WEBHOOKS_MIGRATION,
+  // 17: every marketplace the store's sales, listings and offers name, as SQLite's 18: here
+  // kept by each write's merge (bulk-kinds.ts KNOW_MARKETPLACES), one DISTINCT over its stage.
+  `CREATE TABLE marketplaces (name text PRIMARY KEY);
+  INSERT INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers ON CONFLICT DO NOTHING;`,
 ];

@@ -23,6 +23,10 @@ export class SqliteCollections implements CollectionsRepository {
     return id;
   }
 
+  knownMarketplaces(): string[] {
+    return this.s.prepare("SELECT name FROM marketplaces ORDER BY name").pluck().all() as string[];
+  }
+
   score(collectionId: number): ScoreRow | undefined {
     const sql = `SELECT c.name, c.address, s.hype, s.gains, s.community, s.total
       FROM scores s, collections c WHERE s.collection_id = ? AND c.id = ?`;

@@ -289,6 +289,20 @@ export const MIGRATIONS: readonly Migration[] = [
   "CREATE INDEX listings_by_marketplace_status ON listings (collection_id, marketplace, status, created_at DESC, marketplace_id);",
   // 17: a listing's whole answer kept as it moves (wire-rows.ts).
   LISTING_WIRE_JSON_SCHEMA,
+  // 18: every marketplace the store's sales, listings and offers name, kept by
+  // triggers (a key lookup in a table of a few rows per write), so that a
+  // filter naming none of them is told so (service/params.ts) rather than
+  // answered an empty list.
+  `
+  CREATE TABLE marketplaces (name TEXT PRIMARY KEY) WITHOUT ROWID;
+  INSERT OR IGNORE INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers;
+  ${["sales", "listings", "offers"]
+    .map(
+      (t) => `CREATE TRIGGER ${t}_marketplace_added AFTER INSERT ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;
+  CREATE TRIGGER ${t}_marketplace_changed AFTER UPDATE OF marketplace ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`,
+    )
+    .join("\n  ")}
+  `,
 ];
 
 
