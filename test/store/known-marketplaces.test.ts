@@ -2,14 +2,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { importLines } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import { describe, expect, it } from "vitest";
 import { marketplaceCheck } from "../../src/service/marketplaces.js";
-import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
+import { openReadRepositories } from "../../src/store/open.js";
 import { openWritable } from "../../src/store/sqlite/database.js";
+import { importRecords } from "../support/engine.js";
 import { sqliteAtVersion } from "../support/old-stores.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { storeEngines } from "../support/store-engines.js";
 import { numberedSale } from "../support/sales.js";
 
 // The marketplaces a store knows (issue 49, item 20), on both engines: every
@@ -19,27 +18,9 @@ import { numberedSale } from "../support/sales.js";
 // migration 18 fills the table from the rows already in a store.
 
 const C = `0x${"ab".repeat(20)}`;
-let dir: string;
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "marketdata-marketplaces-"));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function write(target: string, kind: Kind, records: readonly object[]): Promise<void> {
-  const store = await openWritableStore(target, { migrateEmpty: true });
-  try {
-    await importLines(store.records, (async function* () {
-      for (const r of records) yield JSON.stringify(r);
-    })(), { kind, skipInvalid: false });
-  } finally {
-    await store.close();
-  }
-}
 
-const engines: [string, () => Promise<{ target: string; drop(): Promise<void> }>, boolean][] = [
-  ["SQLite", async () => ({ target: join(dir, `store-${Math.random()}.sqlite`), drop: async () => {} }), false],
-  ["PostgreSQL", async () => { const d = await createTestDatabase(); return { target: d.url, drop: d.drop }; }, skipPg],
-];
+const engines = storeEngines("marketplaces");
 
 const code = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => (e instanceof ConnectError ? [e.code, e.rawMessage] : e));
 
@@ -47,7 +28,7 @@ describe.each(engines)("known marketplaces on %s", (_, open, skip) => {
   it.skipIf(skip)("grow with every write, and a filter naming none of them is refused", async () => {
     const { target, drop } = await open();
     try {
-      await write(target, "sales", [{ ...numberedSale(1, C), marketplace: "OPENSEA" }]);
+      await importRecords(target, "sales", [{ ...numberedSale(1, C), marketplace: "OPENSEA" }]);
       const repos = await openReadRepositories(target);
       try {
         const check = marketplaceCheck(repos.collections);
@@ -55,7 +36,7 @@ describe.each(engines)("known marketplaces on %s", (_, open, skip) => {
         await check("OPENSEA");
         expect(await code(check("BLUR"))).toEqual([Code.InvalidArgument, 'marketplace "BLUR" is not one this store has records of; known: OPENSEA']);
         // The first listing from BLUR, committed: known at once.
-        await write(target, "listings", [{ marketplace: "BLUR", marketplaceId: "1", contractAddress: C, assetId: "1", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000, price: "5", currency: "ETH", status: "CREATED" }]);
+        await importRecords(target, "listings", [{ marketplace: "BLUR", marketplaceId: "1", contractAddress: C, assetId: "1", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000, price: "5", currency: "ETH", status: "CREATED" }]);
         await check("BLUR");
         expect(await repos.collections.knownMarketplaces()).toEqual(["BLUR", "OPENSEA"]);
       } finally {
@@ -69,6 +50,7 @@ describe.each(engines)("known marketplaces on %s", (_, open, skip) => {
 
 describe("SQLite's migration 18", () => {
   it("knows the marketplaces of the rows already in a store", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "marketdata-marketplaces-old-"));
     const path = join(dir, "old.sqlite");
     const old = sqliteAtVersion(path, 17);
     old.prepare("INSERT INTO collections (address) VALUES (?)").run(C);
@@ -82,6 +64,7 @@ describe("SQLite's migration 18", () => {
       expect(await repos.collections.knownMarketplaces()).toEqual(["LOOKSRARE"]);
     } finally {
       await repos.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { importLines } from "../../src/ingest/importer.js";
 import { MAX_WEBHOOKS_PER_KEY, WebhookAdmin } from "../../src/service/webhooks/admin.js";
-import { openReadRepositories, openWebhookStore, openWritableStore } from "../../src/store/open.js";
+import { openReadRepositories, openWebhookStore } from "../../src/store/open.js";
 import type { ReadRepositories, WebhookStore } from "../../src/store/ports.js";
-import { withKeys } from "../support/engine.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { importRecords, withKeys } from "../support/engine.js";
+import { storeEngines } from "../support/store-engines.js";
 import { numberedSale } from "../support/sales.js";
 
 // What WebhookAdmin refuses and bounds (issue 49, items 9, 10 and 13), on
@@ -17,16 +13,8 @@ import { numberedSale } from "../support/sales.js";
 // silently for ever), more than MAX_WEBHOOKS_PER_KEY webhooks per key; and
 // ListWebhooks' keyset pages.
 
-let dir: string;
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "marketdata-webhook-admin-"));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const engines: [string, () => Promise<{ target: string; drop(): Promise<void> }>, boolean][] = [
-  ["SQLite", async () => ({ target: join(dir, `store-${Math.random()}.sqlite`), drop: async () => {} }), false],
-  ["PostgreSQL", async () => { const d = await createTestDatabase(); return { target: d.url, drop: d.drop }; }, skipPg],
-];
+const engines = storeEngines("webhook-admin");
 const C = `0x${"ad".repeat(20)}`;
 const URL_ = "https://hooks.example.com/in";
 
@@ -44,14 +32,7 @@ for (const [name, open, skip] of engines) {
     let keyId: number;
     beforeAll(async () => {
       ({ target, drop } = await open());
-      const store = await openWritableStore(target, { migrateEmpty: true });
-      try {
-        await importLines(store.records, (async function* () {
-          for (let n = 1; n <= 3; n++) yield JSON.stringify(numberedSale(n, C));
-        })(), { kind: "sales", skipInvalid: false });
-      } finally {
-        await store.close();
-      }
+      await importRecords(target, "sales", [1, 2, 3].map((n) => numberedSale(n, C)));
       keyId = await withKeys(target, async (a) => (await a.create("k")).id);
       repos = await openReadRepositories(target);
       hooks = await openWebhookStore(target);

@@ -1,14 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { importLines } from "../../src/ingest/importer.js";
 import type { DeliveryClient, DeliveryResult } from "../../src/service/webhooks/delivery.js";
 import { WebhookDispatcher } from "../../src/service/webhooks/dispatcher.js";
-import { openReadRepositories, openWebhookStore, openWritableStore } from "../../src/store/open.js";
+import { openReadRepositories, openWebhookStore } from "../../src/store/open.js";
 import type { ReadRepositories, WebhookStore } from "../../src/store/ports.js";
-import { withKeys } from "../support/engine.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { importRecords, withKeys } from "../support/engine.js";
+import { storeEngines } from "../support/store-engines.js";
 import { numberedSale } from "../support/sales.js";
 
 // A webhook whose receiver keeps failing (issue 49, item 14), on both
@@ -17,16 +13,8 @@ import { numberedSale } from "../support/sales.js";
 // batch's attempt number goes on counting across a restart of the
 // delivering process instead of starting again at 1.
 
-let dir: string;
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "marketdata-webhook-failures-"));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const engines: [string, () => Promise<{ target: string; drop(): Promise<void> }>, boolean][] = [
-  ["SQLite", async () => ({ target: join(dir, `store-${Math.random()}.sqlite`), drop: async () => {} }), false],
-  ["PostgreSQL", async () => { const d = await createTestDatabase(); return { target: d.url, drop: d.drop }; }, skipPg],
-];
+const engines = storeEngines("webhook-failures");
 const C = `0x${"fa".repeat(20)}`;
 
 class FailingClient {
@@ -46,14 +34,7 @@ for (const [name, open, skip] of engines) {
     let hooks: WebhookStore;
     beforeAll(async () => {
       ({ target, drop } = await open());
-      const store = await openWritableStore(target, { migrateEmpty: true });
-      try {
-        await importLines(store.records, (async function* () {
-          for (let n = 1; n <= 3; n++) yield JSON.stringify(numberedSale(n, C));
-        })(), { kind: "sales", skipInvalid: false });
-      } finally {
-        await store.close();
-      }
+      await importRecords(target, "sales", [1, 2, 3].map((n) => numberedSale(n, C)));
       repos = await openReadRepositories(target);
       hooks = await openWebhookStore(target);
     });

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importLines } from "../../src/ingest/importer.js";
@@ -10,7 +7,7 @@ import { WebhookDispatcher } from "../../src/service/webhooks/dispatcher.js";
 import { openReadRepositories, openWebhookStore, openWritableStore } from "../../src/store/open.js";
 import type { FeedKind, ReadRepositories, WebhookStore, WritableStore } from "../../src/store/ports.js";
 import { withKeys } from "../support/engine.js";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { storeEngines } from "../support/store-engines.js";
 
 // A webhook of several collections merges their feeds (issue 49, item 7):
 // under commits from two writers (two workers' connections) landing between
@@ -20,16 +17,8 @@ import { createTestDatabase, skipPg } from "../support/pg.js";
 // lost events (a commit seen in one collection's read and not in the read
 // of another before it) happen on every run, on both engines.
 
-let dir: string;
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "marketdata-webhook-merge-"));
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const engines: [string, () => Promise<{ target: string; drop(): Promise<void> }>, boolean][] = [
-  ["SQLite", async () => ({ target: join(dir, `store-${Math.random()}.sqlite`), drop: async () => {} }), false],
-  ["PostgreSQL", async () => { const d = await createTestDatabase(); return { target: d.url, drop: d.drop }; }, skipPg],
-];
+const engines = storeEngines("webhook-merge");
 
 const KINDS: FeedKind[] = ["sales", "transfers"];
 const address = (run: number, c: number) => `0x${(run * 16 + c + 1).toString(16).padStart(40, "0")}`;
