@@ -8,7 +8,7 @@ export interface ListenerFlags {
   host: string;
 }
 
-export const API_LISTENER: ListenerFlags = { port: "--port N (PORT=N)", host: "--host (HOST)" };
+export const API_LISTENER: ListenerFlags = { port: "--port N, or PORT=N for npm start", host: "--host (HOST)" };
 export const METRICS_LISTENER: ListenerFlags = { port: "--metrics-port N (METRICS_PORT)", host: "--metrics-host (METRICS_HOST)" };
 
 export function listenError(err: unknown, host: string, port: number, flags: ListenerFlags): unknown {

@@ -35,6 +35,7 @@ describe("marketdata webhooks", () => {
       [[...base, "--url", "https://169.254.169.254/"], /private address/],
       [[...base, "--url", "https://example.com/h", "--types", "sale,mint"], /types must be among/],
       [[...base, "--url", "https://example.com/h", "--from", "yesterday"], /from must be/],
+      [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", ",", "--key-id", keyId], /collections must name at least one/],
       [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", "nope", "--key-id", keyId], /collections must be 0x/],
       [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", C, "--key-id", "77"], /no unrevoked API key 77/],
       [["webhooks", "pause", "--db", db, "wh_aaaaaaaaaaaaaaaaaaaa"], /no webhook/],
@@ -60,7 +61,9 @@ describe("marketdata webhooks", () => {
     const rotated = runCli(["webhooks", "rotate-secret", "--db", db, id]);
     expect(rotated.stdout.trim()).toMatch(/^whsec_/);
     expect(rotated.stdout.trim()).not.toBe(created.stdout.trim());
-    expect(runCli(["webhooks", "replay", "--db", db, id, "--from", "42"]).stderr).toMatch(/at position 41/);
+    // The store holds no event yet: a replay past the feed's next position would wait silently (issue 49, item 10).
+    expect(runCli(["webhooks", "replay", "--db", db, id, "--from", "42"]).stderr).toMatch(/from position 42 is past the feed's next position \(1\)/);
+    expect(runCli(["webhooks", "replay", "--db", db, id, "--from", "1"]).stderr).toMatch(/at position 0: every event after it is sent again/);
     expect(runCli(["webhooks", "log", "--db", db, id]).stdout.trim()).toMatch(/^AT\s+MESSAGE/);
     expect(runCli(["webhooks", "delete", "--db", db, id]).status).toBe(0);
     expect(runCli(["webhooks", "list", "--db", db]).stdout).not.toContain(id);

@@ -44,8 +44,11 @@ describe("query string to request message", () => {
   it("accepts short and full enum names", () => {
     expect(parse(ListListingsRequestSchema, "status=EXPIRED").status).toBe(ListingStatus.EXPIRED);
     expect(parse(ListListingsRequestSchema, "status=LISTING_STATUS_CREATED").status).toBe(ListingStatus.CREATED);
-    expect(error(() => parse(ListListingsRequestSchema, "status=expired")).rawMessage).toBe(
-      'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "expired"',
+    // In any case, as addresses are (issue 49, item 20).
+    expect(parse(ListListingsRequestSchema, "status=expired").status).toBe(ListingStatus.EXPIRED);
+    expect(parse(ListListingsRequestSchema, "status=listing_status_created").status).toBe(ListingStatus.CREATED);
+    expect(error(() => parse(ListListingsRequestSchema, "status=sold")).rawMessage).toBe(
+      'status must be one of CREATED, FULFILLED, CANCELLED, EXPIRED, got "sold"',
     );
   });
 
@@ -57,7 +60,13 @@ describe("query string to request message", () => {
 
   it("rejects a non-repeated parameter given twice, even with the other name", () => {
     expect(error(() => parse(ListSalesRequestSchema, "limit=1&limit=2")).rawMessage).toBe("limit must be given at most once");
-    expect(error(() => parse(ListSalesRequestSchema, "assetId=1&asset_id=1")).rawMessage).toBe("assetId must be given at most once");
+    expect(error(() => parse(ListSalesRequestSchema, "marketplace=A&marketplace=B")).rawMessage).toBe("marketplace must be given at most once");
+    expect(error(() => parse(ListListingsRequestSchema, "assetId=1&asset_id=1")).rawMessage).toBe("assetId must be given at most once");
+  });
+
+  it("takes ListSales' assetId as a comma-separated list, repeated keys too (issue 49, item 20)", () => {
+    expect(parse(ListSalesRequestSchema, "assetId=1&asset_id=2,3").assetId).toBe("1,2,3");
+    expect(parse(ListSalesRequestSchema, "assetId=7").assetId).toBe("7");
   });
 
   it.each([
