@@ -119,6 +119,8 @@ export class DualProtocolServer extends net.Server {
     this.http2.on("session", (session) => {
       this.#sessions.add(session);
       session.once("close", () => this.#sessions.delete(session));
+      // A connection accepted just before close() that spoke HTTP/2 after it: a GOAWAY, as the others got.
+      if (this.#closing) session.close();
     });
     this.on("connection", (socket: net.Socket) => this.#route(socket));
     // The HTTP/1.1 server never listens itself, but it only tracks its
@@ -215,10 +217,16 @@ export class DualProtocolServer extends net.Server {
    */
   override close(callback?: (err?: Error) => void): this {
     this.#closing = true;
-    for (const s of this.#undecided) s.destroy();
     this.closeHttp2Sessions();
     this.http2.close();
-    const drain = setTimeout(() => this.http1.close(), Math.min(this.#timeouts.drainMs, this.#timeouts.shutdownMs));
+    // A connection accepted but not yet spoken on may carry a request already on
+    // its way (a keep-alive client reconnecting after "connection: close"):
+    // destroyed now, that client saw a reset. It gets drainMs too, its request
+    // answered with "connection: close"; one still silent then is destroyed.
+    const drain = setTimeout(() => {
+      for (const s of this.#undecided) s.destroy();
+      this.http1.close();
+    }, Math.min(this.#timeouts.drainMs, this.#timeouts.shutdownMs));
     const deadline = setTimeout(() => this.closeAllConnections(), this.#timeouts.shutdownMs);
     return super.close((err) => {
       clearTimeout(drain);
