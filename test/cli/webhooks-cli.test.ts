@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openWebhookStore } from "../../src/store/open.js";
 import { runCli } from "./run-cli.js";
 
 // `marketdata webhooks` as an operator uses it: every subcommand has --help;
@@ -67,5 +68,25 @@ describe("marketdata webhooks", () => {
     expect(runCli(["webhooks", "log", "--db", db, id]).stdout.trim()).toMatch(/^AT\s+MESSAGE/);
     expect(runCli(["webhooks", "delete", "--db", db, id]).status).toBe(0);
     expect(runCli(["webhooks", "list", "--db", db]).stdout).not.toContain(id);
+  });
+
+  it("log shows a receiver's control characters as escapes, never raw (issue 49, item 8)", async () => {
+    const created = runCli(["webhooks", "create", "--db", db, "--url", "https://hooks.example.com/log", "--collections", C, "--key-id", keyId]);
+    expect(created.status, created.stderr).toBe(0);
+    const id = /webhook (wh_[a-z0-9]{20})/.exec(created.stderr)![1]!;
+    const hooks = await openWebhookStore(db);
+    try {
+      const held = (await hooks.lease("test", 60_000, 1000)).find((w) => w.id === id)!;
+      const error = "HTTP 500: \u001b[2J\u001b[31mred\r\nfake line\u0007\u202e";
+      await hooks.commit("test", [{ id, generation: held.generation, attempts: [{ at: 1_700_000_000_000, messageId: "msg_x", events: 1, firstPosition: 1, lastPosition: 1, status: 500, latencyMs: 3, error, attempt: 1 }] }]);
+      await hooks.release("test");
+    } finally {
+      await hooks.close();
+    }
+    const log = runCli(["webhooks", "log", "--db", db, id]);
+    expect(log.status, log.stderr).toBe(0);
+    expect(log.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(log.stdout.trim().split("\n")).toHaveLength(2);
+    expect(log.stdout).toContain("HTTP 500: \\x1b[2J\\x1b[31mred\\x0d\\x0afake line\\x07\\u202e");
   });
 });
