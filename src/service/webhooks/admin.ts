@@ -97,8 +97,7 @@ export class WebhookAdmin {
 
   /** A page of webhooks in id order after `cursor` (an id; "": the first), and the next page's cursor ("" on the last). */
   async page(limit: number, cursor: string): Promise<{ webhooks: WebhookRecord[]; cursor: string }> {
-    const n = limit === 0 ? WEBHOOKS_PAGE : limit;
-    if (!Number.isInteger(n) || n < 1 || n > WEBHOOKS_PAGE_MAX) throw p.invalid(`limit must be between 1 and ${WEBHOOKS_PAGE_MAX}, got ${limit}`);
+    const n = p.limit(limit === 0 ? undefined : limit, "limit", { fallback: WEBHOOKS_PAGE, max: WEBHOOKS_PAGE_MAX });
     if (cursor !== "") checkId(cursor);
     const after = (await this.hooks.list()).filter((w) => w.id > cursor).sort((a, b) => (a.id < b.id ? -1 : 1));
     const webhooks = after.slice(0, n);
