@@ -167,11 +167,27 @@ describe.skipIf(skipSharedRedis)("across servers sharing a Redis", () => {
       await startTestServer(f.dbPath, { rateLimit: 10, anonymousRateLimit: 4, redis }),
     ];
     try {
-      const { key } = newKey(null);
-      // Each server looks the key up once (counted against the address, as any key it has not seen valid), then knows it.
-      await Promise.all(servers.map((s) => get(s.url, key)));
-      await new Promise((r) => setTimeout(r, 1100));
-      const results = await Promise.all(Array.from({ length: 30 }, (_, i) => get(servers[i % 2]!.url, key)));
+      // Redis has 50 ms to answer before a server counts in memory for a
+      // second (by design, tested below): beside the rest of the suite on two
+      // cores that happens. A round during which a server fell back (its
+      // readiness says "degraded") proves nothing about sharing and is run
+      // again with a new key, at most three times.
+      const round = async () => {
+        const { key } = newKey(null);
+        // Each server looks the key up once (counted against the address, as any key it has not seen valid), then knows it.
+        await Promise.all(servers.map((s) => get(s.url, key)));
+        await new Promise((r) => setTimeout(r, 1100));
+        const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => get(servers[i % 2]!.url, key)));
+        const fellBack = await Promise.all(servers.map(async (s) => ((await (await fetch(`${s.url}/readyz`)).json()) as { status: string }).status === "degraded"));
+        return { burst, fellBack: fellBack.some(Boolean) };
+      };
+      let { burst: results, fellBack } = await round();
+      for (let retry = 0; fellBack && retry < 3; retry++) {
+        console.log("a server counted in memory during the round (Redis slower than its deadline): running it again");
+        await new Promise((r) => setTimeout(r, 1100));
+        ({ burst: results, fellBack } = await round());
+      }
+      expect(fellBack).toBe(false);
       expect(results.filter((r) => r.status === 200)).toHaveLength(10);
       expect(results.filter((r) => r.status === 429)).toHaveLength(20);
       const remaining = results.filter((r) => r.status === 200).map((r) => Number(r.remaining));
