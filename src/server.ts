@@ -347,14 +347,19 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
   const limits = await countedLimits(config, logger);
   // Opened on the first write: a server never sent one never opens its store for writing.
   // Unless turned off, what ingest writes is derived from in the background.
-  let writer = openIngestWriter(config.db, {
+  // The derive runs beside the writer that commits (on SQLite, the process elected to write the file).
+  const writer = openIngestWriter(config.db, {
     onStopped: (why) => logger.error({ why }, "the store's writer thread stopped; its batches failed as unavailable, and the next write starts another"),
+    ...(config.deriveRefresh === false
+      ? {}
+      : {
+          local: (own) => {
+            const refreshing = refreshAfterWrites(own, config.db, config.maxClockSkewSeconds);
+            refreshing.onRefreshed((r) => logRefresh(logger, r));
+            return refreshing;
+          },
+        }),
   });
-  if (config.deriveRefresh !== false) {
-    const refreshing = refreshAfterWrites(writer, config.db, config.maxClockSkewSeconds);
-    refreshing.onRefreshed((r) => logRefresh(logger, r));
-    writer = refreshing;
-  }
   let webhooks: ReturnType<typeof startWebhooks> | undefined;
   try {
     // Webhooks: their store (SQLite: the file beside the store; PostgreSQL: its tables) and this process's deliveries.

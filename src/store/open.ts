@@ -13,7 +13,7 @@ import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "
 import { MIGRATIONS } from "./sqlite/migrations.js";
 import { sqliteRepositories } from "./sqlite/read-repositories.js";
 import { sqliteWritable } from "./sqlite/writable.js";
-import { type SqliteWriterOptions, sqliteIngestWriter } from "./sqlite/ingest-writer.js";
+import { type OneWriterOptions, oneSqliteWriter } from "./sqlite/one-writer.js";
 
 // The one module that chooses an engine from a --db value: a SQLite file
 // (the embedded default), or a postgres:// URL. Everything else opens stores
@@ -80,8 +80,10 @@ export async function openWritableStore(target: string, options: OpenWritableOpt
  * opened until the first batch: a server that is never sent a write never
  * opens its store for writing (a read-only file, a replica).
  */
-export function openIngestWriter(db: string, options: SqliteWriterOptions = {}): IngestWriter {
-  return isPostgresUrl(db) ? pgIngestWriter(db) : sqliteIngestWriter(db, options);
+export function openIngestWriter(db: string, options: OneWriterOptions = {}): IngestWriter {
+  if (isPostgresUrl(db)) return options.local === undefined ? pgIngestWriter(db) : options.local(pgIngestWriter(db));
+  // One writer per file, whatever number of processes write it (sqlite/one-writer.ts).
+  return oneSqliteWriter(db, options);
 }
 
 /** Key management on either engine (on SQLite: the store's key file, never behind an import). */

@@ -100,7 +100,7 @@ describe("ingest into SQLite through serve", () => {
   });
 
   it("50 writers at once, an import from the CLI beside them: every batch answered 200, every row once", async () => {
-    const serve = await startServe(["--db", db, "--port", "0", "--workers", "1", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"]);
+    const serve = await startServe(["--db", db, "--port", "0", "--workers", "1", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"], { env: { LOG_LEVEL: "info" } });
     try {
       const file = join(dir, "import.ndjson");
       await writeSales(file, 60_000, 7, `0x${"cd".repeat(20)}`);
@@ -119,6 +119,8 @@ describe("ingest into SQLite through serve", () => {
       expect(statuses.flat().filter((s) => s !== 200)).toEqual([]);
       const stored = storedPerBatch();
       for (let b = 1000; b < 1200; b++) expect(stored.get(b), `batch ${b}`).toBe(25);
+      // The background derive waited for the import's lock too, saying nothing (issue 50, item 3).
+      expect(serve.output()).not.toMatch(/database is locked|background derive failed/);
       await statsAreTrue();
     } finally {
       await serve.stop();
@@ -144,4 +146,32 @@ describe("ingest into SQLite through serve", () => {
       await serve.stop();
     }
   });
+
+  it("two workers under an indexer's load (4 writers, batches of 1,000): one process writes the file and derives, never 'database is locked' (issue 50, item 3)", async () => {
+    const serve = await startServe(["--db", db, "--port", "0", "--workers", "2", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"], {
+      env: { LOG_LEVEL: "info" },
+    });
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 4 }, async (_, w) => {
+          const mine: number[] = [];
+          for (let b = 0; b < 4; b++) mine.push(await send(serve.url, 1500 + w * 10 + b, 1000));
+          return mine;
+        }),
+      );
+      expect(statuses.flat().filter((s) => s !== 200)).toEqual([]);
+      const stored = storedPerBatch();
+      for (let w = 0; w < 4; w++) for (let b = 0; b < 4; b++) expect(stored.get(1500 + w * 10 + b)).toBe(1000);
+      // The background derive of what was written: in the one process that writes.
+      const lines = () => serve.output().split("\n").filter((l) => l.startsWith("{"));
+      for (let waited = 0; !lines().some((l) => l.includes('"msg":"derived"')) && waited < 20_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      const derived = lines().filter((l) => l.includes('"msg":"derived"')).map((l) => (JSON.parse(l) as { pid: number }).pid);
+      expect(derived.length).toBeGreaterThan(0);
+      expect(new Set(derived).size).toBe(1);
+      expect(serve.output()).not.toMatch(/database is locked|SQLITE_BUSY|writer thread stopped|background derive failed/);
+      await statsAreTrue();
+    } finally {
+      await serve.stop();
+    }
+  }, 90_000);
 });
