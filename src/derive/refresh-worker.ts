@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openWritableStore } from "../store/open.js";
+import { StoreUnavailableError } from "../store/ports.js";
 import { DerivedRefresher, type RefreshResult } from "./refresh.js";
 
 // The worker thread of a server's background derive (refresh-thread.ts
@@ -23,6 +24,13 @@ export type RefreshReply =
 
 /** Acknowledgement times kept per waiting collection (for waitedMs); past it, the latest are not kept. */
 const KEPT_COMMIT_TIMES = 10_000;
+
+/** While the store is unavailable (its write lock held by an import): pauses between attempts, and how long before the log is told. */
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 5_000;
+const SAY_UNAVAILABLE_AFTER_MS = 60_000;
+let backoffMs = FIRST_BACKOFF_MS / 2;
+let unavailableSince: number | undefined;
 
 /** The pause after a refresh, as a share of its time. */
 const PAUSE = 0.5;
@@ -65,9 +73,26 @@ async function run(): Promise<void> {
       const doneAt = Date.now();
       port.postMessage({ result, waitedMs: w.committedAt.map((t) => doneAt - t) } satisfies RefreshReply);
     } catch (err) {
+      if (err instanceof StoreUnavailableError && !closing) {
+        // The write lock held by another writer (an import), or the store
+        // restarting: the collection waits its turn again, after a pause,
+        // said only when it has waited long (the log, not every attempt).
+        const again = waiting.get(address);
+        waiting.set(address, { refit: w.refit || (again?.refit ?? false), committedAt: [...w.committedAt, ...(again?.committedAt ?? [])].slice(0, KEPT_COMMIT_TIMES) });
+        unavailableSince ??= performance.now();
+        if (performance.now() - unavailableSince > SAY_UNAVAILABLE_AFTER_MS) {
+          port.postMessage({ failed: address, message: `${err.message}; still trying` } satisfies RefreshReply);
+          unavailableSince = performance.now();
+        }
+        backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs));
+        continue;
+      }
       // The next write to the collection asks again; a full fit then starts from the store.
       port.postMessage({ failed: address, message: err instanceof Error ? err.message : String(err) } satisfies RefreshReply);
     }
+    unavailableSince = undefined;
+    backoffMs = FIRST_BACKOFF_MS / 2;
     // At most two thirds of a core: after a refresh, half as long again
     // before the next (a refresh of 10,000 tokens takes 100-200 ms; writes
     // meanwhile share the next one), leaving the writer and the server

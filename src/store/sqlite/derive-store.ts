@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { type Db, refreshPlannerStats } from "./database.js";
 import type { MaybePromise } from "../ports.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
@@ -5,7 +6,7 @@ import { hexSql } from "./hex.js";
 import { lowestPrices } from "../shared/listing-prices.js";
 import { type UpsertResult, WriteStore } from "./write-store.js";
 import type { AppraisalRow, RarityRow } from "../../domain/records.js";
-import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports.js";
+import { type DerivedRows, type DerivedWrite, type DerivedWrites, type DeriveRepository, type SaleForModel, StoreUnavailableError, type TokenRecord } from "../ports.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
 // collection's derived rows: old rows out, new rows in through the same
@@ -85,10 +86,23 @@ export class DeriveStore implements DeriveRepository {
   }
 
   replaceDerived(collectionId: number, rows: DerivedRows, replaceImported = false): DerivedWrites {
-    const { rarity, appraisals } = rows;
     // One transaction; each data set's own (nested) is a savepoint inside it.
     // Collections below BULK_ROWS are rewritten in place (#rewrite); larger ones, or over imported rows, replaced (#replace).
     const inPlace = (n: number) => !replaceImported && n < BULK_ROWS;
+    try {
+      return this.#replaceDerived(collectionId, rows, inPlace, replaceImported);
+    } catch (err) {
+      // Another connection held the write lock past the busy timeout (an
+      // import): nothing was written; the background derive tries again later.
+      if (err instanceof Database.SqliteError && (err.code === "SQLITE_BUSY" || err.code === "SQLITE_BUSY_SNAPSHOT")) {
+        throw new StoreUnavailableError("the store's write lock is held by another writer (an import?)", { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  #replaceDerived(collectionId: number, rows: DerivedRows, inPlace: (n: number) => boolean, replaceImported: boolean): DerivedWrites {
+    const { rarity, appraisals } = rows;
     return this.#writer.transaction(() => ({
       ...(rarity === undefined
         ? {}
