@@ -23,14 +23,13 @@ import { MARKETPLACES } from "./sales-file.js";
 // collection-wide offer, on each engine (--with-sales: only so many of them
 // have sales). Each figure is the median and p99
 // of --samples calls, after a warm-up. Sales are written in chunks of
-// collections (PostgreSQL builds a sales partition per collection, each
-// chunk's in one transaction), the rest in one import each.
+// collections (each chunk's in one transaction), the rest in one import each.
 
 const program = withEngineOptions(
   new Command("bench:collections")
     .description("benchmark the collections list in process, on SQLite and PostgreSQL")
     .option("--collections <n>", "collections in the store", "10000")
-    .option("--with-sales <n>", "of them, how many have sales (PostgreSQL makes a table of each one's sales)")
+    .option("--with-sales <n>", "of them, how many have sales")
     .option("--samples <n>", "calls per figure", "500"),
 ).parse();
 const opts = program.opts<{ engines: string; pg: string; collections: string; withSales?: string; samples: string }>();
@@ -91,7 +90,7 @@ async function fill(target: string): Promise<void> {
     for (const kind of ["collections", "sales", "listings", "offers"] as Kind[]) {
       const started = performance.now();
       let rows = 0;
-      // Sales in chunks of collections (a partition each on PostgreSQL); the rest at once.
+      // Sales in chunks of collections; the rest at once.
       const chunk = kind === "sales" ? CHUNK : COLLECTIONS;
       for (let from = 0; from < COLLECTIONS; from += chunk) {
         const stats = await importLines(store.records, lines(records(kind, from, Math.min(COLLECTIONS, from + chunk))), { kind, skipInvalid: false });

@@ -68,18 +68,18 @@ function expectRows(rows: number, lines: number): void {
   if (rows !== lines) throw new Error(`the engine's bulk path loaded ${rows} rows of ${lines} lines`);
 }
 
-/** Loads `file` (`lines` sales) into the migrated empty PostgreSQL database at `url`; the seconds it took (\copy, insert into the new partition, index builds, attach, commit). */
+/** Loads `file` (`lines` sales) into the migrated empty PostgreSQL database at `url`; the seconds it took (\copy, the empty table's indexes dropped, insert, index builds, commit). */
 export async function postgresBulkLoad(url: string, file: string, lines: number, address: string): Promise<number> {
   runCliSync(["migrate", "--db", url]);
-  // The index statements of `sales` for a partition, from the catalog (as store/postgres/sales-partitions.ts builds them).
+  // The index statements of `sales`, from the catalog: dropped while the empty table is filled, built once after.
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  let indexes: string[];
+  let indexes: { name: string; def: string }[];
   try {
-    const r = await client.query<{ def: string }>(
-      "SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'sales'::regclass ORDER BY indisunique DESC, indexrelid",
+    const r = await client.query<{ name: string; def: string }>(
+      "SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'sales'::regclass ORDER BY indisunique DESC, indexrelid",
     );
-    indexes = r.rows.map(({ def }) => def.replace(/^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ /, "CREATE $1INDEX ON sales_bulk "));
+    indexes = r.rows;
   } finally {
     await client.end();
   }
@@ -89,15 +89,14 @@ BEGIN;
 CREATE TEMP TABLE stage (line text);
 \\copy stage FROM '${file}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')
 INSERT INTO collections (address) VALUES ('${address}');
-CREATE TABLE sales_bulk (LIKE sales INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-INSERT INTO sales_bulk (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace)
+DROP INDEX ${indexes.map((i) => i.name).join(", ")};
+INSERT INTO sales (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace)
   SELECT c.id, ${j("assetId")}::numeric, decode(substr(${j("hash")}, 3), 'hex'), decode(substr(${j("from")}, 3), 'hex'),
     decode(substr(${j("to")}, 3), 'hex'), ${j("timestamp")}::bigint, ${j("block")}::bigint, ${j("price")}::numeric,
     ${j("amountReceived")}::numeric, ${j("marketplace")}
   FROM (SELECT line::jsonb AS j FROM stage) s, collections c WHERE c.address = '${address}';
 SET LOCAL maintenance_work_mem = '256MB';
-${indexes.join(";\n")};
-DO $$ BEGIN EXECUTE format('ALTER TABLE sales ATTACH PARTITION sales_bulk FOR VALUES IN (%s)', (SELECT id FROM collections WHERE address = '${address}')); END $$;
+${indexes.map((i) => i.def).join(";\n")};
 COMMIT;
 `;
   const started = performance.now();

@@ -104,7 +104,7 @@ describe.skipIf(skipPg)("group commit of queued batches on PostgreSQL", () => {
         { block: "18000003", price: "100" },
         { block: "18000001", price: "100" },
       ]);
-      // New collections only: their partitions built whole inside a group, the counts the same.
+      // New collections only, inside a group: the counts the same.
       const fresh = await Promise.all([
         writer.write("sales", [sale("c", 1)]),
         writer.write("sales", [sale("d", 1), sale("d", 2)]),

@@ -56,8 +56,6 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     ]);
     // Exact sums far above 2^64.
     await pool.query("INSERT INTO collections (address) VALUES ('0x' || repeat('a', 40))");
-    // Sales are partitioned by collection (migration 4); writes create the partitions.
-    await pool.query("CREATE TABLE sales_c1 PARTITION OF sales FOR VALUES IN (1)");
     const big = (2n ** 200n).toString();
     for (const [i, price] of [big, big, "1"].entries()) {
       await pool.query(
@@ -127,7 +125,33 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     });
   });
 
-  it("migration 4 moves the sales of each collection into a partition of its own, every row and index kept", async () => {
+  it("migration 18 moves a store with a partition per collection (300 of them) into one table: every row, its feed position and answer kept", async () => {
+    await atVersion(17, async (p) => {
+      await p.query("INSERT INTO collections (address) SELECT '0x' || lpad(to_hex(g), 40, '0') FROM generate_series(1, 300) g");
+      // As writes made them before: a partition per collection with sales.
+      await p.query(`DO $$ BEGIN FOR cid IN 1..300 LOOP
+        EXECUTE format('CREATE TABLE sales_c%1$s PARTITION OF sales FOR VALUES IN (%1$s)', cid); END LOOP; END $$`);
+      await p.query(
+        `INSERT INTO sales (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace, wire_json)
+         SELECT 1 + g % 300, g % 50, sha256(int4send(g)), substr(sha256(int4send(-g)), 1, 20), substr(sha256(int4send(-g)), 1, 20),
+                1700000000 + g, g, g * 1000, g * 900, 'OPENSEA', '{"n":' || g || '}'
+         FROM generate_series(1, 3000) g`,
+      );
+      const before = (await p.query("SELECT collection_id, asset_id, hash, price, feed_seq, wire_json FROM sales ORDER BY feed_seq")).rows;
+      expect(await migratePg(p)).toEqual({ from: 17, to: PG_MIGRATIONS.length });
+      await expectOneSalesTable(p);
+      expect((await p.query("SELECT collection_id, asset_id, hash, price, feed_seq, wire_json FROM sales ORDER BY feed_seq")).rows).toEqual(before);
+      // New positions follow the old ones; the natural key still refuses a repeat.
+      const next = await p.query<{ s: string }>(
+        `INSERT INTO sales (collection_id, asset_id, hash, seller, buyer, timestamp, block, price, amount_received, marketplace)
+         VALUES (301, 1, sha256('x'), substr(sha256('y'), 1, 20), substr(sha256('y'), 1, 20), 1700000000, 1, 1, 1, 'BLUR') RETURNING feed_seq AS s`,
+      );
+      expect(BigInt(next.rows[0]!.s)).toBeGreaterThan(BigInt((before.at(-1) as { feed_seq: string }).feed_seq));
+      await expect(p.query("INSERT INTO sales SELECT * FROM sales LIMIT 1")).rejects.toThrow(/sales_natural_key/);
+    });
+  });
+
+  it("migrations 4 and 18: sales go into a partition per collection and back into one table, every row and index kept", async () => {
     await atVersion(3, async (p) => {
       await p.query("INSERT INTO collections (address) VALUES ('0x' || repeat('a', 40)), ('0x' || repeat('b', 40)), ('0x' || repeat('c', 40))");
       for (const [i, c] of [1, 1, 2, 1].entries()) {
@@ -138,20 +162,9 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
         );
       }
       expect(await migratePg(p)).toEqual({ from: 3, to: PG_MIGRATIONS.length });
-      const parts = await p.query<{ part: string; n: number }>(
-        `SELECT inhrelid::regclass::text AS part, (SELECT count(*)::int FROM sales s WHERE s.tableoid = inhrelid) AS n
-           FROM pg_inherits WHERE inhparent = 'sales'::regclass ORDER BY 1`,
-      );
-      // Collection 3 has no sales, and no partition until it has.
-      expect(parts.rows).toEqual([{ part: "sales_c1", n: 3 }, { part: "sales_c2", n: 1 }]);
-      const indexes = await p.query<{ name: string; partitions: number }>(
-        `SELECT c.relname AS name, (SELECT count(*)::int FROM pg_inherits WHERE inhparent = c.oid) AS partitions
-           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1`,
-      );
-      expect(indexes.rows).toEqual(
-        ["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"].map((name) => ({ name, partitions: 2 })),
-      );
-      expect((await p.query("SELECT to_regclass('sales_unpartitioned') AS t")).rows[0].t).toBeNull();
+      const perCollection = await p.query<{ c: number; n: number }>("SELECT collection_id AS c, count(*)::int AS n FROM sales GROUP BY 1 ORDER BY 1");
+      expect(perCollection.rows).toEqual([{ c: 1, n: 3 }, { c: 2, n: 1 }]);
+      await expectOneSalesTable(p);
       // Migration 5 (live feeds): every row already here has a position of its own, and the store an epoch.
       const positions = (await p.query<{ s: number }>("SELECT feed_seq AS s FROM sales")).rows.map((r) => Number(r.s));
       expect(new Set(positions).size).toBe(4);
@@ -166,6 +179,20 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
     expect(r.stderr).toMatch(/works on the embedded SQLite store only .* on PostgreSQL use demo, keys create and serve/);
   });
 });
+
+
+/** Sales are one table (migration 18): not partitioned, no sales_c* tables, the five indexes on it, leading with the collection but the natural key. */
+async function expectOneSalesTable(p: pg.Pool): Promise<void> {
+  expect((await p.query("SELECT count(*)::int AS n FROM pg_partitioned_table")).rows[0].n).toBe(0);
+  expect((await p.query("SELECT count(*)::int AS n FROM pg_class WHERE relname ~ '^sales_c[0-9]+$'")).rows[0].n).toBe(0);
+  const indexes = await p.query<{ name: string; def: string }>(
+    "SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1",
+  );
+  expect(indexes.rows.map((r) => r.name)).toEqual(["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+  for (const { name, def } of indexes.rows) {
+    expect(def, name).toMatch(name === "sales_natural_key" ? /\(hash, collection_id, asset_id\)/ : /USING btree \(collection_id, /);
+  }
+}
 
 describe("migrate on SQLite", () => {
   it("creates and migrates a store file, then has nothing to do", async () => {

@@ -5,7 +5,6 @@ import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
-import { ENSURE_PARTITIONS, loadNewPartitions, type PartitionFill } from "./sales-partitions.js";
 import { listingMoved } from "../shared/conflicts.js";
 import { ensureTokens, ownersFound } from "./ownership.js";
 
@@ -51,14 +50,7 @@ export interface BulkKind {
    * positions grow in commit order.
    */
   lock?: number;
-  /**
-   * A faster merge for when it applies, tried (after COPY, under the lock)
-   * before `statements`: it gives the rows it inserted, having done all the
-   * statements would have; or undefined, and the statements run.
-   * `beforeFill` runs where `classify` must: collections registered, no row yet written.
-   */
-  whole?: (client: pg.PoolClient, beforeFill?: () => Promise<void>) => Promise<number | undefined>;
-  /** Statements run after the merge, whichever way it went (`whole` or `statements`). */
+  /** Statements run after the merge (when it changed anything). */
   afterward?: readonly string[];
   /** Refuses the stage, before anything is merged, when it holds a record the store must not take (RecordConflictError). */
   check?: (client: pg.PoolClient) => Promise<void>;
@@ -164,16 +156,10 @@ export function upsertSql(
   values: readonly string[],
   source: string,
   order?: string,
-  partitioned = false,
   feed = false,
 ): string {
   const all = [...key, ...values].join(", ");
   const k = key.join(", ");
-  // A partitioned table cannot return xmax (PostgreSQL 15): a row inserted
-  // is one whose key the statement's snapshot, taken before the insert, lacks.
-  const inserted = partitioned
-    ? `NOT EXISTS (SELECT 1 FROM ${table} o WHERE ${key.map((c) => `o.${c} = up.${c}`).join(" AND ")})`
-    : "(xmax = 0)";
   // A feed's rows take their positions in the file's order (the order SQLite
   // writes them in), whatever order they are inserted in; an unchanged row's
   // position is left unused.
@@ -187,9 +173,8 @@ export function upsertSql(
       INSERT INTO ${table} AS t (${columns}) SELECT ${columns} FROM ${rows}${order === undefined ? "" : ` ORDER BY ${order}`}
       ON CONFLICT (${k}) DO UPDATE SET ${feed ? "feed_seq = EXCLUDED.feed_seq, " : ""}${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}
       WHERE (${compared(values).map((v) => `t.${v}`).join(", ")}) IS DISTINCT FROM (${compared(values).map((v) => `EXCLUDED.${v}`).join(", ")})
-      RETURNING ${partitioned ? k : "(xmax = 0) AS inserted"}),
-    counted AS (SELECT ${partitioned ? inserted : "inserted"} AS inserted FROM up)
-    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM counted`;
+      RETURNING (xmax = 0) AS inserted)
+    SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM up`;
 }
 
 /**
@@ -271,16 +256,6 @@ const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) $
     st.marketplace, st.timestamp, st.block, st.price
   FROM stage st JOIN collections c ON c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
 
-/**
- * A new collection's partition filled from the stage, in the file's order;
- * when `distinct`, one row per natural key, the last line of a key winning.
- */
-const fillPartition: PartitionFill = (table, collectionId, distinct) => `
-  INSERT INTO ${table} (hash, collection_id, asset_id, seller, buyer, timestamp, block, price, amount_received, marketplace, wire_json, wire_pb)
-  SELECT ${distinct ? "DISTINCT ON (st.hash, st.asset_id) " : ""}${bytes("hash")}, ${Number(collectionId)}, st.asset_id,
-    ${bytes("seller")}, ${bytes("buyer")}, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json, st.wire_pb
-  FROM stage st WHERE st.address = $1${distinct ? " ORDER BY st.hash, st.asset_id, st.line DESC" : ""}`;
-
 export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   collections: {
     stage: [col("address"), col("name")],
@@ -328,7 +303,6 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     },
     before: [
       REGISTER_COLLECTIONS,
-      ENSURE_PARTITIONS,
       ...hourDeltasSql(LATEST_SALES),
       ...seriesMarksSql(LATEST_SALES),
     ],
@@ -336,13 +310,11 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "wire_json", "wire_pb"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json, st.wire_pb`),
-        "collection_id, timestamp DESC, block DESC", true, true),
+        "collection_id, timestamp DESC, block DESC", true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
     tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
-    // The collections' first sales: their partitions built whole (sales-partitions.ts).
-    whole: (client, beforeFill) => loadNewPartitions(client, fillPartition, beforeFill),
   },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
@@ -359,7 +331,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
           st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.wire_json_head, st.wire_json_middle, st.wire_pb`),
-        undefined, false, true),
+        undefined, true),
     after: KEEP_LISTING_HISTORY,
     afterward: [KNOW_MARKETPLACES],
     check: refuseMoved("listings"),
@@ -375,7 +347,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
     counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block"],
         withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
           ${bytes("recipient")} AS recipient, st.timestamp, st.block`),
-        undefined, false, true),
+        undefined, true),
     afterward: MOVES_OF_STAGED_TOKENS,
     tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
@@ -391,7 +363,7 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
         ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
           st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status`),
-        undefined, false, true),
+        undefined, true),
     afterward: [KNOW_MARKETPLACES],
     check: refuseMoved("offers"),
     tables: ["collections", "offers"],

@@ -5,9 +5,8 @@ import { TRANSFER_COLUMNS } from "./transfers.js";
 import { hexOf, type PgQueries } from "./queries.js";
 
 // The live feeds' reads on PostgreSQL: a collection's rows above a position,
-// in position order, one seek on (collection_id, feed_seq) (migration 5; on
-// sales, in the collection's partition). On a replica they answer what it
-// has replayed. The positions are written by bulk-kinds.ts.
+// in position order, one seek on (collection_id, feed_seq) (migration 5).
+// On a replica they answer what it has replayed. The positions are written by bulk-kinds.ts.
 
 /** Each kind's columns and table (as `a`). */
 const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {

@@ -98,35 +98,29 @@ async function takeWriteLock(client: pg.PoolClient, kind: BulkKind, options: Imp
  */
 async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts, touched: Touched, beforeCounted?: () => Promise<void>): Promise<void> {
   await kind.check?.(client);
-  const whole = await kind.whole?.(client, beforeCounted);
-  if (whole !== undefined) {
-    counts.inserted = whole;
-    counts.updated = 0;
-  } else {
-    // The statements whose results are not read go together, one round trip
-    // each run of them (several statements in one simple query).
-    let pending: string[] = [];
-    const flush = async () => {
-      if (pending.length > 0) await client.query(pending.join(";\n"));
-      pending = [];
-    };
-    for (const [i, sql] of kind.statements.entries()) {
-      if (i !== kind.counts && i !== kind.sharedCounts) {
-        pending.push(sql);
-        continue;
-      }
-      await flush();
-      if (i === kind.counts) await beforeCounted?.();
-      const r = await client.query<{ inserted: number; updated: number }>(sql);
-      if (i === kind.counts) {
-        counts.inserted = r.rows[0]!.inserted;
-        counts.updated = r.rows[0]!.updated;
-      }
-      // A changed profile shows wherever the user is named, in any collection.
-      if (i === kind.sharedCounts && r.rows[0]!.updated > 0) touched.all = true;
+  // The statements whose results are not read go together, one round trip
+  // each run of them (several statements in one simple query).
+  let pending: string[] = [];
+  const flush = async () => {
+    if (pending.length > 0) await client.query(pending.join(";\n"));
+    pending = [];
+  };
+  for (const [i, sql] of kind.statements.entries()) {
+    if (i !== kind.counts && i !== kind.sharedCounts) {
+      pending.push(sql);
+      continue;
     }
     await flush();
+    if (i === kind.counts) await beforeCounted?.();
+    const r = await client.query<{ inserted: number; updated: number }>(sql);
+    if (i === kind.counts) {
+      counts.inserted = r.rows[0]!.inserted;
+      counts.updated = r.rows[0]!.updated;
+    }
+    // A changed profile shows wherever the user is named, in any collection.
+    if (i === kind.sharedCounts && r.rows[0]!.updated > 0) touched.all = true;
   }
+  await flush();
   // Rows all unchanged move no owner and end no listing.
   if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
   // Every staged collection, changed or not: fewer statements than finding which.

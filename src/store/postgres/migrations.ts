@@ -372,4 +372,33 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // kept by each write's merge (bulk-kinds.ts KNOW_MARKETPLACES), one DISTINCT over its stage.
   `CREATE TABLE marketplaces (name text PRIMARY KEY);
   INSERT INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers ON CONFLICT DO NOTHING;`,
+  // 18: sales in one table again, no partition per collection (migration 4's
+  // layout): a chain has hundreds of thousands of collections, and each
+  // partition cost a table, five indexes and a lock in every statement that
+  // could not prune them (a batch naming 1,000 new collections ran out of
+  // shared memory; a bare count(*) failed at ~6,400). Every index leads with
+  // the collection (but the natural key, which holds it), so a collection's
+  // rows stay together in each, and the table distributes on Citus by
+  // collection_id as it is (docs/postgresql.md, "Past one primary").
+  unpartitionSales,
 ];
+
+/**
+ * Migration 18: the partitioned sales table (and every partition) becomes
+ * one table with the same columns and indexes, read from the catalog so
+ * they are exactly the parent's.
+ */
+async function unpartitionSales(client: pg.PoolClient): Promise<void> {
+  const partitioned = await client.query("SELECT 1 FROM pg_partitioned_table WHERE partrelid = 'sales'::regclass");
+  if (partitioned.rowCount === 0) return;
+  const indexes = (
+    await client.query<{ def: string }>("SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'sales'::regclass ORDER BY indisunique DESC, indexrelid")
+  ).rows.map(({ def }) => def.replace(" ON ONLY ", " ON "));
+  await client.query(`
+    CREATE TABLE sales_flat (LIKE sales INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE);
+    INSERT INTO sales_flat SELECT * FROM sales ORDER BY collection_id, timestamp DESC, block DESC;
+    DROP TABLE sales;
+    ALTER TABLE sales_flat RENAME TO sales;`);
+  for (const def of indexes) await client.query(def);
+  await client.query("ANALYZE sales");
+}

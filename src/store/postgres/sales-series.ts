@@ -5,7 +5,7 @@ import { DAY, HOUR } from "../../domain/series.js";
 // combined with the stored row of each interval holding it (count and
 // volume added, lowest and highest kept, first and last compared); an
 // interval a changed sale left or entered is summed again from the raw
-// sales. A partition built whole, and `stats rebuild`, sum them afresh.
+// sales. `stats rebuild` sums them afresh.
 
 const SPANS = `(VALUES (${HOUR}), (${DAY})) sp(span)`;
 
