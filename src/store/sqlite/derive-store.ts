@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { type Db, refreshPlannerStats } from "./database.js";
+import { type Db, refreshPlannerStats, sqliteErrorLine } from "./database.js";
 import type { MaybePromise } from "../ports.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql } from "./hex.js";
@@ -95,7 +95,7 @@ export class DeriveStore implements DeriveRepository {
       // Another connection held the write lock past the busy timeout (an
       // import): nothing was written; the background derive tries again later.
       if (err instanceof Database.SqliteError && (err.code === "SQLITE_BUSY" || err.code === "SQLITE_BUSY_SNAPSHOT")) {
-        throw new StoreUnavailableError("the store's write lock is held by another writer (an import?)", { cause: err });
+        throw new StoreUnavailableError(sqliteErrorLine(err)!, { cause: err });
       }
       throw err;
     }
