@@ -29,8 +29,9 @@ const opts = withEngineOptions(new Command("bench:ingest-scale").description("in
   .option("--window <n>", "sales per measured window (the hour and new loads: a tenth of their size at most)", "50000")
   .option("--writers <n>", "concurrent writers", "4")
   .option("--batch <n>", "sales per batch", "1000")
+  .option("--serve-flags <flags>", "more flags for serve, space-separated (e.g. --no-derive-refresh, --workers 1)", "")
   .parse()
-  .opts<{ engines: string; pg: string; loads: string; grow: string; hour: string; new: string; window: string; writers: string; batch: string }>();
+  .opts<{ engines: string; pg: string; loads: string; grow: string; hour: string; new: string; window: string; writers: string; batch: string; serveFlags: string }>();
 
 const WRITERS = Number(opts.writers);
 const BATCH = Number(opts.batch);
@@ -128,7 +129,8 @@ async function runLoad(db: string, load: string): Promise<LoadResult> {
   runCliSync(["migrate", "--db", db]);
   const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest-scale", "--scope", "ingest"]).stdout.trim().split("\n").pop()!;
   const serve = await startServe(
-    ["--db", db, "--port", "0", "--workers", String(availableParallelism()), "--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"],
+    ["--db", db, "--port", "0", "--workers", String(availableParallelism()), "--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0",
+      ...opts.serveFlags.split(" ").filter((f) => f !== "")],
     { timeoutMs: 60_000 },
   );
   try {

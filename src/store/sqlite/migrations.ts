@@ -292,15 +292,19 @@ export const MIGRATIONS: readonly Migration[] = [
   // 18: every marketplace the store's sales, listings and offers name, kept by
   // triggers (a key lookup in a table of a few rows per write), so that a
   // filter naming none of them is told so (service/params.ts) rather than
-  // answered an empty list.
+  // answered an empty list. A sale inserted is known by the writer's own
+  // statement (write-store.ts upsertSale), not a trigger: an AFTER INSERT
+  // trigger on sales made every insert three times as costly, more as the
+  // table grew (issue 50: 20,000 live sales, 1,390 ms a batch of 1,000
+  // against 456 ms without).
   `
   CREATE TABLE marketplaces (name TEXT PRIMARY KEY) WITHOUT ROWID;
   INSERT OR IGNORE INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers;
+  ${["listings", "offers"]
+    .map((t) => `CREATE TRIGGER ${t}_marketplace_added AFTER INSERT ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`)
+    .join("\n  ")}
   ${["sales", "listings", "offers"]
-    .map(
-      (t) => `CREATE TRIGGER ${t}_marketplace_added AFTER INSERT ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;
-  CREATE TRIGGER ${t}_marketplace_changed AFTER UPDATE OF marketplace ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`,
-    )
+    .map((t) => `CREATE TRIGGER ${t}_marketplace_changed AFTER UPDATE OF marketplace ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`)
     .join("\n  ")}
   `,
 ];

@@ -150,6 +150,7 @@ export class WriteStore {
   /** In bulk mode the market is recomputed at the end (market-triggers.ts), not row by row. */
   #marketDeferred = false;
   #listingFeedSeq: Statement | undefined;
+  #knowMarketplace: Statement | undefined;
 
   /**
    * maintainStats: false leaves the stats aggregates stale (until `stats
@@ -353,6 +354,8 @@ export class WriteStore {
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
+    // Its marketplace known (migration 18): here rather than by a trigger, which would slow every insert.
+    if (result === "inserted") (this.#knowMarketplace ??= this.#db.prepare("INSERT OR IGNORE INTO marketplaces VALUES (?)")).run(r.marketplace);
     if (result === "inserted" && !this.#marketDeferred) {
       this.#saleMoves ??= [...SALE_OWNER_ADDED, SALE_LISTINGS_MOVED].map((sql) => this.#db.prepare(sql));
       const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
