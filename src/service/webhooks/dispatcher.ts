@@ -332,6 +332,11 @@ export class WebhookDispatcher {
       if (!seen.has(id)) {
         h.gone = true;
         this.#held.delete(id);
+        // Paused or deleted between a delivery and the commit of its position:
+        // written still (where the store's lease and generation allow), or a
+        // resume would send the delivered batch again.
+        this.#dropped.add(h);
+        this.#kickCommit();
       }
     }
   }
