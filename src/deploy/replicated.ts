@@ -106,6 +106,16 @@ function salesFile(dir: string, n: number): string {
   return path;
 }
 
+/** The requests both servers counted in memory because Redis did not answer in time (their /metrics). */
+async function fallbacks(servers: [Server, Server]): Promise<number> {
+  let sum = 0;
+  for (const s of servers) {
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    sum += Number(/^marketdata_rate_limit_fallbacks_total (\S+)$/m.exec(text)?.[1] ?? 0);
+  }
+  return sum;
+}
+
 /**
  * Sends requests with `key` to both servers in turn from a few concurrent
  * loops for `seconds`, and counts what each accepted, per wall-clock second.
@@ -180,7 +190,17 @@ export async function runReplicatedDeployment(o: ReplicatedOptions): Promise<Rep
     await waitForReplay(dbUrl, standby.url(name));
 
     // 3. One limit across both servers (before the key is revoked).
-    const rate = await loadBoth(pair, key, o.loadSeconds);
+    // Redis has 50 ms to answer before a server counts in memory for a second
+    // (by design): on a loaded machine a round can fall back, and then proves
+    // nothing about sharing; such a round is run again, at most three times.
+    let fellBefore = await fallbacks(pair);
+    let rate = await loadBoth(pair, key, o.loadSeconds);
+    for (let round = 1; round < 3 && (await fallbacks(pair)) !== fellBefore; round++) {
+      log("a server counted in memory during the rate round (Redis past its deadline): running it again");
+      await new Promise((r) => setTimeout(r, 1100));
+      fellBefore = await fallbacks(pair);
+      rate = await loadBoth(pair, key, o.loadSeconds);
+    }
     log(
       `rate limit ${RATE}/s across both: accepted ${rate.accepted.join(" + ")}, limited ${rate.limited.join(" + ")}; ` +
         `accepted per second: ${rate.acceptedPerSecond.join(", ")}`,
