@@ -81,7 +81,10 @@ export async function openWritableStore(target: string, options: OpenWritableOpt
  * opens its store for writing (a read-only file, a replica).
  */
 export function openIngestWriter(db: string, options: OneWriterOptions = {}): IngestWriter {
-  if (isPostgresUrl(db)) return options.local === undefined ? pgIngestWriter(db) : options.local(pgIngestWriter(db));
+  if (isPostgresUrl(db)) {
+    const writer = pgIngestWriter(db, options);
+    return options.local === undefined ? writer : options.local(writer);
+  }
   // One writer per file, whatever number of processes write it (sqlite/one-writer.ts).
   return oneSqliteWriter(db, options);
 }

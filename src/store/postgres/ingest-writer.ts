@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
 import { parsePgUrl } from "./hosts.js";
 import { PgRecordImport } from "./importer.js";
@@ -17,14 +18,13 @@ import { unavailable } from "./queries.js";
 
 /** Connections for writes per server process (one batch at a time; one more for the schema check). */
 const WRITE_POOL_SIZE = 2;
-/** How long a batch waits for another writer (an import) before it fails as unavailable. */
-const LOCK_WAIT_MS = 10_000;
 /** SQLSTATE 55P03: lock_not_available (lock_timeout passed). */
 const LOCK_NOT_AVAILABLE = "55P03";
 /** SQLSTATE 25006: read_only_sql_transaction (a standby, or a read-only default). */
 const READ_ONLY_TRANSACTION = "25006";
 
-export function pgIngestWriter(url: string): IngestWriter {
+export function pgIngestWriter(url: string, options: LockWaitOptions = {}): IngestWriter {
+  const lockWaitMs = options.lockWaitMs ?? LOCK_WAIT_MS;
   // Several hosts: a read-only answer means a failover under way, not a replica.
   const failingOver = (parsePgUrl(url)?.hosts.length ?? 1) > 1;
   let pool: pg.Pool | undefined;
@@ -92,7 +92,7 @@ export function pgIngestWriter(url: string): IngestWriter {
       const importer = await open();
       // Autovacuum keeps the statistics of tables written a batch at a time;
       // an import holding the write lock makes batches wait, not hang.
-      return await importer.importBatches(kind, batches, { refreshStatistics: false, lockWaitMs: LOCK_WAIT_MS });
+      return await importer.importBatches(kind, batches, { refreshStatistics: false, lockWaitMs });
     } catch (err) {
       if (failingOver && sqlState(err) === READ_ONLY_TRANSACTION) {
         // The host this pool chose stopped taking writes (pg_auto_failover
@@ -105,7 +105,7 @@ export function pgIngestWriter(url: string): IngestWriter {
         void old?.end().catch(() => {});
         throw new StoreUnavailableError(`the primary of ${redactUrl(url)} is changing (a failover); retry`, { cause: err });
       }
-      throw classify(err, url);
+      throw classify(err, url, lockWaitMs);
     }
   }
 }
@@ -137,12 +137,12 @@ function sqlState(err: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-function classify(err: unknown, url: string): unknown {
+function classify(err: unknown, url: string, lockWaitMs: number): unknown {
   if (sqlState(err) === READ_ONLY_TRANSACTION) {
     return new StoreReadOnlyError(`the PostgreSQL store at ${redactUrl(url)} takes no writes (a hot standby?): send ingest to a server on the primary`);
   }
   if (sqlState(err) === LOCK_NOT_AVAILABLE) {
-    return new StoreUnavailableError(`another writer (an import?) held the store's write lock for ${LOCK_WAIT_MS / 1000} s; retry`, { cause: err });
+    return new StoreUnavailableError(`another writer (an import?) held the store's write lock for ${lockWaitMs / 1000} s; retry`, { cause: err });
   }
   if (unavailable(err)) {
     return new StoreUnavailableError(`the PostgreSQL store at ${redactUrl(url)} is unreachable`, { cause: err });

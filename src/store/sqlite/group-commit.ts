@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
 import { type Db, hasPlannerStats, refreshPlannerStats, schemaVersion, tuneForWrites } from "./database.js";
+import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { WRITERS } from "./importer.js";
 import { MIGRATIONS } from "./migrations.js";
 import { WriteStore } from "./write-store.js";
@@ -19,10 +20,9 @@ import { WriteStore } from "./write-store.js";
 // Its thread never sleeps on the lock: the connection does not wait in
 // SQLite's busy handler (busy_timeout 0). When another process holds the
 // write lock (an import from the CLI, another worker's writer), the writer
-// retries on a timer, and past PATIENCE_MS the waiting batches fail with
+// retries on a timer, and past LOCK_WAIT_MS the waiting batches fail with
 // StoreUnavailableError (callers see `unavailable` and retry).
 
-const PATIENCE_MS = 10_000;
 const FIRST_RETRY_MS = 2;
 /** Retries at most this far apart: the background derive holds the lock for some tens of ms, and a longer step would add its own wait to every batch behind it. */
 const MAX_RETRY_MS = 10;
@@ -41,6 +41,7 @@ interface Pending {
 export class GroupCommitWriter implements IngestWriter {
   readonly #path: string;
   readonly #statsEveryRows: number;
+  readonly #lockWaitMs: number;
   #db: Db | undefined;
   #queue: Pending[] = [];
   #running = false;
@@ -48,9 +49,10 @@ export class GroupCommitWriter implements IngestWriter {
   #closed = false;
 
   /** `statsEveryRows`: rows written between two refreshes of the planner's statistics (tests make it small). */
-  constructor(path: string, options: { statsEveryRows?: number } = {}) {
+  constructor(path: string, options: { statsEveryRows?: number | undefined } & LockWaitOptions = {}) {
     this.#path = path;
     this.#statsEveryRows = options.statsEveryRows ?? STATS_EVERY_ROWS;
+    this.#lockWaitMs = options.lockWaitMs ?? LOCK_WAIT_MS;
   }
 
   write(kind: Kind, records: readonly ImportRecord[]): Promise<ImportCounts> {
@@ -123,7 +125,7 @@ export class GroupCommitWriter implements IngestWriter {
 
   /** BEGIN IMMEDIATE, retried on a timer while another connection holds the write lock. */
   async #begin(db: Db): Promise<void> {
-    const deadline = performance.now() + PATIENCE_MS;
+    const deadline = performance.now() + this.#lockWaitMs;
     for (let wait = FIRST_RETRY_MS; ; wait = Math.min(MAX_RETRY_MS, wait * 2)) {
       try {
         db.exec("BEGIN IMMEDIATE");
@@ -131,7 +133,7 @@ export class GroupCommitWriter implements IngestWriter {
       } catch (err) {
         if (!isBusy(err)) throw err;
         if (performance.now() + wait > deadline) {
-          throw new StoreUnavailableError(`the store's write lock was held by another writer (an import?) for ${PATIENCE_MS / 1000} s`, { cause: err });
+          throw new StoreUnavailableError(`another writer (an import?) held the store's write lock for ${this.#lockWaitMs / 1000} s; retry`, { cause: err });
         }
         await sleep(wait);
       }

@@ -18,7 +18,8 @@ export interface WriteRequest {
 /** What the server's side hands the thread. */
 export interface WriterData {
   path: string;
-  statsEveryRows?: number;
+  statsEveryRows: number | undefined;
+  lockWaitMs: number | undefined;
 }
 
 /** A reply to a batch, or the reason the thread is ending (it should not: the server's side logs it). */
@@ -29,7 +30,7 @@ export type WriteReply =
 
 const port = parentPort!;
 const data = workerData as WriterData;
-const writer = new GroupCommitWriter(data.path, data.statsEveryRows === undefined ? {} : { statsEveryRows: data.statsEveryRows });
+const writer = new GroupCommitWriter(data.path, data);
 
 // Should anything still escape, the server is told why before the thread ends.
 const died = (err: unknown) => {

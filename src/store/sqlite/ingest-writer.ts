@@ -1,3 +1,4 @@
+import type { LockWaitOptions } from "../shared/lock-wait.js";
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
 import { type ImportCounts, type ImportRecord, type IngestWriter, RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
@@ -13,7 +14,7 @@ import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 
 const ERRORS: Record<string, new (message: string) => Error> = { StoreError, StoreReadOnlyError, StoreUnavailableError, RecordConflictError };
 
-export interface SqliteWriterOptions {
+export interface SqliteWriterOptions extends LockWaitOptions {
   /** Told once why the writer's thread ended, should it (it is started again at the next write). */
   onStopped?: (why: string) => void;
   /** Rows between refreshes of the planner's statistics (tests). */
@@ -27,7 +28,7 @@ export function sqliteIngestWriter(path: string, options: SqliteWriterOptions = 
   let closed = false;
 
   const start = (): Worker => {
-    const data: WriterData = { path, ...(options.statsEveryRows === undefined ? {} : { statsEveryRows: options.statsEveryRows }) };
+    const data: WriterData = { path, statsEveryRows: options.statsEveryRows, lockWaitMs: options.lockWaitMs };
     const w = startModuleWorker(import.meta.url, "ingest-worker", data);
     let why: string | undefined;
     w.on("message", (reply: WriteReply) => {
