@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
 import { runCliSync, startServe } from "../cli/run-sync.js";
+import { diskUsage } from "../cli/stats.js";
 import { Random } from "../demo/random.js";
 import { log, median, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines } from "./sales-file.js";
@@ -22,16 +23,17 @@ import { MARKETPLACES, saleLines } from "./sales-file.js";
 // collections' rate with one collection's (the grow load's first window).
 
 const opts = withEngineOptions(new Command("bench:ingest-scale").description("ingest rate as a collection grows, inside one hour, and into new collections, on SQLite and PostgreSQL"))
-  .option("--loads <list>", "grow,hour,new", "grow,hour,new")
+  .option("--loads <list>", "grow,hour,new,mixed", "grow,hour,new,mixed")
   .option("--grow <n>", "sales of the growing collection", "1000000")
   .option("--hour <n>", "sales inside one hour", "100000")
   .option("--new <n>", "new collections, one sale each", "100000")
+  .option("--mixed <n>", "records of the mixed load (sales, listings, transfers), after which the store's disk per record is given", "300000")
   .option("--window <n>", "sales per measured window (the hour and new loads: a tenth of their size at most)", "50000")
   .option("--writers <n>", "concurrent writers", "4")
   .option("--batch <n>", "sales per batch", "1000")
   .option("--serve-flags <flags>", "more flags for serve, space-separated (e.g. --no-derive-refresh, --workers 1)", "")
   .parse()
-  .opts<{ engines: string; pg: string; loads: string; grow: string; hour: string; new: string; window: string; writers: string; batch: string; serveFlags: string }>();
+  .opts<{ engines: string; pg: string; loads: string; grow: string; hour: string; new: string; mixed: string; window: string; writers: string; batch: string; serveFlags: string }>();
 
 const WRITERS = Number(opts.writers);
 const BATCH = Number(opts.batch);
@@ -43,6 +45,8 @@ interface LoadResult {
   sales: number;
   seconds: number;
   errors: string[];
+  /** The mixed load's disk report (lines). */
+  disk?: string[];
 }
 
 /**
@@ -53,7 +57,7 @@ interface LoadResult {
  * the sales (a window ending inside a burst would otherwise be as long as
  * the time to the next burst, or nothing).
  */
-async function drive(url: string, key: string, next: () => string[] | undefined, window: number): Promise<LoadResult> {
+async function drive(url: string, key: string, next: () => Batch | undefined, window: number): Promise<LoadResult> {
   const errors: string[] = [];
   let acknowledged = 0;
   const started = performance.now();
@@ -61,8 +65,9 @@ async function drive(url: string, key: string, next: () => string[] | undefined,
   const points: [number, number][] = [[0, 0]];
   await Promise.all(
     Array.from({ length: WRITERS }, async () => {
-      for (let lines = next(); lines !== undefined; lines = next()) {
-        const r = await fetch(`${url}/v1/ingest/sales`, {
+      for (let batch = next(); batch !== undefined; batch = next()) {
+        const { kind, lines } = batch;
+        const r = await fetch(`${url}/v1/ingest/${kind}`, {
           method: "POST",
           headers: { "content-type": "application/x-ndjson", "x-api-key": key },
           body: lines.join("\n"),
@@ -94,8 +99,14 @@ async function drive(url: string, key: string, next: () => string[] | undefined,
 /** Acknowledgements this close together are one burst (one group commit's). */
 const BURST_MS = 20;
 
+/** One POST: NDJSON lines of one kind. */
+interface Batch {
+  kind: string;
+  lines: string[];
+}
+
 /** Batches of BATCH lines from `lines`, handed out in order. */
-function batchesOf(lines: Iterator<string>): () => string[] | undefined {
+function batchesOf(lines: Iterator<string>, kind = "sales"): () => Batch | undefined {
   return () => {
     const out: string[] = [];
     while (out.length < BATCH) {
@@ -103,7 +114,54 @@ function batchesOf(lines: Iterator<string>): () => string[] | undefined {
       if (r.done === true) break;
       out.push(r.value);
     }
-    return out.length > 0 ? out : undefined;
+    return out.length > 0 ? { kind, lines: out } : undefined;
+  };
+}
+
+/**
+ * An operator's mix, as issue 50's 30-minute run wrote it: batches of sales
+ * (half the records), listings (three in ten: two new for one update of an
+ * earlier listing, price or end) and transfers (two in ten) over 20
+ * collections of 10,000 tokens, 2,000 wallets, times spread over the last
+ * week in order.
+ */
+function mixedBatches(n: number): () => Batch | undefined {
+  const rnd = new Random(31);
+  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
+  const start = Math.floor(Date.now() / 1000) - 7 * 86400;
+  const step = (7 * 86400 - 600) / n;
+  const listed: Record<string, unknown>[] = [];
+  let made = 0;
+  const record = (kind: string): string => {
+    const i = made++;
+    const time = Math.floor(start + i * step);
+    const contractAddress = addressOf(100 + rnd.int(0, 19));
+    const assetId = String(rnd.int(1, 10_000));
+    const price = (BigInt(Math.round((0.01 + rnd.next() ** 3 * 20) * 1e6)) * 10n ** 12n).toString();
+    if (kind === "sales") {
+      return JSON.stringify({ hash: `0x${rnd.hex(64)}`, from: rnd.pick(wallets), to: rnd.pick(wallets), contractAddress, assetId, timestamp: time,
+        block: 19_000_000 + i, price, amountReceived: price, currency: "ETH", marketplace: rnd.pick(MARKETPLACES) });
+    }
+    if (kind === "transfers") {
+      return JSON.stringify({ hash: `0x${rnd.hex(64)}`, logIndex: rnd.int(0, 300), from: rnd.pick(wallets), to: rnd.pick(wallets), contractAddress, assetId,
+        timestamp: time, block: 19_000_000 + i });
+    }
+    if (listed.length > 0 && rnd.next() < 1 / 3) {
+      const earlier = listed[rnd.int(0, listed.length - 1)]!;
+      const status = rnd.pick(["CREATED", "CREATED", "CANCELLED", "FULFILLED", "EXPIRED"]);
+      return JSON.stringify({ ...earlier, lastUpdatedAt: Math.max(time, earlier.lastUpdatedAt as number), price, status });
+    }
+    const listing = { marketplaceId: String(5_000_000 + i), marketplace: rnd.pick(MARKETPLACES), contractAddress, assetId, createdAt: time,
+      lastUpdatedAt: time, price, currency: "ETH", status: "CREATED" };
+    if (listed.length < 20_000) listed.push(listing);
+    else listed[rnd.int(0, listed.length - 1)] = listing;
+    return JSON.stringify(listing);
+  };
+  return () => {
+    if (made >= n) return undefined;
+    const r = rnd.next();
+    const kind = r < 0.5 ? "sales" : r < 0.8 ? "listings" : "transfers";
+    return { kind, lines: Array.from({ length: Math.min(BATCH, n - made) }, () => record(kind)) };
   };
 }
 
@@ -133,25 +191,58 @@ async function runLoad(db: string, load: string): Promise<LoadResult> {
       ...opts.serveFlags.split(" ").filter((f) => f !== "")],
     { timeoutMs: 60_000 },
   );
+  let result: LoadResult;
   try {
-    const now = Math.floor(Date.now() / 1000);
-    const window = Number(opts.window);
-    if (load === "grow") {
-      const n = Number(opts.grow);
-      return await drive(serve.url, key, batchesOf(saleLines(n, 11, addressOf(-1), { start: now - 35 * 86400, span: 35 * 86400 - 600 })), Math.min(window, n / 10));
-    }
-    if (load === "hour") {
-      const n = Number(opts.hour);
-      return await drive(serve.url, key, batchesOf(saleLines(n, 12, addressOf(-2), { start: now - 3600, span: 3500 })), Math.min(window, n / 10));
-    }
-    const n = Number(opts.new);
-    return await drive(serve.url, key, batchesOf(newCollectionLines(n)), Math.min(window, n / 10));
+    result = await driveLoad(serve.url, key, load);
   } finally {
     const lines = serve.output().split("\n");
     await serve.stop();
     const bad = lines.filter((l) => /"level":(4|5)\d/.test(l));
     if (bad.length > 0) log(`  serve logged ${bad.length} warnings or errors; the first: ${bad[0]!.slice(0, 300)}`);
   }
+  return load === "mixed" ? { ...result, disk: await diskReport(db, result.sales) } : result;
+}
+
+async function driveLoad(url: string, key: string, load: string): Promise<LoadResult> {
+  const now = Math.floor(Date.now() / 1000);
+  const window = Number(opts.window);
+  if (load === "grow") {
+    const n = Number(opts.grow);
+    return await drive(url, key, batchesOf(saleLines(n, 11, addressOf(-1), { start: now - 35 * 86400, span: 35 * 86400 - 600 })), Math.min(window, n / 10));
+  }
+  if (load === "hour") {
+    const n = Number(opts.hour);
+    return await drive(url, key, batchesOf(saleLines(n, 12, addressOf(-2), { start: now - 3600, span: 3500 })), Math.min(window, n / 10));
+  }
+  if (load === "mixed") {
+    const n = Number(opts.mixed);
+    return await drive(url, key, mixedBatches(n), Math.min(window, n / 10));
+  }
+  const n = Number(opts.new);
+  return await drive(url, key, batchesOf(newCollectionLines(n)), Math.min(window, n / 10));
+}
+
+/** The store's bytes per record after the mixed load, by table (its indexes with it), the largest first. */
+async function diskReport(db: string, records: number): Promise<string[]> {
+  const out: string[] = [];
+  const log = (line: string) => out.push(line);
+  const usage = await diskUsage(db);
+  const tables = new Map<string, { bytes: number; indexes: number }>();
+  for (const p of usage.parts) {
+    const t = tables.get(p.table) ?? { bytes: 0, indexes: 0 };
+    if (p.name === p.table) t.bytes += p.bytes;
+    else t.indexes += p.bytes;
+    tables.set(p.table, t);
+  }
+  const perRecord = (bytes: number) => (bytes / records).toFixed(0);
+  log(`\n  disk after ${fmt(records)} mixed records: ${(usage.total / 1e6).toFixed(1)} MB, **${perRecord(usage.total)} bytes per record**`);
+  log("\n  | table | bytes per record | of which indexes |\n  |---|---|---|");
+  for (const [name, t] of [...tables].sort((a, b) => b[1].bytes + b[1].indexes - (a[1].bytes + a[1].indexes)).slice(0, 12)) {
+    log(`  | ${name} | ${perRecord(t.bytes + t.indexes)} | ${perRecord(t.indexes)} |`);
+  }
+  const largest = usage.parts.filter((p) => p.name !== p.table).slice(0, 8).map((p) => `${p.name} ${perRecord(p.bytes)}`);
+  log(`\n  largest indexes (bytes per record): ${largest.join(", ")}`);
+  return out;
 }
 
 async function onEngine(name: string, each: (load: string) => Promise<LoadResult>): Promise<void> {
@@ -167,6 +258,7 @@ async function onEngine(name: string, each: (load: string) => Promise<LoadResult
     const vs = load === "new" && oneCollection !== undefined ? ` (${(r.sales / r.seconds / oneCollection).toFixed(2)} of one collection's first window)` : "";
     log(`| ${load} | ${fmt(r.sales)} | ${r.seconds.toFixed(1)} | ${fmt(r.sales / r.seconds)}${vs} | ${fmt(first)} | ${fmt(median(r.windows))} | ${fmt(last)} | **${(last / first).toFixed(2)}** | ${r.errors.length} |`);
     if (r.errors.length > 0) log(`  first error: ${r.errors[0]}`);
+    for (const line of r.disk ?? []) log(line);
   }
 }
 

@@ -340,7 +340,7 @@ program
     await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported, resolveClockSkew(opts.maxClockSkew));
   });
 
-const stats = program.command("stats").description("maintain the aggregates collection stats are answered from");
+const stats = program.command("stats").description("maintain the aggregates collection stats are answered from, and see where the store's disk goes");
 stats
   .command("rebuild")
   .description("recompute the stats aggregates from the raw sales (after a manual repair of the sales table)")
@@ -349,6 +349,14 @@ stats
   .option("--check", "change nothing; exit 1 if any aggregate differs from the sales", false)
   .action(async (opts: { db: string; collection?: string; check: boolean }) => {
     await (await import("./stats.js")).runStatsRebuild(opts.db, opts);
+  });
+stats
+  .command("disk")
+  .description("every table and index of the store by its size on disk, largest first (SQLite: after a checkpoint)")
+  .addOption(dbOption())
+  .option("--json", "one JSON object: { total, parts: [{ name, table, bytes, rows }] }", false)
+  .action(async (opts: { db: string; json: boolean }) => {
+    await (await import("./stats.js")).runStatsDisk(opts.db, opts.json);
   });
 
 try {

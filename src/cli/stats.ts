@@ -1,5 +1,6 @@
 import { isAddress } from "../domain/formats.js";
 import { openWritableStore } from "../store/open.js";
+import type { DiskUsage } from "../store/ports.js";
 import { CliError } from "./errors.js";
 
 export interface StatsRebuildResult {
@@ -49,4 +50,28 @@ export async function runStatsRebuild(dbPath: string, options: { collection?: st
   process.stderr.write(
     `rebuilt stats of ${scope} from the sales in ${r.ms.toFixed(0)} ms: ${r.changed} aggregate row(s) (hours, series) fixed, ${r.rows} hour rows in the store\n`,
   );
+}
+
+/** Where the store's disk goes, on either engine. */
+export async function diskUsage(dbPath: string): Promise<DiskUsage> {
+  const store = await openWritableStore(dbPath);
+  try {
+    return await store.diskUsage();
+  } finally {
+    await store.close();
+  }
+}
+
+const mb = (bytes: number) => (bytes / 1e6).toFixed(1).padStart(9);
+
+export async function runStatsDisk(dbPath: string, json: boolean): Promise<void> {
+  const usage = await diskUsage(dbPath);
+  if (json) {
+    process.stdout.write(`${JSON.stringify(usage)}\n`);
+    return;
+  }
+  const rows = usage.parts.filter((p) => p.bytes > 0);
+  const width = Math.max(4, ...rows.map((p) => p.name.length));
+  const lines = rows.map((p) => `${p.name.padEnd(width)} ${mb(p.bytes)} MB ${String(p.rows).padStart(12)}  ${p.name === p.table ? "" : `(index of ${p.table})`}`);
+  process.stdout.write(`${"name".padEnd(width)} ${"size".padStart(12)} ${"rows".padStart(12)}\n${lines.join("\n")}\n${"total".padEnd(width)} ${mb(usage.total)} MB\n`);
 }

@@ -728,6 +728,23 @@ export interface StatsRebuildCounts {
   rows: number;
 }
 
+/** One table or index of the store and the bytes it takes on disk. */
+export interface DiskPart {
+  name: string;
+  /** The table it belongs to (itself for a table). */
+  table: string;
+  bytes: number;
+  /** Rows (a table) or entries (an index); SQLite counts cells, PostgreSQL estimates. */
+  rows: number;
+}
+
+/** Where a store's disk goes: every table and index, largest first, and the whole store's size. */
+export interface DiskUsage {
+  parts: DiskPart[];
+  /** The file with its write-ahead log after a checkpoint (SQLite), or the database (PostgreSQL). */
+  total: number;
+}
+
 export interface WritableStore {
   /** The store for messages: a file path, or a PostgreSQL URL without its password. */
   description: string;
@@ -740,5 +757,7 @@ export interface WritableStore {
   rebuildStats(collectionId: number | undefined, check: boolean): Promise<StatsRebuildCounts>;
   /** The collection with the most tokens (what `start` shows first); undefined in an empty store. */
   largestCollection(): Promise<string | undefined>;
+  /** Where the store's disk goes (after a checkpoint on SQLite). */
+  diskUsage(): Promise<DiskUsage>;
   close(): Promise<void>;
 }
