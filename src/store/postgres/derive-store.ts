@@ -3,6 +3,7 @@ import type { AppraisalRow, RarityRow } from "../../domain/records.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports.js";
 import { lowestPrices } from "../shared/listing-prices.js";
 import { BULK_KINDS } from "./bulk-kinds.js";
+import { PG_SALES_SINCE_SQL, salesSinceValues } from "./sales.js";
 import { openStage, writeTransaction } from "./copy.js";
 
 // derive on PostgreSQL: the same reads and the same replacement rules as
@@ -55,11 +56,8 @@ export class PgDeriveStore implements DeriveRepository {
   async salesSince(collectionId: number, after: number, until: number): Promise<{ sales: SaleForModel[]; total: number }> {
     // One statement, one snapshot: no commit lands between the count and the rows.
     const r = await this.pool.query<{ total: number; asset_id: string | null; timestamp: number; price: string; buyer: string }>(
-      `WITH t AS (SELECT count(*)::int AS total FROM sales WHERE collection_id = $1 AND timestamp <= $3)
-       SELECT t.total, s.* FROM t LEFT JOIN LATERAL (
-         SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
-         FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 ORDER BY s.timestamp, s.block, s.hash, s.asset_id) s ON true`,
-      [collectionId, after, until],
+      PG_SALES_SINCE_SQL,
+      salesSinceValues(collectionId, after, until),
     );
     const sales = r.rows.filter((s) => s.asset_id !== null).map((s) => ({ assetId: s.asset_id!, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));
     return { sales, total: r.rows[0]?.total ?? 0 };
