@@ -7,6 +7,8 @@ import { type PgRepositories, pgRepositories } from "../../src/store/postgres/re
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { keepSql } from "../../src/store/postgres/collection-summaries.js";
+import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
+import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-hourly.js";
 import { importRecords } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { VALID } from "../ingest/records.js";
@@ -252,6 +254,32 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     expect(conds).toMatch(/sales_series_pkey: \(\(collection_id = c\.id\) AND \(marketplace = ''::text\) AND \(span = 3600\) AND \(bucket >= /);
     expect(conds).toMatch(/listings_open_floor: \(collection_id = c\.id\)/);
     expect(keep.filter((n) => n["Node Type"] === "Sort" && n["Relation Name"] !== "store_state")).toEqual([]);
+  });
+
+  it("a batch's hour deltas seek their hour rows, and the derive's count of sales reads the running totals (issue 50: both grew with the store)", async () => {
+    const id = (await repos.collections.collectionId(TARGET))!;
+    const hour = (await client.query<{ h: string }>("SELECT max(hour) AS h FROM sales_hourly WHERE collection_id = $1", [id])).rows[0]!.h;
+    await client.query("BEGIN");
+    try {
+      // What a merge of sales runs (sales-hourly.ts): the deltas' table, filled, with its statistics.
+      const [create, , analyze] = hourDeltasSql("SELECT 1");
+      await client.query(create!);
+      await client.query("INSERT INTO hour_deltas VALUES ($1, 'BLUR', $2, 1, 100)", [id, hour]);
+      await client.query(analyze!);
+      const apply = await planOf(APPLY_HOUR_DELTAS[0]!, []);
+      expect(apply.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "sales_hourly")).toEqual([]);
+      const seeks = apply.filter((n) => n["Relation Name"] === "sales_hourly" && n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`);
+      expect(seeks.join(" | ")).toMatch(/sales_hourly_pkey: \(\(collection_id = \w+\.c\) AND \(marketplace = \w+\.m\) AND \(hour >= /);
+    } finally {
+      await client.query("ROLLBACK");
+    }
+    const since = await planOf(PG_SALES_SINCE_SQL, salesSinceValues(id, 1_700_000_000 + 19_000 * 3600, 1_700_000_000 + 19_990 * 3600 + 5));
+    expect(since.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
+    const conds = since.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    // The running totals: the hour row before the instant's hour, per marketplace; the edge and the new rows: one time range.
+    expect(conds).toMatch(/sales_hourly_pkey: \(\(collection_id = \d+\) AND \(marketplace = m\.marketplace\) AND \(hour < '\d+'::bigint\)\)/);
+    expect(conds).toMatch(/sales_by_marketplace: \(\(collection_id = \d+\) AND \(marketplace = m\.marketplace\) AND \("timestamp" >= '\d+'::bigint\) AND \("timestamp" <= '\d+'::bigint\)\)/);
+    expect(conds).toMatch(/sales_by_time: \(\(collection_id = \d+\) AND \("timestamp" > '\d+'::bigint\) AND \("timestamp" <= '\d+'::bigint\)\)/);
   });
 
   it("pages after a token seek to the token's position: the index condition bounds the sort key", async () => {
