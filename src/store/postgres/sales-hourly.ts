@@ -27,10 +27,9 @@ export function hourDeltasSql(latest: string): string[] {
        FROM l JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id) d
      GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`,
     // Statistics for the planner (autovacuum never sees a temporary table):
-    // without them it guessed 720 delta rows and hashed every hour row of
-    // the store against them, running APPLY_HOUR_DELTAS's correlated seek
-    // for each (153 ms for one delta beside 68,000 hour rows, and growing
-    // with them); with them, one index range per delta (2 ms, ANALYZE 1 ms).
+    // without them it guessed 720 delta rows, costed APPLY_HOUR_DELTAS past
+    // jit_above_cost and compiled it for each commit (47 ms of JIT for five
+    // deltas; 2 ms in all with them, ANALYZE 1 ms).
     "ANALYZE hour_deltas",
   ];
 }
@@ -47,15 +46,21 @@ export function hourDeltasSql(latest: string): string[] {
  * every delta before it was quadratic (8,000 sales an hour apart, one
  * batch: 4.7 s), and summing the raw sales of the touched hours again grew
  * with the sales of the current hour (31 ms a commit after 5,000 live
- * sales; an hour at 1,000 sales/s holds 3.6M).
+ * sales; an hour at 1,000 sales/s holds 3.6M). The hour rows are read by
+ * a seek per collection and marketplace: OFFSET 0 keeps that subquery from
+ * being pulled up into a join, which the planner (taking the range from a
+ * subquery's hour to be a third of the table) made a hash of every hour
+ * row in the store (615 ms for five deltas beside 68,000 hour rows).
  */
 export const APPLY_HOUR_DELTAS: readonly string[] = [
   `WITH f AS (SELECT c, m, min(h) AS h FROM hour_deltas GROUP BY c, m),
    u AS (
      SELECT x.collection_id AS c, x.marketplace AS m, x.hour AS h, x.cum_num_sales AS old_n, x.cum_volume AS old_v, 0::bigint AS n, 0::numeric AS v
-     FROM f JOIN sales_hourly x ON x.collection_id = f.c AND x.marketplace = f.m
-       AND x.hour >= coalesce((SELECT p.hour FROM sales_hourly p WHERE p.collection_id = f.c AND p.marketplace = f.m AND p.hour < f.h
-                               ORDER BY p.hour DESC LIMIT 1), f.h)
+     FROM f CROSS JOIN LATERAL (
+       SELECT * FROM sales_hourly x WHERE x.collection_id = f.c AND x.marketplace = f.m
+         AND x.hour >= coalesce((SELECT p.hour FROM sales_hourly p WHERE p.collection_id = f.c AND p.marketplace = f.m AND p.hour < f.h
+                                 ORDER BY p.hour DESC LIMIT 1), f.h)
+       OFFSET 0) x
      UNION ALL
      SELECT c, m, h, NULL, NULL, n, v FROM hour_deltas),
    g AS (SELECT c, m, h, max(old_n) AS old_n, max(old_v) AS old_v, sum(n) AS n, sum(v) AS v FROM u GROUP BY c, m, h),
