@@ -52,6 +52,11 @@ export function logTimings(rows: readonly [string, { p50: number; p99: number }]
 }
 
 export function ensureStore(scale: string): { db: string; key: string } {
+  // A store built elsewhere (bench:chain-store's): the path of its file.
+  if (scale.endsWith(".sqlite")) {
+    if (!existsSync(scale)) throw new Error(`${scale}: no such store (npm run bench:chain-store builds one)`);
+    return { db: scale, key: benchKey(scale, "bench", null) };
+  }
   mkdirSync(`${ROOT}data`, { recursive: true });
   const db = `${ROOT}data/bench-${scale}.sqlite`;
   if (!existsSync(db)) {

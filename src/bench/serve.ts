@@ -1,3 +1,4 @@
+import { basename } from "node:path";
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -44,13 +45,13 @@ for (const scale of opts.stores.split(",")) {
     const r = await fetch(`${server.url}${hotPaths[p]}`, { headers: { "x-api-key": key } });
     bodies[p] = Buffer.from(await r.arrayBuffer()).toString("base64");
   }
-  const bytesFile = `${ROOT}data/bench-bytes-${scale}.json`;
+  const bytesFile = `${ROOT}data/bench-bytes-${basename(scale, ".sqlite")}.json`;
   writeFileSync(bytesFile, JSON.stringify(bodies));
   const bytes = await startTarget("bytes", db, bytesFile);
   const hand = await startTarget("handwritten", db);
   const cold = await coldRequests(server.url, key, cs);
   // Kept for reproducing a cold run outside the bench (a profile of one endpoint, say).
-  writeFileSync(`${ROOT}data/bench-cold-${scale}.json`, JSON.stringify(cold));
+  writeFileSync(`${ROOT}data/bench-cold-${basename(scale, ".sqlite")}.json`, JSON.stringify(cold));
   const uncached = await startCli(db, 1, 0, ["--rate-limit", "0"]);
   const storeResults: Record<string, unknown> = {};
 
