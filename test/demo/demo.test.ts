@@ -35,7 +35,8 @@ describe("demo store", () => {
     expect(dumpStore(again)).toEqual(dumpStore(a));
     const other = await demo("c.sqlite", 8);
     expect(dumpStore(other).sales).not.toEqual(dumpStore(a).sales);
-  });
+    // Two builds and three dumps: ~15 s each on a quiet machine, past 30 s on a loaded one.
+  }, 90_000);
 
   it("has what the issue asks for: skewed traits, six marketplaces, sweeps, fees, four listing states", () => {
     const d = dumpStore(a);
