@@ -204,8 +204,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       // So may a wallet's tokens of a collection, and a trait's tokens by
       // latest move (no index holds that order per trait: docs/decisions.md,
       // "Tokens").
-      // And the collections a text names, when the trigram index finds at most FEW_MATCHES (collection-summaries.ts).
-      const boundedByAsset = /asset_id = \$\d|asset_id = ANY|current_owner = \$\d/.test(text) || TRAIT_BY_MOVE.test(text) || TEXT_FOUND.test(text);
+      const boundedByAsset = /asset_id = \$\d|asset_id = ANY|current_owner = \$\d/.test(text) || TRAIT_BY_MOVE.test(text);
       // A series page reads at most 1,000 intervals (bucket between two bounds), whatever the collection's history.
       const boundedByPage = /FROM sales_series WHERE .*bucket >= \$\d+ AND bucket <= \$\d+/.test(one(text));
       for (const n of await planOf(text, values)) {
@@ -223,8 +222,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     const problems: string[] = [];
     for (const { text, values } of repos.preparedRuns()) {
       // The collections list (its own test below): a first page binds nothing.
-      // And a text's collections, found by the trigram index (the same test).
-      if (/FROM store_state/.test(text) || /FROM collection_summaries s/.test(text) || TEXT_FOUND.test(text)) continue;
+      if (/FROM store_state/.test(text) || /FROM collection_summaries s/.test(text)) continue;
       const main = mainTable(text);
       // An index scan names its table, a bitmap index scan only its index (named after the table).
       const nodes = (await planOf(text, values)).filter(
@@ -240,16 +238,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
   });
 
   it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", async () => {
-    const pages = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries s/.test(text) && !TEXT_FOUND.test(text));
-    expect(pages.length).toBe(8);
-    // Found by a text the trigram index names few collections for: those, by the summaries' key.
-    const found = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries s/.test(text) && TEXT_FOUND.test(text));
-    expect(found.length).toBe(8);
-    for (const { text, values } of [...found, ...repos.preparedRuns().filter(({ text: t }) => /SELECT count\(\*\)::int AS n FROM/.test(t))]) {
-      const conds = (await planOf(text, values)).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
-      expect(conds, one(text)).toMatch(/collections_text: \(lower\(name\) ~~ '%other%'::text\) \| collections_text: \(address ~~ '%other%'::text\)/);
-      if (/FROM collection_summaries s/.test(text)) expect(conds, one(text)).toMatch(/collection_summaries_pkey: \(collection_id = /);
-    }
+    const pages = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries s/.test(text));
+    expect(pages.length).toBe(16);
     for (const { text, values } of pages) {
       const column = /ORDER BY s\.(\w+_key), s\.address/.exec(text)![1]!;
       const nodes = await planOf(text, values);
@@ -297,8 +287,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     const keyset = repos.preparedRuns().filter(({ text }) => /asset_id > \$\d|\) > \(\$\d|timestamp <= \$\d+ AND \(|created_at <= \$\d+ AND \(/.test(text));
     // appraisals and rarity, 16 sales filter combinations, 8 listings ones
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
-    // (A text's few collections are sorted whole: the page key is a filter there.)
-    for (const { text, values } of keyset.filter(({ text: q }) => !TRAIT_BY_MOVE.test(q) && !TEXT_FOUND.test(q))) {
+    for (const { text, values } of keyset.filter(({ text: q }) => !TRAIT_BY_MOVE.test(q))) {
       const nodes = await planOf(text, values);
       // One asset's open listings (its ask's index) may be read whole and
       // sorted: the page of an asset and status CREATED, a few listings.
@@ -375,9 +364,6 @@ function seekColumns(columns: string[], cond: string): string[] {
  * sales the marketplace, and a time bound when no asset or marketplace comes
  * before it; for listings any one of marketplace and status.
  */
-/** The statements of a collections-list text looked up in the trigram index (collection-summaries.ts). */
-const TEXT_FOUND = /lower\(name\) LIKE \$\d/;
-
 function requiredBindings(sql: string, table: string): string[][] {
   if (/FROM collections WHERE address/.test(sql)) return [["address"]];
   if (/FROM api_keys/.test(sql)) return [["hash"]];

@@ -135,11 +135,9 @@ describe("query plans", () => {
       // a trait's tokens by latest move (no index holds that order per
       // trait: docs/decisions.md, "Tokens").
       // So may a stats bound's edge, grouped by marketplace: the shorter part of one hour of one collection's sales.
-      // And the collections a text names, when the trigram index finds at most FEW_MATCHES (collection-summaries.ts).
-      const boundedByAsset = /asset_key = \?|json_each|current_owner = \?/.test(sql) || TRAIT_BY_MOVE.test(sql) || STATS_EDGE.test(sql) || TEXT_MATCH.test(sql);
+      const boundedByAsset = /asset_key = \?|json_each|current_owner = \?/.test(sql) || TRAIT_BY_MOVE.test(sql) || STATS_EDGE.test(sql);
       for (const d of details) {
-        // Counting a text's matches, up to FEW_MATCHES + 1, scans that many rows of the trigram index's answer.
-        const tableScan = /^SCAN /.test(d) && !/USING (COVERING )?INDEX|VIRTUAL TABLE/.test(d) && !(TEXT_MATCH.test(sql) && /^SCAN \(subquery/.test(d));
+        const tableScan = /^SCAN /.test(d) && !/USING (COVERING )?INDEX|VIRTUAL TABLE/.test(d);
         const sort = /TEMP B-TREE/.test(d) && !boundedByAsset;
         if (tableScan || sort) problems.push(`${d}\n  in: ${sql.replace(/\s+/g, " ")}`);
       }
@@ -236,16 +234,8 @@ describe("query plans", () => {
   });
 
   it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", () => {
-    const pages = store.preparedSql().filter((sql) => /collection_summaries s\b/.test(sql) && !TEXT_MATCH.test(sql));
-    expect(pages.length).toBe(8);
-    // Found by a text the trigram index names few collections for: those, by rowid.
-    const found = store.preparedSql().filter((sql) => /collection_summaries s\b/.test(sql) && TEXT_MATCH.test(sql));
-    expect(found.length).toBe(8);
-    for (const sql of found) {
-      const detail = plan(sql).join(" | ");
-      expect(detail, sql).toMatch(/SEARCH s USING INTEGER PRIMARY KEY \(rowid=\?\)/);
-      expect(detail, sql).toMatch(/SCAN collections_text VIRTUAL TABLE INDEX/);
-    }
+    const pages = store.preparedSql().filter((sql) => /FROM collection_summaries s/.test(sql));
+    expect(pages.length).toBe(16);
     for (const sql of pages) {
       const column = /ORDER BY s\.(\w+)_key, s\.address/.exec(sql)![1]!;
       const detail = plan(sql).join(" | ");
@@ -282,9 +272,6 @@ describe("query plans", () => {
 const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \? AND timestamp >= \? AND timestamp <= \?( GROUP BY marketplace)?$/;
 
 /** The plan line of the query's main table (the one the FROM names first). */
-/** The statements of a collections-list text looked up in the trigram index (collection-summaries.ts). */
-const TEXT_MATCH = /collections_text MATCH \?/;
-
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
@@ -315,8 +302,6 @@ function boundColumns(detail: string): string[] {
 function requiredBindings(sql: string): string[][] {
   if (/FROM collections WHERE address/.test(sql)) return [["address"]];
   // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
-  // A text's matches counted, or its collections read by rowid: the trigram index is the seek (checked on its own above).
-  if (TEXT_MATCH.test(sql)) return [[]];
   if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
   // A ready page's key, read for its last row alone: that row by its rowid (sqlite/sales.ts salesWire).

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage, PageRequest } from "../ports.js";
 import { toPage } from "../ports.js";
-import { FEW_MATCHES, hourOf, SORT_COLUMNS, TEXT_INDEX_MIN, toCollectionSummary } from "../shared/collection-summaries.js";
+import { hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./queries.js";
 import { HOUR } from "../../domain/series.js";
@@ -104,17 +104,9 @@ export class PgCollectionList implements CollectionListRepository {
     const $ = (v: unknown) => `$${values.push(v)}`;
     const where: string[] = [];
     if (page.after) where.push(`(s.${column}, s.address) > (${$(page.after[0])}::text COLLATE "C", ${$(page.after[1])}::text COLLATE "C")`);
-    const text = filter.query;
-    if (text !== undefined) {
-      const q = $(text);
+    if (filter.query !== undefined) {
+      const q = $(filter.query);
       where.push(`(strpos(lower(c.name), ${q}) > 0 OR strpos(s.address, ${q}) > 0)`);
-      if ([...text].length >= TEXT_INDEX_MIN) {
-        // LIKE's own characters escaped: the pattern is the text, anywhere.
-        const pattern = `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
-        const found = "SELECT id FROM collections WHERE lower(name) LIKE $1 OR address LIKE $1";
-        const counted = await this.q.rows<{ n: number }>(`SELECT count(*)::int AS n FROM (${found} LIMIT $2) x`, [pattern, FEW_MATCHES + 1]);
-        if (counted[0]!.n <= FEW_MATCHES) where.push(`s.collection_id IN (${found.replaceAll("$1", $(pattern))})`);
-      }
     }
     const limit = $(page.limit + 1);
     // The windows' hour in the page's snapshot (a statement's own); read alone for an empty page.

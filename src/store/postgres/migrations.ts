@@ -381,20 +381,6 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // rows stay together in each, and the table distributes on Citus by
   // collection_id as it is (docs/postgresql.md, "Past one primary").
   unpartitionSales,
-  // 19: names and addresses by trigram, for the collections list's text
-  // (shared/collection-summaries.ts TEXT_INDEX_MIN). pg_trgm is a trusted
-  // extension (PostgreSQL 13 on): the store's owner may create it. Where it
-  // cannot be had, the text is found as before, by reading the summaries.
-  async (client) => {
-    await client.query("SAVEPOINT trigrams");
-    try {
-      await client.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
-    } catch {
-      await client.query("ROLLBACK TO SAVEPOINT trigrams");
-      return;
-    }
-    await client.query("CREATE INDEX collections_text ON collections USING gin (lower(name) gin_trgm_ops, address gin_trgm_ops)");
-  },
 ];
 
 /**

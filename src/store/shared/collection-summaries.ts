@@ -18,22 +18,6 @@ import type { Row } from "./rows.js";
 // same windows, and a reader sees them all as of one hour.
 
 
-/**
- * Finding collections by a text (the list's `query`: a substring of the
- * name, lower-cased, or of the address) at a chain's size: a substring no
- * ordinary index serves, so a rare text read every summary in the order's
- * index (20,000 collections: 3 ms a request, p99 726 ms under load). Each
- * engine keeps a trigram index of names and addresses (SQLite FTS5's
- * trigram tokenizer, PostgreSQL's pg_trgm); a text of at least
- * TEXT_INDEX_MIN characters is looked up in it first, and when it names at
- * most FEW_MATCHES collections the page is those, sorted (the exact
- * substring test still decides: the index only finds candidates). A text
- * that matches more is dense in the order's index, whose range is read as
- * before and reaches a page within a few rows per match.
- */
-export const TEXT_INDEX_MIN = 3;
-export const FEW_MATCHES = 2000;
-
 /** The first hour of each window that ends with hour `hour` (hours since the epoch). */
 export function windowStarts(hour: number): { d1: number; d7: number; d30: number } {
   return { d1: hour - 23, d7: hour - 7 * 24 + 1, d30: hour - 30 * 24 + 1 };

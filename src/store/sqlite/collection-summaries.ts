@@ -4,10 +4,8 @@ import { toPage } from "../ports.js";
 import {
   ascendingKey,
   descendingKey,
-  FEW_MATCHES,
   hourOf,
   SORT_COLUMNS,
-  TEXT_INDEX_MIN,
   toCollectionSummary,
   windowStarts,
 } from "../shared/collection-summaries.js";
@@ -141,41 +139,18 @@ export class SqliteCollectionList implements CollectionListRepository {
       where.push(`(s.${column}, s.address) > (?, ?)`);
       params.push(...page.after);
     }
-    const text = filter.query;
-    if (text !== undefined) {
+    if (filter.query !== undefined) {
       where.push("(instr(lower(c.name), ?) > 0 OR instr(s.address, ?) > 0)");
-      params.push(text, text);
+      params.push(filter.query, filter.query);
     }
-    /**
-     * The summaries in the order's index range, or only those of the
-     * collections the text index found, each by its rowid, then sorted (the
-     * CROSS JOIN keeps the matches the outer loop, and the holdings are a
-     * lookup each: a planner with the statistics of a small store read the
-     * order's index and tested each row against the matches, or scanned
-     * the holdings for each match).
-     */
-    const holdings = (field: string) => `(SELECT ${field} FROM collection_holdings WHERE collection_id = s.collection_id) AS ${field}`;
-    const sql = (few: boolean) =>
-      few
-        ? `SELECT s.*, c.name, ${holdings("tokens")}, ${holdings("holders")}
-      FROM (SELECT rowid AS id FROM collections_text WHERE collections_text MATCH ?) f CROSS JOIN collection_summaries s ON s.collection_id = f.id
-      JOIN collections c ON c.id = s.collection_id
-      ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY s.${column}, s.address LIMIT ?`
-        : `SELECT s.*, c.name, h.tokens, h.holders
+    const sql = `SELECT s.*, c.name, h.tokens, h.holders
       FROM collection_summaries s INDEXED BY collection_summaries_by_${column.replace(/_key$/, "")}
       JOIN collections c ON c.id = s.collection_id LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
-      ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY s.${column}, s.address LIMIT ?`;
+      ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY s.${column}, s.address LIMIT ?`;
     params.push(page.limit + 1);
     return this.s.snapshot(() => {
       const hour = this.s.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck().get() as number;
-      const phrase = text !== undefined && [...text].length >= TEXT_INDEX_MIN ? `"${text.replaceAll('"', '""')}"` : undefined;
-      const few =
-        phrase !== undefined &&
-        (this.s.prepare("SELECT count(*) FROM (SELECT 1 FROM collections_text WHERE collections_text MATCH ? LIMIT ?)").pluck().get(phrase, FEW_MATCHES + 1) as number) <=
-          FEW_MATCHES;
-      const rows = this.s.rows(sql(few), few ? [phrase, ...params] : params);
+      const rows = this.s.rows(sql, params);
       return {
         windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR,
         page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),

@@ -307,23 +307,6 @@ export const MIGRATIONS: readonly Migration[] = [
     .map((t) => `CREATE TRIGGER ${t}_marketplace_changed AFTER UPDATE OF marketplace ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`)
     .join("\n  ")}
   `,
-  // 19: names and addresses by trigram, for the collections list's text
-  // (shared/collection-summaries.ts TEXT_INDEX_MIN): an external-content FTS5
-  // table over collections, kept by its triggers.
-  `
-  CREATE VIRTUAL TABLE collections_text USING fts5(name, address, content='collections', content_rowid='id', tokenize='trigram');
-  INSERT INTO collections_text (collections_text) VALUES ('rebuild');
-  CREATE TRIGGER collections_text_added AFTER INSERT ON collections BEGIN
-    INSERT INTO collections_text (rowid, name, address) VALUES (NEW.id, NEW.name, NEW.address);
-  END;
-  CREATE TRIGGER collections_text_changed AFTER UPDATE OF name, address ON collections BEGIN
-    INSERT INTO collections_text (collections_text, rowid, name, address) VALUES ('delete', OLD.id, OLD.name, OLD.address);
-    INSERT INTO collections_text (rowid, name, address) VALUES (NEW.id, NEW.name, NEW.address);
-  END;
-  CREATE TRIGGER collections_text_left AFTER DELETE ON collections BEGIN
-    INSERT INTO collections_text (collections_text, rowid, name, address) VALUES ('delete', OLD.id, OLD.name, OLD.address);
-  END;
-  `,
 ];
 
 
