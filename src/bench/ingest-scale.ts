@@ -7,6 +7,7 @@ import { runCliSync, startServe } from "../cli/run-sync.js";
 import { diskUsage } from "../cli/stats.js";
 import { Random } from "../demo/random.js";
 import { log, median, withEngineOptions } from "./harness.js";
+import { addressOf, type Batch, mixedBatches } from "./mixed-records.js";
 import { MARKETPLACES, saleLines } from "./sales-file.js";
 
 // npm run bench:ingest-scale — the write path at a market's size, driven as
@@ -99,12 +100,6 @@ async function drive(url: string, key: string, next: () => Batch | undefined, wi
 /** Acknowledgements this close together are one burst (one group commit's). */
 const BURST_MS = 20;
 
-/** One POST: NDJSON lines of one kind. */
-interface Batch {
-  kind: string;
-  lines: string[];
-}
-
 /** Batches of BATCH lines from `lines`, handed out in order. */
 function batchesOf(lines: Iterator<string>, kind = "sales"): () => Batch | undefined {
   return () => {
@@ -117,55 +112,6 @@ function batchesOf(lines: Iterator<string>, kind = "sales"): () => Batch | undef
     return out.length > 0 ? { kind, lines: out } : undefined;
   };
 }
-
-/**
- * An operator's mix, as issue 50's 30-minute run wrote it: batches of sales
- * (half the records), listings (three in ten: two new for one update of an
- * earlier listing, price or end) and transfers (two in ten) over 20
- * collections of 10,000 tokens, 2,000 wallets, times spread over the last
- * week in order.
- */
-function mixedBatches(n: number): () => Batch | undefined {
-  const rnd = new Random(31);
-  const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
-  const start = Math.floor(Date.now() / 1000) - 7 * 86400;
-  const step = (7 * 86400 - 600) / n;
-  const listed: Record<string, unknown>[] = [];
-  let made = 0;
-  const record = (kind: string): string => {
-    const i = made++;
-    const time = Math.floor(start + i * step);
-    const contractAddress = addressOf(100 + rnd.int(0, 19));
-    const assetId = String(rnd.int(1, 10_000));
-    const price = (BigInt(Math.round((0.01 + rnd.next() ** 3 * 20) * 1e6)) * 10n ** 12n).toString();
-    if (kind === "sales") {
-      return JSON.stringify({ hash: `0x${rnd.hex(64)}`, from: rnd.pick(wallets), to: rnd.pick(wallets), contractAddress, assetId, timestamp: time,
-        block: 19_000_000 + i, price, amountReceived: price, currency: "ETH", marketplace: rnd.pick(MARKETPLACES) });
-    }
-    if (kind === "transfers") {
-      return JSON.stringify({ hash: `0x${rnd.hex(64)}`, logIndex: rnd.int(0, 300), from: rnd.pick(wallets), to: rnd.pick(wallets), contractAddress, assetId,
-        timestamp: time, block: 19_000_000 + i });
-    }
-    if (listed.length > 0 && rnd.next() < 1 / 3) {
-      const earlier = listed[rnd.int(0, listed.length - 1)]!;
-      const status = rnd.pick(["CREATED", "CREATED", "CANCELLED", "FULFILLED", "EXPIRED"]);
-      return JSON.stringify({ ...earlier, lastUpdatedAt: Math.max(time, earlier.lastUpdatedAt as number), price, status });
-    }
-    const listing = { marketplaceId: String(5_000_000 + i), marketplace: rnd.pick(MARKETPLACES), contractAddress, assetId, createdAt: time,
-      lastUpdatedAt: time, price, currency: "ETH", status: "CREATED" };
-    if (listed.length < 20_000) listed.push(listing);
-    else listed[rnd.int(0, listed.length - 1)] = listing;
-    return JSON.stringify(listing);
-  };
-  return () => {
-    if (made >= n) return undefined;
-    const r = rnd.next();
-    const kind = r < 0.5 ? "sales" : r < 0.8 ? "listings" : "transfers";
-    return { kind, lines: Array.from({ length: Math.min(BATCH, n - made) }, () => record(kind)) };
-  };
-}
-
-const addressOf = (c: number) => `0x${(0x5ca1e000000 + c).toString(16).padStart(40, "0")}`;
 
 /** One sale into each of `n` new collections: cheap to make (the grow load's generator draws 2,000 wallets per call). */
 function* newCollectionLines(n: number): Generator<string> {
@@ -216,7 +162,9 @@ async function driveLoad(url: string, key: string, load: string): Promise<LoadRe
   }
   if (load === "mixed") {
     const n = Number(opts.mixed);
-    return await drive(url, key, mixedBatches(n), Math.min(window, n / 10));
+    const start = now - 7 * 86400;
+    const step = (7 * 86400 - 600) / n;
+    return await drive(url, key, mixedBatches(n, BATCH, (i) => Math.floor(start + i * step)), Math.min(window, n / 10));
   }
   const n = Number(opts.new);
   return await drive(url, key, batchesOf(newCollectionLines(n)), Math.min(window, n / 10));
