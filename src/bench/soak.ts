@@ -55,12 +55,17 @@ interface Minute {
   ingest: number[];
   reads: number[];
   errors: number;
+  /** The server's resident set, and of it the file pages mapped (SQLite's readers map the store: the page cache, bounded by their mmap_size). */
   rssMb: number;
+  fileMb: number;
   storeMb: number;
+  /** The background derive's rounds that ended in this minute, and their time. */
+  derives: number;
+  deriveMs: number;
 }
 
-/** The resident set of `pid` and every process under it, MB (Linux /proc). */
-function treeRssMb(pid: number): number {
+/** The resident set of `pid` and every process under it, and of it the file-backed pages, MB (Linux /proc). */
+function treeRssMb(pid: number): { rss: number; file: number } {
   const parents = new Map<number, number>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -77,14 +82,17 @@ function treeRssMb(pid: number): number {
     for (const [p, parent] of parents) if (tree.has(parent) && !tree.has(p)) tree.add(p), (grew = true);
   }
   let kb = 0;
+  let fileKb = 0;
   for (const p of tree) {
     try {
-      kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1] ?? 0);
+      const status = readFileSync(`/proc/${p}/status`, "utf8");
+      kb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      fileKb += Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? 0);
     } catch {
       // gone meanwhile
     }
   }
-  return kb / 1024;
+  return { rss: kb / 1024, file: fileKb / 1024 };
 }
 
 /** The read rotation: a few hundred distinct URLs over ten endpoints of the mix's collections. */
@@ -194,7 +202,9 @@ async function soak(engine: string): Promise<void> {
 
     const started = performance.now();
     const minutes: Minute[] = [];
-    const minute = (): Minute => (minutes[Math.floor((performance.now() - started) / 60_000)] ??= { ingest: [], reads: [], errors: 0, rssMb: 0, storeMb: 0 });
+    const startedAt = Date.now();
+    const minuteAt = (i: number): Minute => (minutes[i] ??= { ingest: [], reads: [], errors: 0, rssMb: 0, fileMb: 0, storeMb: 0, derives: 0, deriveMs: 0 });
+    const minute = (): Minute => minuteAt(Math.floor((performance.now() - started) / 60_000));
     /** Per collection, the sales acknowledged after the seed: what its subscribers should get (its webhook, the seed's one too). */
     const salesOf = new Map<string, number>();
     let firstError: string | undefined;
@@ -208,7 +218,9 @@ async function soak(engine: string): Promise<void> {
     const sampler = setInterval(() => {
       void (async () => {
         const m = minute();
-        m.rssMb = treeRssMb(server!.child.pid!);
+        const rss = treeRssMb(server!.child.pid!);
+        m.rssMb = rss.rss;
+        m.fileMb = rss.file;
         m.storeMb = await s.sizeMb();
       })();
     }, 55_000);
@@ -217,9 +229,11 @@ async function soak(engine: string): Promise<void> {
     const readers = 10;
     log(`  ${engine}: ${MINUTES} min at ${RATE} records/s (batches of ${BATCH}), ${READS} reads/s over ${paths.length} URLs, ${SUBSCRIBERS} SSE subscribers, ${WEBHOOKS} webhooks`);
     const progress = setInterval(() => {
-      const m = minutes.at(-1);
-      if (m !== undefined) log(`    minute ${minutes.length}: ingest p99 ${(percentiles(m.ingest).p99 ?? 0).toFixed(0)} ms, reads p99 ${(percentiles(m.reads).p99 ?? 0).toFixed(0)} ms, ${m.errors} errors`);
-    }, 60_000);
+      // The minute just ended (this fires a little after each one's end).
+      const n = Math.floor((performance.now() - started) / 60_000);
+      const m = minutes[n - 1];
+      if (m !== undefined) log(`    minute ${n}: ingest p99 ${(percentiles(m.ingest).p99 ?? 0).toFixed(0)} ms, reads p99 ${(percentiles(m.reads).p99 ?? 0).toFixed(0)} ms, ${m.errors} errors`);
+    }, 60_000 + 500);
     try {
       await Promise.all([
         pacedWriters(writers, (writers * BATCH * 1000) / RATE, seconds, async () => {
@@ -267,6 +281,14 @@ async function soak(engine: string): Promise<void> {
     const expectedStreamed = [...Array(SUBSCRIBERS).keys()].reduce((n, i) => n + (salesOf.get(mixedCollection(i % MIXED_COLLECTIONS)) ?? 0), 0);
     const expectedDelivered = [...Array(WEBHOOKS).keys()].reduce((n, i) => n + 1 + (salesOf.get(mixedCollection(i % MIXED_COLLECTIONS)) ?? 0), 0);
     for (let waited = 0; waited < 30_000 && (streamed < expectedStreamed || delivered < expectedDelivered); waited += 500) await new Promise((r) => setTimeout(r, 500));
+    for (const line of server.output().split("\n")) {
+      if (!line.includes('"msg":"derived"')) continue;
+      const d = JSON.parse(line) as { time: number; ms: number };
+      const i = Math.floor((d.time - startedAt) / 60_000);
+      if (i < 0 || i >= minutes.length) continue;
+      minuteAt(i).derives++;
+      minuteAt(i).deriveMs += d.ms;
+    }
     report(engine, minutes, { streamed, expectedStreamed, delivered, expectedDelivered, firstError });
   } finally {
     for (const stream of streams) stream.close();
@@ -284,11 +306,11 @@ async function soak(engine: string): Promise<void> {
 
 function report(engine: string, minutes: Minute[], end: { streamed: number; expectedStreamed: number; delivered: number; expectedDelivered: number; firstError?: string }): void {
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "-");
-  log(`\n## ${engine}\n\n| minute | ingest p50 / p99 ms | reads p50 / p99 ms | errors | server RSS MB | store MB |\n|---|---|---|---|---|---|`);
+  log(`\n## ${engine}\n\n| minute | ingest p50 / p99 ms | reads p50 / p99 ms | errors | server RSS MB (of it file pages) | store MB | derives (ms) |\n|---|---|---|---|---|---|---|`);
   minutes.forEach((m, i) => {
     const w = percentiles(m.ingest);
     const r = percentiles(m.reads);
-    log(`| ${i + 1} | ${f(w.p50)} / ${f(w.p99)} | ${f(r.p50)} / ${f(r.p99)} | ${m.errors} | ${f(m.rssMb)} | ${f(m.storeMb)} |`);
+    log(`| ${i + 1} | ${f(w.p50)} / ${f(w.p99)} | ${f(r.p50)} / ${f(r.p99)} | ${m.errors} | ${f(m.rssMb)} (${f(m.fileMb)}) | ${f(m.storeMb)} | ${m.derives} (${f(m.deriveMs)}) |`);
   });
   // Minutes 2-7 against the last 5 (whole minutes only: a last part-minute is left out).
   const whole = minutes.slice(0, MINUTES);
@@ -300,7 +322,9 @@ function report(engine: string, minutes: Minute[], end: { streamed: number; expe
   const last = whole.at(-1)!;
   const growth = (last.rssMb - warm.rssMb) / Math.max(1, whole.length - 3);
   log(`\n  p99, minutes 2-7 → last 5: ingest ${ratio("ingest")}, reads ${ratio("reads")} (target ≤ 2x)`);
-  log(`  server RSS: minute 3 ${f(warm.rssMb)} MB → last ${f(last.rssMb)} MB (${growth.toFixed(1)} MB a minute); store ${f(warm.storeMb)} → ${f(last.storeMb)} MB (${((last.storeMb - warm.storeMb) / Math.max(1, whole.length - 3)).toFixed(1)} MB a minute)`);
+  const anon = (m: Minute) => m.rssMb - m.fileMb;
+  const anonGrowth = (anon(last) - anon(warm)) / Math.max(1, whole.length - 3);
+  log(`  server RSS: minute 3 ${f(warm.rssMb)} MB → last ${f(last.rssMb)} MB (${growth.toFixed(1)} MB a minute); without file pages ${f(anon(warm))} → ${f(anon(last))} MB (${anonGrowth.toFixed(1)} MB a minute); store ${f(warm.storeMb)} → ${f(last.storeMb)} MB (${((last.storeMb - warm.storeMb) / Math.max(1, whole.length - 3)).toFixed(1)} MB a minute)`);
   log(`  errors: ${minutes.reduce((n, m) => n + m.errors, 0)}${end.firstError === undefined ? "" : ` (the first: ${end.firstError})`}`);
   log(`  SSE: ${end.streamed} of ${end.expectedStreamed} sales received; webhooks: ${end.delivered} of ${end.expectedDelivered} delivered`);
 }
