@@ -10,7 +10,7 @@ import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
-import { influencerFragments, LISTING_STATUS_JSON, listingFragments, saleFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { influencerFragments, LISTING_STATUS_JSON, listingFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -67,7 +67,8 @@ const TABLES = {
   sale: {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "wire_json", "wire_pb"],
+    // No ready answers: the engine makes a sale's JSON from these as it reads them (sqlite/sales.ts).
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
     feed: true,
   },
   transfer: {
@@ -334,7 +335,6 @@ export class WriteStore {
     const collectionId = this.collectionId(r.contractAddress);
     const key = assetKey(r.assetId);
     let before: [string, number] | undefined;
-    const wire = saleFragments(r);
     const row = {
       hash,
       collection_id: collectionId,
@@ -348,8 +348,6 @@ export class WriteStore {
       price_hi: hi,
       price_lo: lo,
       marketplace: r.marketplace,
-      wire_json: wire.json,
-      wire_pb: wire.binary,
     };
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
