@@ -178,7 +178,6 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     "Index Name"?: string;
     "Index Cond"?: string;
     "Sort Key"?: string[];
-    "Parent Relationship"?: string;
     Plans?: PlanNode[];
   }
   async function planOf(text: string, values: unknown[]): Promise<PlanNode[]> {
@@ -236,15 +235,6 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       if (!ok) problems.push(`${main}: ${nodes.map((n) => `${n["Index Name"]} ${n["Index Cond"]}`).join("; ") || "no index seek"}; needs ${JSON.stringify(need)} in ${one(text)}`);
     }
     expect(problems).toEqual([]);
-  });
-
-  it("a page of sales' JSON reads its collection's address once, an InitPlan seeking collections by id", async () => {
-    const pages = repos.preparedRuns().filter(({ text }) => text.includes("(SELECT address FROM collections WHERE id = $1)"));
-    expect(pages.length).toBeGreaterThanOrEqual(8);
-    for (const { text, values } of pages) {
-      const init = (await planOf(text, values)).filter((n) => n["Parent Relationship"] === "InitPlan");
-      expect(init.map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`), one(text)).toEqual([`collections_pkey: (id = ${values[0]})`]);
-    }
   });
 
   it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", async () => {

@@ -199,13 +199,6 @@ describe("query plans", () => {
     expect(problems).toEqual([]);
   });
 
-  it("a page of sales' JSON reads its collection's address by its rowid, once", () => {
-    const pages = store.preparedSql().filter((sql) => sql.includes(COLLECTION_ADDRESS));
-    expect(pages.length).toBeGreaterThanOrEqual(8);
-    // Not CORRELATED: SQLite runs it once per statement, not per row.
-    for (const sql of pages) expect(plan(sql).join(" | "), sql).toMatch(/\| SCALAR SUBQUERY \d+ \| SEARCH collections USING INTEGER PRIMARY KEY \(rowid=\?\)/);
-  });
-
   it("pages after a token seek to the token's position in the index", () => {
     const keyset = store.preparedSql().filter((sql) => /asset_key > \?|asset_key\) > \(|timestamp <= \? AND \(|created_at <= \? AND \(/.test(sql));
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
@@ -280,20 +273,15 @@ const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \?
 
 /** The plan line of the query's main table (the one the FROM names first). */
 function mainSearch(sql: string): string {
-  // A sale's JSON reads its collection's address once (sqlite/sales.ts): a rowid seek, checked on its own below.
-  const outer = sql.replace(COLLECTION_ADDRESS, "");
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
   const m =
-    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(outer) ??
-    /AS l_status\s+FROM (\w+) (\w+)\b/.exec(outer) ??
-    /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(outer)!;
+    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ??
+    /AS l_status\s+FROM (\w+) (\w+)\b/.exec(sql) ??
+    /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
   const alias = m[2] && m[2] !== "W" && m[2] !== "INDEXED" ? m[2] : m[1]!;
   return plan(sql).find((d) => new RegExp(`^SEARCH ${alias} `).test(d)) ?? `(no SEARCH of ${alias})`;
 }
-
-/** The uncorrelated subquery of a sale's JSON: its collection's address. */
-const COLLECTION_ADDRESS = "(SELECT address FROM collections WHERE id = ?)";
 
 /** Columns the index seek binds: `(collection_id=? AND asset_key>?)` → collection_id, asset_key. */
 function boundColumns(detail: string): string[] {

@@ -16,7 +16,7 @@ import { toInfluencer, toListing, toSale, toSocialUser, toTweet } from "./messag
 // The ready answers of list rows (issue 35: a cold page read as a range of
 // ready fragments, not rebuilt from columns). The store writes each row of
 // sales, listings, tweets and influencers, at import and ingest, with its
-// /v1 JSON and its protobuf binary, made here from the same messages and the
+// /v1 JSON and (but sales, issue 50) its protobuf binary, made here from the same messages and the
 // same JSON writer the service answers with; a page is then one text or
 // blob column per row, and the codec splices them into the envelope
 // (spliceJson, spliceBinary). Reading a row's ten columns into JavaScript
@@ -77,7 +77,8 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
   return binary.get(schema)!(message);
 }
 
-// Sales: nothing moves a sale's answer but the sale's own record.
+// Sales: nothing moves a sale's answer but the sale's own record. A sale keeps
+// its JSON only; its binary is encoded from the columns as it is read.
 
 export function saleJson(r: SaleRow): string {
   return json.sale(toSale(r));
@@ -87,11 +88,6 @@ export function saleBinary(r: SaleRow): Uint8Array {
   return bytes(SaleSchema, toSale(r));
 }
 
-/** What a sale's record writes: both forms. */
-export function saleFragments(r: SaleRow): { json: string; binary: Uint8Array } {
-  const message = toSale(r);
-  return { json: json.sale(message), binary: bytes(SaleSchema, message) };
-}
 
 // Listings: status and lastUpdatedAt follow later sales and transfers.
 

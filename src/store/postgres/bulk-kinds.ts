@@ -1,6 +1,6 @@
 import type pg from "pg";
-import type { ListingRow, SocialUserRow, TweetRow } from "../../domain/records.js";
-import { influencerFragments, listingFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
@@ -296,18 +296,19 @@ export const BULK_KINDS: Record<Kind, BulkKind> = mapKinds({
   },
   sales: {
     stage: [col("hash"), col("seller"), col("buyer"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
-      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace")],
-    // No ready answers: the engine makes a sale's JSON from its columns as it reads them (postgres/sales.ts).
-    row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace],
+      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), ...WIRE_STAGE("wire_json")],
+    // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
+    row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
+      saleJson(r as unknown as SaleRow)],
     before: [
       REGISTER_COLLECTIONS,
       ...hourDeltasSql(LATEST_SALES),
       ...seriesMarksSql(LATEST_SALES),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
-        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "wire_json"],
         withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
-          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace`),
+          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json`),
         "collection_id, timestamp DESC, block DESC", true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],

@@ -381,11 +381,10 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // rows stay together in each, and the table distributes on Citus by
   // collection_id as it is (docs/postgresql.md, "Past one primary").
   unpartitionSales,
-  // 19: a sale keeps no ready answers, as SQLite's 19: PostgreSQL makes its
-  // JSON from the columns as it reads the row (sales.ts). The columns are
-  // only marked dropped (no rewrite); their space comes back as rows are
-  // rewritten, or at once by VACUUM FULL sales (docs/operations.md).
-  "ALTER TABLE sales DROP COLUMN wire_json, DROP COLUMN wire_pb;",
+  // 19: a sale keeps its /v1 JSON only, as SQLite's 19. The column is only
+  // marked dropped (no rewrite); its space comes back as rows are
+  // rewritten, or at once by VACUUM FULL sales.
+  "ALTER TABLE sales DROP COLUMN wire_pb;",
 ];
 
 /**

@@ -3,7 +3,7 @@ import { hexBytes, hexOf, type PgQueries } from "./queries.js";
 import { filterAssets, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
-import { encodedWhole, readyPage, saleJsonSql } from "../shared/wire-rows.js";
+import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 
 // Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
@@ -16,13 +16,6 @@ import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fr
 const SALE_COLUMNS = `c.address, ${hexOf("s.hash", "hash")}, ${hexOf("s.seller", "seller")}, ${hexOf("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
   s.amount_received::text AS amount_received, s.marketplace`;
-
-/** A page of sales' JSON (saleJsonSql) with each row's key: the collection's address ($1 is its id) an InitPlan, read once. */
-const SALE_JSON_COLUMNS = `${hexOf("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, ${saleJsonSql({
-  hash: "'0x' || encode(s.hash, 'hex')", from: "'0x' || encode(s.seller, 'hex')", to: "'0x' || encode(s.buyer, 'hex')", contractAddress: "(SELECT address FROM collections WHERE id = $1)",
-  assetId: "s.asset_id::text", timestamp: "s.timestamp::text", block: "s.block::text", price: "s.price::text", amountReceived: "s.amount_received::text",
-  marketplace: "s.marketplace",
-})} AS wire`;
 
 /** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
 const atOrBefore = (hour: string, from: string, to: string) => `
@@ -121,13 +114,15 @@ export class PgSales implements SalesRepository {
     return toPage(await this.q.rows(sql, values), page.limit, toSale, saleKey);
   }
 
-  /** A page's answers: JSON made by PostgreSQL from the columns as it reads them (saleJsonSql), binary encoded from the columns. */
+  /** A page's answers: its ready JSON, or binary encoded from the columns (a sale keeps its JSON only). */
   async salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
     if (form === "binary") return encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
     // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
-    const { sql, values } = pageQuery(SALE_JSON_COLUMNS, collectionId, filter, page);
-    const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: string }>(sql, values);
-    return readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id])!;
+    const columns = `${hexOf("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.wire_json AS wire`;
+    const { sql, values } = pageQuery(columns, collectionId, filter, page);
+    const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
+    const ready = readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
+    return ready ?? encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {

@@ -1,6 +1,7 @@
 import type pg from "pg";
-import { influencerFragments, listingFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
-import { type Row, toListing, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
+import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
+import { hexOf } from "./queries.js";
 
 // Migration 13, as SQLite's 15 (sqlite/wire-rows.ts): each row of sales,
 // listings, social users, tweets and influencers keeps its ready answer
@@ -30,8 +31,17 @@ interface Backfill {
   values(r: Row): unknown[];
 }
 
-// Sales are not backfilled: migration 19 drops their columns again (sales.ts makes their JSON from the row).
 const BACKFILLS: Backfill[] = [
+  {
+    table: "sales",
+    key: [["collection_id", "integer"], ["hash", "bytea"], ["asset_id", "numeric"]],
+    columns: `c.address, ${hexOf("x.hash", "hash")}, ${hexOf("x.seller", "seller")}, ${hexOf("x.buyer", "buyer")},
+      x.asset_id::text AS asset_id, x.timestamp, x.block, x.price::text AS price, x.amount_received::text AS amount_received, x.marketplace`,
+    from: "FROM sales x JOIN collections c ON c.id = x.collection_id",
+    // JSON only: migration 19 drops wire_pb again (a binary page is encoded from the columns).
+    wire: [["wire_json", "text"]],
+    values: (r) => [saleJson(toSale({ ...r, timestamp: Number(r.timestamp), block: Number(r.block) }))],
+  },
   {
     table: "listings",
     key: [["id", "bigint"]],

@@ -20,40 +20,6 @@ export function listingJsonSql(row: string): string {
   return `${row}wire_json_head || CAST(${row}last_updated_at AS TEXT) || ${row}wire_json_middle || CASE ${row}status ${status.join(" ")} END`;
 }
 
-/** The SQL expressions of a sale's fields as their text, each engine's own (its hex of bytes, its numbers as text). */
-export interface SaleFieldsSql {
-  hash: string;
-  from: string;
-  to: string;
-  contractAddress: string;
-  assetId: string;
-  timestamp: string;
-  block: string;
-  price: string;
-  amountReceived: string;
-  marketplace: string;
-}
-
-/**
- * A sale's /v1 JSON made by the engine from its columns, byte for byte
- * saleJson's (test/store/wire-rows.test.ts): no field can need escaping
- * (hex, digits, an address, a marketplace of [A-Z0-9_]), and currency is
- * ETH for every stored sale (decisions.md, "Import"). The engine builds it
- * in C as it reads the row, so a sale keeps no ready JSON on disk (408
- * bytes of its ~1,500 with the binary form's 272, which binary pages now
- * encode from the columns): decisions.md, "A sale's answer from its columns".
- */
-export function saleJsonSql(f: SaleFieldsSql): string {
-  const quoted = (key: string, value: string) => `'"${key}":"' || ${value} || '"'`;
-  const bare = (key: string, value: string) => `'"${key}":' || ${value}`;
-  const fields = [
-    quoted("hash", f.hash), quoted("from", f.from), quoted("to", f.to), quoted("contractAddress", f.contractAddress), quoted("assetId", f.assetId),
-    bare("timestamp", f.timestamp), bare("block", f.block), quoted("price", f.price), quoted("amountReceived", f.amountReceived),
-    `'"currency":"ETH"'`, quoted("marketplace", f.marketplace),
-  ];
-  return `'{' || ${fields.join(" || ',' || ")} || '}'`;
-}
-
 /** The select list of a listing's answer, its id first (alias l). */
 export function listingWireColumns(form: WireForm): string {
   return form === "binary" ? "l.id, l.wire_pb, l.last_updated_at, l.status" : "l.id, l.wire_json";

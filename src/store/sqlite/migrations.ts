@@ -307,12 +307,12 @@ export const MIGRATIONS: readonly Migration[] = [
     .map((t) => `CREATE TRIGGER ${t}_marketplace_changed AFTER UPDATE OF marketplace ON ${t} BEGIN INSERT OR IGNORE INTO marketplaces VALUES (NEW.marketplace); END;`)
     .join("\n  ")}
   `,
-  // 19: a sale keeps no ready answers (migration 15's wire_json and wire_pb):
-  // SQLite makes its JSON from the columns as it reads the row (sales.ts),
-  // and they were over half a sale's bytes on disk and a fifth of its import
-  // (decisions.md, "A sale's answer from its columns"). DROP COLUMN rewrites
-  // the table's rows; the file's freed pages are reused, or returned by VACUUM.
-  "ALTER TABLE sales DROP COLUMN wire_json; ALTER TABLE sales DROP COLUMN wire_pb;",
+  // 19: a sale keeps its /v1 JSON only (migration 15's wire_pb dropped): a
+  // binary page is encoded from the columns (sales.ts), and the binary was
+  // 272 of a sale's ~1,500 bytes on disk (decisions.md, "A sale keeps its
+  // JSON only"). DROP COLUMN rewrites the table's rows; the file's freed
+  // pages are reused, or returned by VACUUM.
+  "ALTER TABLE sales DROP COLUMN wire_pb;",
 ];
 
 

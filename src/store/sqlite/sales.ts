@@ -4,7 +4,7 @@ import { hexSql, hexToBytes } from "./hex.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 import { filterAssets, type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
-import { encodedWhole, readyPage, saleJsonSql } from "../shared/wire-rows.js";
+import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
@@ -29,17 +29,14 @@ export class SqliteSales implements SalesRepository {
     return toPage(this.s.rows(sql, params), page.limit, toSale, saleKey);
   }
 
-  /**
-   * A page's answers: JSON made by SQLite from the columns as it reads them
-   * (saleJsonSql), the collection's address read once, each row's key read
-   * for the page's last row alone; binary encoded from the columns.
-   */
+  /** A page's answers: its ready JSON, or binary encoded from the columns (a sale keeps its JSON only). */
   salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment> {
     if (form === "binary") return encodedWhole(this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
-    const { sql, params } = pageQuery(`s.id, ${SALE_JSON}`, collectionId, filter, page);
+    const { sql, params } = pageQuery("s.id, s.wire_json", collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
-    return readyPage(this.s.values(sql, [collectionId, ...params]), page.limit, (v) => v[1] as Fragment, (v) => key.get(v[0]) as KeyValue[])!;
+    const ready = readyPage(this.s.values(sql, params), page.limit, (v) => v[1] as Fragment | null, (v) => key.get(v[0]) as KeyValue[]);
+    return ready ?? encodedWhole(this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   /**
@@ -51,13 +48,6 @@ export class SqliteSales implements SalesRepository {
     return this.#stats.summary(collectionId, filter);
   }
 }
-
-/** A sale's JSON from its row (alias s): the collection's address by the statement's first parameter, an uncorrelated subquery SQLite runs once. */
-const SALE_JSON = saleJsonSql({
-  hash: "'0x' || lower(hex(s.hash))", from: "'0x' || lower(hex(s.seller))", to: "'0x' || lower(hex(s.buyer))", contractAddress: "(SELECT address FROM collections WHERE id = ?)",
-  assetId: "substr(s.asset_key, 3)", timestamp: "s.timestamp", block: "s.block", price: "s.price", amountReceived: "s.amount_received",
-  marketplace: "s.marketplace",
-});
 
 // Each filter combination names its index (INDEXED BY): the index whose
 // leading columns bind the most selective filter, the asset before the

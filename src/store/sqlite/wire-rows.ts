@@ -1,7 +1,8 @@
 import type { Db } from "./db.js";
-import { influencerFragments, listingFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
-import { type Row, toListing, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
+import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
 import { assetIdSql } from "./asset-key.js";
+import { hexSql } from "./hex.js";
 import { listingJsonSql } from "../shared/wire-rows.js";
 
 
@@ -53,8 +54,16 @@ interface Backfill {
   values(r: Row): unknown[];
 }
 
-// Sales are not backfilled: migration 19 drops their columns again (sales.ts makes their JSON from the row).
 const BACKFILLS: Backfill[] = [
+  {
+    key: ["rowid"],
+    columns: `c.address, ${hexSql("x.hash", "hash")}, ${hexSql("x.seller", "seller")}, ${hexSql("x.buyer", "buyer")},
+      ${assetIdSql("x.")}, x.timestamp, x.block, x.price, x.amount_received, x.marketplace`,
+    from: `FROM sales x JOIN collections c ON c.id = x.collection_id`,
+    // JSON only: migration 19 drops wire_pb again (a binary page is encoded from the columns).
+    update: "UPDATE sales SET wire_json = ? WHERE rowid = ?",
+    values: (r) => [saleJson(toSale(r))],
+  },
   {
     key: ["rowid"],
     columns: `c.address, x.marketplace_id, x.marketplace, ${assetIdSql("x.")}, x.created_at, x.price`,

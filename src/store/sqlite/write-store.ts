@@ -10,7 +10,7 @@ import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
-import { influencerFragments, LISTING_STATUS_JSON, listingFragments, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { influencerFragments, LISTING_STATUS_JSON, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -67,8 +67,8 @@ const TABLES = {
   sale: {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
-    // No ready answers: the engine makes a sale's JSON from these as it reads them (sqlite/sales.ts).
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace"],
+    // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "wire_json"],
     feed: true,
   },
   transfer: {
@@ -348,6 +348,7 @@ export class WriteStore {
       price_hi: hi,
       price_lo: lo,
       marketplace: r.marketplace,
+      wire_json: saleJson(r),
     };
     const result = this.#upsert("sale", row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
