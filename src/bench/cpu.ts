@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 
 // Where a load round's CPU went, from /proc (Linux): the CPU time of process
 // trees (a server and its workers; a PostgreSQL postmaster and its backends)
-// and of single processes (the load generator), and the machine's busy share.
+// and of single processes (the load generator), and the machine's busy share;
+// and a process tree's memory (bench:soak).
 // On a 2-core machine this says what one more server could use, which a
 // throughput ratio alone cannot.
 
@@ -29,26 +30,47 @@ function processes(): Map<number, Proc> {
   return out;
 }
 
+/** The pids `roots` and, with `tree`, every descendant of them. */
+function members(procs: Map<number, Proc>, roots: number[], tree: boolean): Set<number> {
+  const children = new Map<number, number[]>();
+  if (tree) for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
+  const seen = new Set<number>();
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return seen;
+}
+
 /** CPU seconds used so far by each group: `tree` counts every descendant of the root pids. */
 export function cpuSeconds(groups: Record<string, { pids: number[]; tree: boolean }>): Record<string, number> {
   const procs = processes();
-  const children = new Map<number, number[]>();
-  for (const [pid, p] of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), pid]);
   const result: Record<string, number> = {};
   for (const [name, g] of Object.entries(groups)) {
     let ticks = 0;
-    const stack = [...g.pids];
-    const seen = new Set<number>();
-    while (stack.length > 0) {
-      const pid = stack.pop()!;
-      if (seen.has(pid)) continue;
-      seen.add(pid);
-      ticks += procs.get(pid)?.ticks ?? 0;
-      if (g.tree) stack.push(...(children.get(pid) ?? []));
-    }
+    for (const pid of members(procs, g.pids, g.tree)) ticks += procs.get(pid)?.ticks ?? 0;
     result[name] = ticks / TICKS_PER_SECOND;
   }
   return result;
+}
+
+/** The resident set of `pid` and every process under it, and of it the file-backed pages (mapped files), MB. */
+export function treeMemoryMb(pid: number): { rss: number; file: number } {
+  let kb = 0;
+  let fileKb = 0;
+  for (const p of members(processes(), [pid], true)) {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, "utf8");
+      kb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      fileKb += Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    } catch {
+      // The process ended while /proc was read.
+    }
+  }
+  return { rss: kb / 1024, file: fileKb / 1024 };
 }
 
 /** Busy and total CPU seconds of the whole machine so far (all cores). */

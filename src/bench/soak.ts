@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -7,6 +7,7 @@ import { Command } from "commander";
 import pg from "pg";
 import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
 import { runCliSync, type ServeProcess, startServe } from "../cli/run-sync.js";
+import { treeMemoryMb } from "./cpu.js";
 import { log, pacedWriters, percentiles, withEngineOptions } from "./harness.js";
 import { MIXED_COLLECTIONS, mixedBatches, mixedCollection } from "./mixed-records.js";
 import { MARKETPLACES } from "./sales-file.js";
@@ -64,37 +65,6 @@ interface Minute {
   /** The background derive's rounds that ended in this minute, and their time. */
   derives: number;
   deriveMs: number;
-}
-
-/** The resident set of `pid` and every process under it, and of it the file-backed pages, MB (Linux /proc). */
-function treeRssMb(pid: number): { rss: number; file: number } {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const tree = new Set([pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const [p, parent] of parents) if (tree.has(parent) && !tree.has(p)) tree.add(p), (grew = true);
-  }
-  let kb = 0;
-  let fileKb = 0;
-  for (const p of tree) {
-    try {
-      const status = readFileSync(`/proc/${p}/status`, "utf8");
-      kb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      fileKb += Number(/RssFile:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return { rss: kb / 1024, file: fileKb / 1024 };
 }
 
 /** The read rotation: a few hundred distinct URLs over ten endpoints of the mix's collections. */
@@ -221,7 +191,7 @@ async function soak(engine: string): Promise<void> {
     const sampler = setInterval(() => {
       void (async () => {
         const m = minute();
-        const rss = treeRssMb(server!.child.pid!);
+        const rss = treeMemoryMb(server!.child.pid!);
         m.rssMb = rss.rss;
         m.fileMb = rss.file;
         m.storeMb = await s.sizeMb();

@@ -16,9 +16,9 @@ import { toInfluencer, toListing, toSale, toSocialUser, toTweet } from "./messag
 // The ready answers of list rows (issue 35: a cold page read as a range of
 // ready fragments, not rebuilt from columns). The store writes each row of
 // sales, listings, tweets and influencers, at import and ingest, with its
-// /v1 JSON and (but sales, issue 50) its protobuf binary, made here from the same messages and the
-// same JSON writer the service answers with; a page is then one text or
-// blob column per row, and the codec splices them into the envelope
+// /v1 JSON and (but a sale, issue 50) its protobuf binary, made here from the
+// same messages and the same JSON writer the service answers with; a page is
+// then one text or blob column per row, and the codec splices them into the envelope
 // (spliceJson, spliceBinary). Reading a row's ten columns into JavaScript
 // values cost 7.6 µs of a 21-row page's row; its ready JSON, 1.9.
 //
@@ -87,7 +87,6 @@ export function saleJson(r: SaleRow): string {
 export function saleBinary(r: SaleRow): Uint8Array {
   return bytes(SaleSchema, toSale(r));
 }
-
 
 // Listings: status and lastUpdatedAt follow later sales and transfers.
 
