@@ -1,5 +1,5 @@
 // The architecture as rules (npm run lint:deps; CI runs it). Dependencies
-// flow one way: cli and bench/deploy on top, then the composition root
+// flow one way: the lab (bench/, tools/) and cli on top, then the composition root
 // (server.ts), transport, service, and the store at the bottom, whose
 // engines (SQLite, PostgreSQL) only the store may touch, each one folder
 // behind the ports (store/ports.ts); store/open.ts alone picks one.
@@ -13,7 +13,7 @@ module.exports = {
       name: "no-cycles",
       comment: "A cycle has no bottom: neither module can be understood, tested or replaced without the other.",
       severity: "error",
-      from: { path: "^src/" },
+      from: { path: "^(src|bench|tools)/" },
       to: { circular: true },
     },
     {
@@ -21,20 +21,20 @@ module.exports = {
       comment: "The store answers what it is asked; it knows nothing of who asks (services, transports, import, derive, commands).",
       severity: "error",
       from: { path: "^src/store/" },
-      to: { path: "^src/(service|transport|ingest|derive|cli|demo|bench|deploy)/|^src/server[.]ts$" },
+      to: { path: "^src/(service|transport|ingest|derive|cli|demo)/|^src/server[.]ts$" },
     },
     {
       name: "service-below-transport",
       comment: "Services are protocol-free: every transport calls the same ones, so none may reach up into a transport or a command.",
       severity: "error",
       from: { path: "^src/service/" },
-      to: { path: "^src/(transport|cli|bench|deploy)/|^src/server[.]ts$" },
+      to: { path: "^src/(transport|cli)/|^src/server[.]ts$" },
     },
     {
       name: "engines-stay-in-the-store",
       comment: "Code outside the store talks to it through its ports, so that either engine serves every path; only the store imports an engine or its driver.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/store/|^src/bench/|^src/deploy/" },
+      from: { path: "^src/", pathNot: "^src/store/" },
       to: { path: ENGINE },
     },
     {
@@ -52,11 +52,11 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports[.]ts$|^src/store/shared/" },
     },
     {
-      name: "tools-are-on-top",
-      comment: "Benchmarks and deployment scripts use the service; the service never uses them.",
+      name: "the-lab-is-on-top",
+      comment: "Benchmarks (bench/) and drills and build tools (tools/) use the service from outside src/; the service never uses them, so src/ builds and ships without them.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/(bench|deploy)/" },
-      to: { path: "^src/(bench|deploy)/" },
+      from: { path: "^src/" },
+      to: { path: "^(bench|tools|test)/" },
     },
     {
       name: "client-package-ships-alone",
@@ -69,7 +69,7 @@ module.exports = {
       name: "commands-are-on-top",
       comment: "The CLI composes everything below it; nothing below imports a command.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/(cli|bench|deploy|bin)/" },
+      from: { path: "^src/", pathNot: "^src/(cli|bin)/" },
       to: { path: "^src/cli/" },
     },
   ],

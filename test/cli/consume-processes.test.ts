@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { backlog, type ConsumeProcess, deadLetters, dropJetStream, openPublisher, prepareJetStream, startConsume } from "../../src/bench/jetstream.js";
+import { backlog, type ConsumeProcess, deadLetters, dropJetStream, openPublisher, prepareJetStream, startConsume } from "../../bench/jetstream.js";
 import { openKeyAdmin } from "../../src/store/open.js";
 import { numberedSale } from "../support/sales.js";
 import { startTestServer, type TestServer } from "../support/server.js";

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { backlog, type ConsumeProcess, dropJetStream, openPublisher, prepareJetStream, startConsume } from "../../src/bench/jetstream.js";
+import { backlog, type ConsumeProcess, dropJetStream, openPublisher, prepareJetStream, startConsume } from "../../bench/jetstream.js";
 import { NATS_URL, skipNats, testJetStream } from "../support/nats.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServeProcess, startServe } from "../../src/cli/run-sync.js";
 import { numberedSale } from "../support/sales.js";
-import { openSse, type SseStream } from "../../src/bench/sse-client.js";
+import { openSse, type SseStream } from "../../bench/sse-client.js";
 import { runCli } from "./run-cli.js";
 
 // The live feeds across processes on one SQLite file: `serve --workers 2`

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeSales } from "../../src/bench/sales-file.js";
+import { writeSales } from "../../bench/sales-file.js";
 import { startServe } from "../../src/cli/run-sync.js";
 import { openReadOnly } from "../../src/store/sqlite/database.js";
 import { openWritableStore } from "../../src/store/open.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServeProcess, startServe } from "../../src/cli/run-sync.js";
-import { WebhookReceiver } from "../../src/bench/webhook-receiver.js";
+import { WebhookReceiver } from "../../bench/webhook-receiver.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";
 import { runCli } from "./run-cli.js";

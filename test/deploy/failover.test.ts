@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { hasAutoFailover } from "../../src/deploy/auto-failover.js";
-import { runFailoverDrill } from "../../src/deploy/failover.js";
+import { hasAutoFailover } from "../../tools/deploy/auto-failover.js";
+import { runFailoverDrill } from "../../tools/deploy/failover.js";
 
-// The failover drill (src/deploy/failover.ts) on a pg_auto_failover
+// The failover drill (tools/deploy/failover.ts) on a pg_auto_failover
 // formation of its own: 20 writers through the API, SIGKILL of the primary's
 // postmaster; nothing acknowledged is lost, each feed delivers every sale
 // once and in order (one of them resumed from its token after the

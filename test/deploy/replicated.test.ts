@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runReplicatedDeployment } from "../../src/deploy/replicated.js";
+import { runReplicatedDeployment } from "../../tools/deploy/replicated.js";
 import { PG_ADMIN_URL, skipPg } from "../support/pg.js";
 import { REDIS_URL, skipRedis } from "../support/redis.js";
 

@@ -5,12 +5,12 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AssetService, type WatchSalesResponse } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { allowReplication, createStandby, type Standby } from "../../src/deploy/standby.js";
+import { allowReplication, createStandby, type Standby } from "../../tools/deploy/standby.js";
 import { openKeyAdmin, openWritableStore } from "../../src/store/open.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, startTestServer, type TestServer } from "../support/server.js";
-import { openSse } from "../../src/bench/sse-client.js";
+import { openSse } from "../../bench/sse-client.js";
 
 // The live feeds on a PostgreSQL hot standby (pg_basebackup -R of the test
 // cluster): LISTEN/NOTIFY would not reach it, so a server there polls the

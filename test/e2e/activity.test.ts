@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
-import { openSse, type SseStream } from "../../src/bench/sse-client.js";
+import { openSse, type SseStream } from "../../bench/sse-client.js";
 import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
 
 // The activity feed through the served API (decisions.md, "Activity"):

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { ingestOk, restListAll, useEmptyStoreServer } from "../support/server.js";
-import { openSse } from "../../src/bench/sse-client.js";
+import { openSse } from "../../bench/sse-client.js";
 
 // Exactly once, in commit order, as a property: random ingest batches (new
 // sales and changes to earlier ones), some committed before the subscribers

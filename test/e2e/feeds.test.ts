@@ -15,7 +15,7 @@ import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
 import { withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restGet, startTestServer, useEmptyStoreServer } from "../support/server.js";
-import { openSse, type SseStream } from "../../src/bench/sse-client.js";
+import { openSse, type SseStream } from "../../bench/sse-client.js";
 
 // The live feeds (WatchSales, WatchListings and their SSE routes) against a
 // real server on the test engine, fed through the ingest API: every RPC

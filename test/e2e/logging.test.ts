@@ -6,7 +6,7 @@ import { type Db, openReadOnly } from "../../src/store/sqlite/database.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { clientsFor, transportFor } from "../support/server.js";
-import { openSse } from "../../src/bench/sse-client.js";
+import { openSse } from "../../bench/sse-client.js";
 import { NodeExchange } from "../../src/transport/unary/node-exchange.js";
 
 // One log line per request on every path, never an API key.

@@ -5,7 +5,7 @@ import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { IngestService, type IngestSalesRequestSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { RESUME_TOKEN_HEADER } from "../../src/service/watch.js";
-import { openSse } from "../../src/bench/sse-client.js";
+import { openSse } from "../../bench/sse-client.js";
 import { withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, useEmptyStoreServer } from "../support/server.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
-import { selfSignedCertificate, WebhookReceiver } from "../../src/bench/webhook-receiver.js";
+import { selfSignedCertificate, WebhookReceiver } from "../../bench/webhook-receiver.js";
 import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
 import { resolveWebhooks } from "../../src/config.js";
 import { emptyStore, withKeys } from "../support/engine.js";

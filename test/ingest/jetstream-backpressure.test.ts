@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { dropJetStream, openPublisher, prepareJetStream } from "../../src/bench/jetstream.js";
+import { dropJetStream, openPublisher, prepareJetStream } from "../../bench/jetstream.js";
 import type { Ingest, IngestLine, IngestResult } from "../../src/service/ingest-service.js";
 import { StoreUnavailableError } from "../../src/store/ports.js";
 import { startJetStreamIngest } from "../../src/transport/jetstream/ingest-consumer.js";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { dropJetStream, prepareJetStream } from "../../src/bench/jetstream.js";
+import { dropJetStream, prepareJetStream } from "../../bench/jetstream.js";
 import type { Ingest, IngestLine, IngestResult } from "../../src/service/ingest-service.js";
 import { deadLetterBody, startJetStreamIngest } from "../../src/transport/jetstream/ingest-consumer.js";
 import { NATS_URL, skipNats, testJetStream } from "../support/nats.js";

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { signatureOf } from "../../src/bench/webhook-receiver.js";
+import { signatureOf } from "../../bench/webhook-receiver.js";
 import { terminalText } from "../../src/cli/terminal-text.js";
 import { DeliveryClient, newSecret } from "../../src/service/webhooks/delivery.js";
 import { checkWebhookUrl, guardedLookup, isPrivateAddress } from "../../src/service/webhooks/destination.js";

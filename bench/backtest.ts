@@ -6,14 +6,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { HOLDOUT, type Prediction } from "../derive/backtest.js";
-import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, resolution, shareNoise, TIERS } from "../derive/backtest-report.js";
-import { CONFIDENCE_INPUTS } from "../derive/calibration.js";
-import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
-import { buildDemo } from "../demo/build.js";
-import { openWritable } from "../store/sqlite/database.js";
-import { sqliteWritable } from "../store/sqlite/writable.js";
-import { openWritableStore } from "../store/open.js";
+import { HOLDOUT, type Prediction } from "../src/derive/backtest.js";
+import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, resolution, shareNoise, TIERS } from "../src/derive/backtest-report.js";
+import { CONFIDENCE_INPUTS } from "../src/derive/calibration.js";
+import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../src/derive/backtest-store.js";
+import { buildDemo } from "../src/demo/build.js";
+import { openWritable } from "../src/store/sqlite/database.js";
+import { sqliteWritable } from "../src/store/sqlite/writable.js";
+import { openWritableStore } from "../src/store/open.js";
 
 const { values } = parseArgs({
   options: { db: { type: "string" }, "no-punks": { type: "boolean" }, "no-demo": { type: "boolean" }, help: { type: "boolean", short: "h" } },

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { BIN } from "../cli/run-sync.js";
-import { ensureJetStream, type JetStreamIngestOptions } from "../transport/jetstream/ingest-consumer.js";
+import { BIN } from "../src/cli/run-sync.js";
+import { ensureJetStream, type JetStreamIngestOptions } from "../src/transport/jetstream/ingest-consumer.js";
 
 // The JetStream side of bench:jetstream and of the consume tests: an
 // indexer's publisher (records as NDJSON messages to PREFIX.KIND, many

@@ -6,7 +6,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Command } from "commander";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { runCliSync, type ServeProcess, startServe } from "../cli/run-sync.js";
+import { runCliSync, type ServeProcess, startServe } from "../../src/cli/run-sync.js";
 import { Formation, hasAutoFailover } from "./auto-failover.js";
 
 // The failover drill (issue 37), end to end on one machine: a

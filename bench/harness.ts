@@ -4,17 +4,17 @@ import http from "node:http";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
-import { BIN, startServe } from "../cli/run-sync.js";
-import { withStoreKeys } from "../store/sqlite/api-keys.js";
-import { openReadOnly, openWritable } from "../store/sqlite/database.js";
-import { Random } from "../demo/random.js";
+import { BIN, startServe } from "../src/cli/run-sync.js";
+import { withStoreKeys } from "../src/store/sqlite/api-keys.js";
+import { openReadOnly, openWritable } from "../src/store/sqlite/database.js";
+import { Random } from "../src/demo/random.js";
 
 // What the benchmarks share: the demo stores they run on, servers in child
 // processes (so the load generator never shares their event loop), and
 // autocannon rounds alternating between targets, reported as medians.
 
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const TARGETS = `${ROOT}src/bench/serve-targets.ts`;
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TARGETS = `${ROOT}bench/serve-targets.ts`;
 
 export interface LoadOptions {
   connections: number;

@@ -11,17 +11,17 @@ import {
   GetCollectionStatsSeriesRequestSchema,
   ListCollectionHoldersRequestSchema,
   ListCollectionTraitsRequestSchema,
-} from "../../gen/marketdata/v1/collection_service_pb.js";
-import { ListTokensRequestSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { createAssetService } from "../service/asset-service.js";
-import { FeedHub } from "../service/feed-hub.js";
-import { Random } from "../demo/random.js";
-import { importLines } from "../ingest/importer.js";
-import { lineBatches } from "../ingest/line-batches.js";
-import type { Kind } from "../ingest/kinds.js";
-import { createCollectionService } from "../service/collection-service.js";
-import { openReadRepositories, openWritableStore } from "../store/open.js";
-import type { ReadRepositories } from "../store/ports.js";
+} from "../gen/marketdata/v1/collection_service_pb.js";
+import { ListTokensRequestSchema } from "../gen/marketdata/v1/asset_service_pb.js";
+import { createAssetService } from "../src/service/asset-service.js";
+import { FeedHub } from "../src/service/feed-hub.js";
+import { Random } from "../src/demo/random.js";
+import { importLines } from "../src/ingest/importer.js";
+import { lineBatches } from "../src/ingest/line-batches.js";
+import type { Kind } from "../src/ingest/kinds.js";
+import { createCollectionService } from "../src/service/collection-service.js";
+import { openReadRepositories, openWritableStore } from "../src/store/open.js";
+import type { ReadRepositories } from "../src/store/ports.js";
 import { log, logTimings, percentiles, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
 
@@ -75,7 +75,7 @@ function* listingLines(active: number): Generator<string> {
   }
 }
 
-const BAYC = fileURLToPath(new URL("../../../shared/data/bayc-tokens.ndjson", import.meta.url));
+const BAYC = fileURLToPath(new URL("../../shared/data/bayc-tokens.ndjson", import.meta.url));
 
 /** Each token's attributes: BAYC token i - 1's when the real data is here, else 7 generated traits of 4 to 40 values. */
 function attributesByToken(): { source: string; of: (i: number) => object[] } {

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { runCliSync } from "../cli/run-sync.js";
+import { runCliSync } from "../src/cli/run-sync.js";
 
 // The engine's own bulk path, for bench:import to hold `import` against:
 // the same NDJSON file of sales loaded into the same schema (an empty store

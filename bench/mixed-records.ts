@@ -1,4 +1,4 @@
-import { Random } from "../demo/random.js";
+import { Random } from "../src/demo/random.js";
 import { MARKETPLACES } from "./sales-file.js";
 
 // An operator's mix of records, as issue 50's 30-minute run wrote it:

@@ -3,9 +3,9 @@ import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import { runCliSync } from "../cli/run-sync.js";
-import { diskUsage } from "../cli/stats.js";
-import { Random } from "../demo/random.js";
+import { runCliSync } from "../src/cli/run-sync.js";
+import { diskUsage } from "../src/cli/stats.js";
+import { Random } from "../src/demo/random.js";
 import { log } from "./harness.js";
 import { MARKETPLACES } from "./sales-file.js";
 

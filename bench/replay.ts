@@ -14,10 +14,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import { runCliSync } from "../cli/run-sync.js";
-import { WeekMedian } from "../derive/backtest.js";
-import { calibration, errorFigures, PREDICTORS } from "../derive/backtest-report.js";
-import { havePunks, PUNKS_DIR } from "../derive/backtest-store.js";
+import { runCliSync } from "../src/cli/run-sync.js";
+import { WeekMedian } from "../src/derive/backtest.js";
+import { calibration, errorFigures, PREDICTORS } from "../src/derive/backtest-report.js";
+import { havePunks, PUNKS_DIR } from "../src/derive/backtest-store.js";
 import { derivedLines, log, startCli, type Target } from "./harness.js";
 
 const opts = new Command("bench:replay")

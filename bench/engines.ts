@@ -3,13 +3,13 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
-import { Random } from "../demo/random.js";
-import { openReadRepositories } from "../store/open.js";
-import type { ReadRepositories } from "../store/ports.js";
-import { runCliSync } from "../cli/run-sync.js";
+import { Random } from "../src/demo/random.js";
+import { openReadRepositories } from "../src/store/open.js";
+import type { ReadRepositories } from "../src/store/ports.js";
+import { runCliSync } from "../src/cli/run-sync.js";
 import { load, log, median, percentiles, startCli, startTarget, type Target, loadOf, withLoadOptions } from "./harness.js";
 import { writeSales, YEAR } from "./sales-file.js";
-import { allowReplication, createStandby, waitForReplay } from "../deploy/standby.js";
+import { allowReplication, createStandby, waitForReplay } from "../tools/deploy/standby.js";
 import { measureCpu } from "./cpu.js";
 import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 

@@ -1,4 +1,4 @@
-import type { Random } from "../demo/random.js";
+import type { Random } from "../src/demo/random.js";
 import { YEAR } from "./sales-file.js";
 
 // The stats windows the stats and engine benchmarks time: each shape placed

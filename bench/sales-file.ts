@@ -1,6 +1,6 @@
 import { createWriteStream } from "node:fs";
 import { once } from "node:events";
-import { Random } from "../demo/random.js";
+import { Random } from "../src/demo/random.js";
 
 // The generated collection the stats and engine benchmarks import: sales
 // over two years on six marketplaces, prices heavy-tailed.

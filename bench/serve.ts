@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ALL_ENDPOINTS, coldRequests, collectionAddresses, compare, ensureStore, hotPath, log, median, ROOT, startCli, startTarget, withLoadOptions } from "./harness.js";
 import { Command } from "commander";
-import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { ListSalesRequestSchema, ListSalesResponseSchema } from "../gen/marketdata/v1/asset_service_pb.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
 // docs/benchmarks.md, "Serving speed", for what is measured and why). Every comparison is

@@ -6,9 +6,9 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Command } from "commander";
 import pg from "pg";
-import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
-import { type Sale, SaleSchema } from "../../gen/marketdata/v1/resources_pb.js";
-import { runCliSync } from "../cli/run-sync.js";
+import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
+import { type Sale, SaleSchema } from "../gen/marketdata/v1/resources_pb.js";
+import { runCliSync } from "../src/cli/run-sync.js";
 import { derivedLines, load, log, median, percentiles, pacedWriters, startCli, type Target, withEngineOptions } from "./harness.js";
 import { saleLines, tokenLines } from "./sales-file.js";
 

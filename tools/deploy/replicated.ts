@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import pg from "pg";
-import { runCliSync, startServe } from "../cli/run-sync.js";
+import { runCliSync, startServe } from "../../src/cli/run-sync.js";
 import { allowReplication, createStandby, type Standby, waitForReplay } from "./standby.js";
 
 // The replicated deployment, end to end on one machine (issue 10): a

@@ -5,13 +5,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { deriveCollection } from "../derive/derive.js";
-import { computeRarity, type TokenTraits } from "../derive/rarity.js";
-import { importLines } from "../ingest/importer.js";
-import { SqliteRecordImport } from "../store/sqlite/importer.js";
-import { Random, zipfCumulative } from "../demo/random.js";
-import { openWritable } from "../store/sqlite/database.js";
-import { DeriveStore } from "../store/sqlite/derive-store.js";
+import { deriveCollection } from "../src/derive/derive.js";
+import { computeRarity, type TokenTraits } from "../src/derive/rarity.js";
+import { importLines } from "../src/ingest/importer.js";
+import { SqliteRecordImport } from "../src/store/sqlite/importer.js";
+import { Random, zipfCumulative } from "../src/demo/random.js";
+import { openWritable } from "../src/store/sqlite/database.js";
+import { DeriveStore } from "../src/store/sqlite/derive-store.js";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log("usage: npm run bench:rarity");
@@ -45,7 +45,7 @@ async function throughStore(label: string, tokens: TokenTraits[], address: strin
   }
 }
 
-const bayc = fileURLToPath(new URL("../../../shared/data/bayc-tokens.ndjson", import.meta.url));
+const bayc = fileURLToPath(new URL("../../shared/data/bayc-tokens.ndjson", import.meta.url));
 if (existsSync(bayc)) {
   const tokens = readFileSync(bayc, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as TokenTraits);
   computeRarity(tokens); // warm up the JIT, as a long-running process would be

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import pg from "pg";
-import { runCliSync } from "../cli/run-sync.js";
+import { runCliSync } from "../src/cli/run-sync.js";
 import { hasTool, postgresBulkLoad, sqliteBulkLoad } from "./engine-bulk.js";
 import { log, median } from "./harness.js";
 import { writeSales } from "./sales-file.js";

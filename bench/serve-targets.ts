@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify, { type FastifyInstance } from "fastify";
-import { startServer } from "../server.js";
-import { openReadOnly } from "../store/sqlite/database.js";
-import type { ListingStatusName } from "../domain/records.js";
-import { intervalSeconds, intervalStart, type SeriesInterval } from "../domain/series.js";
-import type { CollectionSort, KeyValue, TokenSort } from "../store/ports.js";
-import { ACTIVITY_TYPES, type ActivityType, resumeKey } from "../service/activity.js";
-import { type SqliteRepositories, sqliteRepositories } from "../store/sqlite/read-repositories.js";
+import { startServer } from "../src/server.js";
+import { openReadOnly } from "../src/store/sqlite/database.js";
+import type { ListingStatusName } from "../src/domain/records.js";
+import { intervalSeconds, intervalStart, type SeriesInterval } from "../src/domain/series.js";
+import type { CollectionSort, KeyValue, TokenSort } from "../src/store/ports.js";
+import { ACTIVITY_TYPES, type ActivityType, resumeKey } from "../src/service/activity.js";
+import { type SqliteRepositories, sqliteRepositories } from "../src/store/sqlite/read-repositories.js";
 
 // The servers `npm run bench:serve` compares, each in its own process so the
 // load generator never shares their event loop:

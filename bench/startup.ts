@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { Command } from "commander";
-import { BIN, startServe } from "../cli/run-sync.js";
+import { BIN, startServe } from "../src/cli/run-sync.js";
 import { ensureStore, log, median } from "./harness.js";
 
 // How long the CLI takes to start: `marketdata --version` (a command that
