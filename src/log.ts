@@ -5,9 +5,9 @@ import { type DestinationStream, pino, type Logger } from "pino";
 // blocks the event loop: a stalled reader of stdout (a full pipe, a slow log
 // shipper) would otherwise stall every request with it. Lines are batched:
 // held until 64 KB are pending or 100 ms have passed, then handed to the
-// kernel in one write instead of one per request line (each write costs
-// ~50 µs of CPU whatever its size up to tens of KB: a 4 KB batch still cost
-// 2 µs per request line). What waits is bounded (MAX_PENDING_BYTES): past
+// kernel in one write instead of one per request line (a write costs about
+// the same CPU whatever its size up to tens of KB, so a batch shares it
+// among its lines). What waits is bounded (MAX_PENDING_BYTES): past
 // it, lines are dropped rather than held without limit. What is pending is
 // written when the process exits, on a crash as on a normal exit; only a
 // SIGKILL loses the last 100 ms.
@@ -54,7 +54,7 @@ export interface RequestLine {
  * the byte as pino formats it (level, time, the logger's bindings, the
  * fields, msg): pino's generic path (a child's bindings, each value
  * serialized by type, then the message) was a tenth of a cached answer's
- * CPU in a profile (docs/benchmarks.md, "Serving speed").
+ * CPU in a profile (bench:profile).
  */
 export function requestLineWriter(log: Logger): (line: RequestLine) => void {
   if (!log.isLevelEnabled("info")) return () => {};

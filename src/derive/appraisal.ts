@@ -270,8 +270,8 @@ export class AppraisalModel {
    * SWEEPS Gauss-Seidel sweeps from the last β. Refits are frequent and β
    * moves little between them, so a few sweeps track the exact solution; a
    * sweep costs one pass over the matrix where a factorization costs a
-   * third of its size times more (10,000 tokens of 8 trait types: ~260
-   * columns, 6 ms against 0.15 ms).
+   * third of its size times more (hundreds of columns for a collection
+   * of a few trait types).
    */
   #solve(scale: number): Float64Array {
     const f = this.#columns;

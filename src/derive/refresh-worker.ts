@@ -94,8 +94,7 @@ async function run(): Promise<void> {
     unavailableSince = undefined;
     backoffMs = FIRST_BACKOFF_MS / 2;
     // At most two thirds of a core: after a refresh, half as long again
-    // before the next (a refresh of 10,000 tokens takes 100-200 ms; writes
-    // meanwhile share the next one), leaving the writer and the server
+    // before the next (writes meanwhile share the next one), leaving the writer and the server
     // their share of a small machine. It also lets the messages that came
     // meanwhile in: a SQLite refresh never yields (its reads and writes are
     // synchronous).

@@ -8,8 +8,8 @@ import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/for
 // fit (the model's pass over every sale, the rarity) is then kept, and the
 // sales written since are fed to it: the model is incremental
 // (appraisal.ts), so feeding only the new seconds leaves exactly the model a
-// full derive would build, at a small part of its cost (docs/benchmarks.md,
-// "Freshness").
+// full derive would build, at a small part of its cost (bench:ingest --
+// --parts freshness).
 //
 // A live feed is not quite in time order: writers a few blocks apart send
 // sales of seconds the model has already passed. The model takes sales in

@@ -10,8 +10,8 @@ import { stampVersions, type Touched } from "./data-versions.js";
  * table is made for this transaction and dropped at its commit. With
  * `session`, it stays on the connection (emptied at each commit) for the
  * next transaction of the same kind: the server's writer, whose small
- * transactions spent ~3 ms of ~25 making and dropping it
- * (docs/benchmarks.md, "Ingest"). A connection that failed is discarded
+ * transactions spent a tenth of their time making and dropping it
+ * (bench:ingest). A connection that failed is discarded
  * (writeTransaction), so a table made in a transaction that rolled back is
  * never counted on.
  */

@@ -76,8 +76,8 @@ export class PgRecordImport implements RecordImport {
 
   // After the commit (readers are not blocked): planner statistics, and the
   // visibility map, without which an index-only scan (an asset's stats over
-  // sales_by_asset) visits the heap for every row until autovacuum comes:
-  // 10,000 heap fetches, 12.7 ms instead of 3 ms, on the bench:engines asset.
+  // sales_by_asset) visits the heap for every row until autovacuum comes
+  // (bench:engines' asset read several times slower).
   async #refreshStatistics(kind: BulkKind, options: ImportRecordsOptions): Promise<void> {
     if (options.refreshStatistics ?? true) await this.pool.query(`VACUUM (ANALYZE) ${kind.tables.join(", ")}`);
   }

@@ -49,8 +49,8 @@ export function pgIngestWriter(url: string, options: LockWaitOptions = {}): Inge
   // waited out the pool's connection timeout). The batches that queued
   // during a transaction share the next one (group commit, as the SQLite
   // writer does): one COPY, merge and commit for all, each batch counted as
-  // if it had been written alone. A transaction costs ~18 ms however small,
-  // so one at a time per batch made 20 writers queue behind each other.
+  // if it had been written alone. A transaction has a fixed cost however
+  // small, so one at a time per batch made writers queue behind each other.
   const queue: Pending[] = [];
   let running: Promise<void> | undefined;
   const drain = async () => {

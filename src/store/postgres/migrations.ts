@@ -187,8 +187,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   `,
   // 4: sales partitioned by collection (sales-partitions.ts), so that a
   // collection's first load is written into a table of its own without
-  // indexes, indexed once, and attached (an import of 1M sales: the merge
-  // into the shared indexes took 38 s). The identity column goes: nothing
+  // indexes, indexed once, and attached (an import's merge into the shared
+  // indexes took most of its time). The identity column goes: nothing
   // read it, and PostgreSQL 15 cannot carry one over to attached tables. The
   // foreign key to collections goes too: a partition is only ever created
   // for a registered collection, its bound is that collection's id, and

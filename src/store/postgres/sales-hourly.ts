@@ -28,8 +28,8 @@ export function hourDeltasSql(latest: string): string[] {
      GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`,
     // Statistics for the planner (autovacuum never sees a temporary table):
     // without them it guessed 720 delta rows, costed APPLY_HOUR_DELTAS past
-    // jit_above_cost and compiled it for each commit (47 ms of JIT for five
-    // deltas; 2 ms in all with them, ANALYZE 1 ms).
+    // jit_above_cost and compiled it for each commit, which cost many times
+    // the statement itself and the ANALYZE together.
     "ANALYZE hour_deltas",
   ];
 }
@@ -43,14 +43,14 @@ export function hourDeltasSql(latest: string): string[] {
  * row; one a move left without sales loses it (the statement after). The
  * work is one sort of the deltas and the rows after the earliest (one or
  * two for a live feed), never a pairing of them: pairing each hour row with
- * every delta before it was quadratic (8,000 sales an hour apart, one
- * batch: 4.7 s), and summing the raw sales of the touched hours again grew
- * with the sales of the current hour (31 ms a commit after 5,000 live
- * sales; an hour at 1,000 sales/s holds 3.6M). The hour rows are read by
+ * every delta before it was quadratic (a batch of sales an hour apart took
+ * seconds), and summing the raw sales of the touched hours again grew
+ * with the sales of the current hour (a live hour holds millions). The
+ * hour rows are read by
  * a seek per collection and marketplace: OFFSET 0 keeps that subquery from
  * being pulled up into a join, which the planner (taking the range from a
  * subquery's hour to be a third of the table) made a hash of every hour
- * row in the store (615 ms for five deltas beside 68,000 hour rows).
+ * row in the store, whatever the number of deltas.
  */
 export const APPLY_HOUR_DELTAS: readonly string[] = [
   `WITH f AS (SELECT c, m, min(h) AS h FROM hour_deltas GROUP BY c, m),

@@ -48,9 +48,9 @@ export const PG_WINDOW_STATS_SQL = `
  * The collection's ($1) sales with timestamp <= $3 counted from the running
  * totals ($4: the hour of $3, $5: its start), and its sales after $2 up to
  * $3 in the model's order, in one statement (one snapshot). A count of the
- * raw sales cost what the collection's history holds (118 ms at 150,000
- * sales, every round of the background derive); this costs its
- * marketplaces and the last hour's sales.
+ * raw sales cost what the collection's history holds, every round of the
+ * background derive; this costs its marketplaces and the last hour's
+ * sales.
  */
 export const PG_SALES_SINCE_SQL = `
   WITH RECURSIVE ${MARKETPLACES_CTE},

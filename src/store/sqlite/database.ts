@@ -147,8 +147,8 @@ export function openWritable(path: string): Db {
  * temp_store, and kept in memory, a statement that may abort (an UPDATE of
  * a table with triggers, an upsert) cost more the more pages the open
  * savepoints had journaled before it, so that a group commit's batch (a
- * savepoint) cost what the store held (one collection's batches of 1,000
- * sales: 150 ms at 4,000 sales, 450 ms at 20,000; on disk, 150 ms flat).
+ * savepoint) cost what the store held (bench:ingest-scale: one collection's
+ * batches grew slower as it grew; on disk, flat).
  * Past a small threshold the journal spills to a file that the OS caches.
  */
 export function tuneForWrites(db: Db): void {

@@ -294,9 +294,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // filter naming none of them is told so (service/params.ts) rather than
   // answered an empty list. A sale inserted is known by the writer's own
   // statement (write-store.ts upsertSale), not a trigger: an AFTER INSERT
-  // trigger on sales made every insert three times as costly, more as the
-  // table grew (issue 50: 20,000 live sales, 1,390 ms a batch of 1,000
-  // against 456 ms without).
+  // trigger on sales made every insert several times as costly, more as the
+  // table grew (issue 50, bench:ingest-scale).
   `
   CREATE TABLE marketplaces (name TEXT PRIMARY KEY) WITHOUT ROWID;
   INSERT OR IGNORE INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers;

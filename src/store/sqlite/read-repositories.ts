@@ -47,7 +47,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     engine: "sqlite",
     expectedSchemaVersion: MIGRATIONS.length,
     // SQLite's data_version: read from shared memory in WAL mode under its
-    // read lock (2 µs alone, 10-20 µs under load; transport/cache/freshness.ts
+    // read lock (cheap, but not free under load: transport/cache/freshness.ts
     // reads it at most once per loop turn). It moves whenever another
     // connection (an import, a derive) commits; the key file's moves with
     // every key change. Both only grow, so their sum moves with either.

@@ -24,7 +24,7 @@ import { SalesSeries } from "./sales-series.js";
 // Hours were chosen over a running total per sale (no raw edge) because a
 // write anywhere in history then rewrites one row per later hour instead of
 // one per later sale, and the table holds a fraction of the sales' rows
-// (docs/benchmarks.md, "Collection stats", for figures).
+// (bench:stats).
 //
 // Volumes are decimal text summed with BigInt: exact for any amount.
 //

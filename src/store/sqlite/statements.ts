@@ -42,7 +42,7 @@ export class SqliteStatements {
    * Every row of a read, as objects keyed by column name. better-sqlite3
    * builds each row object through V8's C++ API, property by property: on a
    * page of 20-50 rows that was a third to a half of the read's time
-   * (docs/benchmarks.md, "Serving speed"). Here SQLite hands rows over as
+   * (bench:profile). Here SQLite hands rows over as
    * arrays (raw mode) and a function compiled once per statement, from the
    * statement's own column names, turns each into an object literal of one
    * fixed shape.

@@ -26,8 +26,8 @@ export interface VersionSource {
  * returned, and so before the read; a commit that precedes a request's
  * arrival is therefore always seen by it. Nothing stale is served, at one
  * read per turn instead of per request. On SQLite the read is synchronous
- * (shared memory: 2 µs alone, 10-20 µs under load; the stamps are read only
- * when something was committed); on PostgreSQL it is one query per turn (a
+ * (shared memory, but slower under load; the stamps are read only when
+ * something was committed); on PostgreSQL it is one query per turn (a
  * row of store_state, so a replica reports what it has replayed), shared by
  * every request of the turn.
  */
