@@ -7,7 +7,7 @@ import { Command } from "commander";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../gen/marketdata/v1/asset_service_pb.js";
 
 // npm run bench:serve — throughput and latency of every /v1 endpoint (see the
-// docs/benchmarks.md, "Serving speed", for what is measured and why). Every comparison is
+// bench/results/history.md, "Serving speed", for what is measured and why). Every comparison is
 // a ratio from one run: rounds alternate between the servers compared, and
 // medians are reported. Servers run in child processes; autocannon runs here.
 

@@ -15,7 +15,7 @@ import { randomWindow, WINDOW_SHAPES } from "./windows.js";
 import { writeSales } from "./sales-file.js";
 
 // npm run bench:stats — collection stats from write-time aggregates (see the
-// docs/benchmarks.md, "Collection stats"): latency of every window shape against a
+// bench/results/history.md, "Collection stats"): latency of every window shape against a
 // GROUP BY over the raw rows in the same run, throughput under load with
 // rotating windows next to /v1/collection/scores, and import speed with and
 // without keeping the aggregates.
