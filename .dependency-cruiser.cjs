@@ -52,6 +52,13 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports[.]ts$|^src/store/shared/" },
     },
     {
+      name: "config-is-a-leaf",
+      comment: "The settings table and the configuration built from it are read by every layer (defaults, the validated config): they import nothing of the code but the domain, so any layer may take them without a cycle or an arrow up.",
+      severity: "error",
+      from: { path: "^src/config/" },
+      to: { path: "^src/", pathNot: "^src/(config|domain)/" },
+    },
+    {
       name: "the-lab-is-on-top",
       comment: "Benchmarks (bench/) and drills and build tools (tools/) use the service from outside src/; the service never uses them, so src/ builds and ships without them.",
       severity: "error",

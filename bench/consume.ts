@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { runCliSync } from "../src/cli/run-sync.js";
-import { JETSTREAM_DEFAULTS } from "../src/transport/jetstream/defaults.js";
+import { CONSUME_DEFAULTS } from "../src/config/settings.js";
 import type { JetStreamIngestOptions } from "../src/transport/jetstream/ingest-consumer.js";
 import { benchKey, log, median, startCli } from "./harness.js";
 import { backlog, deadLetters, dropJetStream, openPublisher, prepareJetStream, startConsume } from "./jetstream.js";
@@ -31,7 +31,7 @@ const opts = new Command("bench:consume")
   .option("--per-message <n>", "sales per JetStream message", "100")
   .option("--writers <n>", "HTTP writers", "4")
   .option("--batch <n>", "sales per HTTP request", "1000")
-  .option("--consume-batch <n>", "records per consumer commit (consume's --batch)", String(JETSTREAM_DEFAULTS.batch))
+  .option("--consume-batch <n>", "records per consumer commit (consume's --batch)", String(CONSUME_DEFAULTS.batch))
   .option("--parts <list>", "throughput,kills", "throughput,kills")
   .parse()
   .opts<{
@@ -112,7 +112,7 @@ async function httpRound(dir: string, lines: string[]): Promise<number> {
 }
 
 function jetstreamOptions(name: string): JetStreamIngestOptions {
-  return { ...JETSTREAM_DEFAULTS, servers: opts.nats, stream: `BENCH_${name}`, subjectPrefix: `bench.${name}`, durable: `bench_${name}`, deadLetter: `bench.${name}-dead`, ackWaitSeconds: 5 };
+  return { ...CONSUME_DEFAULTS, servers: opts.nats, stream: `BENCH_${name}`, subjectPrefix: `bench.${name}`, durable: `bench_${name}`, deadLetter: `bench.${name}-dead`, ackWaitSeconds: 5 };
 }
 
 /** Publishes the collection and `lines` as messages of PER_MESSAGE sales. */

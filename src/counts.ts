@@ -4,7 +4,8 @@ import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { AggregatorRegistry } from "prom-client";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
-import { DEFAULT_METRICS_HOST, type ServeConfig } from "./config.js";
+import type { ServeConfig } from "./config/serve.js";
+import { DEFAULTS } from "./config/settings.js";
 import { listenError, METRICS_LISTENER } from "./listen-errors.js";
 import type { RateLimits } from "./transport/policy/admission.js";
 import { clusterWindows, MemoryWindows, REDIS_DEADLINE_MS, RedisWindows, WARN_EVERY_MS } from "./transport/policy/rate-limit.js";
@@ -90,7 +91,7 @@ export async function publishMetrics(metrics: ServerMetrics | undefined, config:
     AggregatorRegistry.setRegistries([metrics.registry]);
     return undefined;
   }
-  return serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST);
+  return serveMetrics(metrics.registry, config.metrics.port, config.metrics.host ?? DEFAULTS.metricsHost);
 }
 
 /** The message a worker sends its primary for the sum of every worker's metrics, and the answer. */
@@ -154,7 +155,7 @@ export async function primaryCounts(config: CountConfig): Promise<{ close(): Pro
   if (config.metrics?.enabled !== false) cluster.on("message", onScrape);
   const server =
     config.metrics?.enabled !== false && config.metrics?.port !== undefined
-      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULT_METRICS_HOST)
+      ? await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.port, config.metrics.host ?? DEFAULTS.metricsHost)
       : undefined;
   return {
     close: async () => {

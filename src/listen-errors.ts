@@ -1,4 +1,4 @@
-import { ConfigError } from "./config.js";
+import { ConfigError } from "./config/checks.js";
 
 // A listener that cannot start (the API port, --metrics-port), said as the
 // operator can fix it, naming the flags that choose it; anything else as it is.

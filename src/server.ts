@@ -5,12 +5,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { pino, type Logger } from "pino";
 import { createLogger } from "./log.js";
 import { API_LISTENER, listenError } from "./listen-errors.js";
-import { ConfigError, resolveWebhooks, DEFAULT_CACHE_MB, DEFAULT_METRICS_HOST, DEFAULT_TIMEOUTS, DRAIN_MS, type ServeConfig, type Timeouts } from "./config.js";
+import { ConfigError } from "./config/checks.js";
+import { DEFAULT_TIMEOUTS, DRAIN_MS, resolveWebhooks, type ServeConfig, type Timeouts } from "./config/serve.js";
+import { DEFAULTS } from "./config/settings.js";
 import { ADMIN_PROCEDURES, createServices, INGEST_PROCEDURES, readOnlyUnaryMethods, serverStreamingMethods, type WebhookDeps } from "./service/services.js";
 import { FeedHub, type FeedLimits } from "./service/feed-hub.js";
 import { streamCaller } from "./service/watch.js";
 import { admitNextBatch } from "./service/ingest-service.js";
-import { MAX_BATCH_BYTES } from "./service/ingest-limits.js";
+import { MAX_BATCH_BYTES } from "./domain/ingest-limits.js";
 import { IngestService } from "../gen/marketdata/v1/ingest_service_pb.js";
 import { WebhookService } from "../gen/marketdata/v1/webhook_service_pb.js";
 import { startWebhooks, type WebhookSettings } from "./service/webhooks/runtime.js";
@@ -58,7 +60,7 @@ export interface ServerDeps {
   keys?: KeyVerifier;
   /** Request and error logging; silent when absent. */
   logger?: Logger;
-  /** Response cache size in bytes; 0 turns it off. Default DEFAULT_CACHE_MB. */
+  /** Response cache size in bytes; 0 turns it off. Default: --cache-mb's. */
   cacheBytes?: number;
   /** Per-key and per-address request limits, where they are counted and how that store fares (counts.ts); keys' own limits only when absent. */
   rateLimits?: Omit<CountedLimits, "close">;
@@ -106,7 +108,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
   const log = deps.logger ?? pino({ level: "silent" });
   const watch = new DataVersionWatch(deps.store.info);
   const keys = new MemoizedKeyVerifier(deps.keys ?? deps.store.keys, watch);
-  const cache = new ResponseCache(deps.cacheBytes ?? DEFAULT_CACHE_MB * MIB, watch);
+  const cache = new ResponseCache(deps.cacheBytes ?? DEFAULTS.cacheMb * MIB, watch);
   const feeds = new FeedHub(deps.store, deps.streamLimits, {
     ...(deps.feedPollMs === undefined ? {} : { pollMs: deps.feedPollMs }),
     ...(deps.feedMaxQueued === undefined ? {} : { maxQueued: deps.feedMaxQueued }),
@@ -147,7 +149,7 @@ export async function buildServer(deps: ServerDeps): Promise<BuiltServer> {
           ...(deps.webhooks === undefined ? {} : { webhooks: deps.webhooks.stats }),
           ...(deps.rateLimits?.fallbacks === undefined ? {} : { rateLimitFallbacks: deps.rateLimits.fallbacks }),
         });
-  const t = deps.timeouts ?? defaultTimeouts();
+  const t = deps.timeouts ?? DEFAULT_TIMEOUTS;
   const grpcUnary = createGrpcUnaryHandler({ services, admission, cache, watch, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES });
   const grpcStream = createGrpcStreamHandler({ services, admission, addresses, log, readMaxBytes: MAX_REQUEST_MESSAGE_BYTES, stallMs: t.idleMs, holdKey });
   const streams = serverStreamingMethods(services.services);
@@ -316,17 +318,6 @@ export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
     feedPageRows?: number;
   };
 
-function defaultTimeouts(): Timeouts {
-  const ms = (s: number) => s * 1000;
-  return {
-    headersMs: ms(DEFAULT_TIMEOUTS.headers),
-    requestMs: ms(DEFAULT_TIMEOUTS.request),
-    keepAliveMs: ms(DEFAULT_TIMEOUTS.keepAlive),
-    idleMs: ms(DEFAULT_TIMEOUTS.idle),
-    shutdownMs: ms(DEFAULT_TIMEOUTS.shutdown),
-  };
-}
-
 /** One line per background derive: what it did, and how long after each write it brought up to date. */
 function logRefresh(logger: Logger, r: RefreshReply): void {
   if ("failed" in r) {
@@ -340,8 +331,8 @@ function logRefresh(logger: Logger, r: RefreshReply): void {
 /** Opens the store read-only (a SQLite file, or a PostgreSQL primary or replica) and serves it: the CLI's serve (each worker) and the tests' servers. */
 export async function startServer(config: StartOptions): Promise<RunningServer> {
   const store = await openReadRepositories(config.db, {
-    ...(config.poolSize === undefined ? {} : { poolSize: config.poolSize }),
-    ...(config.timeouts?.storeMs === undefined ? {} : { queryTimeoutMs: config.timeouts.storeMs }),
+    poolSize: config.poolSize ?? DEFAULTS.poolSize,
+    queryTimeoutMs: config.timeouts?.storeMs ?? DEFAULTS.storeTimeout,
   });
   const logger = createLogger(config.logLevel ?? "silent");
   const limits = await countedLimits(config, logger);
@@ -375,7 +366,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
       store,
       writer,
       logger,
-      cacheBytes: (config.cacheMb ?? DEFAULT_CACHE_MB) * MIB,
+      cacheBytes: (config.cacheMb ?? DEFAULTS.cacheMb) * MIB,
       rateLimits: limits,
       trustProxy: config.trustProxy ?? [],
       ...(config.timeouts === undefined ? {} : { timeouts: config.timeouts }),

@@ -1,4 +1,4 @@
-import { type ConsumeFlags, consumeConfig } from "../config.js";
+import type { ConsumeConfig } from "../config/consume.js";
 import { Ingest } from "../service/ingest-service.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
@@ -11,13 +11,15 @@ import { CliError } from "./errors.js";
 // SIGTERM, which commit and acknowledge what was taken, then exit 0. Any
 // number of these processes (on any machines) share one durable consumer.
 
-export interface ConsumeCommand extends ConsumeFlags {
+export interface ConsumeCommand {
   db: string;
   maxClockSkewSeconds?: number;
+  /** consume's own settings, validated (config/consume.ts). */
+  options: ConsumeConfig;
 }
 
 export async function runConsume(cmd: ConsumeCommand): Promise<void> {
-  const options = consumeConfig(cmd);
+  const { options } = cmd;
   const say = (line: string) => process.stderr.write(`consume: ${line}\n`);
   let unavailableSaid = 0;
   const storeUnavailable = (err: unknown, ms: number, held = "messages held") => {

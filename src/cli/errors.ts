@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config/checks.js";
 
 /** A failure the user can fix: printed as one line, exit status 1, no stack. */
 export class CliError extends Error {}

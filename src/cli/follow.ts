@@ -2,7 +2,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Ingest, type IngestLine, rejectionsOf } from "../service/ingest-service.js";
-import { MAX_BATCH_RECORDS } from "../service/ingest-limits.js";
+import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 import { importInput } from "./import.js";

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../log.js";
-import type { ServeConfig } from "../config.js";
+import type { ServeConfig } from "../config/serve.js";
 import { primaryCounts } from "../counts.js";
 import { startServer } from "../server.js";
 import { openReadRepositories } from "../store/open.js";

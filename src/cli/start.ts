@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import type { ServeConfig } from "../config.js";
+import type { ServeConfig } from "../config/serve.js";
 import { openKeyAdmin, openWritableStore, refusePostgres } from "../store/open.js";
 import { runDemo } from "./demo.js";
 import { serveUntilSignalled } from "./serve.js";

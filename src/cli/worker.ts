@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import type { ServeConfig } from "../config.js";
+import type { ServeConfig } from "../config/serve.js";
 import { errorLine } from "./errors.js";
 import { runWorker, WORKER_CONFIG_ENV } from "./serve.js";
 

@@ -4,7 +4,8 @@ import { PrequentialPass } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
 import { featureSpace } from "./features.js";
 import { type CollectionRarity, computeRarity } from "./rarity.js";
-import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
+import { DEFAULTS } from "../config/settings.js";
+import { latestTimeAllowed } from "../domain/formats.js";
 
 // Derived data sets of a collection: rarity from its tokens, appraisals from
 // its sales (valued at the time of its latest sale).
@@ -32,7 +33,7 @@ export interface DeriveOptions {
   /**
    * Sales dated more than this many seconds past the clock are left out of
    * the model (a stored outlier from before such times were refused would
-   * otherwise be its "now" for ever); DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent.
+   * otherwise be its "now" for ever); --max-clock-skew's default when absent.
    */
   maxClockSkewSeconds?: number;
 }
@@ -111,7 +112,7 @@ export function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, b
 }
 
 export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
-  const until = latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS);
+  const until = latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew);
   const { fitted, rarityMs: rarityFitMs, appraisalMs: fitMs } = await fitCollection(store, contractAddress, until);
   let started = performance.now();
   const rarity = rarityRows(fitted);

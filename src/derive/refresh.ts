@@ -1,6 +1,7 @@
 import type { DeriveRepository, SaleForModel } from "../store/ports.js";
 import { appraisalRows, feedSales, fitCollection, type FittedCollection, rarityRows } from "./derive.js";
-import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
+import { DEFAULTS } from "../config/settings.js";
+import { latestTimeAllowed } from "../domain/formats.js";
 
 // derive in the background (issue 21, item 4): after ingest wrote a
 // collection's sales, listings or tokens, its appraisals and rarity are
@@ -48,7 +49,7 @@ export class DerivedRefresher {
 
   constructor(store: DeriveRepository, options: { maxClockSkewSeconds?: number; now?: () => number } = {}) {
     this.#store = store;
-    this.#skew = options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
+    this.#skew = options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew;
     this.#now = options.now ?? Date.now;
   }
 

@@ -18,8 +18,6 @@ export const MAX_EPOCH_SECONDS = 100_000_000_000n;
  * by seconds, not days. Later times are refused on ingest and import, and
  * a stored one is left out of the appraisal model (--max-clock-skew).
  */
-export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 86_400;
-
 /** The latest sale or listing time taken now: the clock plus `skewSeconds`. */
 export function latestTimeAllowed(skewSeconds: number, nowMs = Date.now()): number {
   return Math.floor(nowMs / 1000) + skewSeconds;

@@ -2,7 +2,8 @@ import type { ImportRecord, RecordImport } from "../store/ports.js";
 import { NOT_UTF8, parseLine, type Problem } from "./fields.js";
 import { type Line, NotUtf8 } from "./line-batches.js";
 import { handlerFor, type Kind } from "./kinds.js";
-import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
+import { DEFAULTS } from "../config/settings.js";
+import { latestTimeAllowed } from "../domain/formats.js";
 
 // NDJSON import: one record per line, checked here, then written by the
 // store (its RecordImport port) by natural key, all inside one transaction,
@@ -37,7 +38,7 @@ export interface ImportOptions {
   maintainStats?: boolean;
   /** SQLite's bulk path: true from the first row, false never (tests of each path); unset, as the importer decides. */
   bulk?: boolean;
-  /** How far past the clock (when the import starts) a sale's or listing's time may be; DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
+  /** How far past the clock (when the import starts) a sale's or listing's time may be; --max-clock-skew's default when absent. */
   maxClockSkewSeconds?: number;
 }
 
@@ -67,7 +68,7 @@ export async function scanLines(
   stats: ImportStats,
   accept: (record: unknown) => void | Promise<void>,
 ): Promise<void> {
-  const handler = handlerFor(options.kind, { latestTime: latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS) });
+  const handler = handlerFor(options.kind, { latestTime: latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew) });
   let lineNo = 0;
   let bytes = 0;
   for await (const item of lines) {

@@ -1,8 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { DataVersion, FeedEntry, FeedKind, MaybePromise, ReadRepositories } from "../store/ports.js";
+import { DEFAULTS } from "../config/settings.js";
 import {
-  DEFAULT_MAX_STREAMS,
-  DEFAULT_MAX_STREAMS_PER_KEY,
   FEED_PAGE_ROWS,
   FEED_POLL_MS,
   HEARTBEAT_SECONDS,
@@ -45,9 +44,9 @@ export interface FeedStats {
 }
 
 export interface FeedLimits {
-  /** Open streams per API key; 0: no limit. Default DEFAULT_MAX_STREAMS_PER_KEY. */
+  /** Open streams per API key; 0: no limit. Default: --streams-per-key's. */
   perKey?: number | undefined;
-  /** Open streams on this server; 0: no limit. Default DEFAULT_MAX_STREAMS. */
+  /** Open streams on this server; 0: no limit. Default: --max-streams'. */
   total?: number | undefined;
 }
 
@@ -166,7 +165,7 @@ export class FeedHub {
 
   constructor(store: ReadRepositories, limits: FeedLimits = {}, options: { pollMs?: number; maxQueued?: number; pageRows?: number } = {}) {
     this.#store = store;
-    this.#limits = { perKey: limits.perKey ?? DEFAULT_MAX_STREAMS_PER_KEY, total: limits.total ?? DEFAULT_MAX_STREAMS };
+    this.#limits = { perKey: limits.perKey ?? DEFAULTS.streamsPerKey, total: limits.total ?? DEFAULTS.maxStreams };
     this.#pollMs = options.pollMs ?? FEED_POLL_MS;
     this.#maxQueued = options.maxQueued ?? MAX_QUEUED_MESSAGES;
     this.#pageRows = options.pageRows ?? FEED_PAGE_ROWS;

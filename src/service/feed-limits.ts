@@ -17,10 +17,6 @@ export const MAX_QUEUED_MESSAGES = 10_000;
 /** How often each server process asks the store whether anything was committed, while anyone subscribes. */
 export const FEED_POLL_MS = 20;
 
-/** Default limits on open streams: per API key, and on the whole server (process). */
-export const DEFAULT_MAX_STREAMS_PER_KEY = 1_000;
-export const DEFAULT_MAX_STREAMS = 20_000;
-
 /**
  * The query parameter an SSE request may give its API key in, since a
  * browser's EventSource cannot send headers (the x-api-key header wins;

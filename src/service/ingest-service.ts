@@ -2,12 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Kind } from "../domain/kinds.js";
 import { handlerFor } from "../ingest/kinds.js";
-import { DEFAULT_MAX_CLOCK_SKEW_SECONDS, latestTimeAllowed } from "../domain/formats.js";
+import { DEFAULTS } from "../config/settings.js";
+import { latestTimeAllowed } from "../domain/formats.js";
 import { describeProblems, type Problem } from "../ingest/fields.js";
 import { type IngestWriter, RecordConflictError, StoreReadOnlyError } from "../store/ports.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { IMPORT_SHAPE } from "./ingest-records.js";
-import { MAX_BATCH_RECORDS } from "./ingest-limits.js";
+import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 
 // The ingest API's one path, whatever carried the batch (an RPC's records,
 // REST's NDJSON lines): every record checked as `marketdata import` checks a
@@ -47,7 +48,7 @@ export const DETAILED_REJECTIONS = 10;
 const REJECTION_CHARS = 200;
 
 export interface IngestOptions {
-  /** How far past the clock a sale's or listing's time may be (seconds); DEFAULT_MAX_CLOCK_SKEW_SECONDS when absent. */
+  /** How far past the clock a sale's or listing's time may be (seconds); --max-clock-skew's default when absent. */
   maxClockSkewSeconds?: number;
   /** The clock (ms), for tests. */
   now?: () => number;
@@ -60,7 +61,7 @@ export class Ingest {
 
   constructor(writer: IngestWriter, options: IngestOptions = {}) {
     this.#writer = writer;
-    this.#skew = options.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
+    this.#skew = options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew;
     this.#now = options.now ?? Date.now;
   }
 

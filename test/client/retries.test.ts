@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createMarketDataClient, type Protocol, type RetryInfo } from "@marketdata/client";
 import { describe, expect, it } from "vitest";
-import { MAX_BATCH_BYTES } from "../../src/service/ingest-limits.js";
+import { MAX_BATCH_BYTES } from "../../src/domain/ingest-limits.js";
 import { withKeys } from "../support/engine.js";
 import { ingestOk, startTestServer, useEmptyStoreServer } from "../support/server.js";
 import { numberedSale } from "../support/sales.js";

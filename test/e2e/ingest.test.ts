@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestResponseSchema, IngestSalesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import type { Sale } from "../../gen/marketdata/v1/resources_pb.js";
-import { MAX_BATCH_RECORDS } from "../../src/service/ingest-limits.js";
+import { MAX_BATCH_RECORDS } from "../../src/domain/ingest-limits.js";
 import { openWritableStore } from "../../src/store/open.js";
 import { emptyStore, fixtureRecords, withKeys } from "../support/engine.js";
 import { ENDPOINTS } from "../support/endpoints.js";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebhookService } from "../../gen/marketdata/v1/webhook_service_pb.js";
 import { selfSignedCertificate, WebhookReceiver } from "../../bench/webhook-receiver.js";
 import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
-import { resolveWebhooks } from "../../src/config.js";
+import { resolveWebhooks } from "../../src/config/serve.js";
 import { emptyStore, withKeys } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";

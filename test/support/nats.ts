@@ -1,5 +1,5 @@
 import net from "node:net";
-import { JETSTREAM_DEFAULTS } from "../../src/transport/jetstream/defaults.js";
+import { CONSUME_DEFAULTS } from "../../src/config/settings.js";
 import type { JetStreamIngestOptions } from "../../src/transport/jetstream/ingest-consumer.js";
 
 // NATS with JetStream for tests: a real server at 127.0.0.1:4222 (or
@@ -32,5 +32,5 @@ export function skipNats(what: string): boolean {
 /** A test's own stream, subjects, consumer and dead-letter subject (named after `tag` and the process), on the test server. */
 export function testJetStream(tag: string, overrides: Partial<JetStreamIngestOptions>): JetStreamIngestOptions {
   const t = `${tag}${process.pid}`;
-  return { ...JETSTREAM_DEFAULTS, servers: NATS_URL, stream: `TEST_${t}`, subjectPrefix: `${t}.ingest`, durable: `d_${t}`, deadLetter: `${t}.dead`, ...overrides };
+  return { ...CONSUME_DEFAULTS, ackWaitSeconds: CONSUME_DEFAULTS.ackWait / 1000, servers: NATS_URL, stream: `TEST_${t}`, subjectPrefix: `${t}.ingest`, durable: `d_${t}`, deadLetter: `${t}.dead`, ...overrides };
 }

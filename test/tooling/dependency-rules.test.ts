@@ -43,6 +43,7 @@ describe("dependency rules", () => {
         expect.stringMatching(/^no-cycles: src\/service\/p[io]ng\.ts -> src\/service\/p[io]ng\.ts$/),
         "client-package-ships-alone: packages/client/src/leak.ts -> src/transport/entry.ts",
         "the-lab-is-on-top: src/service/lab.ts -> bench/harness.ts",
+        "config-is-a-leaf: src/config/reach.ts -> src/service/ping.ts",
       ]),
     );
   });

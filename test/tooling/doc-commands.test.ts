@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDemo } from "../../src/cli/demo.js";
-import { resolveWebhooks } from "../../src/config.js";
+import { resolveWebhooks } from "../../src/config/serve.js";
 import { withKeys } from "../support/engine.js";
 import { PYTHON, skipPython } from "../support/python.js";
 import { startTestServer, type TestServer } from "../support/server.js";

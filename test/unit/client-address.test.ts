@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { addressBucket, ClientAddresses, normalizeAddress, parseProxyEntry } from "../../src/transport/policy/client-address.js";
+import { parseProxyEntry } from "../../src/config/checks.js";
+import { addressBucket, ClientAddresses, normalizeAddress } from "../../src/transport/policy/client-address.js";
 
 const req = (peer: string, xff?: string) => ({ headers: xff === undefined ? {} : { "x-forwarded-for": xff }, socket: { remoteAddress: peer } });
 

@@ -1,4 +1,3 @@
-import { DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_KEY } from "../../src/service/feed-limits.js";
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { compareDecimal, isAddress, isTxHash, isUint256 } from "../../src/domain/formats.js";
@@ -47,7 +46,8 @@ describe("wei limbs", () => {
 });
 
 describe("server config", async () => {
-  const { resolveServeConfig, DEFAULT_DB } = await import("../../src/config.js");
+  const { resolveServeConfig } = await import("../../src/config/serve.js");
+  const DEFAULT_DB = "data/marketdata.sqlite";
   it("fills defaults and validates once", () => {
     const defaults = {
       cacheMb: 64,
@@ -58,12 +58,12 @@ describe("server config", async () => {
       ingestRateLimit: 100,
       redis: undefined,
       timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000, idleMs: 60_000, shutdownMs: 10_000, storeMs: 10_000 },
-      metrics: { enabled: true, port: undefined, host: undefined },
+      metrics: { enabled: true, port: undefined, host: "127.0.0.1" },
       corsOrigins: [],
       poolSize: 10,
       deriveRefresh: true,
-      streamsPerKey: DEFAULT_MAX_STREAMS_PER_KEY,
-      maxStreams: DEFAULT_MAX_STREAMS,
+      streamsPerKey: 1_000,
+      maxStreams: 20_000,
       maxClockSkewSeconds: 86_400,
       trustProxy: [],
       webhooks: {
@@ -90,13 +90,13 @@ describe("server config", async () => {
       redis: { url: "redis://127.0.0.1:6379", prefix: "marketdata:rl" },
       rateLimit: 0,
     });
-    expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout must be a number of seconds/);
+    expect(() => resolveServeConfig({ requestTimeout: "-1" })).toThrow(/--request-timeout \(REQUEST_TIMEOUT\) must be a number of seconds/);
     expect(resolveServeConfig({ deriveRefresh: false }).deriveRefresh).toBe(false);
     expect(resolveServeConfig({ webhooks: false, allowPrivateWebhooks: true, webhookRetryHours: "0.5" }).webhooks).toMatchObject({ deliver: false, allowPrivate: true, retryForMs: 1_800_000 });
-    expect(() => resolveServeConfig({ webhookRetryHours: "a day" })).toThrow(/--webhook-retry-hours must be a number of hours/);
-    expect(() => resolveServeConfig({ webhookLeaseSeconds: "5" })).toThrow(/--webhook-lease-seconds \(5\) must be at least 1.5 times --webhook-timeout \(10\)/);
-    expect(() => resolveServeConfig({ webhookCa: "/nonexistent/ca.pem" })).toThrow(/--webhook-ca "\/nonexistent\/ca.pem" cannot be read/);
-    expect(() => resolveServeConfig({ webhookConcurrency: "0" })).toThrow(/--webhook-concurrency must be an integer from 1/);
+    expect(() => resolveServeConfig({ webhookRetryHours: "a day" })).toThrow(/--webhook-retry-hours \(WEBHOOK_RETRY_HOURS\) must be a number of hours/);
+    expect(() => resolveServeConfig({ webhookLeaseSeconds: "5" })).toThrow(/--webhook-lease-seconds \(WEBHOOK_LEASE_SECONDS\) \(5\) must be at least 1.5 times --webhook-timeout \(WEBHOOK_TIMEOUT\) \(10\)/);
+    expect(() => resolveServeConfig({ webhookCa: "/nonexistent/ca.pem" })).toThrow(/--webhook-ca \(WEBHOOK_CA\) "\/nonexistent\/ca.pem" cannot be read/);
+    expect(() => resolveServeConfig({ webhookConcurrency: "0" })).toThrow(/--webhook-concurrency \(WEBHOOK_CONCURRENCY\) must be an integer from 1/);
     expect(resolveServeConfig({ corsOrigin: "https://a.example, http://localhost:5173" }).corsOrigins).toEqual(["https://a.example", "http://localhost:5173"]);
     expect(() => resolveServeConfig({ corsOrigin: "https://a.example/app" })).toThrow(/--cors-origin \(CORS_ORIGIN\) takes origins/);
     expect(() => resolveServeConfig({ redis: "http://x" })).toThrow(/--redis \(REDIS_URL\) must be a redis:\/\//);

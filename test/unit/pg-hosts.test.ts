@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it, vi } from "vitest";
-import { consumeConfig } from "../../src/config.js";
+import { consumeConfig } from "../../src/config/consume.js";
 import { StoreUnavailableError } from "../../src/store/ports.js";
 import { storeErrorLine } from "../../src/store/errors.js";
 import { openReadRepositories } from "../../src/store/open.js";
@@ -8,7 +8,7 @@ import { openPool, redactUrl } from "../../src/store/postgres/database.js";
 import { NO_HOST, parsePgUrl } from "../../src/store/postgres/hosts.js";
 import { unavailable } from "../../src/store/postgres/queries.js";
 import { errorHeaders, publicError, RETRY_AFTER_SECONDS } from "../../src/transport/policy/guards.js";
-import { JETSTREAM_DEFAULTS } from "../../src/transport/jetstream/defaults.js";
+import { CONSUME_DEFAULTS } from "../../src/config/settings.js";
 import { PG_ADMIN_URL, skipPg } from "../support/pg.js";
 
 // Multi-host PostgreSQL URLs (store/postgres/hosts.ts), the unavailable
@@ -111,10 +111,10 @@ describe("Retry-After on unavailable answers", () => {
 describe("marketdata consume's settings", () => {
   const flags = {
     from: "nats://127.0.0.1:4222",
-    stream: JETSTREAM_DEFAULTS.stream,
-    subjectPrefix: JETSTREAM_DEFAULTS.subjectPrefix,
-    durable: JETSTREAM_DEFAULTS.durable,
-    deadLetter: JETSTREAM_DEFAULTS.deadLetter,
+    stream: CONSUME_DEFAULTS.stream,
+    subjectPrefix: CONSUME_DEFAULTS.subjectPrefix,
+    durable: CONSUME_DEFAULTS.durable,
+    deadLetter: CONSUME_DEFAULTS.deadLetter,
     batch: "5000",
     pending: "20000",
     inflight: "4",

@@ -1,7 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import { closeWorker, startModuleWorker } from "../../store/shared/worker-thread.js";
 import type { WebhookLog, WebhookStats } from "./dispatcher.js";
-import type { WebhookSettings } from "./settings.js";
+import type { WebhookSettings } from "../../config/serve.js";
 
 // The server's side of its webhook deliveries: a worker thread
 // (dispatcher-worker.ts), told of this process's commits, sending back its

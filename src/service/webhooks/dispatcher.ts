@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../../config/settings.js";
 import { collectionHeads } from "./positions.js";
 import type { FeedEntry, FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
 import { nowSeconds } from "../records.js";
@@ -56,12 +57,7 @@ export interface DispatcherOptions {
   random?: () => number;
 }
 
-export const DEFAULT_RETRY_HOURS = 24;
-export const DEFAULT_WEBHOOK_CONCURRENCY = 64;
-export const DEFAULT_WEBHOOK_PER_DESTINATION = 4;
-export const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10;
-export const DEFAULT_BATCH_SIZE = 100;
-export const LEASE_MS = 15_000;
+const BATCH_SIZE = 100;
 const LEASE_EVERY_MS = 1000;
 const POLL_MS = 50;
 const MARK_EVERY_MS = 10_000;
@@ -183,13 +179,13 @@ export class WebhookDispatcher {
     this.holder = options.holder;
     this.#o = {
       pollMs: options.pollMs ?? POLL_MS,
-      leaseMs: options.leaseMs ?? LEASE_MS,
-      leaseEveryMs: options.leaseEveryMs ?? Math.min(LEASE_EVERY_MS, Math.floor((options.leaseMs ?? LEASE_MS) / 4)),
-      attemptMs: options.attemptMs ?? 10_000,
-      batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
-      retryForMs: options.retryForMs ?? DEFAULT_RETRY_HOURS * 3_600_000,
-      concurrency: options.concurrency ?? DEFAULT_WEBHOOK_CONCURRENCY,
-      perDestination: options.perDestination ?? DEFAULT_WEBHOOK_PER_DESTINATION,
+      leaseMs: options.leaseMs ?? DEFAULTS.webhookLeaseSeconds,
+      leaseEveryMs: options.leaseEveryMs ?? Math.min(LEASE_EVERY_MS, Math.floor((options.leaseMs ?? DEFAULTS.webhookLeaseSeconds) / 4)),
+      attemptMs: options.attemptMs ?? DEFAULTS.webhookTimeout,
+      batchSize: options.batchSize ?? BATCH_SIZE,
+      retryForMs: options.retryForMs ?? DEFAULTS.webhookRetryHours,
+      concurrency: options.concurrency ?? DEFAULTS.webhookConcurrency,
+      perDestination: options.perDestination ?? DEFAULTS.webhookPerDestination,
       markEveryMs: options.markEveryMs ?? MARK_EVERY_MS,
       markKeepSeconds: options.markKeepSeconds ?? MARK_KEEP_SECONDS,
       random: options.random ?? Math.random,

@@ -5,7 +5,7 @@ import type { WebhookDeps } from "../services.js";
 import { WebhookAdmin } from "./admin.js";
 import { type DispatcherThread, startDispatcherThread } from "./dispatcher-thread.js";
 import type { WebhookLog } from "./dispatcher.js";
-import type { WebhookSettings } from "./settings.js";
+import type { WebhookSettings } from "../../config/serve.js";
 
 export type { WebhookSettings };
 

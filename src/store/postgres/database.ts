@@ -48,7 +48,7 @@ export interface PoolOptions {
    * Serving: how long a query may run (PostgreSQL's statement_timeout) and,
    * a little longer, how long this client waits for its answer, so that a
    * query sent before a network partition ends instead of holding its
-   * connection forever. Default DEFAULT_QUERY_TIMEOUT_MS with readOnly.
+   * connection forever. DEFAULT_QUERY_TIMEOUT_MS with readOnly when absent.
    */
   queryTimeoutMs?: number;
   /**
@@ -80,7 +80,7 @@ function targetOf(declared: Target, hosts: number, readOnly: boolean): Target {
   return readOnly || hosts === 1 ? declared : "read-write";
 }
 
-/** A serving query's bound (--store-timeout's default). */
+/** A read-only pool's query bound when its opener names none (tests, tools); serve always passes --store-timeout's. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 /** The client waits this much longer than statement_timeout: the server's own cancel (57014) normally comes first. */
 const CLIENT_TIMEOUT_SLACK_MS = 1000;

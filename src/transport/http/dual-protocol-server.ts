@@ -38,7 +38,7 @@ const MAX_CONCURRENT_STREAMS = 100;
 /**
  * Memory one HTTP/2 session may hold, in MB, before Node refuses its new
  * streams with ENHANCE_YOUR_CALM (Node's default: 10). One ingest batch may
- * be 16 MiB (service/ingest-limits.ts), and a writer streams several.
+ * be 16 MiB (domain/ingest-limits.ts), and a writer streams several.
  */
 const MAX_SESSION_MEMORY_MB = 64;
 

@@ -5,7 +5,7 @@ import { isKind, type Kind } from "../../domain/kinds.js";
 import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import type { Ingest, IngestLine } from "../../service/ingest-service.js";
-import { MAX_BATCH_RECORDS } from "../../service/ingest-limits.js";
+import { MAX_BATCH_RECORDS } from "../../domain/ingest-limits.js";
 import { StoreUnavailableError } from "../../store/ports.js";
 
 // Ingest from NATS JetStream (issue 37): indexers publish NDJSON records to
@@ -37,8 +37,8 @@ export interface JetStreamIngestOptions {
   pending: number;
   /** Commits waiting on the store at once at most. */
   inflight: number;
-  /** How long the first record of a commit waits for others (ms). */
-  flushMs: number;
+  /** How long the first record of a commit waits for others (ms); FLUSH_MS when absent. */
+  flushMs?: number;
   /** The consumer's ack wait (seconds): an unacknowledged message is delivered again after it. */
   ackWaitSeconds: number;
 }
@@ -70,6 +70,8 @@ export interface ConsumeEvents {
 const HEADER_ROOM = 4096;
 /** NATS's default max_payload, when the server did not say its own. */
 const DEFAULT_MAX_PAYLOAD = 1_048_576;
+/** How long the first record of a commit waits for others (ms): a live feed's records share a commit without waiting for a full batch. */
+const FLUSH_MS = 20;
 
 /**
  * The copy of a record a dead letter carries: all of it when it fits under
@@ -289,9 +291,10 @@ export async function startJetStreamIngest(ingest: Ingest, o: JetStreamIngestOpt
     for (const e of pending?.entries ?? []) e.msg.working();
   }, (o.ackWaitSeconds * 1000) / 3);
   // The first record of a group waits at most flushMs for others.
+  const flushMs = o.flushMs ?? FLUSH_MS;
   const timer = setInterval(() => {
-    if (pending !== undefined && performance.now() - pending.since >= o.flushMs) flush();
-  }, Math.max(1, Math.floor(o.flushMs / 2)));
+    if (pending !== undefined && performance.now() - pending.since >= flushMs) flush();
+  }, Math.max(1, Math.floor(flushMs / 2)));
 
   const messages = await consumer.consume({ max_messages: o.pending });
   const done = (async () => {

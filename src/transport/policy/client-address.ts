@@ -1,4 +1,5 @@
 import net from "node:net";
+import { parseProxyEntry } from "../../config/checks.js";
 
 // Who a request comes from, for the per-address rate limit and for the
 // loopback-only /metrics route. The address is the TCP peer's, unless the
@@ -50,19 +51,6 @@ function expandIpv6(address: string): number[] {
   return [...head, ...Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
-/** Parses one --trust-proxy entry: an address or a CIDR block; undefined when it is neither. */
-export function parseProxyEntry(entry: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } | undefined {
-  const [address, prefixText, extra] = entry.trim().split("/");
-  if (address === undefined || extra !== undefined) return undefined;
-  const kind = net.isIP(address);
-  if (kind === 0) return undefined;
-  const max = kind === 4 ? 32 : 128;
-  if (prefixText !== undefined && !/^[0-9]{1,3}$/.test(prefixText)) return undefined;
-  const prefix = prefixText === undefined ? max : Number(prefixText);
-  if (prefix > max) return undefined;
-  return { address, prefix, family: kind === 4 ? "ipv4" : "ipv6" };
-}
-
 /** The headers that matter here, of either HTTP version's request. */
 interface PeerRequest {
   headers: Record<string, string | string[] | undefined>;
@@ -74,7 +62,7 @@ export class ClientAddresses {
   /** Without trusted proxies a connection's bucket is its peer's: worked out once per connection, not per request. */
   readonly #bucketOfSocket = new WeakMap<object, string>();
 
-  /** `trustProxy`: addresses and CIDR blocks (validated by config.ts) whose X-Forwarded-For is believed. */
+  /** `trustProxy`: addresses and CIDR blocks (validated by config/checks.ts) whose X-Forwarded-For is believed. */
   constructor(trustProxy: readonly string[] = []) {
     if (trustProxy.length === 0) return;
     this.#trusted = new net.BlockList();

@@ -3,7 +3,7 @@ import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-con
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { isKind } from "../../domain/kinds.js";
 import { type IngestLine, rejectionsOf, toIngestResponse, tooLarge } from "../../service/ingest-service.js";
-import { MAX_BATCH_BYTES } from "../../service/ingest-limits.js";
+import { MAX_BATCH_BYTES } from "../../domain/ingest-limits.js";
 import type { ServiceSet } from "../../service/services.js";
 import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
 import type { ClientAddresses } from "../policy/client-address.js";
