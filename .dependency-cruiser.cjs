@@ -2,7 +2,7 @@
 // flow one way: the lab (bench/, tools/) and cli on top, then the composition root
 // (server.ts), transport, service, and the store at the bottom, whose
 // engines (SQLite, PostgreSQL) only the store may touch, each one folder
-// behind the ports (store/ports.ts); store/open.ts alone picks one.
+// behind the ports (store/ports/); store/open.ts alone picks one.
 
 /** A module of one of the store's engines, or an engine's driver. */
 const ENGINE = "^src/store/(postgres|sqlite)/|(^|/)node_modules/(better-sqlite3|pg|pg-copy-streams)/";
@@ -42,14 +42,14 @@ module.exports = {
       comment: "Each engine is one complete folder behind the ports: it imports the ports, the shared store helpers and the domain, never the other engine or anything above.",
       severity: "error",
       from: { path: "^src/store/(sqlite|postgres)/" },
-      to: { path: "^src/", pathNot: "^src/store/(shared)/|^src/store/ports[.]ts$|^src/domain/|^src/store/$1/" },
+      to: { path: "^src/", pathNot: "^src/store/(shared)/|^src/store/ports/|^src/domain/|^src/store/$1/" },
     },
     {
       name: "ports-know-only-the-domain",
       comment: "The ports are what the rest of the code sees of the store: they may not take a type from an engine.",
       severity: "error",
-      from: { path: "^src/store/(ports[.]ts|shared/)" },
-      to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports[.]ts$|^src/store/shared/" },
+      from: { path: "^src/store/(ports|shared)/" },
+      to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports/|^src/store/shared/" },
     },
     {
       name: "config-is-a-leaf",

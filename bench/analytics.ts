@@ -21,7 +21,7 @@ import { lineBatches } from "../src/ingest/line-batches.js";
 import type { Kind } from "../src/ingest/kinds.js";
 import { createCollectionService } from "../src/service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";
-import type { ReadRepositories } from "../src/store/ports.js";
+import type { ReadRepositories } from "../src/store/ports/reads.js";
 import { log, logTimings, percentiles, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
 

@@ -11,7 +11,8 @@ import type { Kind } from "../src/ingest/kinds.js";
 import { createCollectionService } from "../src/service/collection-service.js";
 import { FeedHub } from "../src/service/feed-hub.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";
-import type { ReadRepositories, WritableStore } from "../src/store/ports.js";
+import type { ReadRepositories } from "../src/store/ports/reads.js";
+import type { WritableStore } from "../src/store/ports/writes.js";
 import { log, logTimings, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES } from "./sales-file.js";
 

@@ -5,7 +5,7 @@ import { Command } from "commander";
 import pg from "pg";
 import { Random } from "../src/demo/random.js";
 import { openReadRepositories } from "../src/store/open.js";
-import type { ReadRepositories } from "../src/store/ports.js";
+import type { ReadRepositories } from "../src/store/ports/reads.js";
 import { runCliSync } from "../src/cli/run-sync.js";
 import { load, log, median, percentiles, startCli, startTarget, type Target, loadOf, withLoadOptions } from "./harness.js";
 import { writeSales, YEAR } from "./sales-file.js";

@@ -3,9 +3,10 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify, { type FastifyInstance } from "fastify";
 import { startServer } from "../src/server.js";
 import { openReadOnly } from "../src/store/sqlite/database.js";
-import type { ListingStatusName } from "../src/domain/records.js";
+import type { ListingStatusName } from "../src/domain/rows.js";
 import { intervalSeconds, intervalStart, type SeriesInterval } from "../src/domain/series.js";
-import type { CollectionSort, KeyValue, TokenSort } from "../src/store/ports.js";
+import type { CollectionSort, TokenSort } from "../src/store/ports/market.js";
+import type { KeyValue } from "../src/domain/rows.js";
 import { ACTIVITY_TYPES, type ActivityType, resumeKey } from "../src/service/activity.js";
 import { type SqliteRepositories, sqliteRepositories } from "../src/store/sqlite/read-repositories.js";
 

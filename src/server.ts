@@ -20,7 +20,8 @@ import { apiPortMetrics, type CountedLimits, countedLimits, publishMetrics } fro
 import { openIngestWriter, openReadRepositories, openWebhookStore } from "./store/open.js";
 import { refreshAfterWrites } from "./derive/refresh-thread.js";
 import type { RefreshReply } from "./derive/refresh-worker.js";
-import type { IngestWriter, ReadRepositories } from "./store/ports.js";
+import type { ReadRepositories } from "./store/ports/reads.js";
+import type { IngestWriter } from "./store/ports/writes.js";
 import { registerConnectGetRoutes } from "./transport/rpc/connect-get.js";
 import { DualProtocolServer, type RequestHandler } from "./transport/http/dual-protocol-server.js";
 import { createGrpcUnaryHandler } from "./transport/rpc/grpc-unary.js";

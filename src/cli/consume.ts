@@ -2,7 +2,7 @@ import type { ConsumeConfig } from "../config/consume.js";
 import { Ingest } from "../service/ingest-service.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
-import { StoreUnavailableError } from "../store/ports.js";
+import { StoreUnavailableError } from "../store/ports/errors.js";
 import { startJetStreamIngest } from "../transport/jetstream/ingest-consumer.js";
 import { CliError } from "./errors.js";
 

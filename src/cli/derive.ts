@@ -1,6 +1,6 @@
 import { isAddress } from "../domain/formats.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
-import type { DerivedWrite } from "../store/ports.js";
+import type { DerivedWrite } from "../store/ports/derive.js";
 import { openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 

@@ -10,7 +10,7 @@ export class CliError extends Error {}
  */
 export async function errorLine(err: unknown): Promise<{ line: string; stack?: string }> {
   if (err instanceof CliError || err instanceof ConfigError) return { line: err.message };
-  const { storeErrorLine } = await import("../store/errors.js");
+  const { storeErrorLine } = await import("../store/error-line.js");
   const store = storeErrorLine(err);
   if (store !== undefined) return { line: store };
   return {

@@ -1,5 +1,5 @@
 import { openKeyAdmin } from "../store/open.js";
-import type { KeyAdmin, KeyScope } from "../store/ports.js";
+import type { KeyAdmin, KeyScope } from "../store/ports/keys.js";
 import { CliError } from "./errors.js";
 
 // `keys`: on a SQLite file or a PostgreSQL database (--db postgres://...).

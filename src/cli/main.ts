@@ -4,7 +4,7 @@ import { consumeConfig, type ConsumeFlags } from "../config/consume.js";
 import { resolveServeConfig, type ServeFlags } from "../config/serve.js";
 import { CONSUME_SETTINGS, SERVE_SETTINGS } from "../config/settings.js";
 import { KINDS } from "../ingest/kinds.js";
-import { KEY_SCOPES, type KeyScope } from "../store/ports.js";
+import { KEY_SCOPES, type KeyScope } from "../store/ports/keys.js";
 import { errorLine } from "./errors.js";
 import { addSettings, resolveClockSkew, resolveDb, settingOption } from "./setting-options.js";
 

@@ -1,6 +1,6 @@
 import { isAddress } from "../domain/formats.js";
 import { openWritableStore } from "../store/open.js";
-import type { DiskUsage } from "../store/ports.js";
+import type { DiskUsage } from "../store/ports/writes.js";
 import { CliError } from "./errors.js";
 
 export interface StatsRebuildResult {

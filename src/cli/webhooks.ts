@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { openReadRepositories, openWebhookStore } from "../store/open.js";
-import type { WebhookAttemptRecord, WebhookRecord } from "../store/ports.js";
+import type { WebhookAttemptRecord, WebhookRecord } from "../store/ports/webhooks.js";
 import { WebhookAdmin } from "../service/webhooks/admin.js";
 import { EVENT_TYPE } from "../service/webhooks/payload.js";
 import { positionsText } from "../service/webhooks/positions.js";

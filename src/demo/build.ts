@@ -1,7 +1,7 @@
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
 import { importLines } from "../ingest/importer.js";
 import type { ImportStats } from "../ingest/importer.js";
-import type { WritableStore } from "../store/ports.js";
+import type { WritableStore } from "../store/ports/writes.js";
 import type { Kind } from "../ingest/kinds.js";
 import { generateDemo, type Scale } from "./generate.js";
 

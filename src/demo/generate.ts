@@ -1,5 +1,5 @@
 import type { Kind } from "../ingest/kinds.js";
-import type { SocialUserRow } from "../domain/records.js";
+import type { SocialUserRow } from "../domain/rows.js";
 import { cumulative, Random, zipfCumulative } from "./random.js";
 
 // A deterministic, realistic market: collections with skewed trait

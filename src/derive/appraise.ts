@@ -1,4 +1,4 @@
-import type { SaleForModel } from "../store/ports.js";
+import type { SaleForModel } from "../store/ports/derive.js";
 import { AppraisalModel, DEFAULT_PARAMS, type Estimate, type ModelParams, toWei, WEI_PER_ETH } from "./appraisal.js";
 import { Calibrator } from "./calibration.js";
 import { type FeatureSpace, featureSpace } from "./features.js";

@@ -1,4 +1,4 @@
-import type { SaleForModel } from "../store/ports.js";
+import type { SaleForModel } from "../store/ports/derive.js";
 import { median } from "./numeric.js";
 import { DAY, DEFAULT_PARAMS, type Estimate, type ModelParams, WEI_PER_ETH } from "./appraisal.js";
 import { prequential } from "./appraise.js";

@@ -1,5 +1,5 @@
-import type { AppraisalRow, RarityRow } from "../domain/records.js";
-import type { DerivedWrite, DeriveRepository, SaleForModel, TokenRecord } from "../store/ports.js";
+import type { AppraisalRow, RarityRow } from "../domain/rows.js";
+import type { DerivedWrite, DeriveRepository, SaleForModel, TokenRecord } from "../store/ports/derive.js";
 import { PrequentialPass } from "./appraise.js";
 import { formatConfidence } from "./appraisal.js";
 import { featureSpace } from "./features.js";

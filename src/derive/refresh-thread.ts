@@ -1,6 +1,6 @@
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../domain/kinds.js";
-import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports/writes.js";
 import { closeWorker, startModuleWorker } from "../store/shared/worker-thread.js";
 import type { RefreshReply, RefreshRequest } from "./refresh-worker.js";
 

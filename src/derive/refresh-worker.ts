@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openWritableStore } from "../store/open.js";
-import { StoreUnavailableError } from "../store/ports.js";
+import { StoreUnavailableError } from "../store/ports/errors.js";
 import { DerivedRefresher, type RefreshResult } from "./refresh.js";
 
 // The worker thread of a server's background derive (refresh-thread.ts

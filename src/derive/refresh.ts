@@ -1,4 +1,4 @@
-import type { DeriveRepository, SaleForModel } from "../store/ports.js";
+import type { DeriveRepository, SaleForModel } from "../store/ports/derive.js";
 import { appraisalRows, feedSales, fitCollection, type FittedCollection, rarityRows } from "./derive.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";

@@ -41,3 +41,6 @@ export function compareDecimal(a: string, b: string): number {
   if (a.length !== b.length) return a.length - b.length;
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** The clock, in epoch seconds: an offer stands until its expiresAt. */
+export const nowSeconds = () => Math.floor(Date.now() / 1000);

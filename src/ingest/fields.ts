@@ -1,4 +1,4 @@
-import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
+import { LISTING_STATUSES, type ListingStatusName } from "../domain/rows.js";
 import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
 import { deepFieldOfText } from "../domain/json-depth.js";
 

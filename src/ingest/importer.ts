@@ -1,4 +1,4 @@
-import type { ImportRecord, RecordImport } from "../store/ports.js";
+import type { ImportRecord, RecordImport } from "../store/ports/writes.js";
 import { NOT_UTF8, parseLine, type Problem } from "./fields.js";
 import { type Line, NotUtf8 } from "./line-batches.js";
 import { handlerFor, type Kind } from "./kinds.js";

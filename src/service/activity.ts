@@ -6,14 +6,18 @@ import {
   WatchCollectionActivityResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type ActivityEvent, ActivityEventSchema } from "../../gen/marketdata/v1/resources_pb.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/records.js";
-import type { FeedEntry, FeedKind, KeySpec, KeyValue, Page, PageRequest, ReadRepositories } from "../store/ports.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/rows.js";
+import type { FeedEntry, FeedKind } from "../store/ports/feed.js";
+import type { KeySpec, Page, PageRequest } from "../store/ports/paging.js";
+import type { KeyValue } from "../domain/rows.js";
+import type { ReadRepositories } from "../store/ports/reads.js";
 import { echo } from "../domain/echo.js";
 import { knownCollection } from "./collections.js";
 import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { nowSeconds, toListing, toOffer, toSale, toTransfer } from "./records.js";
+import { nowSeconds } from "../domain/formats.js";
+import { toListing, toOffer, toSale, toTransfer } from "../domain/wire/messages.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 
 // The activity feed (decisions.md, "Activity"): a collection's sales,

@@ -10,13 +10,16 @@ import {
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
-import { type FloorListingRow, HOLDER_KEY, type KeySpec, type ReadRepositories } from "../store/ports.js";
+import type { FloorListingRow } from "../domain/rows.js";
+import type { KeySpec } from "../store/ports/paging.js";
+import { HOLDER_KEY, type ReadRepositories } from "../store/ports/reads.js";
 import { knownCollection } from "./collections.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
-import { CURRENCY, nowSeconds, toFloorListing, toOffer, toTraitValue } from "./records.js";
-import type { OfferRow } from "../domain/records.js";
+import { nowSeconds } from "../domain/formats.js";
+import { CURRENCY, toFloorListing, toOffer, toTraitValue } from "../domain/wire/messages.js";
+import type { OfferRow } from "../domain/rows.js";
 
 // The analytics RPCs of CollectionService: floor, market, holders, traits and sales series.
 

@@ -9,21 +9,9 @@ import {
   ListSalesResponseSchema,
   ListTokensResponseSchema,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
-import {
-  APPRAISAL_KEY,
-  type KeySpec,
-  LISTING_KEY,
-  OFFER_KEY,
-  type MaybePromise,
-  type Page,
-  type PageRequest,
-  RARITY_KEY,
-  type ReadRepositories,
-  SALE_KEY,
-  TOKEN_KEYS,
-  TOKEN_SORTS,
-  type TokensFilter,
-} from "../store/ports.js";
+import { OFFER_KEY, TOKEN_KEYS, TOKEN_SORTS, type TokensFilter } from "../store/ports/market.js";
+import type { KeySpec, MaybePromise, Page, PageRequest } from "../store/ports/paging.js";
+import { APPRAISAL_KEY, LISTING_KEY, RARITY_KEY, type ReadRepositories, SALE_KEY } from "../store/ports/reads.js";
 import { knownCollection } from "./collections.js";
 import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
@@ -32,7 +20,8 @@ import { withWireRows } from "../domain/wire/fragments.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
-import { nowSeconds, toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "./records.js";
+import { nowSeconds } from "../domain/formats.js";
+import { toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "../domain/wire/messages.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub, checkMarketplace = marketplaceCheck(store.collections)): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */

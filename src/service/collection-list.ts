@@ -2,12 +2,15 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type CollectionService, ListCollectionsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type CollectionSummary, CollectionSummarySchema } from "../../gen/marketdata/v1/resources_pb.js";
-import { COLLECTION_KEY, COLLECTION_SORTS, type CollectionSummaryRow, type ReadRepositories } from "../store/ports.js";
-import type { OfferRow } from "../domain/records.js";
+import { COLLECTION_KEY, COLLECTION_SORTS } from "../store/ports/market.js";
+import type { CollectionSummaryRow } from "../domain/rows.js";
+import type { ReadRepositories } from "../store/ports/reads.js";
+import type { OfferRow } from "../domain/rows.js";
 import { DAY } from "../domain/series.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { CURRENCY, nowSeconds, toFloorListing, toOffer } from "./records.js";
+import { nowSeconds } from "../domain/formats.js";
+import { CURRENCY, toFloorListing, toOffer } from "../domain/wire/messages.js";
 
 // The collections list (decisions.md, "Collections"): a page of the kept
 // summaries in the order asked, then the top bid of each row returned

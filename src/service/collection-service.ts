@@ -7,14 +7,14 @@ import {
   ListScoresResponseSchema,
   ListTweetsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { ReadRepositories } from "../store/ports.js";
+import type { ReadRepositories } from "../store/ports/reads.js";
 import { createAnalyticsMethods } from "./analytics.js";
 import { createCollectionListMethods } from "./collection-list.js";
 import { createActivityMethods } from "./activity.js";
 import type { FeedHub } from "./feed-hub.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
-import { CURRENCY, toInfluencer, toTweet } from "./records.js";
+import { CURRENCY, toInfluencer, toTweet } from "../domain/wire/messages.js";
 import { type LocalCall, wireForm } from "./local-call.js";
 import { withWireRows } from "../domain/wire/fragments.js";
 

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { CollectionsRepository } from "../store/ports.js";
+import type { CollectionsRepository } from "../store/ports/reads.js";
 
 /** The store id of a collection, or not_found naming the address. */
 export async function knownCollection(collections: CollectionsRepository, address: string): Promise<number> {

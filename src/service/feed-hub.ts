@@ -1,5 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { DataVersion, FeedEntry, FeedKind, MaybePromise, ReadRepositories } from "../store/ports.js";
+import type { FeedEntry, FeedKind } from "../store/ports/feed.js";
+import type { MaybePromise } from "../store/ports/paging.js";
+import type { DataVersion, ReadRepositories } from "../store/ports/reads.js";
 import { DEFAULTS } from "../config/settings.js";
 import {
   FEED_PAGE_ROWS,

@@ -5,9 +5,10 @@ import { handlerFor } from "../ingest/kinds.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
 import { describeProblems, type Problem } from "../ingest/fields.js";
-import { type IngestWriter, RecordConflictError, StoreReadOnlyError } from "../store/ports.js";
+import { RecordConflictError, StoreReadOnlyError } from "../store/ports/errors.js";
+import type { IngestWriter } from "../store/ports/writes.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
-import { IMPORT_SHAPE } from "./ingest-records.js";
+import { IMPORT_SHAPE } from "./import-shape.js";
 import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 
 // The ingest API's one path, whatever carried the batch (an RPC's records,

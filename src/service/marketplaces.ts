@@ -1,5 +1,5 @@
 import { echo } from "../domain/echo.js";
-import type { CollectionsRepository } from "../store/ports.js";
+import type { CollectionsRepository } from "../store/ports/reads.js";
 import { invalid } from "./params.js";
 
 // A marketplace filter naming no marketplace the store has any record of is

@@ -1,7 +1,8 @@
 import { echo } from "../domain/echo.js";
 import { hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { KeySpec, KeyValue } from "../store/ports.js";
+import type { KeySpec } from "../store/ports/paging.js";
+import type { KeyValue } from "../domain/rows.js";
 
 // Page tokens are opaque, URL-safe strings holding the keyset position of the
 // next page plus a digest of the query that produced them, so a token cannot

@@ -2,7 +2,7 @@ import { echo } from "../domain/echo.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
 import { SERIES_INTERVALS, type SeriesInterval } from "../domain/series.js";
-import { LISTING_STATUSES, type ListingStatusName } from "../domain/records.js";
+import { LISTING_STATUSES, type ListingStatusName } from "../domain/rows.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 
 // Request validation shared by every RPC, whatever protocol carried it.

@@ -7,13 +7,15 @@ import type {
   WatchSalesRequest,
   WatchSalesResponse,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
-import type { ListingRow, OfferRow, SaleRow } from "../domain/records.js";
-import type { FeedKind, ReadRepositories } from "../store/ports.js";
+import type { ListingRow, OfferRow, SaleRow } from "../domain/rows.js";
+import type { FeedKind } from "../store/ports/feed.js";
+import type { ReadRepositories } from "../store/ports/reads.js";
 import { knownCollection } from "./collections.js";
 import type { FeedFilter, FeedHub } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
-import { nowSeconds, toListing, toOffer, toSale } from "./records.js";
+import { nowSeconds } from "../domain/formats.js";
+import { toListing, toOffer, toSale } from "../domain/wire/messages.js";
 
 // WatchSales, WatchListings and WatchOffers: the live feeds as server streams, for every
 // transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for

@@ -1,4 +1,7 @@
-import type { IngestWriter, KeyAdmin, ReadRepositories, WebhookStore, WritableStore } from "./ports.js";
+import type { KeyAdmin } from "./ports/keys.js";
+import type { ReadRepositories } from "./ports/reads.js";
+import type { WebhookStore } from "./ports/webhooks.js";
+import type { IngestWriter, WritableStore } from "./ports/writes.js";
 import { SqliteWebhookStore } from "./sqlite/webhooks.js";
 import { PgWebhookStore } from "./postgres/webhooks.js";
 import { PgKeyAdmin } from "./postgres/key-admin.js";
@@ -6,7 +9,7 @@ import { isPostgresUrl, migratePg, openPool, pgSchemaVersion, redactUrl, require
 import { pgRepositories } from "./postgres/read-repositories.js";
 import { pgWritable } from "./postgres/writable.js";
 import { pgIngestWriter } from "./postgres/ingest-writer.js";
-import { StoreError, StoreUnavailableError } from "./ports.js";
+import { StoreError, StoreUnavailableError } from "./ports/errors.js";
 import { unavailable } from "./postgres/queries.js";
 import { sqliteKeyAdmin } from "./sqlite/api-keys.js";
 import { openReadOnly, openWritable, refusePostgres, storeSchemaVersion } from "./sqlite/database.js";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DiskUsage } from "../../src/store/ports.js";
+import type { DiskUsage } from "../../src/store/ports/writes.js";
 import { VALID } from "../ingest/records.js";
 import { storeEngines } from "../support/store-engines.js";
 import { runCli } from "./run-cli.js";

@@ -8,7 +8,7 @@ import { fitLogistic, inBand, laplaceBand } from "../../src/derive/calibration.j
 import { featureSpace } from "../../src/derive/features.js";
 import type { TokenTraits } from "../../src/derive/rarity.js";
 import { Random } from "../../src/demo/random.js";
-import type { SaleForModel } from "../../src/store/ports.js";
+import type { SaleForModel } from "../../src/store/ports/derive.js";
 
 // The appraisal model, its backtest and its figures, on small synthetic
 // markets whose answers are known.

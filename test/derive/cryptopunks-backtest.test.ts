@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Prediction } from "../../src/derive/backtest.js";
 import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../../src/derive/backtest-store.js";
-import type { WritableStore } from "../../src/store/ports.js";
+import type { WritableStore } from "../../src/store/ports/writes.js";
 
 // The appraisal model on a real market: the 10,000 CryptoPunks and their
 // 6,608 sales (../shared/data, beside the checkout in CI; absent from a

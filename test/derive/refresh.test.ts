@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DerivedRefresher, LATE_SECONDS } from "../../src/derive/refresh.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
-import type { WritableStore } from "../../src/store/ports.js";
+import type { WritableStore } from "../../src/store/ports/writes.js";
 import { emptyStore, importRecords } from "../support/engine.js";
 import { numberedSale } from "../support/sales.js";
 

@@ -6,7 +6,7 @@ import { Health } from "../../gen/health/v1/health_pb.js";
 import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { buildServer } from "../../src/server.js";
 import { openReadRepositories } from "../../src/store/open.js";
-import type { ReadRepositories } from "../../src/store/ports.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { fixtureOnEngine } from "../support/engine.js";
 import { buildFixture, type Fixture } from "../support/fixture.js";
 import { freePort, startOfSecond, startTestServer, type TestServer } from "../support/server.js";

@@ -3,7 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { dropJetStream, openPublisher, prepareJetStream } from "../../bench/jetstream.js";
 import type { Ingest, IngestLine, IngestResult } from "../../src/service/ingest-service.js";
-import { StoreUnavailableError } from "../../src/store/ports.js";
+import { StoreUnavailableError } from "../../src/store/ports/errors.js";
 import { startJetStreamIngest } from "../../src/transport/jetstream/ingest-consumer.js";
 import { NATS_URL, skipNats, testJetStream } from "../support/nats.js";
 

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import type { AppraisalRow, RarityRow } from "../../src/domain/records.js";
+import type { AppraisalRow, RarityRow } from "../../src/domain/rows.js";
 import { openWritableStore } from "../../src/store/open.js";
 import { importRecords } from "../support/engine.js";
 import { COLLECTION } from "../support/fixture.js";

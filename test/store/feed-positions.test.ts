@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importLines } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
-import type { ReadRepositories } from "../../src/store/ports.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { openWritable } from "../../src/store/sqlite/database.js";
 import { WriteStore } from "../../src/store/sqlite/write-store.js";
 import { sqliteAtVersion } from "../support/old-stores.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handlerFor } from "../../src/ingest/kinds.js";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
 import { oneSqliteWriter, writerSocketOf } from "../../src/store/sqlite/one-writer.js";
-import { StoreUnavailableError } from "../../src/store/ports.js";
+import { StoreUnavailableError } from "../../src/store/ports/errors.js";
 
 // One writer per SQLite file (issue 50, item 3): of the processes writing a
 // file, the first to write holds the lock beside it and commits everyone's

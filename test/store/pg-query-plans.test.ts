@@ -1,10 +1,10 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/ingest/kinds.js";
-import { LISTING_STATUSES } from "../../src/domain/records.js";
+import { LISTING_STATUSES } from "../../src/domain/rows.js";
 import { openPool } from "../../src/store/postgres/database.js";
 import { type PgRepositories, pgRepositories } from "../../src/store/postgres/read-repositories.js";
-import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
+import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { keepSql } from "../../src/store/postgres/collection-summaries.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/sqlite/database.js";
 import { WriteStore } from "../../src/store/sqlite/write-store.js";
-import type { ListingsFilter, SalesFilter } from "../../src/store/ports.js";
+import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates, WINDOW_SQL } from "../../src/store/sqlite/sales-stats.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";

@@ -5,7 +5,10 @@ import type { Kind } from "../../src/ingest/kinds.js";
 import type { DeliveryClient, DeliveryResult } from "../../src/service/webhooks/delivery.js";
 import { WebhookDispatcher } from "../../src/service/webhooks/dispatcher.js";
 import { openReadRepositories, openWebhookStore, openWritableStore } from "../../src/store/open.js";
-import type { FeedKind, ReadRepositories, WebhookStore, WritableStore } from "../../src/store/ports.js";
+import type { FeedKind } from "../../src/store/ports/feed.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
+import type { WebhookStore } from "../../src/store/ports/webhooks.js";
+import type { WritableStore } from "../../src/store/ports/writes.js";
 import { withKeys } from "../support/engine.js";
 import { storeEngines } from "../support/store-engines.js";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
-import { WEBHOOK_LOG_SIZE, type WebhookAttemptRecord, type WebhookStore } from "../../src/store/ports.js";
+import { WEBHOOK_LOG_SIZE, type WebhookAttemptRecord, type WebhookStore } from "../../src/store/ports/webhooks.js";
 import { withKeys } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 

@@ -13,7 +13,8 @@ import {
   type WireForm,
 } from "../../src/domain/wire/fragments.js";
 import { openReadRepositories } from "../../src/store/open.js";
-import type { Page, PageRequest, ReadRepositories } from "../../src/store/ports.js";
+import type { Page, PageRequest } from "../../src/store/ports/paging.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { backfillPgWireRows } from "../../src/store/postgres/wire-rows.js";
 import { backfillWireRows } from "../../src/store/sqlite/wire-rows.js";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,4 +1,5 @@
-import { COLLECTION_SORTS, type ReadRepositories } from "../../src/store/ports.js";
+import { COLLECTION_SORTS } from "../../src/store/ports/market.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
 
 /** Every read path of the analytics repository and filter combination, for the query-plan tests of both engines. */
 export async function exerciseAnalytics(store: ReadRepositories, id: number): Promise<void> {

@@ -8,7 +8,7 @@ import { importLines } from "../../src/ingest/importer.js";
 import type { ImportStats } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { openKeyAdmin } from "../../src/store/open.js";
-import type { KeyAdmin } from "../../src/store/ports.js";
+import type { KeyAdmin } from "../../src/store/ports/keys.js";
 import { isPostgresUrl } from "../../src/store/postgres/database.js";
 import { openWritableStore } from "../../src/store/open.js";
 import type { Fixture } from "./fixture.js";

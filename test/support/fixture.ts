@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/sqlite/database.js";
-import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow } from "../../src/domain/records.js";
+import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow } from "../../src/domain/rows.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/sqlite/write-store.js";
 
 // A small deterministic store with every kind of record, built through the

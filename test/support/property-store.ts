@@ -9,7 +9,8 @@ import { ImportRejected, importLines } from "../../src/ingest/importer.js";
 import type { Kind } from "../../src/ingest/kinds.js";
 import { createServices } from "../../src/service/services.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
-import type { ReadRepositories, WritableStore } from "../../src/store/ports.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
+import type { WritableStore } from "../../src/store/ports/writes.js";
 import { createTestDatabase } from "./pg.js";
 
 // Property tests of the store through the service in process: one store per

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DataVersion, StoreChanges } from "../../src/store/ports.js";
+import type { DataVersion, StoreChanges } from "../../src/store/ports/reads.js";
 import { DataVersionWatch, MemoizedKeyVerifier } from "../../src/transport/cache/freshness.js";
 import { Admission } from "../../src/transport/policy/admission.js";
 import { MemoryWindows } from "../../src/transport/policy/rate-limit.js";

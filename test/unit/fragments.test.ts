@@ -10,7 +10,7 @@ import {
   SocialUserSchema,
   TweetSchema,
 } from "../../gen/marketdata/v1/resources_pb.js";
-import { LISTING_STATUSES, type ListingRow, type SaleRow, type SocialUserRow, type TweetRow } from "../../src/domain/records.js";
+import { LISTING_STATUSES, type ListingRow, type SaleRow, type SocialUserRow, type TweetRow } from "../../src/domain/rows.js";
 import {
   INFLUENCER_USER_TAG,
   influencerFragments,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DataVersionWatch, KEY_MEMO_MS, MemoizedKeyVerifier, ResponseCache } from "../../src/transport/cache/freshness.js";
 import { matchesIfNoneMatch } from "../../src/transport/cache/cached-response.js";
-import type { DataVersion, StoreChanges } from "../../src/store/ports.js";
+import type { DataVersion, StoreChanges } from "../../src/store/ports/reads.js";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { decodePageToken, encodePageToken, queryDigest } from "../../src/service/page-token.js";
-import { SALE_KEY } from "../../src/store/ports.js";
+import { SALE_KEY } from "../../src/store/ports/reads.js";
 
 describe("page tokens", () => {
   const digest = queryDigest(["sales", "0xab", { marketplace: "BLUR" }]);

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it, vi } from "vitest";
 import { consumeConfig } from "../../src/config/consume.js";
-import { StoreUnavailableError } from "../../src/store/ports.js";
-import { storeErrorLine } from "../../src/store/errors.js";
+import { StoreUnavailableError } from "../../src/store/ports/errors.js";
+import { storeErrorLine } from "../../src/store/error-line.js";
 import { openReadRepositories } from "../../src/store/open.js";
 import { openPool, redactUrl } from "../../src/store/postgres/database.js";
 import { NO_HOST, parsePgUrl } from "../../src/store/postgres/hosts.js";

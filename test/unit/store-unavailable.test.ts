@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it, vi } from "vitest";
-import { StoreUnavailableError } from "../../src/store/ports.js";
+import { StoreUnavailableError } from "../../src/store/ports/errors.js";
 import { openPool } from "../../src/store/postgres/database.js";
 import { unavailable } from "../../src/store/postgres/queries.js";
 import { pgRepositories } from "../../src/store/postgres/read-repositories.js";

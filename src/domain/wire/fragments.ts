@@ -8,7 +8,7 @@ import {
   SocialUserSchema,
   TweetSchema,
 } from "../../../gen/marketdata/v1/resources_pb.js";
-import { LISTING_STATUSES, type InfluencerRow, type ListingRow, type ListingStatusName, type SaleRow, type SocialUserRow, type TweetRow } from "../records.js";
+import { LISTING_STATUSES, type InfluencerRow, type ListingRow, type ListingStatusName, type SaleRow, type SocialUserRow, type TweetRow } from "../rows.js";
 import { type BinaryWriterFn, compileBinaryWriter } from "./binary-writer.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { toInfluencer, toListing, toSale, toSocialUser, toTweet } from "./messages.js";

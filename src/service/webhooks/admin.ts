@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
-import type { FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookRecord, WebhookStore } from "../../store/ports.js";
+import type { FeedKind } from "../../store/ports/feed.js";
+import type { ReadRepositories } from "../../store/ports/reads.js";
+import type { FeedPositions, WebhookAttemptRecord, WebhookRecord, WebhookStore } from "../../store/ports/webhooks.js";
 import * as p from "../params.js";
 import { newSecret } from "./delivery.js";
 import { checkWebhookUrl, type DestinationPolicy } from "./destination.js";

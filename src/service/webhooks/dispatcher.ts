@@ -1,7 +1,9 @@
 import { DEFAULTS } from "../../config/settings.js";
 import { collectionHeads } from "./positions.js";
-import type { FeedEntry, FeedKind, FeedPositions, ReadRepositories, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports.js";
-import { nowSeconds } from "../records.js";
+import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
+import type { ReadRepositories } from "../../store/ports/reads.js";
+import type { FeedPositions, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookStore } from "../../store/ports/webhooks.js";
+import { nowSeconds } from "../../domain/formats.js";
 import type { DeliveryClient } from "./delivery.js";
 import { batchBody, eventJson, messageId } from "./payload.js";
 import { backoffMs, outcomeOf, retryAfterMs } from "./retry.js";

@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { WebhookEventSchema } from "../../../gen/marketdata/v1/webhook_service_pb.js";
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/records.js";
-import type { FeedEntry, FeedKind } from "../../store/ports.js";
-import { toListing, toOffer, toSale, toTransfer } from "../records.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
+import { toListing, toOffer, toSale, toTransfer } from "../../domain/wire/messages.js";
 
 // A delivery's body (WebhookPayload in webhook_service.proto): a batch of
 // events in position order, each in the /v1 JSON dialect the lists answer

@@ -1,6 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
-import type { FeedKind, FeedPositions, ReadRepositories } from "../../store/ports.js";
+import type { FeedKind } from "../../store/ports/feed.js";
+import type { ReadRepositories } from "../../store/ports/reads.js";
+import type { FeedPositions } from "../../store/ports/webhooks.js";
 
 // A webhook's position: one feed position per kind. Shown and taken as
 // one number where every kind stands at the same place (a replay from a

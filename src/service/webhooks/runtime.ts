@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import type { ReadRepositories, WebhookStore } from "../../store/ports.js";
+import type { ReadRepositories } from "../../store/ports/reads.js";
+import type { WebhookStore } from "../../store/ports/webhooks.js";
 import type { WebhookDeps } from "../services.js";
 import { WebhookAdmin } from "./admin.js";
 import { type DispatcherThread, startDispatcherThread } from "./dispatcher-thread.js";

@@ -15,7 +15,8 @@ import {
   type WebhookService,
   WebhookSchema,
 } from "../../../gen/marketdata/v1/webhook_service_pb.js";
-import { StoreReadOnlyError, StoreUnavailableError, type WebhookAttemptRecord, type WebhookRecord } from "../../store/ports.js";
+import { StoreReadOnlyError, StoreUnavailableError } from "../../store/ports/errors.js";
+import type { WebhookAttemptRecord, WebhookRecord } from "../../store/ports/webhooks.js";
 import { streamCaller } from "../watch.js";
 import type { WebhookAdmin } from "./admin.js";
 import type { WebhookStats } from "./dispatcher.js";

@@ -9,15 +9,9 @@ import {
   toSeriesBucket,
   WEEK,
 } from "../../domain/series.js";
-import {
-  type AnalyticsRepository,
-  type FloorFilter,
-  type FloorListingRow,
-  type HoldersPage,
-  type PageRequest,
-  type SeriesFilter,
-  toPage,
-} from "../ports.js";
+import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
+import type { FloorListingRow } from "../../domain/rows.js";
+import { type PageRequest, toPage } from "../ports/paging.js";
 import type { PgQueries } from "./queries.js";
 
 // Floor, holders and sales series on PostgreSQL (migration 6 keeps what

@@ -1,6 +1,7 @@
-import type { AppraisalRow, RarityRow } from "../../domain/records.js";
+import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import type { PgQueries } from "./queries.js";
-import { type AssetMetricsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { AssetMetricsRepository } from "../ports/reads.js";
 import { toAppraisal, toRarity } from "../shared/rows.js";
 
 // The same pages and lookups as SQLite's, on numeric asset ids (their order

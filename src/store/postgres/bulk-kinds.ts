@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
 import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import type { Kind } from "../../domain/kinds.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";

@@ -1,6 +1,7 @@
 import type pg from "pg";
-import type { CollectionListRepository, CollectionsListFilter, CollectionsPage, PageRequest } from "../ports.js";
-import { toPage } from "../ports.js";
+import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
+import type { PageRequest } from "../ports/paging.js";
+import { toPage } from "../ports/paging.js";
 import { hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./queries.js";

@@ -1,6 +1,6 @@
-import type { ScoreRow } from "../../domain/records.js";
+import type { ScoreRow } from "../../domain/rows.js";
 import type { PgQueries } from "./queries.js";
-import type { CollectionsRepository } from "../ports.js";
+import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
 
 /** Addresses whose ids are remembered, at most (then forgotten all at once and read again). */

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { DataVersion, StoreChanges } from "../ports.js";
+import type { DataVersion, StoreChanges } from "../ports/reads.js";
 import type { PgQueries } from "./queries.js";
 import { keepSummaries, windowsHourNow } from "./collection-summaries.js";
 

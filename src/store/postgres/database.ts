@@ -1,5 +1,5 @@
 import pg from "pg";
-import { StoreError, StoreUnavailableError } from "../ports.js";
+import { StoreError, StoreUnavailableError } from "../ports/errors.js";
 import { unavailable } from "./queries.js";
 import { choosingPoolOptions, HostChooser, parsePgUrl, type Target } from "./hosts.js";
 import { PG_MIGRATIONS } from "./migrations.js";

@@ -1,5 +1,5 @@
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/records.js";
-import type { FeedEntry, FeedKind, FeedRepository } from "../ports.js";
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
 import { hexOf, type PgQueries } from "./queries.js";

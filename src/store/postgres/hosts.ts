@@ -1,5 +1,5 @@
 import pg from "pg";
-import { StoreError } from "../ports.js";
+import { StoreError } from "../ports/errors.js";
 
 // Multi-host connection strings, as libpq takes them
 // (postgres://u@a:5432,b:5433/db?target_session_attrs=read-write), for a

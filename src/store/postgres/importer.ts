@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
-import type { ImportCounts, ImportRecord, ImportRecordsOptions, MaybePromise, RecordImport } from "../ports.js";
+import type { MaybePromise } from "../ports/paging.js";
+import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
 import { BATCH_LINES, BULK_KINDS, type BulkKind, WRITE_LOCK } from "./bulk-kinds.js";
 import type { Touched } from "./data-versions.js";
 import { openStage, writeTransaction } from "./copy.js";

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
-import { type ImportCounts, type ImportRecord, type IngestWriter, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
 import { parsePgUrl } from "./hosts.js";

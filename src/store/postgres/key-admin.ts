@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports.js";
+import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports/keys.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
 import { stampVersions } from "./data-versions.js";
 import { inTransaction } from "./transaction.js";

@@ -1,7 +1,7 @@
-import type { KeyGrant } from "../ports.js";
+import type { KeyGrant } from "../ports/keys.js";
 import { hashApiKey } from "../shared/key-format.js";
 import type { PgQueries } from "./queries.js";
-import type { KeysRepository } from "../ports.js";
+import type { KeysRepository } from "../ports/keys.js";
 
 /** The server's key check on PostgreSQL (SQLite's is api-keys.ts ApiKeyVerifier): the same lookup by digest. */
 export class PgKeyVerifier implements KeysRepository {

@@ -1,6 +1,7 @@
-import type { ListingRow } from "../../domain/records.js";
+import type { ListingRow } from "../../domain/rows.js";
 import type { PgQueries } from "./queries.js";
-import { type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { ListingsFilter, ListingsRepository } from "../ports/reads.js";
 import { listingKey, toListing } from "../shared/rows.js";
 import { encodedWhole, listingWire, listingWireColumns, readyPage } from "../shared/wire-rows.js";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";

@@ -1,6 +1,7 @@
-import type { OfferRow } from "../../domain/records.js";
+import type { OfferRow } from "../../domain/rows.js";
 import type { PgQueries } from "./queries.js";
-import { type OfferScope, type OffersFilter, type OffersRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import type { OfferScope, OffersFilter, OffersRepository } from "../ports/market.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { offerKey, toOffer } from "../shared/rows.js";
 
 // Offers on PostgreSQL, as SQLite's (store/sqlite/offers.ts): asset_id NULL

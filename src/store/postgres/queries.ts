@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { StoreUnavailableError } from "../ports.js";
+import { StoreUnavailableError } from "../ports/errors.js";
 
 /**
  * Runs a named prepared statement: PostgreSQL parses and plans each SQL text

@@ -7,7 +7,7 @@ import { PgFeed } from "./feed.js";
 import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
 import { PgTransfers } from "./transfers.js";
-import type { ReadRepositories, StoreInfo } from "../ports.js";
+import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
 import { PgTokens } from "./tokens.js";

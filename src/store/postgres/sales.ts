@@ -1,6 +1,7 @@
-import { type SaleRow, type SalesSummary, summarize } from "../../domain/records.js";
+import { type SaleRow, type SalesSummary, summarize } from "../../domain/rows.js";
 import { hexBytes, hexOf, type PgQueries } from "./queries.js";
-import { filterAssets, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter } from "../ports/reads.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";

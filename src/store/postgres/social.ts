@@ -1,5 +1,5 @@
-import type { InfluencerRow, TweetRow } from "../../domain/records.js";
-import type { SocialRepository } from "../ports.js";
+import type { InfluencerRow, TweetRow } from "../../domain/rows.js";
+import type { SocialRepository } from "../ports/reads.js";
 import {
   type Fragment,
   influencerFragment,

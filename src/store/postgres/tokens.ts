@@ -1,5 +1,7 @@
 import type { PgQueries } from "./queries.js";
-import { type Page, type PageRequest, toPage, type TokenRow, type TokensFilter, type TokensRepository, type TraitValueRow } from "../ports.js";
+import type { TokensFilter, TokensRepository } from "../ports/market.js";
+import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { NO_ASK, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
 
 // The tokens list and the traits of a collection, as SQLite's

@@ -1,6 +1,7 @@
-import type { TransferRow } from "../../domain/records.js";
+import type { TransferRow } from "../../domain/rows.js";
 import { hexBytes, hexOf, type PgQueries } from "./queries.js";
-import { type Page, type PageRequest, type TransfersRepository, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
 
 // Transfers as a list and a live feed on PostgreSQL (migration 12), as

@@ -1,6 +1,7 @@
 import type pg from "pg";
-import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports.js";
-import { StoreReadOnlyError, WEBHOOK_LOG_SIZE } from "../ports.js";
+import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports/webhooks.js";
+import { StoreReadOnlyError } from "../ports/errors.js";
+import { WEBHOOK_LOG_SIZE } from "../ports/webhooks.js";
 import { inTransaction } from "./transaction.js";
 import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
 

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { DiskUsage, WritableStore } from "../ports.js";
+import type { DiskUsage, WritableStore } from "../ports/writes.js";
 import { PgDeriveStore } from "./derive-store.js";
 import { PgRecordImport } from "./importer.js";
 import { rebuildStatsPg } from "./stats-rebuild.js";

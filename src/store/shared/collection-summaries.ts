@@ -1,5 +1,6 @@
 import { HOUR } from "../../domain/series.js";
-import type { CollectionSort, CollectionSummaryRow } from "../ports.js";
+import type { CollectionSort } from "../ports/market.js";
+import type { CollectionSummaryRow } from "../../domain/rows.js";
 import { NO_ASK } from "./token-market.js";
 import type { Row } from "./rows.js";
 

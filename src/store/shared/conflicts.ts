@@ -1,4 +1,4 @@
-import { RecordConflictError } from "../ports.js";
+import { RecordConflictError } from "../ports/errors.js";
 
 // The records a store refuses against what it holds, worded once for both engines.
 

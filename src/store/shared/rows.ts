@@ -1,4 +1,4 @@
-import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's

@@ -1,5 +1,7 @@
-import type { KeyValue, TokenRow, TokenSort, TraitValueRow } from "../ports.js";
-import type { ListingRow, ListingStatusName, SaleRow } from "../../domain/records.js";
+import type { TokenSort } from "../ports/market.js";
+import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { KeyValue } from "../../domain/rows.js";
+import type { ListingRow, ListingStatusName, SaleRow } from "../../domain/rows.js";
 import type { Row } from "./rows.js";
 
 // What both engines keep of a token's market (sqlite/token-market.ts,

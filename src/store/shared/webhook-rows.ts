@@ -1,4 +1,5 @@
-import type { FeedKind, WebhookAttemptRecord, WebhookRecord, WebhookState } from "../ports.js";
+import type { FeedKind } from "../ports/feed.js";
+import type { WebhookAttemptRecord, WebhookRecord, WebhookState } from "../ports/webhooks.js";
 
 // The webhooks' tables as both engines keep them (sqlite/webhooks.ts,
 // postgres/webhooks.ts): one row per webhook with its four positions, its

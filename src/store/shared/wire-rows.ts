@@ -1,6 +1,7 @@
 import { type Fragment, LISTING_STATUS_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
-import type { ListingStatusName } from "../../domain/records.js";
-import type { KeyValue, Page } from "../ports.js";
+import type { ListingStatusName } from "../../domain/rows.js";
+import type { Page } from "../ports/paging.js";
+import type { KeyValue } from "../../domain/rows.js";
 
 // Reading list rows as their ready answers (domain/wire/fragments.ts), alike
 // on both engines: the SQL that puts a listing's moving fields and a social

@@ -1,14 +1,7 @@
 import type { SeriesBucket } from "../../domain/series.js";
-import {
-  type AnalyticsRepository,
-  type FloorFilter,
-  type FloorListingRow,
-  type HolderRow,
-  type HoldersPage,
-  type PageRequest,
-  type SeriesFilter,
-  toPage,
-} from "../ports.js";
+import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
+import type { FloorListingRow, HolderRow } from "../../domain/rows.js";
+import { type PageRequest, toPage } from "../ports/paging.js";
 import { SalesSeries } from "./sales-series.js";
 import type { SqliteStatements } from "./statements.js";
 import { lowestPrice } from "../shared/listing-prices.js";

@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import type { ApiKeyInfo, KeyAdmin, KeyGrant, KeyScope } from "../ports.js";
+import type { ApiKeyInfo, KeyAdmin, KeyGrant, KeyScope } from "../ports/keys.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
 import { type Db, hasScopeColumn, openKeys, openWritable, storeSchemaVersion } from "./database.js";
 import { MIGRATIONS } from "./migrations.js";

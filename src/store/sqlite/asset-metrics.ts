@@ -1,6 +1,7 @@
-import type { AppraisalRow, RarityRow } from "../../domain/records.js";
+import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
-import { type AssetMetricsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { AssetMetricsRepository } from "../ports/reads.js";
 import { toAppraisal, toRarity } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 

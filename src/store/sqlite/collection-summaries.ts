@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
-import type { CollectionListRepository, CollectionsListFilter, CollectionsPage, PageRequest } from "../ports.js";
-import { toPage } from "../ports.js";
+import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
+import type { PageRequest } from "../ports/paging.js";
+import { toPage } from "../ports/paging.js";
 import {
   ascendingKey,
   descendingKey,

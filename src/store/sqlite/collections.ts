@@ -1,5 +1,5 @@
-import type { ScoreRow } from "../../domain/records.js";
-import type { CollectionsRepository } from "../ports.js";
+import type { ScoreRow } from "../../domain/rows.js";
+import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 

@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import type { StoreChanges } from "../ports.js";
+import type { StoreChanges } from "../ports/reads.js";
 import type { Db } from "./db.js";
 import { SummaryKeeper } from "./collection-summaries.js";
 

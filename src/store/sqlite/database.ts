@@ -6,8 +6,8 @@ import { MIGRATIONS } from "./migrations.js";
 export type { Db } from "./db.js";
 import type { Db } from "./db.js";
 
-export { StoreError, StoreUnavailableError } from "../ports.js";
-import { StoreError } from "../ports.js";
+export { StoreError, StoreUnavailableError } from "../ports/errors.js";
+import { StoreError } from "../ports/errors.js";
 
 /**
  * The one line a command prints for an error of the SQLite engine (locked,

@@ -1,12 +1,13 @@
 import Database from "better-sqlite3";
 import { type Db, refreshPlannerStats, sqliteErrorLine } from "./database.js";
-import type { MaybePromise } from "../ports.js";
+import type { MaybePromise } from "../ports/paging.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import { lowestPrices } from "../shared/listing-prices.js";
 import { type UpsertResult, WriteStore } from "./write-store.js";
-import type { AppraisalRow, RarityRow } from "../../domain/records.js";
-import { type DerivedRows, type DerivedWrite, type DerivedWrites, type DeriveRepository, type SaleForModel, StoreUnavailableError, type TokenRecord } from "../ports.js";
+import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
+import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
+import { StoreUnavailableError } from "../ports/errors.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
 // collection's derived rows: old rows out, new rows in through the same

@@ -1,7 +1,8 @@
 import Database from "better-sqlite3";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Kind } from "../../domain/kinds.js";
-import { type ImportCounts, type ImportRecord, type IngestWriter, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import { type Db, hasPlannerStats, refreshPlannerStats, schemaVersion, tuneForWrites } from "./database.js";
 import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { WRITERS } from "./importer.js";

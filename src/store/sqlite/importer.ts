@@ -1,5 +1,6 @@
 import type { Kind } from "../../domain/kinds.js";
-import type { ImportCounts, ImportRecord, ImportRecordsOptions, MaybePromise, RecordImport } from "../ports.js";
+import type { MaybePromise } from "../ports/paging.js";
+import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
 import { type Db, refreshPlannerStats } from "./database.js";
 import { type RecordKind, type TweetRecord, type UpsertResult, WriteStore } from "./write-store.js";
 

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
-import type { ImportRecord } from "../ports.js";
+import type { ImportRecord } from "../ports/writes.js";
 import { GroupCommitWriter } from "./group-commit.js";
 
 // The worker thread of a server's SQLite writes (ingest-writer.ts starts it):

@@ -1,7 +1,8 @@
 import type { LockWaitOptions } from "../shared/lock-wait.js";
 import type { Worker } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds.js";
-import { type ImportCounts, type ImportRecord, type IngestWriter, RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import type { WriteReply, WriteRequest, WriterData } from "./ingest-worker.js";
 import { closeWorker, startModuleWorker } from "../shared/worker-thread.js";
 

@@ -1,8 +1,10 @@
-import type { ListingRow, ListingStatusName } from "../../domain/records.js";
+import type { ListingRow, ListingStatusName } from "../../domain/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";
-import { type KeyValue, type ListingsFilter, type ListingsRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { KeyValue } from "../../domain/rows.js";
+import type { ListingsFilter, ListingsRepository } from "../ports/reads.js";
 import { encodedWhole, listingWire, listingWireColumns, readyPage } from "../shared/wire-rows.js";
 import { listingKey, toListing } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";

@@ -1,6 +1,7 @@
-import type { OfferRow } from "../../domain/records.js";
+import type { OfferRow } from "../../domain/rows.js";
 import { assetKey } from "./asset-key.js";
-import { type OffersFilter, type OffersRepository, type Page, type PageRequest, toPage } from "../ports.js";
+import type { OffersFilter, OffersRepository } from "../ports/market.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { offerKey, toOffer } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 

@@ -6,7 +6,8 @@ import { join, resolve } from "node:path";
 import { deserialize, serialize } from "node:v8";
 import Database from "better-sqlite3";
 import type { Kind } from "../../domain/kinds.js";
-import { type ImportCounts, type ImportRecord, type IngestWriter, RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports.js";
+import { RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
+import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import type { Db } from "./db.js";
 import { type SqliteWriterOptions, sqliteIngestWriter } from "./ingest-writer.js";
 

@@ -9,7 +9,7 @@ import { SqliteFeed } from "./feed.js";
 import { SqliteListings } from "./listings.js";
 import { SqliteTransfers } from "./transfers.js";
 import { MIGRATIONS } from "./migrations.js";
-import type { ReadRepositories, StoreInfo } from "../ports.js";
+import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { SqliteSales } from "./sales.js";
 import { SqliteSocial } from "./social.js";
 import { SqliteStatements } from "./statements.js";

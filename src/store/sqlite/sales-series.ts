@@ -16,7 +16,7 @@ import {
   toSeriesBucket,
   WEEK,
 } from "../../domain/series.js";
-import type { SeriesFilter } from "../ports.js";
+import type { SeriesFilter } from "../ports/market.js";
 import { assetKey } from "./asset-key.js";
 
 // Sales series from aggregates kept at write time: sales_series holds, per

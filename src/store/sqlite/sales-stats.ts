@@ -3,8 +3,8 @@ import type { Db } from "./db.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { assetKey } from "./asset-key.js";
 import { limbsToWei, sumWei } from "./wei.js";
-import { type SalesSummary, summarize } from "../../domain/records.js";
-import type { StatsFilter } from "../ports.js";
+import { type SalesSummary, summarize } from "../../domain/rows.js";
+import type { StatsFilter } from "../ports/reads.js";
 import type { SalePoint } from "../../domain/series.js";
 import { SalesSeries } from "./sales-series.js";
 

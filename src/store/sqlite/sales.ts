@@ -1,9 +1,11 @@
-import type { SaleRow, SalesSummary } from "../../domain/records.js";
+import type { SaleRow, SalesSummary } from "../../domain/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
-import { filterAssets, type KeyValue, type Page, type PageRequest, type SalesFilter, type SalesRepository, type StatsFilter, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { KeyValue } from "../../domain/rows.js";
+import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter } from "../ports/reads.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";

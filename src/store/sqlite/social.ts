@@ -1,4 +1,4 @@
-import type { InfluencerRow, SocialUserRow, TweetRow } from "../../domain/records.js";
+import type { InfluencerRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
 import {
   type Fragment,
   influencerFragment,
@@ -7,7 +7,7 @@ import {
   tweetFragment,
   type WireForm,
 } from "../../domain/wire/fragments.js";
-import type { SocialRepository } from "../ports.js";
+import type { SocialRepository } from "../ports/reads.js";
 import { readyList, socialWireColumns } from "../shared/wire-rows.js";
 import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";

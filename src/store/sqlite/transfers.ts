@@ -1,7 +1,8 @@
-import type { TransferRow } from "../../domain/records.js";
+import type { TransferRow } from "../../domain/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql, hexToBytes } from "./hex.js";
-import { type Page, type PageRequest, type TransfersRepository, toPage } from "../ports.js";
+import { type Page, type PageRequest, toPage } from "../ports/paging.js";
+import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 

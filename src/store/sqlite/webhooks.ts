@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync } from "node:fs";
 import Database, { type Statement } from "better-sqlite3";
-import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports.js";
-import { WEBHOOK_LOG_SIZE } from "../ports.js";
+import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports/webhooks.js";
+import { WEBHOOK_LOG_SIZE } from "../ports/webhooks.js";
 import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
 import { type Db, openKeys, refusePostgres } from "./database.js";
 

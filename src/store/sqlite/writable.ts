@@ -1,4 +1,4 @@
-import type { DiskUsage, StatsRebuildCounts, WritableStore } from "../ports.js";
+import type { DiskUsage, StatsRebuildCounts, WritableStore } from "../ports/writes.js";
 import type { Db } from "./db.js";
 import { DeriveStore } from "./derive-store.js";
 import { SqliteRecordImport } from "./importer.js";

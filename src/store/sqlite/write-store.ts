@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
-import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/records.js";
+import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
 import { assetKey } from "./asset-key.js";
 import { SALE_LISTINGS_MOVED } from "./fillable.js";
 import { deferMarketTriggers } from "./market-triggers.js";

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { ADDRESS_RE } from "../../domain/formats.js";
 import type { CachedResponse, CacheEntry, DataVersionWatch, ResponseCache } from "./freshness.js";
-import { settle } from "../../store/ports.js";
+import { settle } from "../../store/ports/paging.js";
 
 // Conditional requests and the response cache: a strong ETag on each 200 of
 // every GET the service answers (REST /v1 and Connect GET), 304 for a

@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
-import { type DataVersion, type MaybePromise, settle, type StoreChanges } from "../../store/ports.js";
+import { type MaybePromise, settle } from "../../store/ports/paging.js";
+import type { DataVersion, StoreChanges } from "../../store/ports/reads.js";
 import type { KeyGrant, KeyVerifier } from "../policy/guards.js";
 
 // What a server may remember between requests, and when it must forget.

@@ -6,7 +6,7 @@ import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import type { Ingest, IngestLine } from "../../service/ingest-service.js";
 import { MAX_BATCH_RECORDS } from "../../domain/ingest-limits.js";
-import { StoreUnavailableError } from "../../store/ports.js";
+import { StoreUnavailableError } from "../../store/ports/errors.js";
 
 // Ingest from NATS JetStream (issue 37): indexers publish NDJSON records to
 // SUBJECT_PREFIX.KIND (one or more lines per message, any of the six

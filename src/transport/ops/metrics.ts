@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import type { StoreInfo } from "../../store/ports.js";
+import type { StoreInfo } from "../../store/ports/reads.js";
 import type { FastifyInstance } from "fastify";
 import type { ClientAddresses } from "../policy/client-address.js";
 import type { PublicGuard } from "../policy/admission.js";

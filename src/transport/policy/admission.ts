@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientAddresses } from "./client-address.js";
 import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey, unavailableError } from "./guards.js";
 import { MemoryWindows, type RateState, type RateWindows } from "./rate-limit.js";
-import { type MaybePromise, mayIngest, settle } from "../../store/ports.js";
+import { mayIngest } from "../../store/ports/keys.js";
+import { type MaybePromise, settle } from "../../store/ports/paging.js";
 
 // The first thing every request meets, on every protocol, before its body
 // is read. A request whose key this server has not seen valid is counted

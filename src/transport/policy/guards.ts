@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type KeyGrant, StoreUnavailableError } from "../../store/ports.js";
-import { type MaybePromise, settle } from "../../store/ports.js";
+import { StoreUnavailableError } from "../../store/ports/errors.js";
+import type { KeyGrant } from "../../store/ports/keys.js";
+import { type MaybePromise, settle } from "../../store/ports/paging.js";
 
 // The checks every call passes, whatever protocol carried it. RPC protocols
 // run them as Connect interceptors (interceptors.ts); REST and Connect GET

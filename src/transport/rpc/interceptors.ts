@@ -2,7 +2,7 @@ import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { API_KEY_HEADER, type ErrorLogger, type KeyVerifier, publicError, requireApiKey } from "../policy/guards.js";
 import { PUBLIC_SERVICE_NAMES } from "../policy/public-services.js";
 import { NOT_ADMIN_KEY, READ_ONLY_KEY } from "../policy/admission.js";
-import { mayIngest } from "../../store/ports.js";
+import { mayIngest } from "../../store/ports/keys.js";
 import { IngestService } from "../../../gen/marketdata/v1/ingest_service_pb.js";
 import { WebhookService } from "../../../gen/marketdata/v1/webhook_service_pb.js";
 import type { StreamOutcome } from "../stream/pipeline.js";

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { sqliteErrorLine, StoreError } from "./sqlite/database.js";
-import { RecordConflictError, StoreUnavailableError } from "./ports.js";
+import { RecordConflictError, StoreUnavailableError } from "./ports/errors.js";
 
 /**
  * The one line a command prints for an error of the store: a StoreError's

@@ -155,3 +155,65 @@ export function summarize(totals: Iterable<[string, { n: number; volume: bigint 
     groups: groups.map(([marketplace, t]) => ({ marketplace, totalNumSales: t.n, totalVolume: t.volume.toString() })),
   };
 }
+
+// The rows of the market reads kept at write time (store/ports/market.ts).
+
+export type KeyValue = number | string;
+
+/** An active listing at a floor. */
+export interface FloorListingRow {
+  marketplace: string;
+  marketplaceId: string;
+  assetId: string;
+  price: string;
+  createdAt: number;
+}
+
+export interface HolderRow {
+  address: string;
+  tokens: number;
+}
+
+export interface TokenRow {
+  contractAddress: string;
+  assetId: string;
+  /** "" when unknown. */
+  owner: string;
+  /** The token record's attributes, values as text. */
+  attributes: { traitType: string; value: string }[];
+  /** 0: no rarity row. */
+  rarityRank: number;
+  /** Its latest sale (sales list order), if any. */
+  lastSale: SaleRow | undefined;
+  /** Its cheapest active listing (ties: marketplace, then listing id), if any. */
+  listing: ListingRow | undefined;
+  /** The page key of the row in the order asked. */
+  key: KeyValue[];
+}
+
+export interface TraitValueRow {
+  traitType: string;
+  value: string;
+  tokens: number;
+  /** The cheapest active listing among the value's tokens, if any. */
+  floor: FloorListingRow | undefined;
+}
+
+/** A collection's kept summary, with its counts. */
+export interface CollectionSummaryRow {
+  collectionId: number;
+  contractAddress: string;
+  name: string;
+  totalTokens: number;
+  numHolders: number;
+  /** The lowest active listing (ties: marketplace, then its id), if any. */
+  floor: FloorListingRow | undefined;
+  /** Wei, decimal: the sales of the 1, 7 and 30 days ending with the windows (CollectionsPage.windowsEnd). */
+  volume1d: string;
+  volume7d: string;
+  volume30d: string;
+  sales1d: number;
+  sales7d: number;
+  sales30d: number;
+  key: KeyValue[];
+}

@@ -1,0 +1,40 @@
+import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { MaybePromise } from "./paging.js";
+
+// Live feeds: the sales, listings, offers and transfers each commit inserted or changed.
+
+export type FeedKind = "sales" | "listings" | "offers" | "transfers";
+
+/**
+ * A row of a feed at its position. Every write that inserts or changes a
+ * sale or a listing gives the row the next position of the store's feed
+ * sequence, under the lock that orders those writes' commits: positions grow
+ * in commit order, so a reader asking for positions above the last it saw
+ * never misses a commit (a row changed again moves to its new position).
+ */
+export interface FeedEntry<T> {
+  seq: number;
+  row: T;
+}
+
+export interface FeedRepository {
+  /** The store's feed identity, drawn when its feed began: a position from another store (or before a rebuild) names another. */
+  epoch(): MaybePromise<string>;
+  /** The last position of the collection's rows of `kind` (0: none yet). */
+  head(kind: FeedKind, collectionId: number): MaybePromise<number>;
+  /** The collection's sales at positions above `after`, in position order, at most `limit`. */
+  sales(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<SaleRow>[]>;
+  listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
+  offers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<OfferRow>[]>;
+  transfers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<TransferRow>[]>;
+  /**
+   * Several collections' rows of `kind` above `after`, merged in position
+   * order, at most `limit`: read in one statement, so from one snapshot. Reads
+   * of each collection one after another could see a commit in the second
+   * that they missed in the first, and a reader moving past the second's
+   * positions would skip the first's rows for ever.
+   */
+  merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): MaybePromise<FeedEntry<unknown>[]>;
+  /** The last position the store's feed sequence gave (every kind, every collection; 0: none yet). */
+  last(): MaybePromise<number>;
+}

@@ -1,0 +1,142 @@
+import type { Fragment, WireForm } from "../../domain/wire/fragments.js";
+import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, SalesSummary, ScoreRow, TransferRow, TweetRow } from "../../domain/rows.js";
+import type { FeedRepository } from "./feed.js";
+import type { KeysRepository } from "./keys.js";
+import type { AnalyticsRepository, CollectionListRepository, OffersRepository, TokensRepository } from "./market.js";
+import type { KeySpec, MaybePromise, Page, PageRequest, TimeWindow } from "./paging.js";
+
+// The server's reads: a repository per resource, the store's own state
+// (its data version, what changed since), and ReadRepositories, all of them.
+
+export interface SalesFilter extends TimeWindow {
+  /** One asset. */
+  assetId?: string | undefined;
+  /** Several assets (2 to 20), any of them; never with assetId. */
+  assetIds?: readonly string[] | undefined;
+  marketplace?: string | undefined;
+}
+
+/** The assets a sales filter names (one or several), or undefined for every asset. */
+export function filterAssets(f: SalesFilter): readonly string[] | undefined {
+  return f.assetIds ?? (f.assetId === undefined ? undefined : [f.assetId]);
+}
+
+export interface StatsFilter extends TimeWindow {
+  assetId?: string | undefined;
+}
+
+export interface ListingsFilter {
+  assetId?: string | undefined;
+  marketplace?: string | undefined;
+  status?: ListingStatusName | undefined;
+}
+
+export const APPRAISAL_KEY: KeySpec = ["text"];
+
+export const RARITY_KEY: KeySpec = ["int", "text"];
+
+export const SALE_KEY: KeySpec = ["int", "int", "text", "text"];
+
+export const LISTING_KEY: KeySpec = ["int", "text", "text"];
+
+/** Holders: token count (descending), then address. */
+export const HOLDER_KEY: KeySpec = ["int", "text"];
+
+export interface CollectionsRepository {
+  /** The id of a collection the store knows anything about, or undefined. */
+  collectionId(address: string): MaybePromise<number | undefined>;
+  score(collectionId: number): MaybePromise<ScoreRow | undefined>;
+  /** Every marketplace any sale, listing or offer of the store has named, in name order (kept by every write). */
+  knownMarketplaces(): MaybePromise<string[]>;
+}
+
+export interface AssetMetricsRepository {
+  appraisalsPage(collectionId: number, page: PageRequest): MaybePromise<Page<AppraisalRow>>;
+  appraisalsByAsset(collectionId: number, assetIds: readonly string[]): MaybePromise<AppraisalRow[]>;
+  rarityPage(collectionId: number, page: PageRequest): MaybePromise<Page<RarityRow>>;
+  rarityByAsset(collectionId: number, assetIds: readonly string[]): MaybePromise<RarityRow[]>;
+}
+
+export interface SalesRepository {
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): MaybePromise<Page<SaleRow>>;
+  /** The same page as each row's ready answer in one form (domain/wire/fragments.ts), written with the row. */
+  salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+  /** A window's totals from one snapshot of the store, in a bounded number of index seeks. */
+  salesSummary(collectionId: number, filter: StatsFilter): MaybePromise<SalesSummary>;
+}
+
+export interface ListingsRepository {
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
+  /** The same page as ready answers (salesWire), status and lastUpdatedAt as they are now. */
+  listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+}
+
+/** Transfers: timestamp, block and log index (all descending), then hash and asset id. */
+export const TRANSFER_KEY: KeySpec = ["int", "int", "int", "text", "text"];
+
+export interface TransfersRepository {
+  transfersPage(collectionId: number, page: PageRequest): MaybePromise<Page<TransferRow>>;
+}
+
+export interface SocialRepository {
+  topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
+  topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
+  /** The same lists as ready answers (salesWire), each with its user's profile as it is now. */
+  topInfluencersWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+  topTweetsWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+}
+
+/** What the server needs to know about the store itself. */
+export interface StoreInfo {
+  /** For messages: the file, or the PostgreSQL URL without its password. */
+  readonly description: string;
+  readonly engine: "sqlite" | "postgres";
+  /** Moves on every committed write (SQLite: data_version; PostgreSQL: store_state, replicated with the data). */
+  dataVersion(): MaybePromise<number>;
+  /**
+   * What was committed since `since` (a `now` this returned before; none at
+   * the first call, which only reports `now`). Every write transaction
+   * stamps the collections it changed with the version it commits as, so a
+   * reader can forget what it remembered of those collections alone.
+   * Cheap when nothing moved (SQLite: shared memory; PostgreSQL: one row).
+   */
+  changesSince(since: DataVersion | undefined): MaybePromise<StoreChanges>;
+  schemaVersion(): MaybePromise<number>;
+  /** The schema version this build needs. */
+  readonly expectedSchemaVersion: number;
+  /** Unix seconds of the last write, when known. */
+  lastWrite(): MaybePromise<number>;
+}
+
+/** Where the store stands: its data (collections, social users) and its keys, each a number that only grows. */
+export interface DataVersion {
+  readonly data: number;
+  readonly keys: number;
+}
+
+export interface StoreChanges {
+  readonly now: DataVersion;
+  /**
+   * The collections (lower-case addresses) whose data changed, or "all"
+   * when a change may reach any of them (a social user shared by several
+   * collections' influencers and tweets, a migration).
+   */
+  readonly collections: readonly string[] | "all";
+}
+
+export interface ReadRepositories {
+  feed: FeedRepository;
+  collections: CollectionsRepository;
+  collectionList: CollectionListRepository;
+  assetMetrics: AssetMetricsRepository;
+  sales: SalesRepository;
+  listings: ListingsRepository;
+  transfers: TransfersRepository;
+  tokens: TokensRepository;
+  offers: OffersRepository;
+  analytics: AnalyticsRepository;
+  social: SocialRepository;
+  keys: KeysRepository;
+  info: StoreInfo;
+  close(): Promise<void>;
+}
