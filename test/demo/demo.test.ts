@@ -7,7 +7,7 @@ import { backtestStore } from "../../src/derive/backtest-store.js";
 import { DeriveStore } from "../../src/store/sqlite/derive-store.js";
 import { buildDemo } from "../../src/demo/build.js";
 import { generateDemo } from "../../src/demo/generate.js";
-import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
+import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { openReadOnly, openWritable } from "../../src/store/sqlite/database.js";
 import { dumpStore } from "../support/dump.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
+import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { startServe } from "../../src/cli/run-sync.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { REDIS_URL, redisUp, skipRedis } from "../support/redis.js";

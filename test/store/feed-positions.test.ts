@@ -7,7 +7,7 @@ import type { Kind } from "../../src/ingest/kinds.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { openWritable } from "../../src/store/sqlite/database.js";
-import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import { sqliteAtVersion } from "../support/old-stores.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";

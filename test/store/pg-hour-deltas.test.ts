@@ -5,11 +5,11 @@ import { importLines } from "../../src/ingest/importer.js";
 import { migratePg, openPool } from "../../src/store/postgres/database.js";
 import { PgRecordImport } from "../../src/store/postgres/importer.js";
 import { openIngestWriter, openWritableStore } from "../../src/store/open.js";
-import { WRITE_LOCK } from "../../src/store/postgres/bulk-kinds.js";
+import { WRITE_LOCK } from "../../src/store/postgres/record-writes.js";
 import { VALID } from "../ingest/records.js";
 import { createTestDatabase, hourRowDrift, skipPg } from "../support/pg.js";
 
-// The hour rows on PostgreSQL are kept by deltas (sales-hourly.ts): each
+// The hour rows on PostgreSQL are kept by deltas (postgres/sales-stats.ts): each
 // merge adds what it changed from the changed hour on, instead of summing
 // the raw sales again. Random histories of inserts, retries, reprices,
 // moves between hours and marketplaces (emptying hours), and repeats within

@@ -11,7 +11,7 @@ import { createTestDatabase, skipPg } from "../support/pg.js";
 import { startTestServer, type TestServer, transportFor } from "../support/server.js";
 
 // Ingest on PostgreSQL: concurrent writers keep the stats aggregates true
-// (their merges take turns: bulk-kinds.ts WRITE_LOCK); and a server whose
+// (their merges take turns: record-writes.ts WRITE_LOCK); and a server whose
 // PostgreSQL cannot take writes (a hot standby; here a database whose
 // transactions are read-only by default, which refuses writes with the same
 // SQLSTATE 25006) answers ingest with failed_precondition, saying where

@@ -1,7 +1,7 @@
 import net from "node:net";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { unavailable } from "../../src/store/postgres/queries.js";
+import { unavailable } from "../../src/store/postgres/statements.js";
 import { importRecords, withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";

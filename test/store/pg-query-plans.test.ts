@@ -8,7 +8,7 @@ import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { keepSql } from "../../src/store/postgres/collection-summaries.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
-import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-hourly.js";
+import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-stats.js";
 import { importRecords } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { VALID } from "../ingest/records.js";
@@ -261,10 +261,10 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     const hour = (await client.query<{ h: string }>("SELECT max(hour) AS h FROM sales_hourly WHERE collection_id = $1", [id])).rows[0]!.h;
     await client.query("BEGIN");
     try {
-      // What a merge of sales runs (sales-hourly.ts): the deltas' table, filled, with its statistics.
+      // What a merge of sales runs (postgres/sales-stats.ts): the deltas' table, filled, with its statistics.
       const [create, , analyze] = hourDeltasSql("SELECT 1");
       await client.query(create!);
-      // A sale on each marketplace. (The plan that hashed every hour row needed a larger store than this one: sales-hourly.ts.)
+      // A sale on each marketplace. (The plan that hashed every hour row needed a larger store than this one: postgres/sales-stats.ts.)
       for (const m of MARKETPLACES) await client.query("INSERT INTO hour_deltas VALUES ($1, $2, $3, 1, 100)", [id, m, hour]);
       await client.query(analyze!);
       const apply = await planOf(APPLY_HOUR_DELTAS[0]!, []);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/sqlite/database.js";
-import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
 import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
 import { SalesAggregates, WINDOW_SQL } from "../../src/store/sqlite/sales-stats.js";

@@ -5,7 +5,7 @@ import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
 import { openWritable, type Db } from "../../src/store/sqlite/database.js";
 import type { SaleRow } from "../../src/domain/rows.js";
 import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import { BUCKET_SECONDS, SalesAggregates,  } from "../../src/store/sqlite/sales-stats.js";
 import type { SalesSummary } from "../../src/domain/rows.js";
 import { openReadRepositories } from "../../src/store/open.js";

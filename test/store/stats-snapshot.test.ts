@@ -2,7 +2,7 @@ import type { Statement } from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Db, openReadOnly, openWritable } from "../../src/store/sqlite/database.js";
 import { sqliteRepositories } from "../../src/store/sqlite/read-repositories.js";
-import { WriteStore } from "../../src/store/sqlite/write-store.js";
+import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // A stats answer is assembled from several statements (per marketplace,

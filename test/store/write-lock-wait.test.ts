@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { handlerFor } from "../../src/ingest/kinds.js";
 import { migrateStore, openIngestWriter } from "../../src/store/open.js";
 import { StoreUnavailableError } from "../../src/store/ports/errors.js";
-import { WRITE_LOCK } from "../../src/store/postgres/bulk-kinds.js";
+import { WRITE_LOCK } from "../../src/store/postgres/record-writes.js";
 import { COLLECTION } from "../support/fixture.js";
 import { storeEngines } from "../support/store-engines.js";
 

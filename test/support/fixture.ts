@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { withStoreKeys } from "../../src/store/sqlite/api-keys.js";
+import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/sqlite/database.js";
 import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow } from "../../src/domain/rows.js";
-import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/sqlite/write-store.js";
+import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/sqlite/record-writes.js";
 
 // A small deterministic store with every kind of record, built through the
 // store's own writer, and the records it holds, as the oracle for tests.

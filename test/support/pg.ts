@@ -1,5 +1,5 @@
 import pg from "pg";
-import { freshHourlySql } from "../../src/store/postgres/sales-hourly.js";
+import { freshHourlySql } from "../../src/store/postgres/sales-stats.js";
 
 // PostgreSQL for tests: the server at MARKETDATA_TEST_PG (default
 // postgres://postgres@127.0.0.1:5432/postgres). Each test file creates a

@@ -6,7 +6,7 @@ import { storeErrorLine } from "../../src/store/error-line.js";
 import { openReadRepositories } from "../../src/store/open.js";
 import { openPool, redactUrl } from "../../src/store/postgres/database.js";
 import { NO_HOST, parsePgUrl } from "../../src/store/postgres/hosts.js";
-import { unavailable } from "../../src/store/postgres/queries.js";
+import { unavailable } from "../../src/store/postgres/statements.js";
 import { errorHeaders, publicError, RETRY_AFTER_SECONDS } from "../../src/transport/policy/guards.js";
 import { CONSUME_DEFAULTS } from "../../src/config/settings.js";
 import { PG_ADMIN_URL, skipPg } from "../support/pg.js";

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it, vi } from "vitest";
 import { StoreUnavailableError } from "../../src/store/ports/errors.js";
 import { openPool } from "../../src/store/postgres/database.js";
-import { unavailable } from "../../src/store/postgres/queries.js";
+import { unavailable } from "../../src/store/postgres/statements.js";
 import { pgRepositories } from "../../src/store/postgres/read-repositories.js";
 import { publicError } from "../../src/transport/policy/guards.js";
 

@@ -12,7 +12,7 @@ import {
 import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
 import type { FloorListingRow } from "../../domain/rows.js";
 import { type PageRequest, toPage } from "../ports/paging.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 
 // Floor, holders and sales series on PostgreSQL (migration 6 keeps what
 // they read): each answer one statement, one snapshot, one round trip.

@@ -1,5 +1,5 @@
 import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { AssetMetricsRepository } from "../ports/reads.js";
 import { toAppraisal, toRarity } from "../shared/rows.js";

@@ -4,7 +4,7 @@ import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
 import { hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
 import { NO_ASK } from "../shared/token-market.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import { HOUR } from "../../domain/series.js";
 
 // The collections list on PostgreSQL, as SQLite's (sqlite/collection-summaries.ts;

@@ -1,5 +1,5 @@
 import type { ScoreRow } from "../../domain/rows.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
 

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import type pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import { type BulkKind, copyLine } from "./bulk-kinds.js";
+import { type BulkKind, copyLine } from "./record-writes.js";
 import { SYNC_WRITE_POOLS } from "./database.js";
 import { stampVersions, type Touched } from "./data-versions.js";
 

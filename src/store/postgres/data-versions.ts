@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { DataVersion, StoreChanges } from "../ports/reads.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import { keepSummaries, windowsHourNow } from "./collection-summaries.js";
 
 // Data versions on PostgreSQL (migration 3): every write transaction ends

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { StoreError, StoreUnavailableError } from "../ports/errors.js";
-import { unavailable } from "./queries.js";
+import { unavailable } from "./statements.js";
 import { choosingPoolOptions, HostChooser, parsePgUrl, type Target } from "./hosts.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 

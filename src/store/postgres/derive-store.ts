@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
 import { lowestPrices } from "../shared/listing-prices.js";
-import { BULK_KINDS } from "./bulk-kinds.js";
+import { BULK_KINDS } from "./record-writes.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "./sales.js";
 import { openStage, writeTransaction } from "./copy.js";
 

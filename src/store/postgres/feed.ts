@@ -2,16 +2,17 @@ import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/ro
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
-import { hexOf, type PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
+import { hexSql } from "./hex.js";
 
 // The live feeds' reads on PostgreSQL: a collection's rows above a position,
 // in position order, one seek on (collection_id, feed_seq) (migration 5).
-// On a replica they answer what it has replayed. The positions are written by bulk-kinds.ts.
+// On a replica they answer what it has replayed. The positions are written by record-writes.ts.
 
 /** Each kind's columns and table (as `a`). */
 const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
-    sql: `SELECT a.feed_seq, c.address, ${hexOf("a.hash", "hash")}, ${hexOf("a.seller", "seller")}, ${hexOf("a.buyer", "buyer")},
+    sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
           a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace
         FROM sales a JOIN collections c ON c.id = a.collection_id`,
     row: toSale,

@@ -2,12 +2,12 @@ import type pg from "pg";
 import type { Kind } from "../../domain/kinds.js";
 import type { MaybePromise } from "../ports/paging.js";
 import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
-import { BATCH_LINES, BULK_KINDS, type BulkKind, WRITE_LOCK } from "./bulk-kinds.js";
+import { BATCH_LINES, BULK_KINDS, type BulkKind, WRITE_LOCK } from "./record-writes.js";
 import type { Touched } from "./data-versions.js";
 import { openStage, writeTransaction } from "./copy.js";
 
 // Import into PostgreSQL: the checked records streamed by COPY into a
-// staging table and merged by set-based upserts (bulk-kinds.ts), the stats
+// staging table and merged by set-based upserts (record-writes.ts), the stats
 // aggregates recomputed from the hours the sales touched, and the data
 // version bumped: all in one transaction, so readers (and replicas) see the
 // whole import or none of it. A killed import rolls back.

@@ -6,7 +6,7 @@ import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { openPool, redactUrl, requireCurrentPgSchema } from "./database.js";
 import { parsePgUrl } from "./hosts.js";
 import { PgRecordImport } from "./importer.js";
-import { unavailable } from "./queries.js";
+import { unavailable } from "./statements.js";
 
 // The server's writer on PostgreSQL (the ingest API): batches are imported
 // (staged by COPY, merged by natural key, the data version bumped, in one
@@ -45,7 +45,7 @@ export function pgIngestWriter(url: string, options: LockWaitOptions = {}): Inge
     return ready;
   };
   // This process's batches go one transaction at a time: the merges of
-  // sales take turns on the store anyway (bulk-kinds.ts WRITE_LOCK), and
+  // sales take turns on the store anyway (record-writes.ts WRITE_LOCK), and
   // batches waiting here hold no connection (50 writers at once otherwise
   // waited out the pool's connection timeout). The batches that queued
   // during a transaction share the next one (group commit, as the SQLite

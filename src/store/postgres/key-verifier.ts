@@ -1,9 +1,9 @@
 import type { KeyGrant } from "../ports/keys.js";
 import { hashApiKey } from "../shared/key-format.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import type { KeysRepository } from "../ports/keys.js";
 
-/** The server's key check on PostgreSQL (SQLite's is api-keys.ts ApiKeyVerifier): the same lookup by digest. */
+/** The server's key check on PostgreSQL (SQLite's is sqlite/key-verifier.ts): the same lookup by digest. */
 export class PgKeyVerifier implements KeysRepository {
   constructor(private readonly q: PgQueries) {}
 

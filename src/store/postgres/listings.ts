@@ -1,5 +1,5 @@
 import type { ListingRow } from "../../domain/rows.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { ListingsFilter, ListingsRepository } from "../ports/reads.js";
 import { listingKey, toListing } from "../shared/rows.js";

@@ -230,7 +230,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 5: live feeds (feed.ts): each sale and listing holds the position of the
   // write that last inserted or changed it, from one sequence: an insert
   // takes nextval by default (the rows already here take theirs now), a
-  // change sets it (bulk-kinds.ts). Their writers hold a lock from the first
+  // change sets it (record-writes.ts). Their writers hold a lock from the first
   // nextval to COMMIT, so positions grow in commit order. feed_epoch names
   // this store's sequence in resume tokens.
   `
@@ -369,7 +369,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 16: webhooks, their attempts and the feed's marks (webhooks.ts); on SQLite a file of their own.
   WEBHOOKS_MIGRATION,
   // 17: every marketplace the store's sales, listings and offers name, as SQLite's 18: here
-  // kept by each write's merge (bulk-kinds.ts KNOW_MARKETPLACES), one DISTINCT over its stage.
+  // kept by each write's merge (record-writes.ts KNOW_MARKETPLACES), one DISTINCT over its stage.
   `CREATE TABLE marketplaces (name text PRIMARY KEY);
   INSERT INTO marketplaces SELECT marketplace FROM sales UNION SELECT marketplace FROM listings UNION SELECT marketplace FROM offers ON CONFLICT DO NOTHING;`,
   // 18: sales in one table again, no partition per collection (migration 4's

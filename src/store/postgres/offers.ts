@@ -1,5 +1,5 @@
 import type { OfferRow } from "../../domain/rows.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import type { OfferScope, OffersFilter, OffersRepository } from "../ports/market.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { offerKey, toOffer } from "../shared/rows.js";

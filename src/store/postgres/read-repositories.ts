@@ -14,7 +14,7 @@ import { PgTokens } from "./tokens.js";
 import { PgOffers } from "./offers.js";
 import { pgSchemaVersion, redactUrl } from "./database.js";
 import { PG_MIGRATIONS } from "./migrations.js";
-import { PgQueries } from "./queries.js";
+import { PgQueries } from "./statements.js";
 import { changesSince } from "./data-versions.js";
 
 /** Every read repository on one PostgreSQL pool (a primary or a streaming replica). */

@@ -1,5 +1,6 @@
 import { type SaleRow, type SalesSummary, summarize } from "../../domain/rows.js";
-import { hexBytes, hexOf, type PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
+import { hexSql, hexToBytes } from "./hex.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter } from "../ports/reads.js";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
@@ -14,7 +15,7 @@ import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fr
 // plus the raw sales of that hour up to it (store/sqlite/sales-stats.ts has the
 // reasoning). Sums are numeric: exact for any amount.
 
-const SALE_COLUMNS = `c.address, ${hexOf("s.hash", "hash")}, ${hexOf("s.seller", "seller")}, ${hexOf("s.buyer", "buyer")},
+const SALE_COLUMNS = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
   s.amount_received::text AS amount_received, s.marketplace`;
 
@@ -97,7 +98,7 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
     const t = $(ts);
     const b = $(block);
     where.push(`s.timestamp <= ${t} AND (s.timestamp < ${t} OR s.block < ${b} OR (s.block = ${b}
-      AND (s.hash, s.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))`);
+      AND (s.hash, s.asset_id) > (${$(hexToBytes(hash as string))}, ${$(assetId)})))`);
   }
   // The collection's address only when the columns name it (a page of ready rows does not).
   const join = columns.includes("c.address") ? " JOIN collections c ON c.id = s.collection_id" : "";
@@ -119,7 +120,7 @@ export class PgSales implements SalesRepository {
   async salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
     if (form === "binary") return encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
     // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
-    const columns = `${hexOf("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.wire_json AS wire`;
+    const columns = `${hexSql("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.wire_json AS wire`;
     const { sql, values } = pageQuery(columns, collectionId, filter, page);
     const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
     const ready = readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);

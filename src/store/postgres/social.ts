@@ -10,7 +10,7 @@ import {
 } from "../../domain/wire/fragments.js";
 import { readyList, socialWireColumns } from "../shared/wire-rows.js";
 import { toInfluencer, toTweet, USER_COLUMNS } from "../shared/rows.js";
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 
 const INFLUENCERS_SQL = `SELECT i.score, ${USER_COLUMNS}
   FROM influencers i JOIN social_users u ON u.id = i.user_id

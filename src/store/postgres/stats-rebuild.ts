@@ -1,7 +1,7 @@
 import type pg from "pg";
-import { WRITE_LOCK } from "./bulk-kinds.js";
+import { WRITE_LOCK } from "./record-writes.js";
 import { stampVersions } from "./data-versions.js";
-import { freshHourlySql } from "./sales-hourly.js";
+import { freshHourlySql } from "./sales-stats.js";
 import { freshSeriesSql, SERIES_VALUES } from "./sales-series.js";
 
 /**
@@ -14,7 +14,7 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    // One writer of sales at a time (bulk-kinds.ts WRITE_LOCK): a merge
+    // One writer of sales at a time (record-writes.ts WRITE_LOCK): a merge
     // adding its deltas to hour rows this replaces would otherwise lose them,
     // or this would sum sales without a merge about to commit.
     await client.query("SELECT pg_advisory_xact_lock($1)", [WRITE_LOCK]);

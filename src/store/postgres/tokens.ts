@@ -1,4 +1,4 @@
-import type { PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";

@@ -1,5 +1,6 @@
 import type { TransferRow } from "../../domain/rows.js";
-import { hexBytes, hexOf, type PgQueries } from "./queries.js";
+import type { PgQueries } from "./statements.js";
+import { hexSql, hexToBytes } from "./hex.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
@@ -8,7 +9,7 @@ import { toTransfer, transferKey } from "../shared/rows.js";
 // SQLite's (store/sqlite/transfers.ts): newest first, one range of
 // transfers_by_time; each insert or change at the next feed position, taken
 // under the tokens' lock that every transfer write holds to COMMIT
-// (bulk-kinds.ts), so that positions grow in commit order.
+// (record-writes.ts), so that positions grow in commit order.
 
 export const TRANSFERS_FEED_MIGRATION = `
   ALTER TABLE transfers ADD COLUMN feed_seq bigint NOT NULL DEFAULT 0;
@@ -18,7 +19,7 @@ export const TRANSFERS_FEED_MIGRATION = `
 
 /** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
 export const TRANSFER_COLUMNS = (t = "t"): string =>
-  `c.address, ${hexOf(`${t}.hash`, "hash")}, ${t}.log_index, ${hexOf(`${t}.sender`, "sender")}, ${hexOf(`${t}.recipient`, "recipient")},
+  `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
   ${t}.asset_id::text AS asset_id, ${t}.timestamp, ${t}.block`;
 
 export class PgTransfers implements TransfersRepository {
@@ -35,7 +36,7 @@ export class PgTransfers implements TransfersRepository {
       const l = $(log);
       // The leading "<=" bounds the index range; the rest breaks ties.
       where.push(`t.timestamp <= ${t} AND (t.timestamp < ${t} OR t.block < ${b} OR (t.block = ${b} AND (t.log_index < ${l}
-        OR (t.log_index = ${l} AND (t.hash, t.asset_id) > (${$(hexBytes(hash as string))}, ${$(assetId)})))))`);
+        OR (t.log_index = ${l} AND (t.hash, t.asset_id) > (${$(hexToBytes(hash as string))}, ${$(assetId)})))))`);
     }
     const rows = await this.q.rows(
       `SELECT ${TRANSFER_COLUMNS()} FROM transfers t JOIN collections c ON c.id = t.collection_id

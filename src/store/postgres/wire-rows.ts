@@ -1,11 +1,11 @@
 import type pg from "pg";
 import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
-import { hexOf } from "./queries.js";
+import { hexSql } from "./hex.js";
 
 // Migration 13, as SQLite's 15 (sqlite/wire-rows.ts): each row of sales,
 // listings, social users, tweets and influencers keeps its ready answer
-// (domain/wire/fragments.ts), written by the merges (bulk-kinds.ts) from
+// (domain/wire/fragments.ts), written by the merges (record-writes.ts) from
 // then on; the rows already here get theirs now, a batch at a time in key
 // order, each batch one UPDATE from arrays.
 
@@ -35,7 +35,7 @@ const BACKFILLS: Backfill[] = [
   {
     table: "sales",
     key: [["collection_id", "integer"], ["hash", "bytea"], ["asset_id", "numeric"]],
-    columns: `c.address, ${hexOf("x.hash", "hash")}, ${hexOf("x.seller", "seller")}, ${hexOf("x.buyer", "buyer")},
+    columns: `c.address, ${hexSql("x.hash", "hash")}, ${hexSql("x.seller", "seller")}, ${hexSql("x.buyer", "buyer")},
       x.asset_id::text AS asset_id, x.timestamp, x.block, x.price::text AS price, x.amount_received::text AS amount_received, x.marketplace`,
     from: "FROM sales x JOIN collections c ON c.id = x.collection_id",
     // JSON only: migration 19 drops wire_pb again (a binary page is encoded from the columns).

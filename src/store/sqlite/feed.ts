@@ -8,7 +8,7 @@ import type { SqliteStatements } from "./statements.js";
 
 // The live feeds' reads on SQLite: a collection's rows above a position, in
 // position order, one seek on (collection_id, feed_seq) (migration 6). The
-// positions are written by write-store.ts.
+// positions are written by record-writes.ts.
 
 /** Each kind's columns and table (as `a`). */
 const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {

@@ -70,7 +70,7 @@ export const FILLABLE_SCHEMA = `
   ALTER TABLE listings ADD COLUMN moved_at INTEGER;
   UPDATE listings SET record_status = status, record_updated_at = last_updated_at;
   -- Listings whose answer a sale or transfer changed: given a feed position
-  -- by the writer before it commits (write-store.ts beforeCommit).
+  -- by the writer before it commits (record-writes.ts beforeCommit).
   CREATE TABLE listings_refed (id INTEGER PRIMARY KEY);
 
   DROP TRIGGER listings_history_added;
@@ -93,7 +93,7 @@ export const FILLABLE_SCHEMA = `
     ${spansRebuilt("NEW.id")}
     INSERT OR IGNORE INTO listings_refed VALUES (NEW.id);
   END;
-  -- An insert sets the answer to the record (write-store.ts insertAlso); a
+  -- An insert sets the answer to the record (record-writes.ts insertAlso); a
   -- move found for it is an update of moved_at, answered here.
   CREATE TRIGGER listings_answer_changed AFTER UPDATE OF record_status, record_updated_at, moved_at ON listings BEGIN
     UPDATE listings SET status = ${EFFECTIVE_STATUS}, last_updated_at = ${EFFECTIVE_UPDATED}

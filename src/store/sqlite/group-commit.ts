@@ -7,7 +7,7 @@ import { type Db, hasPlannerStats, refreshPlannerStats, schemaVersion, tuneForWr
 import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
 import { WRITERS } from "./importer.js";
 import { MIGRATIONS } from "./migrations.js";
-import { WriteStore } from "./write-store.js";
+import { WriteStore } from "./record-writes.js";
 
 // The ingest writer of a SQLite file, as it runs in its worker thread
 // (ingest-worker.ts; ingest-writer.ts is the server's side). SQLite has one

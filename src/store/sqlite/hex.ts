@@ -1,11 +1,6 @@
-// Transaction hashes and addresses of sales are stored as raw bytes (32 and
-// 20) rather than 0x-hex text: less than half the size in the table and in
-// every index that holds them. Byte order equals lower-case hex order, so
-// "ordered by hash" is unchanged.
+// Hashes and addresses as bytes on SQLite (shared/hex.ts says why).
 
-export function hexToBytes(hex: string): Buffer {
-  return Buffer.from(hex.slice(2), "hex");
-}
+export { hexToBytes } from "../shared/hex.js";
 
 /** SQL expression giving the 0x-prefixed lower-case hex of a bytes column. */
 export function hexSql(column: string, as: string): string {

@@ -2,7 +2,7 @@ import type { Kind } from "../../domain/kinds.js";
 import type { MaybePromise } from "../ports/paging.js";
 import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
 import { type Db, refreshPlannerStats } from "./database.js";
-import { type RecordKind, type TweetRecord, type UpsertResult, WriteStore } from "./write-store.js";
+import { type RecordKind, type TweetRecord, type UpsertResult, WriteStore } from "./record-writes.js";
 
 // Import into SQLite: checked records upserted by natural key, all inside
 // one BEGIN IMMEDIATE transaction, so a store sees the whole import or none

@@ -293,7 +293,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // triggers (a key lookup in a table of a few rows per write), so that a
   // filter naming none of them is told so (service/params.ts) rather than
   // answered an empty list. A sale inserted is known by the writer's own
-  // statement (write-store.ts upsertSale), not a trigger: an AFTER INSERT
+  // statement (record-writes.ts upsertSale), not a trigger: an AFTER INSERT
   // trigger on sales made every insert several times as costly, more as the
   // table grew (issue 50, bench:ingest-scale).
   `

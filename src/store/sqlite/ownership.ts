@@ -80,7 +80,7 @@ export const OWNERSHIP_SCHEMA = `
   END;
 
   -- A sale inserted moves its token's owner through SALE_OWNER_ADDED, run
-  -- by the writer (write-store.ts), not by a trigger: any AFTER INSERT
+  -- by the writer (record-writes.ts), not by a trigger: any AFTER INSERT
   -- trigger on sales, even one that does nothing, made each insert three
   -- times as costly (1,000-sale batches from 50 writers: 10,000 sales/s
   -- against 30,000 without).

@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { ApiKeyVerifier } from "./api-keys.js";
+import { ApiKeyVerifier } from "./key-verifier.js";
 import { SqliteAnalytics } from "./analytics.js";
 import { SqliteAssetMetrics } from "./asset-metrics.js";
 import { SqliteCollections } from "./collections.js";

@@ -9,7 +9,7 @@ import type { SqliteStatements } from "./statements.js";
 // Transfers as a list and a live feed (migration 13), for the activity
 // feed: newest first by timestamp, block and log index (one range of
 // transfers_by_time), and each insert or change at the next feed position,
-// as sales are (write-store.ts).
+// as sales are (record-writes.ts).
 
 export const TRANSFERS_FEED_SCHEMA = `
   ALTER TABLE transfers ADD COLUMN feed_seq INTEGER NOT NULL DEFAULT 0;

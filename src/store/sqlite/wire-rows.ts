@@ -8,7 +8,7 @@ import { listingJsonSql } from "../shared/wire-rows.js";
 
 // Migration 15: each row of sales, listings, social users, tweets and
 // influencers keeps its ready answer (domain/wire/fragments.ts), written by
-// the upserts (write-store.ts) from then on; the rows already here get
+// the upserts (record-writes.ts) from then on; the rows already here get
 // theirs now, a batch at a time in key order (better-sqlite3 cannot write
 // while a read is still stepping).
 
@@ -32,7 +32,7 @@ export const WIRE_ROWS_SCHEMA = `
  * Migration 17: a listing's whole /v1 JSON kept in wire_json, rewritten by
  * every write that changes its parts, its status or lastUpdatedAt (the
  * triggers of fillable.ts that follow sales and transfers included): an
- * insert writes it (write-store.ts), this trigger every change after.
+ * insert writes it (record-writes.ts), this trigger every change after.
  */
 export const LISTING_WIRE_JSON_SCHEMA = `
   ALTER TABLE listings ADD COLUMN wire_json TEXT;

@@ -1,9 +1,8 @@
-import type { DiskUsage, StatsRebuildCounts, WritableStore } from "../ports/writes.js";
+import type { DiskUsage, WritableStore } from "../ports/writes.js";
 import type { Db } from "./db.js";
 import { DeriveStore } from "./derive-store.js";
 import { SqliteRecordImport } from "./importer.js";
-import { SalesAggregates } from "./sales-stats.js";
-import { stampVersions, TouchedCollections } from "./data-versions.js";
+import { rebuildStats } from "./stats-rebuild.js";
 
 // A SQLite store opened for writing, as the WritableStore port.
 
@@ -24,26 +23,6 @@ export function sqliteWritable(db: Db): WritableStore {
       db.close();
     },
   };
-}
-
-/** The aggregates recomputed from the raw sales in one transaction; with check, rolled back. */
-function rebuildStats(db: Db, collectionId: number | undefined, check: boolean): StatsRebuildCounts {
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    const { changed } = new SalesAggregates(db).rebuild(collectionId);
-    const rows = db.prepare("SELECT count(*) FROM sales_hourly").pluck().get() as number;
-    if (changed > 0 && !check) {
-      const touched = new TouchedCollections();
-      if (collectionId === undefined) touched.all = true;
-      else touched.add(collectionId);
-      stampVersions(db, touched);
-    }
-    db.exec(check ? "ROLLBACK" : "COMMIT");
-    return { changed, rows };
-  } catch (err) {
-    if (db.inTransaction) db.exec("ROLLBACK");
-    throw err;
-  }
 }
 
 /**

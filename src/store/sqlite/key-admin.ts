@@ -1,7 +1,6 @@
-import type { Statement } from "better-sqlite3";
-import type { ApiKeyInfo, KeyAdmin, KeyGrant, KeyScope } from "../ports/keys.js";
+import type { ApiKeyInfo, KeyAdmin, KeyScope } from "../ports/keys.js";
 import { hashApiKey, newApiKey } from "../shared/key-format.js";
-import { type Db, hasScopeColumn, openKeys, openWritable, storeSchemaVersion } from "./database.js";
+import { type Db, openKeys, openWritable, storeSchemaVersion } from "./database.js";
 import { MIGRATIONS } from "./migrations.js";
 
 // API keys of a SQLite store, in its key file (database.ts keysFileOf).
@@ -46,28 +45,6 @@ export class ApiKeyAdmin {
       .prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
       .run(Math.floor(now / 1000), id);
     return true;
-  }
-}
-
-/**
- * Server-side key check. Each check reads the store, so a revocation is seen
- * by running servers on their next request; a point lookup costs microseconds.
- */
-export class ApiKeyVerifier {
-  readonly #lookup: Statement;
-
-  constructor(db: Db) {
-    // A key file from before scopes, served read-only (not yet opened for
-    // writing by this build): every key in it is a read key.
-    const scope = hasScopeColumn(db) ? "scope" : "'read' AS scope";
-    this.#lookup = db.prepare(
-      `SELECT id, rate_limit AS rateLimit, ${scope} FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL`,
-    );
-  }
-
-  /** The grant of a valid, unrevoked key; undefined otherwise. */
-  lookup(key: string): KeyGrant | undefined {
-    return this.#lookup.get(hashApiKey(key)) as KeyGrant | undefined;
   }
 }
 

@@ -52,9 +52,3 @@ export function unavailable(err: unknown): boolean {
   if (/^(08|57P|57014$|55P03$|53)/.test(code) || /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOHOST)$/.test(code)) return true;
   return err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Query read timeout|is not queryable/i.test(err.message);
 }
-
-/** 0x-prefixed lower-case hex of a bytea column. */
-export const hexOf = (column: string, as: string) => `'0x' || encode(${column}, 'hex') AS ${as}`;
-
-/** The bytes of a 0x-hex value, as a bytea parameter. */
-export const hexBytes = (hex: string) => Buffer.from(hex.slice(2), "hex");

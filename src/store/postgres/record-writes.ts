@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
 import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import type { Kind } from "../../domain/kinds.js";
-import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-hourly.js";
+import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { listingMoved } from "../shared/conflicts.js";

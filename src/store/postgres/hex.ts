@@ -1,0 +1,8 @@
+// Hashes and addresses as bytea on PostgreSQL (shared/hex.ts says why).
+
+export { hexToBytes } from "../shared/hex.js";
+
+/** SQL expression giving the 0x-prefixed lower-case hex of a bytea column. */
+export function hexSql(column: string, as: string): string {
+  return `'0x' || encode(${column}, 'hex') AS ${as}`;
+}
