@@ -4,11 +4,49 @@
 // engines (SQLite, PostgreSQL) only the store may touch, each one folder
 // behind the ports (store/ports/); store/open.ts alone picks one.
 
+/**
+ * The transport's own layers, top to bottom: the face (transports.ts) wires
+ * the request entry, which hands requests to the RPC and REST paths, which
+ * run the stream and unary pipelines, over the cache, over the policy and
+ * HTTP plumbing. A module may import its own layer or those below, never
+ * one above: not even a type (type-only imports count, tsPreCompilationDeps).
+ */
+const TRANSPORT_LAYERS = [
+  "^src/transport/transports[.]ts$",
+  "^src/transport/entry[.]ts$",
+  "^src/transport/rpc/",
+  "^src/transport/(rest|ops|jetstream)/",
+  "^src/transport/(stream|unary)/",
+  "^src/transport/cache/",
+  "^src/transport/(policy|http)/",
+];
+
 /** A module of one of the store's engines, or an engine's driver. */
 const ENGINE = "^src/store/(postgres|sqlite)/|(^|/)node_modules/(better-sqlite3|pg|pg-copy-streams)/";
 
 module.exports = {
   forbidden: [
+    ...TRANSPORT_LAYERS.slice(1).map((layer, i) => ({
+      name: "transport-layers-flow-down",
+      comment: "Within the transport, a layer imports only itself and those below it (TRANSPORT_LAYERS), types included: an arrow back up, even a type, ties a lower layer to what is built on it.",
+      severity: "error",
+      from: { path: layer },
+      to: { path: TRANSPORT_LAYERS.slice(0, i + 1).join("|") },
+    })),
+    {
+      name: "composition-roots-open-the-store",
+      comment: "Services and transports are handed their store; only a composition root (server.ts, a command, a worker thread's root in threads/, derive's own worker) picks and opens one (store/open.ts).",
+      severity: "error",
+      from: { path: "^src/(service|transport)/" },
+      to: { path: "^src/store/open[.]ts$" },
+    },
+    {
+      name: "services-composed-on-top",
+      comment: "service/services.ts composes the services; the services (and the webhooks under them) never import it back, types included: what they share lives below it.",
+      severity: "error",
+      from: { path: "^src/service/", pathNot: "^src/service/services[.]ts$" },
+      to: { path: "^src/service/services[.]ts$" },
+    },
     {
       name: "no-cycles",
       comment: "A cycle has no bottom: neither module can be understood, tested or replaced without the other.",
@@ -21,14 +59,14 @@ module.exports = {
       comment: "The store answers what it is asked; it knows nothing of who asks (services, transports, import, derive, commands).",
       severity: "error",
       from: { path: "^src/store/" },
-      to: { path: "^src/(service|transport|ingest|derive|cli|demo)/|^src/server[.]ts$" },
+      to: { path: "^src/(service|transport|ingest|derive|cli|demo|threads)/|^src/server[.]ts$" },
     },
     {
       name: "service-below-transport",
       comment: "Services are protocol-free: every transport calls the same ones, so none may reach up into a transport or a command.",
       severity: "error",
       from: { path: "^src/service/" },
-      to: { path: "^src/(transport|cli)/|^src/server[.]ts$" },
+      to: { path: "^src/(transport|cli|threads)/|^src/server[.]ts$" },
     },
     {
       name: "engines-stay-in-the-store",

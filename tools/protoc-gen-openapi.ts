@@ -12,7 +12,7 @@ import { CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema, FileDescrip
 import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
 import { MAX_EPOCH_SECONDS, MARKETPLACE_RE } from "../src/domain/formats.js";
 import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/service/params.js";
-import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/service/ingest-limits.js";
+import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/domain/ingest-limits.js";
 import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
 import { HEARTBEAT_SECONDS, RETRY_MS, SSE_KEY_PARAM } from "../src/service/feed-limits.js";
 import { shortEnumName } from "../src/domain/wire/json-dialect.js";

@@ -10,6 +10,7 @@ import {
   MAX_QUEUED_MESSAGES,
 } from "./feed-limits.js";
 
+import type { WriteNotice } from "./write-notices.js";
 // The live feeds of one server process. Every process (every worker of
 // `serve`, every server on a replica) watches the store itself: while anyone
 // subscribes, it asks the store every FEED_POLL_MS what was committed
@@ -145,6 +146,13 @@ export class Subscription<T> {
     d?.();
   }
 }
+
+/**
+ * The kinds whose writes the live feeds (and the webhooks, which read them)
+ * carry: a transfer also ends its token's listings, which the listings feed
+ * sends again.
+ */
+export const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers", "offers"]);
 
 export class FeedHub {
   readonly #store: ReadRepositories;
@@ -393,10 +401,16 @@ export class FeedHub {
   }
 
   /**
-   * A commit this process just made (the ingest API's) to `collections`
-   * (lower-case addresses): their channels read now rather than at the next
-   * poll. Commits of other processes are found by the polls.
+   * A commit this process just made (the ingest API's; write-notices.ts):
+   * the channels of its collections read now rather than at the next poll,
+   * when it wrote a kind the feeds carry. Commits of other processes are
+   * found by the polls.
    */
+  readonly onWrite = (notice: WriteNotice): void => {
+    if (FEED_KINDS.has(notice.kind)) this.poke(notice.collections);
+  };
+
+  /** The channels of `collections` (lower-case addresses) read now. */
   poke(collections: ReadonlySet<string>): void {
     if (this.#timer === undefined) return;
     // The collections it wrote are known: their channels read at once, without asking the store what changed.

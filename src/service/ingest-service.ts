@@ -11,6 +11,7 @@ import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/
 import { IMPORT_SHAPE } from "./import-shape.js";
 import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 
+import type { WriteNotices } from "./write-notices.js";
 // The ingest API's one path, whatever carried the batch (an RPC's records,
 // REST's NDJSON lines): every record checked as `marketdata import` checks a
 // line, then the valid ones written by natural key in one transaction
@@ -53,15 +54,19 @@ export interface IngestOptions {
   maxClockSkewSeconds?: number;
   /** The clock (ms), for tests. */
   now?: () => number;
+  /** Told of each batch that changed the store (write-notices.ts); none when absent. */
+  notices?: WriteNotices;
 }
 
 export class Ingest {
   readonly #writer: IngestWriter;
   readonly #skew: number;
   readonly #now: () => number;
+  readonly #notices: WriteNotices | undefined;
 
   constructor(writer: IngestWriter, options: IngestOptions = {}) {
     this.#writer = writer;
+    this.#notices = options.notices;
     this.#skew = options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew;
     this.#now = options.now ?? Date.now;
   }
@@ -87,6 +92,9 @@ export class Ingest {
       if (err instanceof StoreReadOnlyError) throw new ConnectError(err.message, Code.FailedPrecondition);
       if (err instanceof RecordConflictError) throw new ConnectError(`nothing was written: ${err.message}`, Code.InvalidArgument);
       throw err;
+    }
+    if (this.#notices !== undefined && counts.inserted + counts.updated > 0) {
+      this.#notices.publish({ kind, collections: new Set(valid.map((r) => String(r.contractAddress).toLowerCase())) });
     }
     return { accepted: counts.inserted + counts.updated, duplicates: counts.unchanged, rejected };
   }

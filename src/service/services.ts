@@ -14,7 +14,7 @@ import { createCollectionService } from "./collection-service.js";
 import { FeedHub } from "./feed-hub.js";
 import type { LocalCall } from "./local-call.js";
 import type { WebhookAdmin } from "./webhooks/admin.js";
-import type { WebhookStats } from "./webhooks/dispatcher.js";
+import type { WebhookDeps } from "./webhooks/webhook-service.js";
 import { createWebhookService } from "./webhooks/webhook-service.js";
 
 // Every service of the contract over one store, for every transport: RPC
@@ -24,20 +24,6 @@ import { createWebhookService } from "./webhooks/webhook-service.js";
 // writer, webhook administration (WebhookService) to the webhooks' store.
 
 export const SERVICES: readonly DescService[] = [AssetService, CollectionService, IngestService, WebhookService];
-
-/** The webhooks of a server: their administration, and this process's delivery figures. */
-export interface WebhookDeps {
-  admin: WebhookAdmin;
-  stats: () => readonly WebhookStats[];
-  /** This process committed to `collections`: their webhooks read now. */
-  poke: (collections: ReadonlySet<string>) => void;
-}
-
-/**
- * The kinds whose writes the live feeds carry (a transfer also ends its
- * token's listings, which the listings feed sends again).
- */
-const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers", "offers"]);
 
 /** The writer of a server given none (read-only tests and tools): every write is refused as such. */
 const NO_WRITER: IngestWriter = {
@@ -70,19 +56,8 @@ export function createServices(
 ): ServiceSet {
   const asset = createAssetService(store, feeds);
   const collection = createCollectionService(store, feeds);
-  // This process's own commits reach its feeds' subscribers without waiting for the next poll.
-  const ingest = new Ingest({
-    write: async (kind, records) => {
-      const counts = await writer.write(kind, records);
-      if (FEED_KINDS.has(kind) && counts.inserted + counts.updated > 0) {
-        const collections = new Set(records.map((r) => String(r.contractAddress).toLowerCase()));
-        feeds.poke(collections);
-        webhooks?.poke(collections);
-      }
-      return counts;
-    },
-    close: () => writer.close(),
-  }, ingestOptions);
+  // Its commits are told to whoever subscribed to ingestOptions.notices (the live feeds, the webhooks: the composition root).
+  const ingest = new Ingest(writer, ingestOptions);
   const ingestService = createIngestService(ingest);
   const webhookService = createWebhookService(webhooks?.admin ?? NO_WEBHOOKS, webhooks?.stats);
   const impls = new Map<string, Record<string, unknown>>([

@@ -1,11 +1,12 @@
 import { SSE_KEY_PARAM } from "../service/feed-limits.js";
 import type http from "node:http";
 import type http2 from "node:http2";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { requestLineWriter } from "../log.js";
 import type { RequestHandler } from "./http/dual-protocol-server.js";
 import type { RawGet } from "./rest/transcoder.js";
+import type { HijackedObserver } from "./rest/sse.js";
 import { refuseLongUrl } from "./http/url-limit.js";
 import { codeOfGrpcStatus, codeOfHttpStatus, type ServerMetrics } from "./ops/metrics.js";
 import { grpcStatusOf, rpcKindOf } from "./rpc/errors.js";
@@ -68,9 +69,6 @@ export function requestEntry(deps: EntryDeps): RequestHandler {
     gate(req, res);
   };
 }
-
-/** Observes what a route serves outside Fastify's reply (a hijacked one: the live feeds' SSE), from when it starts. */
-export type HijackedObserver = (request: FastifyRequest, reply: FastifyReply) => void;
 
 /**
  * The request log line and the metrics of what Fastify serves, in one

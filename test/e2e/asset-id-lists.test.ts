@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { byAssetId, byRarity } from "../support/oracle.js";
 import { clientFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 

@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ENDPOINTS } from "../support/endpoints.js";
-import { buildFixture, COLLECTION, EMPTY_COLLECTION, type Fixture, UNKNOWN_COLLECTION } from "../support/fixture.js";
+import { buildFixture, COLLECTION, EMPTY_COLLECTION, UNKNOWN_COLLECTION } from "../support/fixture.js";
 import { clientsFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 const t = useFixtureServer(buildFixture);

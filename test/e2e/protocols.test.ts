@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/service/services.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { toRestJson } from "../support/rest-json-oracle.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // The same records over REST, Connect (JSON POST and binary GET), gRPC-Web and

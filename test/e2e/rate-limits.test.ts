@@ -1,5 +1,4 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { startServe } from "../../src/cli/run-sync.js";

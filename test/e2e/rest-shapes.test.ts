@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder, rarityAnswers } from "../support/oracle.js";
 import { restGet, useFixtureServer } from "../support/server.js";
 

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
-import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
+import { buildFixture, COLLECTION } from "../support/fixture.js";
 import { type Clients, clientsFor, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // Every validation error of decisions.md, on REST and over gRPC: 400 /

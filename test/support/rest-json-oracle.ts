@@ -1,5 +1,4 @@
 import {
-  type DescEnum,
   type DescField,
   type DescMessage,
   type Message,

@@ -19,7 +19,7 @@ import { StoreReadOnlyError, StoreUnavailableError } from "../../store/ports/err
 import type { WebhookAttemptRecord, WebhookRecord } from "../../store/ports/webhooks.js";
 import { streamCaller } from "../watch.js";
 import type { WebhookAdmin } from "./admin.js";
-import type { WebhookStats } from "./dispatcher.js";
+import type { WebhookStats } from "./held.js";
 import { EVENT_TYPE } from "./payload.js";
 import { positionsList } from "./positions.js";
 
@@ -54,6 +54,12 @@ function toAttemptMessage(a: WebhookAttemptRecord) {
     error: a.error,
     attempt: a.attempt,
   });
+}
+
+/** The webhooks of a server as the services see them: their administration, and this process's delivery figures. */
+export interface WebhookDeps {
+  admin: WebhookAdmin;
+  stats: () => readonly WebhookStats[];
 }
 
 export function createWebhookService(admin: WebhookAdmin, stats: () => readonly WebhookStats[] = () => []): ServiceImpl<typeof WebhookService> {

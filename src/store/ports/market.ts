@@ -1,5 +1,5 @@
 import type { SeriesBucket, SeriesInterval } from "../../domain/series.js";
-import type { CollectionSummaryRow, FloorListingRow, HolderRow, KeyValue, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { CollectionSummaryRow, FloorListingRow, HolderRow, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeySpec, MaybePromise, Page, PageRequest } from "./paging.js";
 
 // The market's reads kept at write time: analytics (floor, holders,

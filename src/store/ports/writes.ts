@@ -1,6 +1,5 @@
 import type { Kind } from "../../domain/kinds.js";
 import type { DeriveRepository } from "./derive.js";
-import type { StoreReadOnlyError, StoreUnavailableError } from "./errors.js";
 import type { MaybePromise } from "./paging.js";
 
 // Writes: imports, the server's ingest writer, and a store opened for writing

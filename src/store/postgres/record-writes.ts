@@ -84,18 +84,6 @@ const col = (name: string, type = "text"): StageColumn => ({ name, type });
 const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM stage st JOIN collections c ON c.address = st.address";
 
 /**
- * The owners of the staged tokens found again from their sales and
- * transfers (ownership.ts), under the tokens' lock (their triggers count
- * owners' tokens, one writer at a time), the tokens no record named yet
- * given rows first.
- */
-const OWNERS_OF_STAGED_TOKENS = [
-  `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
-  ensureTokens(STAGED_TOKENS),
-  ownersFound(STAGED_TOKENS),
-];
-
-/**
  * After sales or transfers: the owners of their tokens, and the listings
  * of those tokens that can no longer be filled (listing-history.ts). The
  * staged tokens are found once (a DISTINCT over the whole stage: half a

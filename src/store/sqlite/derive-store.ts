@@ -1,11 +1,9 @@
 import Database from "better-sqlite3";
 import { type Db, refreshPlannerStats, sqliteErrorLine } from "./database.js";
-import type { MaybePromise } from "../ports/paging.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import { lowestPrices } from "../shared/listing-prices.js";
 import { type UpsertResult, WriteStore } from "./record-writes.js";
-import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
 import { StoreUnavailableError } from "../ports/errors.js";
 

@@ -1,4 +1,4 @@
-import type { ListingRow, ListingStatusName } from "../../domain/rows.js";
+import type { ListingRow } from "../../domain/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import type { Statement } from "better-sqlite3";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";

@@ -1,4 +1,4 @@
-import type { InfluencerRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
+import type { InfluencerRow, TweetRow } from "../../domain/rows.js";
 import {
   type Fragment,
   influencerFragment,

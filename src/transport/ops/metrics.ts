@@ -4,7 +4,7 @@ import type { StoreInfo } from "../../store/ports/reads.js";
 import type { FastifyInstance } from "fastify";
 import type { ClientAddresses } from "../policy/client-address.js";
 import type { PublicGuard } from "../policy/admission.js";
-import type { WebhookStats } from "../../service/webhooks/dispatcher.js";
+import type { WebhookStats } from "../../service/webhooks/held.js";
 import { collectDefaultMetrics, Counter, Gauge, type Metric, Registry } from "prom-client";
 
 // Prometheus metrics (prom-client), on a registry of this server's own. Labels

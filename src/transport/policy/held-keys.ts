@@ -1,16 +1,26 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { DataVersionWatch } from "../cache/freshness.js";
 import { INVALID_KEY, type KeyGrant, type KeyVerifier } from "./guards.js";
 
 // A request's key is checked when it arrives; a live feed or an ingest
 // stream lasts. So that revoking a key stops what it holds open, the calls
 // that last hold their key here for as long as they are open, and while any
-// does, the keys' version is read every KEY_RECHECK_MS (DataVersionWatch:
+// does, the keys' version is read every KEY_RECHECK_MS (KeyChanges, the cache's DataVersionWatch:
 // shared memory on SQLite, one row on PostgreSQL, and shared with the
 // requests of the same turn). When the keys changed (created, revoked,
 // updated), each held key is looked up again; the holders of one found
 // revoked are told, so that their calls end `unauthenticated` within about
 // KEY_RECHECK_MS plus one lookup. Nothing is read while nothing is held.
+
+/**
+ * What HeldKeys needs of the store's version (cache/freshness.ts
+ * DataVersionWatch has it): a listener for changes to the keys, and a read
+ * of the version now. Declared here, the policy's own need, so that policy/
+ * takes nothing from the cache above it.
+ */
+export interface KeyChanges {
+  onKeysChange(listener: () => void): void;
+  check(): unknown;
+}
 
 /** Holds a long-lived call's key while it is open (HeldKeys, wired by the composition root); returns the release. */
 export type HoldKey = (key: string, grant: KeyGrant) => () => void;
@@ -23,7 +33,7 @@ export const KEY_REVOKED = new ConnectError(`${INVALID_KEY}: the key was revoked
 
 export class HeldKeys {
   readonly #keys: KeyVerifier;
-  readonly #watch: DataVersionWatch;
+  readonly #watch: KeyChanges;
   readonly #everyMs: number;
   /** Held keys: the grant each was admitted with, and the calls holding it. */
   readonly #held = new Map<string, { grantId: number; holders: Set<() => void> }>();
@@ -33,7 +43,7 @@ export class HeldKeys {
   /** Keys found revoked while held (read by tests and the metrics). */
   revoked = 0;
 
-  constructor(keys: KeyVerifier, watch: DataVersionWatch, everyMs = KEY_RECHECK_MS) {
+  constructor(keys: KeyVerifier, watch: KeyChanges, everyMs = KEY_RECHECK_MS) {
     this.#keys = keys;
     this.#watch = watch;
     this.#everyMs = everyMs;

@@ -1,10 +1,9 @@
 import type { Message } from "@bufbuild/protobuf";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { RETRY_MS, SSE_KEY_PARAM } from "../../service/feed-limits.js";
 import { RESUME_TOKEN_HEADER } from "../../service/watch.js";
 import type { ClientAddresses } from "../policy/client-address.js";
-import type { HijackedObserver } from "../entry.js";
 import { apiKeyFrom, errorHeaders } from "../policy/guards.js";
 import { compileStream, type StreamCodec, type StreamDeps } from "../stream/pipeline.js";
 import { type SseRoute, sseRoutes } from "./http-rules.js";
@@ -21,6 +20,9 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 // comment. Before the stream starts, errors are the family's JSON error with
 // the code's status; after, an event "end" carries {code, message, cursor}
 // and the response ends.
+
+/** Observes what a route serves outside Fastify's reply (a hijacked one: the live feeds' SSE), from when it starts (entry.ts observeRoutes). */
+export type HijackedObserver = (request: FastifyRequest, reply: FastifyReply) => void;
 
 export interface SseDeps extends StreamDeps {
   addresses: ClientAddresses;

@@ -1,10 +1,10 @@
 import type { Worker } from "node:worker_threads";
-import { closeWorker, startModuleWorker } from "../../store/shared/worker-thread.js";
-import type { WebhookLog, WebhookStats } from "./dispatcher.js";
-import type { WebhookSettings } from "../../config/serve.js";
+import { closeWorker, startModuleWorker } from "../store/shared/worker-thread.js";
+import type { WebhookLog, WebhookStats } from "../service/webhooks/held.js";
+import type { WebhookSettings } from "../config/serve.js";
 
 // The server's side of its webhook deliveries: a worker thread
-// (dispatcher-worker.ts), told of this process's commits, sending back its
+// (webhooks-worker.ts), told of this process's commits, sending back its
 // figures every second. Should it die, it is started again (its leases
 // lapse meanwhile: another process, or the new thread, takes them).
 
@@ -38,7 +38,7 @@ export function startDispatcherThread(data: DispatcherThreadData, log: WebhookLo
   let markReady: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
   const start = () => {
-    const w = startModuleWorker(import.meta.url, "dispatcher-worker", data);
+    const w = startModuleWorker(import.meta.url, "webhooks-worker", data);
     w.unref();
     w.on("message", (m: DispatcherThreadReply) => {
       if (m.type === "stats") latest = m.stats;

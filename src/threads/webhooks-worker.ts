@@ -1,11 +1,11 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { openReadRepositories, openWebhookStore } from "../../store/open.js";
-import { DeliveryClient } from "./delivery.js";
-import { WebhookDispatcher } from "./dispatcher.js";
-import type { DispatcherThreadData, DispatcherThreadMessage, DispatcherThreadReply } from "./dispatcher-thread.js";
+import { openReadRepositories, openWebhookStore } from "../store/open.js";
+import { DeliveryClient } from "../service/webhooks/delivery.js";
+import { WebhookDispatcher } from "../service/webhooks/dispatcher.js";
+import type { DispatcherThreadData, DispatcherThreadMessage, DispatcherThreadReply } from "./webhooks-thread.js";
 
 // The worker thread that delivers a server process's webhooks
-// (dispatcher-thread.ts starts it): reads of the feeds, the batches' JSON,
+// (webhooks-thread.ts starts it): reads of the feeds, the batches' JSON,
 // their signatures and their HTTPS requests run here, on an event loop of
 // their own, so a burst of deliveries never holds an ingest request or a
 // read behind it in the server's thread. Its own connections to the store.
