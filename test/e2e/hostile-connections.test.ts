@@ -149,8 +149,8 @@ describe("shutdown", () => {
   });
 
   it.each([
-    [["--shutdown-timeout", "soon"], /--shutdown-timeout must be a number of seconds from 0.01 to 86400, got "soon"/],
-    [["--headers-timeout", "60", "--request-timeout", "30"], /--headers-timeout \(60 s\) must not exceed --request-timeout \(30 s\)/],
+    [["--shutdown-timeout", "soon"], /--shutdown-timeout \(SHUTDOWN_TIMEOUT\) must be a number of seconds from 0.01 to 86400, got "soon"/],
+    [["--headers-timeout", "60", "--request-timeout", "30"], /--headers-timeout \(HEADERS_TIMEOUT\) \(60 s\) must not exceed --request-timeout \(REQUEST_TIMEOUT\) \(30 s\)/],
   ])("validates the timeout flags: %j", (args, message) => {
     const r = runCli(["serve", "--db", f.dbPath, ...args]);
     expect(r.status).toBe(1);
