@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import type { Command } from "commander";
 import { BIN, startServe } from "../src/cli/run-sync.js";
-import { withStoreKeys } from "../src/store/sqlite/api-keys.js";
+import { withStoreKeys } from "../src/store/sqlite/key-admin.js";
 import { openReadOnly, openWritable } from "../src/store/sqlite/database.js";
 import { Random } from "../src/demo/random.js";
 
