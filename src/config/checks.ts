@@ -20,25 +20,22 @@ export const wholeNumber =
     return Number(text);
   };
 
-/** Seconds, with up to three decimals, as milliseconds. */
-export const seconds =
+/** A duration in `unit`s (each `unitMs` long), with up to three decimals and `digits` whole digits, as milliseconds. */
+const duration =
+  (unit: string, unitMs: number, digits: number) =>
   (min: number, max: number): Check<number> =>
   (text, name) => {
-    if (!/^[0-9]{1,6}(\.[0-9]{1,3})?$/.test(text) || Number(text) < min || Number(text) > max) {
-      throw new ConfigError(`${name} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(text)}`);
+    if (!new RegExp(`^[0-9]{1,${digits}}(\\.[0-9]{1,3})?$`).test(text) || Number(text) < min || Number(text) > max) {
+      throw new ConfigError(`${name} must be a number of ${unit} from ${min} to ${max}, got ${JSON.stringify(text)}`);
     }
-    return Math.round(Number(text) * 1000);
+    return Math.round(Number(text) * unitMs);
   };
 
+/** Seconds, with up to three decimals, as milliseconds. */
+export const seconds = duration("seconds", 1000, 6);
+
 /** Hours, with up to three decimals, as milliseconds. */
-export const hours =
-  (min: number, max: number): Check<number> =>
-  (text, name) => {
-    if (!/^[0-9]{1,3}(\.[0-9]{1,3})?$/.test(text) || Number(text) < min || Number(text) > max) {
-      throw new ConfigError(`${name} must be a number of hours from ${min} to ${max}, got ${JSON.stringify(text)}`);
-    }
-    return Math.round(Number(text) * 3_600_000);
-  };
+export const hours = duration("hours", 3_600_000, 3);
 
 export const nonEmpty: Check<string> = (text, name) => {
   if (text.trim() === "") throw new ConfigError(`${name} must not be empty`);
