@@ -15,8 +15,9 @@ import { APPRAISAL_KEY, LISTING_KEY, RARITY_KEY, type ReadRepositories, SALE_KEY
 import { knownCollection } from "./collections.js";
 import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
-import { type LocalCall, wireForm } from "./local-call.js";
-import { withWireRows } from "../domain/wire/fragments.js";
+import { listAnswer, type LocalCall, wireForm } from "./local-call.js";
+import type { Fragment } from "../domain/wire/fragments.js";
+import type { ListingRow, SaleRow } from "../domain/rows.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
@@ -122,16 +123,8 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       };
       await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
-      if (wire !== undefined) {
-        const { rows, token } = await keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) =>
-          store.sales.salesWire(c, f, page, wire),
-        );
-        return withWireRows(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows);
-      }
-      const { rows, token } = await keysetPage("sales", req, address, filter, SALE_KEY, (c, f, page) =>
-        store.sales.salesPage(c, f, page),
-      );
-      return create(ListSalesResponseSchema, { success: 1, cursor: token, data: rows.map(toSale) });
+      const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, address, filter, SALE_KEY, (c, f, page) => store.sales.salesPage(c, f, page, wire));
+      return listAnswer(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows, toSale);
     },
 
     async listListings(req, call?: HandlerContext | LocalCall) {
@@ -143,16 +136,10 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       };
       await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
-      if (wire !== undefined) {
-        const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
-          store.listings.listingsWire(c, f, page, wire),
-        );
-        return withWireRows(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, rows);
-      }
-      const { rows, token } = await keysetPage("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
-        store.listings.listingsPage(c, f, page),
+      const { rows, token } = await keysetPage<typeof filter, ListingRow | Fragment>("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
+        store.listings.listingsPage(c, f, page, wire),
       );
-      return create(ListListingsResponseSchema, { success: 1, cursor: token, data: rows.map(toListing) });
+      return listAnswer(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, rows, toListing);
     },
   };
 }

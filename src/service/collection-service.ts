@@ -15,8 +15,7 @@ import type { FeedHub } from "./feed-hub.js";
 import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "../domain/wire/messages.js";
-import { type LocalCall, wireForm } from "./local-call.js";
-import { withWireRows } from "../domain/wire/fragments.js";
+import { listAnswer, type LocalCall, wireForm } from "./local-call.js";
 
 export function createCollectionService(store: ReadRepositories, feeds: FeedHub): ServiceImpl<typeof CollectionService> {
   return {
@@ -49,24 +48,16 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
       const wire = wireForm(call);
-      if (wire !== undefined) {
-        const rows = await store.social.topInfluencersWire(await knownCollection(store.collections, address), limit, wire);
-        return withWireRows(create(ListInfluencersResponseSchema, { success: 1 }), ListInfluencersResponseSchema.field.data, wire, rows);
-      }
-      const rows = await store.social.topInfluencers(await knownCollection(store.collections, address), limit);
-      return create(ListInfluencersResponseSchema, { success: 1, data: rows.map(toInfluencer) });
+      const rows = await store.social.topInfluencers(await knownCollection(store.collections, address), limit, wire);
+      return listAnswer(create(ListInfluencersResponseSchema, { success: 1 }), ListInfluencersResponseSchema.field.data, wire, rows, toInfluencer);
     },
 
     async listTweets(req, call?: HandlerContext | LocalCall) {
       const address = p.contractAddress(req.contractAddress);
       const limit = p.limit(req.limit);
       const wire = wireForm(call);
-      if (wire !== undefined) {
-        const rows = await store.social.topTweetsWire(await knownCollection(store.collections, address), limit, wire);
-        return withWireRows(create(ListTweetsResponseSchema, { success: 1 }), ListTweetsResponseSchema.field.data, wire, rows);
-      }
-      const rows = await store.social.topTweets(await knownCollection(store.collections, address), limit);
-      return create(ListTweetsResponseSchema, { success: 1, data: rows.map(toTweet) });
+      const rows = await store.social.topTweets(await knownCollection(store.collections, address), limit, wire);
+      return listAnswer(create(ListTweetsResponseSchema, { success: 1 }), ListTweetsResponseSchema.field.data, wire, rows, toTweet);
     },
 
     async listScores(req) {

@@ -71,7 +71,7 @@ describe("REST over a store that fails", () => {
   it("answers 500 with the family's flag and no internals", async () => {
     const store = sqliteRepositories(db);
     // REST reads the page as ready rows (domain/wire/fragments.ts).
-    vi.spyOn(store.sales, "salesWire").mockImplementation(() => {
+    vi.spyOn(store.sales, "salesPage").mockImplementation(() => {
       throw new Error("no such table: sales_v2 (SELECT * FROM sales_v2)");
     });
     const { app } = await buildServer({ store, keys: { lookup: () => ({ id: 1, rateLimit: null, scope: "read" as const }) } });

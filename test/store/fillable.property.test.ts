@@ -161,7 +161,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
           const want = answersOracle(truth);
           expect(answers, JSON.stringify(taken)).toEqual(want);
           // The ready answers (domain/wire/fragments.ts) moved with them: the page read as them is the page encoded whole.
-          const ready = await h.read.listings.listingsWire(id, {}, { limit: 100, after: null }, "json");
+          const ready = await h.read.listings.listingsPage(id, {}, { limit: 100, after: null }, "json");
           expect(ready.rows, JSON.stringify(taken)).toEqual(page.rows.map((r) => listingFragment(r, "json")));
           const created = await h.read.listings.listingsPage(id, { status: "CREATED" }, { limit: 100, after: null });
           expect(created.rows.map((r) => r.marketplaceId).sort()).toEqual(want.filter((a) => a.status === "CREATED").map((a) => a.marketplaceId));

@@ -135,8 +135,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       await repos.sales.salesPage(id, filter, first);
       await repos.sales.salesPage(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] });
       for (const form of ["json", "binary"] as const) {
-        await repos.sales.salesWire(id, filter, first, form);
-        await repos.sales.salesWire(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] }, form);
+        await repos.sales.salesPage(id, filter, first, form);
+        await repos.sales.salesPage(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] }, form);
       }
       await repos.sales.salesSummary(id, filter);
     }
@@ -147,15 +147,15 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
           await repos.listings.listingsPage(id, filter, first);
           await repos.listings.listingsPage(id, filter, { limit: 5, after: [1_700_500_000, "BLUR", "0x901"] });
           for (const form of ["json", "binary"] as const) {
-            await repos.listings.listingsWire(id, filter, first, form);
-            await repos.listings.listingsWire(id, filter, { limit: 5, after: [1_700_500_000, "BLUR", "0x901"] }, form);
+            await repos.listings.listingsPage(id, filter, first, form);
+            await repos.listings.listingsPage(id, filter, { limit: 5, after: [1_700_500_000, "BLUR", "0x901"] }, form);
           }
         }
     await repos.social.topInfluencers(id, 5);
     await repos.social.topTweets(id, 5);
     for (const form of ["json", "binary"] as const) {
-      await repos.social.topInfluencersWire(id, 5, form);
-      await repos.social.topTweetsWire(id, 5, form);
+      await repos.social.topInfluencers(id, 5, form);
+      await repos.social.topTweets(id, 5, form);
     }
     await repos.collections.score(id);
     // The live feeds: a collection's rows above a position, and its last position.

@@ -70,8 +70,8 @@ beforeAll(async () => {
     store.sales.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] });
     // The same pages as ready rows (domain/wire/fragments.ts), in both forms.
     for (const form of ["json", "binary"] as const) {
-      store.sales.salesWire(id, filter, { limit: 2, after: null }, form);
-      store.sales.salesWire(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] }, form);
+      store.sales.salesPage(id, filter, { limit: 2, after: null }, form);
+      store.sales.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] }, form);
     }
     store.sales.salesSummary(id, filter);
     store.sales.salesSummary(store.collections.collectionId(`0x${"e".repeat(40)}`)!, filter);
@@ -83,15 +83,15 @@ beforeAll(async () => {
         store.listings.listingsPage(id, filter, pages[0]!);
         store.listings.listingsPage(id, filter, { limit: 5, after: [1_700_000_000, "BLUR", "901"] });
         for (const form of ["json", "binary"] as const) {
-          store.listings.listingsWire(id, filter, { limit: 2, after: null }, form);
-          store.listings.listingsWire(id, filter, { limit: 5, after: [1_700_000_000, "BLUR", "901"] }, form);
+          store.listings.listingsPage(id, filter, { limit: 2, after: null }, form);
+          store.listings.listingsPage(id, filter, { limit: 5, after: [1_700_000_000, "BLUR", "901"] }, form);
         }
       }
   store.social.topInfluencers(id, 5);
   store.social.topTweets(id, 5);
   for (const form of ["json", "binary"] as const) {
-    store.social.topInfluencersWire(id, 5, form);
-    store.social.topTweetsWire(id, 5, form);
+    store.social.topInfluencers(id, 5, form);
+    store.social.topTweets(id, 5, form);
   }
   store.collections.score(id);
   // The live feeds: a collection's rows above a position, and its last position.
@@ -304,7 +304,7 @@ function requiredBindings(sql: string): string[][] {
   // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
   if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
-  // A ready page's key, read for its last row alone: that row by its rowid (sqlite/sales.ts salesWire).
+  // A ready page's key, read for its last row alone: that row by its rowid (sqlite/sales.ts, a ready page).
   if (/FROM (sales|listings) WHERE id = \?$/.test(sql)) return [["rowid"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.
   if (/feed_seq > \?/.test(sql)) return [["collection_id", "feed_seq"]];

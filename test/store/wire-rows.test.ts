@@ -132,25 +132,25 @@ async function expectReadsAgree(repos: ReadRepositories): Promise<void> {
   const id = (await repos.collections.collectionId(C))!;
   for (const form of FORMS) {
     for (const filter of [{}, { marketplace: "BLUR" }, { assetId: "5" }]) {
-      const wire = await walk((p) => repos.sales.salesWire(id, filter, p, form));
+      const wire = await walk((p) => repos.sales.salesPage(id, filter, p, form));
       const whole = await walk((p) => repos.sales.salesPage(id, filter, p));
       expect(wire.map((p) => p.nextKey)).toEqual(whole.map((p) => p.nextKey));
       same(SaleSchema, form, wire.flatMap((p) => p.rows), whole.flatMap((p) => p.rows.map((r) => saleFragment(r, form))));
     }
     for (const filter of [{}, { status: "CREATED" as const }, { assetId: "6" }]) {
-      const wire = await walk((p) => repos.listings.listingsWire(id, filter, p, form));
+      const wire = await walk((p) => repos.listings.listingsPage(id, filter, p, form));
       const whole = await walk((p) => repos.listings.listingsPage(id, filter, p));
       expect(wire.map((p) => p.nextKey)).toEqual(whole.map((p) => p.nextKey));
       same(ListingSchema, form, wire.flatMap((p) => p.rows), whole.flatMap((p) => p.rows.map((r) => listingFragment(r, form))));
     }
-    same(TweetSchema, form, await repos.social.topTweetsWire(id, 10, form), (await repos.social.topTweets(id, 10)).map((r) => tweetFragment(r, form)));
-    same(InfluencerSchema, form, await repos.social.topInfluencersWire(id, 10, form),
+    same(TweetSchema, form, await repos.social.topTweets(id, 10, form), (await repos.social.topTweets(id, 10)).map((r) => tweetFragment(r, form)));
+    same(InfluencerSchema, form, await repos.social.topInfluencers(id, 10, form),
       (await repos.social.topInfluencers(id, 10)).map((r) => influencerFragment(r, form)));
   }
   // What the reads above compared includes the moved answers.
   const listings = await repos.listings.listingsPage(id, { assetId: "5" }, { limit: 10, after: null });
   expect(listings.rows.map((r) => r.status)).not.toContain("CREATED");
-  const tweets = (await repos.social.topTweetsWire(id, 10, "json")) as string[];
+  const tweets = (await repos.social.topTweets(id, 10, "json")) as string[];
   expect(tweets.every((t) => t.includes('"followersCount":99'))).toBe(true);
 }
 
@@ -211,7 +211,7 @@ describe.each(engines)("ready answers of list rows on %s", (engine, open, skip) 
     expect(await importRecords(target, "sales", sales)).toMatchObject({ inserted: 120 });
     await withRepos(target, async (repos) => {
       const id = (await repos.collections.collectionId(D))!;
-      const wire = await walk((p) => repos.sales.salesWire(id, {}, p, "json"));
+      const wire = await walk((p) => repos.sales.salesPage(id, {}, p, "json"));
       const whole = await walk((p) => repos.sales.salesPage(id, {}, p));
       expect(wire.flatMap((p) => p.rows)).toEqual(whole.flatMap((p) => p.rows.map((r) => saleJson(r))));
       expect(wire.flatMap((p) => p.rows)).toHaveLength(120);
@@ -226,7 +226,7 @@ describe.each(engines)("ready answers of list rows on %s", (engine, open, skip) 
     await withRepos(target, async (repos) => {
       await expectReadsAgree(repos);
       const id = (await repos.collections.collectionId(C))!;
-      const page = (await repos.sales.salesWire(id, { assetId: "5" }, { limit: 10, after: null }, "json")).rows as string[];
+      const page = (await repos.sales.salesPage(id, { assetId: "5" }, { limit: 10, after: null }, "json")).rows as string[];
       expect(page.some((json) => json.includes('"price":"2000000000000123"'))).toBe(true);
     });
   });

@@ -58,17 +58,23 @@ export interface AssetMetricsRepository {
 }
 
 export interface SalesRepository {
-  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): MaybePromise<Page<SaleRow>>;
-  /** The same page as each row's ready answer in one form (domain/wire/fragments.ts), written with the row. */
-  salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+  /**
+   * A page of sales as rows, or, given a form, as each row's ready answer in
+   * it (domain/wire/fragments.ts), written with the row: one read, the
+   * caller's codec saying which (service/list-answer.ts).
+   */
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: undefined): MaybePromise<Page<SaleRow>>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): MaybePromise<Page<SaleRow> | Page<Fragment>>;
   /** A window's totals from one snapshot of the store, in a bounded number of index seeks. */
   salesSummary(collectionId: number, filter: StatsFilter): MaybePromise<SalesSummary>;
 }
 
 export interface ListingsRepository {
-  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): MaybePromise<Page<ListingRow>>;
-  /** The same page as ready answers (salesWire), status and lastUpdatedAt as they are now. */
-  listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+  /** As salesPage; the ready answers with status and lastUpdatedAt as they are now. */
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: undefined): MaybePromise<Page<ListingRow>>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): MaybePromise<Page<Fragment>>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: WireForm): MaybePromise<Page<ListingRow> | Page<Fragment>>;
 }
 
 /** Transfers: timestamp, block and log index (all descending), then hash and asset id. */
@@ -79,11 +85,13 @@ export interface TransfersRepository {
 }
 
 export interface SocialRepository {
-  topInfluencers(collectionId: number, limit: number): MaybePromise<InfluencerRow[]>;
-  topTweets(collectionId: number, limit: number): MaybePromise<TweetRow[]>;
-  /** The same lists as ready answers (salesWire), each with its user's profile as it is now. */
-  topInfluencersWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
-  topTweetsWire(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+  /** As salesPage: rows, or ready answers given a form, each with its user's profile as it is now. */
+  topInfluencers(collectionId: number, limit: number, form?: undefined): MaybePromise<InfluencerRow[]>;
+  topInfluencers(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+  topInfluencers(collectionId: number, limit: number, form?: WireForm): MaybePromise<InfluencerRow[] | Fragment[]>;
+  topTweets(collectionId: number, limit: number, form?: undefined): MaybePromise<TweetRow[]>;
+  topTweets(collectionId: number, limit: number, form: WireForm): MaybePromise<Fragment[]>;
+  topTweets(collectionId: number, limit: number, form?: WireForm): MaybePromise<TweetRow[] | Fragment[]>;
 }
 
 /** What the server needs to know about the store itself. */

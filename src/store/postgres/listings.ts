@@ -9,7 +9,15 @@ import { type Fragment, listingFragment, type WireForm } from "../../domain/wire
 export class PgListings implements ListingsRepository {
   constructor(private readonly q: PgQueries) {}
 
-  async listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): Promise<Page<ListingRow>> {
+  /** The page as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: undefined): Promise<Page<ListingRow>>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: WireForm): Promise<Page<ListingRow> | Page<Fragment>>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: WireForm): Promise<Page<ListingRow> | Page<Fragment>> {
+    return form === undefined ? this.#listingsPageRows(collectionId, filter, page) : this.#listingsPageReady(collectionId, filter, page, form);
+  }
+
+  async #listingsPageRows(collectionId: number, filter: ListingsFilter, page: PageRequest): Promise<Page<ListingRow>> {
     const { sql, values } = pageQuery(
       `c.address, l.marketplace_id, l.marketplace, l.asset_id::text AS asset_id, l.created_at, l.last_updated_at,
          l.price::text AS price, l.status`,
@@ -18,8 +26,8 @@ export class PgListings implements ListingsRepository {
     return toPage(await this.q.rows(sql, values), page.limit, toListing, listingKey);
   }
 
-  async listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
-    // Each row's key comes with it (salesWire); listingWireColumns's id is not needed.
+  async #listingsPageReady(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
+    // Each row's key comes with it (as sales ready pages); listingWireColumns's id is not needed.
     const { sql, values } = pageQuery(`l.created_at, l.marketplace, l.marketplace_id, ${listingWireColumns(form)}`, collectionId, filter, page);
     const rows = (await this.q.rows(sql, values, true)) as unknown[][];
     const ready = readyPage(
@@ -28,7 +36,7 @@ export class PgListings implements ListingsRepository {
       (v) => (v[4] === null ? null : listingWire(form, v.slice(3))),
       (v) => [Number(v[0]), v[1] as string, v[2] as string],
     );
-    return ready ?? encodedWhole(await this.listingsPage(collectionId, filter, page), (r) => listingFragment(r, form));
+    return ready ?? encodedWhole(await this.#listingsPageRows(collectionId, filter, page), (r) => listingFragment(r, form));
   }
 }
 

@@ -111,20 +111,28 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
 export class PgSales implements SalesRepository {
   constructor(private readonly q: PgQueries) {}
 
-  async salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Promise<Page<SaleRow>> {
+  /** The page as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: undefined): Promise<Page<SaleRow>>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): Promise<Page<SaleRow> | Page<Fragment>>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): Promise<Page<SaleRow> | Page<Fragment>> {
+    return form === undefined ? this.#salesPageRows(collectionId, filter, page) : this.#salesPageReady(collectionId, filter, page, form);
+  }
+
+  async #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Promise<Page<SaleRow>> {
     const { sql, values } = pageQuery(SALE_COLUMNS, collectionId, filter, page);
     return toPage(await this.q.rows(sql, values), page.limit, toSale, saleKey);
   }
 
   /** A page's answers: its ready JSON, or binary encoded from the columns (a sale keeps its JSON only). */
-  async salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
-    if (form === "binary") return encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
+  async #salesPageReady(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Promise<Page<Fragment>> {
+    if (form === "binary") return encodedWhole(await this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
     // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
     const columns = `${hexSql("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block, s.wire_json AS wire`;
     const { sql, values } = pageQuery(columns, collectionId, filter, page);
     const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
     const ready = readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
-    return ready ?? encodedWhole(await this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
+    return ready ?? encodedWhole(await this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {

@@ -34,21 +34,37 @@ const TWEETS_WIRE = bothForms((form) => `SELECT ${socialWireColumns(form, tagByt
 export class PgSocial implements SocialRepository {
   constructor(private readonly q: PgQueries) {}
 
-  async topInfluencers(collectionId: number, limit: number): Promise<InfluencerRow[]> {
+  /** The list as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  topInfluencers(collectionId: number, limit: number, form?: undefined): Promise<InfluencerRow[]>;
+  topInfluencers(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]>;
+  topInfluencers(collectionId: number, limit: number, form?: WireForm): Promise<InfluencerRow[] | Fragment[]>;
+  topInfluencers(collectionId: number, limit: number, form?: WireForm): Promise<InfluencerRow[] | Fragment[]> {
+    return form === undefined ? this.#topInfluencersRows(collectionId, limit) : this.#topInfluencersReady(collectionId, limit, form);
+  }
+
+  async #topInfluencersRows(collectionId: number, limit: number): Promise<InfluencerRow[]> {
     return (await this.q.rows(INFLUENCERS_SQL, [collectionId, limit])).map(toInfluencer);
   }
 
-  async topTweets(collectionId: number, limit: number): Promise<TweetRow[]> {
+  /** The list as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  topTweets(collectionId: number, limit: number, form?: undefined): Promise<TweetRow[]>;
+  topTweets(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]>;
+  topTweets(collectionId: number, limit: number, form?: WireForm): Promise<TweetRow[] | Fragment[]>;
+  topTweets(collectionId: number, limit: number, form?: WireForm): Promise<TweetRow[] | Fragment[]> {
+    return form === undefined ? this.#topTweetsRows(collectionId, limit) : this.#topTweetsReady(collectionId, limit, form);
+  }
+
+  async #topTweetsRows(collectionId: number, limit: number): Promise<TweetRow[]> {
     return (await this.q.rows(TWEETS_SQL, [collectionId, limit])).map(toTweet);
   }
 
-  async topInfluencersWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
+  async #topInfluencersReady(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
     const ready = readyList((await this.q.rows(INFLUENCERS_WIRE[form], [collectionId, limit], true)) as unknown[][]);
-    return ready ?? (await this.topInfluencers(collectionId, limit)).map((r) => influencerFragment(r, form));
+    return ready ?? (await this.#topInfluencersRows(collectionId, limit)).map((r) => influencerFragment(r, form));
   }
 
-  async topTweetsWire(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
+  async #topTweetsReady(collectionId: number, limit: number, form: WireForm): Promise<Fragment[]> {
     const ready = readyList((await this.q.rows(TWEETS_WIRE[form], [collectionId, limit], true)) as unknown[][]);
-    return ready ?? (await this.topTweets(collectionId, limit)).map((r) => tweetFragment(r, form));
+    return ready ?? (await this.#topTweetsRows(collectionId, limit)).map((r) => tweetFragment(r, form));
   }
 }

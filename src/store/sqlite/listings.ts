@@ -10,12 +10,20 @@ import { listingKey, toListing } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
 export class SqliteListings implements ListingsRepository {
-  /** A listing's page key by id (listingsWire reads it for a page's last row only). */
+  /** A listing's page key by id (a ready page reads it for a page's last row only). */
   #listingKey: Statement | undefined;
 
   constructor(private readonly s: SqliteStatements) {}
 
-  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
+  /** The page as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: undefined): Page<ListingRow>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Page<Fragment>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: WireForm): Page<ListingRow> | Page<Fragment>;
+  listingsPage(collectionId: number, filter: ListingsFilter, page: PageRequest, form?: WireForm): Page<ListingRow> | Page<Fragment> {
+    return form === undefined ? this.#listingsPageRows(collectionId, filter, page) : this.#listingsPageReady(collectionId, filter, page, form);
+  }
+
+  #listingsPageRows(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
     const { sql, params } = pageQuery(
       `c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at, l.price, l.status`,
       collectionId, filter, page,
@@ -23,7 +31,7 @@ export class SqliteListings implements ListingsRepository {
     return toPage(this.s.rows(sql, params), page.limit, toListing, listingKey);
   }
 
-  listingsWire(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Page<Fragment> {
+  #listingsPageReady(collectionId: number, filter: ListingsFilter, page: PageRequest, form: WireForm): Page<Fragment> {
     const { sql, params } = pageQuery(listingWireColumns(form), collectionId, filter, page);
     this.#listingKey ??= this.s.prepare("SELECT created_at, marketplace, marketplace_id FROM listings WHERE id = ?").raw();
     const key = this.#listingKey;
@@ -33,7 +41,7 @@ export class SqliteListings implements ListingsRepository {
       (v) => (v[1] === null ? null : listingWire(form, v)),
       (v) => key.get(v[0]) as KeyValue[],
     );
-    return ready ?? encodedWhole(this.listingsPage(collectionId, filter, page), (r) => listingFragment(r, form));
+    return ready ?? encodedWhole(this.#listingsPageRows(collectionId, filter, page), (r) => listingFragment(r, form));
   }
 }
 

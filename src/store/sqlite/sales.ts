@@ -17,14 +17,22 @@ import type { SqliteStatements } from "./statements.js";
 
 export class SqliteSales implements SalesRepository {
   readonly #stats: SalesStatsReader;
-  /** A sale's page key by id (salesWire reads it for a page's last row only). */
+  /** A sale's page key by id (a ready page reads it for a page's last row only). */
   #saleKey: Statement | undefined;
 
   constructor(private readonly s: SqliteStatements) {
     this.#stats = new SalesStatsReader((sql) => s.prepare(sql), s.snapshot);
   }
 
-  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
+  /** The page as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: undefined): Page<SaleRow>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): Page<SaleRow> | Page<Fragment>;
+  salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): Page<SaleRow> | Page<Fragment> {
+    return form === undefined ? this.#salesPageRows(collectionId, filter, page) : this.#salesPageReady(collectionId, filter, page, form);
+  }
+
+  #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
         ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
@@ -32,13 +40,13 @@ export class SqliteSales implements SalesRepository {
   }
 
   /** A page's answers: its ready JSON, or binary encoded from the columns (a sale keeps its JSON only). */
-  salesWire(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment> {
-    if (form === "binary") return encodedWhole(this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
+  #salesPageReady(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment> {
+    if (form === "binary") return encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
     const { sql, params } = pageQuery("s.id, s.wire_json", collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
     const ready = readyPage(this.s.values(sql, params), page.limit, (v) => v[1] as Fragment | null, (v) => key.get(v[0]) as KeyValue[]);
-    return ready ?? encodedWhole(this.salesPage(collectionId, filter, page), (r) => saleFragment(r, form));
+    return ready ?? encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 
   /**

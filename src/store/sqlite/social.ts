@@ -37,23 +37,39 @@ const TWEETS_WIRE = bothForms((form) => `SELECT ${wireOf(form, `x'${TWEET_USER_T
 export class SqliteSocial implements SocialRepository {
   constructor(private readonly s: SqliteStatements) {}
 
-  topInfluencers(collectionId: number, limit: number): InfluencerRow[] {
+  /** The list as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  topInfluencers(collectionId: number, limit: number, form?: undefined): InfluencerRow[];
+  topInfluencers(collectionId: number, limit: number, form: WireForm): Fragment[];
+  topInfluencers(collectionId: number, limit: number, form?: WireForm): InfluencerRow[] | Fragment[];
+  topInfluencers(collectionId: number, limit: number, form?: WireForm): InfluencerRow[] | Fragment[] {
+    return form === undefined ? this.#topInfluencersRows(collectionId, limit) : this.#topInfluencersReady(collectionId, limit, form);
+  }
+
+  #topInfluencersRows(collectionId: number, limit: number): InfluencerRow[] {
     return this.s.rows(INFLUENCERS, [collectionId, limit]).map(toInfluencer);
   }
 
-  topTweets(collectionId: number, limit: number): TweetRow[] {
+  /** The list as rows, or, given a form, as each row's ready answer in it (domain/wire/fragments.ts). */
+  topTweets(collectionId: number, limit: number, form?: undefined): TweetRow[];
+  topTweets(collectionId: number, limit: number, form: WireForm): Fragment[];
+  topTweets(collectionId: number, limit: number, form?: WireForm): TweetRow[] | Fragment[];
+  topTweets(collectionId: number, limit: number, form?: WireForm): TweetRow[] | Fragment[] {
+    return form === undefined ? this.#topTweetsRows(collectionId, limit) : this.#topTweetsReady(collectionId, limit, form);
+  }
+
+  #topTweetsRows(collectionId: number, limit: number): TweetRow[] {
     return this.s.rows(TWEETS, [collectionId, limit]).map(toTweet);
   }
 
-  topInfluencersWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
+  #topInfluencersReady(collectionId: number, limit: number, form: WireForm): Fragment[] {
     return (
       readyList(this.s.values(INFLUENCERS_WIRE[form], [collectionId, limit])) ??
-      this.topInfluencers(collectionId, limit).map((r) => influencerFragment(r, form))
+      this.#topInfluencersRows(collectionId, limit).map((r) => influencerFragment(r, form))
     );
   }
 
-  topTweetsWire(collectionId: number, limit: number, form: WireForm): Fragment[] {
-    return readyList(this.s.values(TWEETS_WIRE[form], [collectionId, limit])) ?? this.topTweets(collectionId, limit).map((r) => tweetFragment(r, form));
+  #topTweetsReady(collectionId: number, limit: number, form: WireForm): Fragment[] {
+    return readyList(this.s.values(TWEETS_WIRE[form], [collectionId, limit])) ?? this.#topTweetsRows(collectionId, limit).map((r) => tweetFragment(r, form));
   }
 }
 
