@@ -89,9 +89,9 @@ export default defineConfig(async (): Promise<ViteUserConfig> => {
       hookTimeout: 60_000,
       pool: "forks",
       // Two files at a time (the machine's two cores), every file, the ones
-      // that run clusters and processes of their own included: each waits
-      // for what it observes, never for a fixed time, so a busy machine slows
-      // it without failing it. Worker processes are reused from file to file:
+      // that run clusters and processes of their own included: their waits
+      // are deadlines for what they observe, so a busy machine slows them
+      // without failing them. Worker processes are reused from file to file:
       // a file imports the code once per worker, not once per file (isolation
       // cost a quarter of the suite's time in module loading). Each test
       // opens and closes what it uses (its own store, database, port and
