@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { consumeConfig, type ConsumeFlags } from "../config/consume.js";
 import { resolveServeConfig, type ServeFlags } from "../config/serve.js";
-import { CONSUME_SETTINGS, SERVE_SETTINGS } from "../config/settings.js";
+import { CONSUME_SETTINGS, readSettings, SERVE_SETTINGS, START_SETTINGS } from "../config/settings.js";
 import { KINDS } from "../ingest/kinds.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports/keys.js";
 import { errorLine } from "./errors.js";
@@ -197,10 +197,11 @@ listening(
     .command("start")
     .description("serve the default store, building the demo store and a demo key on the first run (npm start)"),
 )
-  .addOption(new Option("--demo-scale <scale>", "size of the demo store built on the first run").choices(["small", "default", "large"]).default("default"))
-  .action(async (opts: ServeFlags & { demoScale: string }) => {
+  .addOption(settingOption(START_SETTINGS.demoScale))
+  .action(async (opts: ServeFlags & { demoScale?: string }) => {
     const config = resolveServeConfig(opts, process.env);
-    await (await import("./start.js")).runStart(config, opts.demoScale);
+    const { demoScale } = readSettings(START_SETTINGS, { demoScale: opts.demoScale }, process.env);
+    await (await import("./start.js")).runStart(config, demoScale);
   });
 
 program

@@ -103,6 +103,13 @@ export const SERVE_SETTINGS = {
   redisPrefix: setting({ flag: "--redis-prefix <prefix>", env: "REDIS_PREFIX", default: "marketdata:rl", check: text, group: "cluster", help: "key prefix of the counts in Redis" }),
 };
 
+export const DEMO_SCALES = ["small", "default", "large"] as const;
+
+/** `marketdata start`'s own setting, beside SERVE_SETTINGS. */
+export const START_SETTINGS = {
+  demoScale: setting<(typeof DEMO_SCALES)[number]>({ flag: "--demo-scale <scale>", env: "DEMO_SCALE", default: "default", check: oneOf(DEMO_SCALES), group: "serving", help: `size of the demo store built on the first run: ${DEMO_SCALES.join(", ")}` }),
+};
+
 /** `marketdata consume`'s own settings (it takes --db and --max-clock-skew from SERVE_SETTINGS). */
 export const CONSUME_SETTINGS = {
   from: setting({ flag: "--from <url>", env: "NATS_URL", default: "", check: natsUrls, group: "consume", help: "NATS server(s): nats://host:port, comma-separated; required" }),

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { addSettings } from "../../src/cli/setting-options.js";
 import { consumeConfig } from "../../src/config/consume.js";
 import { resolveServeConfig } from "../../src/config/serve.js";
-import { CONSUME_SETTINGS, GROUPS, readSettings, SERVE_SETTINGS, type Setting } from "../../src/config/settings.js";
+import { CONSUME_SETTINGS, GROUPS, readSettings, SERVE_SETTINGS, type Setting, START_SETTINGS } from "../../src/config/settings.js";
 import { runCli } from "../cli/run-cli.js";
 
 // The settings table (config/settings.ts) is the one place a setting is
@@ -11,7 +11,7 @@ import { runCli } from "../cli/run-cli.js";
 // built from it, every setting has a variable, and a value comes from the
 // command line, else the environment, else the default.
 
-const ALL: [string, Setting<unknown>][] = [...Object.entries(SERVE_SETTINGS), ...Object.entries(CONSUME_SETTINGS)];
+const ALL: [string, Setting<unknown>][] = [...Object.entries(SERVE_SETTINGS), ...Object.entries(START_SETTINGS), ...Object.entries(CONSUME_SETTINGS)];
 
 describe("the settings table", () => {
   it("gives every setting one flag, one variable and a group, and keys each by commander's name for its flag", () => {
@@ -46,6 +46,8 @@ describe("the settings table", () => {
     expect(resolveServeConfig({}, { WEBHOOK_CONCURRENCY: "8", STORE_TIMEOUT: "2" })).toMatchObject({ webhooks: { concurrency: 8 }, timeouts: { storeMs: 2000 } });
     expect(consumeConfig({}, { NATS_URL: "nats://127.0.0.1:4222", CONSUME_BATCH: "50" })).toMatchObject({ servers: "nats://127.0.0.1:4222", batch: 50 });
     expect(() => consumeConfig({}, {})).toThrow(/--from \(NATS_URL\) is required/);
+    expect(readSettings(START_SETTINGS, {}, { DEMO_SCALE: "small" })).toEqual({ demoScale: "small" });
+    expect(() => readSettings(START_SETTINGS, { demoScale: "huge" }, {})).toThrow(/--demo-scale \(DEMO_SCALE\) must be one of small, default, large, got "huge"/);
   });
 
   it("groups serve's help: serving, limits, store, live, webhooks, cluster", () => {
