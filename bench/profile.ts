@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -29,11 +29,15 @@ const opts = new Command("bench:profile")
 const { db, key } = ensureStore(opts.store);
 const first = collectionAddresses(db)[0]!;
 // --paths and --cold together: that list, with the response cache off.
+const coldLists = db.replace(/bench-(\w+)\.sqlite$/, "bench-cold-$1.json");
+if (opts.cold && opts.paths === undefined && !existsSync(coldLists)) {
+  process.stderr.write(`bench:profile: --cold rotates the requests bench:serve writes to ${coldLists}: run \`npm run bench:serve -- --parts cold --stores ${opts.store}\` once first, or give --paths FILE\n`);
+  process.exit(2);
+}
 const paths: string[] = opts.paths
   ? (JSON.parse(readFileSync(opts.paths, "utf8")) as string[])
   : opts.cold
-    ? ((JSON.parse(readFileSync(db.replace(/bench-(\w+)\.sqlite$/, "bench-cold-$1.json"), "utf8")) as Record<string, string[]>)[opts.endpoint] ??
-      [])
+    ? ((JSON.parse(readFileSync(coldLists, "utf8")) as Record<string, string[]>)[opts.endpoint] ?? [])
     : [opts.query === undefined ? hotPath(opts.endpoint, first) : `${opts.endpoint}?${opts.query}`];
 if (paths.length === 0) throw new Error(`no requests for ${opts.endpoint} (run bench:serve once for the cold lists)`);
 
