@@ -37,7 +37,6 @@ const program = new Command("marketdata")
 
 /** --db: a SQLite file (the embedded default) or a PostgreSQL database, for every command. */
 const storeOption = () => settingOption(SERVE_SETTINGS.db);
-const dbOption = storeOption;
 
 // Every command's --db is resolved before its action runs: the command
 // line, else MARKETDATA_DB, else the default (serve and start take it with
@@ -117,7 +116,11 @@ webhooks
   .option("--from <from>", 'where delivery starts: "now" (default), a position, or a time like 2026-11-26T10:00:00Z')
   .addOption(allowPrivateOption())
   .action(async (opts: { db: string; url: string; collections: string; types?: string; keyId: string; from?: string; allowPrivateWebhooks?: boolean }) =>
-    (await import("./webhooks.js")).createWebhook(opts),
+    (await import("./webhooks.js")).createWebhook({
+      ...opts,
+      // The flag, else ALLOW_PRIVATE_WEBHOOKS: the same setting serve takes.
+      allowPrivateWebhooks: readSettings({ allowPrivateWebhooks: SERVE_SETTINGS.allowPrivateWebhooks }, opts, process.env).allowPrivateWebhooks,
+    }),
   );
 webhooks
   .command("list")
@@ -160,7 +163,7 @@ webhooks
 program
   .command("import")
   .description("import an NDJSON file of one kind, atomically (creates the store if absent)")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .option("--skip-invalid", "import the valid lines; write rejected ones with reasons to FILE.rejects.ndjson", false)
   .option("--follow", "keep reading lines appended to FILE (stdin: to its end) and commit them as they arrive, 200 ms at most behind; Ctrl-C commits what is pending and stops", false)
   .addOption(clockSkewOption())
@@ -175,7 +178,7 @@ program
 const consume = program
   .command("consume")
   .description("ingest NDJSON records from NATS JetStream (SUBJECT_PREFIX.KIND) through a durable pull consumer that any number of these processes share; Ctrl-C commits what was taken and stops")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .addOption(clockSkewOption());
 addSettings(consume, CONSUME_SETTINGS).action(async (opts: ConsumeFlags & { db: string; maxClockSkew?: string }) => {
   const options = consumeConfig(opts, process.env);
@@ -185,7 +188,7 @@ addSettings(consume, CONSUME_SETTINGS).action(async (opts: ConsumeFlags & { db: 
 program
   .command("demo")
   .description("build a deterministic, realistic demo data set through import and derive")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .option("--seed <n>", "random seed: the same seed gives the same store", "1")
   .addOption(new Option("--scale <scale>", "data set size").choices(["small", "default", "large"]).default("default"))
   .action(async (opts: { db: string; seed: string; scale: string }) => {
@@ -209,7 +212,7 @@ program
   .description(
     "compute rarity (OpenRarity method) and appraisals for every collection with tokens or sales; imported rows are kept, never overwritten or deleted",
   )
-  .addOption(dbOption())
+  .addOption(storeOption())
   .option("--collection <address>", "only this collection")
   .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
   .addOption(clockSkewOption())
@@ -221,7 +224,7 @@ const stats = program.command("stats").description("maintain the aggregates coll
 stats
   .command("rebuild")
   .description("recompute the stats aggregates from the raw sales (after a manual repair of the sales table)")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .option("--collection <address>", "only this collection")
   .option("--check", "change nothing; exit 1 if any aggregate differs from the sales", false)
   .action(async (opts: { db: string; collection?: string; check: boolean }) => {
@@ -230,7 +233,7 @@ stats
 stats
   .command("disk")
   .description("every table and index of the store by its size on disk, largest first (SQLite: after a checkpoint)")
-  .addOption(dbOption())
+  .addOption(storeOption())
   .option("--json", "one JSON object: { total, parts: [{ name, table, bytes, rows }] }", false)
   .action(async (opts: { db: string; json: boolean }) => {
     await (await import("./stats.js")).runStatsDisk(opts.db, opts.json);

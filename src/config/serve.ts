@@ -1,5 +1,5 @@
 import { ConfigError } from "./checks.js";
-import { DEFAULTS, defaultWorkers, type Given, type LogLevel, readSettings, SERVE_SETTINGS, settingName } from "./settings.js";
+import { DEFAULTS, defaultWorkers, type Given, type LogLevel, readSettings, SERVE_SETTINGS, settingName, type Values } from "./settings.js";
 
 // The configuration of the commands that listen (serve, start), validated
 // once at startup from the settings table (settings.ts) and passed down;
@@ -96,13 +96,17 @@ export function resolveServeConfig(flags: ServeFlags, env: Env = {}): ServeConfi
     maxClockSkewSeconds: v.maxClockSkew,
     metrics: { enabled: v.metrics, port: v.metricsPort, host: v.metricsHost },
     trustProxy: v.trustProxy,
-    webhooks: resolveWebhooks(flags, env),
+    webhooks: webhooksOf(v),
   };
 }
 
 /** The webhook settings alone (serve's, or a test's server). */
 export function resolveWebhooks(flags: ServeFlags, env: Env = {}): WebhookSettings {
-  const v = readSettings(SERVE_SETTINGS, flags, env);
+  return webhooksOf(readSettings(SERVE_SETTINGS, flags, env));
+}
+
+/** The webhook settings of values already read (each setting read and checked once: --webhook-ca's file is read once). */
+function webhooksOf(v: Values<typeof SERVE_SETTINGS>): WebhookSettings {
   const s = SERVE_SETTINGS;
   // A delivery is started only while the lease outlasts it, with renewals in between.
   if (v.webhookLeaseSeconds < v.webhookTimeout * 1.5) {

@@ -206,7 +206,7 @@ export function buildTransports(deps: TransportDeps): BuiltServer {
         addresses,
       });
       const handler = requestEntry({
-        cors: corsPolicy(deps.corsOrigins ?? []),
+        cors: corsPolicy(deps.corsOrigins),
         restFlags,
         fastify: fastifyHandler as RequestHandler,
         gate,

@@ -50,6 +50,16 @@ describe("marketdata webhooks", () => {
     }
   });
 
+  it("create takes a private destination with --allow-private-webhooks or ALLOW_PRIVATE_WEBHOOKS, as serve does, and not without", () => {
+    const args = ["webhooks", "create", "--db", db, "--collections", C, "--key-id", keyId, "--url", "http://127.0.0.1:9/hook"];
+    expect(runCli(args).stderr).toMatch(/must be https|private address/);
+    const byFlag = runCli([...args, "--allow-private-webhooks"]);
+    expect(byFlag.status, byFlag.stderr).toBe(0);
+    const byVariable = runCli(args, undefined, { ALLOW_PRIVATE_WEBHOOKS: "true" });
+    expect(byVariable.status, byVariable.stderr).toBe(0);
+    expect(runCli(args, undefined, { ALLOW_PRIVATE_WEBHOOKS: "false" }).status).toBe(1);
+  });
+
   it("create, pause, resume, rotate-secret, replay, delete", () => {
     const created = runCli(["webhooks", "create", "--db", db, "--url", "https://hooks.example.com/in", "--collections", `${C},${C.toUpperCase().replace("0X", "0x")}`, "--key-id", keyId, "--from", "0"]);
     expect(created.status, created.stderr).toBe(0);
