@@ -18,7 +18,7 @@ import { FeedHub } from "../src/service/feed-hub.js";
 import { Random } from "../src/demo/random.js";
 import { importLines } from "../src/ingest/importer.js";
 import { lineBatches } from "../src/ingest/line-batches.js";
-import type { Kind } from "../src/ingest/kinds.js";
+import type { Kind } from "../src/domain/kinds/index.js";
 import { createCollectionService } from "../src/service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";
 import type { ReadRepositories } from "../src/store/ports/reads.js";

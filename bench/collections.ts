@@ -7,7 +7,7 @@ import pg from "pg";
 import { type ListCollectionsResponse, ListCollectionsRequestSchema } from "../gen/marketdata/v1/collection_service_pb.js";
 import { Random } from "../src/demo/random.js";
 import { importLines } from "../src/ingest/importer.js";
-import type { Kind } from "../src/ingest/kinds.js";
+import type { Kind } from "../src/domain/kinds/index.js";
 import { createCollectionService } from "../src/service/collection-service.js";
 import { FeedHub } from "../src/service/feed-hub.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";

@@ -6,7 +6,7 @@ import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 import { openIngestWriter, openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 import { importInput } from "./import.js";
-import { NOT_UTF8, parseLine } from "../ingest/fields.js";
+import { NOT_UTF8, parseLine } from "../domain/kinds/fields.js";
 import { type Line, lineBatches, NotUtf8, splitLines } from "../ingest/line-batches.js";
 
 // `marketdata import KIND FILE --follow`: for feeds that are files. Reads

@@ -3,9 +3,9 @@ import { openWritableStore } from "../store/open.js";
 import { importLines } from "../ingest/importer.js";
 import { lineBatches } from "../ingest/line-batches.js";
 import { ImportCancelled, ImportRejected, type ImportStats, type LineError } from "../ingest/importer.js";
-import { isKind, type Kind, KINDS } from "../ingest/kinds.js";
+import { isKind, type Kind, KINDS } from "../domain/kinds/index.js";
 import { CliError } from "./errors.js";
-import { describeProblems, MAX_PROBLEMS } from "../ingest/fields.js";
+import { describeProblems, MAX_PROBLEMS } from "../domain/kinds/fields.js";
 import { progressBar } from "./progress.js";
 
 const MAX_PRINTED_ERRORS = 50;

@@ -3,7 +3,7 @@ import { Command, Option } from "commander";
 import { consumeConfig, type ConsumeFlags } from "../config/consume.js";
 import { resolveServeConfig, type ServeFlags } from "../config/serve.js";
 import { CONSUME_SETTINGS, readSettings, SERVE_SETTINGS, START_SETTINGS } from "../config/settings.js";
-import { KINDS } from "../ingest/kinds.js";
+import { KINDS } from "../domain/kinds/index.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports/keys.js";
 import { errorLine } from "./errors.js";
 import { addSettings, resolveClockSkew, resolveDb, settingOption } from "./setting-options.js";

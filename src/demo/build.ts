@@ -2,13 +2,12 @@ import { deriveAll, type DeriveResult } from "../derive/derive.js";
 import { importLines } from "../ingest/importer.js";
 import type { ImportStats } from "../ingest/importer.js";
 import type { WritableStore } from "../store/ports/writes.js";
-import type { Kind } from "../ingest/kinds.js";
-import { generateDemo, type Scale } from "./generate.js";
+import type { Kind } from "../domain/kinds/index.js";
+import { DEMO_KINDS, generateDemo, type Scale } from "./generate.js";
 
 // The demo store is built the way an operator builds a real one: generated
 // records go through the NDJSON importer (as text lines) and then derive.
 
-export const DEMO_IMPORT_ORDER: Kind[] = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"];
 
 export interface DemoProgress {
   startKind(kind: Kind, rows: number): void;
@@ -25,7 +24,7 @@ export interface DemoResult {
 export async function buildDemo(store: WritableStore, seed: number, scale: Scale, progress?: DemoProgress): Promise<DemoResult> {
   const data = generateDemo(seed, scale);
   const imported: Record<string, ImportStats> = {};
-  for (const kind of DEMO_IMPORT_ORDER) {
+  for (const kind of DEMO_KINDS) {
     const records = data[kind];
     progress?.startKind(kind, records.length);
     const started = performance.now();

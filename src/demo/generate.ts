@@ -1,4 +1,4 @@
-import type { Kind } from "../ingest/kinds.js";
+import type { Kind } from "../domain/kinds/index.js";
 import type { SocialUserRow } from "../domain/rows.js";
 import { cumulative, Random, zipfCumulative } from "./random.js";
 
@@ -87,7 +87,10 @@ const FEES: Record<(typeof MARKETPLACES)[number], bigint> = {
   OTHER: 10n,
 };
 
-export type DemoRecords = { [K in Kind]: object[] };
+/** The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none). */
+export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"] as const satisfies readonly Kind[];
+export type DemoKind = (typeof DEMO_KINDS)[number];
+export type DemoRecords = Record<DemoKind, object[]>;
 
 interface Token {
   assetId: string;
@@ -102,9 +105,7 @@ interface Token {
 export function generateDemo(seed: number, scale: Scale): DemoRecords {
   const rnd = new Random(seed);
   const plan = SCALES[scale];
-  const out: DemoRecords = {
-    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [],
-  };
+  const out = Object.fromEntries(DEMO_KINDS.map((k) => [k, []])) as unknown as DemoRecords;
   const wallets = Array.from({ length: 5000 }, () => `0x${rnd.hex(40)}`);
   const users = Array.from({ length: plan.users }, (_, i) => socialUser(rnd, i));
   const listingIds = new Set<string>();

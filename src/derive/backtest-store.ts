@@ -2,7 +2,7 @@ import { createReadStream, existsSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { Kind } from "../domain/kinds.js";
+import type { Kind } from "../domain/kinds/index.js";
 import { importLines } from "../ingest/importer.js";
 import { openWritableStore } from "../store/open.js";
 import type { DeriveRepository } from "../store/ports/derive.js";

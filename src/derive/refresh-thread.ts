@@ -1,5 +1,5 @@
 import type { Worker } from "node:worker_threads";
-import type { Kind } from "../domain/kinds.js";
+import { type Kind, moves } from "../domain/kinds/index.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports/writes.js";
 import { closeWorker, startModuleWorker } from "../store/shared/worker-thread.js";
 import type { RefreshReply, RefreshRequest } from "./refresh-worker.js";
@@ -9,8 +9,8 @@ import type { RefreshReply, RefreshRequest } from "./refresh-worker.js";
 // collections ingest changed. One per process; should it die, the next
 // write starts another (its fits are then made again in full).
 
-/** Kinds whose writes change what derive computes: appraisals (sales, listings) and rarity (tokens). */
-const DERIVED_FROM: ReadonlySet<Kind> = new Set(["sales", "listings", "tokens"]);
+/** Whether writes of `kind` change what derive computes: appraisals (sales, listings) and rarity (tokens), as the kinds declare. */
+const derivedFrom = (kind: Kind) => moves(kind, "appraisal-inputs") || moves(kind, "rarity-inputs");
 
 export interface DerivedRefresh {
   /** Called after each refresh (or failure), in the server's thread. */
@@ -42,9 +42,9 @@ export function refreshAfterWrites(writer: IngestWriter, db: string, maxClockSke
   };
 
   const touched = (kind: Kind, records: readonly ImportRecord[], counts: ImportCounts) => {
-    if (closed || !DERIVED_FROM.has(kind) || counts.inserted + counts.updated === 0) return;
+    if (closed || !derivedFrom(kind) || counts.inserted + counts.updated === 0) return;
     // A changed sale may have moved behind the model's last second: fitted again.
-    const refit = kind === "tokens" || (kind === "sales" && counts.updated > 0);
+    const refit = moves(kind, "rarity-inputs") || (moves(kind, "appraisal-history") && counts.updated > 0);
     const committedAt = Date.now();
     worker ??= start();
     for (const address of new Set(records.map((r) => String(r.contractAddress).toLowerCase()))) {

@@ -1,7 +1,7 @@
 import type { ImportRecord, RecordImport } from "../store/ports/writes.js";
-import { NOT_UTF8, parseLine, type Problem } from "./fields.js";
+import { NOT_UTF8, parseLine, type Problem } from "../domain/kinds/fields.js";
 import { type Line, NotUtf8 } from "./line-batches.js";
-import { handlerFor, type Kind } from "./kinds.js";
+import { handlerFor, type Kind } from "../domain/kinds/index.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
 

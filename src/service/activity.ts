@@ -17,7 +17,7 @@ import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
-import { toListing, toOffer, toSale, toTransfer } from "../domain/wire/messages.js";
+import { declarationOf, FEED_KINDS } from "../domain/kinds/index.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 
 // The activity feed (decisions.md, "Activity"): a collection's sales,
@@ -40,7 +40,9 @@ import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 export type ActivityType = "listing" | "offer" | "sale" | "transfer";
 /** The kinds, in their order at equal times. */
 export const ACTIVITY_TYPES: readonly ActivityType[] = ["listing", "offer", "sale", "transfer"];
-const FEED_OF: Record<ActivityType, FeedKind> = { listing: "listings", offer: "offers", sale: "sales", transfer: "transfers" };
+/** Each type's feed kind: the kind declared with that event (domain/kinds). */
+const FEED_OF = Object.fromEntries(FEED_KINDS.map((k) => [declarationOf(k).feed!.event, k])) as Record<ActivityType, FeedKind>;
+const feedOf = (type: ActivityType) => declarationOf(FEED_OF[type]).feed!;
 
 /** A page key: time, kind, then two numbers and two texts of the kind's own key (unused ones 0). */
 const ACTIVITY_KEY: KeySpec = ["int", "text", "int", "int", "text", "text"];
@@ -53,7 +55,7 @@ type Row =
   | { type: "offer"; row: OfferRow }
   | { type: "transfer"; row: TransferRow };
 
-const timeOf = (r: Row) => (r.type === "sale" || r.type === "transfer" ? r.row.timestamp : r.row.createdAt);
+const timeOf = (r: Row) => feedOf(r.type).time(r.row);
 
 /** The row's page key (ACTIVITY_KEY). */
 function keyOf(r: Row): KeyValue[] {
@@ -90,14 +92,8 @@ export function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
 }
 
 export function toActivityEvent(r: Row, now: number): ActivityEvent {
-  return create(ActivityEventSchema, {
-    type: r.type,
-    timestamp: BigInt(timeOf(r)),
-    ...(r.type === "sale" ? { sale: toSale(r.row) } : {}),
-    ...(r.type === "listing" ? { listing: toListing(r.row) } : {}),
-    ...(r.type === "offer" ? { offer: toOffer(r.row, now) } : {}),
-    ...(r.type === "transfer" ? { transfer: toTransfer(r.row) } : {}),
-  });
+  // The event's message in the field named as its type, as its declaration makes it (a webhook's event alike).
+  return create(ActivityEventSchema, { type: r.type, timestamp: BigInt(timeOf(r)), [r.type]: feedOf(r.type).toMessage(r.row, now) });
 }
 
 /** Activity types asked ("sale", …; none: all four), in their order, each once. */

@@ -1,3 +1,4 @@
+import { isFeedKind } from "../domain/kinds/index.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FeedEntry, FeedKind } from "../store/ports/feed.js";
 import type { MaybePromise } from "../store/ports/paging.js";
@@ -146,13 +147,6 @@ export class Subscription<T> {
     d?.();
   }
 }
-
-/**
- * The kinds whose writes the live feeds (and the webhooks, which read them)
- * carry: a transfer also ends its token's listings, which the listings feed
- * sends again.
- */
-export const FEED_KINDS: ReadonlySet<string> = new Set(["sales", "listings", "transfers", "offers"]);
 
 export class FeedHub {
   readonly #store: ReadRepositories;
@@ -407,7 +401,8 @@ export class FeedHub {
    * found by the polls.
    */
   readonly onWrite = (notice: WriteNotice): void => {
-    if (FEED_KINDS.has(notice.kind)) this.poke(notice.collections);
+    // A kind the feeds carry (a transfer also ends its token's listings, which the listings feed sends again).
+    if (isFeedKind(notice.kind)) this.poke(notice.collections);
   };
 
   /** The channels of `collections` (lower-case addresses) read now. */

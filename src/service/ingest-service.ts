@@ -1,14 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { Kind } from "../domain/kinds.js";
-import { handlerFor } from "../ingest/kinds.js";
+import { declarationOf, handlerFor, type Kind } from "../domain/kinds/index.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
-import { describeProblems, type Problem } from "../ingest/fields.js";
+import { describeProblems, type Problem } from "../domain/kinds/fields.js";
 import { RecordConflictError, StoreReadOnlyError } from "../store/ports/errors.js";
 import type { IngestWriter } from "../store/ports/writes.js";
 import { type IngestResponse, IngestResponseSchema } from "../../gen/marketdata/v1/ingest_service_pb.js";
-import { IMPORT_SHAPE } from "./import-shape.js";
 import { MAX_BATCH_RECORDS } from "../domain/ingest-limits.js";
 
 import type { WriteNotices } from "./write-notices.js";
@@ -102,8 +100,9 @@ export class Ingest {
   /** A batch of RPC records of `kind`, numbered from `first`. */
   records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1): Promise<IngestResult> {
     tooLarge(records.length);
-    const shape = IMPORT_SHAPE[kind] as (r: unknown) => Record<string, unknown>;
-    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: shape(r) })), skipInvalid);
+    // As its import line (the kind's declaration): one checker rules on both.
+    const { fromMessage } = declarationOf(kind);
+    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: fromMessage(r as never) })), skipInvalid);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Kind } from "../domain/kinds.js";
+import type { Kind } from "../domain/kinds/index.js";
 
 // The write notification: what this process just committed through the
 // ingest API, a kind and the collections it wrote. The live feeds and the

@@ -7,7 +7,7 @@ import type { WebhookDeps } from "../service/webhooks/webhook-service.js";
 import { type DispatcherThread, startDispatcherThread } from "./webhooks-thread.js";
 import type { WebhookLog } from "../service/webhooks/held.js";
 import type { WriteNotice } from "../service/write-notices.js";
-import { FEED_KINDS } from "../service/feed-hub.js";
+import { isFeedKind } from "../domain/kinds/index.js";
 import type { WebhookSettings } from "../config/serve.js";
 
 // A server's webhooks, composed: their administration (WebhookService) and,
@@ -39,7 +39,7 @@ export function startWebhooks(db: string, store: ReadRepositories, hooks: Webhoo
     dispatcher,
     stats: () => dispatcher?.stats() ?? [],
     onWrite: (notice) => {
-      if (FEED_KINDS.has(notice.kind)) dispatcher?.poke(notice.collections);
+      if (isFeedKind(notice.kind)) dispatcher?.poke(notice.collections);
     },
     close: () => (closing ??= (async () => {
       await dispatcher?.close();

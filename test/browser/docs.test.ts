@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KINDS } from "../../src/domain/kinds.js";
+import { KINDS } from "../../src/domain/kinds/index.js";
 import { launchChromium, skipBrowser } from "../support/browser.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { startTestServer, type TestServer } from "../support/server.js";

@@ -2,7 +2,7 @@ import { create, type DescMethodUnary, fromBinary, toBinary, toJson } from "@buf
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ListSalesRequestSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { SERVICES } from "../../src/service/services.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { VALID } from "../ingest/records.js";

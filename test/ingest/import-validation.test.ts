@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ImportRejected, importLines, type LineError } from "../../src/ingest/importer.js";
 import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
-import { type Kind, KINDS } from "../../src/ingest/kinds.js";
+import { type Kind, KINDS } from "../../src/domain/kinds/index.js";
 import { openWritable } from "../../src/store/sqlite/database.js";
 import { rowCounts } from "../support/dump.js";
 import { INVALID, VALID, withField } from "./records.js";

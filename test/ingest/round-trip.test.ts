@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemo } from "../../src/demo/build.js";
 import { importLines } from "../../src/ingest/importer.js";
 import { SqliteRecordImport } from "../../src/store/sqlite/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { keysFileOf, openKeys, openWritable } from "../../src/store/sqlite/database.js";
 import { restGet, startTestServer, type TestServer } from "../support/server.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Random } from "../../src/demo/random.js";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openIngestWriter, openWritableStore } from "../../src/store/open.js";
 import { COLLECTION } from "../support/fixture.js";
 import { storeEngines } from "../support/store-engines.js";

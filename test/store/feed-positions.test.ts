@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importLines } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { openWritable } from "../../src/store/sqlite/database.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openIngestWriter, openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import { storeEngines } from "../support/store-engines.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
 import { oneSqliteWriter, writerSocketOf } from "../../src/store/sqlite/one-writer.js";
 import { StoreUnavailableError } from "../../src/store/ports/errors.js";

@@ -3,7 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { saleLines } from "../../bench/sales-file.js";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openIngestWriter, openWritableStore } from "../../src/store/open.js";
 import { withKeys } from "../support/engine.js";
 import { COLLECTION } from "../support/fixture.js";

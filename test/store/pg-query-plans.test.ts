@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { LISTING_STATUSES } from "../../src/domain/rows.js";
 import { openPool } from "../../src/store/postgres/database.js";
 import { type PgRepositories, pgRepositories } from "../../src/store/postgres/read-repositories.js";

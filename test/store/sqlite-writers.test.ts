@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
 import { sqliteIngestWriter } from "../../src/store/sqlite/ingest-writer.js";
 

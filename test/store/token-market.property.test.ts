@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { skipPg } from "../support/pg.js";
 import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
 

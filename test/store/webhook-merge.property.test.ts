@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importLines } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import type { DeliveryClient, DeliveryResult } from "../../src/service/webhooks/delivery.js";
 import { WebhookDispatcher } from "../../src/service/webhooks/dispatcher.js";
 import { openReadRepositories, openWebhookStore, openWritableStore } from "../../src/store/open.js";

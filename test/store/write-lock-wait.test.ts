@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 import { migrateStore, openIngestWriter } from "../../src/store/open.js";
 import { StoreUnavailableError } from "../../src/store/ports/errors.js";
 import { WRITE_LOCK } from "../../src/store/postgres/record-writes.js";

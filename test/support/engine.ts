@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { deriveAll } from "../../src/derive/derive.js";
 import { importLines } from "../../src/ingest/importer.js";
 import type { ImportStats } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { openKeyAdmin } from "../../src/store/open.js";
 import type { KeyAdmin } from "../../src/store/ports/keys.js";
 import { isPostgresUrl } from "../../src/store/postgres/database.js";

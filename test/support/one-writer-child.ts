@@ -1,5 +1,5 @@
 import { oneSqliteWriter } from "../../src/store/sqlite/one-writer.js";
-import { handlerFor } from "../../src/ingest/kinds.js";
+import { handlerFor } from "../../src/domain/kinds/index.js";
 
 // A process that writes one batch of sales to the SQLite store named by its
 // argument through the elected writer (one-writer.test.ts), says so on

@@ -6,7 +6,7 @@ import { expect } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
-import type { Kind } from "../../src/ingest/kinds.js";
+import type { Kind } from "../../src/domain/kinds/index.js";
 import { createServices } from "../../src/service/services.js";
 import { openReadRepositories, openWritableStore } from "../../src/store/open.js";
 import type { ReadRepositories } from "../../src/store/ports/reads.js";

@@ -6,7 +6,7 @@ import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 import { IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
-import { KINDS } from "../../src/domain/kinds.js";
+import { KINDS } from "../../src/domain/kinds/index.js";
 import { ndjsonRoutes, restRoutes } from "../../src/transport/rest/http-rules.js";
 
 /** AssetService with its first method's rule replaced. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { deepFieldOfText } from "../../src/domain/json-depth.js";
-import { MAX_DEPTH, parseLine, TOO_DEEP, tooDeep } from "../../src/ingest/fields.js";
+import { MAX_DEPTH, parseLine, TOO_DEEP, tooDeep } from "../../src/domain/kinds/fields.js";
 
 // parseLine refuses a line nested deeper than a record may be from its text,
 // before JSON.parse builds it: the same verdict, and the same field, as

@@ -1,9 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { WebhookEventSchema } from "../../../gen/marketdata/v1/webhook_service_pb.js";
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
-import { toListing, toOffer, toSale, toTransfer } from "../../domain/wire/messages.js";
+import { declarationOf, FEED_KINDS } from "../../domain/kinds/index.js";
 
 // A delivery's body (WebhookPayload in webhook_service.proto): a batch of
 // events in position order, each in the /v1 JSON dialect the lists answer
@@ -12,9 +11,13 @@ import { toListing, toOffer, toSale, toTransfer } from "../../domain/wire/messag
 /** The payload's type: the one kind of message webhooks send. */
 export const PAYLOAD_TYPE = "marketdata.events";
 
-/** The event type of each feed kind. */
-export const EVENT_TYPE: Readonly<Record<FeedKind, string>> = { sales: "sale", listings: "listing", offers: "offer", transfers: "transfer" };
-export const KIND_OF_TYPE: Readonly<Record<string, FeedKind>> = { sale: "sales", listing: "listings", offer: "offers", transfer: "transfers" };
+/** The event type of each feed kind (its declaration's). */
+export const EVENT_TYPE = Object.fromEntries(FEED_KINDS.map((k) => [k, feedOf(k).event])) as Readonly<Record<FeedKind, string>>;
+export const KIND_OF_TYPE: Readonly<Record<string, FeedKind>> = Object.fromEntries(FEED_KINDS.map((k) => [feedOf(k).event, k]));
+
+function feedOf(kind: FeedKind) {
+  return declarationOf(kind).feed!;
+}
 
 const writeEvent = compileJsonWriter(WebhookEventSchema);
 
@@ -25,25 +28,15 @@ export function eventId(epoch: string, position: number): string {
 
 /** One event of a feed entry as its JSON text. `now`: epoch seconds (an offer's status depends on it). */
 export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number): string {
-  const base = { id: eventId(epoch, entry.seq), type: EVENT_TYPE[kind], position: BigInt(entry.seq) };
-  switch (kind) {
-    case "sales": {
-      const r = entry.row as SaleRow;
-      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.timestamp), sale: toSale(r) }));
-    }
-    case "listings": {
-      const r = entry.row as ListingRow;
-      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.createdAt), listing: toListing(r) }));
-    }
-    case "offers": {
-      const r = entry.row as OfferRow;
-      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.createdAt), offer: toOffer(r, now) }));
-    }
-    case "transfers": {
-      const r = entry.row as TransferRow;
-      return writeEvent(create(WebhookEventSchema, { ...base, timestamp: BigInt(r.timestamp), transfer: toTransfer(r) }));
-    }
-  }
+  const feed = feedOf(kind);
+  // The event's message fills the WebhookEvent field named as its type.
+  return writeEvent(create(WebhookEventSchema, {
+    id: eventId(epoch, entry.seq),
+    type: feed.event,
+    position: BigInt(entry.seq),
+    timestamp: BigInt(feed.time(entry.row)),
+    [feed.event]: feed.toMessage(entry.row, now),
+  }));
 }
 
 /** The body of a batch: its events' JSON texts spliced into the payload (the same bytes on every retry). */

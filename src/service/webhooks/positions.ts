@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
-import type { FeedKind } from "../../store/ports/feed.js";
+import { FEED_KINDS, type FeedKind } from "../../domain/kinds/index.js";
+import { EVENT_TYPE } from "./payload.js";
 import type { ReadRepositories } from "../../store/ports/reads.js";
 import type { FeedPositions } from "../../store/ports/webhooks.js";
 
@@ -8,8 +9,8 @@ import type { FeedPositions } from "../../store/ports/webhooks.js";
 // one number where every kind stands at the same place (a replay from a
 // position: every event at or above it), else as "sale:N,listing:N,...".
 
-/** The kinds in the order a position lists them (the proto's `positions`). */
-export const FEED_KINDS_ORDER: readonly FeedKind[] = ["sales", "listings", "offers", "transfers"];
+/** The kinds in the order a position lists them (the proto's `positions`; their declarations' slots). */
+export const FEED_KINDS_ORDER: readonly FeedKind[] = FEED_KINDS;
 
 export function positionsList(p: FeedPositions): number[] {
   return FEED_KINDS_ORDER.map((k) => p[k]);
@@ -18,13 +19,18 @@ export function positionsList(p: FeedPositions): number[] {
 export function positionsText(p: FeedPositions): string {
   const [first, ...rest] = positionsList(p);
   if (rest.every((v) => v === first)) return String(first);
-  return `sale:${p.sales},listing:${p.listings},offer:${p.offers},transfer:${p.transfers}`;
+  return FEED_KINDS_ORDER.map((k) => `${EVENT_TYPE[k]}:${p[k]}`).join(",");
+}
+
+/** Every feed kind at `at`. */
+function everyKind(at: number): FeedPositions {
+  return Object.fromEntries(FEED_KINDS_ORDER.map((k) => [k, at])) as FeedPositions;
 }
 
 /** Every kind just before `from`: a replay from `from` sends every event at or above it. */
 export function positionsBefore(from: number): FeedPositions {
   const at = Math.max(from - 1, 0);
-  return { sales: at, listings: at, offers: at, transfers: at };
+  return everyKind(at);
 }
 
 /** Where a replay or a new webhook starts: now, a position, or a time (epoch seconds). */
@@ -50,7 +56,7 @@ export function parseStart(text: string, allowNow: boolean): StartPoint {
 
 /** Per kind, the newest committed position of `collections` (positions within a kind follow commit order: nothing committed later is below it). */
 export async function collectionHeads(store: ReadRepositories, collections: readonly string[]): Promise<FeedPositions> {
-  const heads: FeedPositions = { sales: 0, listings: 0, offers: 0, transfers: 0 };
+  const heads = everyKind(0);
   for (const address of collections) {
     const id = await store.collections.collectionId(address);
     if (id === undefined) continue;

@@ -3,7 +3,9 @@ import type { MaybePromise } from "./paging.js";
 
 // Live feeds: the sales, listings, offers and transfers each commit inserted or changed.
 
-export type FeedKind = "sales" | "listings" | "offers" | "transfers";
+/** The kinds the feeds carry (their declarations say so: domain/kinds). */
+export type { FeedKind } from "../../domain/kinds/index.js";
+import type { FeedKind } from "../../domain/kinds/index.js";
 
 /**
  * A row of a feed at its position. Every write that inserts or changes a

@@ -3,12 +3,8 @@ import type { FeedKind } from "./feed.js";
 // Webhooks: subscriptions, their positions, leases and delivery logs.
 
 /** A webhook's position: per kind, the last feed position delivered (every event at or below it was acknowledged). */
-export interface FeedPositions {
-  sales: number;
-  listings: number;
-  offers: number;
-  transfers: number;
-}
+/** A webhook's position in each feed kind. */
+export type FeedPositions = Record<FeedKind, number>;
 
 export type WebhookState = "active" | "paused" | "failing" | "disabled";
 

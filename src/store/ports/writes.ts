@@ -1,4 +1,4 @@
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import type { DeriveRepository } from "./derive.js";
 import type { MaybePromise } from "./paging.js";
 
@@ -7,7 +7,7 @@ import type { MaybePromise } from "./paging.js";
 
 // import: checked records (ingest/) written in one transaction.
 
-/** A checked record of one importable kind, in the API's JSON shape (ingest/kinds.ts checked it). */
+/** A checked record of one importable kind, in the API's JSON shape (its kind's declaration checked it: domain/kinds). */
 export type ImportRecord = Record<string, unknown>;
 
 /** How the written records compared with what the store held; kept up to date as records are written where the engine can. */

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
 import { lowestPrices } from "../shared/listing-prices.js";
-import { BULK_KINDS } from "./record-writes.js";
+import { kindWrites } from "./kind-writes.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "./sales.js";
 import { openStage, writeTransaction } from "./copy.js";
 
@@ -130,7 +130,7 @@ export class PgDeriveStore implements DeriveRepository {
     const table = TABLE[kind];
     const values = VALUES[kind];
     {
-      const stage = await openStage(client, BULK_KINDS[kind === "rarity" ? "rarity" : "appraisals"]);
+      const stage = await openStage(client, kindWrites(kind === "rarity" ? "rarity" : "appraisals"));
       for (const r of rows) {
         const pending = stage.write(r as unknown as Record<string, unknown>);
         if (pending !== undefined) await pending;

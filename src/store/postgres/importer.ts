@@ -1,8 +1,9 @@
 import type pg from "pg";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import type { MaybePromise } from "../ports/paging.js";
 import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
-import { BATCH_LINES, BULK_KINDS, type BulkKind, WRITE_LOCK } from "./record-writes.js";
+import { kindWrites } from "./kind-writes.js";
+import { BATCH_LINES, type BulkKind, WRITE_LOCK } from "./record-writes.js";
 import type { Touched } from "./data-versions.js";
 import { openStage, writeTransaction } from "./copy.js";
 
@@ -25,7 +26,7 @@ export class PgRecordImport implements RecordImport {
     counts: ImportCounts,
     options: ImportRecordsOptions = {},
   ): Promise<void> {
-    const kind = BULK_KINDS[kindName];
+    const kind = kindWrites(kindName);
     await writeTransaction(this.pool, async (client, touched) => {
       const stage = await openStage(client, kind);
       try {
@@ -50,7 +51,7 @@ export class PgRecordImport implements RecordImport {
    * are BATCH_LINES apart from the next one's.
    */
   async importBatches(kindName: Kind, batches: readonly (readonly ImportRecord[])[], options: ImportRecordsOptions = {}): Promise<ImportCounts[]> {
-    const kind = BULK_KINDS[kindName];
+    const kind = kindWrites(kindName);
     const counts = batches.map(() => ({ inserted: 0, updated: 0, unchanged: 0 }));
     await writeTransaction(this.pool, async (client, touched) => {
       const stage = await openStage(client, kind, this.sessionStages);

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import { StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";

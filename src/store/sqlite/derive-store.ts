@@ -173,7 +173,7 @@ export class DeriveStore implements DeriveRepository {
       this.#db.prepare(`DELETE FROM ${table} WHERE collection_id = ? AND source = 'derived'`).run(collectionId);
       this.#writer.touch(collectionId);
       // Large collections: build the secondary indexes once, after the rows.
-      const restore = rows.length >= BULK_ROWS ? this.#writer.deferIndexes(kind) : undefined;
+      const restore = rows.length >= BULK_ROWS ? this.#writer.deferIndexes(table) : undefined;
       // Only imported rows are left: an insert that does not happen meets one.
       for (const r of rows) {
         if (upsert(r, !replaceImported) === "inserted") counts.written++;

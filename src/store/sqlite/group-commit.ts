@@ -1,11 +1,11 @@
 import Database from "better-sqlite3";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import { StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import { type Db, hasPlannerStats, refreshPlannerStats, schemaVersion, tuneForWrites } from "./database.js";
 import { LOCK_WAIT_MS, type LockWaitOptions } from "../shared/lock-wait.js";
-import { WRITERS } from "./importer.js";
+import { kindWrites } from "./kind-writes.js";
 import { MIGRATIONS } from "./migrations.js";
 import { WriteStore } from "./record-writes.js";
 
@@ -142,7 +142,7 @@ export class GroupCommitWriter implements IngestWriter {
   }
 
   #writeBatch(store: WriteStore, p: Pending, counts: ImportCounts): void {
-    const write = WRITERS[p.kind];
+    const { write } = kindWrites(p.kind);
     store.transaction(() => {
       for (const record of p.records) counts[write(store, record)] += 1;
     });

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import type { ImportRecord } from "../ports/writes.js";
 import { GroupCommitWriter } from "./group-commit.js";
 

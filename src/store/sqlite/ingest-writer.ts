@@ -1,6 +1,6 @@
 import type { LockWaitOptions } from "../shared/lock-wait.js";
 import type { Worker } from "node:worker_threads";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import { RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import type { WriteReply, WriteRequest, WriterData } from "./ingest-worker.js";

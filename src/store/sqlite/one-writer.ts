@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { deserialize, serialize } from "node:v8";
 import Database from "better-sqlite3";
-import type { Kind } from "../../domain/kinds.js";
+import type { Kind } from "../../domain/kinds/index.js";
 import { RecordConflictError, StoreError, StoreReadOnlyError, StoreUnavailableError } from "../ports/errors.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../ports/writes.js";
 import type { Db } from "./db.js";

@@ -21,9 +21,11 @@ export type UpsertResult = "inserted" | "updated" | "unchanged";
 /** Where an appraisal or rarity row came from: an operator's import, or `derive`. */
 export type Provenance = "imported" | "derived";
 
-type Columns = Record<string, unknown>;
+/** A row's columns by name. */
+export type Columns = Record<string, unknown>;
 
-interface TableSpec {
+/** A table upserts write by natural key (a kind's engine statements: kind-writes.ts). */
+export interface TableSpec {
   table: string;
   /** Natural key columns. */
   key: readonly string[];
@@ -43,7 +45,8 @@ interface Upserter {
   compared: number;
 }
 
-const TABLES = {
+/** The built-in kinds' tables (and social users', which influencers and tweets write). */
+export const TABLES = {
   // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
   // A new row's owner is its record's, set by the insert itself: a trigger
   // setting it after the insert would race the holders' triggers, whose
@@ -116,7 +119,6 @@ const TABLES = {
   collection: { table: "collections", key: ["address"], values: ["name"] },
 } satisfies Record<string, TableSpec>;
 
-export type RecordKind = keyof typeof TABLES;
 
 export type SocialUserRecord = SocialUserRow;
 
@@ -127,7 +129,8 @@ export interface TweetRecord extends TweetRow {
 
 export class WriteStore {
   readonly #db: Db;
-  readonly #upserters = new Map<RecordKind, Upserter>();
+  /** By table. */
+  readonly #upserters = new Map<string, Upserter>();
   readonly #collectionIds = new Map<string, number>();
   readonly #insertCollection: Statement;
   readonly #selectCollection: Statement;
@@ -234,7 +237,7 @@ export class WriteStore {
   }
 
   upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
-    return this.#upsert("collection", { address: r.contractAddress, name: r.name });
+    return this.#upsert(TABLES.collection, { address: r.contractAddress, name: r.name });
   }
 
   upsertToken(r: {
@@ -243,7 +246,7 @@ export class WriteStore {
     currentOwner: string;
     attributes: readonly { trait_type: string; value: unknown }[];
   }): UpsertResult {
-    return this.#upsert("token", {
+    return this.#upsert(TABLES.token, {
       collection_id: this.collectionId(r.contractAddress),
       asset_key: assetKey(r.assetId),
       record_owner: r.currentOwner,
@@ -254,7 +257,7 @@ export class WriteStore {
 
   /** A transfer: it moves its token's owner when it is the latest (triggers, ownership.ts). */
   upsertTransfer(r: TransferRow): UpsertResult {
-    return this.#upsert("transfer", {
+    return this.#upsert(TABLES.transfer, {
       hash: hexToBytes(r.hash),
       log_index: r.logIndex,
       collection_id: this.collectionId(r.contractAddress),
@@ -269,7 +272,7 @@ export class WriteStore {
   /** An offer: its latest record replaces the earlier one, under the collection that holds it (offers.ts keeps the top bids' reads). */
   upsertOffer(r: OfferRow): UpsertResult {
     const collectionId = this.collectionId(r.contractAddress);
-    return this.#upsert("offer", {
+    return this.#upsert(TABLES.offer, {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
       collection_id: collectionId,
@@ -291,8 +294,7 @@ export class WriteStore {
    * imported rows win over derived ones) and reports it "unchanged".
    */
   upsertAppraisal(r: AppraisalRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
-    return this.#upsert(
-      "appraisal",
+    return this.#upsert(TABLES.appraisal,
       {
         collection_id: this.collectionId(r.contractAddress),
         asset_key: assetKey(r.assetId),
@@ -306,8 +308,7 @@ export class WriteStore {
   }
 
   upsertRarity(r: RarityRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
-    return this.#upsert(
-      "rarity",
+    return this.#upsert(TABLES.rarity,
       {
         collection_id: this.collectionId(r.contractAddress),
         asset_key: assetKey(r.assetId),
@@ -350,7 +351,7 @@ export class WriteStore {
       marketplace: r.marketplace,
       wire_json: saleJson(r),
     };
-    const result = this.#upsert("sale", row, () => {
+    const result = this.#upsert(TABLES.sale, row, () => {
       before = this.#saleBefore.get(hash, collectionId, key) as [string, number];
     });
     // Its marketplace known (migration 18): here rather than by a trigger, which would slow every insert.
@@ -377,8 +378,7 @@ export class WriteStore {
   upsertListing(r: ListingRow): UpsertResult {
     const collectionId = this.collectionId(r.contractAddress);
     const wire = listingFragments(r);
-    return this.#upsert(
-      "listing",
+    return this.#upsert(TABLES.listing,
       {
         marketplace: r.marketplace,
         marketplace_id: r.marketplaceId,
@@ -419,7 +419,7 @@ export class WriteStore {
 
   upsertSocialUser(u: SocialUserRecord): UpsertResult {
     const wire = socialUserFragments(u);
-    return this.#upsert("socialUser", {
+    return this.#upsert(TABLES.socialUser, {
       id: u.id,
       screen_name: u.screenName,
       profile_image_url: u.profileImageUrl,
@@ -439,7 +439,7 @@ export class WriteStore {
   upsertInfluencer(r: { contractAddress: string; user: SocialUserRecord; score: number }): UpsertResult {
     this.upsertSocialUser(r.user);
     const wire = influencerFragments(r);
-    return this.#upsert("influencer", {
+    return this.#upsert(TABLES.influencer, {
       collection_id: this.collectionId(r.contractAddress),
       user_id: r.user.id,
       score: r.score,
@@ -452,7 +452,7 @@ export class WriteStore {
   upsertTweet(r: TweetRecord): UpsertResult {
     this.upsertSocialUser(r.user);
     const wire = tweetFragments(r);
-    return this.#upsert("tweet", {
+    return this.#upsert(TABLES.tweet, {
       collection_id: this.collectionId(r.contractAddress),
       id: r.id,
       user_id: r.user.id,
@@ -477,7 +477,7 @@ export class WriteStore {
 
   upsertScore(r: ScoreRow): UpsertResult {
     if (r.name !== "") this.upsertCollection({ contractAddress: r.contractAddress, name: r.name });
-    return this.#upsert("score", {
+    return this.#upsert(TABLES.score, {
       collection_id: this.collectionId(r.contractAddress),
       hype: r.hype,
       gains: r.gains,
@@ -486,9 +486,17 @@ export class WriteStore {
     });
   }
 
-  /** Rows currently in the table that records of `kind` go to. */
-  rowCount(kind: RecordKind): number {
-    return (this.#db.prepare(`SELECT count(*) FROM ${TABLES[kind].table}`).pluck().get() as number) ?? 0;
+  /**
+   * Upserts one row of a table by its natural key: a kind declared with no
+   * writes of its own beyond its columns (kind-writes.ts tableWrites).
+   */
+  upsertRow(spec: TableSpec, row: Columns): UpsertResult {
+    return this.#upsert(spec, row);
+  }
+
+  /** Rows currently in `table`. */
+  rowCount(table: string): number {
+    return (this.#db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number) ?? 0;
   }
 
   /**
@@ -498,8 +506,7 @@ export class WriteStore {
    * large import. Both happen inside the caller's transaction, so readers see
    * the old indexes until it commits, and a killed import loses nothing.
    */
-  deferIndexes(kind: RecordKind): () => void {
-    const { table } = TABLES[kind];
+  deferIndexes(table: string): () => void {
     const indexes = this.#db
       .prepare(
         `SELECT name, sql FROM sqlite_master
@@ -509,13 +516,13 @@ export class WriteStore {
     for (const { name } of indexes) this.#db.exec(`DROP INDEX ${name}`);
     const restoreTriggers = deferMarketTriggers(this.#db, table);
     if (restoreTriggers !== undefined) this.#marketDeferred = true;
-    this.#upserters.delete(kind);
+    this.#upserters.delete(table);
     return () => {
       for (const { sql } of indexes) this.#db.exec(sql);
       // The collections written so far (not yet stamped: beforeCommit comes after).
       restoreTriggers?.(this.#touched.ids);
       this.#marketDeferred = false;
-      this.#upserters.delete(kind);
+      this.#upserters.delete(table);
     };
   }
 
@@ -523,8 +530,8 @@ export class WriteStore {
    * Inserts a new row, or updates the row with the same natural key when any
    * value differs; reports which happened so imports can count them.
    */
-  #upsert(kind: RecordKind, row: Columns, beforeUpdate?: () => void, keepExisting = false): UpsertResult {
-    const u = this.#upserter(kind);
+  #upsert(spec: TableSpec, row: Columns, beforeUpdate?: () => void, keepExisting = false): UpsertResult {
+    const u = this.#upserter(spec);
     // Positional binding (faster than by name on hot imports): the insert
     // takes key then value columns; the update values, key, values again.
     // A feed's tables take the row's position last (insert) or first (update).
@@ -535,7 +542,7 @@ export class WriteStore {
     const seq = feed === true ? this.#nextFeedSeq() : undefined;
     const also = insertAlso?.map(([, from]) => row[from]) ?? [];
     if ((seq === undefined ? u.insert.run(params, also) : u.insert.run(params, also, seq)).changes > 0) {
-      this.#touchedBy(kind, row, "inserted");
+      this.#touchedBy(spec, row, "inserted");
       return "inserted";
     }
     if (keepExisting) return "unchanged";
@@ -544,23 +551,22 @@ export class WriteStore {
     const compared = vals.slice(0, u.compared);
     const changed = seq === undefined ? u.update.run(vals, params.slice(0, key.length), compared) : u.update.run(seq, vals, params.slice(0, key.length), compared);
     if (changed.changes === 0) return "unchanged";
-    this.#touchedBy(kind, row, "updated");
+    this.#touchedBy(spec, row, "updated");
     return "updated";
   }
 
   /** Which collections a changed row changes the answers of. */
-  #touchedBy(kind: RecordKind, row: Columns, result: "inserted" | "updated"): void {
+  #touchedBy(spec: TableSpec, row: Columns, result: "inserted" | "updated"): void {
     if (typeof row.collection_id === "number") this.#touched.add(row.collection_id);
-    else if (kind === "collection") this.#touched.add(this.collectionId(row.address as string));
+    else if (spec === TABLES.collection) this.#touched.add(this.collectionId(row.address as string));
     // A user's new profile shows in every collection's influencers and tweets
     // that name them; a new user is named only by rows of this write.
-    else if (kind === "socialUser" && result === "updated") this.#touched.all = true;
+    else if (spec === TABLES.socialUser && result === "updated") this.#touched.all = true;
   }
 
-  #upserter(kind: RecordKind): Upserter {
-    let u = this.#upserters.get(kind);
+  #upserter(spec: TableSpec): Upserter {
+    let u = this.#upserters.get(spec.table);
     if (!u) {
-      const spec: TableSpec = TABLES[kind];
       const all = [...spec.key, ...spec.values, ...(spec.insertAlso ?? []).map(([c]) => c), ...(spec.feed === true ? ["feed_seq"] : [])];
       const marks = (n: number) => Array(n).fill("?").join(", ");
       // A row's ready answers (wire-rows.ts) are made from its other columns:
@@ -577,7 +583,7 @@ export class WriteStore {
              AND (${compared.join(", ")}) IS NOT (${marks(compared.length)})`,
         ),
       };
-      this.#upserters.set(kind, u);
+      this.#upserters.set(spec.table, u);
     }
     return u;
   }

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AckPolicy, type Consumer, type JetStreamClient, type JsMsg, jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
-import { isKind, type Kind } from "../../domain/kinds.js";
-import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
+import { isKind, type Kind } from "../../domain/kinds/index.js";
+import { NOT_UTF8, parseLine } from "../../domain/kinds/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import type { Ingest, IngestLine } from "../../service/ingest-service.js";
 import { MAX_BATCH_RECORDS } from "../../domain/ingest-limits.js";

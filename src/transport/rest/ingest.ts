@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { isKind } from "../../domain/kinds.js";
+import { isKind } from "../../domain/kinds/index.js";
 import { type IngestLine, rejectionsOf, toIngestResponse, tooLarge } from "../../service/ingest-service.js";
 import { MAX_BATCH_BYTES } from "../../domain/ingest-limits.js";
 import type { ServiceSet } from "../../service/services.js";
@@ -9,7 +9,7 @@ import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admis
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom, errorHeaders, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
-import { NOT_UTF8, parseLine } from "../../ingest/fields.js";
+import { NOT_UTF8, parseLine } from "../../domain/kinds/fields.js";
 import { NotUtf8, splitLines } from "../../ingest/line-batches.js";
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
 import { compileQueryParser, type QueryObject } from "./query.js";

@@ -8,7 +8,7 @@ import { deepFieldOfText } from "../../domain/json-depth.js";
 
 /**
  * Deeper than any request of the contract: a batch (1), its records (2),
- * a record (3), and a record's own nesting, at most 8 (ingest/fields.ts
+ * a record (3), and a record's own nesting, at most 8 (domain/kinds/fields.ts
  * MAX_DEPTH), with room to spare.
  */
 export const MAX_JSON_MESSAGE_DEPTH = 16;

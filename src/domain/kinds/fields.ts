@@ -1,6 +1,6 @@
-import { LISTING_STATUSES, type ListingStatusName } from "../domain/rows.js";
-import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
-import { deepFieldOfText } from "../domain/json-depth.js";
+import { LISTING_STATUSES, type ListingStatusName } from "../rows.js";
+import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../formats.js";
+import { deepFieldOfText } from "../json-depth.js";
 
 // Field checkers for imported records: each returns the stored form of a
 // value or throws FieldError with the reason. Record checkers collect every

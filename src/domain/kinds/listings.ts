@@ -1,0 +1,44 @@
+import type { Listing } from "../../../gen/marketdata/v1/resources_pb.js";
+import type { ListingRow } from "../rows.js";
+import { toListing } from "../wire/messages.js";
+import { declareKind, int, notAhead } from "./declaration.js";
+import * as f from "./fields.js";
+import { statusOf, updatedAfterCreated } from "./parts.js";
+
+/** A record's fields and their checks. */
+const shape = f.object({
+  marketplaceId: f.marketplaceId,
+  marketplace: f.marketplace,
+  contractAddress: f.address,
+  assetId: f.uint256,
+  createdAt: f.epochSeconds,
+  lastUpdatedAt: f.epochSeconds,
+  price: f.uint256,
+  currency: f.currency,
+  status: f.listingStatus,
+});
+
+/** A listing: a token offered for sale on a marketplace, its latest record replacing the earlier. */
+export const listings = declareKind({
+  name: "listings",
+  shape,
+  rules: (r, problems, ctx) => {
+    updatedAfterCreated(r, problems);
+    notAhead("createdAt", r.createdAt, ctx, problems);
+    notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
+  },
+  fromMessage: (r: Listing) => ({
+    marketplaceId: r.marketplaceId,
+    marketplace: r.marketplace,
+    contractAddress: r.contractAddress,
+    assetId: r.assetId,
+    createdAt: int(r.createdAt),
+    lastUpdatedAt: int(r.lastUpdatedAt),
+    price: r.price,
+    currency: r.currency,
+    status: statusOf(r.status),
+  }),
+  naturalKey: ["marketplace", "marketplaceId"],
+  moves: ["asks", "appraisal-inputs"],
+  feed: { event: "listing", slot: 1, time: (r: ListingRow) => r.createdAt, toMessage: (r: ListingRow) => toListing(r) },
+});

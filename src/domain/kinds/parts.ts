@@ -1,0 +1,157 @@
+import type { SocialUser, Tweet } from "../../../gen/marketdata/v1/resources_pb.js";
+import { ListingStatus } from "../../../gen/marketdata/v1/resources_pb.js";
+import { int } from "./declaration.js";
+import * as f from "./fields.js";
+import type { Problem } from "./fields.js";
+
+// The parts several kinds' declarations share: text limits, the social
+// user and tweet shapes (influencers, tweets), a token's attribute, a
+// listing's status, and their RPC forms.
+
+/**
+ * The longest text each field takes, in characters (UTF-16 code units):
+ * generous for what the field holds (a tweet of a paying account runs to
+ * 25,000), so that no record can make every read of it megabytes long
+ * (docs/limits.md, "Ingest and import records").
+ */
+export const TEXT_LIMITS = {
+  id: 64,
+  handle: 64,
+  name: 256,
+  location: 256,
+  description: 1024,
+  source: 1024,
+  tweet: 25_000,
+  lang: 16,
+  traitType: 256,
+  traitValue: 1024,
+  displayType: 64,
+} as const;
+
+/** Attributes of one token at most. */
+export const MAX_ATTRIBUTES = 1000;
+
+export const socialUser = f.object({
+  id: f.nonEmpty(TEXT_LIMITS.id),
+  screenName: f.text(TEXT_LIMITS.handle),
+  profileImageUrl: f.url,
+  description: f.text(TEXT_LIMITS.description),
+  name: f.text(TEXT_LIMITS.name),
+  location: f.text(TEXT_LIMITS.location),
+  followersCount: f.count,
+  verified: f.bool,
+  statusesCount: f.count,
+  favouritesCount: f.count,
+  protected: f.bool,
+});
+
+export const tweetFields = {
+  id: f.nonEmpty(TEXT_LIMITS.id),
+  user: f.nested(socialUser),
+  source: f.text(TEXT_LIMITS.source),
+  text: f.text(TEXT_LIMITS.tweet),
+  retweetCount: f.count,
+  favoriteCount: f.count,
+  possiblySensitive: f.bool,
+  lang: f.text(TEXT_LIMITS.lang),
+  createdAt: f.twitterTime,
+  date: f.isoMillis,
+  originalId: f.text(TEXT_LIMITS.id),
+  originalText: f.text(TEXT_LIMITS.tweet),
+  originalTweet: f.bool,
+  interaction: f.count,
+};
+
+interface TweetShape {
+  retweetCount: number;
+  favoriteCount: number;
+  interaction: number;
+}
+
+export function interactionRule(t: TweetShape, problems: Problem[], path = ""): void {
+  if (t.interaction !== t.retweetCount + t.favoriteCount) {
+    problems.push({
+      field: `${path}interaction`,
+      reason: `must equal retweetCount + favoriteCount (${t.retweetCount + t.favoriteCount}), got ${t.interaction}`,
+    });
+  }
+}
+
+// A retweeted post is a tweet record itself (without contractAddress); it is
+// stored as its JSON text.
+export const retweet: f.Check<string | null> = (v) => {
+  if (v === null) return null;
+  const problems: Problem[] = [];
+  const parsed = retweetRecord(v, problems);
+  if (parsed) interactionRule(parsed, problems);
+  if (problems.length > 0 || !parsed) throw new f.NestedProblems(problems);
+  return JSON.stringify(v);
+};
+const retweetRecord = f.object({ ...tweetFields, retweetedStatus: (v: unknown) => retweet(v) });
+
+export const traitValue = f.text(TEXT_LIMITS.traitValue);
+
+export const attribute = f.object(
+  {
+    trait_type: f.text(TEXT_LIMITS.traitType),
+    value: (v: unknown) => {
+      if (typeof v === "string") return traitValue(v);
+      if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "boolean") return v;
+      throw new f.FieldError(`must be a string, number or boolean, got ${f.show(v)}`);
+    },
+    display_type: f.text(TEXT_LIMITS.displayType),
+  },
+  { display_type: "" },
+);
+
+/** A listing's or an offer's record: updated no earlier than created. */
+export function updatedAfterCreated(r: { createdAt: number; lastUpdatedAt: number }, problems: Problem[]): void {
+  if (r.lastUpdatedAt < r.createdAt) {
+    problems.push({ field: "lastUpdatedAt", reason: `must not be before createdAt (${r.createdAt}), got ${r.lastUpdatedAt}` });
+  }
+}
+
+/** A listing status of an RPC record as the API writes it ("CREATED"); unspecified or unknown stays a number, refused by the checker. */
+export function statusOf(s: ListingStatus): string | number {
+  return s === ListingStatus.UNSPECIFIED ? s : (ListingStatus[s] ?? s);
+}
+
+/** A social user of an RPC record as its JSON (absent: null, refused by the checker). */
+export function userOf(u: SocialUser | undefined): Record<string, unknown> | null {
+  return u === undefined
+    ? null
+    : {
+        id: u.id,
+        screenName: u.screenName,
+        profileImageUrl: u.profileImageUrl,
+        description: u.description,
+        name: u.name,
+        location: u.location,
+        followersCount: int(u.followersCount),
+        verified: u.verified,
+        statusesCount: int(u.statusesCount),
+        favouritesCount: int(u.favouritesCount),
+        protected: u.protected,
+      };
+}
+
+/** A tweet of an RPC record as its JSON, its retweet nested. */
+export function tweetOf(t: Tweet): Record<string, unknown> {
+  return {
+    id: t.id,
+    user: userOf(t.user),
+    source: t.source,
+    text: t.text,
+    retweetCount: int(t.retweetCount),
+    favoriteCount: int(t.favoriteCount),
+    possiblySensitive: t.possiblySensitive,
+    lang: t.lang,
+    retweetedStatus: t.retweetedStatus === undefined ? null : tweetOf(t.retweetedStatus),
+    createdAt: t.createdAt,
+    date: t.date,
+    originalId: t.originalId,
+    originalText: t.originalText,
+    originalTweet: t.originalTweet,
+    interaction: int(t.interaction),
+  };
+}

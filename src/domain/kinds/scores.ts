@@ -1,0 +1,30 @@
+import type { CollectionScore } from "../../../gen/marketdata/v1/resources_pb.js";
+import { declareKind } from "./declaration.js";
+import * as f from "./fields.js";
+import { TEXT_LIMITS } from "./parts.js";
+
+/** A record's fields and their checks. */
+const shape = f.object({
+  name: f.text(TEXT_LIMITS.name),
+  contractAddress: f.address,
+  hype: f.finite,
+  gains: f.finite,
+  community: f.finite,
+  total: f.finite,
+});
+
+/** A collection's scores (hype, gains, community); its name, when given, names the collection. */
+export const scores = declareKind({
+  name: "scores",
+  shape,
+  fromMessage: (r: CollectionScore) => ({
+    name: r.name,
+    contractAddress: r.contractAddress,
+    hype: r.hype,
+    gains: r.gains,
+    community: r.community,
+    total: r.total,
+  }),
+  naturalKey: ["contractAddress"],
+  moves: ["collection-names"],
+});

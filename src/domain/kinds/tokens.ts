@@ -1,0 +1,36 @@
+import type { TokenAttribute, TokenRecord } from "../../../gen/marketdata/v1/ingest_service_pb.js";
+import { declareKind } from "./declaration.js";
+import * as f from "./fields.js";
+import { attribute, MAX_ATTRIBUTES } from "./parts.js";
+
+const attributeOf = (a: TokenAttribute) => ({
+  trait_type: a.traitType,
+  // A missing value is refused by the checker (null is not a string, number or boolean).
+  value: a.value.case === undefined ? null : a.value.value,
+  display_type: a.displayType,
+});
+
+/** A record's fields and their checks. */
+const shape = f.object(
+  {
+    contractAddress: f.address,
+    assetId: f.uint256,
+    currentOwner: f.ownerAddress,
+    attributes: f.arrayOf(attribute, MAX_ATTRIBUTES),
+  },
+  { currentOwner: "" },
+);
+
+/** A token: its attributes and the owner its record names (until a sale or transfer moves it). */
+export const tokens = declareKind({
+  name: "tokens",
+  shape,
+  fromMessage: (r: TokenRecord) => ({
+    contractAddress: r.contractAddress,
+    assetId: r.assetId,
+    currentOwner: r.currentOwner,
+    attributes: r.attributes.map(attributeOf),
+  }),
+  naturalKey: ["contractAddress", "assetId"],
+  moves: ["owners", "traits", "asks", "rarity-inputs"],
+});

@@ -1,0 +1,297 @@
+import type pg from "pg";
+import type { Kind } from "../../domain/kinds/index.js";
+import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
+import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { listingMoved } from "../shared/conflicts.js";
+import type { ImportRecord } from "../ports/writes.js";
+import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
+import { ensureTokens, ownersFound } from "./ownership.js";
+import {
+  type BulkKind, bulkKind, bytes, col, counted, KNOW_MARKETPLACES, type KindSpec, LISTINGS_LOCK, REGISTER_COLLECTIONS, type StageColumn, TOKENS_LOCK,
+  upsertSql, withCollection,
+} from "./record-writes.js";
+import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
+import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
+
+// Each record kind's writes on PostgreSQL (the kinds are declared in
+// domain/kinds; sqlite/kind-writes.ts is the same table there): its staging
+// columns, a checked record's values, and the statements that merge the
+// stage (record-writes.ts builds them). Ingest (group commit) and import
+// both write through this table.
+
+/** The tokens the stage names (its address and asset_id). */
+const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM stage st JOIN collections c ON c.address = st.address";
+
+/**
+ * After sales or transfers: the owners of their tokens, and the listings
+ * of those tokens that can no longer be filled (listing-history.ts). The
+ * staged tokens are found once (a DISTINCT over the whole stage: half a
+ * second for 270,000 sales, when each statement found them again).
+ */
+const TOKENS_FOUND = "SELECT collection_id, asset_id FROM staged_tokens";
+const MOVES_OF_STAGED_TOKENS = [
+  // Kept by the connection once made (emptied at each commit): making and dropping it cost each small write transaction.
+  "CREATE TEMP TABLE IF NOT EXISTS staged_tokens (collection_id integer NOT NULL, asset_id numeric NOT NULL) ON COMMIT DELETE ROWS",
+  "TRUNCATE staged_tokens",
+  `INSERT INTO staged_tokens ${STAGED_TOKENS}`,
+  `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
+  // A token row made here takes its ask from the listings (token-market.ts): none may commit meanwhile.
+  `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`,
+  ensureTokens(TOKENS_FOUND),
+  ownersFound(TOKENS_FOUND),
+  ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
+];
+
+/**
+ * The first staged listing that names a listing under another collection
+ * than the one holding it: in the table, or in an earlier line of the stage
+ * (as SQLite, writing line by line, finds it).
+ */
+const movedRecord = (table: "listings" | "offers") => `WITH moved AS (
+    SELECT st.line, st.marketplace, st.marketplace_id, o.address AS held, st.address AS named
+    FROM stage st JOIN ${table} l ON l.marketplace = st.marketplace AND l.marketplace_id = st.marketplace_id
+    JOIN collections o ON o.id = l.collection_id WHERE o.address <> st.address
+    UNION ALL
+    SELECT line, marketplace, marketplace_id, held, address FROM (
+      SELECT line, marketplace, marketplace_id, address,
+        first_value(address) OVER (PARTITION BY marketplace, marketplace_id ORDER BY line) AS held FROM stage) s
+    WHERE address <> held)
+  SELECT marketplace, marketplace_id, held, named FROM moved ORDER BY line LIMIT 1`;
+
+/** Refuses a stage of listings (or offers) that names one under another collection than the one holding it. */
+const refuseMoved = (table: "listings" | "offers") => async (client: pg.PoolClient): Promise<void> => {
+  const moved = (await client.query<{ marketplace: string; marketplace_id: string; held: string; named: string }>(movedRecord(table))).rows[0];
+  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named, table === "offers" ? "offer" : "listing");
+};
+
+const USER_STAGE = [
+  col("user_id"), col("screen_name"), col("profile_image_url"), col("description"), col("user_name"), col("location"),
+  col("followers_count", "bigint"), col("verified", "boolean"), col("statuses_count", "bigint"),
+  col("favourites_count", "bigint"), col("protected", "boolean"), col("user_wire_json"), col("user_wire_pb", "bytea"),
+];
+
+/** The ready answer of a row (domain/wire/fragments.ts): its columns staged, as the stage's last. */
+const WIRE_STAGE = (...names: string[]) => names.map((n) => col(n, n === "wire_pb" ? "bytea" : "text"));
+
+/** A checked tweets record as the domain's row (its retweet is JSON text already: domain/kinds/parts.ts). */
+function tweetRowOf(r: Record<string, unknown>): TweetRow {
+  return { ...(r as unknown as TweetRow), retweetedStatusJson: (r.retweetedStatus as string | null | undefined) ?? null };
+}
+
+function userRow(u: Record<string, unknown>): unknown[] {
+  const wire = socialUserFragments(u as unknown as SocialUserRow);
+  return [u.id, u.screenName, u.profileImageUrl, u.description, u.name, u.location, u.followersCount, u.verified,
+    u.statusesCount, u.favouritesCount, u.protected, wire.json, wire.binary];
+}
+
+const UPSERT_USERS = upsertSql(
+  "social_users",
+  ["id"],
+  ["screen_name", "profile_image_url", "description", "name", "location", "followers_count", "verified", "statuses_count", "favourites_count", "protected",
+    "wire_json", "wire_pb"],
+  `SELECT user_id AS id, screen_name, profile_image_url, description, user_name AS name, location, followers_count,
+     verified, statuses_count, favourites_count, protected, user_wire_json AS wire_json, user_wire_pb AS wire_pb, line FROM stage`,
+);
+
+/** Each staged sale's key and values as the merge will write them: the last line of each key. */
+const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
+    st.marketplace, st.timestamp, st.block, st.price
+  FROM stage st JOIN collections c ON c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
+
+const BUILT_IN: Record<Kind, KindSpec> = {
+  collections: {
+    stage: [col("address"), col("name")],
+    row: (r) => [r.contractAddress, r.name],
+    before: [],
+    counted: counted("collections", ["address"], ["name"], "SELECT address, name, line FROM stage"),
+    tables: ["collections"],
+  },
+  tokens: {
+    stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
+    row: (r) => [r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
+    // A new token row takes its ask from the listings (token-market.ts): none may commit meanwhile.
+    before: [REGISTER_COLLECTIONS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`],
+    // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
+    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded"],
+        withCollection("c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded")),
+    after: [ownersFound(STAGED_TOKENS)],
+    tables: ["collections", "tokens", "token_owners", "collection_holdings", "token_traits", "trait_values"],
+    serialized: true,
+    lock: TOKENS_LOCK,
+  },
+  appraisals: {
+    stage: [col("address"), col("asset_id", "numeric"), col("fair_market_value", "numeric"), col("confidence")],
+    row: (r) => [r.contractAddress, r.assetId, r.fairMarketValue, r.confidence],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("appraisals", ["collection_id", "asset_id"], ["fair_market_value", "confidence", "source"],
+        withCollection("c.id AS collection_id, st.asset_id, st.fair_market_value, st.confidence, 'imported' AS source")),
+    tables: ["collections", "appraisals"],
+  },
+  rarity: {
+    stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("rarity_score", "float8"),
+      col("statistical_rarity", "float8"), col("rarity_rank", "integer")],
+    row: (r) => [r.contractAddress, r.assetId, r.currentOwner, r.rarityScore, r.statisticalRarity, r.rarityRank],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("rarity", ["collection_id", "asset_id"], ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
+        withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.rarity_score, st.statistical_rarity, st.rarity_rank, 'imported' AS source")),
+    tables: ["collections", "rarity"],
+  },
+  sales: {
+    stage: [col("hash"), col("seller"), col("buyer"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
+      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), ...WIRE_STAGE("wire_json")],
+    // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
+    row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
+      saleJson(r as unknown as SaleRow)],
+    before: [
+      REGISTER_COLLECTIONS,
+      ...hourDeltasSql(LATEST_SALES),
+      ...seriesMarksSql(LATEST_SALES),
+    ],
+    counted: counted("sales", ["hash", "collection_id", "asset_id"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "wire_json"],
+        withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
+          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, st.wire_json`),
+        "collection_id, timestamp DESC, block DESC", true),
+    after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
+    afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
+    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+    serialized: true,
+  },
+  listings: {
+    stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
+      col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+    row: (r) => {
+      const wire = listingFragments(r as unknown as ListingRow);
+      return [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
+        wire.jsonHead, wire.jsonMiddle, wire.binary];
+    },
+    before: [REGISTER_COLLECTIONS],
+    // What the records said; the answer (status, last_updated_at) follows it
+    // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
+    counted: counted("listings", ["marketplace", "marketplace_id"],
+        ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
+        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
+          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.wire_json_head, st.wire_json_middle, st.wire_pb`),
+        undefined, true),
+    after: KEEP_LISTING_HISTORY,
+    afterward: [KNOW_MARKETPLACES],
+    check: refuseMoved("listings"),
+    tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits"],
+    serialized: true,
+    lock: LISTINGS_LOCK,
+  },
+  transfers: {
+    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("address"), col("asset_id", "numeric"),
+      col("timestamp", "bigint"), col("block", "bigint")],
+    row: (r) => [r.hash, r.logIndex, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block"],
+        withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
+          ${bytes("recipient")} AS recipient, st.timestamp, st.block`),
+        undefined, true),
+    afterward: MOVES_OF_STAGED_TOKENS,
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+    serialized: true,
+    lock: TOKENS_LOCK,
+  },
+  offers: {
+    stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
+      col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status")],
+    row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
+      r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted("offers", ["marketplace", "marketplace_id"],
+        ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
+        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
+          st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status`),
+        undefined, true),
+    afterward: [KNOW_MARKETPLACES],
+    check: refuseMoved("offers"),
+    tables: ["collections", "offers"],
+    serialized: true,
+    lock: LISTINGS_LOCK,
+  },
+  influencers: {
+    stage: [col("address"), ...USER_STAGE, col("score", "float8"), ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
+    row: (r) => {
+      const wire = influencerFragments({ score: r.score as number });
+      return [r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score, wire.jsonHead, wire.jsonTail, wire.binary];
+    },
+    before: [REGISTER_COLLECTIONS, UPSERT_USERS],
+    counted: counted("influencers", ["collection_id", "user_id"], ["score", "wire_json_head", "wire_json_tail", "wire_pb"],
+        withCollection("c.id AS collection_id, st.user_id, st.score, st.wire_json_head, st.wire_json_tail, st.wire_pb")),
+    sharedCounts: 1,
+    tables: ["collections", "social_users", "influencers"],
+  },
+  tweets: {
+    stage: [col("address"), col("id"), ...USER_STAGE, col("source"), col("text"), col("retweet_count", "bigint"),
+      col("favorite_count", "bigint"), col("possibly_sensitive", "boolean"), col("lang"), col("retweeted_status", "jsonb"),
+      col("created_at"), col("date"), col("original_id"), col("original_text"), col("original_tweet", "boolean"), col("interaction", "bigint"),
+      ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
+    row: (r) => {
+      const wire = tweetFragments(tweetRowOf(r));
+      return [r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
+        r.favoriteCount, r.possiblySensitive, r.lang, r.retweetedStatus ?? null, r.createdAt, r.date, r.originalId, r.originalText,
+        r.originalTweet, r.interaction, wire.jsonHead, wire.jsonTail, wire.binary];
+    },
+    before: [REGISTER_COLLECTIONS, UPSERT_USERS],
+    counted: counted("tweets", ["collection_id", "id"],
+        ["user_id", "source", "text", "retweet_count", "favorite_count", "possibly_sensitive", "lang", "retweeted_status",
+          "created_at", "date", "original_id", "original_text", "original_tweet", "interaction", "wire_json_head", "wire_json_tail", "wire_pb"],
+        withCollection(`c.id AS collection_id, st.id, st.user_id, st.source, st.text, st.retweet_count, st.favorite_count,
+          st.possibly_sensitive, st.lang, st.retweeted_status, st.created_at, st.date, st.original_id, st.original_text,
+          st.original_tweet, st.interaction, st.wire_json_head, st.wire_json_tail, st.wire_pb`)),
+    sharedCounts: 1,
+    tables: ["collections", "social_users", "tweets"],
+  },
+  scores: {
+    stage: [col("name"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
+    row: (r) => [r.name, r.contractAddress, r.hype, r.gains, r.community, r.total],
+    before: [
+      // A score's name names its collection (an empty name leaves it as it is).
+      upsertSql("collections", ["address"], ["name"], "SELECT address, name, line FROM stage WHERE name <> ''"),
+      REGISTER_COLLECTIONS,
+    ],
+    counted: counted("scores", ["collection_id"], ["hype", "gains", "community", "total"],
+        withCollection("c.id AS collection_id, st.hype, st.gains, st.community, st.total")),
+    tables: ["collections", "scores"],
+  },
+};
+
+const REGISTRY = new Map<string, BulkKind>(Object.entries(BUILT_IN).map(([k, spec]) => [k, bulkKind(spec)]));
+
+export function kindWrites(kind: Kind): BulkKind {
+  const w = REGISTRY.get(kind);
+  if (w === undefined) throw new Error(`PostgreSQL has no writes for the record kind ${JSON.stringify(kind)}`);
+  return w;
+}
+
+/**
+ * The writes of a kind whose records are rows of one table keyed under a
+ * collection and nothing more: its staged columns (after the contract's
+ * address, staged as `address`), a record's values, and its key and value
+ * columns as the stage gives them (`c.id AS collection_id` names the collection).
+ */
+export function tableWrites(spec: {
+  table: string;
+  stage: readonly StageColumn[];
+  row(record: ImportRecord): unknown[];
+  key: readonly string[];
+  values: readonly string[];
+  select: string;
+}): BulkKind {
+  return bulkKind({
+    stage: [col("address"), ...spec.stage],
+    row: (r) => [r.contractAddress, ...spec.row(r)],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted(spec.table, spec.key, spec.values, withCollection(spec.select)),
+    tables: ["collections", spec.table],
+  });
+}
+
+/** Adds a kind's writes beside the built-in ones until the returned function is called (domain/kinds registerKind). */
+export function registerPgKind(kind: string, writes: BulkKind): () => void {
+  if (REGISTRY.has(kind)) throw new Error(`PostgreSQL has writes for the record kind ${kind} already`);
+  REGISTRY.set(kind, writes);
+  return () => REGISTRY.delete(kind);
+}
