@@ -61,7 +61,7 @@ export interface KindDeclaration<Name extends string = string, Checked = unknown
   readonly name: Name;
   /** One record's field checks: its stored form, or undefined with `problems` filled in (fields.ts object()). */
   readonly shape: (value: unknown, problems: Problem[]) => Checked | undefined;
-  /** Rules across fields, checked once every field passed. */
+  /** Rules across fields, checked once every field passed (typed by the shape, not inferred from the rules). */
   readonly rules?: (record: NoInfer<Checked>, problems: Problem[], ctx: CheckContext) => void;
   /** An ingest RPC's record as the import line's JSON value: one checker rules on both. */
   readonly fromMessage: (record: Rpc) => Record<string, unknown>;

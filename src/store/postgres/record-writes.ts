@@ -14,6 +14,8 @@ export interface StageColumn {
 
 export interface BulkKind {
   stage: readonly StageColumn[];
+  /** The natural key's columns of the table the kind's rows are counted in (the declaration's naturalKey). */
+  key: readonly string[];
   /** A checked record's values, in stage column order (line excluded). */
   row(record: Record<string, unknown>): unknown[];
   /** Statements run after COPY, in order; `counts` is the one whose result row counts the kind's rows. */
@@ -49,15 +51,15 @@ export interface BulkKind {
 }
 
 /** A kind as kind-writes.ts writes it: the statements around the one that counts its rows. */
-export type KindSpec = Omit<BulkKind, "statements" | "counts" | "classify"> & {
+export type KindSpec = Omit<BulkKind, "statements" | "counts" | "classify" | "key"> & {
   before: readonly string[];
-  counted: { sql: string; classify: string };
+  counted: { sql: string; classify: string; key: readonly string[] };
   after?: readonly string[];
 };
 
 /** A kind's spec as the importer runs it. */
 export function bulkKind({ before, counted, after = [], ...rest }: KindSpec): BulkKind {
-  return { ...rest, statements: [...before, counted.sql, ...after], counts: before.length, classify: counted.classify };
+  return { ...rest, statements: [...before, counted.sql, ...after], counts: before.length, classify: counted.classify, key: counted.key };
 }
 
 /** The advisory lock of the writes that keep aggregates (BulkKind.serialized), held to the end of their transaction. */
@@ -146,9 +148,9 @@ export function classifySql(table: string, key: readonly string[], values: reado
 }
 
 /** The upsert a kind counts its rows by, and its count per batch (upsertSql, classifySql). */
-export function counted(...args: Parameters<typeof upsertSql>): { sql: string; classify: string } {
+export function counted(...args: Parameters<typeof upsertSql>): { sql: string; classify: string; key: readonly string[] } {
   const [table, key, values, source] = args;
-  return { sql: upsertSql(...args), classify: classifySql(table, key, values, source) };
+  return { sql: upsertSql(...args), classify: classifySql(table, key, values, source), key };
 }
 
 export const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;

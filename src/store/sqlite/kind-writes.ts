@@ -10,6 +10,8 @@ import { type Columns, TABLES, type TableSpec, type TweetRecord, type UpsertResu
 export interface SqliteKindWrites {
   /** The table the kind's records fill (an import's bulk mode drops and rebuilds its indexes). */
   readonly table: string;
+  /** Its natural key's columns (the declaration's naturalKey). */
+  readonly key: readonly string[];
   /** Upserts one checked record (its declaration's shape) by natural key. */
   write(store: WriteStore, record: ImportRecord): UpsertResult;
 }
@@ -17,24 +19,26 @@ export interface SqliteKindWrites {
 // The records were checked against their kinds' shapes (domain/kinds).
 const as = <T>(r: ImportRecord) => r as unknown as T;
 
+const at = (spec: TableSpec) => ({ table: spec.table, key: spec.key });
+
 const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
-  collections: { table: TABLES.collection.table, write: (s, r) => s.upsertCollection(as(r)) },
-  tokens: { table: TABLES.token.table, write: (s, r) => s.upsertToken(as(r)) },
-  appraisals: { table: TABLES.appraisal.table, write: (s, r) => s.upsertAppraisal(as(r)) },
-  rarity: { table: TABLES.rarity.table, write: (s, r) => s.upsertRarity(as(r)) },
-  sales: { table: TABLES.sale.table, write: (s, r) => s.upsertSale(as(r)) },
-  listings: { table: TABLES.listing.table, write: (s, r) => s.upsertListing(as(r)) },
-  transfers: { table: TABLES.transfer.table, write: (s, r) => s.upsertTransfer(as(r)) },
-  offers: { table: TABLES.offer.table, write: (s, r) => s.upsertOffer(as(r)) },
-  influencers: { table: TABLES.influencer.table, write: (s, r) => s.upsertInfluencer(as(r)) },
+  collections: { ...at(TABLES.collection), write: (s, r) => s.upsertCollection(as(r)) },
+  tokens: { ...at(TABLES.token), write: (s, r) => s.upsertToken(as(r)) },
+  appraisals: { ...at(TABLES.appraisal), write: (s, r) => s.upsertAppraisal(as(r)) },
+  rarity: { ...at(TABLES.rarity), write: (s, r) => s.upsertRarity(as(r)) },
+  sales: { ...at(TABLES.sale), write: (s, r) => s.upsertSale(as(r)) },
+  listings: { ...at(TABLES.listing), write: (s, r) => s.upsertListing(as(r)) },
+  transfers: { ...at(TABLES.transfer), write: (s, r) => s.upsertTransfer(as(r)) },
+  offers: { ...at(TABLES.offer), write: (s, r) => s.upsertOffer(as(r)) },
+  influencers: { ...at(TABLES.influencer), write: (s, r) => s.upsertInfluencer(as(r)) },
   tweets: {
-    table: TABLES.tweet.table,
+    ...at(TABLES.tweet),
     write: (s, r) => {
       const { retweetedStatus, ...rest } = r;
       return s.upsertTweet(as<TweetRecord>({ ...rest, retweetedStatusJson: retweetedStatus }));
     },
   },
-  scores: { table: TABLES.score.table, write: (s, r) => s.upsertScore(as(r)) },
+  scores: { ...at(TABLES.score), write: (s, r) => s.upsertScore(as(r)) },
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));
@@ -51,7 +55,7 @@ export function kindWrites(kind: Kind): SqliteKindWrites {
  * id: store.collectionId(address)).
  */
 export function tableWrites(spec: TableSpec, columns: (record: ImportRecord, store: WriteStore) => Columns): SqliteKindWrites {
-  return { table: spec.table, write: (s, r) => s.upsertRow(spec, columns(r, s)) };
+  return { ...at(spec), write: (s, r) => s.upsertRow(spec, columns(r, s)) };
 }
 
 /** Adds a kind's writes beside the built-in ones until the returned function is called (domain/kinds registerKind). */
