@@ -90,6 +90,13 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/domain/|^src/store/ports/|^src/store/shared/" },
     },
     {
+      name: "the-domain-is-the-floor",
+      comment: "The domain (row types, formats, wire forms, the record kinds' declarations) is read by every layer, the store's engines included: it imports nothing of the code but itself (and the generated messages), so a declaration never pulls a layer in beneath the store.",
+      severity: "error",
+      from: { path: "^src/domain/" },
+      to: { path: "^src/", pathNot: "^src/domain/" },
+    },
+    {
       name: "config-is-a-leaf",
       comment: "The settings table and the configuration built from it are read by every layer (defaults, the validated config): they import nothing of the code but the domain, so any layer may take them without a cycle or an arrow up.",
       severity: "error",

@@ -286,7 +286,9 @@ export async function compare(
 ): Promise<Record<string, { rps: number; p99: number; bad: number; eldP99Ms: number; cpuUs: number }>> {
   const runs: Record<string, (Run & { eldP99Ms: number; cpuUs: number })[]> = {};
   for (let r = 0; r < o.rounds; r++) {
-    for (const { name, target, paths } of targets) {
+    // Each round in the other order (ABBA...): the one measured second after a
+    // round of load (sockets in TIME_WAIT, a busier kernel) is not always the same.
+    for (const { name, target, paths } of r % 2 === 0 ? targets : [...targets].reverse()) {
       await target.reset();
       const before = cpuMs(target.pid);
       const run = await load(target.url, paths, key, o);

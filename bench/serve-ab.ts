@@ -34,7 +34,9 @@ for (const part of opts.parts.split(",")) {
   const cacheMb = part === "hot" ? 64 : 0;
   const before = await startCli(opts.baselineStore ?? db, 1, cacheMb, ["--rate-limit", "0"], baselineBin);
   const after = await startCli(db, 1, cacheMb, ["--rate-limit", "0"]);
+  // The cold lists are read through both servers alike (reading them warms the one asked).
   const cold = part === "cold" ? await coldRequests(after.url, key, cs) : {};
+  if (part === "cold") await coldRequests(before.url, key, cs);
   log(`\n## ${opts.store} store, ${part}: baseline (${opts.baseline}) against this build (${LOAD.rounds} alternating rounds of ${LOAD.seconds} s, medians)\n`);
   log("| endpoint | before req/s | after req/s | after/before | CPU µs/req before | after | after/before |");
   log("|---|---|---|---|---|---|---|");

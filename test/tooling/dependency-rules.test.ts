@@ -44,6 +44,7 @@ describe("dependency rules", () => {
         "client-package-ships-alone: packages/client/src/leak.ts -> src/transport/entry.ts",
         "the-lab-is-on-top: src/service/lab.ts -> bench/harness.ts",
         "config-is-a-leaf: src/config/reach.ts -> src/service/ping.ts",
+        "the-domain-is-the-floor: src/domain/kinds/reach.ts -> src/service/ping.ts",
         "transport-layers-flow-down: src/transport/policy/up.ts -> src/transport/entry.ts",
         "services-composed-on-top: src/service/webhooks/runtime.ts -> src/service/services.ts",
         "composition-roots-open-the-store: src/service/opener.ts -> src/store/open.ts",
