@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { declarationOf, handlerFor, type Kind } from "../domain/kinds/index.js";
+import { handlerFor, importLine, type Kind } from "../domain/kinds/index.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
 import { describeProblems, type Problem } from "../domain/kinds/fields.js";
@@ -101,8 +101,8 @@ export class Ingest {
   records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1): Promise<IngestResult> {
     tooLarge(records.length);
     // As its import line (the kind's declaration): one checker rules on both.
-    const { fromMessage } = declarationOf(kind);
-    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: fromMessage(r as never) })), skipInvalid);
+    const line = importLine(kind);
+    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: line(r) })), skipInvalid);
   }
 }
 

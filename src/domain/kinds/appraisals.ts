@@ -1,4 +1,3 @@
-import type { Appraisal } from "../../../gen/marketdata/v1/resources_pb.js";
 import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 
@@ -15,13 +14,6 @@ const shape = f.object({
 export const appraisals = declareKind({
   name: "appraisals",
   shape,
-  fromMessage: (r: Appraisal) => ({
-    contractAddress: r.contractAddress,
-    assetId: r.assetId,
-    fairMarketValue: r.fairMarketValue,
-    confidence: r.confidence,
-    currency: r.currency,
-  }),
   naturalKey: ["contractAddress", "assetId"],
   moves: [],
 });

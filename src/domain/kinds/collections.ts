@@ -1,4 +1,3 @@
-import type { CollectionRecord } from "../../../gen/marketdata/v1/ingest_service_pb.js";
 import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 import { TEXT_LIMITS } from "./parts.js";
@@ -10,7 +9,6 @@ const shape = f.object({ contractAddress: f.address, name: f.text(TEXT_LIMITS.na
 export const collections = declareKind({
   name: "collections",
   shape,
-  fromMessage: (r: CollectionRecord) => ({ contractAddress: r.contractAddress, name: r.name }),
   naturalKey: ["contractAddress"],
   moves: ["collection-names"],
 });

@@ -1,5 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
-import { type Problem, TOO_DEEP, tooDeep } from "./fields.js";
+import { type ObjectCheck, type Problem, TOO_DEEP, tooDeep } from "./fields.js";
 
 // What a record kind is, said once (docs/architecture.md, "A record kind"):
 // its name, the shape its records are checked against (an import line and
@@ -60,11 +60,15 @@ export interface KindDeclaration<Name extends string = string, Checked = unknown
   /** `marketdata import NAME`, the ingest API's kind. */
   readonly name: Name;
   /** One record's field checks: its stored form, or undefined with `problems` filled in (fields.ts object()). */
-  readonly shape: (value: unknown, problems: Problem[]) => Checked | undefined;
+  readonly shape: ObjectCheck<Checked>;
   /** Rules across fields, checked once every field passed (typed by the shape, not inferred from the rules). */
   readonly rules?: (record: NoInfer<Checked>, problems: Problem[], ctx: CheckContext) => void;
-  /** An ingest RPC's record as the import line's JSON value: one checker rules on both. */
-  readonly fromMessage: (record: Rpc) => Record<string, unknown>;
+  /**
+   * An ingest RPC's record as the import line's JSON value: one checker rules
+   * on both. Absent: the shape's fields taken by name from the message, an
+   * int64 as a number (sameFields).
+   */
+  readonly fromMessage?: (record: Rpc) => Record<string, unknown>;
   /** decisions.md's natural key: the fields naming one record (a later record of the same key replaces it). */
   readonly naturalKey: readonly string[];
   /** The aggregates its writes move. */
@@ -111,6 +115,21 @@ export function notAhead(field: string, time: number, ctx: CheckContext, problem
       reason: `must not be later than this server's clock allows (${ctx.latestTime}: now plus the allowed clock skew, --max-clock-skew), got ${time}`,
     });
   }
+}
+
+/** An RPC record as its import line when its message's fields are the shape's, by name (an int64 as int() gives it). */
+export function importLineOf(declaration: AnyKindDeclaration): (record: unknown) => Record<string, unknown> {
+  if (declaration.fromMessage !== undefined) return declaration.fromMessage;
+  const { fields } = declaration.shape;
+  return (record) => {
+    const m = record as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const name of fields) {
+      const v = m[name];
+      out[name] = typeof v === "bigint" ? int(v) : v;
+    }
+    return out;
+  };
 }
 
 /** An int64 of an RPC record as a JSON number when it is one exactly; otherwise its digits, which the checker refuses by name. */

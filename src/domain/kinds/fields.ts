@@ -181,17 +181,17 @@ export interface Problem {
   reason: string;
 }
 
+/** An object's check, and the names of the fields it takes (in the shape's order). */
+export type ObjectCheck<T> = ((value: unknown, problems: Problem[], path?: string) => T | undefined) & { readonly fields: readonly string[] };
+
 /**
  * Checks an object against a shape: every field present (unless listed in
  * `optional`, which then takes `defaults`), no unknown fields. Field paths of
  * nested checks are prefixed with the parent field.
  */
-export function object<S extends Shape>(
-  shape: S,
-  optional: Partial<Parsed<S>> = {},
-): (value: unknown, problems: Problem[], path?: string) => Parsed<S> | undefined {
+export function object<S extends Shape>(shape: S, optional: Partial<Parsed<S>> = {}): ObjectCheck<Parsed<S>> {
   const names = Object.keys(shape);
-  return (value, problems, path = "") => {
+  const check = (value: unknown, problems: Problem[], path = ""): Parsed<S> | undefined => {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       problems.push({ field: path || "record", reason: `must be a JSON object, got ${show(value)}` });
       return undefined;
@@ -225,6 +225,7 @@ export function object<S extends Shape>(
     }
     return problems.length === before ? (out as Parsed<S>) : undefined;
   };
+  return Object.assign(check, { fields: names });
 }
 
 /** Problems of a nested object or array, carried up through a field check. */

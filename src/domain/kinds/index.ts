@@ -1,6 +1,6 @@
 import { appraisals } from "./appraisals.js";
 import { collections } from "./collections.js";
-import { type Aggregate, type AnyKindDeclaration, type CheckContext, type FeedDeclaration, type RecordCheck, recordCheck } from "./declaration.js";
+import { type Aggregate, type AnyKindDeclaration, type CheckContext, type FeedDeclaration, importLineOf, type RecordCheck, recordCheck } from "./declaration.js";
 import { influencers } from "./influencers.js";
 import { listings } from "./listings.js";
 import { offers } from "./offers.js";
@@ -53,6 +53,11 @@ export function registerKind(declaration: AnyKindDeclaration): () => void {
 /** The checker of one record of `kind` (the import's lines and the ingest API's records alike). */
 export function handlerFor(kind: Kind, ctx: CheckContext): { check: RecordCheck } {
   return { check: recordCheck(declarationOf(kind), ctx) };
+}
+
+/** How an ingest RPC's record of `kind` becomes its import line (the declaration's fromMessage, or the shape's fields by name). */
+export function importLine(kind: Kind): (record: unknown) => Record<string, unknown> {
+  return importLineOf(declarationOf(kind));
 }
 
 /** Whether writes of `kind` move `aggregate`. */

@@ -1,5 +1,4 @@
-import type { AssetRarity } from "../../../gen/marketdata/v1/resources_pb.js";
-import { declareKind, int } from "./declaration.js";
+import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** A record's fields and their checks. */
@@ -16,14 +15,6 @@ const shape = f.object({
 export const rarity = declareKind({
   name: "rarity",
   shape,
-  fromMessage: (r: AssetRarity) => ({
-    contractAddress: r.contractAddress,
-    assetId: r.assetId,
-    currentOwner: r.currentOwner,
-    rarityScore: r.rarityScore,
-    statisticalRarity: r.statisticalRarity,
-    rarityRank: int(r.rarityRank),
-  }),
   naturalKey: ["contractAddress", "assetId"],
   moves: [],
 });

@@ -1,8 +1,7 @@
-import type { Sale } from "../../../gen/marketdata/v1/resources_pb.js";
 import { compareDecimal } from "../formats.js";
 import type { SaleRow } from "../rows.js";
 import { toSale } from "../wire/messages.js";
-import { declareKind, int, notAhead } from "./declaration.js";
+import { declareKind, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** A record's fields and their checks. */
@@ -30,19 +29,6 @@ export const sales = declareKind({
     }
     notAhead("timestamp", r.timestamp, ctx, problems);
   },
-  fromMessage: (r: Sale) => ({
-    hash: r.hash,
-    from: r.from,
-    to: r.to,
-    contractAddress: r.contractAddress,
-    assetId: r.assetId,
-    timestamp: int(r.timestamp),
-    block: int(r.block),
-    price: r.price,
-    amountReceived: r.amountReceived,
-    currency: r.currency,
-    marketplace: r.marketplace,
-  }),
   naturalKey: ["hash", "contractAddress", "assetId"],
   moves: ["sales-stats", "owners", "fillable-listings", "appraisal-inputs", "appraisal-history"],
   feed: { event: "sale", slot: 0, time: (r: SaleRow) => r.timestamp, toMessage: (r: SaleRow) => toSale(r) },

@@ -1,4 +1,3 @@
-import type { CollectionScore } from "../../../gen/marketdata/v1/resources_pb.js";
 import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 import { TEXT_LIMITS } from "./parts.js";
@@ -17,14 +16,6 @@ const shape = f.object({
 export const scores = declareKind({
   name: "scores",
   shape,
-  fromMessage: (r: CollectionScore) => ({
-    name: r.name,
-    contractAddress: r.contractAddress,
-    hype: r.hype,
-    gains: r.gains,
-    community: r.community,
-    total: r.total,
-  }),
   naturalKey: ["contractAddress"],
   moves: ["collection-names"],
 });

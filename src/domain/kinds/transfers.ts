@@ -1,7 +1,6 @@
-import type { Transfer } from "../../../gen/marketdata/v1/resources_pb.js";
 import type { TransferRow } from "../rows.js";
 import { toTransfer } from "../wire/messages.js";
-import { declareKind, int, notAhead } from "./declaration.js";
+import { declareKind, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** A record's fields and their checks. */
@@ -21,16 +20,6 @@ export const transfers = declareKind({
   name: "transfers",
   shape,
   rules: (r, problems, ctx) => notAhead("timestamp", r.timestamp, ctx, problems),
-  fromMessage: (r: Transfer) => ({
-    hash: r.hash,
-    logIndex: int(r.logIndex),
-    from: r.from,
-    to: r.to,
-    contractAddress: r.contractAddress,
-    assetId: r.assetId,
-    timestamp: int(r.timestamp),
-    block: int(r.block),
-  }),
   naturalKey: ["hash", "logIndex", "contractAddress", "assetId"],
   moves: ["owners", "fillable-listings"],
   feed: { event: "transfer", slot: 3, time: (r: TransferRow) => r.timestamp, toMessage: (r: TransferRow) => toTransfer(r) },
