@@ -17,7 +17,7 @@ import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
-import { declarationOf, FEED_KINDS } from "../domain/kinds/index.js";
+import { FEED_KIND_OF_EVENT, type FeedDeclaration, feedOf } from "../domain/kinds/index.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 
 // The activity feed (decisions.md, "Activity"): a collection's sales,
@@ -41,8 +41,9 @@ export type ActivityType = "listing" | "offer" | "sale" | "transfer";
 /** The kinds, in their order at equal times. */
 export const ACTIVITY_TYPES: readonly ActivityType[] = ["listing", "offer", "sale", "transfer"];
 /** Each type's feed kind: the kind declared with that event (domain/kinds). */
-const FEED_OF = Object.fromEntries(FEED_KINDS.map((k) => [declarationOf(k).feed!.event, k])) as Record<ActivityType, FeedKind>;
-const feedOf = (type: ActivityType) => declarationOf(FEED_OF[type]).feed!;
+const FEED_OF = FEED_KIND_OF_EVENT as Readonly<Record<ActivityType, FeedKind>>;
+/** Each type's event declaration (its time and message), looked up once: the page's sort asks it of every row. */
+const EVENT_OF = Object.fromEntries(ACTIVITY_TYPES.map((t) => [t, feedOf(FEED_OF[t])])) as Readonly<Record<ActivityType, FeedDeclaration<unknown>>>;
 
 /** A page key: time, kind, then two numbers and two texts of the kind's own key (unused ones 0). */
 const ACTIVITY_KEY: KeySpec = ["int", "text", "int", "int", "text", "text"];
@@ -55,7 +56,7 @@ type Row =
   | { type: "offer"; row: OfferRow }
   | { type: "transfer"; row: TransferRow };
 
-const timeOf = (r: Row) => feedOf(r.type).time(r.row);
+const timeOf = (r: Row) => EVENT_OF[r.type].time(r.row);
 
 /** The row's page key (ACTIVITY_KEY). */
 function keyOf(r: Row): KeyValue[] {
@@ -93,7 +94,7 @@ export function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
 
 export function toActivityEvent(r: Row, now: number): ActivityEvent {
   // The event's message in the field named as its type, as its declaration makes it (a webhook's event alike).
-  return create(ActivityEventSchema, { type: r.type, timestamp: BigInt(timeOf(r)), [r.type]: feedOf(r.type).toMessage(r.row, now) });
+  return create(ActivityEventSchema, { type: r.type, timestamp: BigInt(timeOf(r)), [r.type]: EVENT_OF[r.type].toMessage(r.row, now) });
 }
 
 /** Activity types asked ("sale", …; none: all four), in their order, each once. */

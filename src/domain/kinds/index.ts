@@ -70,8 +70,16 @@ export const FEED_KINDS: readonly FeedKind[] = DECLARED.filter((d) => "feed" in 
   .sort((a, b) => (a as AnyKindDeclaration).feed!.slot - (b as AnyKindDeclaration).feed!.slot)
   .map((d) => d.name as FeedKind);
 
+/** A feed kind's event: its type, position slot, time and message. */
+export function feedOf(kind: FeedKind): FeedDeclaration<unknown> {
+  return declarationOf(kind).feed!;
+}
+
+/** The feed kind of each event type ("sale": "sales"). */
+export const FEED_KIND_OF_EVENT: Readonly<Record<string, FeedKind>> = Object.fromEntries(FEED_KINDS.map((k) => [feedOf(k).event, k]));
+
 export function isFeedKind(kind: string): kind is FeedKind {
   return (FEED_KINDS as readonly string[]).includes(kind);
 }
 
-export type { Aggregate, CheckContext } from "./declaration.js";
+export type { Aggregate, CheckContext, FeedDeclaration } from "./declaration.js";

@@ -7,8 +7,8 @@ import type { FeedPositions, WebhookAttemptRecord, WebhookRecord, WebhookStore }
 import * as p from "../params.js";
 import { newSecret } from "./delivery.js";
 import { checkWebhookUrl, type DestinationPolicy } from "./destination.js";
-import { KIND_OF_TYPE } from "./payload.js";
-import { collectionHeads, FEED_KINDS_ORDER, parseStart, positionsBefore, type StartPoint } from "./positions.js";
+import { FEED_KIND_OF_EVENT, FEED_KINDS } from "../../domain/kinds/index.js";
+import { collectionHeads, parseStart, positionsBefore, type StartPoint } from "./positions.js";
 
 // What an operator does with webhooks, on either side: the admin RPC
 // (WebhookService, webhook-service.ts) and `marketdata webhooks` (the CLI,
@@ -72,8 +72,8 @@ export class WebhookAdmin {
     if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
     const types = req.types.flatMap((t) => t.split(",")).map((t) => t.trim()).filter((t) => t !== "");
     const kinds = new Set<FeedKind>();
-    for (const t of types.length === 0 ? Object.keys(KIND_OF_TYPE) : types) {
-      const kind = KIND_OF_TYPE[t];
+    for (const t of types.length === 0 ? Object.keys(FEED_KIND_OF_EVENT) : types) {
+      const kind = FEED_KIND_OF_EVENT[t];
       if (kind === undefined) throw p.invalid(`types must be among sale, listing, offer, transfer, got ${echo(t)}`);
       kinds.add(kind);
     }
@@ -88,7 +88,7 @@ export class WebhookAdmin {
     const epoch = await this.store.feed.epoch();
     const positions = await this.#start(parseStart(req.from ?? "", true), collections);
     const secret = newSecret();
-    const webhook = await this.hooks.create({ id: newId(), url, collections, kinds: FEED_KINDS_ORDER.filter((k) => kinds.has(k)), keyId: req.keyId, secret, epoch, positions });
+    const webhook = await this.hooks.create({ id: newId(), url, collections, kinds: FEED_KINDS.filter((k) => kinds.has(k)), keyId: req.keyId, secret, epoch, positions });
     return { webhook, secret };
   }
 

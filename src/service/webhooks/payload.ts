@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { WebhookEventSchema } from "../../../gen/marketdata/v1/webhook_service_pb.js";
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
 import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
-import { declarationOf, FEED_KINDS } from "../../domain/kinds/index.js";
+import { FEED_KINDS, feedOf } from "../../domain/kinds/index.js";
 
 // A delivery's body (WebhookPayload in webhook_service.proto): a batch of
 // events in position order, each in the /v1 JSON dialect the lists answer
@@ -13,11 +13,6 @@ export const PAYLOAD_TYPE = "marketdata.events";
 
 /** The event type of each feed kind (its declaration's). */
 export const EVENT_TYPE = Object.fromEntries(FEED_KINDS.map((k) => [k, feedOf(k).event])) as Readonly<Record<FeedKind, string>>;
-export const KIND_OF_TYPE: Readonly<Record<string, FeedKind>> = Object.fromEntries(FEED_KINDS.map((k) => [feedOf(k).event, k]));
-
-function feedOf(kind: FeedKind) {
-  return declarationOf(kind).feed!;
-}
 
 const writeEvent = compileJsonWriter(WebhookEventSchema);
 

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
-import { FEED_KINDS, type FeedKind } from "../../domain/kinds/index.js";
+import { FEED_KINDS } from "../../domain/kinds/index.js";
 import { EVENT_TYPE } from "./payload.js";
 import type { ReadRepositories } from "../../store/ports/reads.js";
 import type { FeedPositions } from "../../store/ports/webhooks.js";
@@ -9,22 +9,20 @@ import type { FeedPositions } from "../../store/ports/webhooks.js";
 // one number where every kind stands at the same place (a replay from a
 // position: every event at or above it), else as "sale:N,listing:N,...".
 
-/** The kinds in the order a position lists them (the proto's `positions`; their declarations' slots). */
-export const FEED_KINDS_ORDER: readonly FeedKind[] = FEED_KINDS;
-
+/** In the order a position lists the kinds (the proto's `positions`: FEED_KINDS, by their declarations' slots). */
 export function positionsList(p: FeedPositions): number[] {
-  return FEED_KINDS_ORDER.map((k) => p[k]);
+  return FEED_KINDS.map((k) => p[k]);
 }
 
 export function positionsText(p: FeedPositions): string {
   const [first, ...rest] = positionsList(p);
   if (rest.every((v) => v === first)) return String(first);
-  return FEED_KINDS_ORDER.map((k) => `${EVENT_TYPE[k]}:${p[k]}`).join(",");
+  return FEED_KINDS.map((k) => `${EVENT_TYPE[k]}:${p[k]}`).join(",");
 }
 
 /** Every feed kind at `at`. */
 function everyKind(at: number): FeedPositions {
-  return Object.fromEntries(FEED_KINDS_ORDER.map((k) => [k, at])) as FeedPositions;
+  return Object.fromEntries(FEED_KINDS.map((k) => [k, at])) as FeedPositions;
 }
 
 /** Every kind just before `from`: a replay from `from` sends every event at or above it. */
@@ -60,7 +58,7 @@ export async function collectionHeads(store: ReadRepositories, collections: read
   for (const address of collections) {
     const id = await store.collections.collectionId(address);
     if (id === undefined) continue;
-    for (const kind of FEED_KINDS_ORDER) heads[kind] = Math.max(heads[kind], await store.feed.head(kind, id));
+    for (const kind of FEED_KINDS) heads[kind] = Math.max(heads[kind], await store.feed.head(kind, id));
   }
   return heads;
 }

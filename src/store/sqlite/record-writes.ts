@@ -119,7 +119,6 @@ export const TABLES = {
   collection: { table: "collections", key: ["address"], values: ["name"] },
 } satisfies Record<string, TableSpec>;
 
-
 export type SocialUserRecord = SocialUserRow;
 
 /** A tweet row plus the collection it relates to. */
