@@ -1,3 +1,4 @@
+import { DEFAULT_CHAIN } from "../src/domain/chains.js";
 import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -161,7 +162,7 @@ function handwrittenRoutes(app: FastifyInstance, store: SqliteRepositories): voi
     const q = req.query as Q;
     const now = Math.floor(Date.now() / 1000);
     const query = one(q.query)?.toLowerCase();
-    const { windowsEnd, page: p } = store.collectionList.collectionsPage({ sort: (one(q.sort) ?? "volume1d") as CollectionSort, query }, page(q));
+    const { windowsEnd, page: p } = store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort: (one(q.sort) ?? "volume1d") as CollectionSort, query }, page(q));
     const ids = p.rows.map((r) => r.collectionId);
     const bids = store.offers.topBids(ids, now);
     const then = store.analytics.lowestFloorsAt(ids, now - 86_400);

@@ -1,19 +1,27 @@
+import { collectionRef, DEFAULT_CHAIN, describeRef, isChain, unknownChain } from "../domain/chains.js";
 import { isAddress } from "../domain/formats.js";
 import { deriveAll, type DeriveResult } from "../derive/derive.js";
 import type { DerivedWrite } from "../store/ports/derive.js";
 import { openWritableStore } from "../store/open.js";
 import { CliError } from "./errors.js";
 
-export async function runDerive(dbPath: string, collection: string | undefined, replaceImported = false, maxClockSkewSeconds?: number): Promise<DeriveResult[]> {
+export async function runDerive(
+  dbPath: string,
+  collection: string | undefined,
+  replaceImported = false,
+  maxClockSkewSeconds?: number,
+  chain: string = DEFAULT_CHAIN,
+): Promise<DeriveResult[]> {
   if (collection !== undefined && !isAddress(collection)) {
     throw new CliError(`--collection must be 0x followed by 40 hex characters, got ${JSON.stringify(collection)}`);
   }
-  const only = collection?.toLowerCase();
+  if (!isChain(chain)) throw new CliError(`--chain ${unknownChain(chain)}`);
+  const only = collection === undefined ? undefined : collectionRef(chain, collection.toLowerCase());
   const store = await openWritableStore(dbPath);
   try {
     const repo = store.derive;
     if (only !== undefined && (await repo.collectionId(only)) === undefined) {
-      throw new CliError(`collection ${only} not found in ${store.description}`);
+      throw new CliError(`collection ${describeRef(only)} not found in ${store.description}`);
     }
     const results = await deriveAll(repo, only, { replaceImported, ...(maxClockSkewSeconds === undefined ? {} : { maxClockSkewSeconds }) });
     for (const r of results) process.stderr.write(`${describe(r)}\n`);

@@ -111,11 +111,12 @@ webhooks
   .addOption(storeOption())
   .requiredOption("--url <url>", "https:// endpoint that receives batches of events (POST, Standard Webhooks signatures)")
   .requiredOption("--collections <addresses>", "comma-separated contract addresses (up to 100)")
+  .option("--chain <name>", "the chain of the collections (docs/chains.md)", "ethereum")
   .option("--types <types>", "comma-separated: sale, listing, offer, transfer (default: all four)")
   .requiredOption("--key-id <id>", "the API key it delivers for (from `keys list`): revoking it disables the webhook")
   .option("--from <from>", 'where delivery starts: "now" (default), a position, or a time like 2026-11-26T10:00:00Z')
   .addOption(allowPrivateOption())
-  .action(async (opts: { db: string; url: string; collections: string; types?: string; keyId: string; from?: string; allowPrivateWebhooks?: boolean }) =>
+  .action(async (opts: { db: string; url: string; collections: string; chain: string; types?: string; keyId: string; from?: string; allowPrivateWebhooks?: boolean }) =>
     (await import("./webhooks.js")).createWebhook({
       ...opts,
       // The flag, else ALLOW_PRIVATE_WEBHOOKS: the same setting serve takes.
@@ -214,10 +215,11 @@ program
   )
   .addOption(storeOption())
   .option("--collection <address>", "only this collection")
+  .option("--chain <name>", "the chain of --collection (docs/chains.md)", "ethereum")
   .option("--replace-imported", "overwrite imported appraisals and rarity with computed ones (by default imported rows win)", false)
   .addOption(clockSkewOption())
-  .action(async (opts: { db: string; collection?: string; replaceImported: boolean; maxClockSkew: string }) => {
-    await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported, resolveClockSkew(opts.maxClockSkew, process.env));
+  .action(async (opts: { db: string; collection?: string; chain: string; replaceImported: boolean; maxClockSkew: string }) => {
+    await (await import("./derive.js")).runDerive(opts.db, opts.collection, opts.replaceImported, resolveClockSkew(opts.maxClockSkew, process.env), opts.chain);
   });
 
 const stats = program.command("stats").description("maintain the aggregates collection stats are answered from, and see where the store's disk goes");

@@ -51,11 +51,11 @@ function describe(w: WebhookRecord): string {
 }
 
 export async function createWebhook(
-  opts: WebhookCliOptions & { url: string; collections: string; types?: string; keyId: string; from?: string },
+  opts: WebhookCliOptions & { url: string; collections: string; chain?: string; types?: string; keyId: string; from?: string },
 ): Promise<void> {
   if (!/^[1-9][0-9]{0,15}$/.test(opts.keyId)) throw new CliError(`--key-id must be a positive integer (from "keys list"), got ${JSON.stringify(opts.keyId)}`);
   const { webhook, secret } = await withAdmin(opts, (admin) =>
-    admin.create({ url: opts.url, collections: [opts.collections], types: opts.types === undefined ? [] : [opts.types], keyId: Number(opts.keyId), from: opts.from ?? "" }),
+    admin.create({ url: opts.url, collections: [opts.collections], chain: opts.chain ?? "", types: opts.types === undefined ? [] : [opts.types], keyId: Number(opts.keyId), from: opts.from ?? "" }),
   );
   process.stderr.write(`Created webhook ${describe(webhook)}.\nIts signing secret is shown only once; give it to the receiver now:\n`);
   // The secret alone on the last line of stdout, so scripts can capture it.

@@ -203,6 +203,7 @@ export interface TraitValueRow {
 export interface CollectionSummaryRow {
   collectionId: number;
   contractAddress: string;
+  chain: string;
   name: string;
   totalTokens: number;
   numHolders: number;

@@ -127,13 +127,13 @@ export function createActivityMethods(
 
   return {
     async listCollectionActivity(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const types = activityTypes(req.types);
       const limit = p.limit(req.limit);
-      const digest = queryDigest(["activity", address, types]);
+      const digest = queryDigest(["activity", ref, types]);
       const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
       if (after !== null && !ACTIVITY_TYPES.includes(after[1] as ActivityType)) throw p.invalid("cursor is not a valid page token");
-      const id = await knownCollection(store.collections, address);
+      const id = await knownCollection(store.collections, ref);
       const now = nowSeconds();
       const pages = await Promise.all(types.map((t) => pageOf(t, id, { limit, after: after === null ? null : resumeKey(t, after) }, now)));
       // Each kind's rows are in the feed's order already: merged by time, then kind.
@@ -152,11 +152,11 @@ export function createActivityMethods(
     },
 
     async *watchCollectionActivity(req, context) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const types = activityTypes(req.types);
-      const digest = queryDigest(["watch-activity", address, types]);
+      const digest = queryDigest(["watch-activity", ref, types]);
       const after = decodePageToken("cursor", req.cursor, digest, RESUME_KEY);
-      const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, address), hub.epoch()]);
+      const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, ref), hub.epoch()]);
       if (after !== null && after[0] !== epoch) {
         throw new ConnectError(
           "cursor is older than the data this store keeps (it was rebuilt since); start again without a cursor, after reading the list",
@@ -170,7 +170,7 @@ export function createActivityMethods(
       try {
         for (const type of types) {
           const from = after === null ? undefined : positions[ACTIVITY_TYPES.indexOf(type)];
-          const sub = await hub.subscribe<unknown>(FEED_OF[type], { id: collectionId, address }, () => true, context.values.get(streamCaller), from, subs[0]?.sub);
+          const sub = await hub.subscribe<unknown>(FEED_OF[type], { id: collectionId, ref }, () => true, context.values.get(streamCaller), from, subs[0]?.sub);
           subs.push({ type, sub });
         }
         for (const { type, sub } of subs) positions[ACTIVITY_TYPES.indexOf(type)] = sub.resumePos;

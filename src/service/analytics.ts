@@ -34,11 +34,11 @@ type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollecti
 export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace = marketplaceCheck(store.collections)): AnalyticsMethods {
   return {
     async getCollectionFloor(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { address, ref } = p.collection(req);
       const filter = { marketplace: p.marketplace(req.marketplace), at: p.epochSeconds(req.at, "at") };
       await checkMarketplace(filter.marketplace);
       // In code-point order of marketplace whatever the engine's collation.
-      const groups = (await store.analytics.floors(await knownCollection(store.collections, address), filter)).sort((a, b) =>
+      const groups = (await store.analytics.floors(await knownCollection(store.collections, ref), filter)).sort((a, b) =>
         a.marketplace < b.marketplace ? -1 : a.marketplace > b.marketplace ? 1 : 0,
       );
       const floor = lowest(groups);
@@ -55,10 +55,10 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     },
 
     async listCollectionHolders(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { address, ref } = p.collection(req);
       const limit = p.limit(req.limit);
-      const collection = await knownCollection(store.collections, address);
-      const digest = queryDigest(["holders", address]);
+      const collection = await knownCollection(store.collections, ref);
+      const digest = queryDigest(["holders", ref]);
       const after = decodePageToken("cursor", req.cursor, digest, HOLDER_KEY);
       const { totalTokens, numHolders, page } = await store.analytics.holders(collection, { limit, after });
       return create(ListCollectionHoldersResponseSchema, {
@@ -74,8 +74,8 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     },
 
     async listCollectionTraits(req) {
-      const address = p.contractAddress(req.contractAddress);
-      const collection = await knownCollection(store.collections, address);
+      const { ref } = p.collection(req);
+      const collection = await knownCollection(store.collections, ref);
       const values = await store.tokens.traits(collection);
       // In code-point order of type, then value, whatever the engine's collation.
       values.sort((a, b) => compare(a.traitType, b.traitType) || compare(a.value, b.value));
@@ -87,8 +87,8 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     },
 
     async getCollectionMarket(req) {
-      const address = p.contractAddress(req.contractAddress);
-      const collection = await knownCollection(store.collections, address);
+      const { address, ref } = p.collection(req);
+      const collection = await knownCollection(store.collections, ref);
       const now = nowSeconds();
       const [floor, [bid]] = await Promise.all([
         Promise.resolve(store.analytics.floors(collection, {})).then((groups) => lowest(groups)),
@@ -107,7 +107,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     },
 
     async getCollectionStatsSeries(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const interval = p.seriesInterval(req.interval);
       const filter = {
         marketplace: p.marketplace(req.marketplace),
@@ -116,8 +116,8 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
       };
       const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
       await checkMarketplace(filter.marketplace);
-      const collection = await knownCollection(store.collections, address);
-      const digest = queryDigest(["series", address, interval, filter]);
+      const collection = await knownCollection(store.collections, ref);
+      const digest = queryDigest(["series", ref, interval, filter]);
       const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
       const range = await seriesRange(store, collection, interval, filter);
       if (range === undefined) return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: "", data: [] });

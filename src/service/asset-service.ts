@@ -1,3 +1,4 @@
+import { DEFAULT_CHAIN } from "../domain/chains.js";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
@@ -29,14 +30,14 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
   async function keysetPage<F, Row>(
     list: string,
     req: { limit?: number | undefined; cursor: string },
-    address: string,
+    ref: string,
     filter: F,
     keySpec: KeySpec,
     read: (collection: number, filter: F, page: PageRequest) => MaybePromise<Page<Row>>,
   ): Promise<{ rows: Row[]; token: string }> {
     const limit = p.limit(req.limit);
-    const collection = await knownCollection(store.collections, address);
-    const digest = queryDigest([list, address, filter]);
+    const collection = await knownCollection(store.collections, ref);
+    const digest = queryDigest([list, ref, filter]);
     const after = decodePageToken("cursor", req.cursor, digest, keySpec);
     const page = await read(collection, filter, { limit, after });
     return { rows: page.rows, token: encodePageToken(digest, page.nextKey) };
@@ -47,7 +48,7 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
    * (limit and cursor then ignored entirely) or a keyset page.
    */
   async function assetPage<Row>(
-    req: { contractAddress: string; assetId: string[]; limit?: number | undefined; cursor: string },
+    req: { contractAddress: string; chain: string; assetId: string[]; limit?: number | undefined; cursor: string },
     list: string,
     keySpec: KeySpec,
     read: {
@@ -55,12 +56,12 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       page(collection: number, page: PageRequest): MaybePromise<Page<Row>>;
     },
   ): Promise<{ rows: Row[]; nextPage: string }> {
-    const address = p.contractAddress(req.contractAddress);
+    const { ref } = p.collection(req);
     if (req.assetId.length > 0) {
       const ids = p.assetIds(req.assetId);
-      return { rows: await read.byAsset(await knownCollection(store.collections, address), ids), nextPage: "" };
+      return { rows: await read.byAsset(await knownCollection(store.collections, ref), ids), nextPage: "" };
     }
-    const { rows, token } = await keysetPage(list, req, address, {}, keySpec, (c, _f, page) => read.page(c, page));
+    const { rows, token } = await keysetPage(list, req, ref, {}, keySpec, (c, _f, page) => read.page(c, page));
     return { rows, nextPage: token };
   }
 
@@ -85,16 +86,20 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
 
     async listTokens(req) {
       const owner = p.optionalOwner(req.owner);
-      const address = req.contractAddress === "" && owner !== undefined ? undefined : p.contractAddress(req.contractAddress);
+      const chain = p.chain(req.chain);
+      const ref = req.contractAddress === "" && owner !== undefined ? undefined : p.collection(req).ref;
       const sort = p.choice(req.sort, TOKEN_SORTS, "sort");
       const filter: TokensFilter = { assetId: p.optionalAssetId(req.assetId), owner, trait: p.optionalTrait(req.trait), sort };
-      if (address === undefined && sort !== "id") throw p.invalid(`sort=${sort} needs contractAddress (a wallet's tokens in every collection are by collection, then asset id)`);
-      if (address === undefined && (filter.trait !== undefined || filter.assetId !== undefined)) {
+      if (ref === undefined && sort !== "id") throw p.invalid(`sort=${sort} needs contractAddress (a wallet's tokens in every collection are by collection, then asset id)`);
+      if (ref === undefined && (filter.trait !== undefined || filter.assetId !== undefined)) {
         throw p.invalid(`${filter.trait !== undefined ? "trait" : "assetId"} needs contractAddress`);
       }
       const limit = p.limit(req.limit);
-      if (address !== undefined) filter.collectionId = await knownCollection(store.collections, address);
-      const digest = queryDigest(["tokens", address ?? "", { ...filter, collectionId: undefined }]);
+      // A wallet's tokens in every collection are those on the request's chain.
+      if (ref !== undefined) filter.collectionId = await knownCollection(store.collections, ref);
+      else filter.chain = chain;
+      // The default chain's wallet pages keep the tokens they had before chains (its name is not in them).
+      const digest = queryDigest(["tokens", ref ?? (chain === DEFAULT_CHAIN ? "" : chain), { ...filter, collectionId: undefined, chain: undefined }]);
       const after = decodePageToken("cursor", req.cursor, digest, TOKEN_KEYS[sort]);
       const page = await store.tokens.tokensPage(filter, { limit, after });
       return create(ListTokensResponseSchema, {
@@ -105,15 +110,15 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
     },
 
     async listOffers(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const filter = { assetId: p.optionalAssetId(req.assetId), status: p.listingStatus(req.status) };
       const now = nowSeconds();
-      const { rows, token } = await keysetPage("offers", req, address, filter, OFFER_KEY, (c, f, page) => store.offers.offersPage(c, f, page, now));
+      const { rows, token } = await keysetPage("offers", req, ref, filter, OFFER_KEY, (c, f, page) => store.offers.offersPage(c, f, page, now));
       return create(ListOffersResponseSchema, { success: 1, cursor: token, data: rows.map((r) => toOffer(r, now)) });
     },
 
     async listSales(req, call?: HandlerContext | LocalCall) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       // One asset id, or several comma-separated (as appraisals and rarity take them); one keeps its page tokens' form.
       const ids = req.assetId === "" ? [] : p.assetIds(req.assetId.split(","));
       const filter = {
@@ -123,12 +128,12 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       };
       await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
-      const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, address, filter, SALE_KEY, (c, f, page) => store.sales.salesPage(c, f, page, wire));
+      const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, ref, filter, SALE_KEY, (c, f, page) => store.sales.salesPage(c, f, page, wire));
       return listAnswer(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows, toSale);
     },
 
     async listListings(req, call?: HandlerContext | LocalCall) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const filter = {
         assetId: p.optionalAssetId(req.assetId),
         marketplace: p.marketplace(req.marketplace),
@@ -136,7 +141,7 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       };
       await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
-      const { rows, token } = await keysetPage<typeof filter, ListingRow | Fragment>("listings", req, address, filter, LISTING_KEY, (c, f, page) =>
+      const { rows, token } = await keysetPage<typeof filter, ListingRow | Fragment>("listings", req, ref, filter, LISTING_KEY, (c, f, page) =>
         store.listings.listingsPage(c, f, page, wire),
       );
       return listAnswer(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, rows, toListing);

@@ -1,3 +1,4 @@
+import { DEFAULT_CHAIN } from "../domain/chains.js";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type CollectionService, ListCollectionsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
@@ -21,9 +22,11 @@ import { CURRENCY, toFloorListing, toOffer } from "../domain/wire/messages.js";
 export function createCollectionListMethods(store: ReadRepositories): Pick<ServiceImpl<typeof CollectionService>, "listCollections"> {
   return {
     async listCollections(req) {
-      const filter = { query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort") };
+      const chain = p.chain(req.chain);
+      const filter = { chain, query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort") };
       const limit = p.limit(req.limit);
-      const digest = queryDigest(["collections", filter]);
+      // The default chain's pages keep the tokens they had before chains (its name is not in them).
+      const digest = queryDigest(["collections", chain === DEFAULT_CHAIN ? { ...filter, chain: undefined } : filter]);
       const after = decodePageToken("cursor", req.cursor, digest, COLLECTION_KEY);
       const { windowsEnd, page } = await store.collectionList.collectionsPage(filter, { limit, after });
       const now = nowSeconds();
@@ -47,6 +50,7 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
 function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: string | undefined, now: number): CollectionSummary {
   return create(CollectionSummarySchema, {
     contractAddress: row.contractAddress,
+    chain: row.chain,
     name: row.name,
     totalTokens: BigInt(row.totalTokens),
     numHolders: BigInt(row.numHolders),

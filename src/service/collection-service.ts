@@ -1,3 +1,4 @@
+import { collectionRef } from "../domain/chains.js";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
@@ -24,9 +25,9 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
     ...createCollectionListMethods(store),
 
     async getCollectionStats(req) {
-      const address = p.contractAddress(req.contractAddress);
+      const { address, ref } = p.collection(req);
       const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until) };
-      const summary = await store.sales.salesSummary(await knownCollection(store.collections, address), filter);
+      const summary = await store.sales.salesSummary(await knownCollection(store.collections, ref), filter);
       return create(GetCollectionStatsResponseSchema, {
         successful: 1,
         data: {
@@ -45,25 +46,26 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
     },
 
     async listInfluencers(req, call?: HandlerContext | LocalCall) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const limit = p.limit(req.limit);
       const wire = wireForm(call);
-      const rows = await store.social.topInfluencers(await knownCollection(store.collections, address), limit, wire);
+      const rows = await store.social.topInfluencers(await knownCollection(store.collections, ref), limit, wire);
       return listAnswer(create(ListInfluencersResponseSchema, { success: 1 }), ListInfluencersResponseSchema.field.data, wire, rows, toInfluencer);
     },
 
     async listTweets(req, call?: HandlerContext | LocalCall) {
-      const address = p.contractAddress(req.contractAddress);
+      const { ref } = p.collection(req);
       const limit = p.limit(req.limit);
       const wire = wireForm(call);
-      const rows = await store.social.topTweets(await knownCollection(store.collections, address), limit, wire);
+      const rows = await store.social.topTweets(await knownCollection(store.collections, ref), limit, wire);
       return listAnswer(create(ListTweetsResponseSchema, { success: 1 }), ListTweetsResponseSchema.field.data, wire, rows, toTweet);
     },
 
     async listScores(req) {
+      const chain = p.chain(req.chain);
       const addresses = p.contractAddresses(req.contractAddress);
-      // Every address must be known; a known collection without scores is left out.
-      const ids = await Promise.all(addresses.map((a) => knownCollection(store.collections, a)));
+      // Every address must be known on the chain; a known collection without scores is left out.
+      const ids = await Promise.all(addresses.map((a) => knownCollection(store.collections, collectionRef(chain, a))));
       const scores = await Promise.all(ids.map((id) => store.collections.score(id)));
       const data = scores.flatMap((s) => s ?? []);
       return create(ListScoresResponseSchema, { successful: 1, data });

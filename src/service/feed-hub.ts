@@ -69,7 +69,8 @@ class Channel<T> {
   constructor(
     readonly kind: FeedKind,
     readonly key: string,
-    readonly address: string,
+    /** The collection's reference (domain/chains.ts collectionRef), as write notices name it. */
+    readonly ref: string,
     readonly collectionId: number,
     head: MaybePromise<number>,
   ) {
@@ -208,7 +209,7 @@ export class FeedHub {
    */
   async subscribe<T>(
     kind: FeedKind,
-    collection: { id: number; address: string },
+    collection: { id: number; ref: string },
     matches: FeedFilter<T>,
     keyId: number | undefined,
     from: number | undefined,
@@ -328,11 +329,11 @@ export class FeedHub {
   }
 
   /** The channel of a kind and collection, made (its head read) when none is open. */
-  #channel<T>(kind: FeedKind, collection: { id: number; address: string }): { channel: Channel<T>; created: boolean } {
+  #channel<T>(kind: FeedKind, collection: { id: number; ref: string }): { channel: Channel<T>; created: boolean } {
     const key = `${kind}:${collection.id}`;
     const open = this.#channels.get(key);
     if (open !== undefined) return { channel: open as Channel<T>, created: false };
-    const created = new Channel<unknown>(kind, key, collection.address, collection.id, this.#store.feed.head(kind, collection.id));
+    const created = new Channel<unknown>(kind, key, collection.ref, collection.id, this.#store.feed.head(kind, collection.id));
     this.#channels.set(key, created);
     // A commit between the head's read and the next poll is read at once.
     created.ready.then(
@@ -405,12 +406,12 @@ export class FeedHub {
     if (isFeedKind(notice.kind)) this.poke(notice.collections);
   };
 
-  /** The channels of `collections` (lower-case addresses) read now. */
+  /** The channels of `collections` (references: domain/chains.ts collectionRef) read now. */
   poke(collections: ReadonlySet<string>): void {
     if (this.#timer === undefined) return;
     // The collections it wrote are known: their channels read at once, without asking the store what changed.
     for (const channel of this.#channels.values()) {
-      if (!collections.has(channel.address)) continue;
+      if (!collections.has(channel.ref)) continue;
       channel.dirty = true;
       void this.#pump(channel);
     }
@@ -431,7 +432,7 @@ export class FeedHub {
         // A channel left dirty (its change came while its head was still being
         // read, or its read failed) reads again now, changed or not: no later
         // change may ever come to wake it.
-        if (changed !== undefined && !changed.has(channel.address) && !channel.dirty) continue;
+        if (changed !== undefined && !changed.has(channel.ref) && !channel.dirty) continue;
         channel.dirty = true;
         void this.#pump(channel);
       }

@@ -3,6 +3,7 @@ import { Code, ConnectError, createContextKey, type HandlerContext } from "@conn
 import { handlerFor, importLine, type Kind } from "../domain/kinds/index.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
+import { isChain, recordRef, unknownChain } from "../domain/chains.js";
 import { describeProblems, type Problem } from "../domain/kinds/fields.js";
 import { RecordConflictError, StoreReadOnlyError } from "../store/ports/errors.js";
 import type { IngestWriter } from "../store/ports/writes.js";
@@ -69,15 +70,20 @@ export class Ingest {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Checks and writes one batch of `kind`; throws invalid_argument when it is refused as a whole. */
-  async batch(kind: Kind, lines: readonly IngestLine[], skipInvalid: boolean): Promise<IngestResult> {
+  /**
+   * Checks and writes one batch of `kind`; throws invalid_argument when it is
+   * refused as a whole. `chain` (the request's; "": the default chain) is the
+   * chain of every record that names none.
+   */
+  async batch(kind: Kind, lines: readonly IngestLine[], skipInvalid: boolean, chain = ""): Promise<IngestResult> {
     tooLarge(lines.length);
+    if (chain !== "" && !isChain(chain)) throw new ConnectError(`chain ${unknownChain(chain)}`, Code.InvalidArgument);
     const handler = handlerFor(kind, { latestTime: latestTimeAllowed(this.#skew, this.#now()) });
     const valid: Record<string, unknown>[] = [];
     const rejected: IngestResult["rejected"] = [];
     for (const { line, value, invalid } of lines) {
       const problems: Problem[] = invalid === undefined ? [] : [invalid];
-      const record = invalid === undefined ? handler.check(value, problems) : undefined;
+      const record = invalid === undefined ? handler.check(chain === "" ? value : onChain(value, chain), problems) : undefined;
       if (problems.length > 0 || record === undefined) rejected.push({ line, message: describeProblems(problems) });
       else valid.push(record as Record<string, unknown>);
     }
@@ -92,18 +98,24 @@ export class Ingest {
       throw err;
     }
     if (this.#notices !== undefined && counts.inserted + counts.updated > 0) {
-      this.#notices.publish({ kind, collections: new Set(valid.map((r) => String(r.contractAddress).toLowerCase())) });
+      this.#notices.publish({ kind, collections: new Set(valid.map(recordRef)) });
     }
     return { accepted: counts.inserted + counts.updated, duplicates: counts.unchanged, rejected };
   }
 
-  /** A batch of RPC records of `kind`, numbered from `first`. */
-  records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1): Promise<IngestResult> {
+  /** A batch of RPC records of `kind`, numbered from `first`, on the request's `chain` ("": the default). */
+  records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1, chain = ""): Promise<IngestResult> {
     tooLarge(records.length);
     // As its import line (the kind's declaration): one checker rules on both.
     const line = importLine(kind);
-    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: line(r) })), skipInvalid);
+    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: line(r) })), skipInvalid, chain);
   }
+}
+
+/** A record naming no chain, on `chain`; anything else (a record naming one, no object at all) as it is, for the checker. */
+function onChain(value: unknown, chain: string): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value) || Object.hasOwn(value, "chain")) return value;
+  return { ...value, chain };
 }
 
 /** Refuses a batch over MAX_BATCH_RECORDS before any of it is checked (`counting`: n is as far as the count got). */
@@ -144,6 +156,7 @@ export function rejectionsOf(err: ConnectError): IngestResponse | undefined {
 interface Batch {
   records: readonly unknown[];
   skipInvalid: boolean;
+  chain: string;
 }
 
 /**
@@ -190,7 +203,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
     if (messages++ > 0) await admit?.(context.signal);
     const first = next;
     next += b.records.length;
-    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first).then((result) => ({ result }), (error: unknown) => ({ error })));
+    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first, b.chain).then((result) => ({ result }), (error: unknown) => ({ error })));
     if (inFlight.length >= STREAM_IN_FLIGHT) await settle();
   }
   while (inFlight.length > 0) await settle();
@@ -199,7 +212,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
 
 /** The IngestService implementation (Connect router; every RPC protocol). */
 export function createIngestService(ingest: Ingest) {
-  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid));
+  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid, 1, req.chain));
   return {
     ingestCollections: unary("collections"),
     ingestTokens: unary("tokens"),

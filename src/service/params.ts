@@ -1,6 +1,7 @@
 import { echo } from "../domain/echo.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { isAddress, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../domain/formats.js";
+import { type Chain, collectionRef, DEFAULT_CHAIN, isChain, unknownChain } from "../domain/chains.js";
 import { SERIES_INTERVALS, type SeriesInterval } from "../domain/series.js";
 import { LISTING_STATUSES, type ListingStatusName } from "../domain/rows.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
@@ -24,6 +25,23 @@ export function contractAddress(value: string, param = "contractAddress"): strin
   if (value === "") throw invalid(`${param} is required`);
   if (!isAddress(value)) throw invalid(`${param} must be 0x followed by 40 hex characters, got ${q(value)}`);
   return value.toLowerCase();
+}
+
+/** A request's chain: one of domain/chains.ts CHAINS; "" is the default chain. */
+export function chain(value: string, param = "chain"): Chain {
+  if (value === "") return DEFAULT_CHAIN;
+  if (!isChain(value)) throw invalid(`${param} ${unknownChain(value)}`);
+  return value;
+}
+
+/**
+ * A request's collection, required: its address (lower case, as answers
+ * name it) and its reference on the request's chain (domain/chains.ts
+ * collectionRef: what the store looks up and a cursor is bound to).
+ */
+export function collection(req: { contractAddress: string; chain: string }): { address: string; ref: string } {
+  const address = contractAddress(req.contractAddress);
+  return { address, ref: collectionRef(chain(req.chain), address) };
 }
 
 /** Up to MAX_ADDRESSES addresses, lower case, duplicates dropped, order kept. */

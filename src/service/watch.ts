@@ -50,11 +50,11 @@ export interface WatchMethods {
 }
 
 export function createWatchMethods(store: ReadRepositories, hub: FeedHub): WatchMethods {
-  async function* watch<Row, Out>(req: { contractAddress: string; cursor: string }, context: HandlerContext, w: Watch<Row, Out>): AsyncGenerator<Out> {
-    const address = p.contractAddress(req.contractAddress);
-    const digest = queryDigest([w.name, address, w.filter]);
+  async function* watch<Row, Out>(req: { contractAddress: string; chain: string; cursor: string }, context: HandlerContext, w: Watch<Row, Out>): AsyncGenerator<Out> {
+    const { ref } = p.collection(req);
+    const digest = queryDigest([w.name, ref, w.filter]);
     const after = decodePageToken("cursor", req.cursor, digest, TOKEN_KEY);
-    const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, address), hub.epoch()]);
+    const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, ref), hub.epoch()]);
     if (after !== null && after[1] !== epoch) {
       throw new ConnectError(
         "cursor is older than the data this store keeps (it was rebuilt since); start again without a cursor, after reading the list",
@@ -62,7 +62,7 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
       );
     }
     const token = (seq: number) => encodePageToken(digest, [seq, epoch]);
-    const sub = await hub.subscribe<Row>(w.kind, { id: collectionId, address }, w.matches, context.values.get(streamCaller), after === null ? undefined : (after[0] as number));
+    const sub = await hub.subscribe<Row>(w.kind, { id: collectionId, ref }, w.matches, context.values.get(streamCaller), after === null ? undefined : (after[0] as number));
     try {
       // Where the stream starts (the cursor's position, or the head), not
       // where the replay has read to: rows it queued are not sent yet, and a

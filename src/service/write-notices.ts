@@ -10,7 +10,7 @@ import type { Kind } from "../domain/kinds/index.js";
 
 export interface WriteNotice {
   readonly kind: Kind;
-  /** Lower-case contract addresses of the records written. */
+  /** The collections of the records written (domain/chains.ts collectionRef). */
   readonly collections: ReadonlySet<string>;
 }
 

@@ -77,7 +77,7 @@ describe("GET /v1/collections", () => {
       floor: expect.objectContaining({ price: "800", assetId: "2", marketplace: "OPENSEA" }),
       topBid: expect.objectContaining({ price: "700", marketplaceId: "7" }),
       volume1d: ETH, volume7d: `3${ETH.slice(1)}`, volume30d: `7${ETH.slice(1)}`, sales1d: 1, sales7d: 2, sales30d: 3,
-      floorChange1d: -0.2, currency: "ETH",
+      floorChange1d: -0.2, currency: "ETH", chain: "ethereum",
     });
     expect(b).toMatchObject({ contractAddress: B, name: "Beta Birds", totalTokens: 1, numHolders: 1, floor: null, topBid: null, floorChange1d: null, volume1d: `3${ETH.slice(1)}` });
 

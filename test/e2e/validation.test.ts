@@ -89,7 +89,7 @@ const cases: Case[] = [
     { name: `${name}: since not a number`, path, query: { contractAddress: C, since: "yesterday" }, message: 'since must be an integer, got "yesterday"' },
     { name: `${name}: until beyond int64`, path, query: { contractAddress: C, until: "99999999999999999999" }, message: /^until is out of range/ },
   ]),
-  { name: "stats: unknown parameter", path: "/v1/collection/stats", query: { contractAddress: C, limit: 5 }, message: "unknown query parameter \"limit\"; accepted: contractAddress, assetId, since, until" },
+  { name: "stats: unknown parameter", path: "/v1/collection/stats", query: { contractAddress: C, limit: 5 }, message: "unknown query parameter \"limit\"; accepted: contractAddress, assetId, since, until, chain" },
   { name: "sales: marketplace not an identifier", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "open-sea" }, message: 'marketplace must be a marketplace identifier matching [A-Z0-9_]{1,32} (any case), got "open-sea"', rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "open-sea" }, { headers: h }) },
   // A well-formed name no record of the store names (issue 49, item 20): the names there are, not an empty list.
   { name: "sales: marketplace the store has no record of", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "nope" }, message: /^marketplace "NOPE" is not one this store has records of; known: .*OPENSEA/, rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "NOPE" }, { headers: h }) },
@@ -103,10 +103,10 @@ const cases: Case[] = [
   { name: "scores: contractAddress missing", path: "/v1/collection/scores", query: {}, message: "contractAddress is required", rpc: (c, h) => c.collection.listScores({ contractAddress: [] }, { headers: h }) },
   { name: "scores: one address malformed", path: "/v1/collection/scores", query: { contractAddress: `${C},0xzz` }, message: 'contractAddress must be 0x followed by 40 hex characters, got "0xzz"', rpc: (c, h) => c.collection.listScores({ contractAddress: [C, "0xzz"] }, { headers: h }) },
   { name: "scores: 21 addresses", path: "/v1/collection/scores", query: { contractAddress: twentyOne.join(",") }, message: "contractAddress accepts at most 20 addresses, got 21", rpc: (c, h) => c.collection.listScores({ contractAddress: twentyOne }, { headers: h }) },
-  { name: "scores: unknown parameter", path: "/v1/collection/scores", query: { contractAddress: C, limit: 3 }, message: 'unknown query parameter "limit"; accepted: contractAddress' },
+  { name: "scores: unknown parameter", path: "/v1/collection/scores", query: { contractAddress: C, limit: 3 }, message: 'unknown query parameter "limit"; accepted: contractAddress, chain' },
   // A long value is echoed cut to 100 characters, with its length (URLs past 8 KiB are 414: memory-bounds.test.ts).
   { name: "a 5,000-character address is echoed cut", path: "/v1/asset/sales", query: { contractAddress: "z".repeat(5_000) }, message: `contractAddress must be 0x followed by 40 hex characters, got "${"z".repeat(100)}"... (5000 characters)`, rpc: (c, h) => c.asset.listSales({ contractAddress: "z".repeat(5_000) }, { headers: h }) },
-  { name: "a 5,000-character parameter name is echoed cut", path: "/v1/collection/scores", query: { contractAddress: C, ["p".repeat(5_000)]: 1 }, message: /^unknown query parameter "p{100}"\.\.\. \(5000 characters\); accepted: contractAddress$/ },
+  { name: "a 5,000-character parameter name is echoed cut", path: "/v1/collection/scores", query: { contractAddress: C, ["p".repeat(5_000)]: 1 }, message: /^unknown query parameter "p{100}"\.\.\. \(5000 characters\); accepted: contractAddress, chain$/ },
 ];
 
 const flagOf = (path: string) =>

@@ -65,9 +65,9 @@ beforeEach(() => {
 const client = () => createClient(WebhookService, transportFor("connect", ctx.server.baseUrl));
 const as = (key: string) => ({ headers: { "x-api-key": key } });
 
-async function subscribe(path: string, options: { collections?: string[]; types?: string[]; from?: string } = {}) {
+async function subscribe(path: string, options: { collections?: string[]; types?: string[]; from?: string; chain?: string } = {}) {
   const r = await client().createWebhook(
-    { url: `${ctx.receiver.url}${path}`, collections: options.collections ?? [C], types: options.types ?? ["sale"], from: options.from ?? "" },
+    { url: `${ctx.receiver.url}${path}`, collections: options.collections ?? [C], types: options.types ?? ["sale"], from: options.from ?? "", chain: options.chain ?? "" },
     as(ctx.admin),
   );
   ctx.receiver.secrets.push(r.secret);
@@ -121,6 +121,23 @@ describe("webhooks", () => {
     const attempts = await client().listWebhookAttempts({ id: webhook!.id }, as(ctx.admin));
     await expect.poll(async () => (await client().listWebhookAttempts({ id: webhook!.id }, as(ctx.admin))).attempts.length).toBe(deliveries.length);
     expect(attempts.attempts.every((a) => a.status === 200 || attempts.attempts.length < deliveries.length)).toBe(true);
+  });
+
+  it("deliver their chain's events only, each naming its chain (docs/chains.md)", async () => {
+    const { webhook } = await subscribe("/base", { chain: "base" });
+    expect([webhook?.chain, webhook?.collections]).toEqual(["base", [C]]);
+    // The same address on Ethereum is another collection: not this webhook's.
+    await ingestOk(ctx.server, ctx.ingest, "sales", sales(2));
+    const onBase: Record<string, unknown>[] = sales(3).map((s) => ({ ...s, chain: "base" }));
+    await ingestOk(ctx.server, ctx.ingest, "sales", onBase);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 3);
+    const events = ctx.receiver.events(webhook!.id);
+    expect(events.map((e) => [e.sale!.hash, e.chain])).toEqual(onBase.map((s) => [s.hash, "base"]));
+    // An Ethereum webhook's events name their chain too.
+    const eth = await subscribe("/ethereum", { from: "1" });
+    await ctx.receiver.until(() => ctx.receiver.events(eth.webhook!.id).length >= 2);
+    expect(new Set(ctx.receiver.events(eth.webhook!.id).map((e) => e.chain))).toEqual(new Set(["ethereum"]));
+    expect(eth.webhook?.chain).toBe("ethereum");
   });
 
   it("retry a batch on 5xx and 429 with the same id and bytes, honouring Retry-After, and log each attempt", async () => {

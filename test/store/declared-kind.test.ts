@@ -73,7 +73,7 @@ const PG_MIGRATION = `CREATE TABLE mints (
 const SQLITE_WRITES = sqliteTableWrites(
   { table: "mints", key: ["collection_id", "asset_key"], values: ["minter", "hash", "timestamp", "block"] },
   (r, store) => ({
-    collection_id: store.collectionId(String(r.contractAddress)),
+    collection_id: store.collectionOf(r as { contractAddress: string }),
     asset_key: assetKey(String(r.assetId)),
     minter: r.minter,
     hash: hexToBytes(String(r.hash)),

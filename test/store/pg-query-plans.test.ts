@@ -365,7 +365,7 @@ function seekColumns(columns: string[], cond: string): string[] {
  * before it; for listings any one of marketplace and status.
  */
 function requiredBindings(sql: string, table: string): string[][] {
-  if (/FROM collections WHERE address/.test(sql)) return [["address"]];
+  if (/FROM collections WHERE chain = \S+ AND address/.test(sql)) return [["chain", "address"]];
   if (/FROM api_keys/.test(sql)) return [["hash"]];
   const has = (col: string) => new RegExp(`\\b${col} = (\\$\\d|ANY)`).test(sql);
   const base = ["collection_id"];

@@ -300,7 +300,7 @@ function boundColumns(detail: string): string[] {
  * listings any one of marketplace and status.
  */
 function requiredBindings(sql: string): string[][] {
-  if (/FROM collections WHERE address/.test(sql)) return [["address"]];
+  if (/FROM collections WHERE chain = \S+ AND address/.test(sql)) return [["chain", "address"]];
   // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
   if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];

@@ -1,3 +1,4 @@
+import { DEFAULT_CHAIN } from "../../src/domain/chains.js";
 import { COLLECTION_SORTS } from "../../src/store/ports/market.js";
 import type { ReadRepositories } from "../../src/store/ports/reads.js";
 
@@ -38,7 +39,7 @@ export async function exerciseCollectionList(store: ReadRepositories, id: number
   await store.analytics.lowestFloorsAt([id, id + 1], 1_700_500_000);
   for (const sort of COLLECTION_SORTS) {
     for (const query of [undefined, "other"]) {
-      for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ sort, query }, { limit: 5, after });
+      for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort, query }, { limit: 5, after });
     }
   }
 }

@@ -8,8 +8,9 @@ import { kindWrites as sqliteWrites } from "../../src/store/sqlite/kind-writes.j
 // changed in a declaration and not in an engine (or the other way round)
 // fails here, before a write would keep two records the API calls one.
 
-/** A record's field as each engine's column: the contract is its collection's id (collections: the address itself). */
+/** A record's field as each engine's column: the contract is its collection's id (collections: the chain and address themselves). */
 function column(engine: "sqlite" | "postgres", kind: string, field: string): string {
+  // A collection is its chain and address (domain/chains.ts): other kinds hold both in its id.
   if (field === "contractAddress") return kind === "collections" ? "address" : "collection_id";
   if (field === "assetId") return engine === "sqlite" ? "asset_key" : "asset_id";
   return field.replace(".", "_").replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

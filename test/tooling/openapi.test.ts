@@ -70,7 +70,7 @@ describe("gen/openapi.json", () => {
       expect(Object.keys((op as unknown as { responses: Record<string, { content?: object }> }).responses["200"]!.content!)).toEqual(["text/event-stream"]);
     }
     for (const r of writes) {
-      expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(["skipInvalid"]);
+      expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(["skipInvalid", "chain"]);
       expect(Object.keys(spec.paths[r.path]!.post.requestBody!.content)).toEqual(["application/x-ndjson"]);
     }
     for (const r of routes) {
@@ -106,8 +106,8 @@ describe("gen/openapi.json", () => {
     const sale = t.f.sales[0]!;
     const listing = t.f.listings[0]!;
     const events = [
-      eventJson("e", "sales", { seq: 1, row: { ...sale, contractAddress: COLLECTION } as never }, 0),
-      eventJson("e", "listings", { seq: 2, row: { ...listing, contractAddress: COLLECTION } as never }, 0),
+      eventJson("e", "sales", { seq: 1, row: { ...sale, contractAddress: COLLECTION } as never }, 0, "ethereum"),
+      eventJson("e", "listings", { seq: 2, row: { ...listing, contractAddress: COLLECTION } as never }, 0, "base"),
     ];
     const body = JSON.parse(batchBody("wh_x", events, new Date())) as unknown;
     const v = compile(schema);

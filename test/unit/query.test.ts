@@ -54,7 +54,7 @@ describe("query string to request message", () => {
 
   it("rejects unknown parameters, listing the accepted ones", () => {
     expect(error(() => parse(ListAppraisalsRequestSchema, "page=2")).rawMessage).toBe(
-      'unknown query parameter "page"; accepted: contractAddress, assetId, limit, cursor',
+      'unknown query parameter "page"; accepted: contractAddress, assetId, limit, cursor, chain',
     );
   });
 

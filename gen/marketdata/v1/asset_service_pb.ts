@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/asset_service.proto.
  */
 export const file_marketdata_v1_asset_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEicQoVTGlzdEFwcHJhaXNhbHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImcKFkxpc3RBcHByYWlzYWxzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSJgoEZGF0YRgDIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsIm0KEUxpc3RSYXJpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAlCCAoGX2xpbWl0ImUKEkxpc3RSYXJpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5Bc3NldFJhcml0eSKZAQoRTGlzdFRva2Vuc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRINCgVvd25lchgDIAEoCRINCgV0cmFpdBgEIAEoCRIMCgRzb3J0GAUgASgJEhIKBWxpbWl0GAYgASgFSACIAQESDgoGY3Vyc29yGAcgASgJQggKBl9saW1pdCJfChJMaXN0VG9rZW5zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuVG9rZW4imwEKEUxpc3RPZmZlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSLAoGc3RhdHVzGAMgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAQgASgFSACIAQESDgoGY3Vyc29yGAUgASgJQggKBl9saW1pdCJZChJMaXN0T2ZmZXJzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuT2ZmZXIivQEKEExpc3RTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRISCgVzaW5jZRgEIAEoA0gAiAEBEhIKBXVudGlsGAUgASgDSAGIAQESEgoFbGltaXQYBiABKAVIAogBARIOCgZjdXJzb3IYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiVwoRTGlzdFNhbGVzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIQoEZGF0YRgDIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZSKyAQoTTGlzdExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgFIAEoBUgAiAEBEg4KBmN1cnNvchgGIAEoCUIICgZfbGltaXQiXQoUTGlzdExpc3RpbmdzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSJAoEZGF0YRgDIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyJkChFXYXRjaFNhbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEg4KBmN1cnNvchgEIAEoCSJNChJXYXRjaFNhbGVzUmVzcG9uc2USIQoEc2FsZRgBIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxyZXN1bWVfdG9rZW4YAiABKAkilQEKFFdhdGNoTGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgFIAEoCSJ+ChJXYXRjaE9mZmVyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAMoCRIsCgZzdGF0dXMYAyABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSDgoGY3Vyc29yGAQgASgJIlAKE1dhdGNoT2ZmZXJzUmVzcG9uc2USIwoFb2ZmZXIYASABKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyEhQKDHJlc3VtZV90b2tlbhgCIAEoCSJWChVXYXRjaExpc3RpbmdzUmVzcG9uc2USJwoHbGlzdGluZxgBIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxyZXN1bWVfdG9rZW4YAiABKAkyuwgKDEFzc2V0U2VydmljZRJ+Cg5MaXN0QXBwcmFpc2FscxIkLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXF1ZXN0GiUubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9hc3NldC9hcHByYWlzYWxzEm4KCkxpc3RSYXJpdHkSIC5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Jhcml0eRJqCglMaXN0U2FsZXMSHy5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1JlcXVlc3QaIC5tYXJrZXRkYXRhLnYxLkxpc3RTYWxlc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9hc3NldC9zYWxlcxJ2CgxMaXN0TGlzdGluZ3MSIi5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1JlcXVlc3QaIy5tYXJrZXRkYXRhLnYxLkxpc3RMaXN0aW5nc1Jlc3BvbnNlIh2QAgGC0+STAhQSEi92MS9hc3NldC9saXN0aW5ncxJuCgpMaXN0VG9rZW5zEiAubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFRva2Vuc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC90b2tlbnMSbgoKTGlzdE9mZmVycxIgLm1hcmtldGRhdGEudjEuTGlzdE9mZmVyc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RPZmZlcnNSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvb2ZmZXJzEnYKCldhdGNoU2FsZXMSIC5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5XYXRjaFNhbGVzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2Fzc2V0L3NhbGVzL3N0cmVhbTABEoIBCg1XYXRjaExpc3RpbmdzEiMubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVxdWVzdBokLm1hcmtldGRhdGEudjEuV2F0Y2hMaXN0aW5nc1Jlc3BvbnNlIiSQAgGC0+STAhsSGS92MS9hc3NldC9saXN0aW5ncy9zdHJlYW0wARJ6CgtXYXRjaE9mZmVycxIhLm1hcmtldGRhdGEudjEuV2F0Y2hPZmZlcnNSZXF1ZXN0GiIubWFya2V0ZGF0YS52MS5XYXRjaE9mZmVyc1Jlc3BvbnNlIiKQAgGC0+STAhkSFy92MS9hc3NldC9vZmZlcnMvc3RyZWFtMAFiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEigAEKFUxpc3RBcHByYWlzYWxzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJnChZMaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiYKBGRhdGEYAyADKAsyGC5tYXJrZXRkYXRhLnYxLkFwcHJhaXNhbCJ8ChFMaXN0UmFyaXR5UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJlChJMaXN0UmFyaXR5UmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKAoEZGF0YRgDIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkiqAEKEUxpc3RUb2tlbnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSDQoFb3duZXIYAyABKAkSDQoFdHJhaXQYBCABKAkSDAoEc29ydBgFIAEoCRISCgVsaW1pdBgGIAEoBUgAiAEBEg4KBmN1cnNvchgHIAEoCRINCgVjaGFpbhgIIAEoCUIICgZfbGltaXQiXwoSTGlzdFRva2Vuc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiIKBGRhdGEYAyADKAsyFC5tYXJrZXRkYXRhLnYxLlRva2VuIqoBChFMaXN0T2ZmZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEiwKBnN0YXR1cxgDIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgEIAEoBUgAiAEBEg4KBmN1cnNvchgFIAEoCRINCgVjaGFpbhgGIAEoCUIICgZfbGltaXQiWQoSTGlzdE9mZmVyc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiIKBGRhdGEYAyADKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyIswBChBMaXN0U2FsZXNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSEgoFc2luY2UYBCABKANIAIgBARISCgV1bnRpbBgFIAEoA0gBiAEBEhIKBWxpbWl0GAYgASgFSAKIAQESDgoGY3Vyc29yGAcgASgJEg0KBWNoYWluGAggASgJQggKBl9zaW5jZUIICgZfdW50aWxCCAoGX2xpbWl0IlcKEUxpc3RTYWxlc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiEKBGRhdGEYAyADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUiwQEKE0xpc3RMaXN0aW5nc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIsCgZzdGF0dXMYBCABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSEgoFbGltaXQYBSABKAVIAIgBARIOCgZjdXJzb3IYBiABKAkSDQoFY2hhaW4YByABKAlCCAoGX2xpbWl0Il0KFExpc3RMaXN0aW5nc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiQKBGRhdGEYAyADKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmcicwoRV2F0Y2hTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAMoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkiTQoSV2F0Y2hTYWxlc1Jlc3BvbnNlEiEKBHNhbGUYASABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMcmVzdW1lX3Rva2VuGAIgASgJIqQBChRXYXRjaExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxIOCgZjdXJzb3IYBSABKAkSDQoFY2hhaW4YBiABKAkijQEKEldhdGNoT2ZmZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEiwKBnN0YXR1cxgDIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkiUAoTV2F0Y2hPZmZlcnNSZXNwb25zZRIjCgVvZmZlchgBIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISFAoMcmVzdW1lX3Rva2VuGAIgASgJIlYKFVdhdGNoTGlzdGluZ3NSZXNwb25zZRInCgdsaXN0aW5nGAEgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHJlc3VtZV90b2tlbhgCIAEoCTK7CAoMQXNzZXRTZXJ2aWNlEn4KDkxpc3RBcHByYWlzYWxzEiQubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1JlcXVlc3QaJS5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2Fzc2V0L2FwcHJhaXNhbHMSbgoKTGlzdFJhcml0eRIgLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvcmFyaXR5EmoKCUxpc3RTYWxlcxIfLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVxdWVzdBogLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVzcG9uc2UiGpACAYLT5JMCERIPL3YxL2Fzc2V0L3NhbGVzEnYKDExpc3RMaXN0aW5ncxIiLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVxdWVzdBojLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVzcG9uc2UiHZACAYLT5JMCFBISL3YxL2Fzc2V0L2xpc3RpbmdzEm4KCkxpc3RUb2tlbnMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUb2tlbnNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Rva2VucxJuCgpMaXN0T2ZmZXJzEiAubWFya2V0ZGF0YS52MS5MaXN0T2ZmZXJzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdE9mZmVyc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC9vZmZlcnMSdgoKV2F0Y2hTYWxlcxIgLm1hcmtldGRhdGEudjEuV2F0Y2hTYWxlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvYXNzZXQvc2FsZXMvc3RyZWFtMAESggEKDVdhdGNoTGlzdGluZ3MSIy5tYXJrZXRkYXRhLnYxLldhdGNoTGlzdGluZ3NSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVzcG9uc2UiJJACAYLT5JMCGxIZL3YxL2Fzc2V0L2xpc3RpbmdzL3N0cmVhbTABEnoKC1dhdGNoT2ZmZXJzEiEubWFya2V0ZGF0YS52MS5XYXRjaE9mZmVyc1JlcXVlc3QaIi5tYXJrZXRkYXRhLnYxLldhdGNoT2ZmZXJzUmVzcG9uc2UiIpACAYLT5JMCGRIXL3YxL2Fzc2V0L29mZmVycy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.ListAppraisalsRequest
@@ -46,6 +46,13 @@ export type ListAppraisalsRequest = Message<"marketdata.v1.ListAppraisalsRequest
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -107,6 +114,13 @@ export type ListRarityRequest = Message<"marketdata.v1.ListRarityRequest"> & {
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -200,6 +214,13 @@ export type ListTokensRequest = Message<"marketdata.v1.ListTokensRequest"> & {
    * @generated from field: string cursor = 7;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 8;
+   */
+  chain: string;
 };
 
 /**
@@ -270,6 +291,13 @@ export type ListOffersRequest = Message<"marketdata.v1.ListOffersRequest"> & {
    * @generated from field: string cursor = 5;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 6;
+   */
+  chain: string;
 };
 
 /**
@@ -350,6 +378,13 @@ export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
    * @generated from field: string cursor = 7;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 8;
+   */
+  chain: string;
 };
 
 /**
@@ -423,6 +458,13 @@ export type ListListingsRequest = Message<"marketdata.v1.ListListingsRequest"> &
    * @generated from field: string cursor = 6;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 7;
+   */
+  chain: string;
 };
 
 /**
@@ -489,6 +531,13 @@ export type WatchSalesRequest = Message<"marketdata.v1.WatchSalesRequest"> & {
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -555,6 +604,13 @@ export type WatchListingsRequest = Message<"marketdata.v1.WatchListingsRequest">
    * @generated from field: string cursor = 5;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 6;
+   */
+  chain: string;
 };
 
 /**
@@ -593,6 +649,13 @@ export type WatchOffersRequest = Message<"marketdata.v1.WatchOffersRequest"> & {
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/collection_service.proto.
  */
 export const file_marketdata_v1_collection_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKDAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBAUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIlAKFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiSwoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCItChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJiChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBAUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IiZgocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLeAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCI3ChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSI2ChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQiYwoWTGlzdENvbGxlY3Rpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIMCgRzb3J0GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkidgodTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRINCgV0eXBlcxgCIAMoCRISCgVsaW1pdBgDIAEoBUgAiAEBEg4KBmN1cnNvchgEIAEoCUIICgZfbGltaXQicwoeTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEioKBGRhdGEYAyADKAsyHC5tYXJrZXRkYXRhLnYxLkFjdGl2aXR5RXZlbnQiWQoeV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFdHlwZXMYAiADKAkSDgoGY3Vyc29yGAMgASgJImQKH1dhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2USKwoFZXZlbnQYASABKAsyHC5tYXJrZXRkYXRhLnYxLkFjdGl2aXR5RXZlbnQSFAoMcmVzdW1lX3Rva2VuGAIgASgJMsYNChFDb2xsZWN0aW9uU2VydmljZRKKAQoSR2V0Q29sbGVjdGlvblN0YXRzEigubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNSZXF1ZXN0GikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvY29sbGVjdGlvbi9zdGF0cxKHAQoPTGlzdEluZmx1ZW5jZXJzEiUubWFya2V0ZGF0YS52MS5MaXN0SW5mbHVlbmNlcnNSZXF1ZXN0GiYubWFya2V0ZGF0YS52MS5MaXN0SW5mbHVlbmNlcnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvY29sbGVjdGlvbi9pbmZsdWVuY2VycxJzCgpMaXN0VHdlZXRzEiAubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFR3ZWV0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3R3ZWV0cxJzCgpMaXN0U2NvcmVzEiAubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFNjb3Jlc1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3Njb3JlcxKKAQoSR2V0Q29sbGVjdGlvbkZsb29yEigubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0GikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uRmxvb3JSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvY29sbGVjdGlvbi9mbG9vchKVAQoVTGlzdENvbGxlY3Rpb25Ib2xkZXJzEisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXF1ZXN0GiwubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvY29sbGVjdGlvbi9ob2xkZXJzEo4BChNHZXRDb2xsZWN0aW9uTWFya2V0EikubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBoqLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbk1hcmtldFJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL21hcmtldBKRAQoUTGlzdENvbGxlY3Rpb25UcmFpdHMSKi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uVHJhaXRzUmVxdWVzdBorLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi90cmFpdHMSfAoPTGlzdENvbGxlY3Rpb25zEiUubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbnNSZXF1ZXN0GiYubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbnNSZXNwb25zZSIakAIBgtPkkwIREg8vdjEvY29sbGVjdGlvbnMSmQEKFkxpc3RDb2xsZWN0aW9uQWN0aXZpdHkSLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0Gi0ubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2UiIpACAYLT5JMCGRIXL3YxL2NvbGxlY3Rpb24vYWN0aXZpdHkSpQEKF1dhdGNoQ29sbGVjdGlvbkFjdGl2aXR5Ei0ubWFya2V0ZGF0YS52MS5XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QaLi5tYXJrZXRkYXRhLnYxLldhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2UiKZACAYLT5JMCIBIeL3YxL2NvbGxlY3Rpb24vYWN0aXZpdHkvc3RyZWFtMAESowEKGEdldENvbGxlY3Rpb25TdGF0c1NlcmllcxIuLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBovLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVzcG9uc2UiJpACAYLT5JMCHRIbL3YxL2NvbGxlY3Rpb24vc3RhdHMvc2VyaWVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSKSAQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARINCgVjaGFpbhgFIAEoCUIICgZfc2luY2VCCAoGX3VudGlsIl4KGkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSLAoEZGF0YRgCIAEoCzIeLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN0YXRzIl8KFkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEg0KBWNoYWluGAMgASgJQggKBl9saW1pdCJTChdMaXN0SW5mbHVlbmNlcnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgFEicKBGRhdGEYAiADKAsyGS5tYXJrZXRkYXRhLnYxLkluZmx1ZW5jZXIiWgoRTGlzdFR3ZWV0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEg0KBWNoYWluGAMgASgJQggKBl9saW1pdCJJChJMaXN0VHdlZXRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIiCgRkYXRhGAIgAygLMhQubWFya2V0ZGF0YS52MS5Ud2VldCI8ChFMaXN0U2NvcmVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgAygJEg0KBWNoYWluGAIgASgJIlYKEkxpc3RTY29yZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZSJxChlHZXRDb2xsZWN0aW9uRmxvb3JSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSDwoCYXQYAyABKANIAIgBARINCgVjaGFpbhgEIAEoCUIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IidQocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJEg0KBWNoYWluGAQgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyLtAQofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCRINCgVjaGFpbhgJIAEoCUIICgZfc2luY2VCCAoGX3VudGlsQggKBl9saW1pdCJzCiBHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIoCgRkYXRhGAMgAygLMhoubWFya2V0ZGF0YS52MS5TdGF0c0J1Y2tldCJGChtMaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRINCgVjaGFpbhgCIAEoCSJbChxMaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSJwoEZGF0YRgCIAMoCzIZLm1hcmtldGRhdGEudjEuVHJhaXRWYWx1ZSJFChpHZXRDb2xsZWN0aW9uTWFya2V0UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEg0KBWNoYWluGAIgASgJImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQicgoWTGlzdENvbGxlY3Rpb25zUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIMCgRzb3J0GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkihQEKHUxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFdHlwZXMYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAlCCAoGX2xpbWl0InMKHkxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIqCgRkYXRhGAMgAygLMhwubWFya2V0ZGF0YS52MS5BY3Rpdml0eUV2ZW50ImgKHldhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEg0KBXR5cGVzGAIgAygJEg4KBmN1cnNvchgDIAEoCRINCgVjaGFpbhgEIAEoCSJkCh9XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlc3BvbnNlEisKBWV2ZW50GAEgASgLMhwubWFya2V0ZGF0YS52MS5BY3Rpdml0eUV2ZW50EhQKDHJlc3VtZV90b2tlbhgCIAEoCTLGDQoRQ29sbGVjdGlvblNlcnZpY2USigEKEkdldENvbGxlY3Rpb25TdGF0cxIoLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBopLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvblN0YXRzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2NvbGxlY3Rpb24vc3RhdHMShwEKD0xpc3RJbmZsdWVuY2VycxIlLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVxdWVzdBomLm1hcmtldGRhdGEudjEuTGlzdEluZmx1ZW5jZXJzUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2NvbGxlY3Rpb24vaW5mbHVlbmNlcnMScwoKTGlzdFR3ZWV0cxIgLm1hcmtldGRhdGEudjEuTGlzdFR3ZWV0c1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi90d2VldHMScwoKTGlzdFNjb3JlcxIgLm1hcmtldGRhdGEudjEuTGlzdFNjb3Jlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi9zY29yZXMSigEKEkdldENvbGxlY3Rpb25GbG9vchIoLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbkZsb29yUmVxdWVzdBopLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2NvbGxlY3Rpb24vZmxvb3ISlQEKFUxpc3RDb2xsZWN0aW9uSG9sZGVycxIrLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBosLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2NvbGxlY3Rpb24vaG9sZGVycxKOAQoTR2V0Q29sbGVjdGlvbk1hcmtldBIpLm1hcmtldGRhdGEudjEuR2V0Q29sbGVjdGlvbk1hcmtldFJlcXVlc3QaKi5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvY29sbGVjdGlvbi9tYXJrZXQSkQEKFExpc3RDb2xsZWN0aW9uVHJhaXRzEioubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1JlcXVlc3QaKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uVHJhaXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHJhaXRzEnwKD0xpc3RDb2xsZWN0aW9ucxIlLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25zUmVxdWVzdBomLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25zUmVzcG9uc2UiGpACAYLT5JMCERIPL3YxL2NvbGxlY3Rpb25zEpkBChZMaXN0Q29sbGVjdGlvbkFjdGl2aXR5EiwubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvbkFjdGl2aXR5UmVxdWVzdBotLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlc3BvbnNlIiKQAgGC0+STAhkSFy92MS9jb2xsZWN0aW9uL2FjdGl2aXR5EqUBChdXYXRjaENvbGxlY3Rpb25BY3Rpdml0eRItLm1hcmtldGRhdGEudjEuV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0Gi4ubWFya2V0ZGF0YS52MS5XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlc3BvbnNlIimQAgGC0+STAiASHi92MS9jb2xsZWN0aW9uL2FjdGl2aXR5L3N0cmVhbTABEqMBChhHZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXMSLi5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Nlcmllc1JlcXVlc3QaLy5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Nlcmllc1Jlc3BvbnNlIiaQAgGC0+STAh0SGy92MS9jb2xsZWN0aW9uL3N0YXRzL3Nlcmllc2IGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.GetCollectionStatsRequest
@@ -42,6 +42,13 @@ export type GetCollectionStatsRequest = Message<"marketdata.v1.GetCollectionStat
    * @generated from field: optional int64 until = 4;
    */
   until?: bigint | undefined;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -86,6 +93,13 @@ export type ListInfluencersRequest = Message<"marketdata.v1.ListInfluencersReque
    * @generated from field: optional int32 limit = 2;
    */
   limit?: number | undefined;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -130,6 +144,13 @@ export type ListTweetsRequest = Message<"marketdata.v1.ListTweetsRequest"> & {
    * @generated from field: optional int32 limit = 2;
    */
   limit?: number | undefined;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -171,6 +192,13 @@ export type ListScoresRequest = Message<"marketdata.v1.ListScoresRequest"> & {
    * @generated from field: repeated string contract_address = 1;
    */
   contractAddress: string[];
+
+  /**
+   * The chain of every address named (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 2;
+   */
+  chain: string;
 };
 
 /**
@@ -224,6 +252,13 @@ export type GetCollectionFloorRequest = Message<"marketdata.v1.GetCollectionFloo
    * @generated from field: optional int64 at = 3;
    */
   at?: bigint | undefined;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 4;
+   */
+  chain: string;
 };
 
 /**
@@ -277,6 +312,13 @@ export type ListCollectionHoldersRequest = Message<"marketdata.v1.ListCollection
    * @generated from field: string cursor = 3;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 4;
+   */
+  chain: string;
 };
 
 /**
@@ -371,6 +413,13 @@ export type GetCollectionStatsSeriesRequest = Message<"marketdata.v1.GetCollecti
    * @generated from field: string cursor = 8;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 9;
+   */
+  chain: string;
 };
 
 /**
@@ -417,6 +466,13 @@ export type ListCollectionTraitsRequest = Message<"marketdata.v1.ListCollectionT
    * @generated from field: string contract_address = 1;
    */
   contractAddress: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 2;
+   */
+  chain: string;
 };
 
 /**
@@ -456,6 +512,13 @@ export type GetCollectionMarketRequest = Message<"marketdata.v1.GetCollectionMar
    * @generated from field: string contract_address = 1;
    */
   contractAddress: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 2;
+   */
+  chain: string;
 };
 
 /**
@@ -521,6 +584,13 @@ export type ListCollectionsRequest = Message<"marketdata.v1.ListCollectionsReque
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * Only this chain's collections (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -598,6 +668,13 @@ export type ListCollectionActivityRequest = Message<"marketdata.v1.ListCollectio
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
 };
 
 /**
@@ -658,6 +735,13 @@ export type WatchCollectionActivityRequest = Message<"marketdata.v1.WatchCollect
    * @generated from field: string cursor = 3;
    */
   cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 4;
+   */
+  chain: string;
 };
 
 /**

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/ingest_service.proto.
  */
 export const file_marketdata_v1_ingest_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIjoKEENvbGxlY3Rpb25SZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIMCgRuYW1lGAIgASgJImIKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIoMBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUiWAoTSW5nZXN0VG9rZW5zUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ub2tlblJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgiUAoSSW5nZXN0U2FsZXNSZXF1ZXN0EiQKB3JlY29yZHMYASADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlYKFUluZ2VzdExpc3RpbmdzUmVxdWVzdBInCgdyZWNvcmRzGAEgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHNraXBfaW52YWxpZBgCIAEoCCJYChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCCJSChNJbmdlc3RPZmZlcnNSZXF1ZXN0EiUKB3JlY29yZHMYASADKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCCJaChdJbmdlc3RBcHByYWlzYWxzUmVxdWVzdBIpCgdyZWNvcmRzGAEgAygLMhgubWFya2V0ZGF0YS52MS5BcHByYWlzYWwSFAoMc2tpcF9pbnZhbGlkGAIgASgIIlgKE0luZ2VzdFJhcml0eVJlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkSFAoMc2tpcF9pbnZhbGlkGAIgASgIImQKEEluZmx1ZW5jZXJSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAMgASgBImIKGEluZ2VzdEluZmx1ZW5jZXJzUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJMCgtUd2VldFJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEiMKBXR3ZWV0GAIgASgLMhQubWFya2V0ZGF0YS52MS5Ud2VldCJYChNJbmdlc3RUd2VldHNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlR3ZWV0UmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCCJcChNJbmdlc3RTY29yZXNSZXF1ZXN0Ei8KB3JlY29yZHMYASADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZRIUCgxza2lwX2ludmFsaWQYAiABKAgytwwKDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxJ4CgxJbmdlc3RPZmZlcnMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdE9mZmVyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvb2ZmZXJzEoQBChBJbmdlc3RBcHByYWlzYWxzEiYubWFya2V0ZGF0YS52MS5Jbmdlc3RBcHByYWlzYWxzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiKZACAoLT5JMCIDoHcmVjb3JkcyIVL3YxL2luZ2VzdC9hcHByYWlzYWxzEngKDEluZ2VzdFJhcml0eRIiLm1hcmtldGRhdGEudjEuSW5nZXN0UmFyaXR5UmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC9yYXJpdHkShwEKEUluZ2VzdEluZmx1ZW5jZXJzEicubWFya2V0ZGF0YS52MS5Jbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvaW5mbHVlbmNlcnMSeAoMSW5nZXN0VHdlZXRzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUd2VldHNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3R3ZWV0cxJ4CgxJbmdlc3RTY29yZXMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFNjb3Jlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvc2NvcmVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIjoKEENvbGxlY3Rpb25SZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIMCgRuYW1lGAIgASgJInEKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIoMBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUiZwoTSW5nZXN0VG9rZW5zUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ub2tlblJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiXwoSSW5nZXN0U2FsZXNSZXF1ZXN0EiQKB3JlY29yZHMYASADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJImUKFUluZ2VzdExpc3RpbmdzUmVxdWVzdBInCgdyZWNvcmRzGAEgAygLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJnChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJhChNJbmdlc3RPZmZlcnNSZXF1ZXN0EiUKB3JlY29yZHMYASADKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJpChdJbmdlc3RBcHByYWlzYWxzUmVxdWVzdBIpCgdyZWNvcmRzGAEgAygLMhgubWFya2V0ZGF0YS52MS5BcHByYWlzYWwSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJImcKE0luZ2VzdFJhcml0eVJlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJImQKEEluZmx1ZW5jZXJSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAMgASgBInEKGEluZ2VzdEluZmx1ZW5jZXJzUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJMCgtUd2VldFJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEiMKBXR3ZWV0GAIgASgLMhQubWFya2V0ZGF0YS52MS5Ud2VldCJnChNJbmdlc3RUd2VldHNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlR3ZWV0UmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJrChNJbmdlc3RTY29yZXNSZXF1ZXN0Ei8KB3JlY29yZHMYASADKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TY29yZRIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkytwwKDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxJ4CgxJbmdlc3RPZmZlcnMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdE9mZmVyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvb2ZmZXJzEoQBChBJbmdlc3RBcHByYWlzYWxzEiYubWFya2V0ZGF0YS52MS5Jbmdlc3RBcHByYWlzYWxzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiKZACAoLT5JMCIDoHcmVjb3JkcyIVL3YxL2luZ2VzdC9hcHByYWlzYWxzEngKDEluZ2VzdFJhcml0eRIiLm1hcmtldGRhdGEudjEuSW5nZXN0UmFyaXR5UmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC9yYXJpdHkShwEKEUluZ2VzdEluZmx1ZW5jZXJzEicubWFya2V0ZGF0YS52MS5Jbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvaW5mbHVlbmNlcnMSeAoMSW5nZXN0VHdlZXRzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUd2VldHNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3R3ZWV0cxJ4CgxJbmdlc3RTY29yZXMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFNjb3Jlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvc2NvcmVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * What a batch (or a whole stream) did.
@@ -114,6 +114,13 @@ export type IngestCollectionsRequest = Message<"marketdata.v1.IngestCollectionsR
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -217,6 +224,13 @@ export type IngestTokensRequest = Message<"marketdata.v1.IngestTokensRequest"> &
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -239,6 +253,13 @@ export type IngestSalesRequest = Message<"marketdata.v1.IngestSalesRequest"> & {
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -261,6 +282,13 @@ export type IngestListingsRequest = Message<"marketdata.v1.IngestListingsRequest
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -283,6 +311,13 @@ export type IngestTransfersRequest = Message<"marketdata.v1.IngestTransfersReque
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -305,6 +340,13 @@ export type IngestOffersRequest = Message<"marketdata.v1.IngestOffersRequest"> &
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -327,6 +369,13 @@ export type IngestAppraisalsRequest = Message<"marketdata.v1.IngestAppraisalsReq
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -349,6 +398,13 @@ export type IngestRarityRequest = Message<"marketdata.v1.IngestRarityRequest"> &
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -398,6 +454,13 @@ export type IngestInfluencersRequest = Message<"marketdata.v1.IngestInfluencersR
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -445,6 +508,13 @@ export type IngestTweetsRequest = Message<"marketdata.v1.IngestTweetsRequest"> &
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**
@@ -467,6 +537,13 @@ export type IngestScoresRequest = Message<"marketdata.v1.IngestScoresRequest"> &
    * @generated from field: bool skip_invalid = 2;
    */
   skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
 };
 
 /**

@@ -2,7 +2,7 @@ import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({
+const shape = f.collectionRecord({
   contractAddress: f.address,
   assetId: f.uint256,
   fairMarketValue: f.uint256,

@@ -126,7 +126,8 @@ export function importLineOf(declaration: AnyKindDeclaration): (record: unknown)
     const out: Record<string, unknown> = {};
     for (const name of fields) {
       const v = m[name];
-      out[name] = typeof v === "bigint" ? int(v) : v;
+      // A field the message does not have (chain: its request names it) is left to the shape's default.
+      if (v !== undefined) out[name] = typeof v === "bigint" ? int(v) : v;
     }
     return out;
   };

@@ -1,6 +1,7 @@
 import { LISTING_STATUSES, type ListingStatusName } from "../rows.js";
 import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../formats.js";
 import { deepFieldOfText } from "../json-depth.js";
+import { type Chain, DEFAULT_CHAIN, isChain, unknownChain } from "../chains.js";
 
 // Field checkers for imported records: each returns the stored form of a
 // value or throws FieldError with the reason. Record checkers collect every
@@ -93,6 +94,10 @@ export function nonEmpty(max: number): Check<string> {
 
 export const address: Check<string> = (v) =>
   typeof v === "string" && isAddress(v) ? v.toLowerCase() : fail(`must be 0x followed by 40 hex characters, got ${show(v)}`);
+
+/** A chain's name (chains.ts); "" (a protobuf message naming none) is the default chain. */
+export const chain: Check<Chain> = (v) =>
+  v === "" ? DEFAULT_CHAIN : typeof v === "string" && isChain(v) ? v : fail(unknownChain(typeof v === "string" ? v : show(v)));
 
 /** An address, or "" when unknown. */
 export const ownerAddress: Check<string> = (v) => (v === "" ? "" : address(v));
@@ -226,6 +231,14 @@ export function object<S extends Shape>(shape: S, optional: Partial<Parsed<S>> =
     return problems.length === before ? (out as Parsed<S>) : undefined;
   };
   return Object.assign(check, { fields: names });
+}
+
+/**
+ * A record of a collection: `shape` plus its optional `chain` (the default
+ * chain when absent), last so that a record's own fields' problems come first.
+ */
+export function collectionRecord<S extends Shape>(shape: S, optional: Partial<Parsed<S>> = {}): ObjectCheck<Parsed<S> & { chain: Chain }> {
+  return object({ ...shape, chain }, { ...optional, chain: DEFAULT_CHAIN } as Partial<Parsed<S & { chain: Check<Chain> }>>) as ObjectCheck<Parsed<S> & { chain: Chain }>;
 }
 
 /** Problems of a nested object or array, carried up through a field check. */

@@ -4,7 +4,7 @@ import * as f from "./fields.js";
 import { socialUser, userOf } from "./parts.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite });
+const shape = f.collectionRecord({ contractAddress: f.address, user: f.nested(socialUser), score: f.finite });
 
 /** An account's influence score in a collection's community. */
 export const influencers = declareKind({

@@ -6,7 +6,7 @@ import * as f from "./fields.js";
 import { statusOf, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({
+const shape = f.collectionRecord({
   marketplaceId: f.marketplaceId,
   marketplace: f.marketplace,
   contractAddress: f.address,

@@ -3,7 +3,7 @@ import * as f from "./fields.js";
 import { TEXT_LIMITS } from "./parts.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({
+const shape = f.collectionRecord({
   name: f.text(TEXT_LIMITS.name),
   contractAddress: f.address,
   hype: f.finite,

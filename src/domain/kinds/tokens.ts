@@ -11,7 +11,7 @@ const attributeOf = (a: TokenAttribute) => ({
 });
 
 /** A record's fields and their checks. */
-const shape = f.object(
+const shape = f.collectionRecord(
   {
     contractAddress: f.address,
     assetId: f.uint256,

@@ -4,7 +4,7 @@ import { declareKind, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({
+const shape = f.collectionRecord({
   hash: f.txHash,
   logIndex: f.count,
   from: f.address,

@@ -4,7 +4,7 @@ import * as f from "./fields.js";
 import { interactionRule, retweet, tweetFields, tweetOf } from "./parts.js";
 
 /** A record's fields and their checks. */
-const shape = f.object({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet });
+const shape = f.collectionRecord({ contractAddress: f.address, ...tweetFields, retweetedStatus: retweet });
 
 /** A tweet about a collection (a retweet's original nested in it). */
 export const tweets = declareKind({

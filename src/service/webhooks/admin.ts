@@ -1,3 +1,4 @@
+import { collectionRef } from "../../domain/chains.js";
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
@@ -35,6 +36,8 @@ export const ATTEMPTS_DEFAULT = 100;
 export interface CreateWebhook {
   url: string;
   collections: readonly string[];
+  /** The chain of its collections (domain/chains.ts); "" or absent: the default chain. */
+  chain?: string;
   /** "sale", "listing", "offer", "transfer"; none: all four. */
   types: readonly string[];
   keyId: number;
@@ -68,7 +71,9 @@ export class WebhookAdmin {
     // Emptiness after the split: "," or " , " names no collection.
     const named = req.collections.flatMap((c) => c.split(",")).map((c) => c.trim()).filter((c) => c !== "");
     if (named.length === 0) throw p.invalid("collections must name at least one contract address");
-    const collections = [...new Set(named.map((c) => p.contractAddress(c, "collections")))];
+    const chain = p.chain(req.chain ?? "");
+    // Stored as references (domain/chains.ts collectionRef): a webhook is on one chain.
+    const collections = [...new Set(named.map((c) => collectionRef(chain, p.contractAddress(c, "collections"))))];
     if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
     const types = req.types.flatMap((t) => t.split(",")).map((t) => t.trim()).filter((t) => t !== "");
     const kinds = new Set<FeedKind>();

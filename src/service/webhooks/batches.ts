@@ -1,3 +1,4 @@
+import { refParts } from "../../domain/chains.js";
 import { nowSeconds } from "../../domain/formats.js";
 import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
 import type { ReadRepositories } from "../../store/ports/reads.js";
@@ -67,12 +68,14 @@ export class BatchReader {
     }
     const positions = { ...h.positions };
     const now = nowSeconds();
+    // Its collections are on one chain (admin.ts create).
+    const { chain } = refParts(h.rec.collections[0] ?? "");
     const texts = rows.map(({ kind, entry }) => {
       positions[kind] = entry.seq;
-      if (kind === "offers") return eventJson(epoch, kind, entry, now);
+      if (kind === "offers") return eventJson(epoch, kind, entry, now, chain);
       let text = this.#events.get(entry.seq);
       if (text === undefined) {
-        text = eventJson(epoch, kind, entry, now);
+        text = eventJson(epoch, kind, entry, now, chain);
         if (this.#events.size >= 100_000) this.#events.clear();
         this.#events.set(entry.seq, text);
       }

@@ -21,8 +21,11 @@ export function eventId(epoch: string, position: number): string {
   return `evt_${epoch}_${position}`;
 }
 
-/** One event of a feed entry as its JSON text. `now`: epoch seconds (an offer's status depends on it). */
-export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number): string {
+/**
+ * One event of a feed entry as its JSON text. `now`: epoch seconds (an
+ * offer's status depends on it); `chain`: its collection's.
+ */
+export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number, chain: string): string {
   const feed = feedOf(kind);
   // The event's message fills the WebhookEvent field named as its type.
   return writeEvent(create(WebhookEventSchema, {
@@ -31,6 +34,7 @@ export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknow
     position: BigInt(entry.seq),
     timestamp: BigInt(feed.time(entry.row)),
     [feed.event]: feed.toMessage(entry.row, now),
+    chain,
   }));
 }
 

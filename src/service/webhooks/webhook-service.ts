@@ -1,3 +1,4 @@
+import { refParts } from "../../domain/chains.js";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
@@ -31,7 +32,9 @@ export function toWebhookMessage(r: WebhookRecord, stats?: WebhookStats): Webhoo
   return create(WebhookSchema, {
     id: r.id,
     url: r.url,
-    collections: r.collections,
+    // Its collections are on one chain (admin.ts create).
+    chain: refParts(r.collections[0] ?? "").chain,
+    collections: r.collections.map((c) => refParts(c).address),
     types: r.kinds.map((k) => EVENT_TYPE[k]),
     keyId: BigInt(r.keyId),
     state: r.state,
@@ -67,7 +70,7 @@ export function createWebhookService(admin: WebhookAdmin, stats: () => readonly 
   return storeErrorsSaid({
     async createWebhook(req, ctx: HandlerContext) {
       const keyId = req.keyId === 0n ? (ctx.values.get(streamCaller) ?? 0) : Number(req.keyId);
-      const { webhook, secret } = await admin.create({ url: req.url, collections: req.collections, types: req.types, keyId, from: req.from });
+      const { webhook, secret } = await admin.create({ url: req.url, collections: req.collections, chain: req.chain, types: req.types, keyId, from: req.from });
       return create(CreateWebhookResponseSchema, { webhook: message(webhook), secret });
     },
     async listWebhooks(req) {

@@ -42,9 +42,9 @@ export interface DerivedWrites {
 
 /** What derive reads and writes, on either engine (SQLite: sqlite/derive-store.ts; PostgreSQL: postgres/derive-store.ts). */
 export interface DeriveRepository {
-  /** Collections with tokens (rarity) or sales (appraisals). */
+  /** Collections with tokens (rarity) or sales (appraisals), as references (domain/chains.ts collectionRef). */
   collectionsToDerive(): MaybePromise<string[]>;
-  collectionId(address: string): MaybePromise<number | undefined>;
+  collectionId(ref: string): MaybePromise<number | undefined>;
   tokens(collectionId: number): MaybePromise<TokenRecord[]>;
   /** A collection's sales up to second `until` (later ones are dated past the clock: left out), oldest first. */
   sales(collectionId: number, after: number, until: number): MaybePromise<SaleForModel[]>;

@@ -64,6 +64,8 @@ export const TOKEN_KEYS: Readonly<Record<TokenSort, KeySpec>> = {
 export interface TokensFilter {
   /** Undefined: every collection (then `owner` is given and the order is "id"). */
   collectionId?: number | undefined;
+  /** Without a collection: the chain whose collections are searched (domain/chains.ts); undefined: every chain. */
+  chain?: string | undefined;
   assetId?: string | undefined;
   /** Lower-case address. */
   owner?: string | undefined;
@@ -120,6 +122,8 @@ export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7
 export const COLLECTION_KEY: KeySpec = ["text", "text"];
 
 export interface CollectionsListFilter {
+  /** The chain whose collections are listed (domain/chains.ts). */
+  chain: string;
   /** Lower-case text found in the name (lower-cased) or the address; undefined: every collection. */
   query?: string | undefined;
   sort: CollectionSort;

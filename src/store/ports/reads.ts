@@ -43,8 +43,8 @@ export const LISTING_KEY: KeySpec = ["int", "text", "text"];
 export const HOLDER_KEY: KeySpec = ["int", "text"];
 
 export interface CollectionsRepository {
-  /** The id of a collection the store knows anything about, or undefined. */
-  collectionId(address: string): MaybePromise<number | undefined>;
+  /** The id of a collection the store knows anything about (`ref`: domain/chains.ts collectionRef), or undefined. */
+  collectionId(ref: string): MaybePromise<number | undefined>;
   score(collectionId: number): MaybePromise<ScoreRow | undefined>;
   /** Every marketplace any sale, listing or offer of the store has named, in name order (kept by every write). */
   knownMarketplaces(): MaybePromise<string[]>;
@@ -125,7 +125,7 @@ export interface DataVersion {
 export interface StoreChanges {
   readonly now: DataVersion;
   /**
-   * The collections (lower-case addresses) whose data changed, or "all"
+   * The collections (references: domain/chains.ts collectionRef) whose data changed, or "all"
    * when a change may reach any of them (a social user shared by several
    * collections' influencers and tweets, a migration).
    */

@@ -103,7 +103,8 @@ export class PgCollectionList implements CollectionListRepository {
     const column = SORT_COLUMNS[filter.sort];
     const values: unknown[] = [];
     const $ = (v: unknown) => `$${values.push(v)}`;
-    const where: string[] = [];
+    // The chain's rows as the sort's index walks (SQLite's collection-summaries.ts).
+    const where: string[] = [`c.chain = ${$(filter.chain)}`];
     if (page.after) where.push(`(s.${column}, s.address) > (${$(page.after[0])}::text COLLATE "C", ${$(page.after[1])}::text COLLATE "C")`);
     if (filter.query !== undefined) {
       const q = $(filter.query);
@@ -114,11 +115,11 @@ export class PgCollectionList implements CollectionListRepository {
     const rows = await this.q.rows(
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, h.tokens, h.holders,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, c.chain, h.tokens, h.holders,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM collection_summaries s JOIN collections c ON c.id = s.collection_id
        LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
-       ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+       WHERE ${where.join(" AND ")}
        ORDER BY s.${column}, s.address LIMIT ${limit}`,
       values,
     );

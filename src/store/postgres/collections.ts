@@ -1,29 +1,31 @@
+import { refParts } from "../../domain/chains.js";
 import type { ScoreRow } from "../../domain/rows.js";
 import type { PgQueries } from "./statements.js";
 import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
 
-/** Addresses whose ids are remembered, at most (then forgotten all at once and read again). */
+/** Collections (chains.ts collectionRef) whose ids are remembered, at most (then forgotten all at once and read again). */
 const MAX_REMEMBERED = 100_000;
 
 export class PgCollections implements CollectionsRepository {
   /**
-   * The ids of addresses found: a collection, once registered, keeps its id
+   * The ids of collections found: a collection, once registered, keeps its id
    * (nothing deletes or renumbers collections; a replica has the primary's),
-   * so every request after the first saves a round trip. Addresses not found
+   * so every request after the first saves a round trip. Collections not found
    * are not remembered: they may be registered by the next write.
    */
   readonly #ids = new Map<string, number>();
 
   constructor(private readonly q: PgQueries) {}
 
-  async collectionId(address: string): Promise<number | undefined> {
-    const known = this.#ids.get(address);
+  async collectionId(ref: string): Promise<number | undefined> {
+    const known = this.#ids.get(ref);
     if (known !== undefined) return known;
-    const id = (await this.q.rows<{ id: number }>("SELECT id FROM collections WHERE address = $1", [address]))[0]?.id;
+    const { chain, address } = refParts(ref);
+    const id = (await this.q.rows<{ id: number }>("SELECT id FROM collections WHERE chain = $1 AND address = $2", [chain, address]))[0]?.id;
     if (id !== undefined) {
       if (this.#ids.size >= MAX_REMEMBERED) this.#ids.clear();
-      this.#ids.set(address, id);
+      this.#ids.set(ref, id);
     }
     return id;
   }

@@ -1,3 +1,4 @@
+import { refSql } from "../shared/collection-ref.js";
 import type pg from "pg";
 import type { DataVersion, StoreChanges } from "../ports/reads.js";
 import type { PgQueries } from "./statements.js";
@@ -58,7 +59,7 @@ export async function changesSince(q: PgQueries, since: DataVersion | undefined)
   const rows = await q.rows<{ data: number; all: number; keys: number; changed: string[] | null }>(
     `SELECT data_version AS data, all_version AS "all", keys_version AS keys,
        CASE WHEN data_version > $1 AND all_version <= $1
-         THEN ARRAY(SELECT address FROM collections WHERE data_version > $1) END AS changed
+         THEN ARRAY(SELECT ${refSql()} FROM collections c WHERE data_version > $1) END AS changed
      FROM store_state WHERE id = 1`,
     [since?.data ?? Number.MAX_SAFE_INTEGER],
   );

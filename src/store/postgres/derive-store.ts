@@ -1,3 +1,5 @@
+import { DEFAULT_CHAIN, refParts } from "../../domain/chains.js";
+import { refSql } from "../shared/collection-ref.js";
 import type pg from "pg";
 import type { AppraisalRow, RarityRow } from "../../domain/rows.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
@@ -23,16 +25,17 @@ export class PgDeriveStore implements DeriveRepository {
 
   async collectionsToDerive(): Promise<string[]> {
     const r = await this.pool.query<{ address: string }>(
-      `SELECT address FROM collections c
+      `SELECT ${refSql()} AS address FROM collections c
        WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id AND t.recorded)
           OR EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = c.id)
-       ORDER BY address`,
+       ORDER BY chain <> '${DEFAULT_CHAIN}', chain, address`,
     );
     return r.rows.map((x) => x.address);
   }
 
-  async collectionId(address: string): Promise<number | undefined> {
-    return (await this.pool.query<{ id: number }>("SELECT id FROM collections WHERE address = $1", [address])).rows[0]?.id;
+  async collectionId(ref: string): Promise<number | undefined> {
+    const { chain, address } = refParts(ref);
+    return (await this.pool.query<{ id: number }>("SELECT id FROM collections WHERE chain = $1 AND address = $2", [chain, address])).rows[0]?.id;
   }
 
   async tokens(collectionId: number): Promise<TokenRecord[]> {

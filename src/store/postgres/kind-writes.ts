@@ -1,3 +1,5 @@
+import { chainOf, describeRef } from "../../domain/chains.js";
+import { refSql } from "../shared/collection-ref.js";
 import type pg from "pg";
 import type { Kind } from "../../domain/kinds/index.js";
 import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
@@ -20,7 +22,7 @@ import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 // both write through this table.
 
 /** The tokens the stage names (its address and asset_id). */
-const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM stage st JOIN collections c ON c.address = st.address";
+const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address";
 
 /**
  * After sales or transfers: the owners of their tokens, and the listings
@@ -48,20 +50,20 @@ const MOVES_OF_STAGED_TOKENS = [
  * (as SQLite, writing line by line, finds it).
  */
 const movedRecord = (table: "listings" | "offers") => `WITH moved AS (
-    SELECT st.line, st.marketplace, st.marketplace_id, o.address AS held, st.address AS named
+    SELECT st.line, st.marketplace, st.marketplace_id, ${refSql("o")} AS held, ${refSql("st")} AS named
     FROM stage st JOIN ${table} l ON l.marketplace = st.marketplace AND l.marketplace_id = st.marketplace_id
-    JOIN collections o ON o.id = l.collection_id WHERE o.address <> st.address
+    JOIN collections o ON o.id = l.collection_id WHERE (o.chain, o.address) <> (st.chain, st.address)
     UNION ALL
-    SELECT line, marketplace, marketplace_id, held, address FROM (
-      SELECT line, marketplace, marketplace_id, address,
-        first_value(address) OVER (PARTITION BY marketplace, marketplace_id ORDER BY line) AS held FROM stage) s
-    WHERE address <> held)
+    SELECT line, marketplace, marketplace_id, held, named FROM (
+      SELECT line, marketplace, marketplace_id, ${refSql("st")} AS named,
+        first_value(${refSql("st")}) OVER (PARTITION BY marketplace, marketplace_id ORDER BY line) AS held FROM stage st) s
+    WHERE named <> held)
   SELECT marketplace, marketplace_id, held, named FROM moved ORDER BY line LIMIT 1`;
 
 /** Refuses a stage of listings (or offers) that names one under another collection than the one holding it. */
 const refuseMoved = (table: "listings" | "offers") => async (client: pg.PoolClient): Promise<void> => {
   const moved = (await client.query<{ marketplace: string; marketplace_id: string; held: string; named: string }>(movedRecord(table))).rows[0];
-  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, moved.held, moved.named, table === "offers" ? "offer" : "listing");
+  if (moved !== undefined) throw listingMoved(moved.marketplace, moved.marketplace_id, describeRef(moved.held), describeRef(moved.named), table === "offers" ? "offer" : "listing");
 };
 
 const USER_STAGE = [
@@ -96,19 +98,19 @@ const UPSERT_USERS = upsertSql(
 /** Each staged sale's key and values as the merge will write them: the last line of each key. */
 const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
     st.marketplace, st.timestamp, st.block, st.price
-  FROM stage st JOIN collections c ON c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
+  FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
 
 const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
-    stage: [col("address"), col("name")],
-    row: (r) => [r.contractAddress, r.name],
+    stage: [col("chain"), col("address"), col("name")],
+    row: (r) => [chainOf(r), r.contractAddress, r.name],
     before: [],
-    counted: counted("collections", ["address"], ["name"], "SELECT address, name, line FROM stage"),
+    counted: counted("collections", ["chain", "address"], ["name"], "SELECT chain, address, name, line FROM stage"),
     tables: ["collections"],
   },
   tokens: {
-    stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
-    row: (r) => [r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
+    stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
+    row: (r) => [chainOf(r), r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
     // A new token row takes its ask from the listings (token-market.ts): none may commit meanwhile.
     before: [REGISTER_COLLECTIONS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`],
     // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
@@ -120,27 +122,27 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     lock: TOKENS_LOCK,
   },
   appraisals: {
-    stage: [col("address"), col("asset_id", "numeric"), col("fair_market_value", "numeric"), col("confidence")],
-    row: (r) => [r.contractAddress, r.assetId, r.fairMarketValue, r.confidence],
+    stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("fair_market_value", "numeric"), col("confidence")],
+    row: (r) => [chainOf(r), r.contractAddress, r.assetId, r.fairMarketValue, r.confidence],
     before: [REGISTER_COLLECTIONS],
     counted: counted("appraisals", ["collection_id", "asset_id"], ["fair_market_value", "confidence", "source"],
         withCollection("c.id AS collection_id, st.asset_id, st.fair_market_value, st.confidence, 'imported' AS source")),
     tables: ["collections", "appraisals"],
   },
   rarity: {
-    stage: [col("address"), col("asset_id", "numeric"), col("current_owner"), col("rarity_score", "float8"),
+    stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("current_owner"), col("rarity_score", "float8"),
       col("statistical_rarity", "float8"), col("rarity_rank", "integer")],
-    row: (r) => [r.contractAddress, r.assetId, r.currentOwner, r.rarityScore, r.statisticalRarity, r.rarityRank],
+    row: (r) => [chainOf(r), r.contractAddress, r.assetId, r.currentOwner, r.rarityScore, r.statisticalRarity, r.rarityRank],
     before: [REGISTER_COLLECTIONS],
     counted: counted("rarity", ["collection_id", "asset_id"], ["current_owner", "rarity_score", "statistical_rarity", "rarity_rank", "source"],
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.rarity_score, st.statistical_rarity, st.rarity_rank, 'imported' AS source")),
     tables: ["collections", "rarity"],
   },
   sales: {
-    stage: [col("hash"), col("seller"), col("buyer"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
+    stage: [col("hash"), col("seller"), col("buyer"), col("chain"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
       col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), ...WIRE_STAGE("wire_json")],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
-    row: (r) => [r.hash, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
+    row: (r) => [r.hash, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
       saleJson(r as unknown as SaleRow)],
     before: [
       REGISTER_COLLECTIONS,
@@ -158,11 +160,11 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     serialized: true,
   },
   listings: {
-    stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
+    stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
       col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
     row: (r) => {
       const wire = listingFragments(r as unknown as ListingRow);
-      return [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
+      return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
         wire.jsonHead, wire.jsonMiddle, wire.binary];
     },
     before: [REGISTER_COLLECTIONS],
@@ -181,9 +183,9 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     lock: LISTINGS_LOCK,
   },
   transfers: {
-    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("address"), col("asset_id", "numeric"),
+    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("chain"), col("address"), col("asset_id", "numeric"),
       col("timestamp", "bigint"), col("block", "bigint")],
-    row: (r) => [r.hash, r.logIndex, r.from, r.to, r.contractAddress, r.assetId, r.timestamp, r.block],
+    row: (r) => [r.hash, r.logIndex, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block],
     before: [REGISTER_COLLECTIONS],
     counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block"],
         withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
@@ -195,9 +197,9 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     lock: TOKENS_LOCK,
   },
   offers: {
-    stage: [col("marketplace"), col("marketplace_id"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
+    stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
       col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status")],
-    row: (r) => [r.marketplace, r.marketplaceId, r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
+    row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
       r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status],
     before: [REGISTER_COLLECTIONS],
     counted: counted("offers", ["marketplace", "marketplace_id"],
@@ -212,10 +214,10 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     lock: LISTINGS_LOCK,
   },
   influencers: {
-    stage: [col("address"), ...USER_STAGE, col("score", "float8"), ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
+    stage: [col("chain"), col("address"), ...USER_STAGE, col("score", "float8"), ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
     row: (r) => {
       const wire = influencerFragments({ score: r.score as number });
-      return [r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score, wire.jsonHead, wire.jsonTail, wire.binary];
+      return [chainOf(r), r.contractAddress, ...userRow(r.user as Record<string, unknown>), r.score, wire.jsonHead, wire.jsonTail, wire.binary];
     },
     before: [REGISTER_COLLECTIONS, UPSERT_USERS],
     counted: counted("influencers", ["collection_id", "user_id"], ["score", "wire_json_head", "wire_json_tail", "wire_pb"],
@@ -224,13 +226,13 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     tables: ["collections", "social_users", "influencers"],
   },
   tweets: {
-    stage: [col("address"), col("id"), ...USER_STAGE, col("source"), col("text"), col("retweet_count", "bigint"),
+    stage: [col("chain"), col("address"), col("id"), ...USER_STAGE, col("source"), col("text"), col("retweet_count", "bigint"),
       col("favorite_count", "bigint"), col("possibly_sensitive", "boolean"), col("lang"), col("retweeted_status", "jsonb"),
       col("created_at"), col("date"), col("original_id"), col("original_text"), col("original_tweet", "boolean"), col("interaction", "bigint"),
       ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
     row: (r) => {
       const wire = tweetFragments(tweetRowOf(r));
-      return [r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
+      return [chainOf(r), r.contractAddress, r.id, ...userRow(r.user as Record<string, unknown>), r.source, r.text, r.retweetCount,
         r.favoriteCount, r.possiblySensitive, r.lang, r.retweetedStatus ?? null, r.createdAt, r.date, r.originalId, r.originalText,
         r.originalTweet, r.interaction, wire.jsonHead, wire.jsonTail, wire.binary];
     },
@@ -245,11 +247,11 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     tables: ["collections", "social_users", "tweets"],
   },
   scores: {
-    stage: [col("name"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
-    row: (r) => [r.name, r.contractAddress, r.hype, r.gains, r.community, r.total],
+    stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
+    row: (r) => [r.name, chainOf(r), r.contractAddress, r.hype, r.gains, r.community, r.total],
     before: [
       // A score's name names its collection (an empty name leaves it as it is).
-      upsertSql("collections", ["address"], ["name"], "SELECT address, name, line FROM stage WHERE name <> ''"),
+      upsertSql("collections", ["chain", "address"], ["name"], "SELECT chain, address, name, line FROM stage WHERE name <> ''"),
       REGISTER_COLLECTIONS,
     ],
     counted: counted("scores", ["collection_id"], ["hype", "gains", "community", "total"],
@@ -268,8 +270,8 @@ export function kindWrites(kind: Kind): BulkKind {
 
 /**
  * The writes of a kind whose records are rows of one table keyed under a
- * collection and nothing more: its staged columns (after the contract's
- * address, staged as `address`), a record's values, and its key and value
+ * collection and nothing more: its staged columns (after the record's
+ * chain and contract address, staged as `chain` and `address`), a record's values, and its key and value
  * columns as the stage gives them (`c.id AS collection_id` names the collection).
  */
 export function tableWrites(spec: {
@@ -281,8 +283,8 @@ export function tableWrites(spec: {
   select: string;
 }): BulkKind {
   return bulkKind({
-    stage: [col("address"), ...spec.stage],
-    row: (r) => [r.contractAddress, ...spec.row(r)],
+    stage: [col("chain"), col("address"), ...spec.stage],
+    row: (r) => [chainOf(r), r.contractAddress, ...spec.row(r)],
     before: [REGISTER_COLLECTIONS],
     counted: counted(spec.table, spec.key, spec.values, withCollection(spec.select)),
     tables: ["collections", spec.table],

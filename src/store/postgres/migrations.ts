@@ -1,4 +1,5 @@
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
@@ -385,6 +386,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // marked dropped (no rewrite); its space comes back as rows are
   // rewritten, or at once by VACUUM FULL sales.
   "ALTER TABLE sales DROP COLUMN wire_pb;",
+  // 20: a collection is (chain, address), as SQLite's 20 (docs/chains.md):
+  // existing rows are Ethereum's; a constant default adds no rewrite.
+  `ALTER TABLE collections ADD COLUMN chain text NOT NULL DEFAULT '${DEFAULT_CHAIN}';
+  ALTER TABLE collections DROP CONSTRAINT collections_address_key;
+  ALTER TABLE collections ADD CONSTRAINT collections_chain_address_key UNIQUE (chain, address);`,
 ];
 
 /**

@@ -74,8 +74,9 @@ export const col = (name: string, type = "text"): StageColumn => ({ name, type }
 /** Every marketplace the stage names, known to the store (migration 17: a filter naming none is refused). */
 export const KNOW_MARKETPLACES = "INSERT INTO marketplaces (name) SELECT DISTINCT marketplace FROM stage ON CONFLICT (name) DO NOTHING";
 
-/** Every address the stage names, registered as a collection (its id is what rows refer to). */
-export const REGISTER_COLLECTIONS = "INSERT INTO collections (address) SELECT DISTINCT address FROM stage ON CONFLICT (address) DO NOTHING";
+/** Every collection (chain and address) the stage names, registered (its id is what rows refer to). */
+export const REGISTER_COLLECTIONS =
+  "INSERT INTO collections (chain, address) SELECT DISTINCT chain, address FROM stage ON CONFLICT (chain, address) DO NOTHING";
 
 /**
  * An upsert of `table` from `source` (a query giving the key and value
@@ -154,7 +155,7 @@ export function counted(...args: Parameters<typeof upsertSql>): { sql: string; c
 }
 
 export const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;
-export const withCollection = (select: string) => `SELECT ${select}, st.line FROM stage st JOIN collections c ON c.address = st.address`;
+export const withCollection = (select: string) => `SELECT ${select}, st.line FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address`;
 
 /** One COPY text-format line of `values` (tab-separated, \N for null, backslash escapes). */
 export function copyLine(line: number, values: readonly unknown[]): string {

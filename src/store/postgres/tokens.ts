@@ -44,6 +44,7 @@ export class PgTokens implements TokensRepository {
       where.push(`t.collection_id = ${$(filter.collectionId)}`);
     }
     if (filter.owner !== undefined) where.push(`t.current_owner = ${$(filter.owner)}`);
+    if (filter.collectionId === undefined && filter.chain !== undefined) where.push(`t.collection_id IN (SELECT id FROM collections WHERE chain = ${$(filter.chain)})`);
     if (filter.assetId !== undefined) where.push(`${x}.asset_id = ${$(filter.assetId)}`);
     const rank = `${x}.rarity_rank`;
     const after = page.after;

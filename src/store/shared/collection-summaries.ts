@@ -57,6 +57,7 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
   return {
     collectionId: Number(r.collection_id),
     contractAddress: r.address as string,
+    chain: r.chain as string,
     name: r.name as string,
     totalTokens: Number(r.tokens ?? 0),
     numHolders: Number(r.holders ?? 0),

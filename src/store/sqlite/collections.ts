@@ -1,3 +1,4 @@
+import { refParts } from "../../domain/chains.js";
 import type { ScoreRow } from "../../domain/rows.js";
 import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
@@ -5,9 +6,9 @@ import type { SqliteStatements } from "./statements.js";
 
 export class SqliteCollections implements CollectionsRepository {
   /**
-   * Addresses found, with their ids. A collection is never deleted or given
+   * Collections found (chains.ts collectionRef), with their ids. A collection is never deleted or given
    * another id once it has one, and this connection reads one file for its
-   * whole life, so a found id stays true; an address not found is looked up
+   * whole life, so a found id stays true; a collection not found is looked up
    * again every time (an import may add it). Bounded by the collections the
    * store holds.
    */
@@ -15,11 +16,12 @@ export class SqliteCollections implements CollectionsRepository {
 
   constructor(private readonly s: SqliteStatements) {}
 
-  collectionId(address: string): number | undefined {
-    const known = this.#ids.get(address);
+  collectionId(ref: string): number | undefined {
+    const known = this.#ids.get(ref);
     if (known !== undefined) return known;
-    const id = this.s.row("SELECT id FROM collections WHERE address = ?", [address])?.id as number | undefined;
-    if (id !== undefined) this.#ids.set(address, id);
+    const { chain, address } = refParts(ref);
+    const id = this.s.row("SELECT id FROM collections WHERE chain = ? AND address = ?", [chain, address])?.id as number | undefined;
+    if (id !== undefined) this.#ids.set(ref, id);
     return id;
   }
 

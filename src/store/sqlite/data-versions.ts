@@ -1,3 +1,4 @@
+import { refSql } from "../shared/collection-ref.js";
 import type { Statement } from "better-sqlite3";
 import type { StoreChanges } from "../ports/reads.js";
 import type { Db } from "./db.js";
@@ -67,7 +68,7 @@ export class VersionReader {
     this.#commits = db.prepare("PRAGMA data_version").pluck();
     this.#keyCommits = keys.prepare("PRAGMA data_version").pluck();
     this.#state = db.prepare("SELECT version, all_version FROM store_state WHERE id = 1").raw();
-    this.#changed = db.prepare("SELECT address FROM collections WHERE data_version > ?").pluck();
+    this.#changed = db.prepare(`SELECT ${refSql()} FROM collections c WHERE data_version > ?`).pluck();
   }
 
   changesSince(since: { data: number; keys: number } | undefined): StoreChanges {

@@ -229,5 +229,14 @@ export function migrate(db: Db): void {
     return true;
   });
   if (schemaVersion(db) === MIGRATIONS.length) return;
-  while (step.immediate());
+  // A step may make a table again (migration 20), dropping the one other
+  // tables' rows refer to: foreign keys are off meanwhile (a pragma taken
+  // only outside a transaction), and such a step checks them itself.
+  const keys = db.pragma("foreign_keys", { simple: true }) as number;
+  db.pragma("foreign_keys = OFF");
+  try {
+    while (step.immediate());
+  } finally {
+    db.pragma(`foreign_keys = ${keys ? "ON" : "OFF"}`);
+  }
 }

@@ -1,3 +1,5 @@
+import { DEFAULT_CHAIN, refParts } from "../../domain/chains.js";
+import { refSql } from "../shared/collection-ref.js";
 import Database from "better-sqlite3";
 import { type Db, refreshPlannerStats, sqliteErrorLine } from "./database.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
@@ -32,17 +34,18 @@ export class DeriveStore implements DeriveRepository {
   collectionsToDerive(): string[] {
     return this.#db
       .prepare(
-        `SELECT address FROM collections c
+        `SELECT ${refSql()} FROM collections c
          WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.collection_id = c.id AND t.recorded = 1)
             OR EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = c.id)
-         ORDER BY address`,
+         ORDER BY chain <> '${DEFAULT_CHAIN}', chain, address`,
       )
       .pluck()
       .all() as string[];
   }
 
-  collectionId(address: string): number | undefined {
-    return this.#db.prepare("SELECT id FROM collections WHERE address = ?").pluck().get(address) as number | undefined;
+  collectionId(ref: string): number | undefined {
+    const { chain, address } = refParts(ref);
+    return this.#db.prepare("SELECT id FROM collections WHERE chain = ? AND address = ?").pluck().get(chain, address) as number | undefined;
   }
 
   tokens(collectionId: number): TokenRecord[] {

@@ -52,7 +52,7 @@ export function kindWrites(kind: Kind): SqliteKindWrites {
 /**
  * The writes of a kind whose records are rows of one table and nothing
  * more: its table spec and a record's columns (`store` gives a collection's
- * id: store.collectionId(address)).
+ * id: store.collectionOf(record)).
  */
 export function tableWrites(spec: TableSpec, columns: (record: ImportRecord, store: WriteStore) => Columns): SqliteKindWrites {
   return { ...at(spec), write: (s, r) => s.upsertRow(spec, columns(r, s)) };

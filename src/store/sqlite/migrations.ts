@@ -7,6 +7,8 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import type { Db } from "./db.js";
+import { DEFAULT_CHAIN } from "../../domain/chains.js";
+import { StoreError } from "../ports/errors.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
@@ -312,6 +314,28 @@ export const MIGRATIONS: readonly Migration[] = [
   // JSON only"). DROP COLUMN rewrites the table's rows; the file's freed
   // pages are reused, or returned by VACUUM.
   "ALTER TABLE sales DROP COLUMN wire_pb;",
+  // 20: a collection is (chain, address) (docs/chains.md): the table made
+  // again, since SQLite cannot drop the UNIQUE of its address column; ids
+  // kept, so no row of another table changes. Run with foreign keys off
+  // (migrate()), then checked as they would have been.
+  (db) => {
+    db.exec(`
+      CREATE TABLE collections_on_chains (
+        id INTEGER PRIMARY KEY,
+        chain TEXT NOT NULL DEFAULT '${DEFAULT_CHAIN}',
+        address TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        data_version INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (chain, address)
+      );
+      INSERT INTO collections_on_chains (id, address, name, data_version) SELECT id, address, name, data_version FROM collections;
+      DROP TABLE collections;
+      ALTER TABLE collections_on_chains RENAME TO collections;
+      CREATE INDEX collections_by_data_version ON collections (data_version);
+    `);
+    const broken = db.pragma("foreign_key_check") as unknown[];
+    if (broken.length > 0) throw new StoreError(`moving collections onto chains left ${broken.length} rows without their collection`);
+  },
 ];
 
 

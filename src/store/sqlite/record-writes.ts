@@ -1,3 +1,5 @@
+import { collectionRef, describeRef, recordRef, refParts } from "../../domain/chains.js";
+import { refSql } from "../shared/collection-ref.js";
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
@@ -116,7 +118,7 @@ export const TABLES = {
     ],
   },
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
-  collection: { table: "collections", key: ["address"], values: ["name"] },
+  collection: { table: "collections", key: ["chain", "address"], values: ["name"] },
 } satisfies Record<string, TableSpec>;
 
 export type SocialUserRecord = SocialUserRow;
@@ -124,6 +126,15 @@ export type SocialUserRecord = SocialUserRow;
 /** A tweet row plus the collection it relates to. */
 export interface TweetRecord extends TweetRow {
   contractAddress: string;
+}
+
+/**
+ * The collection a record names (domain/chains.ts collectionRef): a checked
+ * record's chain and address; a row without a chain (the derive's) names
+ * its collection by reference already.
+ */
+export function refOf(r: { contractAddress: string }): string {
+  return (r as { chain?: string }).chain === undefined ? r.contractAddress : recordRef(r);
 }
 
 export class WriteStore {
@@ -162,8 +173,8 @@ export class WriteStore {
   constructor(db: Db, options: { maintainStats?: boolean } = {}) {
     this.#db = db;
     this.#maintainStats = options.maintainStats ?? true;
-    this.#insertCollection = db.prepare("INSERT OR IGNORE INTO collections (address) VALUES (?)");
-    this.#selectCollection = db.prepare("SELECT id FROM collections WHERE address = ?");
+    this.#insertCollection = db.prepare("INSERT OR IGNORE INTO collections (chain, address) VALUES (?, ?)");
+    this.#selectCollection = db.prepare("SELECT id FROM collections WHERE chain = ? AND address = ?");
     this.#saleBefore = db
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
@@ -224,19 +235,26 @@ export class WriteStore {
     this.#touched.add(collectionId);
   }
 
-  /** The id of a collection, registering the address on first sight. */
-  collectionId(address: string): number {
-    let id = this.#collectionIds.get(address);
+  /** The id of a collection (domain/chains.ts collectionRef), registering it on first sight. */
+  collectionId(ref: string): number {
+    let id = this.#collectionIds.get(ref);
     if (id === undefined) {
-      this.#insertCollection.run(address);
-      id = (this.#selectCollection.get(address) as { id: number }).id;
-      this.#collectionIds.set(address, id);
+      const { chain, address } = refParts(ref);
+      this.#insertCollection.run(chain, address);
+      id = (this.#selectCollection.get(chain, address) as { id: number }).id;
+      this.#collectionIds.set(ref, id);
     }
     return id;
   }
 
+  /** The id of the collection a record names (its chain and address: refOf). */
+  collectionOf(r: { contractAddress: string }): number {
+    return this.collectionId(refOf(r));
+  }
+
   upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
-    return this.#upsert(TABLES.collection, { address: r.contractAddress, name: r.name });
+    const { chain, address } = refParts(refOf(r));
+    return this.#upsert(TABLES.collection, { chain, address, name: r.name });
   }
 
   upsertToken(r: {
@@ -246,7 +264,7 @@ export class WriteStore {
     attributes: readonly { trait_type: string; value: unknown }[];
   }): UpsertResult {
     return this.#upsert(TABLES.token, {
-      collection_id: this.collectionId(r.contractAddress),
+      collection_id: this.collectionOf(r),
       asset_key: assetKey(r.assetId),
       record_owner: r.currentOwner,
       attributes: JSON.stringify(r.attributes),
@@ -259,7 +277,7 @@ export class WriteStore {
     return this.#upsert(TABLES.transfer, {
       hash: hexToBytes(r.hash),
       log_index: r.logIndex,
-      collection_id: this.collectionId(r.contractAddress),
+      collection_id: this.collectionOf(r),
       asset_key: assetKey(r.assetId),
       sender: hexToBytes(r.from),
       recipient: hexToBytes(r.to),
@@ -270,7 +288,7 @@ export class WriteStore {
 
   /** An offer: its latest record replaces the earlier one, under the collection that holds it (offers.ts keeps the top bids' reads). */
   upsertOffer(r: OfferRow): UpsertResult {
-    const collectionId = this.collectionId(r.contractAddress);
+    const collectionId = this.collectionOf(r);
     return this.#upsert(TABLES.offer, {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
@@ -295,7 +313,7 @@ export class WriteStore {
   upsertAppraisal(r: AppraisalRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
     return this.#upsert(TABLES.appraisal,
       {
-        collection_id: this.collectionId(r.contractAddress),
+        collection_id: this.collectionOf(r),
         asset_key: assetKey(r.assetId),
         fair_market_value: r.fairMarketValue,
         confidence: r.confidence,
@@ -309,7 +327,7 @@ export class WriteStore {
   upsertRarity(r: RarityRow, source: Provenance = "imported", keepExisting = false): UpsertResult {
     return this.#upsert(TABLES.rarity,
       {
-        collection_id: this.collectionId(r.contractAddress),
+        collection_id: this.collectionOf(r),
         asset_key: assetKey(r.assetId),
         current_owner: r.currentOwner,
         rarity_score: r.rarityScore,
@@ -332,7 +350,7 @@ export class WriteStore {
     const price = BigInt(r.price);
     const { hi, lo } = splitWei(price);
     const hash = hexToBytes(r.hash);
-    const collectionId = this.collectionId(r.contractAddress);
+    const collectionId = this.collectionOf(r);
     const key = assetKey(r.assetId);
     let before: [string, number] | undefined;
     const row = {
@@ -375,7 +393,7 @@ export class WriteStore {
   }
 
   upsertListing(r: ListingRow): UpsertResult {
-    const collectionId = this.collectionId(r.contractAddress);
+    const collectionId = this.collectionOf(r);
     const wire = listingFragments(r);
     return this.#upsert(TABLES.listing,
       {
@@ -406,13 +424,14 @@ export class WriteStore {
     let holder = this.#holders.get(table);
     if (holder === undefined) {
       holder = this.#db
-        .prepare(`SELECT c.address FROM ${table} x JOIN collections c ON c.id = x.collection_id WHERE x.marketplace = ? AND x.marketplace_id = ?`)
+        .prepare(`SELECT ${refSql()} FROM ${table} x JOIN collections c ON c.id = x.collection_id WHERE x.marketplace = ? AND x.marketplace_id = ?`)
         .pluck();
       this.#holders.set(table, holder);
     }
     const held = holder.get(r.marketplace, r.marketplaceId) as string | undefined;
-    if (held !== undefined && held !== r.contractAddress) {
-      throw listingMoved(r.marketplace, r.marketplaceId, held, r.contractAddress, table === "offers" ? "offer" : "listing");
+    const named = refOf(r);
+    if (held !== undefined && held !== named) {
+      throw listingMoved(r.marketplace, r.marketplaceId, describeRef(held), describeRef(named), table === "offers" ? "offer" : "listing");
     }
   }
 
@@ -439,7 +458,7 @@ export class WriteStore {
     this.upsertSocialUser(r.user);
     const wire = influencerFragments(r);
     return this.#upsert(TABLES.influencer, {
-      collection_id: this.collectionId(r.contractAddress),
+      collection_id: this.collectionOf(r),
       user_id: r.user.id,
       score: r.score,
       wire_json_head: wire.jsonHead,
@@ -452,7 +471,7 @@ export class WriteStore {
     this.upsertSocialUser(r.user);
     const wire = tweetFragments(r);
     return this.#upsert(TABLES.tweet, {
-      collection_id: this.collectionId(r.contractAddress),
+      collection_id: this.collectionOf(r),
       id: r.id,
       user_id: r.user.id,
       source: r.source,
@@ -475,9 +494,9 @@ export class WriteStore {
   }
 
   upsertScore(r: ScoreRow): UpsertResult {
-    if (r.name !== "") this.upsertCollection({ contractAddress: r.contractAddress, name: r.name });
+    if (r.name !== "") this.upsertCollection({ contractAddress: refOf(r), name: r.name });
     return this.#upsert(TABLES.score, {
-      collection_id: this.collectionId(r.contractAddress),
+      collection_id: this.collectionOf(r),
       hype: r.hype,
       gains: r.gains,
       community: r.community,
@@ -557,7 +576,7 @@ export class WriteStore {
   /** Which collections a changed row changes the answers of. */
   #touchedBy(spec: TableSpec, row: Columns, result: "inserted" | "updated"): void {
     if (typeof row.collection_id === "number") this.#touched.add(row.collection_id);
-    else if (spec === TABLES.collection) this.#touched.add(this.collectionId(row.address as string));
+    else if (spec === TABLES.collection) this.#touched.add(this.collectionId(collectionRef(row.chain as string, row.address as string)));
     // A user's new profile shows in every collection's influencers and tweets
     // that name them; a new user is named only by rows of this write.
     else if (spec === TABLES.socialUser && result === "updated") this.#touched.all = true;

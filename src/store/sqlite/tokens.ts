@@ -74,6 +74,10 @@ export class SqliteTokens implements TokensRepository {
       where.push("t.current_owner = ?");
       params.push(filter.owner);
     }
+    if (filter.collectionId === undefined && filter.chain !== undefined) {
+      where.push("t.collection_id IN (SELECT id FROM collections WHERE chain = ?)");
+      params.push(filter.chain);
+    }
     if (filter.assetId !== undefined) {
       where.push(`${x}.asset_key = ?`);
       params.push(assetKey(filter.assetId));

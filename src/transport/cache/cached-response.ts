@@ -1,3 +1,4 @@
+import { collectionRef } from "../../domain/chains.js";
 import { hash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
@@ -97,16 +98,20 @@ export function cachedEntry(
 }
 
 /**
- * The collections a request reads (lower-case addresses), from its
- * `contract_address` field (one, or a list): every read method names them
- * so. undefined for a method without one: its answers may depend on any.
+ * The collections a request reads (domain/chains.ts collectionRef), from
+ * its `contract_address` field (one, or a list) and its `chain`: every read
+ * method names them so. undefined for a method without one: its answers may
+ * depend on any.
  */
 export function compileCollectionsOf(desc: DescMessage): (message: Message) => readonly string[] | undefined {
   const field = desc.fields.find((f) => f.name === "contract_address");
   if (field === undefined) return () => undefined;
+  const chainField = desc.fields.find((f) => f.name === "chain");
   return (message) => {
-    const v = (message as unknown as Record<string, unknown>)[field.localName];
-    return (Array.isArray(v) ? (v as string[]) : [v as string]).map((a) => a.toLowerCase());
+    const m = message as unknown as Record<string, unknown>;
+    const v = m[field.localName];
+    const chain = chainField === undefined ? "" : String(m[chainField.localName]);
+    return (Array.isArray(v) ? (v as string[]) : [v as string]).map((a) => collectionRef(chain, a.toLowerCase()));
   };
 }
 

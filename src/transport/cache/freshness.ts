@@ -37,7 +37,7 @@ export class DataVersionWatch {
   readonly #keyListeners: (() => void)[] = [];
   readonly #allListeners: (() => void)[] = [];
   #since: DataVersion | undefined;
-  /** Moves per collection (lower-case address) on each commit that changed it; absent is 0. */
+  /** Moves per collection (domain/chains.ts collectionRef) on each commit that changed it; absent is 0. */
   readonly #collections = new Map<string, number>();
   /** Moves on a change that may reach every collection. */
   #all = 0;
@@ -78,7 +78,7 @@ export class DataVersionWatch {
   }
 
   /**
-   * The stamp of an answer read from `collections` (lower-case addresses;
+   * The stamp of an answer read from `collections` (references, collectionRef;
    * undefined: the answer may depend on any), taken before it is read: it
    * differs from a later stamp once any of them changed.
    */

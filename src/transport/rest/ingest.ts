@@ -89,11 +89,11 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
         },
         handler: async (request, reply) => {
           try {
-            const options = parse(request.query as QueryObject) as unknown as { skipInvalid: boolean };
+            const options = parse(request.query as QueryObject) as unknown as { skipInvalid: boolean; chain: string };
             // A body some other parser took (HTTP/2 need not declare its length up front).
             if (request.body !== undefined && !Buffer.isBuffer(request.body)) return fail(reply, new ConnectError(WRONG_TYPE, Code.InvalidArgument), 415);
             const lines = ndjsonLines(request.body ?? EMPTY);
-            const result = await deps.services.ingest.batch(kind, lines, options.skipInvalid);
+            const result = await deps.services.ingest.batch(kind, lines, options.skipInvalid, options.chain);
             return reply.header("cache-control", "no-store").type(JSON_TYPE).send(write(toIngestResponse(result)));
           } catch (err) {
             return fail(reply, publicError(err, request.log as ErrorLogger, request.url));

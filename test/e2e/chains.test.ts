@@ -1,0 +1,138 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { IngestSalesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CHAINS } from "../../src/domain/chains.js";
+import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
+
+// Several chains in one store (docs/chains.md): a collection is (chain,
+// contract address). The same address is fed on Ethereum and on Base with
+// different records, by every way a record names its chain (its own
+// `chain`, the REST batch's ?chain=, the RPC request's chain), and every
+// read answers the chain asked for, Ethereum when none is named.
+
+const s = useEmptyStoreServer({ ingestRateLimit: 0 });
+
+const SAME = "0x00000000000000000000000000000000000000c1";
+const ONLY_BASE = "0x00000000000000000000000000000000000000c2";
+const ALICE = "0x000000000000000000000000000000000000a11c";
+const BOB = "0x0000000000000000000000000000000000000b0b";
+const NOW = Math.floor(Date.now() / 1000) - 3600;
+const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+const sale = (n: number, price: string, extra: object = {}) => ({
+  hash: hash(n), from: ALICE, to: BOB, contractAddress: SAME, assetId: String(n), timestamp: NOW + n, block: 100 + n,
+  price, amountReceived: price, currency: "ETH", marketplace: "OPENSEA", ...extra,
+});
+
+async function post(kind: string, records: readonly object[], query = ""): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${s.server.baseUrl}/v1/ingest/${kind}${query}`, {
+    method: "POST",
+    headers: { "x-api-key": s.ingest, "content-type": "application/x-ndjson" },
+    body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+const get = (path: string, query: Record<string, string>) => restGet(s.server.baseUrl, path, query, s.read);
+
+describe("several chains in one store", () => {
+  it("takes a record's chain from the record, the REST batch or the RPC request, Ethereum when none names one", async () => {
+    // Ethereum: two sales (no chain named anywhere), and a name.
+    expect((await post("sales", [sale(1, "1000"), sale(2, "3000")])).status).toBe(200);
+    expect((await post("collections", [{ contractAddress: SAME, name: "Apes" }])).status).toBe(200);
+    // Base: one sale naming its chain, one by the batch's ?chain=, one by the RPC request's chain.
+    expect((await post("sales", [sale(3, "5", { chain: "base" })])).status).toBe(200);
+    expect((await post("sales", [sale(4, "7")], "?chain=base")).status).toBe(200);
+    expect((await post("collections", [{ contractAddress: SAME, name: "Base Apes", chain: "base" }, { contractAddress: ONLY_BASE, name: "Only on Base", chain: "base" }])).status).toBe(200);
+    const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
+    const rpcSale = { ...sale(5, "11"), timestamp: BigInt(NOW + 5), block: 105n };
+    const answer = await ingest.ingestSales(create(IngestSalesRequestSchema, { records: [rpcSale], chain: "base" }), { headers: { "x-api-key": s.ingest } });
+    expect(answer.accepted).toBe(1);
+    // The same sale on Ethereum is another record (another collection's).
+    const again = await ingest.ingestSales(create(IngestSalesRequestSchema, { records: [rpcSale] }), { headers: { "x-api-key": s.ingest } });
+    expect(again.accepted).toBe(1);
+
+    const stats = async (query: Record<string, string>) => (await get("/v1/collection/stats", { contractAddress: SAME, ...query })).body.data as Record<string, unknown>;
+    expect(await stats({})).toMatchObject({ contractAddress: SAME, totalNumSales: 3, totalVolume: "4011" });
+    expect(await stats({ chain: "ethereum" })).toMatchObject({ totalNumSales: 3, totalVolume: "4011" });
+    expect(await stats({ chain: "base" })).toMatchObject({ contractAddress: SAME, totalNumSales: 3, totalVolume: "23" });
+
+    const sales = async (chain: string) => ((await get("/v1/asset/sales", { contractAddress: SAME, chain })).body.data as { price: string }[]).map((x) => x.price).sort();
+    expect(await sales("base")).toEqual(["11", "5", "7"]);
+    expect(await sales("")).toEqual(["1000", "11", "3000"]);
+    // The answers' shapes are api.md's: no field names the chain.
+    const one = ((await get("/v1/asset/sales", { contractAddress: SAME, chain: "base" })).body.data as object[])[0]!;
+    expect(Object.keys(one)).not.toContain("chain");
+  });
+
+  it("lists each chain's collections apart, each naming its chain", async () => {
+    const list = async (query: Record<string, string>) => (await get("/v1/collections", query)).body.data as { contractAddress: string; name: string; chain: string }[];
+    expect((await list({})).map((c) => [c.contractAddress, c.name, c.chain])).toEqual([[SAME, "Apes", "ethereum"]]);
+    expect((await list({ chain: "base" })).map((c) => [c.contractAddress, c.name, c.chain]).sort()).toEqual([
+      [SAME, "Base Apes", "base"],
+      [ONLY_BASE, "Only on Base", "base"],
+    ]);
+    expect(await list({ chain: "polygon" })).toEqual([]);
+  });
+
+  it("answers a wallet's tokens and a collection's holders on the chain asked", async () => {
+    const tokens = async (chain: string) => ((await get("/v1/asset/tokens", { owner: BOB, chain })).body.data as { assetId: string }[]).map((t) => t.assetId).sort();
+    expect(await tokens("")).toEqual(["1", "2", "5"]);
+    expect(await tokens("base")).toEqual(["3", "4", "5"]);
+    const holders = (await get("/v1/collection/holders", { contractAddress: SAME, chain: "base" })).body.data as { totalTokens: number };
+    expect(holders.totalTokens).toBe(3);
+  });
+
+  it("refuses a chain it does not know, naming the ones it does, and says which chain lacks a collection", async () => {
+    const bad = await get("/v1/collection/stats", { contractAddress: SAME, chain: "solana" });
+    expect(bad.status).toBe(400);
+    expect(String(bad.body.message)).toContain(`chain must be one of ${CHAINS.join(", ")}`);
+    const missing = await get("/v1/collection/stats", { contractAddress: ONLY_BASE });
+    expect(missing.status).toBe(404);
+    expect(String(missing.body.message)).toBe(`collection ${ONLY_BASE} not found`);
+    const elsewhere = await get("/v1/collection/stats", { contractAddress: SAME, chain: "arbitrum" });
+    expect(elsewhere.status).toBe(404);
+    expect(String(elsewhere.body.message)).toBe(`collection ${SAME} on arbitrum not found`);
+    const refused = await post("sales", [sale(9, "1", { chain: "solana" })]);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain("chain: must be one of");
+    const wrongBatch = await post("sales", [sale(9, "1")], "?chain=solana");
+    expect(wrongBatch.status).toBe(400);
+    expect(String(wrongBatch.body.message)).toContain("chain must be one of");
+  });
+
+  it("binds a page's cursor to its chain", async () => {
+    const first = await get("/v1/asset/sales", { contractAddress: SAME, chain: "base", limit: "1" });
+    const cursor = String(first.body.cursor);
+    expect(cursor).not.toBe("");
+    expect((await get("/v1/asset/sales", { contractAddress: SAME, chain: "base", limit: "1", cursor })).status).toBe(200);
+    const other = await get("/v1/asset/sales", { contractAddress: SAME, limit: "1", cursor });
+    expect(other.status).toBe(400);
+  });
+
+  it("streams the chain asked for: a sale on another chain at the same address is not sent", async () => {
+    const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));
+    const abort = new AbortController();
+    const stream = asset.watchSales({ contractAddress: SAME, chain: "base" }, { headers: { "x-api-key": s.read }, signal: abort.signal });
+    const it = stream[Symbol.asyncIterator]();
+    // The first message says where the stream stands.
+    expect((await it.next()).value?.sale).toBeUndefined();
+    expect((await post("sales", [sale(20, "20")])).status).toBe(200);
+    expect((await post("sales", [sale(21, "21", { chain: "base" })])).status).toBe(200);
+    const next = await it.next();
+    expect(next.value?.sale?.price).toBe("21");
+    abort.abort();
+    await it.return?.().catch(() => undefined);
+  });
+});
+
+describe("a collection's chain over RPC", () => {
+  it("is refused as invalid_argument when unknown", async () => {
+    const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));
+    const err = await asset.listSales({ contractAddress: SAME, chain: "Base" }, { headers: { "x-api-key": s.read } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+  });
+});
