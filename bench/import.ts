@@ -6,7 +6,10 @@
 // merge, where an empty store takes the bulk path); and beside each, the
 // same file loaded by the engine's own tools (engine-bulk.ts), the ceiling
 // import is held against.
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -23,9 +26,10 @@ const opts = new Command("bench:import")
   .option("--rounds <n>", "rounds, engines alternating", "3")
   .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped each round)", "postgres://postgres@127.0.0.1:5432/postgres")
   .option("--no-engine-path", "skip the engine's own bulk path (the sqlite3 shell's .import, psql's \\copy: engine-bulk.ts)")
+  .option("--chain-fields", "import the same sales with chain and blockHash in every line too, alternating with the plain file (issue 52: within 0.95)")
   .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; baseline?: string }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; baseline?: string }>();
 const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
 if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
@@ -38,9 +42,9 @@ const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-import-"));
 const file = join(dir, "sales.ndjson");
 
-/** The CLI's own rows/s figure of one import (by this build, or by `bin`'s). */
-function importRate(db: string, bin?: string): number {
-  const out = runCliSync(["import", "--db", db, "sales", file], undefined, bin).stderr;
+/** The CLI's own rows/s figure of one import (by this build, or by `bin`'s) of `from` (the sales file). */
+function importRate(db: string, bin?: string, from = file): number {
+  const out = runCliSync(["import", "--db", db, "sales", from], undefined, bin).stderr;
   const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
   if (rate === undefined) throw new Error(`no rate in: ${out}`);
   return Number(rate);
@@ -74,6 +78,12 @@ async function withStore(engine: string, round: number, fn: (db: string) => void
 try {
   log(`generating ${n} sales...`);
   await writeSales(file, n, 11, ADDRESS);
+  if (opts.chainFields) {
+    await chainFieldsRounds();
+    // Its own rounds only (the finally below is not reached through exit).
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }
   const rates: Record<string, { fresh: number[]; again: number[]; engine: number[]; baseline: number[]; baselineAgain: number[] }> = {};
   const withEngine = opts.enginePath && engines.every((e) => {
     if (hasTool(e as "sqlite" | "postgres")) return true;
@@ -120,4 +130,39 @@ try {
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * --chain-fields: the same sales with a chain and a block hash in every
+ * line (each block its own hash), imported into an empty store beside the
+ * plain file, the order alternating each round, on each engine.
+ */
+async function chainFieldsRounds(): Promise<void> {
+  const chained = join(dir, "sales-chain.ndjson");
+  const out = createWriteStream(chained);
+  for await (const line of createInterface({ input: createReadStream(file) })) {
+    const sale = JSON.parse(line) as { block: number };
+    const blockHash = `0x${createHash("sha256").update(String(sale.block)).digest("hex")}`;
+    if (!out.write(`${JSON.stringify({ ...sale, chain: "base", blockHash })}\n`)) await once(out, "drain");
+  }
+  out.end();
+  await once(out, "finish");
+  const rates: Record<string, { plain: number[]; chain: number[] }> = {};
+  let store = 0;
+  for (let round = 1; round <= Number(opts.rounds); round++) {
+    for (const engine of round % 2 === 1 ? engines : [...engines].reverse()) {
+      const r = (rates[engine] ??= { plain: [], chain: [] });
+      for (const variant of round % 2 === 1 ? (["plain", "chain"] as const) : (["chain", "plain"] as const)) {
+        await withStore(engine, ++store, (db) => {
+          r[variant].push(importRate(db, undefined, variant === "plain" ? file : chained));
+          log(`round ${round} ${engine} ${variant}: ${r[variant].at(-1)} rows/s`);
+        });
+      }
+    }
+  }
+  log(`\n| engine | ${n} sales, rows/s (median; rounds) | with chain and blockHash | with / without |`);
+  log("|---|---|---|---|");
+  for (const [engine, r] of Object.entries(rates)) {
+    log(`| ${engine} | ${median(r.plain)} (${r.plain.join(", ")}) | ${median(r.chain)} (${r.chain.join(", ")}) | ${(median(r.chain) / median(r.plain)).toFixed(2)} |`);
+  }
 }

@@ -16,6 +16,8 @@ import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/domain/ingest-limits.
 import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
 import { HEARTBEAT_SECONDS, RETRY_MS, SSE_KEY_PARAM } from "../src/service/feed-limits.js";
 import { shortEnumName } from "../src/domain/wire/json-dialect.js";
+import { CHAINS, DEFAULT_CHAIN } from "../src/domain/chains.js";
+import { declarationOf, isKind } from "../src/domain/kinds/index.js";
 
 // protoc-gen-openapi: the OpenAPI 3.1 document of the /v1 routes, written by
 // `buf generate` to gen/openapi.json (CI fails when it drifts, like the rest
@@ -177,7 +179,24 @@ class Document {
    * with its collection's address beside its fields (the RPC nests it), and
    * a token attribute's value is the JSON value itself (the RPC's oneof).
    */
-  line(message: DescMessage): Schema {
+  line(message: DescMessage, kind: string): Schema {
+    const schema = this.#line(message) as { required: string[]; properties: Record<string, Schema> };
+    // What the kind's declaration lets a line leave out, and the chain it may name (docs/chains.md).
+    if (!isKind(kind)) throw new Error(`${message.typeName}: ${kind} is no importable kind`);
+    const { optional, fields } = declarationOf(kind).shape;
+    return {
+      ...schema,
+      required: schema.required.filter((name) => !optional.includes(name)),
+      properties: {
+        ...schema.properties,
+        ...(fields.includes("chain")
+          ? { chain: { type: "string", enum: [...CHAINS], default: DEFAULT_CHAIN, description: "Its collection's chain; the batch's (?chain=) when absent, else ethereum" } }
+          : {}),
+      },
+    };
+  }
+
+  #line(message: DescMessage): Schema {
     const tweet = message.fields.find((f) => f.name === "tweet" && f.fieldKind === "message");
     if (tweet?.message !== undefined) {
       const base = this.#message(tweet.message) as { required: string[]; properties: Record<string, Schema> };
@@ -213,7 +232,8 @@ class Document {
         },
       };
     }
-    return this.ref(message);
+    // Inline, not the read answer's schema: a line may leave out what its declaration defaults (line()).
+    return this.#message(message);
   }
 
   /** A query parameter: the names, repetition and enum spellings query.ts accepts. */
@@ -331,7 +351,7 @@ function openApi(services: DescService[], rpcOnly: DescService[], payload: DescM
 }
 
 /** POST /v1/ingest/KIND: NDJSON of the kind's records in, IngestResponse out. */
-function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
+function ingestOperation(doc: Document, { method, body, path }: NdjsonRoute): object {
   const summary = describe(method);
   const error = errorResponse("IngestError");
   doc.schemas.IngestError ??= {
@@ -360,7 +380,7 @@ function ingestOperation(doc: Document, { method, body }: NdjsonRoute): object {
       requestBody: {
         required: true,
         description: "One record per line; each line is a JSON object of this schema",
-        content: { "application/x-ndjson": { schema: doc.line(body.message) } },
+        content: { "application/x-ndjson": { schema: doc.line(body.message, path.slice(path.lastIndexOf("/") + 1)) } },
       },
       responses: {
         "200": {

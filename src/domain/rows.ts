@@ -34,6 +34,8 @@ export interface SaleRow {
   price: string;
   amountReceived: string;
   marketplace: string;
+  /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
+  blockHash?: string;
 }
 
 /** A token moving between addresses (a mint from the zero address, a burn to it). */
@@ -46,6 +48,8 @@ export interface TransferRow {
   assetId: string;
   timestamp: number;
   block: number;
+  /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
+  blockHash?: string;
 }
 
 /** An offer (bid) as the API answers it: a token's (assetId), a trait's (traitType, traitValue) or the collection's (neither). */

@@ -128,6 +128,33 @@ describe("several chains in one store", () => {
   });
 });
 
+describe("block hashes", () => {
+  const BLOCK = `0x${"b1".repeat(32)}`;
+  it("are taken on a sale and a transfer and answered on every read of them, \"\" for a record sent without one", async () => {
+    expect((await post("sales", [sale(40, "40", { blockHash: BLOCK.toUpperCase().replace("0X", "0x") })])).status).toBe(200);
+    const transfer = { hash: hash(41), logIndex: 3, from: BOB, to: ALICE, contractAddress: SAME, assetId: "40", timestamp: NOW + 41, block: 141, blockHash: BLOCK };
+    expect((await post("transfers", [transfer])).status).toBe(200);
+    const sales = (await get("/v1/asset/sales", { contractAddress: SAME, limit: "50" })).body.data as { price: string; blockHash: string }[];
+    expect(sales.find((x) => x.price === "40")?.blockHash).toBe(BLOCK);
+    expect(sales.find((x) => x.price === "1000")?.blockHash).toBe("");
+    // The binary form is encoded from the columns: the same hash.
+    const asset = createClient(AssetService, transportFor("connect-binary-get", s.server.baseUrl));
+    const rpc = await asset.listSales({ contractAddress: SAME, limit: 50 }, { headers: { "x-api-key": s.read } });
+    expect(rpc.data.find((x) => x.price === "40")?.blockHash).toBe(BLOCK);
+    const activity = (await get("/v1/collection/activity", { contractAddress: SAME, types: "transfer" })).body.data as { transfer: { blockHash: string } }[];
+    expect(activity[0]?.transfer.blockHash).toBe(BLOCK);
+    // A token's latest sale answers it too.
+    const token = ((await get("/v1/asset/tokens", { contractAddress: SAME, assetId: "40" })).body.data as { lastSale: { blockHash: string } | null }[])[0];
+    expect(token?.lastSale?.blockHash).toBe(BLOCK);
+  });
+
+  it("are refused when not a block hash", async () => {
+    const refused = await post("sales", [sale(42, "1", { blockHash: "0x12" })]);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('blockHash: must be 0x followed by 64 hex characters, or \\"\\" for none');
+  });
+});
+
 describe("a collection's chain over RPC", () => {
   it("is refused as invalid_argument when unknown", async () => {
     const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));

@@ -106,8 +106,9 @@ describe("GET /v1 response shapes", () => {
       amountReceived: "string",
       currency: "string",
       marketplace: "string",
+      blockHash: "string",
     });
-    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH" })));
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "" })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {

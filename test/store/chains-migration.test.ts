@@ -87,3 +87,30 @@ describe.skipIf(skipPg)("PostgreSQL's migration 20", () => {
     }
   });
 });
+
+describe("SQLite's migration 21", () => {
+  it("answers the block hash of every sale already stored, \"\" for none, and leaves an answer that has it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "marketdata-block-hash-old-"));
+    try {
+      const path = join(dir, "old.sqlite");
+      const old = sqliteAtVersion(path, 20);
+      old.prepare("INSERT INTO collections (address) VALUES (?)").run(C);
+      const insert = old.prepare(
+        `INSERT INTO sales (collection_id, asset_key, hash, seller, buyer, timestamp, block, price, amount_received, marketplace, wire_json)
+         VALUES (1, ?, ?, ?, ?, 1, 1, '1', '1', 'OPENSEA', ?)`,
+      );
+      insert.run("001", Buffer.alloc(32, 1), Buffer.alloc(20, 1), Buffer.alloc(20, 2), '{"n":1}');
+      insert.run("002", Buffer.alloc(32, 2), Buffer.alloc(20, 1), Buffer.alloc(20, 2), '{"n":2,"blockHash":""}');
+      old.close();
+      const db = openWritable(path);
+      try {
+        expect(db.prepare("SELECT wire_json FROM sales ORDER BY asset_key").pluck().all()).toEqual(['{"n":1,"blockHash":""}', '{"n":2,"blockHash":""}']);
+        expect(db.prepare("SELECT count(*) FROM sales WHERE block_hash IS NULL").pluck().get()).toBe(2);
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

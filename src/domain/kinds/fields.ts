@@ -102,6 +102,10 @@ export const chain: Check<Chain> = (v) =>
 /** An address, or "" when unknown. */
 export const ownerAddress: Check<string> = (v) => (v === "" ? "" : address(v));
 
+/** A block's hash (lower case), or "" when the indexer sent none. */
+export const blockHash: Check<string> = (v) =>
+  v === "" ? "" : typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, or "" for none, got ${show(v)}`);
+
 export const txHash: Check<string> = (v) =>
   typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);
 
@@ -187,7 +191,11 @@ export interface Problem {
 }
 
 /** An object's check, and the names of the fields it takes (in the shape's order). */
-export type ObjectCheck<T> = ((value: unknown, problems: Problem[], path?: string) => T | undefined) & { readonly fields: readonly string[] };
+export type ObjectCheck<T> = ((value: unknown, problems: Problem[], path?: string) => T | undefined) & {
+  readonly fields: readonly string[];
+  /** The fields a record may leave out (each then takes its default). */
+  readonly optional: readonly string[];
+};
 
 /**
  * Checks an object against a shape: every field present (unless listed in
@@ -230,7 +238,7 @@ export function object<S extends Shape>(shape: S, optional: Partial<Parsed<S>> =
     }
     return problems.length === before ? (out as Parsed<S>) : undefined;
   };
-  return Object.assign(check, { fields: names });
+  return Object.assign(check, { fields: names, optional: Object.keys(optional) });
 }
 
 /**

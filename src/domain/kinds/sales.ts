@@ -17,7 +17,8 @@ const shape = f.collectionRecord({
   amountReceived: f.uint256,
   currency: f.currency,
   marketplace: f.marketplace,
-});
+  blockHash: f.blockHash,
+}, { blockHash: "" });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({

@@ -13,7 +13,8 @@ const shape = f.collectionRecord({
   assetId: f.uint256,
   timestamp: f.epochSeconds,
   block: f.count,
-});
+  blockHash: f.blockHash,
+}, { blockHash: "" });
 
 /** A transfer: one token moved by one log of a transaction (a sale's or not). */
 export const transfers = declareKind({

@@ -13,7 +13,8 @@ import { hexSql } from "./hex.js";
 const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
     sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-          a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace
+          a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
+          ${hexSql("a.block_hash", "block_hash")}
         FROM sales a JOIN collections c ON c.id = a.collection_id`,
     row: toSale,
   },

@@ -1,3 +1,4 @@
+import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
@@ -391,6 +392,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   `ALTER TABLE collections ADD COLUMN chain text NOT NULL DEFAULT '${DEFAULT_CHAIN}';
   ALTER TABLE collections DROP CONSTRAINT collections_address_key;
   ALTER TABLE collections ADD CONSTRAINT collections_chain_address_key UNIQUE (chain, address);`,
+  // 21: a sale's and a transfer's block hash, as SQLite's 21 (every sale's
+  // JSON rewritten once: its rows too, until VACUUM).
+  `ALTER TABLE sales ADD COLUMN block_hash bytea;
+  ALTER TABLE transfers ADD COLUMN block_hash bytea;
+  ${SALE_JSON_BLOCK_HASH("left(wire_json, -1)")}`,
 ];
 
 /**

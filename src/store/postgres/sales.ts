@@ -17,7 +17,7 @@ import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fr
 
 const SALE_COLUMNS = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
-  s.amount_received::text AS amount_received, s.marketplace`;
+  s.amount_received::text AS amount_received, s.marketplace, ${hexSql("s.block_hash", "block_hash")}`;
 
 /** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
 const atOrBefore = (hour: string, from: string, to: string) => `

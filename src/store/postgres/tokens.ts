@@ -18,7 +18,8 @@ const MOVE_LOG = "coalesce(t.owner_log, -1)";
 const SALE_AND_LISTING = `
   LEFT JOIN LATERAL (
     SELECT ${hex("s.hash")} AS s_hash, ${hex("s.seller")} AS s_seller, ${hex("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
-      s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace
+      s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace,
+      ${hex("s.block_hash")} AS s_block_hash
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (

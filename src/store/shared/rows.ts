@@ -82,6 +82,12 @@ export function transferKey(r: TransferRow): [number, number, number, string, st
   return [r.timestamp, r.block, r.logIndex, r.hash, r.assetId];
 }
 
+/** A block hash column: SQLite's bytes or PostgreSQL's hex text, "" for none (NULL). */
+export function hexOrNone(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  return typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`;
+}
+
 /** A transfer row (hash, sender, recipient as hex). */
 export function toTransfer(r: Row): TransferRow {
   return {
@@ -93,6 +99,7 @@ export function toTransfer(r: Row): TransferRow {
     assetId: r.asset_id as string,
     timestamp: Number(r.timestamp),
     block: Number(r.block),
+    blockHash: hexOrNone(r.block_hash),
   };
 }
 
@@ -112,6 +119,7 @@ export function toSale(r: Row): SaleRow {
     price: r.price as string,
     amountReceived: r.amount_received as string,
     marketplace: r.marketplace as string,
+    blockHash: hexOrNone(r.block_hash),
   };
 }
 

@@ -76,3 +76,12 @@ export function readyList(rows: unknown[][]): Fragment[] | undefined {
 export function encodedWhole<R>(page: Page<R>, encode: (r: R) => Fragment): Page<Fragment> {
   return { rows: page.rows.map(encode), nextKey: page.nextKey };
 }
+
+/**
+ * Migration 21 on either engine: every sale's kept JSON answers its block
+ * hash, "" (none) for the sales already stored; `head` is the JSON without
+ * its closing brace. A JSON that has it (made by an older migration's
+ * backfill, which runs this build's code) is left as it is.
+ */
+export const SALE_JSON_BLOCK_HASH = (head: string) =>
+  `UPDATE sales SET wire_json = ${head} || ',"blockHash":""}' WHERE wire_json NOT LIKE '%,"blockHash":""}';`;

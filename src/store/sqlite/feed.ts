@@ -14,7 +14,7 @@ import type { SqliteStatements } from "./statements.js";
 const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
     sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-          ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace
+          ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash
         FROM sales a INDEXED BY sales_by_feed JOIN collections c ON c.id = a.collection_id`,
     row: toSale,
   },

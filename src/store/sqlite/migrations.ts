@@ -6,6 +6,7 @@
 // whose text order is the numeric order, so one plain column serves both
 // lookups and keyset ranges (see store/asset-key.ts).
 
+import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -336,6 +337,12 @@ export const MIGRATIONS: readonly Migration[] = [
     const broken = db.pragma("foreign_key_check") as unknown[];
     if (broken.length > 0) throw new StoreError(`moving collections onto chains left ${broken.length} rows without their collection`);
   },
+  // 21: a sale's and a transfer's block hash (docs/chains.md), NULL when
+  // their indexer sent none; a sale's kept JSON answers it, "" for none (a
+  // JSON made by an older migration's backfill from this build has it).
+  `ALTER TABLE sales ADD COLUMN block_hash BLOB;
+  ALTER TABLE transfers ADD COLUMN block_hash BLOB;
+  ${SALE_JSON_BLOCK_HASH("substr(wire_json, 1, length(wire_json) - 1)")}`,
 ];
 
 

@@ -73,13 +73,13 @@ export const TABLES = {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "wire_json"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "block_hash", "wire_json"],
     feed: true,
   },
   transfer: {
     table: "transfers",
     key: ["hash", "log_index", "collection_id", "asset_key"],
-    values: ["sender", "recipient", "timestamp", "block"],
+    values: ["sender", "recipient", "timestamp", "block", "block_hash"],
     feed: true,
   },
   // What the listing's records said: the answer (status, last_updated_at)
@@ -136,6 +136,9 @@ export interface TweetRecord extends TweetRow {
 export function refOf(r: { contractAddress: string }): string {
   return (r as { chain?: string }).chain === undefined ? r.contractAddress : recordRef(r);
 }
+
+/** A block hash as stored: its bytes, NULL for none. */
+const blockHashBytes = (h: string | undefined): Uint8Array | null => (h === undefined || h === "" ? null : hexToBytes(h));
 
 export class WriteStore {
   readonly #db: Db;
@@ -283,6 +286,7 @@ export class WriteStore {
       recipient: hexToBytes(r.to),
       timestamp: r.timestamp,
       block: r.block,
+      block_hash: blockHashBytes(r.blockHash),
     });
   }
 
@@ -366,6 +370,7 @@ export class WriteStore {
       price_hi: hi,
       price_lo: lo,
       marketplace: r.marketplace,
+      block_hash: blockHashBytes(r.blockHash),
       wire_json: saleJson(r),
     };
     const result = this.#upsert(TABLES.sale, row, () => {

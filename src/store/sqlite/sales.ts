@@ -34,7 +34,7 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     return toPage(this.s.rows(sql, params), page.limit, toSale, saleKey);
   }

@@ -20,7 +20,7 @@ export const TRANSFERS_FEED_SCHEMA = `
 /** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
 export const TRANSFER_COLUMNS = (t = "t"): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
-  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block`;
+  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash`;
 
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}
