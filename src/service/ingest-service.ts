@@ -98,17 +98,22 @@ export class Ingest {
       throw err;
     }
     if (this.#notices !== undefined && counts.inserted + counts.updated > 0) {
-      this.#notices.publish({ kind, collections: new Set(valid.map(recordRef)) });
+      this.#notices.publish({ kind, collections: new Set(valid.flatMap((r) => (r.contractAddress === undefined ? [] : [recordRef(r)]))) });
     }
     return { accepted: counts.inserted + counts.updated, duplicates: counts.unchanged, rejected };
   }
 
-  /** A batch of RPC records of `kind`, numbered from `first`, on the request's `chain` ("": the default). */
-  records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1, chain = ""): Promise<IngestResult> {
+  /**
+   * A batch of RPC records of `kind`, numbered from `first`, on the
+   * request's `chain` ("": the default); `removed`: every record taken back
+   * (the request's flag, docs/chains.md).
+   */
+  records(kind: Kind, records: readonly unknown[], skipInvalid: boolean, first = 1, chain = "", removed = false): Promise<IngestResult> {
     tooLarge(records.length);
     // As its import line (the kind's declaration): one checker rules on both.
     const line = importLine(kind);
-    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: line(r) })), skipInvalid, chain);
+    const lineOf = removed ? (r: unknown) => ({ ...line(r), removed: true }) : line;
+    return this.batch(kind, records.map((r, i) => ({ line: first + i, value: lineOf(r) })), skipInvalid, chain);
   }
 }
 
@@ -157,6 +162,8 @@ interface Batch {
   records: readonly unknown[];
   skipInvalid: boolean;
   chain: string;
+  /** IngestSalesRequest's and IngestTransfersRequest's: every record taken back. */
+  removed?: boolean;
 }
 
 /**
@@ -203,7 +210,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
     if (messages++ > 0) await admit?.(context.signal);
     const first = next;
     next += b.records.length;
-    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first, b.chain).then((result) => ({ result }), (error: unknown) => ({ error })));
+    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first, b.chain, b.removed).then((result) => ({ result }), (error: unknown) => ({ error })));
     if (inFlight.length >= STREAM_IN_FLIGHT) await settle();
   }
   while (inFlight.length > 0) await settle();
@@ -212,7 +219,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
 
 /** The IngestService implementation (Connect router; every RPC protocol). */
 export function createIngestService(ingest: Ingest) {
-  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid, 1, req.chain));
+  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid, 1, req.chain, req.removed));
   return {
     ingestCollections: unary("collections"),
     ingestTokens: unary("tokens"),
@@ -227,5 +234,6 @@ export function createIngestService(ingest: Ingest) {
     ingestInfluencers: unary("influencers"),
     ingestTweets: unary("tweets"),
     ingestScores: unary("scores"),
+    ingestReorgs: unary("reorgs"),
   };
 }

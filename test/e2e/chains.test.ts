@@ -163,3 +163,48 @@ describe("a collection's chain over RPC", () => {
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
   });
 });
+
+describe("reorganisations through the ingest API", () => {
+  const C2 = "0x00000000000000000000000000000000000000c3";
+  const at = (n: number, extra: object = {}) => ({ ...sale(100 + n, String(n)), contractAddress: C2, block: 1000 + n, ...extra });
+  const stats = async () => ((await get("/v1/collection/stats", { contractAddress: C2 })).body.data as { totalNumSales: number; totalVolume: string });
+  const owner = async (assetId: string) => ((await get("/v1/asset/tokens", { contractAddress: C2, assetId })).body.data as { owner: string }[])[0]?.owner;
+
+  it("takes back a record sent with removed: true (REST) or in a removed batch (RPC), and a chain's blocks (POST /v1/ingest/reorgs, IngestReorgs)", async () => {
+    expect((await post("sales", [at(1), at(2), at(3), at(4)])).status).toBe(200);
+    expect(await stats()).toMatchObject({ totalNumSales: 4, totalVolume: "10" });
+    // One sale taken back, as Ethereum's JSON-RPC marks a log of an orphaned block.
+    const removed = await post("sales", [at(4, { removed: true })]);
+    expect(removed.body).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(await stats()).toMatchObject({ totalNumSales: 3, totalVolume: "6" });
+    // Again: nothing left to take back.
+    expect((await post("sales", [at(4, { removed: true })])).body).toMatchObject({ accepted: 0, duplicates: 1 });
+    // The RPC's removed batch.
+    const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
+    const rpc3 = { ...at(3), timestamp: BigInt(at(3).timestamp), block: BigInt(at(3).block) };
+    const answer = await ingest.ingestSales(create(IngestSalesRequestSchema, { records: [rpc3], removed: true }), { headers: { "x-api-key": s.ingest } });
+    expect(answer.accepted).toBe(1);
+    expect(await stats()).toMatchObject({ totalNumSales: 2, totalVolume: "3" });
+    // The blocks from 1002 on taken back: sale 2 goes, and its token's owner with it (back to none).
+    expect(await owner("102")).toBe(BOB);
+    const reorg = await post("reorgs", [{ fromBlock: 1002 }]);
+    expect(reorg.body).toMatchObject({ accepted: 1 });
+    expect(await stats()).toMatchObject({ totalNumSales: 1, totalVolume: "1" });
+    expect(await owner("102")).toBe("");
+    // On another chain nothing of this one is taken back.
+    expect((await post("reorgs", [{ fromBlock: 0 }], "?chain=base")).status).toBe(200);
+    expect(await stats()).toMatchObject({ totalNumSales: 1 });
+    // Through the RPC, by the blocks' hashes: a hash no record was sent with takes nothing back.
+    const named = { records: [{ chain: "ethereum", fromBlock: 1000n, blockHashes: [`0x${"ee".repeat(32)}`] }] };
+    const reorgs = await ingest.ingestReorgs(named, { headers: { "x-api-key": s.ingest } });
+    expect([reorgs.accepted, reorgs.duplicates]).toEqual([1, 0]);
+    expect(await stats()).toMatchObject({ totalNumSales: 1 });
+    // A reorganisation sent again is a duplicate, as any record.
+    const again = await ingest.ingestReorgs(named, { headers: { "x-api-key": s.ingest } });
+    expect([again.accepted, again.duplicates]).toEqual([0, 1]);
+    // A bad reorganisation is refused by its fields.
+    const bad = await post("reorgs", [{ fromBlock: -1, blockHashes: ["0x12"] }]);
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toMatch(/fromBlock: must be/);
+  });
+});

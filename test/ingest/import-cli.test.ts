@@ -82,7 +82,7 @@ describe("marketdata import", () => {
 
   it("refuses an unknown kind and a missing file clearly", () => {
     const db = join(dir, "usage.sqlite");
-    expect(runCli(["import", "--db", db, "trades", "x.ndjson"]).stderr).toMatch(/KIND must be one of collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, got "trades"/);
+    expect(runCli(["import", "--db", db, "trades", "x.ndjson"]).stderr).toMatch(/KIND must be one of collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, got "trades"/);
     expect(runCli(["import", "--db", db, "sales", join(dir, "missing.ndjson")]).stderr).toMatch(/cannot read .*missing\.ndjson: no such file/);
   });
 
@@ -92,7 +92,7 @@ describe("marketdata import", () => {
     expect(runCli(["import", "--db", db, "sales", file]).status).toBe(0);
     const conn = openReadOnly(db);
     const indexes = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sales' ORDER BY name").pluck().all();
-    expect(indexes).toEqual(["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+    expect(indexes).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
     expect(conn.prepare("PRAGMA integrity_check").pluck().get()).toBe("ok");
     expect(conn.prepare("SELECT count(*) FROM sales").pluck().get()).toBe(30_000);
     conn.close();

@@ -57,6 +57,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
   influencers: { contractAddress: C, user: USER, score: 87.5 },
   tweets: { contractAddress: C, ...TWEET },
   scores: { name: "Test Apes", contractAddress: C, hype: 70, gains: -2.5, community: 91.25, total: 52.9 },
+  reorgs: { fromBlock: 18_500_000, blockHashes: [`0x${"be".repeat(32)}`] },
 };
 
 /** [kind, field path, bad value, expected reason] — at least one per field. */
@@ -162,6 +163,10 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["scores", "gains", null, /finite number/],
   ["scores", "community", {}, /finite number/],
   ["scores", "total", [], /finite number/],
+  ["reorgs", "fromBlock", -1, /non-negative integer|must be/],
+  ["reorgs", "blockHashes[0]", "0x12", /64 hex/],
+  ["reorgs", "blockHashes[0]", "", /64 hex/],
+  ["reorgs", "blockHashes", "0xab", /array/],
 ];
 
 /** A copy of `record` with the value at a dotted/indexed path replaced. */

@@ -185,16 +185,22 @@ describe.skipIf(skipPg)("PostgreSQL migrations", () => {
 });
 
 
-/** Sales are one table (migration 18): not partitioned, no sales_c* tables, the five indexes on it, leading with the collection but the natural key. */
+/**
+ * Sales are one table (migration 18): not partitioned, no sales_c* tables,
+ * its indexes leading with the collection but the natural key and (22)
+ * sales_by_block, whose reorganisations reach every collection of a chain.
+ */
 async function expectOneSalesTable(p: pg.Pool): Promise<void> {
   expect((await p.query("SELECT count(*)::int AS n FROM pg_partitioned_table")).rows[0].n).toBe(0);
   expect((await p.query("SELECT count(*)::int AS n FROM pg_class WHERE relname ~ '^sales_c[0-9]+$'")).rows[0].n).toBe(0);
   const indexes = await p.query<{ name: string; def: string }>(
     "SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1",
   );
-  expect(indexes.rows.map((r) => r.name)).toEqual(["sales_by_asset", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+  expect(indexes.rows.map((r) => r.name)).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
   for (const { name, def } of indexes.rows) {
-    expect(def, name).toMatch(name === "sales_natural_key" ? /\(hash, collection_id, asset_id\)/ : /USING btree \(collection_id, /);
+    expect(def, name).toMatch(
+      name === "sales_natural_key" ? /\(hash, collection_id, asset_id\)/ : name === "sales_by_block" ? /USING btree \(block\)/ : /USING btree \(collection_id, /,
+    );
   }
 }
 

@@ -70,7 +70,8 @@ describe("gen/openapi.json", () => {
       expect(Object.keys((op as unknown as { responses: Record<string, { content?: object }> }).responses["200"]!.content!)).toEqual(["text/event-stream"]);
     }
     for (const r of writes) {
-      expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(["skipInvalid", "chain"]);
+      // Every field of the request but the records (the body) is a query parameter: skipInvalid, chain, removed.
+      expect(spec.paths[r.path]!.post.parameters.map((p) => p.name)).toEqual(r.method.input.fields.filter((f) => f !== r.body).map((f) => f.jsonName));
       expect(Object.keys(spec.paths[r.path]!.post.requestBody!.content)).toEqual(["application/x-ndjson"]);
     }
     for (const r of routes) {

@@ -10,6 +10,7 @@ import { scores } from "./scores.js";
 import { transfers } from "./transfers.js";
 import { tokens } from "./tokens.js";
 import { tweets } from "./tweets.js";
+import { reorgs } from "./reorgs.js";
 
 // The record kinds (decisions.md's importable kinds): each declared once, in
 // its own file of this folder (declaration.ts says what a declaration
@@ -18,7 +19,7 @@ import { tweets } from "./tweets.js";
 // and the engines' statements (docs/architecture.md, "A record kind").
 
 /** Every kind, in the order `marketdata import --help` lists them. */
-const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores] as const;
+const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs] as const;
 
 export type Kind = (typeof DECLARED)[number]["name"];
 /** The kinds the live feeds and the webhooks carry. */

@@ -18,7 +18,8 @@ const shape = f.collectionRecord({
   currency: f.currency,
   marketplace: f.marketplace,
   blockHash: f.blockHash,
-}, { blockHash: "" });
+  removed: f.bool,
+}, { blockHash: "", removed: false });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({

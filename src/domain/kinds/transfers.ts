@@ -14,7 +14,8 @@ const shape = f.collectionRecord({
   timestamp: f.epochSeconds,
   block: f.count,
   blockHash: f.blockHash,
-}, { blockHash: "" });
+  removed: f.bool,
+}, { blockHash: "", removed: false });
 
 /** A transfer: one token moved by one log of a transaction (a sale's or not). */
 export const transfers = declareKind({

@@ -46,7 +46,7 @@ export async function stampVersions(client: pg.ClientBase, touched: Touched): Pr
     await client.query("UPDATE collections SET data_version = $1 WHERE id = ANY($2::integer[])", [v, touched.ids]);
   }
   if (touched.staged === true) {
-    await client.query("UPDATE collections SET data_version = $1 WHERE address IN (SELECT address FROM stage)", [v]);
+    await client.query("UPDATE collections SET data_version = $1 WHERE (chain, address) IN (SELECT chain, address FROM stage)", [v]);
   }
   await keepSummaries(client, v, Number(hour), rolled, stampsCollections(touched));
 }

@@ -37,7 +37,7 @@ export class PgRecordImport implements RecordImport {
       }
       await stage.finish();
       await takeWriteLock(client, kind, options);
-      await merge(client, kind, counts, touched);
+      await merge(client, await mergedAs(client, kind), counts, touched);
       // Lines whose key repeats within the file, or whose values were already there.
       counts.unchanged = stage.rows - counts.inserted - counts.updated;
     });
@@ -64,11 +64,14 @@ export class PgRecordImport implements RecordImport {
       await stage.finish();
       await takeWriteLock(client, kind, options);
       const all = { inserted: 0, updated: 0, unchanged: 0 };
-      await merge(client, kind, all, touched, async () => {
-        for (const row of (await client.query<{ batch: number; inserted: number; updated: number }>(kind.classify)).rows) {
+      const merged = await mergedAs(client, kind);
+      await merge(client, merged, all, touched, async () => {
+        for (const row of (await client.query<{ batch: number; inserted: number; updated: number }>(merged.classify)).rows) {
           counts[row.batch]!.inserted = row.inserted;
           counts[row.batch]!.updated = row.updated;
         }
+      }, (batch, removed) => {
+        counts[batch]!.updated += removed;
       });
       for (const [b, c] of counts.entries()) c.unchanged = batches[b]!.length - c.inserted - c.updated;
     });
@@ -98,8 +101,16 @@ async function takeWriteLock(client: pg.PoolClient, kind: BulkKind, options: Imp
  * rows, and marks the staged collections touched when anything changed.
  * `beforeCounted` runs just before the rows are counted (and written).
  */
-async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts, touched: Touched, beforeCounted?: () => Promise<void>): Promise<void> {
+async function merge(
+  client: pg.PoolClient,
+  kind: BulkKind,
+  counts: ImportCounts,
+  touched: Touched,
+  beforeCounted?: () => Promise<void>,
+  removedOf?: (batch: number, removed: number) => void,
+): Promise<void> {
   await kind.check?.(client);
+  await kind.prepare?.(client);
   // The statements whose results are not read go together, one round trip
   // each run of them (several statements in one simple query).
   let pending: string[] = [];
@@ -123,8 +134,28 @@ async function merge(client: pg.PoolClient, kind: BulkKind, counts: ImportCounts
     if (i === kind.sharedCounts && r.rows[0]!.updated > 0) touched.all = true;
   }
   await flush();
+  // What the stage took back (reorgs.ts) is a change of the rows it was.
+  if (kind.removed !== undefined) {
+    for (const { batch, removed } of (await client.query<{ batch: number; removed: number }>(kind.removed)).rows) {
+      counts.updated += removed;
+      removedOf?.(batch, removed);
+    }
+  }
   // Rows all unchanged move no owner and end no listing.
   if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
+  // The collections its statements changed, whatever the count (a reorganisation sent again may still take back what was sent since).
+  if (kind.touches !== undefined) {
+    const ids = (await client.query<{ id: number }>(kind.touches)).rows.map((r) => r.id);
+    if (ids.length > 0) touched.ids = [...(touched.ids ?? []), ...ids];
+    return;
+  }
   // Every staged collection, changed or not: fewer statements than finding which.
   if (counts.inserted + counts.updated > 0) touched.staged = true;
+}
+
+/** The kind's merge for this stage: its withRemovals when the stage holds a record taken back. */
+async function mergedAs(client: pg.PoolClient, kind: BulkKind): Promise<BulkKind> {
+  if (kind.withRemovals === undefined) return kind;
+  const r = await client.query<{ any: boolean }>("SELECT EXISTS (SELECT 1 FROM stage WHERE removed) AS any");
+  return r.rows[0]!.any ? kind.withRemovals : kind;
 }

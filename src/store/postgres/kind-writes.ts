@@ -10,10 +10,11 @@ import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
 import { ensureTokens, ownersFound } from "./ownership.js";
 import {
   type BulkKind, bulkKind, bytes, col, counted, KNOW_MARKETPLACES, type KindSpec, LISTINGS_LOCK, REGISTER_COLLECTIONS, type StageColumn, TOKENS_LOCK,
-  upsertSql, withCollection,
+  LAST_REMOVAL, LIVE_LINE, upsertSql, withCollection,
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
+import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, removeStagedBlocks, salesRemoved, STAGED_BLOCKS_MARKS, transfersRemoved } from "./reorgs.js";
 
 // Each record kind's writes on PostgreSQL (the kinds are declared in
 // domain/kinds; sqlite/kind-writes.ts is the same table there): its staging
@@ -95,10 +96,111 @@ const UPSERT_USERS = upsertSql(
      verified, statuses_count, favourites_count, protected, user_wire_json AS wire_json, user_wire_pb AS wire_pb, line FROM stage`,
 );
 
-/** Each staged sale's key and values as the merge will write them: the last line of each key. */
-const LATEST_SALES = `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
+/** Each staged sale's key and values as the merge will write them: the last line of each key (of the live lines, with removals). */
+const latestSales = (live: string) => `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
     st.marketplace, st.timestamp, st.block, st.price
-  FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
+  FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address${live === "" ? "" : ` WHERE ${live}`}
+  ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
+
+/** The stage's columns naming a sale, a transfer. */
+const SALE_KEY = ["hash", "chain", "address", "asset_id"];
+const TRANSFER_KEY = ["hash", "log_index", "chain", "address", "asset_id"];
+
+/** The collections the stage's live lines name (a removal of an unknown collection's record registers none). */
+const REGISTER_LIVE_COLLECTIONS =
+  "INSERT INTO collections (chain, address) SELECT DISTINCT chain, address FROM stage WHERE NOT removed ON CONFLICT (chain, address) DO NOTHING";
+
+/**
+ * Sales, and (removals) the merge of a stage that holds sales taken back
+ * (reorgs.ts): those deleted first, their hours and series marked, and
+ * the live lines upserted.
+ */
+function salesSpec(removals: boolean): KindSpec {
+  const live = removals ? LIVE_LINE(SALE_KEY) : "";
+  const latest = latestSales(live);
+  const source = withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
+          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, ${bytes("block_hash")} AS block_hash,
+          st.wire_json`);
+  return {
+    stage: [col("hash"), col("seller"), col("buyer"), col("chain"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
+      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), col("block_hash"),
+      col("removed", "boolean"), ...WIRE_STAGE("wire_json")],
+    // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
+    row: (r) => [r.hash, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
+      r.blockHash || null, r.removed === true, saleJson(r as unknown as SaleRow)],
+    before: [
+      ...(removals
+        ? [REGISTER_LIVE_COLLECTIONS, ...salesRemoved(`SELECT st.line, ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id
+            FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address WHERE ${LAST_REMOVAL(SALE_KEY)}`)]
+        : [REGISTER_COLLECTIONS]),
+      ...hourDeltasSql(latest),
+      ...seriesMarksSql(latest),
+    ],
+    counted: counted("sales", ["hash", "collection_id", "asset_id"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wire_json"],
+        removals ? `${source} WHERE ${live}` : source,
+        "collection_id, timestamp DESC, block DESC", true),
+    after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
+    afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
+    ...(removals ? { removed: removedPerBatch("removed_sales") } : {}),
+    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+    serialized: true,
+  };
+}
+
+/** Transfers, and (removals) the merge of a stage that holds transfers taken back, as salesSpec. */
+function transfersSpec(removals: boolean): KindSpec {
+  const source = withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
+          ${bytes("recipient")} AS recipient, st.timestamp, st.block, ${bytes("block_hash")} AS block_hash`);
+  return {
+    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("chain"), col("address"), col("asset_id", "numeric"),
+      col("timestamp", "bigint"), col("block", "bigint"), col("block_hash"), col("removed", "boolean")],
+    row: (r) => [r.hash, r.logIndex, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.blockHash || null, r.removed === true],
+    before: removals
+      ? [REGISTER_LIVE_COLLECTIONS, ...transfersRemoved(`SELECT st.line, ${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id
+          FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address WHERE ${LAST_REMOVAL(TRANSFER_KEY)}`)]
+      : [REGISTER_COLLECTIONS],
+    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block", "block_hash"],
+        removals ? `${source} WHERE ${LIVE_LINE(TRANSFER_KEY)}` : source,
+        undefined, true),
+    afterward: MOVES_OF_STAGED_TOKENS,
+    ...(removals ? { removed: removedPerBatch("removed_transfers") } : {}),
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+    serialized: true,
+    lock: TOKENS_LOCK,
+  };
+}
+
+/**
+ * Reorganisations (reorgs.ts): every sale and transfer of the staged
+ * blocks deleted, their hours and series found again, the owners and
+ * listings of their tokens; the reorgs table keeps what each took back.
+ */
+const REORGS: KindSpec = {
+  stage: [col("chain"), col("from_block", "bigint"), col("block_hashes")],
+  row: (r) => [chainOf(r), r.fromBlock, JSON.stringify(r.blockHashes)],
+  before: [
+    ...STAGED_BLOCKS_MARKS,
+    "ANALYZE hour_deltas",
+    ...APPLY_HOUR_DELTAS,
+    ...APPLY_SERIES_MARKS,
+    "CREATE TEMP TABLE IF NOT EXISTS staged_tokens (collection_id integer NOT NULL, asset_id numeric NOT NULL) ON COMMIT DELETE ROWS",
+    "TRUNCATE staged_tokens",
+    `INSERT INTO staged_tokens ${REMOVED_TOKENS}`,
+    ownersFound(TOKENS_FOUND),
+    ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
+  ],
+  counted: counted("reorgs", ["chain", "from_block"], ["block_hashes"], "SELECT chain, from_block, block_hashes, line FROM stage"),
+  // The rows of its blocks deleted first, each reorganisation with its own values (reorgs.ts removedByBlocks), under the
+  // transfers' writers' lock (positions and owners).
+  prepare: async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`);
+    await removeStagedBlocks(client);
+  },
+  touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS}) x`,
+  tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+  serialized: true,
+};
 
 const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
@@ -138,28 +240,7 @@ const BUILT_IN: Record<Kind, KindSpec> = {
         withCollection("c.id AS collection_id, st.asset_id, st.current_owner, st.rarity_score, st.statistical_rarity, st.rarity_rank, 'imported' AS source")),
     tables: ["collections", "rarity"],
   },
-  sales: {
-    stage: [col("hash"), col("seller"), col("buyer"), col("chain"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
-      col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), col("block_hash"), ...WIRE_STAGE("wire_json")],
-    // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
-    row: (r) => [r.hash, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
-      r.blockHash || null, saleJson(r as unknown as SaleRow)],
-    before: [
-      REGISTER_COLLECTIONS,
-      ...hourDeltasSql(LATEST_SALES),
-      ...seriesMarksSql(LATEST_SALES),
-    ],
-    counted: counted("sales", ["hash", "collection_id", "asset_id"],
-        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wire_json"],
-        withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
-          ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, ${bytes("block_hash")} AS block_hash,
-          st.wire_json`),
-        "collection_id, timestamp DESC, block DESC", true),
-    after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
-    afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
-    tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
-    serialized: true,
-  },
+  sales: { ...salesSpec(false), withRemovals: bulkKind(salesSpec(true)) },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
       col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
@@ -183,20 +264,7 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     serialized: true,
     lock: LISTINGS_LOCK,
   },
-  transfers: {
-    stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("chain"), col("address"), col("asset_id", "numeric"),
-      col("timestamp", "bigint"), col("block", "bigint"), col("block_hash")],
-    row: (r) => [r.hash, r.logIndex, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.blockHash || null],
-    before: [REGISTER_COLLECTIONS],
-    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block", "block_hash"],
-        withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
-          ${bytes("recipient")} AS recipient, st.timestamp, st.block, ${bytes("block_hash")} AS block_hash`),
-        undefined, true),
-    afterward: MOVES_OF_STAGED_TOKENS,
-    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
-    serialized: true,
-    lock: TOKENS_LOCK,
-  },
+  transfers: { ...transfersSpec(false), withRemovals: bulkKind(transfersSpec(true)) },
   offers: {
     stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
       col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status")],
@@ -247,6 +315,7 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     sharedCounts: 1,
     tables: ["collections", "social_users", "tweets"],
   },
+  reorgs: REORGS,
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
     row: (r) => [r.name, chainOf(r), r.contractAddress, r.hype, r.gains, r.community, r.total],

@@ -1,4 +1,5 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { REORGS_MIGRATION } from "./reorgs.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
@@ -397,6 +398,9 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   `ALTER TABLE sales ADD COLUMN block_hash bytea;
   ALTER TABLE transfers ADD COLUMN block_hash bytea;
   ${SALE_JSON_BLOCK_HASH("left(wire_json, -1)")}`,
+  // 22: reorganisations (reorgs.ts), as SQLite's 22: sales and transfers by
+  // block, and the log of what each reorganisation removed.
+  REORGS_MIGRATION,
 ];
 
 /**

@@ -48,6 +48,19 @@ export interface BulkKind {
   afterward?: readonly string[];
   /** Refuses the stage, before anything is merged, when it holds a record the store must not take (RecordConflictError). */
   check?: (client: pg.PoolClient) => Promise<void>;
+  /** Runs after check, before the statements: a step whose statements need the stage's values bound (reorgs.ts). */
+  prepare?: (client: pg.PoolClient) => Promise<void>;
+  /**
+   * The kind as merged when its stage holds a record taken back ("removed":
+   * reorgs.ts): the statements that delete those first, and upserts that
+   * leave them (and the lines they take back) out. Chosen per stage, so a
+   * stage without one pays nothing for them.
+   */
+  withRemovals?: BulkKind;
+  /** Rows {batch, removed}: what each batch took back, counted as updated (withRemovals, the reorgs kind). */
+  removed?: string;
+  /** The ids of the collections its statements changed, stamped instead of the stage's (a stage naming none: reorgs). */
+  touches?: string;
 }
 
 /** A kind as kind-writes.ts writes it: the statements around the one that counts its rows. */
@@ -156,6 +169,18 @@ export function counted(...args: Parameters<typeof upsertSql>): { sql: string; c
 
 export const bytes = (c: string) => `decode(substr(st.${c}, 3), 'hex')`;
 export const withCollection = (select: string) => `SELECT ${select}, st.line FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address`;
+
+/**
+ * A staged line the merge writes when its stage holds removals (BulkKind
+ * withRemovals): not a removal, and not followed by one of its natural key
+ * (`key`: the stage's columns naming it), which takes it back.
+ */
+export const LIVE_LINE = (key: readonly string[]) =>
+  `NOT st.removed AND NOT EXISTS (SELECT 1 FROM stage r WHERE r.removed AND r.line > st.line AND ${key.map((c) => `r.${c} = st.${c}`).join(" AND ")})`;
+
+/** A staged removal that is its key's last line: what the merge takes back. */
+export const LAST_REMOVAL = (key: readonly string[]) =>
+  `st.removed AND NOT EXISTS (SELECT 1 FROM stage r WHERE r.line > st.line AND ${key.map((c) => `r.${c} = st.${c}`).join(" AND ")})`;
 
 /** One COPY text-format line of `values` (tab-separated, \N for null, backslash escapes). */
 export function copyLine(line: number, values: readonly unknown[]): string {

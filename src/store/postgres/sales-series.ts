@@ -56,10 +56,13 @@ export function freshSeriesSql(filter: string, table = "sales"): string {
  * key's values (collection_id, hash, asset_id, marketplace, timestamp,
  * block, price).
  */
+/** The series' marks of a transaction's sales (a removal's too: reorgs.ts), applied by APPLY_SERIES_MARKS. */
+export const SERIES_MARKS_TABLE = `CREATE TEMP TABLE IF NOT EXISTS series_marks (collection_id integer, marketplace text, timestamp bigint, block bigint, hash bytea,
+       asset_id numeric, price numeric, added boolean) ON COMMIT DROP`;
+
 export function seriesMarksSql(latest: string): string[] {
   return [
-    `CREATE TEMP TABLE series_marks (collection_id integer, marketplace text, timestamp bigint, block bigint, hash bytea,
-       asset_id numeric, price numeric, added boolean) ON COMMIT DROP`,
+    SERIES_MARKS_TABLE,
     `WITH l AS (${latest}),
        o AS (SELECT l.*, s.marketplace AS old_marketplace, s.timestamp AS old_timestamp, s.block AS old_block, s.price AS old_price
              FROM l LEFT JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id)

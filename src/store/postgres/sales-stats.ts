@@ -14,9 +14,12 @@ import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
  * values it will have (collection_id, marketplace, timestamp, price, and
  * the key: hash, asset_id). Run before the upsert: it reads the old rows.
  */
+/** The hours' deltas of a transaction's sales (a removal's too: reorgs.ts), applied by APPLY_HOUR_DELTAS. */
+export const HOUR_DELTAS_TABLE = "CREATE TEMP TABLE IF NOT EXISTS hour_deltas (c integer, m text, h bigint, n bigint, v numeric) ON COMMIT DROP";
+
 export function hourDeltasSql(latest: string): string[] {
   return [
-    "CREATE TEMP TABLE hour_deltas (c integer, m text, h bigint, n bigint, v numeric) ON COMMIT DROP",
+    HOUR_DELTAS_TABLE,
     // A CTE read twice is computed once.
     `WITH l AS (${latest})
      INSERT INTO hour_deltas

@@ -26,9 +26,10 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   tokens: { ...at(TABLES.token), write: (s, r) => s.upsertToken(as(r)) },
   appraisals: { ...at(TABLES.appraisal), write: (s, r) => s.upsertAppraisal(as(r)) },
   rarity: { ...at(TABLES.rarity), write: (s, r) => s.upsertRarity(as(r)) },
-  sales: { ...at(TABLES.sale), write: (s, r) => s.upsertSale(as(r)) },
+  // A record sent with removed: true is taken back (a reorganisation: docs/chains.md).
+  sales: { ...at(TABLES.sale), write: (s, r) => (r.removed === true ? s.removeSale(as(r)) : s.upsertSale(as(r))) },
   listings: { ...at(TABLES.listing), write: (s, r) => s.upsertListing(as(r)) },
-  transfers: { ...at(TABLES.transfer), write: (s, r) => s.upsertTransfer(as(r)) },
+  transfers: { ...at(TABLES.transfer), write: (s, r) => (r.removed === true ? s.removeTransfer(as(r)) : s.upsertTransfer(as(r))) },
   offers: { ...at(TABLES.offer), write: (s, r) => s.upsertOffer(as(r)) },
   influencers: { ...at(TABLES.influencer), write: (s, r) => s.upsertInfluencer(as(r)) },
   tweets: {
@@ -39,6 +40,8 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
     },
   },
   scores: { ...at(TABLES.score), write: (s, r) => s.upsertScore(as(r)) },
+  // Every sale and transfer of its blocks taken back; the reorgs table keeps what it removed.
+  reorgs: { ...at(TABLES.reorg), write: (s, r) => s.removeBlocks(as(r)) },
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));

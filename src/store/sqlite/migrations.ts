@@ -7,6 +7,7 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -343,6 +344,9 @@ export const MIGRATIONS: readonly Migration[] = [
   `ALTER TABLE sales ADD COLUMN block_hash BLOB;
   ALTER TABLE transfers ADD COLUMN block_hash BLOB;
   ${SALE_JSON_BLOCK_HASH("substr(wire_json, 1, length(wire_json) - 1)")}`,
+  // 22: reorganisations (reorgs.ts): sales and transfers found by block, a
+  // removal's triggers, and the log of what each reorganisation removed.
+  REORGS_SCHEMA,
 ];
 
 

@@ -1,3 +1,4 @@
+import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
 import { collectionRef, describeRef, recordRef, refParts } from "../../domain/chains.js";
 import { refSql } from "../shared/collection-ref.js";
 import type { Statement } from "better-sqlite3";
@@ -119,6 +120,7 @@ export const TABLES = {
   },
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
   collection: { table: "collections", key: ["chain", "address"], values: ["name"] },
+  reorg: { table: "reorgs", key: ["chain", "from_block"], values: ["block_hashes"] },
 } satisfies Record<string, TableSpec>;
 
 export type SocialUserRecord = SocialUserRow;
@@ -151,6 +153,7 @@ export class WriteStore {
   /** The collection holding a listing or an offer, by table, prepared at first use. */
   readonly #holders = new Map<"listings" | "offers", Statement>();
   readonly #aggregates: SalesAggregates;
+  readonly #removals: SqliteRemovals;
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
   readonly #touched = new TouchedCollections();
@@ -182,6 +185,7 @@ export class WriteStore {
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
     this.#aggregates = new SalesAggregates(db);
+    this.#removals = new SqliteRemovals(db);
   }
 
   /**
@@ -417,6 +421,57 @@ export class WriteStore {
       },
       () => this.#refuseMoved("listings", r),
     );
+  }
+
+  /**
+   * Takes a sale back (a reorganisation: docs/chains.md): the row of its
+   * natural key is deleted, its hours and series recomputed, its token's
+   * owner and listings found again (reorgs.ts). "updated" when it was held.
+   */
+  removeSale(r: SaleRow): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.removeSale(r));
+    const collectionId = this.#knownCollection(r);
+    const removed = collectionId === undefined ? undefined : this.#removals.sale(hexToBytes(r.hash), collectionId, assetKey(r.assetId));
+    if (removed === undefined) return "unchanged";
+    this.#saleRemoved(removed);
+    return "updated";
+  }
+
+  /** Takes a transfer back, as removeSale a sale. */
+  removeTransfer(r: TransferRow): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.removeTransfer(r));
+    const collectionId = this.#knownCollection(r);
+    const removed = collectionId === undefined ? undefined : this.#removals.transfer(hexToBytes(r.hash), r.logIndex, collectionId, assetKey(r.assetId));
+    if (removed === undefined) return "unchanged";
+    this.#touched.add(removed);
+    return "updated";
+  }
+
+  /**
+   * A reorganisation: every sale and transfer of the chain from its block
+   * on (of its named blocks only) taken back, and the reorganisation kept
+   * by its natural key (chain, first block), counted as any record is.
+   */
+  removeBlocks(r: { chain: string; fromBlock: number; blockHashes: readonly string[] }): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.removeBlocks(r));
+    const { sales, transfers } = this.#removals.blocks(r.chain, r.fromBlock, r.blockHashes);
+    for (const s of sales) this.#saleRemoved(s);
+    for (const c of transfers) this.#touched.add(c);
+    return this.#upsert(TABLES.reorg, { chain: r.chain, from_block: r.fromBlock, block_hashes: JSON.stringify(r.blockHashes) });
+  }
+
+  #saleRemoved(s: RemovedSale): void {
+    this.#touched.add(s.collectionId);
+    if (this.#maintainStats) this.#aggregates.touch(s.collectionId, s.marketplace, s.timestamp);
+  }
+
+  /** The id of the collection a record names, without registering it (nothing of an unknown collection can be taken back). */
+  #knownCollection(r: { contractAddress: string }): number | undefined {
+    const ref = refOf(r);
+    const known = this.#collectionIds.get(ref);
+    if (known !== undefined) return known;
+    const { chain, address } = refParts(ref);
+    return (this.#selectCollection.get(chain, address) as { id: number } | undefined)?.id;
   }
 
   /**
