@@ -1,3 +1,4 @@
+import { recordRef } from "../domain/chains.js";
 import type { Worker } from "node:worker_threads";
 import { type Kind, moves } from "../domain/kinds/index.js";
 import type { ImportCounts, ImportRecord, IngestWriter } from "../store/ports/writes.js";
@@ -47,7 +48,9 @@ export function refreshAfterWrites(writer: IngestWriter, db: string, maxClockSke
     const refit = moves(kind, "rarity-inputs") || (moves(kind, "appraisal-history") && counts.updated > 0);
     const committedAt = Date.now();
     worker ??= start();
-    for (const address of new Set(records.map((r) => String(r.contractAddress).toLowerCase()))) {
+    // Each record's collection on its chain (domain/chains.ts collectionRef); a reorganisation names none
+    // (docs/chains.md: its collections' appraisals are fitted again at their next write, or by `derive`).
+    for (const address of new Set(records.flatMap((r) => (r.contractAddress === undefined ? [] : [recordRef(r)])))) {
       worker.postMessage({ address, refit, committedAt } satisfies RefreshRequest);
     }
   };

@@ -127,4 +127,19 @@ describe("background derive after ingest", () => {
     last = await changedFrom(last, "rarity");
     expect(await fullDerive()).toEqual(last);
   });
+
+  it("derives a collection of another chain as its own, leaving the same address on Ethereum as it was", async () => {
+    const before = await derived();
+    const onBase = (path: string) =>
+      fetch(`${s.server.baseUrl}${path}?contractAddress=${A}&chain=base&limit=50`, { headers: { "x-api-key": s.readKey } }).then((r) => r.json()) as Promise<{ data: unknown[] }>;
+    await ingest("tokens", Array.from({ length: 20 }, (_, n) => ({ ...token(n), chain: "base" })));
+    await ingest("sales", Array.from({ length: 30 }, (_, n) => ({ ...numberedSale(5000 + n, A), assetId: String(n % 20), chain: "base" })));
+    const deadline = Date.now() + 20_000;
+    // Rarity from its tokens, appraisals from its sales: each write's refresh.
+    while ((await onBase("/v1/asset/rarity")).data.length < 20 || (await onBase("/v1/asset/appraisals")).data.length === 0) {
+      if (Date.now() > deadline) throw new Error("the collection on base was not derived within 20 s");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await derived()).toEqual(before);
+  });
 });
