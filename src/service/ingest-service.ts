@@ -235,5 +235,6 @@ export function createIngestService(ingest: Ingest) {
     ingestTweets: unary("tweets"),
     ingestScores: unary("scores"),
     ingestReorgs: unary("reorgs"),
+    ingestFinality: unary("finality"),
   };
 }

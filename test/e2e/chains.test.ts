@@ -208,3 +208,28 @@ describe("reorganisations through the ingest API", () => {
     expect(JSON.stringify(bad.body)).toMatch(/fromBlock: must be/);
   });
 });
+
+describe("finality", () => {
+  const C3 = "0x00000000000000000000000000000000000000c4";
+  const at = (n: number, extra: object = {}) => ({ ...sale(200 + n, String(n)), contractAddress: C3, block: 2000 + n, chain: "polygon", ...extra });
+  const count = async () => ((await get("/v1/collection/stats", { contractAddress: C3, chain: "polygon" })).body.data as { totalNumSales: number }).totalNumSales;
+
+  it("refuses a removal at or below the chain's finalized block, naming it, and takes one above it; a finality only moves forward", async () => {
+    expect((await post("sales", [at(1), at(2), at(3)])).status).toBe(200);
+    expect((await post("finality", [{ block: 2002 }], "?chain=polygon")).body).toMatchObject({ accepted: 1 });
+    // Backward: nothing changes.
+    expect((await post("finality", [{ chain: "polygon", block: 1999 }])).body).toMatchObject({ accepted: 0, duplicates: 1 });
+    const record = await post("sales", [at(2, { removed: true })]);
+    expect(record.status).toBe(400);
+    expect(String(record.body.message)).toMatch(/in block 2002 of polygon, at or below its finalized block 2002: a final block is not taken back/);
+    const reorg = await post("reorgs", [{ chain: "polygon", fromBlock: 2001 }]);
+    expect(reorg.status).toBe(400);
+    expect(String(reorg.body.message)).toMatch(/the reorganisation from block 2001 is in block 2001 of polygon, at or below its finalized block 2002/);
+    expect(await count()).toBe(3);
+    // Above it: taken back as before; another chain's finality does not reach this one.
+    expect((await post("finality", [{ chain: "base", block: 99_999 }])).status).toBe(200);
+    expect((await post("reorgs", [{ chain: "polygon", fromBlock: 2003 }])).body).toMatchObject({ accepted: 1 });
+    expect(await count()).toBe(2);
+  });
+});
+

@@ -58,6 +58,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
   tweets: { contractAddress: C, ...TWEET },
   scores: { name: "Test Apes", contractAddress: C, hype: 70, gains: -2.5, community: 91.25, total: 52.9 },
   reorgs: { fromBlock: 18_500_000, blockHashes: [`0x${"be".repeat(32)}`] },
+  finality: { block: 18_400_000 },
 };
 
 /** [kind, field path, bad value, expected reason] — at least one per field. */
@@ -167,6 +168,7 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["reorgs", "blockHashes[0]", "0x12", /64 hex/],
   ["reorgs", "blockHashes[0]", "", /64 hex/],
   ["reorgs", "blockHashes", "0xab", /array/],
+  ["finality", "block", "18400000", /non-negative integer/],
 ];
 
 /** A copy of `record` with the value at a dotted/indexed path replaced. */

@@ -46,7 +46,7 @@ beforeAll(async () => {
 
   // Export through the API only.
   const exported: Record<Kind, object[]> = {
-    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [], reorgs: [],
+    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [], reorgs: [], finality: [],
   };
   for (const contractAddress of collections) {
     const q = { contractAddress };

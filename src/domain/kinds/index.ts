@@ -11,6 +11,7 @@ import { transfers } from "./transfers.js";
 import { tokens } from "./tokens.js";
 import { tweets } from "./tweets.js";
 import { reorgs } from "./reorgs.js";
+import { finality } from "./finality.js";
 
 // The record kinds (decisions.md's importable kinds): each declared once, in
 // its own file of this folder (declaration.ts says what a declaration
@@ -19,7 +20,7 @@ import { reorgs } from "./reorgs.js";
 // and the engines' statements (docs/architecture.md, "A record kind").
 
 /** Every kind, in the order `marketdata import --help` lists them. */
-const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs] as const;
+const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality] as const;
 
 export type Kind = (typeof DECLARED)[number]["name"];
 /** The kinds the live feeds and the webhooks carry. */

@@ -14,7 +14,7 @@ import {
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
-import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, removeStagedBlocks, salesRemoved, STAGED_BLOCKS_MARKS, transfersRemoved } from "./reorgs.js";
+import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, STAGED_BLOCKS_MARKS, transfersRemoved } from "./reorgs.js";
 
 // Each record kind's writes on PostgreSQL (the kinds are declared in
 // domain/kinds; sqlite/kind-writes.ts is the same table there): its staging
@@ -142,7 +142,7 @@ function salesSpec(removals: boolean): KindSpec {
         "collection_id, timestamp DESC, block DESC", true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
-    ...(removals ? { removed: removedPerBatch("removed_sales") } : {}),
+    ...(removals ? { removed: removedPerBatch("removed_sales"), check: refuseFinal("sale") } : {}),
     tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
   };
@@ -164,7 +164,7 @@ function transfersSpec(removals: boolean): KindSpec {
         removals ? `${source} WHERE ${LIVE_LINE(TRANSFER_KEY)}` : source,
         undefined, true),
     afterward: MOVES_OF_STAGED_TOKENS,
-    ...(removals ? { removed: removedPerBatch("removed_transfers") } : {}),
+    ...(removals ? { removed: removedPerBatch("removed_transfers"), check: refuseFinal("transfer") } : {}),
     tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
     lock: TOKENS_LOCK,
@@ -198,6 +198,7 @@ const REORGS: KindSpec = {
     await removeStagedBlocks(client);
   },
   touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS}) x`,
+  check: refuseFinal("reorg"),
   tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
   serialized: true,
 };
@@ -316,6 +317,18 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     tables: ["collections", "social_users", "tweets"],
   },
   reorgs: REORGS,
+  // A chain's finalized block, only forward: a line at or below it is unchanged.
+  finality: {
+    stage: [col("chain"), col("block", "bigint")],
+    row: (r) => [chainOf(r), r.block],
+    before: [],
+    counted: counted("finality", ["chain"], ["block"],
+      `SELECT st.chain, st.block, st.line FROM stage st
+       WHERE st.block > coalesce((SELECT f.block FROM finality f WHERE f.chain = st.chain), -1)
+         AND st.block = (SELECT max(x.block) FROM stage x WHERE x.chain = st.chain)`),
+    tables: ["finality"],
+    serialized: true,
+  },
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
     row: (r) => [r.name, chainOf(r), r.contractAddress, r.hype, r.gains, r.community, r.total],

@@ -1,5 +1,5 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { REORGS_MIGRATION } from "./reorgs.js";
+import { FINALITY_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
@@ -401,6 +401,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 22: reorganisations (reorgs.ts), as SQLite's 22: sales and transfers by
   // block, and the log of what each reorganisation removed.
   REORGS_MIGRATION,
+  // 23: each chain's finalized block (reorgs.ts), as SQLite's 23.
+  FINALITY_MIGRATION,
 ];
 
 /**

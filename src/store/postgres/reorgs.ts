@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
+import { finalizedRemoval } from "../shared/conflicts.js";
 import { BATCH_LINES } from "./record-writes.js";
 import { SERIES_MARKS_TABLE } from "./sales-series.js";
 import { HOUR_DELTAS_TABLE } from "./sales-stats.js";
@@ -108,3 +109,25 @@ export const removedPerBatch = (table: "removed_sales" | "removed_transfers") =>
 /** The tokens and collections of the rows taken back. */
 export const REMOVED_TOKENS = "SELECT collection_id, asset_id FROM removed_sales UNION SELECT collection_id, asset_id FROM removed_transfers";
 export const REMOVED_COLLECTIONS = "SELECT collection_id FROM removed_sales UNION SELECT collection_id FROM removed_transfers";
+
+/** Migration 23: each chain's finalized block, as SQLite's 23. */
+export const FINALITY_MIGRATION = "CREATE TABLE finality (chain text PRIMARY KEY, block bigint NOT NULL)";
+
+/**
+ * Refuses a stage that takes back a record (or, `reorg`, blocks) at or below
+ * its chain's finalized block (docs/chains.md, "Finality"), before anything
+ * is merged: the first such line, worded as SQLite words it.
+ */
+export const refuseFinal = (what: "sale" | "transfer" | "reorg") => async (client: pg.PoolClient): Promise<void> => {
+  const block = what === "reorg" ? "st.from_block" : "st.block";
+  const r = await client.query<{ chain: string; block: string; finalized: string; hash: string | null; log_index: string | null; asset_id: string | null }>(
+    `SELECT st.chain, ${block} AS block, f.block AS finalized,
+       ${what === "reorg" ? "NULL AS hash, NULL AS log_index, NULL AS asset_id" : `st.hash, ${what === "transfer" ? "st.log_index" : "NULL AS log_index"}, st.asset_id::text AS asset_id`}
+     FROM stage st JOIN finality f ON f.chain = st.chain
+     WHERE ${what === "reorg" ? "" : "st.removed AND "}${block} <= f.block ORDER BY st.line LIMIT 1`,
+  );
+  const x = r.rows[0];
+  if (x === undefined) return;
+  const named = what === "reorg" ? `the reorganisation from block ${x.block}` : what === "sale" ? `sale ${x.hash} of token ${x.asset_id}` : `transfer ${x.hash} (log ${x.log_index}) of token ${x.asset_id}`;
+  throw finalizedRemoval(x.chain, Number(x.block), Number(x.finalized), named);
+};

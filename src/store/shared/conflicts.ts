@@ -9,3 +9,11 @@ export function listingMoved(marketplace: string, marketplaceId: string, heldBy:
       `(a marketplace's ${what} stays with its collection: send it under that collection, or as a new ${what})`,
   );
 }
+
+/** A removal at or below its chain's finalized block: refused (docs/chains.md, "Finality"). */
+export function finalizedRemoval(chain: string, block: number, finalized: number, what: string): RecordConflictError {
+  return new RecordConflictError(
+    `${what} is in block ${block} of ${chain}, at or below its finalized block ${finalized}: a final block is not taken back ` +
+      "(an indexer that saw this block replaced has a bug, or its finality came too early)",
+  );
+}

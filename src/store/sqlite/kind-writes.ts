@@ -42,6 +42,8 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   scores: { ...at(TABLES.score), write: (s, r) => s.upsertScore(as(r)) },
   // Every sale and transfer of its blocks taken back; the reorgs table keeps what it removed.
   reorgs: { ...at(TABLES.reorg), write: (s, r) => s.removeBlocks(as(r)) },
+  // Only forward: a record at or below the chain's finalized block is unchanged.
+  finality: { table: "finality", key: ["chain"], write: (s, r) => s.finalize(as(r)) },
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));

@@ -7,7 +7,7 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { REORGS_SCHEMA } from "./reorgs.js";
+import { FINALITY_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -347,6 +347,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 22: reorganisations (reorgs.ts): sales and transfers found by block, a
   // removal's triggers, and the log of what each reorganisation removed.
   REORGS_SCHEMA,
+  // 23: each chain's finalized block (reorgs.ts).
+  FINALITY_SCHEMA,
 ];
 
 

@@ -1,3 +1,4 @@
+import { finalizedRemoval } from "../shared/conflicts.js";
 import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
 import { collectionRef, describeRef, recordRef, refParts } from "../../domain/chains.js";
 import { refSql } from "../shared/collection-ref.js";
@@ -430,6 +431,7 @@ export class WriteStore {
    */
   removeSale(r: SaleRow): UpsertResult {
     if (!this.#db.inTransaction) return this.transaction(() => this.removeSale(r));
+    this.#refuseFinal(r, r.block, `sale ${r.hash} of token ${r.assetId}`);
     const collectionId = this.#knownCollection(r);
     const removed = collectionId === undefined ? undefined : this.#removals.sale(hexToBytes(r.hash), collectionId, assetKey(r.assetId));
     if (removed === undefined) return "unchanged";
@@ -440,6 +442,7 @@ export class WriteStore {
   /** Takes a transfer back, as removeSale a sale. */
   removeTransfer(r: TransferRow): UpsertResult {
     if (!this.#db.inTransaction) return this.transaction(() => this.removeTransfer(r));
+    this.#refuseFinal(r, r.block, `transfer ${r.hash} (log ${r.logIndex}) of token ${r.assetId}`);
     const collectionId = this.#knownCollection(r);
     const removed = collectionId === undefined ? undefined : this.#removals.transfer(hexToBytes(r.hash), r.logIndex, collectionId, assetKey(r.assetId));
     if (removed === undefined) return "unchanged";
@@ -454,10 +457,24 @@ export class WriteStore {
    */
   removeBlocks(r: { chain: string; fromBlock: number; blockHashes: readonly string[] }): UpsertResult {
     if (!this.#db.inTransaction) return this.transaction(() => this.removeBlocks(r));
+    const finalized = this.#removals.finalized(r.chain);
+    if (r.fromBlock <= finalized) throw finalizedRemoval(r.chain, r.fromBlock, finalized, `the reorganisation from block ${r.fromBlock}`);
     const { sales, transfers } = this.#removals.blocks(r.chain, r.fromBlock, r.blockHashes);
     for (const s of sales) this.#saleRemoved(s);
     for (const c of transfers) this.#touched.add(c);
     return this.#upsert(TABLES.reorg, { chain: r.chain, from_block: r.fromBlock, block_hashes: JSON.stringify(r.blockHashes) });
+  }
+
+  /** A chain's blocks up to its finalized one are final (docs/chains.md, "Finality"). */
+  finalize(r: { chain: string; block: number }): UpsertResult {
+    return this.#removals.finalize(r.chain, r.block);
+  }
+
+  /** Refuses the removal of a record in a final block. */
+  #refuseFinal(r: { contractAddress: string }, block: number, what: string): void {
+    const { chain } = refParts(refOf(r));
+    const finalized = this.#removals.finalized(chain);
+    if (block <= finalized) throw finalizedRemoval(chain, block, finalized, what);
   }
 
   #saleRemoved(s: RemovedSale): void {

@@ -34,6 +34,11 @@ export const REORGS_SCHEMA = `
   END;
 `;
 
+/** Migration 23: each chain's finalized block (docs/chains.md, "Finality"). */
+export const FINALITY_SCHEMA = `
+  CREATE TABLE finality (chain TEXT PRIMARY KEY, block INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 /** A sale taken back: what its hours and series are found again by. */
 export interface RemovedSale {
   collectionId: number;
@@ -74,6 +79,19 @@ export class SqliteRemovals {
     let s = this.#statements.get(sql);
     if (s === undefined) this.#statements.set(sql, (s = this.#db.prepare(sql)));
     return s;
+  }
+
+  /** The chain's finalized block, or -1. */
+  finalized(chain: string): number {
+    return (this.#prepare("SELECT block FROM finality WHERE chain = ?").pluck().get(chain) as number | undefined) ?? -1;
+  }
+
+  /** Moves the chain's finalized block forward to `block`: whether it moved (a finality never goes back). */
+  finalize(chain: string, block: number): "inserted" | "updated" | "unchanged" {
+    const was = this.finalized(chain);
+    if (block <= was) return "unchanged";
+    this.#prepare("INSERT INTO finality (chain, block) VALUES (?, ?) ON CONFLICT (chain) DO UPDATE SET block = excluded.block").run(chain, block);
+    return was < 0 ? "inserted" : "updated";
   }
 
   /** Deletes the sale of this natural key, if held. */
