@@ -1,4 +1,4 @@
-import { collectionRef } from "../../domain/chains.js";
+import { collectionRef, refParts } from "../../domain/chains.js";
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { echo } from "../../domain/echo.js";
@@ -57,6 +57,11 @@ function checkId(id: string): string {
 function newId(): string {
   const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   return `wh_${[...randomBytes(20)].map((b) => alphabet[b % 36]).join("")}`;
+}
+
+/** A webhook's chain: its collections' (stored as references, on one chain: create()). */
+export function webhookChain(rec: { collections: readonly string[] }): string {
+  return refParts(rec.collections[0] ?? "").chain;
 }
 
 export class WebhookAdmin {

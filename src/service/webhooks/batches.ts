@@ -1,4 +1,4 @@
-import { refParts } from "../../domain/chains.js";
+import { webhookChain } from "./admin.js";
 import { nowSeconds } from "../../domain/formats.js";
 import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
 import type { ReadRepositories } from "../../store/ports/reads.js";
@@ -68,8 +68,7 @@ export class BatchReader {
     }
     const positions = { ...h.positions };
     const now = nowSeconds();
-    // Its collections are on one chain (admin.ts create).
-    const { chain } = refParts(h.rec.collections[0] ?? "");
+    const chain = webhookChain(h.rec);
     const texts = rows.map(({ kind, entry }) => {
       positions[kind] = entry.seq;
       if (kind === "offers") return eventJson(epoch, kind, entry, now, chain);

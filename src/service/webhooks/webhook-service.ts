@@ -19,7 +19,7 @@ import {
 import { StoreReadOnlyError, StoreUnavailableError } from "../../store/ports/errors.js";
 import type { WebhookAttemptRecord, WebhookRecord } from "../../store/ports/webhooks.js";
 import { streamCaller } from "../watch.js";
-import type { WebhookAdmin } from "./admin.js";
+import { type WebhookAdmin, webhookChain } from "./admin.js";
 import type { WebhookStats } from "./held.js";
 import { EVENT_TYPE } from "./payload.js";
 import { positionsList } from "./positions.js";
@@ -32,8 +32,7 @@ export function toWebhookMessage(r: WebhookRecord, stats?: WebhookStats): Webhoo
   return create(WebhookSchema, {
     id: r.id,
     url: r.url,
-    // Its collections are on one chain (admin.ts create).
-    chain: refParts(r.collections[0] ?? "").chain,
+    chain: webhookChain(r),
     collections: r.collections.map((c) => refParts(c).address),
     types: r.kinds.map((k) => EVENT_TYPE[k]),
     keyId: BigInt(r.keyId),

@@ -29,15 +29,19 @@ export class PgRecordImport implements RecordImport {
     const kind = kindWrites(kindName);
     await writeTransaction(this.pool, async (client, touched) => {
       const stage = await openStage(client, kind);
+      let removals = false;
       try {
-        await feed((record) => stage.write(record));
+        await feed((record) => {
+          if (record.removed === true) removals = true;
+          return stage.write(record);
+        });
       } catch (err) {
         stage.abort(err);
         throw err;
       }
       await stage.finish();
       await takeWriteLock(client, kind, options);
-      await merge(client, await mergedAs(client, kind), counts, touched);
+      await merge(client, mergedAs(kind, removals), counts, touched);
       // Lines whose key repeats within the file, or whose values were already there.
       counts.unchanged = stage.rows - counts.inserted - counts.updated;
     });
@@ -64,7 +68,7 @@ export class PgRecordImport implements RecordImport {
       await stage.finish();
       await takeWriteLock(client, kind, options);
       const all = { inserted: 0, updated: 0, unchanged: 0 };
-      const merged = await mergedAs(client, kind);
+      const merged = mergedAs(kind, batches.some((records) => records.some((r) => r.removed === true)));
       await merge(client, merged, all, touched, async () => {
         for (const row of (await client.query<{ batch: number; inserted: number; updated: number }>(merged.classify)).rows) {
           counts[row.batch]!.inserted = row.inserted;
@@ -153,9 +157,7 @@ async function merge(
   if (counts.inserted + counts.updated > 0) touched.staged = true;
 }
 
-/** The kind's merge for this stage: its withRemovals when the stage holds a record taken back. */
-async function mergedAs(client: pg.PoolClient, kind: BulkKind): Promise<BulkKind> {
-  if (kind.withRemovals === undefined) return kind;
-  const r = await client.query<{ any: boolean }>("SELECT EXISTS (SELECT 1 FROM stage WHERE removed) AS any");
-  return r.rows[0]!.any ? kind.withRemovals : kind;
+/** The kind's merge for a stage: its withRemovals when the stage holds a record taken back (seen as the records were staged). */
+function mergedAs(kind: BulkKind, removals: boolean): BulkKind {
+  return removals && kind.withRemovals !== undefined ? kind.withRemovals : kind;
 }

@@ -14,7 +14,7 @@ import {
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
-import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, STAGED_BLOCKS_MARKS, transfersRemoved } from "./reorgs.js";
+import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, SALES_REMOVED_MARKS, transfersRemoved } from "./reorgs.js";
 
 // Each record kind's writes on PostgreSQL (the kinds are declared in
 // domain/kinds; sqlite/kind-writes.ts is the same table there): its staging
@@ -32,11 +32,12 @@ const STAGED_TOKENS = "SELECT DISTINCT c.id AS collection_id, st.asset_id FROM s
  * second for 270,000 sales, when each statement found them again).
  */
 const TOKENS_FOUND = "SELECT collection_id, asset_id FROM staged_tokens";
-const MOVES_OF_STAGED_TOKENS = [
+/** The owners and listings' ends of the tokens `tokens` selects (collection_id, asset_id) found again. */
+const movesOf = (tokens: string) => [
   // Kept by the connection once made (emptied at each commit): making and dropping it cost each small write transaction.
   "CREATE TEMP TABLE IF NOT EXISTS staged_tokens (collection_id integer NOT NULL, asset_id numeric NOT NULL) ON COMMIT DELETE ROWS",
   "TRUNCATE staged_tokens",
-  `INSERT INTO staged_tokens ${STAGED_TOKENS}`,
+  `INSERT INTO staged_tokens ${tokens}`,
   `SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`,
   // A token row made here takes its ask from the listings (token-market.ts): none may commit meanwhile.
   `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`,
@@ -44,6 +45,7 @@ const MOVES_OF_STAGED_TOKENS = [
   ownersFound(TOKENS_FOUND),
   ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
 ];
+const MOVES_OF_STAGED_TOKENS = movesOf(STAGED_TOKENS);
 
 /**
  * The first staged listing that names a listing under another collection
@@ -180,15 +182,11 @@ const REORGS: KindSpec = {
   stage: [col("chain"), col("from_block", "bigint"), col("block_hashes")],
   row: (r) => [chainOf(r), r.fromBlock, JSON.stringify(r.blockHashes)],
   before: [
-    ...STAGED_BLOCKS_MARKS,
+    ...SALES_REMOVED_MARKS,
     "ANALYZE hour_deltas",
     ...APPLY_HOUR_DELTAS,
     ...APPLY_SERIES_MARKS,
-    "CREATE TEMP TABLE IF NOT EXISTS staged_tokens (collection_id integer NOT NULL, asset_id numeric NOT NULL) ON COMMIT DELETE ROWS",
-    "TRUNCATE staged_tokens",
-    `INSERT INTO staged_tokens ${REMOVED_TOKENS}`,
-    ownersFound(TOKENS_FOUND),
-    ...listingsMovedBy(TOKENS_FOUND, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
+    ...movesOf(REMOVED_TOKENS),
   ],
   counted: counted("reorgs", ["chain", "from_block"], ["block_hashes"], "SELECT chain, from_block, block_hashes, line FROM stage"),
   // The rows of its blocks deleted first, each reorganisation with its own values (reorgs.ts removedByBlocks), under the

@@ -36,7 +36,7 @@ export const REMOVED_TABLES = [
 ];
 
 /** What a removal of sales marks: their hours (negative deltas) and series' intervals, found again by the merge's APPLY_* statements. */
-const SALES_REMOVED_MARKS = [
+export const SALES_REMOVED_MARKS = [
   `INSERT INTO hour_deltas SELECT collection_id, marketplace, timestamp / ${BUCKET_SECONDS}, -count(*), -sum(price) FROM removed_sales GROUP BY 1, 2, 3`,
   "INSERT INTO series_marks SELECT collection_id, marketplace, timestamp, NULL, NULL, NULL, NULL, false FROM removed_sales",
 ];
@@ -98,9 +98,6 @@ export async function removeStagedBlocks(client: pg.PoolClient): Promise<void> {
     for (const table of ["sales", "transfers"] as const) await client.query(removedByBlocks(table), [r.from_block, r.chain, r.block_hashes]);
   }
 }
-
-/** What removeStagedBlocks' sales marked, for the merge's statements to apply. */
-export const STAGED_BLOCKS_MARKS = SALES_REMOVED_MARKS;
 
 /** The rows each batch of a shared stage took back (importer.ts adds them to its updated). */
 export const removedPerBatch = (table: "removed_sales" | "removed_transfers") =>

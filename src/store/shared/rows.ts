@@ -82,10 +82,12 @@ export function transferKey(r: TransferRow): [number, number, number, string, st
   return [r.timestamp, r.block, r.logIndex, r.hash, r.assetId];
 }
 
-/** A block hash column: SQLite's bytes or PostgreSQL's hex text, "" for none (NULL). */
+/** A hash or address column: SQLite's bytes, PostgreSQL's hex text. */
+export const hexOf = (v: unknown): string => (typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`);
+
+/** A block hash column, as hexOf, "" for none (NULL). */
 export function hexOrNone(v: unknown): string {
-  if (v === null || v === undefined) return "";
-  return typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`;
+  return v === null || v === undefined ? "" : hexOf(v);
 }
 
 /** A transfer row (hash, sender, recipient as hex). */

@@ -1,4 +1,4 @@
-import { hexOrNone } from "./rows.js";
+import { hexOf, hexOrNone } from "./rows.js";
 import type { TokenSort } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeyValue } from "../../domain/rows.js";
@@ -11,8 +11,6 @@ import type { Row } from "./rows.js";
 // numeric order, and NO_ASK (after every digit) for a token not listed;
 // and how both engines' rows of the tokens and traits lists become records.
 
-/** A hash or address column: SQLite's bytes, PostgreSQL's hex text. */
-const hexOf = (v: unknown) => (typeof v === "string" ? v : `0x${(v as Buffer).toString("hex")}`);
 
 /** The row's latest sale from its s_* columns (null: none). */
 function saleOf(r: Row): SaleRow | undefined {
