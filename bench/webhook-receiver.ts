@@ -38,6 +38,8 @@ export interface WebhookEventJson {
   transfer?: Record<string, unknown>;
   /** The chain of the event's collection. */
   chain: string;
+  /** A record a reorganisation took back (type "removed"). */
+  removed?: { type: string; originalId: string; originalPosition: number | string; sale?: Record<string, unknown>; transfer?: Record<string, unknown> };
 }
 
 export interface ReceiverOptions {

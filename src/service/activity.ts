@@ -19,6 +19,7 @@ import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
 import { FEED_KIND_OF_EVENT, type FeedDeclaration, feedOf } from "../domain/kinds/index.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
+import { REMOVED_EVENT, removalOf } from "./feed-events.js";
 
 // The activity feed (decisions.md, "Activity"): a collection's sales,
 // listings, offers and transfers as one list, newest first, and as one live
@@ -198,7 +199,11 @@ export function createActivityMethods(
           }
           const entry = item.entry as FeedEntry<Row["row"]>;
           positions[at] = entry.seq;
-          const event = toActivityEvent({ type, row: entry.row } as Row, nowSeconds());
+          const row = { type, row: entry.row } as Row;
+          // A record a reorganisation took back: a "removed" event at its removal's position (docs/chains.md).
+          const event = entry.removed === undefined
+            ? toActivityEvent(row, nowSeconds())
+            : create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(timeOf(row)), removed: removalOf(FEED_OF[type], entry, epoch, nowSeconds()) });
           yield create(WatchCollectionActivityResponseSchema, { event, resumeToken: token() });
         }
       } finally {

@@ -16,6 +16,8 @@ import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
 import { toListing, toOffer, toSale } from "../domain/wire/messages.js";
+import type { Removal } from "../../gen/marketdata/v1/resources_pb.js";
+import { removalOf } from "./feed-events.js";
 
 // WatchSales, WatchListings and WatchOffers: the live feeds as server streams, for every
 // transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for
@@ -40,7 +42,8 @@ interface Watch<Row, Out> {
   name: string;
   filter: Record<string, unknown>;
   matches: FeedFilter<Row>;
-  message(row: Row | undefined, token: string): Out;
+  /** The stream's message: a row, a record taken back (its Removal), or (neither) only a position. */
+  message(row: Row | undefined, token: string, removed?: Removal): Out;
 }
 
 export interface WatchMethods {
@@ -71,7 +74,9 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
       for (;;) {
         const item = await hub.next(sub, context.signal);
         if (item === undefined) return;
-        if (item.kind === "row") yield w.message(item.entry.row, token(item.entry.seq));
+        if (item.kind === "row" && item.entry.removed !== undefined) {
+          yield w.message(undefined, token(item.entry.seq), removalOf(w.kind, item.entry, epoch, nowSeconds()));
+        } else if (item.kind === "row") yield w.message(item.entry.row, token(item.entry.seq));
         else if (item.kind === "heartbeat") yield w.message(undefined, token(item.seq));
         else {
           const t = token(item.seq);
@@ -92,7 +97,12 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
         name: "watch-sales",
         filter: { assetIds: [...assetIds].sort(), marketplace },
         matches: (r) => (assetIds.size === 0 || assetIds.has(r.assetId)) && (marketplace === undefined || r.marketplace === marketplace),
-        message: (row, resumeToken) => ({ $typeName: "marketdata.v1.WatchSalesResponse", ...(row === undefined ? {} : { sale: toSale(row) }), resumeToken }),
+        message: (row, resumeToken, removed) => ({
+          $typeName: "marketdata.v1.WatchSalesResponse",
+          ...(row === undefined ? {} : { sale: toSale(row) }),
+          ...(removed === undefined ? {} : { removed }),
+          resumeToken,
+        }),
       });
     },
     watchListings(req, context) {

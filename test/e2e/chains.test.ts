@@ -3,6 +3,9 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { IngestSalesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { createMarketDataClient } from "@marketdata/client";
+import { openSse } from "../../bench/sse-client.js";
 import { CHAINS } from "../../src/domain/chains.js";
 import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
 
@@ -233,3 +236,70 @@ describe("finality", () => {
   });
 });
 
+
+describe("removals in the live feeds", () => {
+  const C5 = "0x00000000000000000000000000000000000000c5";
+  const at = (n: number, extra: object = {}) => ({ ...sale(300 + n, String(n)), contractAddress: C5, block: 3000 + n, ...extra });
+  const transfer = { hash: hash(399), logIndex: 0, from: BOB, to: ALICE, contractAddress: C5, assetId: "303", timestamp: NOW + 399, block: 3003 };
+
+  it("sends a record taken back as a typed removal at its position, naming the event it was sent under; a cursor from before the reorganisation resumes exactly", async () => {
+    const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));
+    const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
+    const abort = new AbortController();
+    const opts = { headers: { "x-api-key": s.read }, signal: abort.signal };
+    expect((await post("sales", [at(1)])).status).toBe(200);
+    const sales = asset.watchSales({ contractAddress: C5 }, opts)[Symbol.asyncIterator]();
+    const activity = collection.watchCollectionActivity({ contractAddress: C5, types: ["sale", "transfer"] }, opts)[Symbol.asyncIterator]();
+    // Where both streams stand: after sale 1, before anything below.
+    const before = (await sales.next()).value!.resumeToken;
+    await activity.next();
+    expect((await post("sales", [at(2), at(3)])).status).toBe(200);
+    expect((await post("transfers", [transfer])).status).toBe(200);
+    expect([(await sales.next()).value!.sale?.price, (await sales.next()).value!.sale?.price]).toEqual(["2", "3"]);
+
+    // Block 3003 on is orphaned (sale 3, the transfer); then sale 2 is sent again as removed.
+    expect((await post("reorgs", [{ fromBlock: 3003 }])).body).toMatchObject({ accepted: 1 });
+    expect((await post("sales", [at(2, { removed: true })])).body).toMatchObject({ accepted: 1 });
+    const removals = [(await sales.next()).value!, (await sales.next()).value!];
+    expect(removals.map((m) => [m.sale, m.removed?.type, m.removed?.sale?.price])).toEqual([[undefined, "sale", "3"], [undefined, "sale", "2"]]);
+    for (const m of removals) expect(m.removed!.originalId).toBe(m.removed!.originalId.replace(/_\d+$/, `_${m.removed!.originalPosition}`));
+    // Each names the position it was sent at: sale 2's before sale 3's.
+    expect(removals[1]!.removed!.originalPosition).toBeLessThan(removals[0]!.removed!.originalPosition);
+    expect(removals[0]!.removed!.sale).toMatchObject({ hash: hash(303), blockHash: "" });
+
+    // The activity stream: sale 2, sale 3 and the transfer, then the three removals, each with its record.
+    const events = [];
+    for (let i = 0; i < 6; i++) events.push((await activity.next()).value!.event!);
+    const removed = events.filter((e) => e.type === "removed").map((e) => [e.removed?.type, e.removed?.sale?.price ?? e.removed?.transfer?.hash]);
+    expect(removed.sort()).toEqual([["sale", "2"], ["sale", "3"], ["transfer", hash(399)]]);
+    expect(events.filter((e) => e.type !== "removed").map((e) => e.type).sort()).toEqual(["sale", "sale", "transfer"]);
+
+    // Resumed from before the reorganisation: the two removals (the sales themselves are gone), then what comes next; nothing twice.
+    const resumed = asset.watchSales({ contractAddress: C5, cursor: before }, opts)[Symbol.asyncIterator]();
+    await resumed.next();
+    const again = [(await resumed.next()).value!, (await resumed.next()).value!];
+    expect(again.map((m) => [m.removed?.sale?.price, m.removed?.originalId])).toEqual(removals.map((m) => [m.removed?.sale?.price, m.removed?.originalId]));
+    expect((await post("sales", [at(4)])).status).toBe(200);
+    expect((await resumed.next()).value!.sale?.price).toBe("4");
+
+    // Server-Sent Events: a removal is an event named "removed" (an EventSource's onmessage does not fire for it), its data the Removal.
+    const url = new URL("/v1/asset/sales/stream", s.server.baseUrl);
+    url.searchParams.set("contractAddress", C5);
+    const sse = await openSse(url.toString(), { "x-api-key": s.read, "last-event-id": before });
+    const first = await sse.next();
+    expect([first?.event, JSON.parse(first!.data)]).toEqual(["removed", { type: "sale", originalId: removals[0]!.removed!.originalId, originalPosition: Number(removals[0]!.removed!.originalPosition), sale: expect.objectContaining({ price: "3" }), transfer: null }]);
+    expect([(await sse.next())?.event, (await sse.next())?.event]).toEqual(["removed", "message"]);
+    sse.close();
+
+    // @marketdata/client's watch() yields a removal as a record with `removed` set.
+    const client = createMarketDataClient({ baseUrl: s.server.baseUrl, apiKey: s.read });
+    const seen = [];
+    for await (const e of client.watch("sales", { contractAddress: C5, cursor: before }, { signal: abort.signal })) {
+      seen.push([e.record.price, e.removed?.originalId ?? null]);
+      if (seen.length === 3) break;
+    }
+    expect(seen).toEqual([["3", removals[0]!.removed!.originalId], ["2", removals[1]!.removed!.originalId], ["4", null]]);
+    abort.abort();
+    for (const it of [sales, activity, resumed]) await it.return?.().catch(() => undefined);
+  });
+});

@@ -123,6 +123,27 @@ describe("webhooks", () => {
     expect(attempts.attempts.every((a) => a.status === 200 || attempts.attempts.length < deliveries.length)).toBe(true);
   });
 
+  it("deliver a sale a reorganisation took back as a removed event at its position, naming the event that delivered it (docs/chains.md)", async () => {
+    const { webhook } = await subscribe("/removed");
+    const sent = sales(3);
+    await ingestOk(ctx.server, ctx.ingest, "sales", sent);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 3);
+    await ingestOk(ctx.server, ctx.ingest, "sales", [{ ...sent[1]!, removed: true }]);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 4);
+    const events = ctx.receiver.events(webhook!.id);
+    expect(events.map((e) => e.type)).toEqual(["sale", "sale", "sale", "removed"]);
+    const removal = events[3]!;
+    // Its fields are null but `removed`, as an event's fields but its type's are.
+    expect([removal.sale, events[1]!.removed]).toEqual([null, null]);
+    // The record as it was delivered, and the id and position of the event that delivered it.
+    expect(removal.removed).toEqual({ type: "sale", originalId: events[1]!.id, originalPosition: events[1]!.position, sale: events[1]!.sale, transfer: null });
+    expect(Number(removal.position)).toBeGreaterThan(Number(events[2]!.position));
+    expect(removal.id).not.toBe(events[1]!.id);
+    // Sent once: nothing more arrives.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ctx.receiver.events(webhook!.id)).toHaveLength(4);
+  });
+
   it("deliver their chain's events only, each naming its chain (docs/chains.md)", async () => {
     const { webhook } = await subscribe("/base", { chain: "base" });
     expect([webhook?.chain, webhook?.collections]).toEqual(["base", [C]]);

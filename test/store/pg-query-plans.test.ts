@@ -105,6 +105,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     for (const kind of ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "offers", "influencers", "tweets", "scores"] as Kind[]) {
       await importRecords(db.url, kind, all[kind] ?? []);
     }
+    // Records taken back (reorganisations: every tenth sale of each collection): the feeds read their removals beside their rows.
+    await importRecords(db.url, "sales", (all.sales ?? []).filter((_, i) => i % 10 === 0).map((r) => ({ ...r, removed: true })));
     client = new pg.Client({ connectionString: db.url });
     await client.connect();
     await client.query("ANALYZE");
@@ -212,7 +214,9 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
         if (n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_state") problems.push(`Seq Scan on ${n["Relation Name"]} in ${one(text)}`);
         // A token's listings by price (the tokens and traits lists' cheapest listing): a token has few.
         const tokenListings = /l\.price/.test(n["Sort Key"]?.[0] ?? "") && /l\.asset_id = (t|f)\.asset_id/.test(text);
-        if (n["Node Type"] === "Sort" && !boundedByAsset && !boundedByPage && !tokenListings) problems.push(`Sort by ${n["Sort Key"]?.join(", ")} in ${one(text)}`);
+        // A feed's page merges its parts' pages (rows, removals; several collections'), each at most LIMIT rows.
+        const feedPage = n["Sort Key"]?.every((k) => /feed_seq$/.test(k)) === true && /ORDER BY (x\.)?feed_seq LIMIT \$3$/.test(one(text));
+        if (n["Node Type"] === "Sort" && !boundedByAsset && !boundedByPage && !tokenListings && !feedPage) problems.push(`Sort by ${n["Sort Key"]?.join(", ")} in ${one(text)}`);
       }
     }
     expect(problems).toEqual([]);

@@ -109,7 +109,10 @@ describe("gen/openapi.json", () => {
     const events = [
       eventJson("e", "sales", { seq: 1, row: { ...sale, contractAddress: COLLECTION } as never }, 0, "ethereum"),
       eventJson("e", "listings", { seq: 2, row: { ...listing, contractAddress: COLLECTION } as never }, 0, "base"),
+      // A sale a reorganisation took back (docs/chains.md): a "removed" event.
+      eventJson("e", "sales", { seq: 3, row: { ...sale, contractAddress: COLLECTION } as never, removed: { originalSeq: 1 } }, 0, "ethereum"),
     ];
+    expect(JSON.parse(events[2]!)).toMatchObject({ type: "removed", sale: null, removed: { type: "sale", originalId: "evt_e_1", originalPosition: 1 } });
     const body = JSON.parse(batchBody("wh_x", events, new Date())) as unknown;
     const v = compile(schema);
     expect(v(body), JSON.stringify(v.errors)).toBe(true);

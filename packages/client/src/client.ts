@@ -10,7 +10,7 @@ import {
 } from "./gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "./gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "./gen/marketdata/v1/ingest_service_pb.js";
-import type { Appraisal, AssetRarity, Listing, Sale } from "./gen/marketdata/v1/resources_pb.js";
+import type { Appraisal, AssetRarity, Listing, Removal, Sale } from "./gen/marketdata/v1/resources_pb.js";
 
 // The client of the marketdata service, whatever carries it: connect-es
 // clients of the contract's services, the API key on every call, retries
@@ -66,6 +66,12 @@ export interface FeedEvent<R> {
   record: R;
   /** Pass back as `cursor` to resume after this record. */
   resumeToken: string;
+  /**
+   * Set when a reorganisation took the record back (a sale only): every
+   * answer is now as if it had never come. `originalId` is the event id it
+   * was last sent under ("evt_<epoch>_<position>"), at `originalPosition`.
+   */
+  removed?: { originalId: string; originalPosition: bigint };
 }
 
 export interface MarketDataClient {
@@ -177,11 +183,15 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
           feed === "sales"
             ? asset.watchSales({ ...(request as Feeds["sales"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 })
             : asset.watchListings({ ...(request as Feeds["listings"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 });
-        for await (const m of stream as AsyncIterable<{ resumeToken: string; sale?: Sale; listing?: Listing }>) {
+        for await (const m of stream as AsyncIterable<{ resumeToken: string; sale?: Sale; listing?: Listing; removed?: Removal }>) {
           attempt = 1;
           cursor = m.resumeToken;
           const record = m.sale ?? m.listing;
           if (record !== undefined) yield { record: record as Feeds[K]["record"], resumeToken: m.resumeToken };
+          else if (m.removed?.sale !== undefined) {
+            const { originalId, originalPosition } = m.removed;
+            yield { record: m.removed.sale as Feeds[K]["record"], resumeToken: m.resumeToken, removed: { originalId, originalPosition } };
+          }
         }
         // The server ended the stream without an error: start again where it stopped.
       } catch (err) {

@@ -3,6 +3,7 @@ import { WebhookEventSchema } from "../../../gen/marketdata/v1/webhook_service_p
 import { compileJsonWriter } from "../../domain/wire/json-writer.js";
 import type { FeedEntry, FeedKind } from "../../store/ports/feed.js";
 import { FEED_KINDS, feedOf } from "../../domain/kinds/index.js";
+import { eventId, REMOVED_EVENT, removalOf } from "../feed-events.js";
 
 // A delivery's body (WebhookPayload in webhook_service.proto): a batch of
 // events in position order, each in the /v1 JSON dialect the lists answer
@@ -16,24 +17,20 @@ export const EVENT_TYPE = Object.fromEntries(FEED_KINDS.map((k) => [k, feedOf(k)
 
 const writeEvent = compileJsonWriter(WebhookEventSchema);
 
-/** An event's id: stable across retries and replays of the same store (its feed epoch). */
-export function eventId(epoch: string, position: number): string {
-  return `evt_${epoch}_${position}`;
-}
-
 /**
  * One event of a feed entry as its JSON text. `now`: epoch seconds (an
  * offer's status depends on it); `chain`: its collection's.
  */
 export function eventJson(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number, chain: string): string {
   const feed = feedOf(kind);
-  // The event's message fills the WebhookEvent field named as its type.
+  // The event's message fills the WebhookEvent field named as its type; a record taken back fills `removed`.
+  const type = entry.removed === undefined ? feed.event : REMOVED_EVENT;
   return writeEvent(create(WebhookEventSchema, {
     id: eventId(epoch, entry.seq),
-    type: feed.event,
+    type,
     position: BigInt(entry.seq),
     timestamp: BigInt(feed.time(entry.row)),
-    [feed.event]: feed.toMessage(entry.row, now),
+    [type]: entry.removed === undefined ? feed.toMessage(entry.row, now) : removalOf(kind, entry, epoch, now),
     chain,
   }));
 }

@@ -1,7 +1,8 @@
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { MaybePromise } from "./paging.js";
 
-// Live feeds: the sales, listings, offers and transfers each commit inserted or changed.
+// Live feeds: the sales, listings, offers and transfers each commit inserted
+// or changed, and the sales and transfers each took back.
 
 /** The kinds the feeds carry (their declarations say so: domain/kinds). */
 export type { FeedKind } from "../../domain/kinds/index.js";
@@ -17,6 +18,12 @@ import type { FeedKind } from "../../domain/kinds/index.js";
 export interface FeedEntry<T> {
   seq: number;
   row: T;
+  /**
+   * Set on a record a reorganisation took back (docs/chains.md): `row` is
+   * the record as it was, `seq` its removal's position, `originalSeq` the
+   * position it was last sent at. Only sales and transfers are taken back.
+   */
+  removed?: { originalSeq: number };
 }
 
 export interface FeedRepository {

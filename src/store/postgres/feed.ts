@@ -9,32 +9,56 @@ import { hexSql } from "./hex.js";
 // in position order, one seek on (collection_id, feed_seq) (migration 5).
 // On a replica they answer what it has replayed. The positions are written by record-writes.ts.
 
-/** Each kind's columns and table (as `a`). */
-const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
+const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
+  a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
+  ${hexSql("a.block_hash", "block_hash")}`;
+
+/** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
+const from = (table: string, columns: string) => `${columns} FROM ${table} a JOIN collections c ON c.id = a.collection_id`;
+
+/** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns. */
+const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; removed?: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
-    sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-          a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
-          ${hexSql("a.block_hash", "block_hash")}
-        FROM sales a JOIN collections c ON c.id = a.collection_id`,
+    table: "sales",
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("sales", SALE_COLUMNS)}`,
+    removals: "sale_removals",
+    removed: `SELECT a.feed_seq, a.original_seq, ${from("sale_removals", SALE_COLUMNS)}`,
     row: toSale,
   },
   listings: {
-    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id, a.created_at, a.last_updated_at,
-          a.price::text AS price, a.status
-        FROM listings a JOIN collections c ON c.id = a.collection_id`,
+    table: "listings",
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,
+          a.created_at, a.last_updated_at, a.price::text AS price, a.status`)}`,
     row: toListing,
   },
   transfers: {
-    sql: `SELECT a.feed_seq, ${TRANSFER_COLUMNS("a")} FROM transfers a JOIN collections c ON c.id = a.collection_id`,
+    table: "transfers",
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("transfers", TRANSFER_COLUMNS("a"))}`,
+    removals: "transfer_removals",
+    removed: `SELECT a.feed_seq, a.original_seq, ${from("transfer_removals", TRANSFER_COLUMNS("a"))}`,
     row: toTransfer,
   },
   offers: {
-    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id, a.trait_type, a.trait_value,
-          a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.status
-        FROM offers a JOIN collections c ON c.id = a.collection_id`,
+    table: "offers",
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id,
+          a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.status`)}`,
     row: toOffer,
   },
 };
+
+/** A row read as a feed entry: a removal (original_seq set) says the position it takes back. */
+const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => {
+  const entry: FeedEntry<unknown> = { seq: Number(r.feed_seq), row: SELECT[kind].row(r) };
+  if (r.original_seq !== null && r.original_seq !== undefined) entry.removed = { originalSeq: Number(r.original_seq) };
+  return entry;
+};
+
+/** A collection's rows and removals of a kind above a position (`id`: the collection's expression; $2 the position, $3 the limit). */
+function above(kind: FeedKind, id: string): string {
+  const { sql, removed } = SELECT[kind];
+  const one = (q: string) => `${q} WHERE a.collection_id = ${id} AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3`;
+  return removed === undefined ? one(sql) : `(${one(sql)}) UNION ALL (${one(removed)}) ORDER BY feed_seq LIMIT $3`;
+}
 
 export class PgFeed implements FeedRepository {
   constructor(private readonly q: PgQueries) {}
@@ -49,15 +73,15 @@ export class PgFeed implements FeedRepository {
   }
 
   async head(kind: FeedKind, collectionId: number): Promise<number> {
-    const table = { sales: "sales", listings: "listings", offers: "offers", transfers: "transfers" }[kind];
-    const sql = `SELECT coalesce(max(feed_seq), 0) AS s FROM ${table} WHERE collection_id = $1`;
-    return (await this.q.rows<{ s: number }>(sql, [collectionId]))[0]?.s ?? 0;
+    const { table, removals } = SELECT[kind];
+    const max = (t: string) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} WHERE collection_id = $1)`;
+    const sql = `SELECT greatest(${max(table)}${removals === undefined ? "" : `, ${max(removals)}`}) AS s`;
+    return Number((await this.q.rows<{ s: string }>(sql, [collectionId]))[0]?.s ?? 0);
   }
 
   async #read<T>(kind: FeedKind, collectionId: number, after: number, limit: number): Promise<FeedEntry<T>[]> {
-    const { sql, row } = SELECT[kind];
-    const rows = await this.q.rows(`${sql} WHERE a.collection_id = $1 AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3`, [collectionId, after, limit]);
-    return rows.map((r) => ({ seq: Number(r.feed_seq), row: row(r) as T }));
+    const rows = await this.q.rows(above(kind, "$1"), [collectionId, after, limit]);
+    return rows.map(feedEntry(kind)) as FeedEntry<T>[];
   }
 
   sales(collectionId: number, after: number, limit: number): Promise<FeedEntry<SaleRow>[]> {
@@ -79,13 +103,10 @@ export class PgFeed implements FeedRepository {
   async merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): Promise<FeedEntry<unknown>[]> {
     if (collectionIds.length <= 1) return collectionIds.length === 0 ? [] : this.#read(kind, collectionIds[0]!, after, limit);
     // One statement, so one snapshot: each collection's `limit` lowest (a seek each), then the lowest of those.
-    const { sql, row } = SELECT[kind];
     const rows = await this.q.rows(
-      `SELECT x.* FROM unnest($1::bigint[]) AS ids(id)
-         CROSS JOIN LATERAL (${sql} WHERE a.collection_id = ids.id AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3) x
-       ORDER BY x.feed_seq LIMIT $3`,
+      `SELECT x.* FROM unnest($1::bigint[]) AS ids(id) CROSS JOIN LATERAL (${above(kind, "ids.id")}) x ORDER BY x.feed_seq LIMIT $3`,
       [collectionIds, after, limit],
     );
-    return rows.map((r) => ({ seq: Number(r.feed_seq), row: row(r) }));
+    return rows.map(feedEntry(kind));
   }
 }

@@ -1,5 +1,5 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { FINALITY_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
+import { FINALITY_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
@@ -403,6 +403,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   REORGS_MIGRATION,
   // 23: each chain's finalized block (reorgs.ts), as SQLite's 23.
   FINALITY_MIGRATION,
+  // 24: the records taken back, kept at their removal's feed position (reorgs.ts), as SQLite's 24.
+  REMOVALS_MIGRATION,
 ];
 
 /**

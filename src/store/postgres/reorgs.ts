@@ -27,6 +27,67 @@ export const REORGS_MIGRATION = `
   );
 `;
 
+/**
+ * Migration 24, as SQLite's: the records taken back, each at its removal's
+ * feed position (feed_seq, taken under the lock its kind's positions are:
+ * sales' WRITE_LOCK, transfers' TOKENS_LOCK) with the position it had, so
+ * that the live feeds send it (docs/chains.md, "Removals in the feeds").
+ */
+export const REMOVALS_MIGRATION = `
+  CREATE TABLE sale_removals (
+    feed_seq bigint PRIMARY KEY,
+    original_seq bigint NOT NULL,
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    hash bytea NOT NULL,
+    seller bytea NOT NULL,
+    buyer bytea NOT NULL,
+    timestamp bigint NOT NULL,
+    block bigint NOT NULL,
+    price numeric(78,0) NOT NULL,
+    amount_received numeric(78,0) NOT NULL,
+    marketplace text NOT NULL,
+    block_hash bytea
+  );
+  CREATE INDEX sale_removals_by_feed ON sale_removals (collection_id, feed_seq);
+  CREATE TABLE transfer_removals (
+    feed_seq bigint PRIMARY KEY,
+    original_seq bigint NOT NULL,
+    collection_id integer NOT NULL REFERENCES collections(id),
+    asset_id numeric(78,0) NOT NULL,
+    hash bytea NOT NULL,
+    log_index bigint NOT NULL,
+    sender bytea NOT NULL,
+    recipient bytea NOT NULL,
+    timestamp bigint NOT NULL,
+    block bigint NOT NULL,
+    block_hash bytea
+  );
+  CREATE INDEX transfer_removals_by_feed ON transfer_removals (collection_id, feed_seq);
+`;
+
+/** What a removal keeps of each table's rows (REMOVALS_MIGRATION's columns after the positions). */
+const KEPT = {
+  sales: ["collection_id", "asset_id", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash"],
+  transfers: ["collection_id", "asset_id", "hash", "log_index", "sender", "recipient", "timestamp", "block", "block_hash"],
+};
+
+/**
+ * A deletion of `table`'s rows (`deletion`: DELETE … RETURNING line, then
+ * the columns `columns` names, as `r.`), kept twice: in the removal table
+ * at new feed positions, in stage order, and in the transaction's
+ * removed_* table the merge's recomputations read.
+ */
+function removedRows(table: "sales" | "transfers", deletion: string, columns: readonly string[]): string {
+  const removals = table === "sales" ? "sale_removals" : "transfer_removals";
+  const temp = table === "sales" ? "removed_sales" : "removed_transfers";
+  const kept = KEPT[table];
+  return `WITH d AS (${deletion}, ${[...new Set([...kept, ...columns, "feed_seq"])].map((c) => `r.${c}`).join(", ")}),
+      kept AS (INSERT INTO ${removals} (feed_seq, original_seq, ${kept.join(", ")})
+        SELECT nextval('feed_seq'), o.feed_seq, ${kept.map((c) => `o.${c}`).join(", ")} FROM (SELECT * FROM d ORDER BY line, feed_seq) o)
+    INSERT INTO ${temp} SELECT line, ${columns.join(", ")} FROM d`;
+}
+
 /** The temporary tables of a transaction's removals (exported for the query-plan test). */
 export const REMOVED_TABLES = [
   HOUR_DELTAS_TABLE,
@@ -34,6 +95,9 @@ export const REMOVED_TABLES = [
   "CREATE TEMP TABLE IF NOT EXISTS removed_sales (line bigint, collection_id integer, asset_id numeric, marketplace text, timestamp bigint, price numeric) ON COMMIT DROP",
   "CREATE TEMP TABLE IF NOT EXISTS removed_transfers (line bigint, collection_id integer, asset_id numeric) ON COMMIT DROP",
 ];
+
+/** The columns of removed_sales and removed_transfers after the line. */
+const REMOVED_COLUMNS = { sales: ["collection_id", "asset_id", "marketplace", "timestamp", "price"], transfers: ["collection_id", "asset_id"] };
 
 /** What a removal of sales marks: their hours (negative deltas) and series' intervals, found again by the merge's APPLY_* statements. */
 export const SALES_REMOVED_MARKS = [
@@ -49,10 +113,8 @@ export const SALES_REMOVED_MARKS = [
 export function salesRemoved(keys: string): string[] {
   return [
     ...REMOVED_TABLES,
-    `WITH d AS (
-       DELETE FROM sales s USING (${keys}) k WHERE s.hash = k.hash AND s.collection_id = k.collection_id AND s.asset_id = k.asset_id
-       RETURNING k.line, s.collection_id, s.asset_id, s.marketplace, s.timestamp, s.price)
-     INSERT INTO removed_sales SELECT * FROM d`,
+    removedRows("sales", `DELETE FROM sales r USING (${keys}) k WHERE r.hash = k.hash AND r.collection_id = k.collection_id AND r.asset_id = k.asset_id
+       RETURNING k.line`, REMOVED_COLUMNS.sales),
     ...SALES_REMOVED_MARKS,
   ];
 }
@@ -61,11 +123,9 @@ export function salesRemoved(keys: string): string[] {
 export function transfersRemoved(keys: string): string[] {
   return [
     ...REMOVED_TABLES,
-    `WITH d AS (
-       DELETE FROM transfers t USING (${keys}) k
-       WHERE t.hash = k.hash AND t.log_index = k.log_index AND t.collection_id = k.collection_id AND t.asset_id = k.asset_id
-       RETURNING k.line, t.collection_id, t.asset_id)
-     INSERT INTO removed_transfers SELECT * FROM d`,
+    removedRows("transfers", `DELETE FROM transfers r USING (${keys}) k
+       WHERE r.hash = k.hash AND r.log_index = k.log_index AND r.collection_id = k.collection_id AND r.asset_id = k.asset_id
+       RETURNING k.line`, REMOVED_COLUMNS.transfers),
   ];
 }
 
@@ -80,14 +140,10 @@ export function transfersRemoved(keys: string): string[] {
  * the table whole. Exported for the query-plan test.
  */
 export function removedByBlocks(table: "sales" | "transfers"): string {
-  const kept = table === "sales" ? "removed_sales" : "removed_transfers";
-  const columns = table === "sales" ? "r.collection_id, r.asset_id, r.marketplace, r.timestamp, r.price" : "r.collection_id, r.asset_id";
-  return `WITH d AS (
-      DELETE FROM ${table} r WHERE r.block >= $1
+  return removedRows(table, `DELETE FROM ${table} r WHERE r.block >= $1
         AND (SELECT c.chain FROM collections c WHERE c.id = r.collection_id) = $2
         AND ($3 = '[]' OR '0x' || encode(r.block_hash, 'hex') IN (SELECT jsonb_array_elements_text($3::jsonb)))
-      RETURNING 0::bigint, ${columns})
-    INSERT INTO ${kept} SELECT * FROM d`;
+      RETURNING 0::bigint AS line`, REMOVED_COLUMNS[table]);
 }
 
 /** Takes back the sales and transfers of every staged reorganisation's blocks (the reorgs kind's first step), keeping them in removed_*. */

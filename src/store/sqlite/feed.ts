@@ -10,34 +10,55 @@ import type { SqliteStatements } from "./statements.js";
 // position order, one seek on (collection_id, feed_seq) (migration 6). The
 // positions are written by record-writes.ts.
 
-/** Each kind's columns and table (as `a`). */
-const SELECT: Record<FeedKind, { sql: string; row: (r: Record<string, unknown>) => unknown }> = {
+const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
+  ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash`;
+
+/** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
+const from = (table: string, columns: string) =>
+  `${columns} FROM ${table} a INDEXED BY ${table}_by_feed JOIN collections c ON c.id = a.collection_id`;
+
+/** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns. */
+const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
-    sql: `SELECT a.feed_seq, c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-          ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash
-        FROM sales a INDEXED BY sales_by_feed JOIN collections c ON c.id = a.collection_id`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("sales", SALE_COLUMNS)}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from("sale_removals", SALE_COLUMNS)}`,
     row: toSale,
   },
   listings: {
-    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.created_at, a.last_updated_at,
-          a.price, a.status
-        FROM listings a INDEXED BY listings_by_feed JOIN collections c ON c.id = a.collection_id`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.created_at, a.last_updated_at,
+          a.price, a.status`)}`,
     row: toListing,
   },
   transfers: {
-    sql: `SELECT a.feed_seq, ${TRANSFER_COLUMNS("a")} FROM transfers a INDEXED BY transfers_by_feed JOIN collections c ON c.id = a.collection_id`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("transfers", TRANSFER_COLUMNS("a"))}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from("transfer_removals", TRANSFER_COLUMNS("a"))}`,
     row: toTransfer,
   },
   offers: {
-    sql: `SELECT a.feed_seq, c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.trait_type, a.trait_value, a.maker, a.price,
-          a.created_at, a.last_updated_at, a.expires_at, a.status
-        FROM offers a INDEXED BY offers_by_feed JOIN collections c ON c.id = a.collection_id`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.trait_type, a.trait_value, a.maker, a.price,
+          a.created_at, a.last_updated_at, a.expires_at, a.status`)}`,
     row: toOffer,
   },
 };
 
 /** The rows above a position of one collection. */
 const ONE = " WHERE a.collection_id = ? AND a.feed_seq > ? ORDER BY a.feed_seq LIMIT ?";
+
+/** A kind's statements read for a collection: its rows, and its removals when it has any. */
+const parts = (kind: FeedKind) => {
+  const { sql, removed } = SELECT[kind];
+  return removed === undefined ? [sql] : [sql, removed];
+};
+
+/** Each kind's removals table. */
+const REMOVALS = { sales: "sale_removals", transfers: "transfer_removals" } as const;
+
+/** A row read as a feed entry: a removal (original_seq set) says the position it takes back. */
+const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => {
+  const entry: FeedEntry<unknown> = { seq: r.feed_seq as number, row: SELECT[kind].row(r) };
+  if (r.original_seq !== null && r.original_seq !== undefined) entry.removed = { originalSeq: Number(r.original_seq) };
+  return entry;
+};
 
 export class SqliteFeed implements FeedRepository {
   constructor(private readonly s: SqliteStatements) {}
@@ -51,13 +72,13 @@ export class SqliteFeed implements FeedRepository {
   }
 
   head(kind: FeedKind, collectionId: number): number {
-    const sql = `SELECT coalesce(max(feed_seq), 0) FROM ${kind} INDEXED BY ${kind}_by_feed WHERE collection_id = ?`;
-    return this.s.prepare(sql).pluck().get(collectionId) as number;
+    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVALS[kind as "sales" | "transfers"]];
+    const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;
+    return this.s.prepare(sql).pluck().get(...tables.map(() => collectionId)) as number;
   }
 
   #read<T>(kind: FeedKind, collectionId: number, after: number, limit: number): FeedEntry<T>[] {
-    const { sql, row } = SELECT[kind];
-    return this.s.rows(sql + ONE, [collectionId, after, limit]).map((r) => ({ seq: r.feed_seq as number, row: row(r) as T }));
+    return this.merged(kind, [collectionId], after, limit) as FeedEntry<T>[];
   }
 
   sales(collectionId: number, after: number, limit: number): FeedEntry<SaleRow>[] {
@@ -77,12 +98,13 @@ export class SqliteFeed implements FeedRepository {
   }
 
   merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): FeedEntry<unknown>[] {
-    if (collectionIds.length <= 1) return collectionIds.length === 0 ? [] : this.#read(kind, collectionIds[0]!, after, limit);
-    // One statement, so one snapshot: each collection's `limit` lowest, then the lowest of those.
-    const { sql, row } = SELECT[kind];
-    const each = collectionIds.map(() => `SELECT * FROM (${sql}${ONE})`).join(" UNION ALL ");
-    const params = collectionIds.flatMap((id) => [id, after, limit]);
-    return this.s.rows(`${each} ORDER BY feed_seq LIMIT ?`, [...params, limit]).map((r) => ({ seq: r.feed_seq as number, row: row(r) }));
+    if (collectionIds.length === 0) return [];
+    // One statement, so one snapshot: each collection's `limit` lowest rows and removals, then the lowest of those.
+    const statements = parts(kind);
+    if (collectionIds.length === 1 && statements.length === 1) return this.s.rows(statements[0] + ONE, [collectionIds[0], after, limit]).map(feedEntry(kind));
+    const each = collectionIds.flatMap(() => statements.map((sql) => `SELECT * FROM (${sql}${ONE})`)).join(" UNION ALL ");
+    const params = collectionIds.flatMap((id) => statements.flatMap(() => [id, after, limit]));
+    return this.s.rows(`${each} ORDER BY feed_seq LIMIT ?`, [...params, limit]).map(feedEntry(kind));
   }
 }
 

@@ -7,7 +7,7 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { FINALITY_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
+import { FINALITY_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -349,6 +349,8 @@ export const MIGRATIONS: readonly Migration[] = [
   REORGS_SCHEMA,
   // 23: each chain's finalized block (reorgs.ts).
   FINALITY_SCHEMA,
+  // 24: the records taken back, kept at their removal's feed position (reorgs.ts).
+  REMOVALS_SCHEMA,
 ];
 
 

@@ -186,7 +186,7 @@ export class WriteStore {
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
     this.#aggregates = new SalesAggregates(db);
-    this.#removals = new SqliteRemovals(db);
+    this.#removals = new SqliteRemovals(db, () => this.#nextFeedSeq());
   }
 
   /**

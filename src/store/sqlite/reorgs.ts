@@ -39,6 +39,48 @@ export const FINALITY_SCHEMA = `
   CREATE TABLE finality (chain TEXT PRIMARY KEY, block INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
+/**
+ * What a removal keeps of a sale, of a transfer (migration 24): the columns
+ * its feed answers (feed.ts), so that the live feeds send the record taken
+ * back at its removal's position (docs/chains.md, "Removals in the feeds").
+ */
+export const SALE_KEPT = ["collection_id", "asset_key", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash"];
+export const TRANSFER_KEPT = ["collection_id", "asset_key", "hash", "log_index", "sender", "recipient", "timestamp", "block", "block_hash"];
+
+/** Migration 24: the records taken back, each at its removal's feed position (feed_seq) with the position it had (original_seq). */
+export const REMOVALS_SCHEMA = `
+  CREATE TABLE sale_removals (
+    feed_seq INTEGER PRIMARY KEY,
+    original_seq INTEGER NOT NULL,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    hash BLOB NOT NULL,
+    seller BLOB NOT NULL,
+    buyer BLOB NOT NULL,
+    timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL,
+    price TEXT NOT NULL,
+    amount_received TEXT NOT NULL,
+    marketplace TEXT NOT NULL,
+    block_hash BLOB
+  );
+  CREATE INDEX sale_removals_by_feed ON sale_removals (collection_id, feed_seq);
+  CREATE TABLE transfer_removals (
+    feed_seq INTEGER PRIMARY KEY,
+    original_seq INTEGER NOT NULL,
+    collection_id INTEGER NOT NULL REFERENCES collections(id),
+    asset_key TEXT NOT NULL,
+    hash BLOB NOT NULL,
+    log_index INTEGER NOT NULL,
+    sender BLOB NOT NULL,
+    recipient BLOB NOT NULL,
+    timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL,
+    block_hash BLOB
+  );
+  CREATE INDEX transfer_removals_by_feed ON transfer_removals (collection_id, feed_seq);
+`;
+
 /** A sale taken back: what its hours and series are found again by. */
 export interface RemovedSale {
   collectionId: number;
@@ -60,19 +102,42 @@ export function removedByBlocks(table: "sales" | "transfers", named: boolean): s
   // Each row's collection by its key: never a list of the chain's collections (a chain holds hundreds of thousands).
   const where = `x.block >= ? AND EXISTS (SELECT 1 FROM collections c WHERE c.id = x.collection_id AND c.chain = ?)${named ? ` AND ${NAMED}` : ""}`;
   return table === "sales"
-    ? `DELETE FROM sales WHERE id IN (SELECT x.id FROM sales x INDEXED BY sales_by_block WHERE ${where})
-       RETURNING collection_id, marketplace, timestamp`
+    ? `DELETE FROM sales WHERE id IN (SELECT x.id FROM sales x INDEXED BY sales_by_block WHERE ${where}) ${KEPT_OF.sales}`
     : `DELETE FROM transfers WHERE (collection_id, asset_key, block, log_index, hash) IN (
          SELECT x.collection_id, x.asset_key, x.block, x.log_index, x.hash FROM transfers x INDEXED BY transfers_by_block WHERE ${where})
-       RETURNING collection_id`;
+       ${KEPT_OF.transfers}`;
 }
+
+/** What a deletion returns of each row: its position and what a removal keeps. */
+const KEPT_OF = {
+  sales: `RETURNING feed_seq, ${SALE_KEPT.join(", ")}`,
+  transfers: `RETURNING feed_seq, ${TRANSFER_KEPT.join(", ")}`,
+};
+
+/** The insertion of a row a deletion returned (KEPT_OF) into its removal table, at a new position. */
+const keep = (table: string, columns: readonly string[]) =>
+  `INSERT INTO ${table} (feed_seq, original_seq, ${columns.join(", ")}) VALUES (?, ?, ${columns.map(() => "?").join(", ")})`;
+const KEEP = { sales: keep("sale_removals", SALE_KEPT), transfers: keep("transfer_removals", TRANSFER_KEPT) };
+
+type Deleted = Record<string, unknown> & { feed_seq: number; collection_id: number };
+type DeletedSale = Deleted & { marketplace: string; timestamp: number };
+const removedSale = (r: DeletedSale): RemovedSale => ({ collectionId: r.collection_id, marketplace: r.marketplace, timestamp: r.timestamp });
 
 export class SqliteRemovals {
   readonly #db: Db;
   readonly #statements = new Map<string, Statement>();
 
-  constructor(db: Db) {
+  /** `nextSeq`: the writer's next feed position (record-writes.ts), the one sequence every feed row takes. */
+  constructor(db: Db, private readonly nextSeq: () => number) {
     this.#db = db;
+  }
+
+  /** Keeps the rows a deletion of `table` returned, each at the next feed position. */
+  #kept<R extends Deleted>(table: "sales" | "transfers", rows: R[]): R[] {
+    const insert = this.#prepare(KEEP[table]);
+    const columns = table === "sales" ? SALE_KEPT : TRANSFER_KEPT;
+    for (const r of rows) insert.run(this.nextSeq(), r.feed_seq, ...columns.map((c) => r[c]));
+    return rows;
   }
 
   #prepare(sql: string): Statement {
@@ -96,24 +161,24 @@ export class SqliteRemovals {
 
   /** Deletes the sale of this natural key, if held. */
   sale(hash: Uint8Array, collectionId: number, assetKey: string): RemovedSale | undefined {
-    const row = this.#prepare("DELETE FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ? RETURNING collection_id, marketplace, timestamp")
-      .get(hash, collectionId, assetKey) as { collection_id: number; marketplace: string; timestamp: number } | undefined;
-    return row === undefined ? undefined : { collectionId: row.collection_id, marketplace: row.marketplace, timestamp: row.timestamp };
+    const rows = this.#prepare(`DELETE FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ? ${KEPT_OF.sales}`)
+      .all(hash, collectionId, assetKey) as DeletedSale[];
+    return this.#kept("sales", rows).map(removedSale)[0];
   }
 
   /** Deletes the transfer of this natural key, if held: its collection, or undefined. */
   transfer(hash: Uint8Array, logIndex: number, collectionId: number, assetKey: string): number | undefined {
-    return this.#prepare("DELETE FROM transfers WHERE hash = ? AND log_index = ? AND collection_id = ? AND asset_key = ? RETURNING collection_id")
-      .pluck()
-      .get(hash, logIndex, collectionId, assetKey) as number | undefined;
+    const rows = this.#prepare(`DELETE FROM transfers WHERE hash = ? AND log_index = ? AND collection_id = ? AND asset_key = ? ${KEPT_OF.transfers}`)
+      .all(hash, logIndex, collectionId, assetKey) as Deleted[];
+    return this.#kept("transfers", rows)[0]?.collection_id;
   }
 
   /** Deletes every sale and transfer of `chain` from block `fromBlock` on (of the named blocks only, when `hashes` names any). */
   blocks(chain: string, fromBlock: number, hashes: readonly string[]): { sales: RemovedSale[]; transfers: number[] } {
     const named = hashes.length > 0;
     const params = named ? [fromBlock, chain, JSON.stringify(hashes)] : [fromBlock, chain];
-    const sales = this.#prepare(removedByBlocks("sales", named)).all(...params) as { collection_id: number; marketplace: string; timestamp: number }[];
-    const transfers = this.#prepare(removedByBlocks("transfers", named)).pluck().all(...params) as number[];
-    return { sales: sales.map((r) => ({ collectionId: r.collection_id, marketplace: r.marketplace, timestamp: r.timestamp })), transfers };
+    const sales = this.#kept("sales", this.#prepare(removedByBlocks("sales", named)).all(...params) as DeletedSale[]);
+    const transfers = this.#kept("transfers", this.#prepare(removedByBlocks("transfers", named)).all(...params) as Deleted[]);
+    return { sales: sales.map(removedSale), transfers: transfers.map((r) => r.collection_id) };
   }
 }

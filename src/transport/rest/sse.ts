@@ -14,7 +14,9 @@ import { compileQueryParser, type QueryObject } from "./query.js";
 // Server-Sent Events, through the stream pipeline (stream/pipeline.ts) with
 // this codec: the query parsed as the list endpoints' are (Last-Event-ID,
 // when sent, as the cursor), each message an event whose data is its record
-// in the /v1 JSON dialect and whose id is its resume token. The opening
+// in the /v1 JSON dialect and whose id is its resume token (a record a
+// reorganisation took back: an event named "removed", whose data is the
+// Removal, which an EventSource's onmessage does not fire for). The opening
 // message and each heartbeat carry no record: an id with no data, which
 // moves an EventSource's Last-Event-ID without firing an event, behind a
 // comment. Before the stream starts, errors are the family's JSON error with
@@ -40,10 +42,11 @@ interface SseInput {
 
 function sseCodec({ method }: SseRoute): StreamCodec<SseInput> {
   const parse = compileQueryParser(method.input);
-  const recordField = method.output.fields.find((f) => f.fieldKind === "message");
+  // The first message field is the record (the default event); any other (a removal) is an event of its field's name.
+  const [recordField, ...named] = method.output.fields.filter((f) => f.fieldKind === "message");
   const tokenField = method.output.fields.find((f) => f.fieldKind === "scalar");
   if (recordField?.message === undefined || tokenField === undefined) throw new Error(`${method.name}: a feed message holds a record and a resume token`);
-  const writeRecord = compileJsonWriter(recordField.message);
+  const writers = [recordField, ...named].map((f) => ({ name: f.localName, event: f === recordField ? "" : `event: ${f.jsonName}\n`, write: compileJsonWriter(f.message!) }));
   return {
     decode: ({ query, lastEventId }) => parse(lastEventId === undefined ? query : { ...query, cursor: lastEventId }),
     headers: {
@@ -54,9 +57,9 @@ function sseCodec({ method }: SseRoute): StreamCodec<SseInput> {
     },
     message(m, first) {
       const fields = m as unknown as Record<string, unknown>;
-      const record = fields[recordField.localName] as Message | undefined;
       const token = fields[tokenField.localName] as string;
-      const event = record === undefined ? `: position\nid: ${token}\n\n` : `id: ${token}\ndata: ${writeRecord(record)}\n\n`;
+      const set = writers.find((w) => fields[w.name] !== undefined);
+      const event = set === undefined ? `: position\nid: ${token}\n\n` : `${set.event}id: ${token}\ndata: ${set.write(fields[set.name] as Message)}\n\n`;
       return first ? `retry: ${RETRY_MS}\n${event}` : event;
     },
     finish(res, error) {
