@@ -23,6 +23,9 @@ export interface RarityRow {
   rarityRank: number;
 }
 
+/** A record's finality (docs/chains.md, "Finality"): "final" at or below its chain's finalized block. */
+export type Finality = "final" | "pending";
+
 export interface SaleRow {
   hash: string;
   from: string;
@@ -36,6 +39,8 @@ export interface SaleRow {
   marketplace: string;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
+  /** As read (absent on a record being written: its kept JSON holds no finality). */
+  finality?: Finality;
 }
 
 /** A token moving between addresses (a mint from the zero address, a burn to it). */
@@ -50,6 +55,8 @@ export interface TransferRow {
   block: number;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
+  /** As read. */
+  finality?: Finality;
 }
 
 /** An offer (bid) as the API answers it: a token's (assetId), a trait's (traitType, traitValue) or the collection's (neither). */

@@ -237,6 +237,41 @@ describe("finality", () => {
 });
 
 
+describe("finality of records", () => {
+  const C6 = "0x00000000000000000000000000000000000000c6";
+  const at = (n: number, block: number) => ({ ...sale(600 + n, String(n)), contractAddress: C6, block, chain: "arbitrum" });
+  const move = (n: number, block: number) => ({ hash: hash(650 + n), logIndex: 0, from: BOB, to: ALICE, contractAddress: C6, assetId: String(600 + n), timestamp: NOW + 650 + n, block, chain: "arbitrum" });
+  const q = { contractAddress: C6, chain: "arbitrum" };
+
+  it("answers each sale and transfer final at or below its chain's finalized block, pending above, on every read and form, and again once the finality moves", async () => {
+    expect((await post("sales", [at(1, 5000), at(2, 5005)])).status).toBe(200);
+    expect((await post("transfers", [move(1, 5001), move(2, 5006)])).status).toBe(200);
+    const answers = async () => {
+      const sales = (await get("/v1/asset/sales", q)).body.data as { price: string; finality: string }[];
+      const asset = createClient(AssetService, transportFor("connect-binary-get", s.server.baseUrl));
+      const binary = (await asset.listSales(q, { headers: { "x-api-key": s.read } })).data;
+      const activity = (await get("/v1/collection/activity", { ...q, types: "transfer" })).body.data as { transfer: { block: number; finality: string } }[];
+      const token = ((await get("/v1/asset/tokens", { ...q, assetId: "601" })).body.data as { lastSale: { finality: string } }[])[0];
+      return {
+        sales: sales.map((x) => [x.price, x.finality]).sort(),
+        binary: binary.map((x) => [x.price, x.finality]).sort(),
+        transfers: activity.map((x) => [x.transfer.block, x.transfer.finality]).sort(),
+        lastSale: token?.lastSale.finality,
+      };
+    };
+    // No finality on arbitrum yet: everything is pending.
+    expect(await answers()).toEqual({ sales: [["1", "pending"], ["2", "pending"]], binary: [["1", "pending"], ["2", "pending"]], transfers: [[5001, "pending"], [5006, "pending"]], lastSale: "pending" });
+    expect((await post("finality", [{ chain: "arbitrum", block: 5001 }])).body).toMatchObject({ accepted: 1 });
+    // The answers remembered before are not served again: the finality moved.
+    expect(await answers()).toEqual({ sales: [["1", "final"], ["2", "pending"]], binary: [["1", "final"], ["2", "pending"]], transfers: [[5001, "final"], [5006, "pending"]], lastSale: "final" });
+    expect((await post("finality", [{ chain: "arbitrum", block: 5006 }])).status).toBe(200);
+    expect((await answers()).transfers).toEqual([[5001, "final"], [5006, "final"]]);
+    // The sales list's JSON keeps api.md's fields in their order, finality last.
+    const one = ((await get("/v1/asset/sales", q)).body.data as object[])[0]!;
+    expect(Object.keys(one).slice(-2)).toEqual(["blockHash", "finality"]);
+  });
+});
+
 describe("removals in the live feeds", () => {
   const C5 = "0x00000000000000000000000000000000000000c5";
   const at = (n: number, extra: object = {}) => ({ ...sale(300 + n, String(n)), contractAddress: C5, block: 3000 + n, ...extra });

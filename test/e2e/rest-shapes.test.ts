@@ -107,8 +107,9 @@ describe("GET /v1 response shapes", () => {
       currency: "string",
       marketplace: "string",
       blockHash: "string",
+      finality: "string",
     });
-    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "" })));
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending" })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {

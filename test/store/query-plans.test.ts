@@ -285,13 +285,18 @@ describe("query plans", () => {
 const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \? AND timestamp >= \? AND timestamp <= \?( GROUP BY marketplace)?$/;
 
 /** The plan line of the query's main table (the one the FROM names first). */
+/** A row's finality's seek of its chain's finalized block (store/shared/finality.ts). */
+const FINALITY_OF_ROW = /\(SELECT f\.block FROM finality f WHERE f\.chain = [\w.]+\)/g;
+
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
+  // A record's finality (store/shared/finality.ts) is a seek of its own in the select list, not the statement's table.
+  const main = sql.replace(FINALITY_OF_ROW, "");
   const m =
-    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(sql) ??
-    /AS l_status\s+FROM (\w+) (\w+)\b/.exec(sql) ??
-    /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(sql)!;
+    /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(main) ??
+    /AS l_status\s+FROM (\w+) (\w+)\b/.exec(main) ??
+    /(?:FROM|INTO|UPDATE) (\w+)(?: (\w)\b)?/.exec(main)!;
   const alias = m[2] && m[2] !== "W" && m[2] !== "INDEXED" ? m[2] : m[1]!;
   return plan(sql).find((d) => new RegExp(`^SEARCH ${alias} `).test(d)) ?? `(no SEARCH of ${alias})`;
 }

@@ -106,6 +106,14 @@ export const ownerAddress: Check<string> = (v) => (v === "" ? "" : address(v));
 export const blockHash: Check<string> = (v) =>
   v === "" ? "" : typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, or "" for none, got ${show(v)}`);
 
+/**
+ * A record's finality as the reads answer it ("final", "pending", or ""):
+ * taken, so that an answer is a line that can be imported again, and
+ * dropped, since the chain's finalized block decides it (docs/chains.md).
+ */
+export const answeredFinality: Check<undefined> = (v) =>
+  v === "" || v === "final" || v === "pending" ? undefined : fail(`is answered by the store ("final" or "pending", from its chain's finality), got ${show(v)}`);
+
 export const txHash: Check<string> = (v) =>
   typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);
 

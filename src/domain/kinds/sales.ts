@@ -19,7 +19,8 @@ const shape = f.collectionRecord({
   marketplace: f.marketplace,
   blockHash: f.blockHash,
   removed: f.bool,
-}, { blockHash: "", removed: false });
+  finality: f.answeredFinality,
+}, { blockHash: "", removed: false, finality: undefined });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({

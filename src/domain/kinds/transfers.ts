@@ -15,7 +15,8 @@ const shape = f.collectionRecord({
   block: f.count,
   blockHash: f.blockHash,
   removed: f.bool,
-}, { blockHash: "", removed: false });
+  finality: f.answeredFinality,
+}, { blockHash: "", removed: false, finality: undefined });
 
 /** A transfer: one token moved by one log of a transaction (a sale's or not). */
 export const transfers = declareKind({

@@ -80,9 +80,19 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
 // Sales: nothing moves a sale's answer but the sale's own record. A sale keeps
 // its JSON only; its binary is encoded from the columns as it is read.
 
+/**
+ * A sale's kept JSON (wire_json): its answer up to blockHash. Its finality
+ * moves without the sale (a finality record), so the reads add it
+ * (store/shared/finality.ts); the writer puts it last (field 13), and so it
+ * is cut here.
+ */
 export function saleJson(r: SaleRow): string {
-  return json.sale(toSale(r));
+  const whole = json.sale(toSale({ ...r, finality: "pending" }));
+  return `${whole.slice(0, -PENDING_TAIL.length)}}`;
 }
+
+/** The end of a sale's JSON written with finality "pending". */
+const PENDING_TAIL = ',"finality":"pending"}';
 
 export function saleBinary(r: SaleRow): Uint8Array {
   return bytes(SaleSchema, toSale(r));
@@ -183,7 +193,8 @@ const PLACEHOLDER_USER: SocialUserRow = {
 // outside the store), and for tests to hold the fragments against.
 
 export function saleFragment(r: SaleRow, form: WireForm): Fragment {
-  return form === "json" ? saleJson(r) : saleBinary(r);
+  // Its whole answer, finality included (saleJson is the kept part).
+  return form === "json" ? json.sale(toSale(r)) : saleBinary(r);
 }
 
 export function listingFragment(r: ListingRow, form: WireForm): Fragment {

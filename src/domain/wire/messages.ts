@@ -41,7 +41,7 @@ import type {
 export const CURRENCY = "ETH";
 
 export function toSale(r: SaleRow): Sale {
-  return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: CURRENCY, blockHash: r.blockHash ?? "" };
+  return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: CURRENCY, blockHash: r.blockHash ?? "", finality: r.finality ?? "pending" };
 }
 
 export function toListing(r: ListingRow): Listing {
@@ -92,7 +92,8 @@ export function toRarity(r: RarityRow): AssetRarity {
 }
 
 export function toTransfer(r: TransferRow): Transfer {
-  return { $typeName: "marketdata.v1.Transfer", ...r, logIndex: BigInt(r.logIndex), timestamp: BigInt(r.timestamp), block: BigInt(r.block), blockHash: r.blockHash ?? "" };
+  return { $typeName: "marketdata.v1.Transfer", ...r, logIndex: BigInt(r.logIndex), timestamp: BigInt(r.timestamp), block: BigInt(r.block), blockHash: r.blockHash ?? "",
+    finality: r.finality ?? "pending" };
 }
 
 /**

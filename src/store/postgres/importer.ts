@@ -147,6 +147,10 @@ async function merge(
   }
   // Rows all unchanged move no owner and end no listing.
   if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
+  if (kind.touchesAll === true) {
+    if (counts.inserted + counts.updated > 0) touched.all = true;
+    return;
+  }
   // The collections its statements changed, whatever the count (a reorganisation sent again may still take back what was sent since).
   if (kind.touches !== undefined) {
     const ids = (await client.query<{ id: number }>(kind.touches)).rows.map((r) => r.id);

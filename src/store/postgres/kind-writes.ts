@@ -326,6 +326,8 @@ const BUILT_IN: Record<Kind, KindSpec> = {
          AND st.block = (SELECT max(x.block) FROM stage x WHERE x.chain = st.chain)`),
     tables: ["finality"],
     serialized: true,
+    // Every record of the chain may answer another finality (shared/finality.ts).
+    touchesAll: true,
   },
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],

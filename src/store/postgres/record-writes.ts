@@ -61,6 +61,8 @@ export interface BulkKind {
   removed?: string;
   /** The ids of the collections its statements changed, stamped instead of the stage's (a stage naming none: reorgs). */
   touches?: string;
+  /** A change of it may reach every collection (a chain's finality): what the servers remember of any is forgotten. */
+  touchesAll?: boolean;
 }
 
 /** A kind as kind-writes.ts writes it: the statements around the one that counts its rows. */

@@ -1,4 +1,4 @@
-import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
+import type { AppraisalRow, Finality, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's
@@ -102,11 +102,17 @@ export function toTransfer(r: Row): TransferRow {
     timestamp: Number(r.timestamp),
     block: Number(r.block),
     blockHash: hexOrNone(r.block_hash),
+    ...finalityOf(r.finality),
   };
 }
 
 export function saleKey(r: SaleRow): [number, number, string, string] {
   return [r.timestamp, r.block, r.hash, r.assetId];
+}
+
+/** A row's finality column (shared/finality.ts), when it was read. */
+export function finalityOf(value: unknown): { finality?: Finality } {
+  return value === "final" || value === "pending" ? { finality: value } : {};
 }
 
 export function toSale(r: Row): SaleRow {
@@ -122,6 +128,7 @@ export function toSale(r: Row): SaleRow {
     amountReceived: r.amount_received as string,
     marketplace: r.marketplace as string,
     blockHash: hexOrNone(r.block_hash),
+    ...finalityOf(r.finality),
   };
 }
 

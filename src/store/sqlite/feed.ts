@@ -1,6 +1,7 @@
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
+import { finalitySql } from "../shared/finality.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
@@ -11,7 +12,7 @@ import type { SqliteStatements } from "./statements.js";
 // positions are written by record-writes.ts.
 
 const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-  ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash`;
+  ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash, ${finalitySql("a.block", "c.chain")} AS finality`;
 
 /** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
 const from = (table: string, columns: string) =>

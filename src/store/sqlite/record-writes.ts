@@ -467,7 +467,10 @@ export class WriteStore {
 
   /** A chain's blocks up to its finalized one are final (docs/chains.md, "Finality"). */
   finalize(r: { chain: string; block: number }): UpsertResult {
-    return this.#removals.finalize(r.chain, r.block);
+    const result = this.#removals.finalize(r.chain, r.block);
+    // Every record of the chain may answer another finality: what the servers remember of any collection is forgotten.
+    if (result !== "unchanged") this.#touched.all = true;
+    return result;
   }
 
   /** Refuses the removal of a record in a final block. */

@@ -7,6 +7,7 @@ import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { KeyValue } from "../../domain/rows.js";
 import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter } from "../ports/reads.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
+import { finalitySql, saleJsonWithFinality } from "../shared/finality.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
@@ -34,7 +35,8 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash,
+        ${finalitySql("s.block", "c.chain")} AS finality`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     return toPage(this.s.rows(sql, params), page.limit, toSale, saleKey);
   }
@@ -42,7 +44,8 @@ export class SqliteSales implements SalesRepository {
   /** A page's answers: its ready JSON, or binary encoded from the columns (a sale keeps its JSON only). */
   #salesPageReady(collectionId: number, filter: SalesFilter, page: PageRequest, form: WireForm): Page<Fragment> {
     if (form === "binary") return encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
-    const { sql, params } = pageQuery("s.id, s.wire_json", collectionId, filter, page);
+    // The kept JSON with the sale's finality as it is now (shared/finality.ts).
+    const { sql, params } = pageQuery(`s.id, ${saleJsonWithFinality("s.wire_json", "s.block", "c.chain")}`, collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
     const ready = readyPage(this.s.values(sql, params), page.limit, (v) => v[1] as Fragment | null, (v) => key.get(v[0]) as KeyValue[]);
@@ -79,8 +82,8 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
     params.push(ts, ts, ts, block, block, hexToBytes(hash as string), assetKey(assetId as string));
   }
   params.push(page.limit + 1);
-  // The collection's address only when the columns name it (a page of ready rows does not).
-  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = s.collection_id" : "";
+  // The collection (its address, its chain's finality) when the columns name it.
+  const join = columns.includes("c.") ? " JOIN collections c ON c.id = s.collection_id" : "";
   const sql = `SELECT ${columns}
     FROM sales s INDEXED BY ${salesIndex(filter)}${join}
     WHERE ${where.join(" AND ")}
