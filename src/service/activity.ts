@@ -20,6 +20,7 @@ import { nowSeconds } from "../domain/formats.js";
 import { FEED_KIND_OF_EVENT, type FeedDeclaration, feedOf } from "../domain/kinds/index.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 import { REMOVED_EVENT, removalOf } from "./feed-events.js";
+import { FinalFeed, FinalGate } from "./finality.js";
 
 // The activity feed (decisions.md, "Activity"): a collection's sales,
 // listings, offers and transfers as one list, newest first, and as one live
@@ -112,17 +113,17 @@ export function createActivityMethods(
   hub: FeedHub,
 ): Pick<ServiceImpl<typeof CollectionService>, "listCollectionActivity" | "watchCollectionActivity"> {
   /** Kind `type`'s own page of collection `id`. */
-  async function pageOf(type: ActivityType, id: number, page: PageRequest, now: number): Promise<Page<Row>> {
+  async function pageOf(type: ActivityType, id: number, page: PageRequest, now: number, maxBlock?: number): Promise<Page<Row>> {
     const wrap = <R>(t: ActivityType, pg: Page<R>) => ({ rows: pg.rows.map((row) => ({ type: t, row }) as Row), nextKey: pg.nextKey });
     switch (type) {
       case "sale":
-        return wrap(type, await store.sales.salesPage(id, {}, page));
+        return wrap(type, await store.sales.salesPage(id, maxBlock === undefined ? {} : { maxBlock }, page));
       case "listing":
         return wrap(type, await store.listings.listingsPage(id, {}, page));
       case "offer":
         return wrap(type, await store.offers.offersPage(id, {}, page, now));
       case "transfer":
-        return wrap(type, await store.transfers.transfersPage(id, page));
+        return wrap(type, await store.transfers.transfersPage(id, page, maxBlock));
     }
   }
 
@@ -131,12 +132,16 @@ export function createActivityMethods(
       const { ref } = p.collection(req);
       const types = activityTypes(req.types);
       const limit = p.limit(req.limit);
-      const digest = queryDigest(["activity", ref, types]);
+      const final = p.finalOnly(req.finality);
+      const digest = queryDigest(["activity", ref, types, ...(final ? ["final"] : [])]);
       const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
       if (after !== null && !ACTIVITY_TYPES.includes(after[1] as ActivityType)) throw p.invalid("cursor is not a valid page token");
       const id = await knownCollection(store.collections, ref);
       const now = nowSeconds();
-      const pages = await Promise.all(types.map((t) => pageOf(t, id, { limit, after: after === null ? null : resumeKey(t, after) }, now)));
+      // finality=final: sales and transfers at or below the chain's finalized block (none while it has none); listings and offers as they are.
+      const maxBlock = final ? await store.collections.finalized(p.chain(req.chain)) : undefined;
+      const kept = maxBlock !== undefined && maxBlock < 0 ? types.filter((t) => t !== "sale" && t !== "transfer") : types;
+      const pages = await Promise.all(kept.map((t) => pageOf(t, id, { limit, after: after === null ? null : resumeKey(t, after) }, now, maxBlock)));
       // Each kind's rows are in the feed's order already: merged by time, then kind.
       const merged = pages
         .flatMap((pg) => pg.rows)
@@ -155,7 +160,8 @@ export function createActivityMethods(
     async *watchCollectionActivity(req, context) {
       const { ref } = p.collection(req);
       const types = activityTypes(req.types);
-      const digest = queryDigest(["watch-activity", ref, types]);
+      const final = p.finalOnly(req.finality);
+      const digest = queryDigest(["watch-activity", ref, types, ...(final ? ["final"] : [])]);
       const after = decodePageToken("cursor", req.cursor, digest, RESUME_KEY);
       const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, ref), hub.epoch()]);
       if (after !== null && after[0] !== epoch) {
@@ -167,19 +173,23 @@ export function createActivityMethods(
       // The position sent last of each kind (ACTIVITY_TYPES order): what the token says.
       const positions = ACTIVITY_TYPES.map((_, i) => (after === null ? 0 : (after[i + 1] as number)));
       const token = () => encodePageToken(digest, [epoch, ...positions]);
-      const subs: { type: ActivityType; sub: Subscription<unknown> }[] = [];
+      const subs: { type: ActivityType; sub: Subscription<unknown>; final?: FinalFeed<unknown> }[] = [];
       try {
         for (const type of types) {
           const from = after === null ? undefined : positions[ACTIVITY_TYPES.indexOf(type)];
           const sub = await hub.subscribe<unknown>(FEED_OF[type], { id: collectionId, ref }, () => true, context.values.get(streamCaller), from, subs[0]?.sub);
-          subs.push({ type, sub });
+          // finality=final: sales and transfers held until final (finality.ts).
+          const gated = final && (type === "sale" || type === "transfer");
+          subs.push({ type, sub, ...(gated ? { final: new FinalFeed(hub, sub, new FinalGate(store, p.chain(req.chain), FEED_OF[type], collectionId)) } : {}) });
         }
         for (const { type, sub } of subs) positions[ACTIVITY_TYPES.indexOf(type)] = sub.resumePos;
         yield create(WatchCollectionActivityResponseSchema, { resumeToken: token() });
         const pending = new Map<number, Promise<{ i: number; item: FeedItem<unknown> | undefined }>>();
         for (;;) {
-          subs.forEach(({ sub }, i) => {
-            if (!pending.has(i)) pending.set(i, hub.next(sub, context.signal).then((item) => ({ i, item })));
+          subs.forEach(({ type, sub, final: gate }, i) => {
+            if (pending.has(i)) return;
+            const next = gate === undefined ? hub.next(sub, context.signal) : gate.next(context.signal, positions[ACTIVITY_TYPES.indexOf(type)]!);
+            pending.set(i, next.then((item) => ({ i, item })));
           });
           const { i, item } = await Promise.race(pending.values());
           pending.delete(i);

@@ -24,6 +24,7 @@ import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
 import { toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "../domain/wire/messages.js";
+import { finalPage } from "./finality.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub, checkMarketplace = marketplaceCheck(store.collections)): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
@@ -121,14 +122,20 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
       const { ref } = p.collection(req);
       // One asset id, or several comma-separated (as appraisals and rarity take them); one keeps its page tokens' form.
       const ids = req.assetId === "" ? [] : p.assetIds(req.assetId.split(","));
+      const final = p.finalOnly(req.finality);
       const filter = {
         ...(ids.length > 1 ? { assetIds: ids } : { assetId: ids[0] }),
         marketplace: p.marketplace(req.marketplace),
         ...p.timeWindow(req.since, req.until),
+        // In the cursor's digest; the finalized block is looked up per page (finality.ts).
+        ...(final ? { final } : {}),
       };
       await checkMarketplace(filter.marketplace);
       const wire = wireForm(call);
-      const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, ref, filter, SALE_KEY, (c, f, page) => store.sales.salesPage(c, f, page, wire));
+      const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, ref, filter, SALE_KEY, (c, f, page) =>
+        final
+          ? finalPage(store, p.chain(req.chain), { rows: [], nextKey: null }, (maxBlock) => store.sales.salesPage(c, { ...f, maxBlock }, page, wire))
+          : store.sales.salesPage(c, f, page, wire));
       return listAnswer(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows, toSale);
     },
 

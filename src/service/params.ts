@@ -34,6 +34,12 @@ export function chain(value: string, param = "chain"): Chain {
   return value;
 }
 
+/** finality= ("final": settled records only; docs/chains.md, "Finality"): whether only final records are asked. */
+export function finalOnly(value: string): boolean {
+  if (value === "" || value === "final") return value === "final";
+  throw invalid(`finality must be "final" or "" (every record), got ${echo(value)}`);
+}
+
 /**
  * A request's collection, required: its address (lower case, as answers
  * name it) and its reference on the request's chain (domain/chains.ts

@@ -18,6 +18,7 @@ import { nowSeconds } from "../domain/formats.js";
 import { toListing, toOffer, toSale } from "../domain/wire/messages.js";
 import type { Removal } from "../../gen/marketdata/v1/resources_pb.js";
 import { removalOf } from "./feed-events.js";
+import { FinalFeed, FinalGate } from "./finality.js";
 
 // WatchSales, WatchListings and WatchOffers: the live feeds as server streams, for every
 // transport (connect-node for Connect, gRPC and gRPC-Web; rest/sse.ts for
@@ -44,6 +45,8 @@ interface Watch<Row, Out> {
   matches: FeedFilter<Row>;
   /** The stream's message: a row, a record taken back (its Removal), or (neither) only a position. */
   message(row: Row | undefined, token: string, removed?: Removal): Out;
+  /** finality=final: each row once final (finality.ts FinalGate). */
+  final?: boolean;
 }
 
 export interface WatchMethods {
@@ -55,6 +58,7 @@ export interface WatchMethods {
 export function createWatchMethods(store: ReadRepositories, hub: FeedHub): WatchMethods {
   async function* watch<Row, Out>(req: { contractAddress: string; chain: string; cursor: string }, context: HandlerContext, w: Watch<Row, Out>): AsyncGenerator<Out> {
     const { ref } = p.collection(req);
+    const chain = p.chain(req.chain);
     const digest = queryDigest([w.name, ref, w.filter]);
     const after = decodePageToken("cursor", req.cursor, digest, TOKEN_KEY);
     const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, ref), hub.epoch()]);
@@ -66,18 +70,20 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
     }
     const token = (seq: number) => encodePageToken(digest, [seq, epoch]);
     const sub = await hub.subscribe<Row>(w.kind, { id: collectionId, ref }, w.matches, context.values.get(streamCaller), after === null ? undefined : (after[0] as number));
+    const final = w.final === true ? new FinalFeed(hub, sub, new FinalGate(store, chain, w.kind, collectionId)) : undefined;
     try {
       // Where the stream starts (the cursor's position, or the head), not
       // where the replay has read to: rows it queued are not sent yet, and a
       // caller that drops now resumes from this token and must get them.
-      yield w.message(undefined, token(sub.resumePos));
+      let last = sub.resumePos;
+      yield w.message(undefined, token(last));
       for (;;) {
-        const item = await hub.next(sub, context.signal);
+        const item = final === undefined ? await hub.next(sub, context.signal) : await final.next(context.signal, last);
         if (item === undefined) return;
         if (item.kind === "row" && item.entry.removed !== undefined) {
-          yield w.message(undefined, token(item.entry.seq), removalOf(w.kind, item.entry, epoch, nowSeconds()));
-        } else if (item.kind === "row") yield w.message(item.entry.row, token(item.entry.seq));
-        else if (item.kind === "heartbeat") yield w.message(undefined, token(item.seq));
+          yield w.message(undefined, token((last = item.entry.seq)), removalOf(w.kind, item.entry, epoch, nowSeconds()));
+        } else if (item.kind === "row") yield w.message(item.entry.row, token((last = item.entry.seq)));
+        else if (item.kind === "heartbeat") yield w.message(undefined, token((last = item.seq)));
         else {
           const t = token(item.seq);
           throw new ConnectError(`${item.error.rawMessage} (cursor ${t})`, item.error.code, { [RESUME_TOKEN_HEADER]: t });
@@ -92,10 +98,13 @@ export function createWatchMethods(store: ReadRepositories, hub: FeedHub): Watch
     watchSales(req, context) {
       const assetIds = new Set(req.assetId.length === 0 ? [] : p.assetIds(req.assetId));
       const marketplace = p.marketplace(req.marketplace);
+      const final = p.finalOnly(req.finality);
       return watch<SaleRow, WatchSalesResponse>(req, context, {
         kind: "sales",
         name: "watch-sales",
-        filter: { assetIds: [...assetIds].sort(), marketplace },
+        // A final-only stream's tokens are its own (an earlier token of the other kind would resume past held sales).
+        filter: { assetIds: [...assetIds].sort(), marketplace, ...(final ? { final } : {}) },
+        final,
         matches: (r) => (assetIds.size === 0 || assetIds.has(r.assetId)) && (marketplace === undefined || r.marketplace === marketplace),
         message: (row, resumeToken, removed) => ({
           $typeName: "marketdata.v1.WatchSalesResponse",

@@ -270,6 +270,46 @@ describe("finality of records", () => {
     const one = ((await get("/v1/asset/sales", q)).body.data as object[])[0]!;
     expect(Object.keys(one).slice(-2)).toEqual(["blockHash", "finality"]);
   });
+  it("finality=final reads and streams settled sales and transfers only: a stream holds a sale until final and never sends one taken back meanwhile", async () => {
+    // Finalized at 5006 (above): sales 1 (5000) and 2 (5005) are final.
+    const finalSales = async () => ((await get("/v1/asset/sales", { ...q, finality: "final" })).body.data as { price: string; finality: string }[]).map((x) => [x.price, x.finality]);
+    const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));
+    const abort = new AbortController();
+    const stream = asset.watchSales({ ...q, finality: "final" }, { headers: { "x-api-key": s.read }, signal: abort.signal })[Symbol.asyncIterator]();
+    await stream.next();
+    const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
+    const events = collection.watchCollectionActivity({ ...q, types: ["sale"], finality: "final" }, { headers: { "x-api-key": s.read }, signal: abort.signal })[Symbol.asyncIterator]();
+    await events.next();
+    expect((await post("sales", [at(3, 5010), at(4, 5011)])).status).toBe(200);
+    expect(await finalSales()).toEqual([["2", "final"], ["1", "final"]]);
+    const activity = async () => ((await get("/v1/collection/activity", { ...q, finality: "final" })).body.data as { type: string }[]).map((e) => e.type);
+    expect(await activity()).toEqual(["transfer", "transfer", "sale", "sale"]);
+    // Sale 4 is taken back while held; then the chain is final past both.
+    expect((await post("sales", [{ ...at(4, 5011), removed: true }])).body).toMatchObject({ accepted: 1 });
+    expect((await post("finality", [{ chain: "arbitrum", block: 5011 }])).status).toBe(200);
+    const sent = (await stream.next()).value!;
+    expect([sent.sale?.price, sent.sale?.finality, sent.removed]).toEqual(["3", "final", undefined]);
+    expect(await finalSales()).toEqual([["3", "final"], ["2", "final"], ["1", "final"]]);
+    // The next sale is sent once final, nothing of sale 4 before it.
+    expect((await post("sales", [at(5, 5012)])).status).toBe(200);
+    expect((await post("finality", [{ chain: "arbitrum", block: 5012 }])).status).toBe(200);
+    let next = (await stream.next()).value!;
+    while (next.sale === undefined && next.removed === undefined) next = (await stream.next()).value!;
+    expect(next.sale?.price).toBe("5");
+    // The activity stream alike: sale 3 then sale 5, final, nothing of sale 4.
+    const shown = [];
+    while (shown.length < 2) {
+      const e = (await events.next()).value!.event;
+      if (e !== undefined) shown.push([e.type, e.sale?.price, e.sale?.finality]);
+    }
+    expect(shown).toEqual([["sale", "3", "final"], ["sale", "5", "final"]]);
+    abort.abort();
+    for (const it of [stream, events]) await it.return?.().catch(() => undefined);
+    // On a chain without a finalized block nothing is final; a finality other than "final" is refused.
+    expect((await get("/v1/asset/sales", { contractAddress: SAME, chain: "base", finality: "final" })).body.data).toEqual([]);
+    const bad = await get("/v1/asset/sales", { ...q, finality: "pending" });
+    expect([bad.status, bad.body.message]).toEqual([400, 'finality must be "final" or "" (every record), got "pending"']);
+  });
 });
 
 describe("removals in the live feeds", () => {

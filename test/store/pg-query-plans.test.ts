@@ -133,6 +133,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
           for (const until of [undefined, 1_700_900_000]) saleFilters.push({ assetId, marketplace, since, until });
     // Window edges inside hours: stats add the raw sales at the edges.
     for (const assetId of [undefined, "7"]) saleFilters.push({ assetId, since: 1_700_100_001, until: 1_700_900_001 });
+    // finality=final: the sales at or below the chain's finalized block (most of them: the newest few blocks are pending).
+    saleFilters.push({ maxBlock: 18_019_990 }, { marketplace: "BLUR", maxBlock: 18_019_990 });
     for (const filter of saleFilters) {
       await repos.sales.salesPage(id, filter, first);
       await repos.sales.salesPage(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] });

@@ -73,6 +73,9 @@ beforeAll(async () => {
         for (const until of [undefined, 2]) saleFilters.push({ assetId, marketplace, since, until });
   // Windows whose edges fall inside hours: stats add the raw sales at the edges.
   for (const assetId of [undefined, "7"]) saleFilters.push({ assetId, since: 1_700_000_001, until: 1_700_100_001 });
+  // finality=final: the sales at or below the chain's finalized block.
+  saleFilters.push({ maxBlock: 100_000_000 }, { marketplace: "BLUR", maxBlock: 100_000_000 });
+  store.transfers.transfersPage(id, pages[0]!, 100_000_000);
   for (const filter of saleFilters) {
     store.sales.salesPage(id, filter, pages[0]!);
     store.sales.salesPage(id, filter, { limit: 5, after: [1_700_000_000, 18_000_000, "0x00", "1"] });

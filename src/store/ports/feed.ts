@@ -46,4 +46,6 @@ export interface FeedRepository {
   merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): MaybePromise<FeedEntry<unknown>[]>;
   /** The last position the store's feed sequence gave (every kind, every collection; 0: none yet). */
   last(): MaybePromise<number>;
+  /** Whether the collection's row of `kind` at position `seq` is still there (not changed since, nor taken back). */
+  holds(kind: FeedKind, collectionId: number, seq: number): MaybePromise<boolean>;
 }

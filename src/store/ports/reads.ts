@@ -14,6 +14,8 @@ export interface SalesFilter extends TimeWindow {
   /** Several assets (2 to 20), any of them; never with assetId. */
   assetIds?: readonly string[] | undefined;
   marketplace?: string | undefined;
+  /** Sales at or below this block only (finality=final: the chain's finalized block; docs/chains.md). */
+  maxBlock?: number | undefined;
 }
 
 /** The assets a sales filter names (one or several), or undefined for every asset. */
@@ -48,6 +50,8 @@ export interface CollectionsRepository {
   score(collectionId: number): MaybePromise<ScoreRow | undefined>;
   /** Every marketplace any sale, listing or offer of the store has named, in name order (kept by every write). */
   knownMarketplaces(): MaybePromise<string[]>;
+  /** The chain's finalized block (docs/chains.md, "Finality"), or -1 when none was sent. */
+  finalized(chain: string): MaybePromise<number>;
 }
 
 export interface AssetMetricsRepository {
@@ -81,7 +85,8 @@ export interface ListingsRepository {
 export const TRANSFER_KEY: KeySpec = ["int", "int", "int", "text", "text"];
 
 export interface TransfersRepository {
-  transfersPage(collectionId: number, page: PageRequest): MaybePromise<Page<TransferRow>>;
+  /** `maxBlock`: transfers at or below this block only (finality=final). */
+  transfersPage(collectionId: number, page: PageRequest, maxBlock?: number): MaybePromise<Page<TransferRow>>;
 }
 
 export interface SocialRepository {

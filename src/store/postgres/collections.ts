@@ -30,6 +30,11 @@ export class PgCollections implements CollectionsRepository {
     return id;
   }
 
+  async finalized(chain: string): Promise<number> {
+    const r = (await this.q.rows<{ block: string }>("SELECT block FROM finality WHERE chain = $1", [chain]))[0];
+    return r === undefined ? -1 : Number(r.block);
+  }
+
   async knownMarketplaces(): Promise<string[]> {
     return (await this.q.rows<{ name: string }>("SELECT name FROM marketplaces ORDER BY name", [])).map((r) => r.name);
   }

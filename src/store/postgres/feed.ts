@@ -73,6 +73,10 @@ export class PgFeed implements FeedRepository {
     return r === undefined || !r.called ? 0 : Number(r.v);
   }
 
+  async holds(kind: FeedKind, collectionId: number, seq: number): Promise<boolean> {
+    return (await this.q.rows(`SELECT 1 FROM ${SELECT[kind].table} WHERE collection_id = $1 AND feed_seq = $2`, [collectionId, seq])).length > 0;
+  }
+
   async head(kind: FeedKind, collectionId: number): Promise<number> {
     const { table, removals } = SELECT[kind];
     const max = (t: string) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} WHERE collection_id = $1)`;

@@ -93,6 +93,7 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
   const assets = filterAssets(filter);
   if (assets !== undefined) where.push(assets.length === 1 ? `s.asset_id = ${$(assets[0])}` : `s.asset_id IN (${assets.map((a) => $(a)).join(", ")})`);
   if (filter.marketplace !== undefined) where.push(`s.marketplace = ${$(filter.marketplace)}`);
+  if (filter.maxBlock !== undefined) where.push(`s.block <= ${$(filter.maxBlock)}`);
   if (filter.since !== undefined) where.push(`s.timestamp >= ${$(filter.since)}`);
   if (filter.until !== undefined) where.push(`s.timestamp <= ${$(filter.until)}`);
   if (page.after) {

@@ -27,10 +27,11 @@ export const TRANSFER_COLUMNS = (t = "t"): string =>
 export class PgTransfers implements TransfersRepository {
   constructor(private readonly q: PgQueries) {}
 
-  async transfersPage(collectionId: number, page: PageRequest): Promise<Page<TransferRow>> {
+  async transfersPage(collectionId: number, page: PageRequest, maxBlock?: number): Promise<Page<TransferRow>> {
     const values: unknown[] = [collectionId];
     const $ = (v: unknown) => `$${values.push(v)}`;
     const where = ["t.collection_id = $1"];
+    if (maxBlock !== undefined) where.push(`t.block <= ${$(maxBlock)}`);
     if (page.after) {
       const [ts, block, log, hash, assetId] = page.after;
       const t = $(ts);

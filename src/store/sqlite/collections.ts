@@ -25,6 +25,10 @@ export class SqliteCollections implements CollectionsRepository {
     return id;
   }
 
+  finalized(chain: string): number {
+    return (this.s.prepare("SELECT block FROM finality WHERE chain = ?").pluck().get(chain) as number | undefined) ?? -1;
+  }
+
   knownMarketplaces(): string[] {
     return this.s.prepare("SELECT name FROM marketplaces ORDER BY name").pluck().all() as string[];
   }

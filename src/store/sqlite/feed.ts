@@ -72,6 +72,10 @@ export class SqliteFeed implements FeedRepository {
     return this.s.prepare("SELECT feed_seq FROM store_state WHERE id = 1").pluck().get() as number;
   }
 
+  holds(kind: FeedKind, collectionId: number, seq: number): boolean {
+    return this.s.prepare(`SELECT 1 FROM ${kind} INDEXED BY ${kind}_by_feed WHERE collection_id = ? AND feed_seq = ?`).pluck().get(collectionId, seq) !== undefined;
+  }
+
   head(kind: FeedKind, collectionId: number): number {
     const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVALS[kind as "sales" | "transfers"]];
     const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;

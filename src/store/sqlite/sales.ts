@@ -108,6 +108,10 @@ function addSalesFilter(where: string[], params: unknown[], f: SalesFilter, alia
     where.push(`${alias}marketplace = ?`);
     params.push(f.marketplace);
   }
+  if (f.maxBlock !== undefined) {
+    where.push(`${alias}block <= ?`);
+    params.push(f.maxBlock);
+  }
   if (f.since !== undefined) {
     where.push(`${alias}timestamp >= ?`);
     params.push(f.since);

@@ -26,9 +26,13 @@ export const TRANSFER_COLUMNS = (t = "t"): string =>
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}
 
-  transfersPage(collectionId: number, page: PageRequest): Page<TransferRow> {
+  transfersPage(collectionId: number, page: PageRequest, maxBlock?: number): Page<TransferRow> {
     const where = ["t.collection_id = ?"];
     const params: unknown[] = [collectionId];
+    if (maxBlock !== undefined) {
+      where.push("t.block <= ?");
+      params.push(maxBlock);
+    }
     if (page.after) {
       // The leading "<=" bounds the index seek; the rest breaks ties, so a page costs the same however deep it is.
       const [ts, block, log, hash, assetId] = page.after;

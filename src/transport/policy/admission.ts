@@ -5,6 +5,7 @@ import { type KeyGrant, type KeyVerifier, MISSING_KEY, requireApiKey, unavailabl
 import { MemoryWindows, type RateState, type RateWindows } from "./rate-limit.js";
 import { mayIngest } from "../../store/ports/keys.js";
 import { type MaybePromise, settle } from "../../store/ports/paging.js";
+import { abortableSleep } from "../../service/abortable-sleep.js";
 
 // The first thing every request meets, on every protocol, before its body
 // is read. A request whose key this server has not seen valid is counted
@@ -161,17 +162,6 @@ export class Admission {
 /** The shortest wait of a held-back stream message before it asks again (a window about to reset). */
 const HOLD_BACK_MIN_MS = 10;
 
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
-}
 
 /** What a request asks of its key: to read, to write through the ingest API, or the operator's calls (webhooks). */
 export type Surface = "read" | "ingest" | "admin";
