@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { runReplicatedDeployment } from "../../tools/deploy/replicated.js";
 import { PG_ADMIN_URL, skipPg } from "../support/pg.js";
 import { REDIS_URL, skipRedis } from "../support/redis.js";
+import { freePort } from "../support/server.js";
 
 // The replicated deployment of issue 10, for real: a pg_basebackup -R hot
 // standby of the test cluster on another port, two `serve` processes on it
@@ -9,14 +10,13 @@ import { REDIS_URL, skipRedis } from "../support/redis.js";
 // code as `npm run deploy:replicated`, whose report is checked here.
 
 const skip = skipPg || skipRedis("the replicated deployment");
-// A port of its own, away from the cluster's 5432 and from other runs'.
-const STANDBY_PORT = 5433 + (process.pid % 500);
 
 describe.skipIf(skip)("a replicated deployment: primary, hot standby, two servers, one Redis", () => {
   it("serves imports once replayed, refuses a revoked key on both servers, and holds one rate limit across them", async () => {
     const report = await runReplicatedDeployment({
       primary: PG_ADMIN_URL,
-      standbyPort: STANDBY_PORT,
+      // A free port now (one derived from the pid once landed on another service's, RabbitMQ's 5672).
+      standbyPort: await freePort(),
       redis: REDIS_URL,
       sales: 1000,
       loadSeconds: 3,

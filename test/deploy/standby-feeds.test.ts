@@ -9,7 +9,7 @@ import { allowReplication, createStandby, type Standby } from "../../tools/deplo
 import { openKeyAdmin, openWritableStore } from "../../src/store/open.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { numberedSale } from "../support/sales.js";
-import { ingestOk, startTestServer, type TestServer } from "../support/server.js";
+import { freePort, ingestOk, startTestServer, type TestServer } from "../support/server.js";
 import { openSse } from "../../bench/sse-client.js";
 
 // The live feeds on a PostgreSQL hot standby (pg_basebackup -R of the test
@@ -19,8 +19,6 @@ import { openSse } from "../../bench/sse-client.js";
 // the standby, over gRPC and SSE, and a subscriber resumes there exactly.
 
 const C = "0x4444444444444444444444444444444444444444";
-// Apart from replicated.test.ts's range (5433-5932): the two may run at once.
-const STANDBY_PORT = 6000 + (process.pid % 500);
 const ctx = {} as { drop(): Promise<void>; dir: string; standby: Standby; primary: TestServer; replica: TestServer; ingest: string; read: string };
 
 describe.skipIf(skipPg)("live feeds on a PostgreSQL standby", () => {
@@ -36,7 +34,8 @@ describe.skipIf(skipPg)("live feeds on a PostgreSQL standby", () => {
     await ingestOk(ctx.primary, ctx.ingest, "collections", [{ contractAddress: C, name: "standby feed" }]);
     await allowReplication(db.url);
     ctx.dir = mkdtempSync(join(tmpdir(), "marketdata-standby-feeds-"));
-    ctx.standby = await createStandby(db.url, STANDBY_PORT, join(ctx.dir, "standby"));
+    // A free port now: one derived from the pid may be another service's.
+    ctx.standby = await createStandby(db.url, await freePort(), join(ctx.dir, "standby"));
     ctx.replica = await startTestServer(ctx.standby.url(new URL(db.url).pathname.slice(1)), { rateLimit: 0 });
   }, 180_000);
 
