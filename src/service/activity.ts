@@ -10,7 +10,7 @@ import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/rows.
 import type { FeedEntry, FeedKind } from "../store/ports/feed.js";
 import type { KeySpec, Page, PageRequest } from "../store/ports/paging.js";
 import type { KeyValue } from "../domain/rows.js";
-import type { ReadRepositories } from "../store/ports/reads.js";
+import type { ReadRepositories, RemovedRecord } from "../store/ports/reads.js";
 import { echo } from "../domain/echo.js";
 import { knownCollection } from "./collections.js";
 import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
@@ -60,6 +60,16 @@ type Row =
 
 const timeOf = (r: Row) => EVENT_OF[r.type].time(r.row);
 
+/** The list's kinds: the activity types, then (includeRemoved) the records taken back, in their order at equal times. */
+type ListType = ActivityType | typeof REMOVED_EVENT;
+const LIST_TYPES: readonly ListType[] = [...ACTIVITY_TYPES, REMOVED_EVENT];
+/** A row of the list: an activity row, or a record taken back. */
+type ListRow = Row | { type: typeof REMOVED_EVENT; row: RemovedRecord };
+
+const listTimeOf = (r: ListRow) => (r.type === REMOVED_EVENT ? r.row.row.timestamp : timeOf(r));
+/** A list row's page key (ACTIVITY_KEY): a record taken back by its time, block and removal position. */
+const listKeyOf = (r: ListRow): KeyValue[] => (r.type === REMOVED_EVENT ? [r.row.row.timestamp, REMOVED_EVENT, r.row.row.block, r.row.seq, "", ""] : keyOf(r));
+
 /** The row's page key (ACTIVITY_KEY). */
 function keyOf(r: Row): KeyValue[] {
   switch (r.type) {
@@ -80,18 +90,27 @@ function keyOf(r: Row): KeyValue[] {
  * blocks descend) or the smallest text (listings, offers: "" is before
  * every marketplace).
  */
-export function resumeKey(type: ActivityType, after: KeyValue[]): KeyValue[] {
-  const [time, kind, n1, n2, t1, t2] = after as [number, ActivityType, number, number, string, string];
+export function resumeKey(type: ListType, after: KeyValue[]): KeyValue[] {
+  const [time, kind, n1, n2, t1, t2] = after as [number, ListType, number, number, string, string];
   if (kind === type) {
     if (type === "sale") return [time, n1, t1, t2];
     if (type === "transfer") return [time, n1, n2, t1, t2];
+    // Records taken back: time, block, removal position (REMOVAL_KEY).
+    if (type === REMOVED_EVENT) return [time, n1, n2];
     return [time, t1, t2];
   }
   // Kinds before the cursor's at its time were all sent: from the second before.
-  const through = ACTIVITY_TYPES.indexOf(type) < ACTIVITY_TYPES.indexOf(kind) ? time - 1 : time;
+  const through = LIST_TYPES.indexOf(type) < LIST_TYPES.indexOf(kind) ? time - 1 : time;
   if (type === "sale") return [through, Number.MAX_SAFE_INTEGER, "0x", "0"];
   if (type === "transfer") return [through, Number.MAX_SAFE_INTEGER, 0, "0x", "0"];
+  if (type === REMOVED_EVENT) return [through, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
   return [through, "", ""];
+}
+
+/** A record taken back as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
+function removedEvent(r: RemovedRecord, epoch: string, now: number): ActivityEvent {
+  const removed = removalOf(r.kind, { seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } }, epoch, now);
+  return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(r.row.timestamp), removed });
 }
 
 export function toActivityEvent(r: Row, now: number): ActivityEvent {
@@ -133,27 +152,35 @@ export function createActivityMethods(
       const types = activityTypes(req.types);
       const limit = p.limit(req.limit);
       const final = p.finalOnly(req.finality);
-      const digest = queryDigest(["activity", ref, types, ...(final ? ["final"] : [])]);
+      // includeRemoved: the sales and transfers of the types asked that were taken back (never final: none with finality=final).
+      const removedKinds = req.includeRemoved && !final ? types.filter((t) => t === "sale" || t === "transfer").map((t) => FEED_OF[t] as "sales" | "transfers") : [];
+      const digest = queryDigest(["activity", ref, types, ...(final ? ["final"] : []), ...(req.includeRemoved ? ["removed"] : [])]);
       const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
-      if (after !== null && !ACTIVITY_TYPES.includes(after[1] as ActivityType)) throw p.invalid("cursor is not a valid page token");
+      if (after !== null && !LIST_TYPES.includes(after[1] as ListType)) throw p.invalid("cursor is not a valid page token");
       const id = await knownCollection(store.collections, ref);
       const now = nowSeconds();
       // finality=final: sales and transfers at or below the chain's finalized block (none while it has none); listings and offers as they are.
       const maxBlock = final ? await store.collections.finalized(p.chain(req.chain)) : undefined;
       const kept = maxBlock !== undefined && maxBlock < 0 ? types.filter((t) => t !== "sale" && t !== "transfer") : types;
-      const pages = await Promise.all(kept.map((t) => pageOf(t, id, { limit, after: after === null ? null : resumeKey(t, after) }, now, maxBlock)));
+      const from = (t: ListType) => ({ limit, after: after === null ? null : resumeKey(t, after) });
+      const pages: Page<ListRow>[] = await Promise.all(kept.map((t) => pageOf(t, id, from(t), now, maxBlock)));
+      if (removedKinds.length > 0) {
+        const removed = await store.removals.removalsPage(id, removedKinds, from(REMOVED_EVENT));
+        pages.push({ rows: removed.rows.map((row) => ({ type: REMOVED_EVENT, row })), nextKey: removed.nextKey });
+      }
       // Each kind's rows are in the feed's order already: merged by time, then kind.
       const merged = pages
         .flatMap((pg) => pg.rows)
-        .sort((a, b) => timeOf(b) - timeOf(a) || ACTIVITY_TYPES.indexOf(a.type) - ACTIVITY_TYPES.indexOf(b.type));
+        .sort((a, b) => listTimeOf(b) - listTimeOf(a) || LIST_TYPES.indexOf(a.type) - LIST_TYPES.indexOf(b.type));
       // Array.prototype.sort is stable: equal time and kind keep each list's own order.
       const rows = merged.slice(0, limit);
       const more = merged.length > limit || pages.some((pg) => pg.nextKey !== null);
       const last = rows.at(-1);
+      const epoch = rows.some((r) => r.type === REMOVED_EVENT) ? await store.feed.epoch() : "";
       return create(ListCollectionActivityResponseSchema, {
         successful: 1,
-        nextPage: encodePageToken(digest, more && last !== undefined ? keyOf(last) : null),
-        data: rows.map((r) => toActivityEvent(r, now)),
+        nextPage: encodePageToken(digest, more && last !== undefined ? listKeyOf(last) : null),
+        data: rows.map((r) => (r.type === REMOVED_EVENT ? removedEvent(r.row, epoch, now) : toActivityEvent(r, now))),
       });
     },
 

@@ -357,6 +357,26 @@ describe("removals in the live feeds", () => {
     expect((await post("sales", [at(4)])).status).toBe(200);
     expect((await resumed.next()).value!.sale?.price).toBe("4");
 
+    // The activity list reads them back with includeRemoved=true, at their records' times; paged one by one, each once.
+    const list = async (query: Record<string, string>) => {
+      const out: { type: string; removed: { type: string; originalId: string; sale: { price: string } | null; transfer: { hash: string } | null } | null }[] = [];
+      let cursor = "";
+      do {
+        const page = (await get("/v1/collection/activity", { contractAddress: C5, limit: "1", ...query, ...(cursor === "" ? {} : { cursor }) })).body;
+        out.push(...(page.data as typeof out));
+        cursor = String(page.nextPage);
+      } while (cursor !== "");
+      return out;
+    };
+    expect((await list({})).map((e) => e.type)).toEqual(["sale", "sale"]);
+    const withRemoved = await list({ includeRemoved: "true" });
+    // Newest first: the transfer taken back (the latest time), sale 4, sales 3 and 2 taken back, sale 1.
+    expect(withRemoved.map((e) => [e.type, e.removed?.type ?? null, e.removed?.sale?.price ?? e.removed?.transfer?.hash ?? null])).toEqual([
+      ["removed", "transfer", hash(399)], ["sale", null, null], ["removed", "sale", "3"], ["removed", "sale", "2"], ["sale", null, null],
+    ]);
+    expect(withRemoved[2]!.removed!.originalId).toBe(removals[0]!.removed!.originalId);
+    expect((await list({ includeRemoved: "true", types: "transfer" })).map((e) => e.removed?.type)).toEqual(["transfer"]);
+
     // Server-Sent Events: a removal is an event named "removed" (an EventSource's onmessage does not fire for it), its data the Removal.
     const url = new URL("/v1/asset/sales/stream", s.server.baseUrl);
     url.searchParams.set("contractAddress", C5);

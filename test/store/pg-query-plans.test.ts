@@ -166,6 +166,9 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     for (const kind of ["sales", "listings"] as const) await repos.feed.head(kind, id);
     await repos.feed.sales(id, 3, 50);
     await repos.feed.listings(id, 3, 50);
+    // The records taken back by time (the activity list's includeRemoved), from the start and after a key.
+    await repos.removals.removalsPage(id, ["sales"], { limit: 5, after: null });
+    await repos.removals.removalsPage(id, ["sales"], { limit: 5, after: [1_700_500_000, 18_000_100, 1_000_000] });
     await exerciseAnalytics(repos, id);
     await exerciseTokens(repos, id);
     await exerciseCollectionList(repos, id);

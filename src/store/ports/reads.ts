@@ -89,6 +89,24 @@ export interface TransfersRepository {
   transfersPage(collectionId: number, page: PageRequest, maxBlock?: number): MaybePromise<Page<TransferRow>>;
 }
 
+/** A sale or transfer a reorganisation took back, as kept (docs/chains.md, "Removals in the feeds"). */
+export interface RemovedRecord {
+  kind: "sales" | "transfers";
+  row: SaleRow | TransferRow;
+  /** The removal's feed position. */
+  seq: number;
+  /** The position the record was last sent at. */
+  originalSeq: number;
+}
+
+/** Removed records: timestamp and block (descending), then the removal's position (descending). */
+export const REMOVAL_KEY: KeySpec = ["int", "int", "int"];
+
+export interface RemovalsRepository {
+  /** A collection's records of `kinds` taken back, newest record first (REMOVAL_KEY). */
+  removalsPage(collectionId: number, kinds: readonly ("sales" | "transfers")[], page: PageRequest): MaybePromise<Page<RemovedRecord>>;
+}
+
 export interface SocialRepository {
   /** As salesPage: rows, or ready answers given a form, each with its user's profile as it is now. */
   topInfluencers(collectionId: number, limit: number, form?: undefined): MaybePromise<InfluencerRow[]>;
@@ -145,6 +163,7 @@ export interface ReadRepositories {
   sales: SalesRepository;
   listings: ListingsRepository;
   transfers: TransfersRepository;
+  removals: RemovalsRepository;
   tokens: TokensRepository;
   offers: OffersRepository;
   analytics: AnalyticsRepository;

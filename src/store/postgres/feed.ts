@@ -10,7 +10,8 @@ import { hexSql } from "./hex.js";
 // in position order, one seek on (collection_id, feed_seq) (migration 5).
 // On a replica they answer what it has replayed. The positions are written by record-writes.ts.
 
-const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
+/** A sale row's columns (of the alias `a`, its collection `c`), as toSale reads them. */
+export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
   ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", "c.chain")} AS finality`;
 

@@ -1,5 +1,5 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { FINALITY_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
+import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
@@ -405,6 +405,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   FINALITY_MIGRATION,
   // 24: the records taken back, kept at their removal's feed position (reorgs.ts), as SQLite's 24.
   REMOVALS_MIGRATION,
+  // 25: the records taken back by time (reorgs.ts), as SQLite's 25.
+  REMOVALS_BY_TIME_MIGRATION,
 ];
 
 /**

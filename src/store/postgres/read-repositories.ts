@@ -7,6 +7,7 @@ import { PgFeed } from "./feed.js";
 import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
 import { PgTransfers } from "./transfers.js";
+import { PgRemovalsRead } from "./removals.js";
 import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
@@ -45,6 +46,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     sales: new PgSales(q),
     listings: new PgListings(q),
     transfers: new PgTransfers(q),
+    removals: new PgRemovalsRead(q),
     tokens: new PgTokens(q),
     offers: new PgOffers(q),
     analytics: new PgAnalytics(q),

@@ -66,6 +66,12 @@ export const REMOVALS_MIGRATION = `
   CREATE INDEX transfer_removals_by_feed ON transfer_removals (collection_id, feed_seq);
 `;
 
+/** Migration 25, as SQLite's: the records taken back by time, as the activity list reads them (includeRemoved; removals.ts). */
+export const REMOVALS_BY_TIME_MIGRATION = `
+  CREATE INDEX sale_removals_by_time ON sale_removals (collection_id, timestamp DESC, block DESC, feed_seq DESC);
+  CREATE INDEX transfer_removals_by_time ON transfer_removals (collection_id, timestamp DESC, block DESC, feed_seq DESC);
+`;
+
 /** What a removal keeps of each table's rows (REMOVALS_MIGRATION's columns after the positions). */
 const KEPT = {
   sales: ["collection_id", "asset_id", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash"],

@@ -11,7 +11,8 @@ import type { SqliteStatements } from "./statements.js";
 // position order, one seek on (collection_id, feed_seq) (migration 6). The
 // positions are written by record-writes.ts.
 
-const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
+/** A sale row's columns (of the alias `a`, its collection `c`), as toSale reads them. */
+export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash, ${finalitySql("a.block", "c.chain")} AS finality`;
 
 /** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */

@@ -7,7 +7,7 @@
 // lookups and keyset ranges (see store/asset-key.ts).
 
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
-import { FINALITY_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
+import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -351,6 +351,8 @@ export const MIGRATIONS: readonly Migration[] = [
   FINALITY_SCHEMA,
   // 24: the records taken back, kept at their removal's feed position (reorgs.ts).
   REMOVALS_SCHEMA,
+  // 25: the records taken back by time (reorgs.ts), for the activity list's includeRemoved.
+  REMOVALS_BY_TIME_SCHEMA,
 ];
 
 

@@ -8,6 +8,7 @@ import { type Db, keysFileOf, openKeys, schemaVersion } from "./database.js";
 import { SqliteFeed } from "./feed.js";
 import { SqliteListings } from "./listings.js";
 import { SqliteTransfers } from "./transfers.js";
+import { SqliteRemovalsRead } from "./removals.js";
 import { MIGRATIONS } from "./migrations.js";
 import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { SqliteSales } from "./sales.js";
@@ -26,6 +27,7 @@ export interface SqliteRepositories extends ReadRepositories {
   sales: SqliteSales;
   listings: SqliteListings;
   transfers: SqliteTransfers;
+  removals: SqliteRemovalsRead;
   tokens: SqliteTokens;
   offers: SqliteOffers;
   analytics: SqliteAnalytics;
@@ -67,6 +69,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     sales: new SqliteSales(statements),
     listings: new SqliteListings(statements),
     transfers: new SqliteTransfers(statements),
+    removals: new SqliteRemovalsRead(statements),
     tokens: new SqliteTokens(statements),
     offers: new SqliteOffers(statements),
     analytics: new SqliteAnalytics(statements),

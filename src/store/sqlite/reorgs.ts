@@ -81,6 +81,12 @@ export const REMOVALS_SCHEMA = `
   CREATE INDEX transfer_removals_by_feed ON transfer_removals (collection_id, feed_seq);
 `;
 
+/** Migration 25: the records taken back by time, as the activity list reads them (includeRemoved; removals.ts). */
+export const REMOVALS_BY_TIME_SCHEMA = `
+  CREATE INDEX sale_removals_by_time ON sale_removals (collection_id, timestamp DESC, block DESC, feed_seq DESC);
+  CREATE INDEX transfer_removals_by_time ON transfer_removals (collection_id, timestamp DESC, block DESC, feed_seq DESC);
+`;
+
 /** A sale taken back: what its hours and series are found again by. */
 export interface RemovedSale {
   collectionId: number;

@@ -1,0 +1,27 @@
+import type { Row } from "./rows.js";
+import { toSale, toTransfer } from "./rows.js";
+import { toPage, type Page } from "../ports/paging.js";
+import type { KeyValue } from "../../domain/rows.js";
+import type { RemovedRecord } from "../ports/reads.js";
+
+// The records taken back, newest first, as the activity list reads them
+// with includeRemoved (docs/chains.md): each removal table's page by time
+// (migration 25's indexes), the two merged by the same key, alike on both
+// engines.
+
+/** A removal table of each kind. */
+export const REMOVAL_TABLES = { sales: "sale_removals", transfers: "transfer_removals" } as const;
+
+/** A removed record's page key (ports REMOVAL_KEY). */
+export const removalKey = (r: RemovedRecord): KeyValue[] => [r.row.timestamp, r.row.block, r.seq];
+
+/** A removal table's row as a removed record. */
+export function removedRecord(kind: "sales" | "transfers", r: Row): RemovedRecord {
+  return { kind, row: kind === "sales" ? toSale(r) : toTransfer(r), seq: Number(r.feed_seq), originalSeq: Number(r.original_seq) };
+}
+
+/** The kinds' pages (each up to limit + 1 rows, in key order) merged: the page of `limit` and whether more follow. */
+export function mergedRemovals(parts: readonly RemovedRecord[][], limit: number): Page<RemovedRecord> {
+  const all = parts.flat().sort((a, b) => b.row.timestamp - a.row.timestamp || b.row.block - a.row.block || b.seq - a.seq);
+  return toPage(all, limit, (r) => r, removalKey);
+}
