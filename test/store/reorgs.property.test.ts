@@ -11,7 +11,8 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 // hashes) and records sent again after their removal, in any order, gives
 // the answers of a store fed only the records that survived: owners and
 // holders, stats, the series, the sales list, tokens with their latest
-// sale, listings that come alive again, floors, and activity.
+// sale, listings that come alive again, floors, traits' floors, the
+// market (floor and top bid), the collections list's row, and activity.
 
 /** Every answer the reorganisations must leave as a store that never took the removed records would give. */
 async function answers(h: Harness, address: string): Promise<unknown> {
@@ -26,6 +27,9 @@ async function answers(h: Harness, address: string): Promise<unknown> {
     out[`${c} sales`] = await h.assets.listSales({ ...q, limit: 50 });
     out[`${c} tokens`] = await h.assets.listTokens({ ...q, limit: 50 });
     out[`${c} listings`] = await h.assets.listListings({ ...q, limit: 50 });
+    out[`${c} traits`] = await h.client.listCollectionTraits(q);
+    out[`${c} market`] = await h.client.getCollectionMarket(q);
+    out[`${c} collections list`] = await h.client.listCollections({ query: address, chain: c, limit: 5 });
   }
   return out;
 }
