@@ -1,6 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { Command } from "commander";
+import { keysFileOf } from "../src/store/sqlite/database.js";
 import { ALL_ENDPOINTS, coldRequests, collectionAddresses, compare, ensureStore, hotPath, log, startCli, withLoadOptions } from "./harness.js";
 
 // npm run bench:serve-ab -- --baseline DIR: this build of `serve` against
@@ -27,6 +29,14 @@ if (!existsSync(baselineBin) || !existsSync(join(opts.baseline, "dist/src/cli/ma
 const LOAD = { connections: Number(opts.connections), seconds: Number(opts.seconds), rounds: Number(opts.rounds) };
 const endpoints = opts.endpoints?.split(",") ?? ALL_ENDPOINTS;
 const { db, key } = ensureStore(opts.store);
+// The baseline's store answers the same key: its keys are this store's (the key was made just now, perhaps still in the WAL).
+if (opts.baselineStore !== undefined) {
+  const to = keysFileOf(opts.baselineStore);
+  for (const f of [to, `${to}-wal`, `${to}-shm`]) rmSync(f, { force: true });
+  const keys = new Database(keysFileOf(db), { readonly: true });
+  keys.prepare("VACUUM INTO ?").run(to);
+  keys.close();
+}
 const cs = collectionAddresses(db);
 
 for (const part of opts.parts.split(",")) {

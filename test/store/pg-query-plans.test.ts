@@ -330,6 +330,9 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
 });
 
 /** The table the statement reads its rows from: the first one its FROM names. */
+/** A page's finalized block, once per statement (store/shared/finality.ts finalizedOfCollection). */
+const FINALITY_OF_COLLECTION = /\(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x JOIN finality f ON f\.chain = x\.chain WHERE x\.id = \$1\)/g;
+
 function mainTable(sql: string): string {
   // A floor: the loop over marketplaces drives one seek each into the table its lateral reads.
   const lateral = /CROSS JOIN LATERAL \(\s*SELECT \* FROM (\w+)/.exec(sql);
@@ -337,7 +340,9 @@ function mainTable(sql: string): string {
   // A list of collections: the lateral seek of each reads the table.
   const each = /FROM unnest\([\s\S]*?CROSS JOIN LATERAL \(\s*SELECT [\s\S]*? FROM (\w+)/.exec(sql);
   if (each) return each[1]!;
-  return /\bFROM (\w+)/.exec(sql.replace(/\(SELECT[^()]*\)/g, ""))?.[1] ?? /\bFROM (\w+)/.exec(sql)![1]!;
+  // A record's finality (store/shared/finality.ts) is a seek of its own in the select list, not the statement's table.
+  const own = sql.replace(FINALITY_OF_COLLECTION, "");
+  return /\bFROM (\w+)/.exec(own.replace(/\(SELECT[^()]*\)/g, ""))?.[1] ?? /\bFROM (\w+)/.exec(own)![1]!;
 }
 
 /** Columns an index condition binds: `((collection_id = $1) AND (ROW(a, b) < ROW(...)))` → collection_id, a, b. */

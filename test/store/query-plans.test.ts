@@ -293,13 +293,15 @@ const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \?
 
 /** The plan line of the query's main table (the one the FROM names first). */
 /** A row's finality's seek of its chain's finalized block (store/shared/finality.ts). */
-const FINALITY_OF_ROW = /\(SELECT f\.block FROM finality f WHERE f\.chain = [\w.]+\)/g;
+const FINALITY_OF_ROW = /\(SELECT f\.block FROM finality f WHERE f\.chain = [\w.]+\)|\(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x JOIN finality f ON f\.chain = x\.chain WHERE x\.id = \?\)/g;
 
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
   // A record's finality (store/shared/finality.ts) is a seek of its own in the select list, not the statement's table.
-  const main = sql.replace(FINALITY_OF_ROW, "");
+  const stripped = sql.replace(FINALITY_OF_ROW, "");
+  // A page's finalized block read on its own (sqlite/sales.ts): its collection by key.
+  const main = /\bFROM\b/.test(stripped) ? stripped : sql;
   const m =
     /FROM json_each\(\?\) \w+ CROSS JOIN (\w+) (\w)\b/.exec(main) ??
     /AS l_status\s+FROM (\w+) (\w+)\b/.exec(main) ??
@@ -329,6 +331,8 @@ function requiredBindings(sql: string): string[][] {
   // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
   if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
+  // A collection's chain's finalized block: the collection by its key (sqlite/sales.ts).
+  if (/^SELECT \(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x/.test(sql)) return [["rowid"]];
   // A ready page's key, read for its last row alone: that row by its rowid (sqlite/sales.ts, a ready page).
   if (/FROM (sales|listings) WHERE id = \?$/.test(sql)) return [["rowid"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.

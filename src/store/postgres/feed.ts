@@ -1,7 +1,7 @@
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
-import { finalitySql } from "../shared/finality.js";
+import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
 import type { PgQueries } from "./statements.js";
 import { hexSql } from "./hex.js";
@@ -13,7 +13,7 @@ import { hexSql } from "./hex.js";
 /** A sale row's columns (of the alias `a`, its collection `c`), as toSale reads them. */
 export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
-  ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", "c.chain")} AS finality`;
+  ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality`;
 
 /** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
 const from = (table: string, columns: string) => `${columns} FROM ${table} a JOIN collections c ON c.id = a.collection_id`;

@@ -6,7 +6,7 @@ import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter 
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
-import { finalitySql, saleJsonWithFinality } from "../shared/finality.js";
+import { finalitySql, finalizedOfCollection, saleJsonWithFinality } from "../shared/finality.js";
 import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
 
 // Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
@@ -19,7 +19,7 @@ import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fr
 const SALE_COLUMNS = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
   s.amount_received::text AS amount_received, s.marketplace, ${hexSql("s.block_hash", "block_hash")},
-  ${finalitySql("s.block", "c.chain")} AS finality`;
+  ${finalitySql("s.block", finalizedOfCollection("$1"))} AS finality`;
 
 /** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
 const atOrBefore = (hour: string, from: string, to: string) => `
@@ -104,8 +104,8 @@ function pageQuery(columns: string, collectionId: number, filter: SalesFilter, p
       AND (s.hash, s.asset_id) > (${$(hexToBytes(hash as string))}, ${$(assetId)})))`);
   }
   // The collection's address only when the columns name it (a page of ready rows does not).
-  // The collection (its address, its chain's finality) when the columns name it.
-  const join = columns.includes("c.") ? " JOIN collections c ON c.id = s.collection_id" : "";
+  // The collection's address only when the columns name it (a page of ready rows does not).
+  const join = columns.includes("c.address") ? " JOIN collections c ON c.id = s.collection_id" : "";
   const sql = `SELECT ${columns} FROM sales s${join}
      WHERE ${where.join(" AND ")}
      ORDER BY s.timestamp DESC, s.block DESC, s.hash, s.asset_id LIMIT ${$(page.limit + 1)}`;
@@ -134,10 +134,11 @@ export class PgSales implements SalesRepository {
     // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
     // The kept JSON with the sale's finality as it is now (shared/finality.ts).
     const columns = `${hexSql("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block,
-      ${saleJsonWithFinality("s.wire_json", "s.block", "c.chain")} AS wire`;
+      s.wire_json AS wire, ${finalizedOfCollection("$1")} AS finalized`;
     const { sql, values } = pageQuery(columns, collectionId, filter, page);
-    const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: Fragment | null }>(sql, values);
-    const ready = readyPage(rows, page.limit, (r) => r.wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
+    const rows = await this.q.rows<{ hash: string; asset_id: string; timestamp: string; block: string; wire: string | null; finalized: string }>(sql, values);
+    const wire = (r: (typeof rows)[number]) => saleJsonWithFinality(r.wire, Number(r.block) <= Number(r.finalized));
+    const ready = readyPage(rows, page.limit, wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
     return ready ?? encodedWhole(await this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
   }
 

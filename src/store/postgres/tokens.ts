@@ -3,7 +3,7 @@ import type { TokensFilter, TokensRepository } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { NO_ASK, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
-import { finalitySql } from "../shared/finality.js";
+import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 
 // The tokens list and the traits of a collection, as SQLite's
 // (store/sqlite/tokens.ts): one index range in the order asked, each row's
@@ -20,7 +20,7 @@ const SALE_AND_LISTING = `
   LEFT JOIN LATERAL (
     SELECT ${hex("s.hash")} AS s_hash, ${hex("s.seller")} AS s_seller, ${hex("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
       s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace,
-      ${hex("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", "c.chain")} AS s_finality
+      ${hex("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", finalizedOfChain("c.chain"))} AS s_finality
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (

@@ -4,7 +4,7 @@ import { hexSql, hexToBytes } from "./hex.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
-import { finalitySql } from "../shared/finality.js";
+import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 
 // Transfers as a list and a live feed on PostgreSQL (migration 12), as
 // SQLite's (store/sqlite/transfers.ts): newest first, one range of
@@ -22,7 +22,7 @@ export const TRANSFERS_FEED_MIGRATION = `
 export const TRANSFER_COLUMNS = (t = "t"): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
   ${t}.asset_id::text AS asset_id, ${t}.timestamp, ${t}.block, ${hexSql(`${t}.block_hash`, "block_hash")},
-  ${finalitySql(`${t}.block`, "c.chain")} AS finality`;
+  ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality`;
 
 export class PgTransfers implements TransfersRepository {
   constructor(private readonly q: PgQueries) {}

@@ -4,7 +4,7 @@ import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { NO_ASK, toToken, toTraitValue } from "../shared/token-market.js";
 import type { SqliteStatements } from "./statements.js";
-import { finalitySql } from "../shared/finality.js";
+import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 
 // The tokens list and the traits of a collection, from what token-market.ts
 // keeps: a page is one index range in the order asked where an index holds
@@ -30,7 +30,7 @@ const LATEST_SALE = (t: string) => `(SELECT s.id FROM sales s INDEXED BY sales_b
 const SALE_AND_LISTING = {
   columns: `ls.hash AS s_hash, ls.seller AS s_seller, ls.buyer AS s_buyer, ls.timestamp AS s_timestamp, ls.block AS s_block,
     ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace, ls.block_hash AS s_block_hash,
-    ${finalitySql("ls.block", "c.chain")} AS s_finality,
+    ${finalitySql("ls.block", finalizedOfChain("c.chain"))} AS s_finality,
     ll.marketplace_id AS l_marketplace_id, ll.marketplace AS l_marketplace, ll.created_at AS l_created_at,
     ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.status AS l_status`,
   joins: `LEFT JOIN sales ls ON ls.id = ${LATEST_SALE("t")}

@@ -5,7 +5,7 @@ import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
-import { finalitySql } from "../shared/finality.js";
+import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 
 // Transfers as a list and a live feed (migration 13), for the activity
 // feed: newest first by timestamp, block and log index (one range of
@@ -21,7 +21,7 @@ export const TRANSFERS_FEED_SCHEMA = `
 /** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
 export const TRANSFER_COLUMNS = (t = "t"): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
-  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash, ${finalitySql(`${t}.block`, "c.chain")} AS finality`;
+  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash, ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality`;
 
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}
