@@ -102,17 +102,12 @@ export function toTransfer(r: Row): TransferRow {
     timestamp: Number(r.timestamp),
     block: Number(r.block),
     blockHash: hexOrNone(r.block_hash),
-    ...finalityOf(r.finality),
+    finality: r.finality as Finality | undefined,
   };
 }
 
 export function saleKey(r: SaleRow): [number, number, string, string] {
   return [r.timestamp, r.block, r.hash, r.assetId];
-}
-
-/** A row's finality column (shared/finality.ts), when it was read. */
-export function finalityOf(value: unknown): { finality?: Finality } {
-  return value === "final" || value === "pending" ? { finality: value } : {};
 }
 
 export function toSale(r: Row): SaleRow {
@@ -128,7 +123,7 @@ export function toSale(r: Row): SaleRow {
     amountReceived: r.amount_received as string,
     marketplace: r.marketplace as string,
     blockHash: hexOrNone(r.block_hash),
-    ...finalityOf(r.finality),
+    finality: r.finality as Finality | undefined,
   };
 }
 

@@ -1,8 +1,8 @@
-import { finalityOf, hexOf, hexOrNone } from "./rows.js";
+import { hexOf, hexOrNone } from "./rows.js";
 import type { TokenSort } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeyValue } from "../../domain/rows.js";
-import type { ListingRow, ListingStatusName, SaleRow } from "../../domain/rows.js";
+import type { Finality, ListingRow, ListingStatusName, SaleRow } from "../../domain/rows.js";
 import type { Row } from "./rows.js";
 
 // What both engines keep of a token's market (sqlite/token-market.ts,
@@ -18,7 +18,7 @@ function saleOf(r: Row): SaleRow | undefined {
   return {
     hash: hexOf(r.s_hash), from: hexOf(r.s_seller), to: hexOf(r.s_buyer), contractAddress: r.address as string, assetId: r.asset_id as string,
     timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
-    marketplace: r.s_marketplace as string, blockHash: hexOrNone(r.s_block_hash), ...finalityOf(r.s_finality),
+    marketplace: r.s_marketplace as string, blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
   };
 }
 

@@ -5,7 +5,8 @@ import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
-import { finalitySql, finalizedOfChain } from "../shared/finality.js";
+import { finalityOf, finalitySql, finalizedOfChain } from "../shared/finality.js";
+import { finalizedOf } from "./finality.js";
 
 // Transfers as a list and a live feed (migration 13), for the activity
 // feed: newest first by timestamp, block and log index (one range of
@@ -18,10 +19,14 @@ export const TRANSFERS_FEED_SCHEMA = `
   CREATE INDEX transfers_by_feed ON transfers (collection_id, feed_seq);
 `;
 
-/** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
-export const TRANSFER_COLUMNS = (t = "t"): string =>
+/**
+ * A transfer row's columns (of the alias `t`), as toTransfer reads them;
+ * `finality`: with each row's (rows of several collections: the feeds); a
+ * page of one collection reads it once (finality.ts).
+ */
+export const TRANSFER_COLUMNS = (t = "t", finality = true): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
-  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash, ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality`;
+  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash${finality ? `, ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality` : ""}`;
 
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}
@@ -41,11 +46,16 @@ export class SqliteTransfers implements TransfersRepository {
       params.push(ts, ts, ts, block, block, log, log, hexToBytes(hash as string), assetKey(assetId as string));
     }
     params.push(page.limit + 1);
+    const finalized = finalizedOf(this.s, collectionId);
     const rows = this.s.rows(
-      `SELECT ${TRANSFER_COLUMNS()} FROM transfers t INDEXED BY transfers_by_time JOIN collections c ON c.id = t.collection_id
+      `SELECT ${TRANSFER_COLUMNS("t", false)} FROM transfers t INDEXED BY transfers_by_time JOIN collections c ON c.id = t.collection_id
        WHERE ${where.join(" AND ")} ORDER BY t.timestamp DESC, t.block DESC, t.log_index DESC, t.hash, t.asset_key LIMIT ?`,
       params,
     );
-    return toPage(rows, page.limit, toTransfer, transferKey);
+    const transfer = (r: (typeof rows)[number]) => {
+      r.finality = finalityOf(r.block as number, finalized);
+      return toTransfer(r);
+    };
+    return toPage(rows, page.limit, transfer, transferKey);
   }
 }
