@@ -87,12 +87,12 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
  * is cut here.
  */
 export function saleJson(r: SaleRow): string {
-  const whole = json.sale(toSale({ ...r, finality: "pending" }));
-  return `${whole.slice(0, -PENDING_TAIL.length)}}`;
+  const whole = json.sale(toSale(r));
+  return `${whole.slice(0, whole.lastIndexOf(FINALITY_FIELD))}}`;
 }
 
-/** The end of a sale's JSON written with finality "pending". */
-const PENDING_TAIL = ',"finality":"pending"}';
+/** The start of a sale's last field in its JSON (its finality). */
+const FINALITY_FIELD = ',"finality":';
 
 export function saleBinary(r: SaleRow): Uint8Array {
   return bytes(SaleSchema, toSale(r));
