@@ -3,6 +3,20 @@ import type { ScoreRow } from "../../domain/rows.js";
 import type { CollectionsRepository } from "../ports/reads.js";
 import { toScore } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
+import { finalizedOfCollection } from "../shared/finality.js";
+
+const FINALIZED = `SELECT ${finalizedOfCollection("?")}`;
+
+/**
+ * The finalized block of the chain of collection `collectionId` (-1: none).
+ * A page of one collection's sales or transfers reads it once, then each
+ * row's finality is a comparison (shared/finality.ts finalityOf): in the
+ * page's select list, a scalar subquery cost SQLite a fifth of a sales
+ * page's time (bench:serve-ab, docs/benchmarks.md).
+ */
+export function finalizedOf(s: SqliteStatements, collectionId: number): number {
+  return s.prepare(FINALIZED).pluck().get(collectionId) as number;
+}
 
 export class SqliteCollections implements CollectionsRepository {
   /**

@@ -9,7 +9,7 @@ import type { KeyValue } from "../../domain/rows.js";
 import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter } from "../ports/reads.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { finalityOf, saleJsonWithFinality } from "../shared/finality.js";
-import { finalizedOf } from "./finality.js";
+import { finalizedOf } from "./collections.js";
 import { SalesStatsReader } from "./sales-stats.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";

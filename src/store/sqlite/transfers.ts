@@ -6,7 +6,7 @@ import type { TransfersRepository } from "../ports/reads.js";
 import { toTransfer, transferKey } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 import { finalityOf, finalitySql, finalizedOfChain } from "../shared/finality.js";
-import { finalizedOf } from "./finality.js";
+import { finalizedOf } from "./collections.js";
 
 // Transfers as a list and a live feed (migration 13), for the activity
 // feed: newest first by timestamp, block and log index (one range of
