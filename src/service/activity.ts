@@ -107,10 +107,12 @@ export function resumeKey(type: ListType, after: KeyValue[]): KeyValue[] {
   return [through, "", ""];
 }
 
-/** A record taken back as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
-function removedEvent(r: RemovedRecord, epoch: string, now: number): ActivityEvent {
-  const removed = removalOf(r.kind, { seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } }, epoch, now);
-  return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(r.row.timestamp), removed });
+/** A removal table's record as the feed entry of its removal. */
+const removalEntry = (r: RemovedRecord): FeedEntry<SaleRow | TransferRow> => ({ seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } });
+
+/** A record taken back (a removal's feed entry) as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
+function removedEvent(kind: FeedKind, entry: FeedEntry<SaleRow | TransferRow>, epoch: string, now: number): ActivityEvent {
+  return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(entry.row.timestamp), removed: removalOf(kind, entry, epoch, now) });
 }
 
 export function toActivityEvent(r: Row, now: number): ActivityEvent {
@@ -180,7 +182,7 @@ export function createActivityMethods(
       return create(ListCollectionActivityResponseSchema, {
         successful: 1,
         nextPage: encodePageToken(digest, more && last !== undefined ? listKeyOf(last) : null),
-        data: rows.map((r) => (r.type === REMOVED_EVENT ? removedEvent(r.row, epoch, now) : toActivityEvent(r, now))),
+        data: rows.map((r) => (r.type === REMOVED_EVENT ? removedEvent(r.row.kind, removalEntry(r.row), epoch, now) : toActivityEvent(r, now))),
       });
     },
 
@@ -240,7 +242,7 @@ export function createActivityMethods(
           // A record a reorganisation took back: a "removed" event at its removal's position (docs/chains.md).
           const event = entry.removed === undefined
             ? toActivityEvent(row, nowSeconds())
-            : create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(timeOf(row)), removed: removalOf(FEED_OF[type], entry, epoch, nowSeconds()) });
+            : removedEvent(FEED_OF[type], entry as FeedEntry<SaleRow | TransferRow>, epoch, nowSeconds());
           yield create(WatchCollectionActivityResponseSchema, { event, resumeToken: token() });
         }
       } finally {

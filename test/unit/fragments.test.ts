@@ -20,6 +20,7 @@ import {
   saleBinary,
   saleFragment,
   saleJson,
+  saleJsonWithFinality,
   socialUserBinary,
   socialUserJson,
   spliceBinary,
@@ -126,6 +127,9 @@ describe("ready answers of rows", () => {
     // The kept JSON ends at blockHash: the reads add the finality (store/shared/finality.ts) as the writer places it, last.
     expect(saleJson(sale).replace(/}$/, ',"finality":"pending"}')).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     expect(saleFragment(sale, "json")).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
+    // And as the reads put it back (store/*/sales.ts), final or not.
+    expect(saleJsonWithFinality(saleJson(sale), false)).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
+    expect(saleJsonWithFinality(saleJson(sale), true)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, finality: "final" })));
     expect(equals(SaleSchema, fromBinary(SaleSchema, saleBinary(sale)), toSale(sale))).toBe(true);
   });
 

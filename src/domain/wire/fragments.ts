@@ -93,6 +93,19 @@ export function saleJson(r: SaleRow): string {
 
 /** The start of a sale's last field in its JSON (its finality). */
 const FINALITY_FIELD = ',"finality":';
+const FINAL_TAIL = `${FINALITY_FIELD}"final"}`;
+const PENDING_TAIL = `${FINALITY_FIELD}"pending"}`;
+
+/**
+ * A sale's answer from its kept JSON (saleJson) and whether it is final
+ * now: its finality put back last, as the JSON writer places it; null
+ * stays null (no kept answer). A string slice and concatenation here cost
+ * V8 no copy, where SQLite's substr counts the text's characters twice per
+ * row (bench:serve-ab, docs/benchmarks.md).
+ */
+export function saleJsonWithFinality(kept: string | null, final: boolean): string | null {
+  return kept === null ? null : `${kept.slice(0, -1)}${final ? FINAL_TAIL : PENDING_TAIL}`;
+}
 
 export function saleBinary(r: SaleRow): Uint8Array {
   return bytes(SaleSchema, toSale(r));

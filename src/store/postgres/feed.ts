@@ -1,6 +1,7 @@
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
+import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
 import type { PgQueries } from "./statements.js";
@@ -23,8 +24,8 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   sales: {
     table: "sales",
     sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("sales", SALE_COLUMNS)}`,
-    removals: "sale_removals",
-    removed: `SELECT a.feed_seq, a.original_seq, ${from("sale_removals", SALE_COLUMNS)}`,
+    removals: REMOVAL_TABLES.sales,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.sales, SALE_COLUMNS)}`,
     row: toSale,
   },
   listings: {
@@ -36,8 +37,8 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   transfers: {
     table: "transfers",
     sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("transfers", TRANSFER_COLUMNS("a"))}`,
-    removals: "transfer_removals",
-    removed: `SELECT a.feed_seq, a.original_seq, ${from("transfer_removals", TRANSFER_COLUMNS("a"))}`,
+    removals: REMOVAL_TABLES.transfers,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.transfers, TRANSFER_COLUMNS("a"))}`,
     row: toTransfer,
   },
   offers: {
@@ -48,12 +49,8 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   },
 };
 
-/** A row read as a feed entry: a removal (original_seq set) says the position it takes back. */
-const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => {
-  const entry: FeedEntry<unknown> = { seq: Number(r.feed_seq), row: SELECT[kind].row(r) };
-  if (r.original_seq !== null && r.original_seq !== undefined) entry.removed = { originalSeq: Number(r.original_seq) };
-  return entry;
-};
+/** A row read as a feed entry (shared/removals.ts). */
+const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => toFeedEntry(r, SELECT[kind].row);
 
 /** A collection's rows and removals of a kind above a position (`id`: the collection's expression; $2 the position, $3 the limit). */
 function above(kind: FeedKind, id: string): string {

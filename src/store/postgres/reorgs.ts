@@ -2,6 +2,7 @@ import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { finalizedRemoval } from "../shared/conflicts.js";
 import { BATCH_LINES } from "./record-writes.js";
+import { REMOVAL_TABLES } from "../shared/removals.js";
 import { SERIES_MARKS_TABLE } from "./sales-series.js";
 import { HOUR_DELTAS_TABLE } from "./sales-stats.js";
 
@@ -85,7 +86,7 @@ const KEPT = {
  * removed_* table the merge's recomputations read.
  */
 function removedRows(table: "sales" | "transfers", deletion: string, columns: readonly string[]): string {
-  const removals = table === "sales" ? "sale_removals" : "transfer_removals";
+  const removals = REMOVAL_TABLES[table];
   const temp = table === "sales" ? "removed_sales" : "removed_transfers";
   const kept = KEPT[table];
   return `WITH d AS (${deletion}, ${[...new Set([...kept, ...columns, "feed_seq"])].map((c) => `r.${c}`).join(", ")}),

@@ -6,8 +6,8 @@ import { filterAssets, type SalesFilter, type SalesRepository, type StatsFilter 
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import { encodedWhole, readyPage } from "../shared/wire-rows.js";
-import { finalitySql, finalizedOfCollection, saleJsonWithFinality } from "../shared/finality.js";
-import { type Fragment, saleFragment, type WireForm } from "../../domain/wire/fragments.js";
+import { finalitySql, finalizedOfCollection } from "../shared/finality.js";
+import { type Fragment, saleFragment, saleJsonWithFinality, type WireForm } from "../../domain/wire/fragments.js";
 
 // Sales on PostgreSQL: the same order and keyset pages as SQLite's, and a
 // window's stats in ONE statement (one snapshot, one round trip): per

@@ -27,18 +27,3 @@ export function finalityOf(block: number, finalized: number): Finality {
 export function finalitySql(block: string, finalized: string): string {
   return `CASE WHEN ${block} <= ${finalized} THEN 'final' ELSE 'pending' END`;
 }
-
-/**
- * A sale's kept /v1 JSON (wire_json: every field up to blockHash) with its
- * finality added as its last field, as the JSON writer places it (Sale's
- * field 13 after block_hash); null stays null (no kept answer). Spliced
- * here rather than in SQL: a string slice and concatenation cost V8 no
- * copy, where SQLite's substr counts the text's characters twice per row
- * (bench:serve-ab, docs/benchmarks.md).
- */
-export function saleJsonWithFinality(json: string | null, final: boolean): string | null {
-  return json === null ? null : `${json.slice(0, -1)}${final ? FINAL_TAIL : PENDING_TAIL}`;
-}
-
-const FINAL_TAIL = ',"finality":"final"}';
-const PENDING_TAIL = ',"finality":"pending"}';

@@ -3,6 +3,7 @@ import { toSale, toTransfer } from "./rows.js";
 import { toPage, type Page } from "../ports/paging.js";
 import type { KeyValue } from "../../domain/rows.js";
 import type { RemovedRecord } from "../ports/reads.js";
+import type { FeedEntry } from "../ports/feed.js";
 
 // The records taken back, newest first, as the activity list reads them
 // with includeRemoved (docs/chains.md): each removal table's page by time
@@ -11,6 +12,13 @@ import type { RemovedRecord } from "../ports/reads.js";
 
 /** A removal table of each kind. */
 export const REMOVAL_TABLES = { sales: "sale_removals", transfers: "transfer_removals" } as const;
+
+/** A feed read's row as its entry: a removal (original_seq set) says the position it takes back. */
+export function feedEntry(r: Row, row: (r: Row) => unknown): FeedEntry<unknown> {
+  const entry: FeedEntry<unknown> = { seq: Number(r.feed_seq), row: row(r) };
+  if (r.original_seq !== null && r.original_seq !== undefined) entry.removed = { originalSeq: Number(r.original_seq) };
+  return entry;
+}
 
 /** A removed record's page key (ports REMOVAL_KEY). */
 export const removalKey = (r: RemovedRecord): KeyValue[] => [r.row.timestamp, r.row.block, r.seq];

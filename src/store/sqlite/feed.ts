@@ -1,6 +1,7 @@
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
+import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
 import { assetIdSql } from "./asset-key.js";
@@ -23,7 +24,7 @@ const from = (table: string, columns: string) =>
 const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
     sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("sales", SALE_COLUMNS)}`,
-    removed: `SELECT a.feed_seq, a.original_seq, ${from("sale_removals", SALE_COLUMNS)}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.sales, SALE_COLUMNS)}`,
     row: toSale,
   },
   listings: {
@@ -33,7 +34,7 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
   },
   transfers: {
     sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("transfers", TRANSFER_COLUMNS("a"))}`,
-    removed: `SELECT a.feed_seq, a.original_seq, ${from("transfer_removals", TRANSFER_COLUMNS("a"))}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.transfers, TRANSFER_COLUMNS("a"))}`,
     row: toTransfer,
   },
   offers: {
@@ -52,15 +53,9 @@ const parts = (kind: FeedKind) => {
   return removed === undefined ? [sql] : [sql, removed];
 };
 
-/** Each kind's removals table. */
-const REMOVALS = { sales: "sale_removals", transfers: "transfer_removals" } as const;
 
-/** A row read as a feed entry: a removal (original_seq set) says the position it takes back. */
-const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => {
-  const entry: FeedEntry<unknown> = { seq: r.feed_seq as number, row: SELECT[kind].row(r) };
-  if (r.original_seq !== null && r.original_seq !== undefined) entry.removed = { originalSeq: Number(r.original_seq) };
-  return entry;
-};
+/** A row read as a feed entry (shared/removals.ts). */
+const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<unknown> => toFeedEntry(r, SELECT[kind].row);
 
 export class SqliteFeed implements FeedRepository {
   constructor(private readonly s: SqliteStatements) {}
@@ -78,7 +73,7 @@ export class SqliteFeed implements FeedRepository {
   }
 
   head(kind: FeedKind, collectionId: number): number {
-    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVALS[kind as "sales" | "transfers"]];
+    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVAL_TABLES[kind as "sales" | "transfers"]];
     const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;
     return this.s.prepare(sql).pluck().get(...tables.map(() => collectionId)) as number;
   }

@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { movedFound } from "./fillable.js";
 import { ownerRecomputed } from "./ownership.js";
+import { REMOVAL_TABLES } from "../shared/removals.js";
 
 // Reorganisations on SQLite (docs/chains.md): a sale or transfer taken back
 // is deleted, and what it moved is found again from the records left, as if
@@ -123,7 +124,7 @@ const KEPT_OF = {
 /** The insertion of a row a deletion returned (KEPT_OF) into its removal table, at a new position. */
 const keep = (table: string, columns: readonly string[]) =>
   `INSERT INTO ${table} (feed_seq, original_seq, ${columns.join(", ")}) VALUES (?, ?, ${columns.map(() => "?").join(", ")})`;
-const KEEP = { sales: keep("sale_removals", SALE_KEPT), transfers: keep("transfer_removals", TRANSFER_KEPT) };
+const KEEP = { sales: keep(REMOVAL_TABLES.sales, SALE_KEPT), transfers: keep(REMOVAL_TABLES.transfers, TRANSFER_KEPT) };
 
 type Deleted = Record<string, unknown> & { feed_seq: number; collection_id: number };
 type DeletedSale = Deleted & { marketplace: string; timestamp: number };
