@@ -73,6 +73,9 @@ export interface OfferRow {
   lastUpdatedAt: number;
   /** 0: no expiry. */
   expiresAt: number;
+  /** The block of its on-chain event, and its hash: 0 and "" (or absent) for an off-chain order. */
+  block?: number;
+  blockHash?: string;
   status: ListingStatusName;
 }
 
@@ -84,6 +87,9 @@ export interface ListingRow {
   createdAt: number;
   lastUpdatedAt: number;
   price: string;
+  /** As OfferRow's. */
+  block?: number;
+  blockHash?: string;
   status: ListingStatusName;
 }
 

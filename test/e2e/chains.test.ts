@@ -156,6 +156,56 @@ describe("block hashes", () => {
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.body)).toContain('blockHash: must be 0x followed by 64 hex characters, or \\"\\" for none');
   });
+
+  it("are taken with the block of a listing's and an offer's on-chain event and answered on every read, 0 and \"\" for an order made off-chain", async () => {
+    const ORDERS = "0x00000000000000000000000000000000000000c3";
+    const listing = (id: string, price: string, extra: object = {}) => ({
+      marketplaceId: id, marketplace: "CRYPTOPUNKS", contractAddress: ORDERS, assetId: "7", createdAt: NOW, lastUpdatedAt: NOW,
+      price, currency: "ETH", status: "CREATED", ...extra,
+    });
+    const offer = (id: string, price: string, extra: object = {}) => ({
+      marketplaceId: id, marketplace: "CRYPTOPUNKS", contractAddress: ORDERS, assetId: "7", maker: ALICE, price, currency: "ETH",
+      createdAt: NOW, lastUpdatedAt: NOW, status: "CREATED", ...extra,
+    });
+    const onChain = { block: 19_000_001, blockHash: BLOCK.toUpperCase().replace("0X", "0x") };
+    // The token, minted to its lister before it was listed.
+    const mint = { hash: hash(60), logIndex: 0, from: `0x${"0".repeat(40)}`, to: ALICE, contractAddress: ORDERS, assetId: "7", timestamp: NOW - 10, block: 50 };
+    expect((await post("transfers", [mint])).status).toBe(200);
+    expect((await post("listings", [listing("1", "5", onChain), listing("2", "9")])).status).toBe(200);
+    expect((await post("offers", [offer("3", "4", onChain), offer("4", "2")])).status).toBe(200);
+    const blocks = (rows: { marketplaceId: string; block: number | bigint; blockHash: string }[]) =>
+      Object.fromEntries(rows.map((r) => [r.marketplaceId, [Number(r.block), r.blockHash]]));
+    const expected = { 1: [19_000_001, BLOCK], 2: [0, ""] };
+
+    // The listings' kept answers (JSON and binary), and the offers' columns.
+    const listings = (await get("/v1/asset/listings", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
+    expect(blocks(listings)).toEqual(expected);
+    expect(Object.keys(listings[0]!).slice(-3)).toEqual(["block", "blockHash", "status"]);
+    const asset = createClient(AssetService, transportFor("connect-binary-get", s.server.baseUrl));
+    expect(blocks((await asset.listListings({ contractAddress: ORDERS }, { headers: { "x-api-key": s.read } })).data)).toEqual(expected);
+    const offers = (await get("/v1/asset/offers", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
+    expect(blocks(offers)).toEqual({ 3: [19_000_001, BLOCK], 4: [0, ""] });
+    // The activity (the feeds' reads), and a token's cheapest listing.
+    const activity = (await get("/v1/collection/activity", { contractAddress: ORDERS, types: "listing,offer" })).body.data as
+      { listing: { marketplaceId: string; block: number; blockHash: string } | null; offer: { marketplaceId: string; block: number; blockHash: string } | null }[];
+    expect(blocks(activity.map((e) => (e.listing ?? e.offer)!))).toEqual({ ...expected, 3: [19_000_001, BLOCK], 4: [0, ""] });
+    const token = ((await get("/v1/asset/tokens", { contractAddress: ORDERS, assetId: "7" })).body.data as { listing: { block: number; blockHash: string } | null }[])[0];
+    expect([token?.listing?.block, token?.listing?.blockHash]).toEqual([19_000_001, BLOCK]);
+
+    // A later record of the order replaces its block with its own (an off-chain update: none).
+    expect((await post("listings", [listing("1", "6", { lastUpdatedAt: NOW + 1 })])).status).toBe(200);
+    const again = (await get("/v1/asset/listings", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
+    expect(blocks(again)).toEqual({ 1: [0, ""], 2: [0, ""] });
+  });
+
+  it("refuses a listing's or an offer's block hash without its block", async () => {
+    const refused = await post("listings", [{
+      marketplaceId: "9", marketplace: "CRYPTOPUNKS", contractAddress: SAME, assetId: "7", createdAt: NOW, lastUpdatedAt: NOW,
+      price: "1", currency: "ETH", status: "CREATED", blockHash: BLOCK,
+    }]);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain("a record with a blockHash names its block too");
+  });
 });
 
 describe("a collection's chain over RPC", () => {

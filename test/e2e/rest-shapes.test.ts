@@ -125,6 +125,8 @@ describe("GET /v1 response shapes", () => {
       lastUpdatedAt: "number",
       price: "string",
       currency: "string",
+      block: "number",
+      blockHash: "string",
       status: "string",
     });
     const expected = byListingOrder(t.f.listings).slice(0, 8);
@@ -138,6 +140,8 @@ describe("GET /v1 response shapes", () => {
         lastUpdatedAt: l.lastUpdatedAt,
         price: l.price,
         currency: "ETH",
+        block: l.block ?? 0,
+        blockHash: l.blockHash ?? "",
         status: l.status,
       })),
     );

@@ -33,6 +33,8 @@ describe("REST JSON dialect", () => {
           lastUpdatedAt: 0,
           price: "",
           currency: "",
+          block: 0,
+          blockHash: "",
           status: "FULFILLED",
         },
       ],

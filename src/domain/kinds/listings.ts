@@ -3,7 +3,7 @@ import type { ListingRow } from "../rows.js";
 import { toListing } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { statusOf, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, statusOf, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord({
@@ -15,8 +15,9 @@ const shape = f.collectionRecord({
   lastUpdatedAt: f.epochSeconds,
   price: f.uint256,
   currency: f.currency,
+  ...onChainEvent,
   status: f.listingStatus,
-});
+}, OFF_CHAIN);
 
 /** A listing: a token offered for sale on a marketplace, its latest record replacing the earlier. */
 export const listings = declareKind({
@@ -24,6 +25,7 @@ export const listings = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
+    hashNamesBlock(r, problems);
     notAhead("createdAt", r.createdAt, ctx, problems);
     notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },
@@ -36,6 +38,8 @@ export const listings = declareKind({
     lastUpdatedAt: int(r.lastUpdatedAt),
     price: r.price,
     currency: r.currency,
+    block: int(r.block),
+    blockHash: r.blockHash,
     status: statusOf(r.status),
   }),
   naturalKey: ["marketplace", "marketplaceId"],

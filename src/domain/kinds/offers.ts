@@ -3,7 +3,7 @@ import type { OfferRow } from "../rows.js";
 import { toOffer } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord(
@@ -20,9 +20,10 @@ const shape = f.collectionRecord(
     createdAt: f.epochSeconds,
     lastUpdatedAt: f.epochSeconds,
     expiresAt: f.count,
+    ...onChainEvent,
     status: f.listingStatus,
   },
-  { assetId: "", traitType: "", traitValue: "", expiresAt: 0 },
+  { assetId: "", traitType: "", traitValue: "", expiresAt: 0, ...OFF_CHAIN },
 );
 
 /** An offer (a bid): for one token, for any token of a trait, or for any token of the collection. */
@@ -31,6 +32,7 @@ export const offers = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
+    hashNamesBlock(r, problems);
     if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {
       problems.push({ field: "expiresAt", reason: `must be after createdAt (${r.createdAt}), or 0 for no expiry, got ${r.expiresAt}` });
     }
@@ -55,6 +57,8 @@ export const offers = declareKind({
     createdAt: int(r.createdAt),
     lastUpdatedAt: int(r.lastUpdatedAt),
     expiresAt: int(r.expiresAt),
+    block: int(r.block),
+    blockHash: r.blockHash,
     status: statusOf(r.status),
   }),
   naturalKey: ["marketplace", "marketplaceId"],

@@ -104,6 +104,19 @@ export const attribute = f.object(
   { display_type: "" },
 );
 
+/**
+ * A listing's or an offer's on-chain event (docs/chains.md, "Listings and
+ * offers"): its block and the block's hash, 0 and "" for an order made
+ * off-chain. Optional, so every file and caller without them is unchanged.
+ */
+export const onChainEvent = { block: f.count, blockHash: f.blockHash };
+export const OFF_CHAIN = { block: 0, blockHash: "" };
+
+/** A block hash names a block: one sent with block 0 is refused. */
+export function hashNamesBlock(r: { block: number; blockHash: string }, problems: Problem[]): void {
+  if (r.blockHash !== "" && r.block === 0) problems.push({ field: "block", reason: "a record with a blockHash names its block too" });
+}
+
 /** A listing's or an offer's record: updated no earlier than created. */
 export function updatedAfterCreated(r: { createdAt: number; lastUpdatedAt: number }, problems: Problem[]): void {
   if (r.lastUpdatedAt < r.createdAt) {

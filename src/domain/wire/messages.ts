@@ -51,6 +51,8 @@ export function toListing(r: ListingRow): Listing {
     createdAt: BigInt(r.createdAt),
     lastUpdatedAt: BigInt(r.lastUpdatedAt),
     currency: CURRENCY,
+    block: BigInt(r.block ?? 0),
+    blockHash: r.blockHash ?? "",
     status: ListingStatus[r.status],
   };
 }
@@ -109,6 +111,8 @@ export function toOffer(r: OfferRow, now: number): Offer {
     lastUpdatedAt: BigInt(lapsed ? Math.max(r.lastUpdatedAt, r.expiresAt) : r.lastUpdatedAt),
     expiresAt: BigInt(r.expiresAt),
     currency: CURRENCY,
+    block: BigInt(r.block ?? 0),
+    blockHash: r.blockHash ?? "",
     status: ListingStatus[lapsed ? "EXPIRED" : r.status],
   };
 }

@@ -31,7 +31,7 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   listings: {
     table: "listings",
     sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,
-          a.created_at, a.last_updated_at, a.price::text AS price, a.status`)}`,
+          a.created_at, a.last_updated_at, a.price::text AS price, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`)}`,
     row: toListing,
   },
   transfers: {
@@ -44,7 +44,7 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   offers: {
     table: "offers",
     sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id,
-          a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.status`)}`,
+          a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`)}`,
     row: toOffer,
   },
 };

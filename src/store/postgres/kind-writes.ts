@@ -242,19 +242,21 @@ const BUILT_IN: Record<Kind, KindSpec> = {
   sales: { ...salesSpec(false), withRemovals: bulkKind(salesSpec(true)) },
   listings: {
     stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
-      col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+      col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), col("block", "bigint"), col("block_hash"),
+      ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
     row: (r) => {
       const wire = listingFragments(r as unknown as ListingRow);
       return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
-        wire.jsonHead, wire.jsonMiddle, wire.binary];
+        r.block, r.blockHash || null, wire.jsonHead, wire.jsonMiddle, wire.binary];
     },
     before: [REGISTER_COLLECTIONS],
     // What the records said; the answer (status, last_updated_at) follows it
     // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
     counted: counted("listings", ["marketplace", "marketplace_id"],
-        ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
+        ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
-          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.wire_json_head, st.wire_json_middle, st.wire_pb`),
+          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
+          st.wire_json_head, st.wire_json_middle, st.wire_pb`),
         undefined, true),
     after: KEEP_LISTING_HISTORY,
     afterward: [KNOW_MARKETPLACES],
@@ -266,14 +268,15 @@ const BUILT_IN: Record<Kind, KindSpec> = {
   transfers: { ...transfersSpec(false), withRemovals: bulkKind(transfersSpec(true)) },
   offers: {
     stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
-      col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status")],
+      col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status"),
+      col("block", "bigint"), col("block_hash")],
     row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
-      r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status],
+      r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status, r.block, r.blockHash || null],
     before: [REGISTER_COLLECTIONS],
     counted: counted("offers", ["marketplace", "marketplace_id"],
-        ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
+        ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
         withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
-          st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status`),
+          st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status, st.block, ${bytes("block_hash")} AS block_hash`),
         undefined, true),
     afterward: [KNOW_MARKETPLACES],
     check: refuseMoved("offers"),

@@ -3,6 +3,7 @@ import type { PgQueries } from "./statements.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import type { ListingsFilter, ListingsRepository } from "../ports/reads.js";
 import { listingKey, toListing } from "../shared/rows.js";
+import { hexSql } from "./hex.js";
 import { encodedWhole, listingWire, listingWireColumns, readyPage } from "../shared/wire-rows.js";
 import { type Fragment, listingFragment, type WireForm } from "../../domain/wire/fragments.js";
 
@@ -20,7 +21,7 @@ export class PgListings implements ListingsRepository {
   async #listingsPageRows(collectionId: number, filter: ListingsFilter, page: PageRequest): Promise<Page<ListingRow>> {
     const { sql, values } = pageQuery(
       `c.address, l.marketplace_id, l.marketplace, l.asset_id::text AS asset_id, l.created_at, l.last_updated_at,
-         l.price::text AS price, l.status`,
+         l.price::text AS price, l.block, ${hexSql("l.block_hash", "block_hash")}, l.status`,
       collectionId, filter, page,
     );
     return toPage(await this.q.rows(sql, values), page.limit, toListing, listingKey);

@@ -1,4 +1,4 @@
-import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { LISTING_BLOCK_MIGRATION, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
@@ -407,6 +407,9 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   REMOVALS_MIGRATION,
   // 25: the records taken back by time (reorgs.ts), as SQLite's 25.
   REMOVALS_BY_TIME_MIGRATION,
+  // 26: a listing's and an offer's on-chain block and block hash, as SQLite's 26
+  // (every listing's middle rewritten once: its rows too, until VACUUM).
+  LISTING_BLOCK_MIGRATION({ block: "bigint", hash: "bytea" }, (n) => `left(wire_json_middle, -${n})`),
 ];
 
 /**

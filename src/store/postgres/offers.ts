@@ -3,6 +3,7 @@ import type { PgQueries } from "./statements.js";
 import type { OfferScope, OffersFilter, OffersRepository } from "../ports/market.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { offerKey, toOffer } from "../shared/rows.js";
+import { hexSql } from "./hex.js";
 
 // Offers on PostgreSQL, as SQLite's (store/sqlite/offers.ts): asset_id NULL
 // for a trait or collection-wide offer, trait_type and trait_value '' for a
@@ -35,7 +36,7 @@ export const OFFERS_MIGRATION = `
 `;
 
 const COLUMNS = `c.address, o.marketplace_id, o.marketplace, coalesce(o.asset_id::text, '') AS asset_id, o.trait_type, o.trait_value, o.maker,
-  o.price::text AS price, o.created_at, o.last_updated_at, o.expires_at, o.status`;
+  o.price::text AS price, o.created_at, o.last_updated_at, o.expires_at, o.block, ${hexSql("o.block_hash", "block_hash")}, o.status`;
 
 export class PgOffers implements OffersRepository {
   constructor(private readonly q: PgQueries) {}

@@ -85,3 +85,24 @@ export function encodedWhole<R>(page: Page<R>, encode: (r: R) => Fragment): Page
  */
 export const SALE_JSON_BLOCK_HASH = (head: string) =>
   `UPDATE sales SET wire_json = ${head} || ',"blockHash":""}' WHERE wire_json NOT LIKE '%,"blockHash":""}';`;
+
+/** What a listing's kept middle ends with: its status's name, which the read appends (listingJsonSql). */
+const STATUS_NAME = ',"status":';
+
+/**
+ * Migration 26 on either engine: a listing's and an offer's on-chain block
+ * and its hash (0 and none for the orders already stored, made off-chain as
+ * far as the store knows), and every listing's kept JSON answering them
+ * before its status (as listingFragments now writes it). `cut(n)` is the
+ * engine's wire_json_middle without its last n characters. A middle that
+ * has them (made by an older migration's backfill, which runs this build's
+ * code) is left as it is; the whole JSON follows (SQLite's trigger,
+ * PostgreSQL's generated column). `types` are the engine's column types.
+ */
+export const LISTING_BLOCK_MIGRATION = (types: { block: string; hash: string }, cut: (n: number) => string) => `
+  ALTER TABLE listings ADD COLUMN block ${types.block} NOT NULL DEFAULT 0;
+  ALTER TABLE listings ADD COLUMN block_hash ${types.hash};
+  ALTER TABLE offers ADD COLUMN block ${types.block} NOT NULL DEFAULT 0;
+  ALTER TABLE offers ADD COLUMN block_hash ${types.hash};
+  UPDATE listings SET wire_json_middle = ${cut(STATUS_NAME.length)} || ${literal(`,"block":0,"blockHash":""${STATUS_NAME}`)}
+  WHERE wire_json_middle NOT LIKE ${literal('%"blockHash":%')};`;

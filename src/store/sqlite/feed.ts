@@ -29,7 +29,7 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
   },
   listings: {
     sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.created_at, a.last_updated_at,
-          a.price, a.status`)}`,
+          a.price, a.block, a.block_hash, a.status`)}`,
     row: toListing,
   },
   transfers: {
@@ -39,7 +39,7 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
   },
   offers: {
     sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.trait_type, a.trait_value, a.maker, a.price,
-          a.created_at, a.last_updated_at, a.expires_at, a.status`)}`,
+          a.created_at, a.last_updated_at, a.expires_at, a.block, a.block_hash, a.status`)}`,
     row: toOffer,
   },
 };

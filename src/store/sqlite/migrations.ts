@@ -6,7 +6,7 @@
 // whose text order is the numeric order, so one plain column serves both
 // lookups and keyset ranges (see store/asset-key.ts).
 
-import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { LISTING_BLOCK_MIGRATION, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
@@ -353,6 +353,8 @@ export const MIGRATIONS: readonly Migration[] = [
   REMOVALS_SCHEMA,
   // 25: the records taken back by time (reorgs.ts), for the activity list's includeRemoved.
   REMOVALS_BY_TIME_SCHEMA,
+  // 26: a listing's and an offer's on-chain block and block hash (docs/chains.md, "Listings and offers").
+  LISTING_BLOCK_MIGRATION({ block: "INTEGER", hash: "BLOB" }, (n) => `substr(wire_json_middle, 1, length(wire_json_middle) - ${n})`),
 ];
 
 

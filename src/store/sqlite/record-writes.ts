@@ -90,7 +90,7 @@ export const TABLES = {
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status", "wire_json_head", "wire_json_middle", "wire_pb"],
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
     // wire_json: the whole answer as inserted; a trigger keeps it as the answer moves (wire-rows.ts).
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"], ["wire_json", "wire_json_inserted"]],
     feed: true,
@@ -98,7 +98,7 @@ export const TABLES = {
   offer: {
     table: "offers",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status"],
+    values: ["collection_id", "asset_key", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
     feed: true,
   },
   socialUser: {
@@ -311,6 +311,8 @@ export class WriteStore {
       last_updated_at: r.lastUpdatedAt,
       expires_at: r.expiresAt,
       status: r.status,
+      block: r.block ?? 0,
+      block_hash: blockHashBytes(r.blockHash),
     }, () => this.#refuseMoved("offers", r));
   }
 
@@ -415,6 +417,8 @@ export class WriteStore {
         record_updated_at: r.lastUpdatedAt,
         price: r.price,
         record_status: r.status,
+        block: r.block ?? 0,
+        block_hash: blockHashBytes(r.blockHash),
         wire_json_head: wire.jsonHead,
         wire_json_middle: wire.jsonMiddle,
         wire_pb: wire.binary,

@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { migrateStore, openReadRepositories } from "../../src/store/open.js";
+import { type Engine, importRecords, setSchemaVersion } from "../support/engine.js";
+import { createTestDatabase, skipPg } from "../support/pg.js";
+
+// Migration 26 on both engines (docs/chains.md, "Listings and offers"):
+// a store written before a listing and an offer had a block answers every
+// order it holds as an off-chain one (block 0, blockHash ""), exactly as a
+// store of this build that was sent the same records. The store is made by
+// this build, then taken back to what an older one left (the columns
+// dropped, each listing's kept JSON without the two fields) and opened.
+
+const C = `0x${"cd".repeat(20)}`;
+const NOW = Math.floor(Date.now() / 1000) - 3600;
+const listing = (id: string, price: string, status = "CREATED") => ({
+  marketplaceId: id, marketplace: "OPENSEA", contractAddress: C, assetId: id, createdAt: NOW, lastUpdatedAt: NOW + 1, price, currency: "ETH", status,
+});
+const offer = { marketplaceId: "9", marketplace: "OPENSEA", contractAddress: C, maker: C, price: "3", currency: "ETH", createdAt: NOW, lastUpdatedAt: NOW, status: "CREATED" };
+
+/** The listings as each form answers them, and the offers, read afresh. */
+async function answers(target: string): Promise<unknown> {
+  const repos = await openReadRepositories(target);
+  try {
+    const id = (await repos.collections.collectionId(C))!;
+    const page = { limit: 10, after: null };
+    return {
+      json: (await repos.listings.listingsPage(id, {}, page, "json")).rows,
+      binary: (await repos.listings.listingsPage(id, {}, page, "binary")).rows.map((b) => Buffer.from(b as Uint8Array).toString("hex")),
+      rows: (await repos.listings.listingsPage(id, {}, page)).rows,
+      offers: (await repos.offers.offersPage(id, {}, page, NOW)).rows,
+    };
+  } finally {
+    await repos.close();
+  }
+}
+
+/** Takes the store back to schema 25: no block columns, and kept JSON without them. */
+async function asBeforeMigration26(engine: Engine, target: string): Promise<void> {
+  const undo = [
+    "ALTER TABLE listings DROP COLUMN block",
+    "ALTER TABLE listings DROP COLUMN block_hash",
+    "ALTER TABLE offers DROP COLUMN block",
+    "ALTER TABLE offers DROP COLUMN block_hash",
+    `UPDATE listings SET wire_json_middle = replace(wire_json_middle, ',"block":0,"blockHash":""', '')`,
+  ];
+  if (engine === "sqlite") {
+    const db = new Database(target);
+    try {
+      for (const sql of undo) db.exec(sql);
+      expect(db.prepare("SELECT count(*) FROM listings WHERE wire_json LIKE '%blockHash%'").pluck().get()).toBe(0);
+    } finally {
+      db.close();
+    }
+  } else {
+    const client = new pg.Client({ connectionString: target });
+    await client.connect();
+    try {
+      for (const sql of undo) await client.query(sql);
+      expect((await client.query("SELECT count(*)::int AS n FROM listings WHERE wire_json LIKE '%blockHash%'")).rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+    }
+  }
+  await setSchemaVersion(target, 25);
+}
+
+/** An empty store of the engine. */
+async function emptyStoreOf(engine: Engine): Promise<{ target: string; cleanup(): Promise<void> }> {
+  if (engine === "postgres") {
+    const db = await createTestDatabase();
+    return { target: db.url, cleanup: db.drop };
+  }
+  const dir = mkdtempSync(join(tmpdir(), "marketdata-orders-old-"));
+  return { target: join(dir, "store.sqlite"), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+describe.each([
+  { engine: "sqlite" as const, skip: false },
+  { engine: "postgres" as const, skip: skipPg },
+])("migration 26 ($engine)", ({ engine, skip }) => {
+  it.skipIf(skip)("answers the listings and offers already stored as made off-chain, as this build answers the same records", async () => {
+    const store = await emptyStoreOf(engine);
+    try {
+      await importRecords(store.target, "listings", [listing("1", "5"), listing("2", "7", "CANCELLED")]);
+      await importRecords(store.target, "offers", [offer]);
+      const fresh = await answers(store.target);
+      expect(JSON.parse((fresh as { json: string[] }).json[0]!)).toMatchObject({ block: 0, blockHash: "" });
+      await asBeforeMigration26(engine, store.target);
+      expect(await migrateStore(store.target)).toMatchObject({ from: 25, to: 26 });
+      expect(await answers(store.target)).toEqual(fresh);
+      // A listing sent again after it is written as this build writes it.
+      await importRecords(store.target, "listings", [listing("1", "5")]);
+      expect(await answers(store.target)).toEqual(fresh);
+    } finally {
+      await store.cleanup();
+    }
+  });
+});
