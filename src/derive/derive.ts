@@ -99,8 +99,7 @@ export function rarityRows(f: FittedCollection): RarityRow[] | undefined {
 }
 
 /** The appraisal of every token and every asset that sold (even if its token was never imported); none without sales. */
-export function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, bigint>): AppraisalRow[] | undefined {
-  if (f.pass.observed === 0) return undefined;
+function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, bigint>): AppraisalRow[] {
   const assets = new Set([...f.tokens.map((t) => t.assetId), ...f.lastBuyer.keys()]);
   const rows: AppraisalRow[] = [];
   for (const a of f.pass.appraise(assets, listed)) {
@@ -111,6 +110,16 @@ export function appraisalRows(f: FittedCollection, listed: ReadonlyMap<string, b
   return rows;
 }
 
+/**
+ * A fitted collection's appraisals, its open listings read; none when no
+ * sale is left (all taken back by a reorganisation, say), so that no
+ * derived appraisal made of those sales outlives them (replaceDerived keeps
+ * imported ones).
+ */
+export async function derivedAppraisals(store: DeriveRepository, f: FittedCollection): Promise<AppraisalRow[]> {
+  return f.pass.observed === 0 ? [] : appraisalRows(f, await store.openListingPrices(f.collectionId));
+}
+
 export async function deriveCollection(store: DeriveRepository, contractAddress: string, options: DeriveOptions = {}): Promise<DeriveResult> {
   const until = latestTimeAllowed(options.maxClockSkewSeconds ?? DEFAULTS.maxClockSkew);
   const { fitted, rarityMs: rarityFitMs, appraisalMs: fitMs } = await fitCollection(store, contractAddress, until);
@@ -118,14 +127,14 @@ export async function deriveCollection(store: DeriveRepository, contractAddress:
   const rarity = rarityRows(fitted);
   const rarityMs = rarityFitMs + performance.now() - started;
   started = performance.now();
-  const appraisals = fitted.pass.observed === 0 ? undefined : appraisalRows(fitted, await store.openListingPrices(fitted.collectionId));
+  const appraisals = await derivedAppraisals(store, fitted);
   const appraisalMs = fitMs + performance.now() - started;
 
   // Both data sets in one transaction: no reader sees new rarity beside old appraisals.
   started = performance.now();
   const writes = await store.replaceDerived(
     fitted.collectionId,
-    { ...(rarity === undefined ? {} : { rarity }), ...(appraisals === undefined ? {} : { appraisals }) },
+    { ...(rarity === undefined ? {} : { rarity }), appraisals },
     options.replaceImported,
   );
   const writeMs = performance.now() - started;

@@ -1,5 +1,5 @@
 import type { DeriveRepository, SaleForModel } from "../store/ports/derive.js";
-import { appraisalRows, feedSales, fitCollection, type FittedCollection, rarityRows } from "./derive.js";
+import { derivedAppraisals, feedSales, fitCollection, type FittedCollection, rarityRows } from "./derive.js";
 import { DEFAULTS } from "../config/settings.js";
 import { latestTimeAllowed } from "../domain/formats.js";
 
@@ -97,8 +97,8 @@ export class DerivedRefresher {
       this.#recent.delete(oldest);
     }
     const rarity = ownersMoved ? rarityRows(fit) : undefined;
-    const appraisals = fit.pass.observed === 0 ? undefined : appraisalRows(fit, await this.#store.openListingPrices(fit.collectionId));
-    await this.#store.replaceDerived(fit.collectionId, { ...(rarity === undefined ? {} : { rarity }), ...(appraisals === undefined ? {} : { appraisals }) });
+    const appraisals = await derivedAppraisals(this.#store, fit);
+    await this.#store.replaceDerived(fit.collectionId, { ...(rarity === undefined ? {} : { rarity }), appraisals });
     return { contractAddress: address, mode, sales: fit.pass.observed, fed, ms: performance.now() - started };
   }
 }

@@ -1,5 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deriveCollection } from "../../src/derive/derive.js";
+import { collectionRef } from "../../src/domain/chains.js";
 import { skipPg } from "../support/pg.js";
 import { CHAINS, fixedRecords, historyOf, writeArb } from "../support/reorg-history.js";
 import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
@@ -12,7 +14,10 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 // the answers of a store fed only the records that survived: owners and
 // holders, stats, the series, the sales list, tokens with their latest
 // sale, listings that come alive again, floors, traits' floors, the
-// market (floor and top bid), the collections list's row, and activity.
+// market (floor and top bid), the collections list's row, activity, and
+// the derived appraisals and rarity: the fed store is also derived halfway
+// through its history, so that what a derive made of records taken back
+// later must go with them.
 
 /** Every answer the reorganisations must leave as a store that never took the removed records would give. */
 async function answers(h: Harness, address: string): Promise<unknown> {
@@ -30,8 +35,15 @@ async function answers(h: Harness, address: string): Promise<unknown> {
     out[`${c} traits`] = await h.client.listCollectionTraits(q);
     out[`${c} market`] = await h.client.getCollectionMarket(q);
     out[`${c} collections list`] = await h.client.listCollections({ query: address, chain: c, limit: 5 });
+    out[`${c} appraisals`] = await h.assets.listAppraisals({ ...q, limit: 50 });
+    out[`${c} rarity`] = await h.assets.listRarity({ ...q, limit: 50 });
   }
   return out;
+}
+
+/** The background derive's work on both chains' collections, as it would run after these writes. */
+async function derived(h: Harness, address: string): Promise<void> {
+  for (const c of CHAINS) await deriveCollection(h.store.derive, collectionRef(c, address));
 }
 
 for (const engine of ["sqlite", "postgres"] as const) {
@@ -59,14 +71,18 @@ for (const engine of ["sqlite", "postgres"] as const) {
             await importBatch(h.store, "listings", listings);
           }
           const { lines, held } = historyOf(address, writes);
-          for (const batch of batchesByKind(lines.map((l) => ({ ...l })), 5)) {
+          const batches = batchesByKind(lines.map((l) => ({ ...l })), 5);
+          for (const [i, batch] of batches.entries()) {
+            if (i === Math.floor(batches.length / 2)) await derived(fed, address);
             await importBatch(fed.store, batch[0]!.kind, batch.map((b) => b.record));
           }
+          await derived(fed, address);
           const kept = [...held.values()];
           for (const kind of ["sales", "transfers"] as const) {
             const records = kept.filter((k) => k.kind === kind).map((k) => k.record);
             if (records.length > 0) await importBatch(survivors.store, kind, records);
           }
+          await derived(survivors, address);
           expect(await answers(fed, address)).toEqual(await answers(survivors, address));
         }),
         { numRuns: engine === "postgres" ? 25 : 60 },
