@@ -115,8 +115,9 @@ webhooks
   .option("--types <types>", "comma-separated: sale, listing, offer, transfer (default: all four)")
   .requiredOption("--key-id <id>", "the API key it delivers for (from `keys list`): revoking it disables the webhook")
   .option("--from <from>", 'where delivery starts: "now" (default), a position, or a time like 2026-11-26T10:00:00Z')
+  .option("--finality <finality>", '"final": each sale and transfer once its block is final, and no removal (docs/chains.md); default: every event as committed')
   .addOption(allowPrivateOption())
-  .action(async (opts: { db: string; url: string; collections: string; chain: string; types?: string; keyId: string; from?: string; allowPrivateWebhooks?: boolean }) =>
+  .action(async (opts: { db: string; url: string; collections: string; chain: string; types?: string; keyId: string; from?: string; finality?: string; allowPrivateWebhooks?: boolean }) =>
     (await import("./webhooks.js")).createWebhook({
       ...opts,
       // The flag, else ALLOW_PRIVATE_WEBHOOKS: the same setting serve takes.

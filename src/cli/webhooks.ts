@@ -51,11 +51,12 @@ function describe(w: WebhookRecord): string {
 }
 
 export async function createWebhook(
-  opts: WebhookCliOptions & { url: string; collections: string; chain?: string; types?: string; keyId: string; from?: string },
+  opts: WebhookCliOptions & { url: string; collections: string; chain?: string; types?: string; keyId: string; from?: string; finality?: string },
 ): Promise<void> {
   if (!/^[1-9][0-9]{0,15}$/.test(opts.keyId)) throw new CliError(`--key-id must be a positive integer (from "keys list"), got ${JSON.stringify(opts.keyId)}`);
   const { webhook, secret } = await withAdmin(opts, (admin) =>
-    admin.create({ url: opts.url, collections: [opts.collections], chain: opts.chain ?? "", types: opts.types === undefined ? [] : [opts.types], keyId: Number(opts.keyId), from: opts.from ?? "" }),
+    admin.create({ url: opts.url, collections: [opts.collections], chain: opts.chain ?? "", types: opts.types === undefined ? [] : [opts.types], keyId: Number(opts.keyId), from: opts.from ?? "",
+      finality: opts.finality ?? "" }),
   );
   process.stderr.write(`Created webhook ${describe(webhook)}.\nIts signing secret is shown only once; give it to the receiver now:\n`);
   // The secret alone on the last line of stdout, so scripts can capture it.
@@ -70,7 +71,7 @@ export async function listWebhooks(opts: WebhookCliOptions): Promise<void> {
       w.id,
       w.state,
       w.url,
-      w.kinds.map((k) => EVENT_TYPE[k]).join(","),
+      `${w.kinds.map((k) => EVENT_TYPE[k]).join(",")}${w.finalOnly ? " (final)" : ""}`,
       w.collections.length === 1 ? w.collections[0]! : `${w.collections.length} collections`,
       String(w.keyId),
       positionsText(w.positions),

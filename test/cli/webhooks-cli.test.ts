@@ -36,6 +36,7 @@ describe("marketdata webhooks", () => {
       [[...base, "--url", "https://169.254.169.254/"], /private address/],
       [[...base, "--url", "https://example.com/h", "--types", "sale,mint"], /types must be among/],
       [[...base, "--url", "https://example.com/h", "--from", "yesterday"], /from must be/],
+      [[...base, "--url", "https://example.com/h", "--finality", "safe"], /finality must be "final" or ""/],
       [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", ",", "--key-id", keyId], /collections must name at least one/],
       [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", "nope", "--key-id", keyId], /collections must be 0x/],
       [["webhooks", "create", "--db", db, "--url", "https://example.com/h", "--collections", C, "--key-id", "77"], /no unrevoked API key 77/],
@@ -78,6 +79,10 @@ describe("marketdata webhooks", () => {
     expect(runCli(["webhooks", "log", "--db", db, id]).stdout.trim()).toMatch(/^AT\s+MESSAGE/);
     expect(runCli(["webhooks", "delete", "--db", db, id]).status).toBe(0);
     expect(runCli(["webhooks", "list", "--db", db]).stdout).not.toContain(id);
+    // A webhook of settled data only says so in the list.
+    const final = runCli(["webhooks", "create", "--db", db, "--url", "https://hooks.example.com/final", "--collections", C, "--key-id", keyId, "--types", "sale", "--finality", "final"]);
+    expect(final.status, final.stderr).toBe(0);
+    expect(runCli(["webhooks", "list", "--db", db]).stdout).toMatch(/https:\/\/hooks\.example\.com\/final\s+sale \(final\)/);
   });
 
   it("log shows a receiver's control characters as escapes, never raw (issue 49, item 8)", async () => {

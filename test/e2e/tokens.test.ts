@@ -61,7 +61,7 @@ describe("the tokens and traits lists", () => {
       rarityRank: 1, lastSale: null,
       listing: {
         marketplaceId: "2", marketplace: "OPENSEA", contractAddress: C, assetId: "2", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000,
-        price: "800", currency: "ETH", status: "CREATED",
+        price: "800", currency: "ETH", block: 0, blockHash: "", status: "CREATED",
       },
     });
     expect((await tokens({ contractAddress: C, sort: "price" })).ids).toEqual(["2", "3", "1", "10"]);

@@ -65,9 +65,12 @@ beforeEach(() => {
 const client = () => createClient(WebhookService, transportFor("connect", ctx.server.baseUrl));
 const as = (key: string) => ({ headers: { "x-api-key": key } });
 
-async function subscribe(path: string, options: { collections?: string[]; types?: string[]; from?: string; chain?: string } = {}) {
+async function subscribe(path: string, options: { collections?: string[]; types?: string[]; from?: string; chain?: string; finality?: string } = {}) {
   const r = await client().createWebhook(
-    { url: `${ctx.receiver.url}${path}`, collections: options.collections ?? [C], types: options.types ?? ["sale"], from: options.from ?? "", chain: options.chain ?? "" },
+    {
+      url: `${ctx.receiver.url}${path}`, collections: options.collections ?? [C], types: options.types ?? ["sale"], from: options.from ?? "", chain: options.chain ?? "",
+      finality: options.finality ?? "",
+    },
     as(ctx.admin),
   );
   ctx.receiver.secrets.push(r.secret);
@@ -142,6 +145,39 @@ describe("webhooks", () => {
     // Sent once: nothing more arrives.
     await new Promise((r) => setTimeout(r, 300));
     expect(ctx.receiver.events(webhook!.id)).toHaveLength(4);
+  });
+
+  it("with finality=final, deliver each sale once its block is final, never one taken back meanwhile, and listings as they come (docs/chains.md)", async () => {
+    // On Base, whose finality no other test moves.
+    const { webhook } = await subscribe("/final", { chain: "base", types: ["sale", "listing"], finality: "final" });
+    expect(webhook?.finality).toBe("final");
+    const bad = await client().createWebhook({ url: `${ctx.receiver.url}/f`, collections: [C], types: ["sale"], finality: "settled" }, as(ctx.admin)).catch((e: unknown) => e);
+    expect(ConnectError.from(bad).code).toBe(Code.InvalidArgument);
+    const onBase = (n: number, block: number): Record<string, unknown> => ({ ...numberedSale(n, C), chain: "base", block });
+    const [at10, at20, at30, at25] = [onBase(9001, 10), onBase(9002, 20), onBase(9003, 30), onBase(9004, 25)];
+    await ingestOk(ctx.server, ctx.ingest, "sales", [at10, at20, at30]);
+    const listing = { marketplaceId: "0xf1", marketplace: "OPENSEA", contractAddress: C, chain: "base", assetId: "1", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000, price: "5", currency: "ETH", status: "CREATED" };
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing]);
+    // A listing is not held: no block of it is awaited. No sale is final yet.
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ctx.receiver.events(webhook!.id).map((e) => e.type)).toEqual(["listing"]);
+
+    await ingestOk(ctx.server, ctx.ingest, "finality", [{ chain: "base", block: 15 }]);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 2);
+    // The sale at block 20 is taken back while held, another comes at block 25; then all are final.
+    await ingestOk(ctx.server, ctx.ingest, "sales", [{ ...at20, removed: true }]);
+    await ingestOk(ctx.server, ctx.ingest, "sales", [at25]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ctx.receiver.events(webhook!.id)).toHaveLength(2);
+    await ingestOk(ctx.server, ctx.ingest, "finality", [{ chain: "base", block: 40 }]);
+    await ctx.receiver.until(() => ctx.receiver.events(webhook!.id).length >= 4);
+    await new Promise((r) => setTimeout(r, 300));
+    const events = ctx.receiver.events(webhook!.id);
+    // In position order (the sale at 30 was committed before the one at 25), each answering final; no removal.
+    expect(events.map((e) => e.type)).toEqual(["listing", "sale", "sale", "sale"]);
+    expect(events.slice(1).map((e) => [e.sale!.hash, e.sale!.finality])).toEqual([at10, at30, at25].map((s) => [s.hash, "final"]));
+    expect(events.every((e) => e.chain === "base")).toBe(true);
   });
 
   it("deliver their chain's events only, each naming its chain (docs/chains.md)", async () => {

@@ -5,6 +5,7 @@ import { FeedHub, type Subscription } from "../../src/service/feed-hub.js";
 import { BatchReader } from "../../src/service/webhooks/batches.js";
 import type { Held } from "../../src/service/webhooks/held.js";
 import type { FeedKind } from "../../src/store/ports/feed.js";
+import type { ReadRepositories } from "../../src/store/ports/reads.js";
 import { skipPg } from "../support/pg.js";
 import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
 import { CHAINS, type Chain, fixedRecords, historyOf, keyOf, writeArb } from "../support/reorg-history.js";
@@ -17,6 +18,15 @@ import { CHAINS, type Chain, fixedRecords, historyOf, keyOf, writeArb } from "..
 // (webhooks/batches.ts) receive every record and every removal once, in
 // position order, with nothing skipped; applied in order (a record sets
 // its key, a removal deletes it) they give exactly the surviving records.
+// A final-only webhook of each chain (finality=final) reads along: nothing
+// while no block is final; once the history is written and its chain's
+// finalized block is set at random, each kind's records up to its first
+// one not yet final, in position order; once every block is final, the
+// rest (in position order within each kind: a kind's record held back does
+// not hold back another's): exactly the surviving records, each once, and
+// no removal. (Its
+// finalized block is the reader's alone, so that the history's removals
+// stay legal for the store.)
 
 type Record_ = Record<string, unknown>;
 /** What the comparison looks at of a record, from a feed row, a webhook event's message or a sent line. */
@@ -76,27 +86,38 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
     it("every record and every removal is delivered once, in position order, across resumes; applied in order they give the surviving records", async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }), async (writes, drops) => {
+        fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }), fc.integer({ min: 0, max: 7 }), async (writes, drops, settled) => {
           const address = `0x${(0xe1000 + ++run).toString(16).padStart(40, "0")}`;
           const { tokens, listings } = fixedRecords(address);
           await importBatch(h.store, "tokens", tokens);
           await importBatch(h.store, "listings", listings);
           const { lines, held } = historyOf(address, writes);
           const lives: Live[] = [];
-          const hooks: { chain: Chain; held: Held; events: { id: string; position: number; key: string; removed: boolean; record: Record_ }[] }[] = [];
+          type Hook = { chain: Chain; held: Held; events: { id: string; position: number; key: string; removed: boolean; record: Record_ }[] };
+          const hooks: Hook[] = [];
+          const finalHooks: Hook[] = [];
           const reader = new BatchReader(h.read, 3);
+          // The final-only webhooks' chain finality, set by the test.
+          let finalized = -1;
+          const collections = new Proxy(h.read.collections, {
+            get: (target, name) => (name === "finalized" ? async () => finalized : Reflect.get(target, name, target)),
+          });
+          const finalReader = new BatchReader({ ...h.read, collections } as ReadRepositories, 3);
           for (const chain of CHAINS) {
             const ref = collectionRef(chain, address);
             const id = (await h.read.collections.collectionId(ref))!;
             for (const kind of ["sales", "transfers"] as const) {
               lives.push({ chain, kind, id, ref, sub: await hub.subscribe<unknown>(kind, { id, ref }, () => true, undefined, 0), got: [] });
             }
-            const rec = { id: `wh_p${run}${chain}`, generation: 1, kinds: ["sales", "transfers"] as FeedKind[], collections: [ref] };
-            hooks.push({ chain, held: { rec, ids: new Map([[ref, id]]), positions: { sales: 0, listings: 0, offers: 0, transfers: 0 } } as unknown as Held, events: [] });
+            for (const finalOnly of [false, true]) {
+              const rec = { id: `wh_p${run}${chain}${finalOnly ? "f" : ""}`, generation: 1, kinds: ["sales", "transfers"] as FeedKind[], collections: [ref], finalOnly };
+              (finalOnly ? finalHooks : hooks).push({ chain, held: { rec, ids: new Map([[ref, id]]), positions: { sales: 0, listings: 0, offers: 0, transfers: 0 } } as unknown as Held, events: [] });
+            }
           }
-          /** The webhook's batches until it has nothing more, as the dispatcher reads them. */
-          const deliver = async () => {
-            for (const hook of hooks) {
+          /** The webhooks' batches until they have nothing more, as the dispatcher reads them. */
+          const deliver = async (which = hooks, reader_ = reader) => {
+            for (const hook of which) {
+              const reader = reader_;
               reader.forget();
               for (let batch = await reader.read(hook.held, "e"); batch !== undefined; batch = await reader.read(hook.held, "e")) {
                 const body = JSON.parse(batch.body) as { data: { events: Record_[] } };
@@ -123,6 +144,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
               }
             }
             await deliver();
+            await deliver(finalHooks, finalReader);
           }
           for (const l of lives) {
             // Positions in order, none twice, and every one the store's feed holds at the end (a row deleted since
@@ -139,6 +161,33 @@ for (const engine of ["sqlite", "postgres"] as const) {
             expect(positions).toEqual([...new Set(positions)].sort((a, b) => a - b));
             expect(new Set(hook.events.map((e) => e.id)).size).toBe(hook.events.length);
             const survivors = new Map([...held].filter(([, v]) => v.record.chain === hook.chain).map(([k, v]) => [k, essence(v.record)]));
+            expect(fold(hook.events)).toEqual(survivors);
+          }
+          // Final-only: nothing while no block is final; then each kind up to its first record not final.
+          for (const hook of finalHooks) expect(hook.events).toEqual([]);
+          finalized = settled;
+          await deliver(finalHooks, finalReader);
+          for (const hook of finalHooks) {
+            const id = (await h.read.collections.collectionId(collectionRef(hook.chain, address)))!;
+            for (const kind of ["sales", "transfers"] as const) {
+              const rows = (await h.read.feed.merged(kind, [id], 0, 10_000)).filter((e) => e.removed === undefined);
+              const cut = rows.findIndex((e) => (e.row as Record_).block as number > settled);
+              const expected = (cut < 0 ? rows : rows.slice(0, cut)).map((e) => keyOf({ ...(e.row as Record_), chain: hook.chain }, kind));
+              expect(hook.events.filter((e) => e.key.startsWith(`${kind}/`)).map((e) => e.key)).toEqual(expected);
+            }
+          }
+          // Every block final: the rest, each surviving record once, each answering final, and no removal.
+          finalized = 1_000;
+          await deliver(finalHooks, finalReader);
+          for (const hook of finalHooks) {
+            // In position order within each kind: a kind's record held back does not hold back another kind's.
+            for (const kind of ["sales", "transfers"]) {
+              const positions = hook.events.filter((e) => e.key.startsWith(`${kind}/`)).map((e) => e.position);
+              expect(positions).toEqual([...new Set(positions)].sort((a, b) => a - b));
+            }
+            expect(hook.events.filter((e) => e.removed || e.record.finality !== "final")).toEqual([]);
+            const survivors = new Map([...held].filter(([, v]) => v.record.chain === hook.chain).map(([k, v]) => [k, essence(v.record)]));
+            expect(hook.events.length).toBe(survivors.size);
             expect(fold(hook.events)).toEqual(survivors);
           }
           for (const l of lives) hub.unsubscribe(l.sub);

@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import Database from "better-sqlite3";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openWebhookStore, openWritableStore } from "../../src/store/open.js";
 import { WEBHOOK_LOG_SIZE, type WebhookAttemptRecord, type WebhookStore } from "../../src/store/ports/webhooks.js";
+import { webhooksFileOf } from "../../src/store/sqlite/webhooks.js";
 import { withKeys } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 
@@ -124,5 +126,33 @@ for (const [name, open, skip] of engines) {
       });
       expect([...(await hooks.liveKeys([keyId, revoked, 999_999]))]).toEqual([keyId]);
     });
+
+    it("keep whether a webhook is of settled data only (finality=final)", async () => {
+      const every = await create("wh_final0000000000000a");
+      const final = await hooks.create({ id: "wh_final0000000000000b", url: "https://example.com/h", collections: ["0x" + "a".repeat(40)], kinds: ["sales"], keyId, secret: "whsec_x", epoch: "e", positions: at0, finalOnly: true });
+      expect([every.finalOnly, final.finalOnly]).toEqual([false, true]);
+      expect((await hooks.get("wh_final0000000000000b"))?.finalOnly).toBe(true);
+    });
   });
 }
+
+describe("a SQLite webhooks file made before finality=final webhooks", () => {
+  it("takes the column when opened, its webhooks answering every event", async () => {
+    const target = join(dir, "old-webhooks.sqlite");
+    await (await openWritableStore(target, { migrateEmpty: true })).close();
+    const keyId = await withKeys(target, async (admin) => (await admin.create("k")).id);
+    const made = await openWebhookStore(target);
+    await made.create({ id: "wh_old00000000000000000", url: "https://example.com/h", collections: ["0x" + "a".repeat(40)], kinds: ["sales"], keyId, secret: "whsec_x", epoch: "e", positions: at0 });
+    await made.close();
+    // As an older build left it: no final_only column.
+    const file = new Database(webhooksFileOf(target));
+    file.exec("ALTER TABLE webhooks DROP COLUMN final_only");
+    file.close();
+    const hooks = await openWebhookStore(target);
+    try {
+      expect((await hooks.get("wh_old00000000000000000"))?.finalOnly).toBe(false);
+    } finally {
+      await hooks.close();
+    }
+  });
+});

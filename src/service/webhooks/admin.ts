@@ -43,6 +43,8 @@ export interface CreateWebhook {
   keyId: number;
   /** "now" (or ""), a position, or a time. */
   from?: string;
+  /** "final": settled sales and transfers only (docs/chains.md); "" or absent: every event. */
+  finality?: string;
 }
 
 function notFound(id: string): ConnectError {
@@ -77,6 +79,7 @@ export class WebhookAdmin {
     const named = req.collections.flatMap((c) => c.split(",")).map((c) => c.trim()).filter((c) => c !== "");
     if (named.length === 0) throw p.invalid("collections must name at least one contract address");
     const chain = p.chain(req.chain ?? "");
+    const finalOnly = p.finalOnly(req.finality ?? "");
     // Stored as references (domain/chains.ts collectionRef): a webhook is on one chain.
     const collections = [...new Set(named.map((c) => collectionRef(chain, p.contractAddress(c, "collections"))))];
     if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
@@ -98,7 +101,7 @@ export class WebhookAdmin {
     const epoch = await this.store.feed.epoch();
     const positions = await this.#start(parseStart(req.from ?? "", true), collections);
     const secret = newSecret();
-    const webhook = await this.hooks.create({ id: newId(), url, collections, kinds: FEED_KINDS.filter((k) => kinds.has(k)), keyId: req.keyId, secret, epoch, positions });
+    const webhook = await this.hooks.create({ id: newId(), url, collections, kinds: FEED_KINDS.filter((k) => kinds.has(k)), keyId: req.keyId, secret, epoch, positions, finalOnly });
     return { webhook, secret };
   }
 

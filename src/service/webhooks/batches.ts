@@ -10,6 +10,23 @@ import { batchBody, eventJson, messageId } from "./payload.js";
 // (payload.ts). The feed reads of one look at the store are shared by the
 // webhooks on the same collections (ten webhooks on a collection, caught
 // up, read the same rows), and each event's JSON is made once.
+//
+// A final-only webhook (finality=final, docs/chains.md "Settled data only")
+// gets each sale and transfer once its block is final: a kind's read stops
+// at its first record above the chain's finalized block (the position waits
+// there until a finality record moves it, which makes every webhook look
+// again), and its removals are passed over unsent, as a final record is
+// never taken back and the record they take back was never sent.
+
+/** The kinds whose records a final-only webhook holds until final. */
+const GATED: ReadonlySet<FeedKind> = new Set(["sales", "transfers"]);
+
+interface BatchRow {
+  kind: FeedKind;
+  entry: FeedEntry<unknown>;
+  /** Passed over (a final-only webhook's removal): its position is taken, nothing sent. */
+  silent: boolean;
+}
 
 export class BatchReader {
   /**
@@ -43,18 +60,43 @@ export class BatchReader {
     return read;
   }
 
-  /** The next batch of the webhook's events above its positions in feed `epoch`, or undefined when it has none. */
+  /**
+   * The next batch of the webhook's events above its positions in feed
+   * `epoch`, or undefined when it has none. A batch that would only pass
+   * over positions (a final-only webhook's removals) is not sent: the
+   * webhook's positions move past them here, and the next batch is read.
+   */
   async read(h: Held, epoch: string): Promise<Batch | undefined> {
+    for (;;) {
+      const batch = await this.#readOnce(h, epoch);
+      if (batch === undefined || batch.events > 0) return batch;
+      h.positions = batch.positions;
+      if (!batch.more) return undefined;
+    }
+  }
+
+  async #readOnce(h: Held, epoch: string): Promise<Batch | undefined> {
     const size = this.batchSize;
-    const rows: { kind: FeedKind; entry: FeedEntry<unknown> }[] = [];
+    const rows: BatchRow[] = [];
     let more = false;
     const ids = [...h.ids.values()].sort((a, b) => a - b);
+    const chain = webhookChain(h.rec);
+    const finalized = h.rec.finalOnly ? await this.store.collections.finalized(chain) : undefined;
     for (const kind of h.rec.kinds) {
       // Its collections in one read (one snapshot): positions are per kind, so a commit seen
       // in one collection but not in another read before it would be skipped for ever.
-      const read = await this.#feedRead(kind, ids, h.positions[kind], size);
-      for (const entry of read) rows.push({ kind, entry });
-      if (read.length === size) more = true;
+      let read = await this.#feedRead(kind, ids, h.positions[kind], size);
+      let full = read.length === size;
+      const gated = finalized !== undefined && GATED.has(kind);
+      if (gated) {
+        const pending = read.findIndex((e) => e.removed === undefined && (e.row as { block: number }).block > finalized);
+        if (pending >= 0) {
+          read = read.slice(0, pending);
+          full = false;
+        }
+      }
+      for (const entry of read) rows.push({ kind, entry, silent: gated && entry.removed !== undefined });
+      if (full) more = true;
     }
     // The batch is the `size` lowest positions of everything read. Each read
     // holds at most `size` rows, so a row a full read left out lies above
@@ -68,29 +110,36 @@ export class BatchReader {
     }
     const positions = { ...h.positions };
     const now = nowSeconds();
-    const chain = webhookChain(h.rec);
-    const texts = rows.map(({ kind, entry }) => {
+    const texts: string[] = [];
+    for (const { kind, entry, silent } of rows) {
       positions[kind] = entry.seq;
-      if (kind === "offers") return eventJson(epoch, kind, entry, now, chain);
-      let text = this.#events.get(entry.seq);
-      if (text === undefined) {
-        text = eventJson(epoch, kind, entry, now, chain);
-        if (this.#events.size >= 100_000) this.#events.clear();
-        this.#events.set(entry.seq, text);
-      }
-      return text;
-    });
+      if (!silent) texts.push(this.#eventText(epoch, kind, entry, now, chain, finalized !== undefined && GATED.has(kind)));
+    }
     const first = rows[0]!.entry.seq;
     const last = rows[rows.length - 1]!.entry.seq;
     return {
       id: messageId(h.rec.id, h.rec.generation, first, last),
       body: batchBody(h.rec.id, texts, new Date()),
-      events: rows.length,
+      events: texts.length,
       first,
       last,
       positions,
       more,
       attempt: 1,
     };
+  }
+
+  /** An event's JSON, made once per position (an offer's status depends on the time; a final-only webhook's record answers "final"). */
+  #eventText(epoch: string, kind: FeedKind, entry: FeedEntry<unknown>, now: number, chain: string, final: boolean): string {
+    // Read while pending, perhaps, by the feed read another webhook shares: final now, as the gate found.
+    if (final) return eventJson(epoch, kind, { ...entry, row: { ...(entry.row as object), finality: "final" } }, now, chain);
+    if (kind === "offers") return eventJson(epoch, kind, entry, now, chain);
+    let text = this.#events.get(entry.seq);
+    if (text === undefined) {
+      text = eventJson(epoch, kind, entry, now, chain);
+      if (this.#events.size >= 100_000) this.#events.clear();
+      this.#events.set(entry.seq, text);
+    }
+    return text;
   }
 }

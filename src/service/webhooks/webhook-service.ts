@@ -41,6 +41,7 @@ export function toWebhookMessage(r: WebhookRecord, stats?: WebhookStats): Webhoo
     createdAt: BigInt(r.createdAt),
     positions: positionsList(r.positions).map(BigInt),
     lagSeconds: BigInt(stats?.lagSeconds ?? 0),
+    finality: r.finalOnly ? "final" : "",
   });
 }
 
@@ -69,7 +70,7 @@ export function createWebhookService(admin: WebhookAdmin, stats: () => readonly 
   return storeErrorsSaid({
     async createWebhook(req, ctx: HandlerContext) {
       const keyId = req.keyId === 0n ? (ctx.values.get(streamCaller) ?? 0) : Number(req.keyId);
-      const { webhook, secret } = await admin.create({ url: req.url, collections: req.collections, chain: req.chain, types: req.types, keyId, from: req.from });
+      const { webhook, secret } = await admin.create({ url: req.url, collections: req.collections, chain: req.chain, types: req.types, keyId, from: req.from, finality: req.finality });
       return create(CreateWebhookResponseSchema, { webhook: message(webhook), secret });
     },
     async listWebhooks(req) {

@@ -28,6 +28,8 @@ export interface WebhookRecord {
   secret: string;
   previousSecret: string | null;
   previousUntil: number | null;
+  /** finality=final: settled sales and transfers only, each once its block is final (docs/chains.md). */
+  finalOnly: boolean;
 }
 
 export interface NewWebhook {
@@ -39,6 +41,7 @@ export interface NewWebhook {
   secret: string;
   epoch: string;
   positions: FeedPositions;
+  finalOnly?: boolean;
 }
 
 /** One delivery attempt, as the log keeps it (the last WEBHOOK_LOG_SIZE per webhook). */

@@ -1,6 +1,6 @@
 import { LISTING_BLOCK_MIGRATION, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
-import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { FINAL_WEBHOOKS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
@@ -410,6 +410,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 26: a listing's and an offer's on-chain block and block hash, as SQLite's 26
   // (every listing's middle rewritten once: its rows too, until VACUUM).
   LISTING_BLOCK_MIGRATION({ block: "bigint", hash: "bytea" }, (n) => `left(wire_json_middle, -${n})`),
+  // 27: a webhook of settled data only (webhooks.ts; SQLite's webhooks file adds the column when it lacks it).
+  FINAL_WEBHOOKS_MIGRATION,
 ];
 
 /**

@@ -49,6 +49,9 @@ export const WEBHOOKS_MIGRATION = `
   CREATE TABLE feed_marks (at bigint PRIMARY KEY, position bigint NOT NULL);
 `;
 
+/** Migration 27: a webhook of settled data only (finality=final, docs/chains.md). */
+export const FINAL_WEBHOOKS_MIGRATION = "ALTER TABLE webhooks ADD COLUMN final_only boolean NOT NULL DEFAULT false";
+
 /** The database's clock in epoch milliseconds. */
 const NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
@@ -82,10 +85,10 @@ export class PgWebhookStore implements WebhookStore {
 
   create(w: NewWebhook): Promise<WebhookRecord> {
     return this.#one(
-      `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret)
-       VALUES ($1, $2, $3, $4, $5, 'active', extract(epoch FROM now())::bigint, $6, $7, $8, $9, $10, $11) RETURNING ${WEBHOOK_COLUMNS}`,
+      `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret, final_only)
+       VALUES ($1, $2, $3, $4, $5, 'active', extract(epoch FROM now())::bigint, $6, $7, $8, $9, $10, $11, $12) RETURNING ${WEBHOOK_COLUMNS}`,
       [w.id, w.url, JSON.stringify(w.collections), JSON.stringify(w.kinds), w.keyId, w.epoch,
-        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret],
+        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret, w.finalOnly === true],
     ) as Promise<WebhookRecord>;
   }
 

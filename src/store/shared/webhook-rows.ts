@@ -7,7 +7,7 @@ import type { WebhookAttemptRecord, WebhookRecord, WebhookState } from "../ports
 
 /** A webhook row's columns, as toWebhook reads them. */
 export const WEBHOOK_COLUMNS = `id, url, collections, kinds, key_id, state, state_reason, created_at, epoch,
-  pos_sales, pos_listings, pos_offers, pos_transfers, generation, secret, previous_secret, previous_until`;
+  pos_sales, pos_listings, pos_offers, pos_transfers, generation, secret, previous_secret, previous_until, final_only`;
 
 export const ATTEMPT_COLUMNS = `at, message_id, events, first_position, last_position, status, latency_ms, error, attempt`;
 
@@ -32,6 +32,8 @@ export function toWebhook(r: Record<string, unknown>): WebhookRecord {
     secret: r.secret as string,
     previousSecret: (r.previous_secret as string | null) ?? null,
     previousUntil: r.previous_until === null || r.previous_until === undefined ? null : Number(r.previous_until),
+    // SQLite's 0/1, PostgreSQL's boolean.
+    finalOnly: r.final_only === 1 || r.final_only === true,
   };
 }
 

@@ -32,7 +32,7 @@ const SALE_AND_LISTING = {
     ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace, ls.block_hash AS s_block_hash,
     ${finalitySql("ls.block", finalizedOfChain("c.chain"))} AS s_finality,
     ll.marketplace_id AS l_marketplace_id, ll.marketplace AS l_marketplace, ll.created_at AS l_created_at,
-    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.status AS l_status, ll.block AS l_block, ll.block_hash AS l_block_hash`,
+    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.block AS l_block, ll.block_hash AS l_block_hash, ll.status AS l_status`,
   joins: `LEFT JOIN sales ls ON ls.id = ${LATEST_SALE("t")}
       LEFT JOIN listings ll ON ll.id = ${CHEAPEST_LISTING("t.collection_id", "t.asset_key")}`,
 };

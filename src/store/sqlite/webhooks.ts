@@ -38,7 +38,8 @@ const SCHEMA = `
     previous_secret TEXT,
     previous_until INTEGER,
     lease_holder TEXT,
-    lease_until INTEGER
+    lease_until INTEGER,
+    final_only INTEGER NOT NULL DEFAULT 0
   );
   CREATE TABLE IF NOT EXISTS webhook_attempts (
     id INTEGER PRIMARY KEY,
@@ -74,6 +75,9 @@ function openWebhooksFile(storePath: string): Db {
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.exec(SCHEMA);
+  // A file made before finality=final webhooks (PostgreSQL's migration 27).
+  const columns = db.prepare("SELECT name FROM pragma_table_info('webhooks')").pluck().all() as string[];
+  if (!columns.includes("final_only")) db.exec("ALTER TABLE webhooks ADD COLUMN final_only INTEGER NOT NULL DEFAULT 0");
   return db;
 }
 
@@ -109,11 +113,11 @@ export class SqliteWebhookStore implements WebhookStore {
   async create(w: NewWebhook): Promise<WebhookRecord> {
     this.#db
       .prepare(
-        `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret)
-         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret, final_only)
+         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(w.id, w.url, JSON.stringify(w.collections), JSON.stringify(w.kinds), w.keyId, Math.floor(this.#now() / 1000), w.epoch,
-        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret);
+        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret, w.finalOnly === true ? 1 : 0);
     return this.#one(w.id)!;
   }
 
