@@ -16,10 +16,8 @@ import { assetKey } from "../../src/store/sqlite/asset-key.js";
 import { GroupCommitWriter } from "../../src/store/sqlite/group-commit.js";
 import { hexToBytes } from "../../src/store/sqlite/hex.js";
 import { registerSqliteKind, tableWrites as sqliteTableWrites } from "../../src/store/sqlite/kind-writes.js";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createTestDatabase, skipPg } from "../support/pg.js";
+import { emptyStore, type Engine } from "../support/engine.js";
+import { skipPg } from "../support/pg.js";
 
 // A record kind needs its declaration, one migration per engine and its
 // engines' statements, nothing more (docs/architecture.md, "A record
@@ -92,17 +90,6 @@ const PG_WRITES = pgTableWrites({
 
 const KIND = "mints" as Kind;
 const mint = (assetId: string, block = 100, timestamp = NOW - 60) => ({ contractAddress: CONTRACT, assetId, minter: MINTER, hash: HASH, timestamp, block });
-type Engine = "sqlite" | "postgres";
-
-/** An empty store of `engine`: a file in a folder of its own, or a database of its own. */
-async function emptyStore(engine: Engine): Promise<{ target: string; cleanup(): Promise<void> }> {
-  if (engine === "postgres") {
-    const db = await createTestDatabase();
-    return { target: db.url, cleanup: db.drop };
-  }
-  const dir = mkdtempSync(join(tmpdir(), "marketdata-kind-"));
-  return { target: join(dir, "store.sqlite"), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-}
 const lines = async function* (records: readonly unknown[]) {
   for (const r of records) yield typeof r === "string" ? r : JSON.stringify(r);
 };

@@ -54,9 +54,9 @@ export async function deriveAt(target: string): Promise<void> {
   }
 }
 
-/** An empty store on the test engine: a file in a temporary folder, or a database of its own. */
-export async function emptyStore(): Promise<{ target: string; cleanup(): Promise<void> }> {
-  if (ENGINE === "postgres") {
+/** An empty store on the test engine (or `engine`): a file in a temporary folder, or a database of its own. */
+export async function emptyStore(engine: Engine = ENGINE): Promise<{ target: string; cleanup(): Promise<void> }> {
+  if (engine === "postgres") {
     const db = await createTestDatabase();
     return { target: db.url, cleanup: db.drop };
   }
