@@ -17,7 +17,7 @@ import pg from "pg";
 import { runCliSync } from "../src/cli/run-sync.js";
 import { hasTool, postgresBulkLoad, sqliteBulkLoad } from "./engine-bulk.js";
 import { log, median } from "./harness.js";
-import { writeSales } from "./sales-file.js";
+import { listingLines, writeLines, writeSales } from "./sales-file.js";
 
 const opts = new Command("bench:import")
   .description("bulk import speed of sales NDJSON through the CLI, SQLite beside PostgreSQL")
@@ -27,9 +27,10 @@ const opts = new Command("bench:import")
   .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped each round)", "postgres://postgres@127.0.0.1:5432/postgres")
   .option("--no-engine-path", "skip the engine's own bulk path (the sqlite3 shell's .import, psql's \\copy: engine-bulk.ts)")
   .option("--chain-fields", "import the same sales with chain and blockHash in every line too, alternating with the plain file (issue 52: within 0.95)")
+  .option("--listings <n>", "with --chain-fields: also n listings, plain and with chain, block and blockHash in every line (an on-chain order's event)")
   .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; baseline?: string }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; baseline?: string }>();
 const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
 if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
@@ -42,9 +43,9 @@ const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-import-"));
 const file = join(dir, "sales.ndjson");
 
-/** The CLI's own rows/s figure of one import (by this build, or by `bin`'s) of `from` (the sales file). */
-function importRate(db: string, bin?: string, from = file): number {
-  const out = runCliSync(["import", "--db", db, "sales", from], undefined, bin).stderr;
+/** The CLI's own rows/s figure of one import (by this build, or by `bin`'s) of `from` (the sales file, or a file of `kind`). */
+function importRate(db: string, bin?: string, from = file, kind = "sales"): number {
+  const out = runCliSync(["import", "--db", db, kind, from], undefined, bin).stderr;
   const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
   if (rate === undefined) throw new Error(`no rate in: ${out}`);
   return Number(rate);
@@ -79,7 +80,13 @@ try {
   log(`generating ${n} sales...`);
   await writeSales(file, n, 11, ADDRESS);
   if (opts.chainFields) {
-    await chainFieldsRounds();
+    await chainFieldsRounds("sales", file, n, (sale) => ({ chain: "base", blockHash: blockHashOf(sale.block as number) }));
+    if (opts.listings !== undefined) {
+      const listings = join(dir, "listings.ndjson");
+      await writeLines(listings, listingLines(Number(opts.listings), 11, ADDRESS));
+      // Each listing as an on-chain order's event of its own block.
+      await chainFieldsRounds("listings", listings, Number(opts.listings), (_, i) => ({ chain: "base", block: 17_000_000 + i, blockHash: blockHashOf(17_000_000 + i) }));
+    }
     // Its own rounds only (the finally below is not reached through exit).
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
@@ -132,18 +139,24 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** A block's made-up hash: each block its own. */
+function blockHashOf(block: number): string {
+  return `0x${createHash("sha256").update(String(block)).digest("hex")}`;
+}
+
 /**
- * --chain-fields: the same sales with a chain and a block hash in every
- * line (each block its own hash), imported into an empty store beside the
- * plain file, the order alternating each round, on each engine.
+ * --chain-fields: the same records of `kind` (from `plain`, n of them) with
+ * the fields `added` gives each (its chain and block hash) in every line,
+ * imported into an empty store beside the plain file, the order
+ * alternating each round, on each engine.
  */
-async function chainFieldsRounds(): Promise<void> {
-  const chained = join(dir, "sales-chain.ndjson");
+async function chainFieldsRounds(kind: string, plain: string, n: number, added: (r: Record<string, unknown>, i: number) => object): Promise<void> {
+  const chained = join(dir, `${kind}-chain.ndjson`);
   const out = createWriteStream(chained);
-  for await (const line of createInterface({ input: createReadStream(file) })) {
-    const sale = JSON.parse(line) as { block: number };
-    const blockHash = `0x${createHash("sha256").update(String(sale.block)).digest("hex")}`;
-    if (!out.write(`${JSON.stringify({ ...sale, chain: "base", blockHash })}\n`)) await once(out, "drain");
+  let i = 0;
+  for await (const line of createInterface({ input: createReadStream(plain) })) {
+    const r = JSON.parse(line) as Record<string, unknown>;
+    if (!out.write(`${JSON.stringify({ ...r, ...added(r, i++) })}\n`)) await once(out, "drain");
   }
   out.end();
   await once(out, "finish");
@@ -154,13 +167,13 @@ async function chainFieldsRounds(): Promise<void> {
       const r = (rates[engine] ??= { plain: [], chain: [] });
       for (const variant of round % 2 === 1 ? (["plain", "chain"] as const) : (["chain", "plain"] as const)) {
         await withStore(engine, ++store, (db) => {
-          r[variant].push(importRate(db, undefined, variant === "plain" ? file : chained));
-          log(`round ${round} ${engine} ${variant}: ${r[variant].at(-1)} rows/s`);
+          r[variant].push(importRate(db, undefined, variant === "plain" ? plain : chained, kind));
+          log(`round ${round} ${engine} ${kind} ${variant}: ${r[variant].at(-1)} rows/s`);
         });
       }
     }
   }
-  log(`\n| engine | ${n} sales, rows/s (median; rounds) | with chain and blockHash | with / without |`);
+  log(`\n| engine | ${n} ${kind}, rows/s (median; rounds) | with chain and blockHash | with / without |`);
   log("|---|---|---|---|");
   for (const [engine, r] of Object.entries(rates)) {
     log(`| ${engine} | ${median(r.plain)} (${r.plain.join(", ")}) | ${median(r.chain)} (${r.chain.join(", ")}) | ${(median(r.chain) / median(r.plain)).toFixed(2)} |`);

@@ -53,10 +53,36 @@ export function* tokenLines(n: number, address: string): Generator<string> {
 
 /** NDJSON of n sales (saleLines) in a file. */
 export async function writeSales(path: string, n: number, seed: number, address: string): Promise<void> {
+  await writeLines(path, saleLines(n, seed, address));
+}
+
+/** Lines written to a file, one per line. */
+export async function writeLines(path: string, lines: Iterable<string>): Promise<void> {
   const out = createWriteStream(path);
-  for (const line of saleLines(n, seed, address)) {
+  for (const line of lines) {
     if (!out.write(`${line}\n`)) await once(out, "drain");
   }
   out.end();
   await once(out, "finish");
+}
+
+/** n listings of tokens 1..9999 over two years from 2022-01-01, each its own marketplace id; a fifth of them cancelled a day later. */
+export function* listingLines(n: number, seed: number, address: string): Generator<string> {
+  const rnd = new Random(seed);
+  const step = (2 * YEAR) / n;
+  for (let i = 0; i < n; i++) {
+    const createdAt = Math.floor(1_640_995_200 + i * step);
+    const cancelled = rnd.next() < 0.2;
+    yield JSON.stringify({
+      marketplaceId: String(1_000_000 + i),
+      marketplace: rnd.pick(MARKETPLACES),
+      contractAddress: address,
+      assetId: String(rnd.int(1, 9999)),
+      createdAt,
+      lastUpdatedAt: cancelled ? createdAt + 86_400 : createdAt,
+      price: (BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n).toString(),
+      currency: "ETH",
+      status: cancelled ? "CANCELLED" : "CREATED",
+    });
+  }
 }
