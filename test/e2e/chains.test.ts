@@ -3,6 +3,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { IngestSalesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { createMarketDataClient } from "@marketdata/client";
 import { openSse } from "../../bench/sse-client.js";
@@ -192,10 +193,17 @@ describe("block hashes", () => {
     const token = ((await get("/v1/asset/tokens", { contractAddress: ORDERS, assetId: "7" })).body.data as { listing: { block: number; blockHash: string } | null }[])[0];
     expect([token?.listing?.block, token?.listing?.blockHash]).toEqual([19_000_001, BLOCK]);
 
+    // Over RPC, the Listing message's own fields.
+    const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
+    const rpcListing = { ...listing("5", "8"), createdAt: BigInt(NOW), lastUpdatedAt: BigInt(NOW), status: ListingStatus.CREATED, block: 19_000_002n, blockHash: BLOCK };
+    expect((await ingest.ingestListings({ records: [rpcListing] }, { headers: { "x-api-key": s.ingest } })).accepted).toBe(1);
+    const viaRpc = (await get("/v1/asset/listings", { contractAddress: ORDERS, marketplace: "CRYPTOPUNKS" })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
+    expect(blocks(viaRpc)[5]).toEqual([19_000_002, BLOCK]);
+
     // A later record of the order replaces its block with its own (an off-chain update: none).
     expect((await post("listings", [listing("1", "6", { lastUpdatedAt: NOW + 1 })])).status).toBe(200);
     const again = (await get("/v1/asset/listings", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
-    expect(blocks(again)).toEqual({ 1: [0, ""], 2: [0, ""] });
+    expect(blocks(again)).toEqual({ 1: [0, ""], 2: [0, ""], 5: [19_000_002, BLOCK] });
   });
 
   it("refuses a listing's or an offer's block hash without its block", async () => {
