@@ -181,7 +181,7 @@ describe("block hashes", () => {
     // The listings' kept answers (JSON and binary), and the offers' columns.
     const listings = (await get("/v1/asset/listings", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];
     expect(blocks(listings)).toEqual(expected);
-    expect(Object.keys(listings[0]!).slice(-3)).toEqual(["block", "blockHash", "status"]);
+    expect(Object.keys(listings[0]!).slice(-3)).toEqual(["status", "block", "blockHash"]);
     const asset = createClient(AssetService, transportFor("connect-binary-get", s.server.baseUrl));
     expect(blocks((await asset.listListings({ contractAddress: ORDERS }, { headers: { "x-api-key": s.read } })).data)).toEqual(expected);
     const offers = (await get("/v1/asset/offers", { contractAddress: ORDERS })).body.data as { marketplaceId: string; block: number; blockHash: string }[];

@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
+import { listingJsonSqlBefore26 } from "../../src/store/shared/wire-rows.js";
 import { emptyStore, type Engine, importRecords, setSchemaVersion } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
@@ -10,7 +11,8 @@ import { skipPg } from "../support/pg.js";
 // order it holds as an off-chain one (block 0, blockHash ""), exactly as a
 // store of this build that was sent the same records. The store is made by
 // this build, then taken back to what an older one left (the columns
-// dropped, each listing's kept JSON without the two fields) and opened.
+// dropped, each listing's whole kept JSON without the two fields, made by
+// the expression of the migrations before) and opened.
 
 const C = `0x${"cd".repeat(20)}`;
 const NOW = Math.floor(Date.now() / 1000) - 3600;
@@ -36,19 +38,18 @@ async function answers(target: string): Promise<unknown> {
   }
 }
 
-/** Takes the store back to schema 25: no block columns, and kept JSON without them. */
+/** Takes the store back to schema 25: no block columns, and each listing's whole JSON as migration 17 (SQLite) or 15 (PostgreSQL) made it. */
 async function asBeforeMigration26(engine: Engine, target: string): Promise<void> {
-  const undo = [
-    "ALTER TABLE listings DROP COLUMN block",
-    "ALTER TABLE listings DROP COLUMN block_hash",
-    "ALTER TABLE offers DROP COLUMN block",
-    "ALTER TABLE offers DROP COLUMN block_hash",
-    `UPDATE listings SET wire_json_middle = replace(wire_json_middle, ',"block":0,"blockHash":""', '')`,
-  ];
+  const dropColumns = ["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]);
   if (engine === "sqlite") {
     const db = new Database(target);
     try {
-      for (const sql of undo) db.exec(sql);
+      db.exec("DROP TRIGGER listings_wire_changed");
+      for (const sql of dropColumns) db.exec(sql);
+      db.exec(`CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle ON listings BEGIN
+        UPDATE listings SET wire_json = ${listingJsonSqlBefore26("NEW.")} WHERE id = NEW.id;
+      END;
+      UPDATE listings SET wire_json = ${listingJsonSqlBefore26("")};`);
       expect(db.prepare("SELECT count(*) FROM listings WHERE wire_json LIKE '%blockHash%'").pluck().get()).toBe(0);
     } finally {
       db.close();
@@ -57,8 +58,11 @@ async function asBeforeMigration26(engine: Engine, target: string): Promise<void
     const client = new pg.Client({ connectionString: target });
     await client.connect();
     try {
+      await client.query("ALTER TABLE listings DROP COLUMN wire_json");
+      for (const sql of dropColumns) await client.query(sql);
+      await client.query(`ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSqlBefore26("")}) STORED`);
       // And PostgreSQL's migration 27 (a webhook's finality), which follows.
-      for (const sql of [...undo, "ALTER TABLE webhooks DROP COLUMN final_only"]) await client.query(sql);
+      await client.query("ALTER TABLE webhooks DROP COLUMN final_only");
       expect((await client.query("SELECT count(*)::int AS n FROM listings WHERE wire_json LIKE '%blockHash%'")).rows[0].n).toBe(0);
     } finally {
       await client.end();

@@ -17,6 +17,7 @@ import {
   LISTING_STATUS_JSON,
   listingBinary,
   listingFragments,
+  listingJson,
   saleBinary,
   saleFragment,
   saleJson,
@@ -133,16 +134,24 @@ describe("ready answers of rows", () => {
     expect(equals(SaleSchema, fromBinary(SaleSchema, saleBinary(sale)), toSale(sale))).toBe(true);
   });
 
-  it("a listing's, with status and lastUpdatedAt put in as the read puts them, in every status", () => {
+  it("a listing's, with status, lastUpdatedAt, block and block hash put in as the read puts them, in every status", () => {
     const write = compileJsonWriter(ListingSchema);
+    const onChain = [{ block: 0, blockHash: "" }, { block: 19_000_001, blockHash: `0x${"b1".repeat(32)}` }];
     for (const status of LISTING_STATUSES) {
       for (const lastUpdatedAt of [0, 1, 1_700_000_100, 2 ** 40]) {
-        const row = listing({ status, lastUpdatedAt });
-        const f = listingFragments(row);
-        expect(`${f.jsonHead}${lastUpdatedAt}${f.jsonMiddle}${LISTING_STATUS_JSON[status]}`).toBe(write(toListing(row)));
-        expect(equals(ListingSchema, fromBinary(ListingSchema, listingBinary(f.binary, lastUpdatedAt, status)), toListing(row))).toBe(true);
+        for (const { block, blockHash } of onChain) {
+          const row = listing({ status, lastUpdatedAt, block, blockHash });
+          const f = listingFragments(row);
+          // The fragments do not hold the block: the same as an off-chain listing's.
+          expect(f).toEqual(listingFragments({ ...row, block: 0, blockHash: "" }));
+          expect(listingJson(f, lastUpdatedAt, status, block, blockHash)).toBe(write(toListing(row)));
+          expect(equals(ListingSchema, fromBinary(ListingSchema, listingBinary(f.binary, lastUpdatedAt, status, block, blockHash)), toListing(row))).toBe(true);
+        }
       }
     }
+    // The migrations before 26 made a listing's JSON without a block (wire-rows.ts listingJsonSqlBefore26).
+    const f = listingFragments(listing({}));
+    expect(`${f.jsonHead}1${f.jsonMiddle}${LISTING_STATUS_JSON.CREATED}`).toBe(write(toListing(listing({ lastUpdatedAt: 1, status: "CREATED" }))).replace(',"block":0,"blockHash":""', ""));
   });
 
   it("a tweet's and an influencer's, with the user put in between (JSON) or after (binary)", () => {
@@ -182,14 +191,15 @@ describe("ready answers of rows", () => {
   // answer the old form. If this digest changes, add a migration to both
   // engines that writes every row's fragments again (as SQLite's 15 and
   // PostgreSQL's 13 did: sqlite/wire-rows.ts, postgres/wire-rows.ts; or, for a field
-  // added last, as both engines' 21 did: shared/wire-rows.ts SALE_JSON_BLOCK_HASH; or
-  // before a listing's status, as their 26 did: LISTING_BLOCK_MIGRATION), then update
-  // the digest here. (Sale's finality, field 13, is no kept field: the reads add it.)
+  // added last, as both engines' 21 did: shared/wire-rows.ts SALE_JSON_BLOCK_HASH), then
+  // update the digest here. (Sale's finality, field 13, is no kept field: the reads add
+  // it; nor are a listing's block and blockHash, 10 and 11, after its status: the whole
+  // JSON puts them in from their columns, migration 26, as the binary read does.)
   it("the messages kept in the stores' rows are those the fragments were written for", () => {
     const digest = createHash("sha256");
     for (const schema of [SaleSchema, ListingSchema, SocialUserSchema, TweetSchema, InfluencerSchema]) {
       for (const field of schema.fields) digest.update(`${schema.typeName}.${field.name}=${field.number}:${field.fieldKind}:${field.jsonName};`);
     }
-    expect(digest.digest("hex").slice(0, 16)).toBe("0c72fa5767e99c49");
+    expect(digest.digest("hex").slice(0, 16)).toBe("da3599e5d2635b90");
   });
 });

@@ -25,7 +25,9 @@ import { toInfluencer, toListing, toSale, toSocialUser, toTweet } from "./messag
 // What a later write changes without the record is not in the fragment but
 // put in by the read, in SQL, so no write has to rebuild a fragment in a
 // trigger: a listing's status and lastUpdatedAt (moved by sales and
-// transfers, fillable.ts) sit between a stored head and middle; a tweet's
+// transfers, fillable.ts) sit between a stored head and middle, and its
+// block and block hash (columns, issue 52) after its status, so that the
+// hash is not kept again in the fragments; a tweet's
 // and an influencer's user (a social_users row written on its own) between a
 // head and a tail. Binary needs no such order: protobuf takes a message's
 // fields in any order, so the moved fields come after the stored bytes.
@@ -120,27 +122,46 @@ export interface ListingFragments {
   binary: Uint8Array;
 }
 
+/** What a listing's JSON ends with after its status, the block and the hash put between (listingJson, wire-rows.ts listingJsonSql). */
+export const LISTING_BLOCK_JSON = { block: ',"block":', hash: ',"blockHash":"', end: '"}' } as const;
+
 export function listingFragments(r: Omit<ListingRow, "status" | "lastUpdatedAt">): ListingFragments {
-  // Written with lastUpdatedAt 0 and no status: binary leaves both out (proto3 defaults), JSON shows where they go.
-  const message = { ...toListing({ ...r, lastUpdatedAt: 0, status: "CREATED" }), status: ListingStatus.UNSPECIFIED };
+  // Written with lastUpdatedAt 0, no status and no block: binary leaves them out (proto3 defaults), JSON shows where they go.
+  const message = { ...toListing({ ...r, lastUpdatedAt: 0, status: "CREATED", block: 0, blockHash: "" }), status: ListingStatus.UNSPECIFIED };
   const text = json.listing(message);
   const first = cutAt(text, "lastUpdatedAt", "0");
   const second = cutAt(first.tail, "status", '"UNSPECIFIED"');
-  if (second.tail !== "}") throw new Error("fragments: a listing's status is no longer its last field");
+  const { block, hash, end } = LISTING_BLOCK_JSON;
+  if (second.tail !== `${block}0${hash}${end}`) throw new Error("fragments: a listing no longer ends with its status, block and blockHash");
   return { jsonHead: first.head, jsonMiddle: second.head, binary: bytes(ListingSchema, message) };
 }
 
-/** Each status's JSON as the read appends it after the middle (the record's closing brace included). */
+/**
+ * Each status's JSON as migration 13's reads appended it after the middle,
+ * the record's closing brace included (wire-rows.ts listingJsonSqlBefore26:
+ * the SQL of the migrations before a listing had a block).
+ */
 export const LISTING_STATUS_JSON: Readonly<Record<ListingStatusName, string>> = Object.fromEntries(
   LISTING_STATUSES.map((s) => [s, `${JSON.stringify(s)}}`]),
 ) as Record<ListingStatusName, string>;
 
-/** A listing's binary: its stored fields, then lastUpdatedAt (6) and status (9) as they are now. */
-export function listingBinary(stored: Uint8Array, lastUpdatedAt: number, status: ListingStatusName): Uint8Array {
+/** Each status's name as JSON. */
+const STATUS_NAME_JSON = Object.fromEntries(LISTING_STATUSES.map((s) => [s, JSON.stringify(s)])) as Record<ListingStatusName, string>;
+
+/** A listing's whole JSON from its fragments and what the read puts in (as wire-rows.ts listingJsonSql makes it in SQL). */
+export function listingJson(f: Omit<ListingFragments, "binary">, lastUpdatedAt: number, status: ListingStatusName, block: number, blockHash: string): string {
+  const { block: b, hash, end } = LISTING_BLOCK_JSON;
+  return `${f.jsonHead}${lastUpdatedAt}${f.jsonMiddle}${STATUS_NAME_JSON[status]}${b}${block}${hash}${blockHash}${end}`;
+}
+
+/** A listing's binary: its stored fields, then lastUpdatedAt (6), status (9), block (10) and blockHash (11) as they are now. */
+export function listingBinary(stored: Uint8Array, lastUpdatedAt: number, status: ListingStatusName, block: number, blockHash: string): Uint8Array {
   const w = new BinaryWriter();
   w.raw(stored);
   if (lastUpdatedAt !== 0) w.tag(6, 0).int64(lastUpdatedAt);
   w.tag(9, 0).int32(ListingStatus[status]);
+  if (block !== 0) w.tag(10, 0).int64(block);
+  if (blockHash !== "") w.tag(11, 2).string(blockHash);
   return w.finish();
 }
 

@@ -1,11 +1,11 @@
-import { LISTING_BLOCK_MIGRATION, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { LISTING_BLOCK_COLUMNS, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { FINAL_WEBHOOKS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
-import { listingJsonSql } from "../shared/wire-rows.js";
+import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
@@ -368,7 +368,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 14: a marketplace's listings of one status, in the lists' order, as SQLite's 16.
   "CREATE INDEX listings_by_marketplace_status ON listings (collection_id, marketplace, status, created_at DESC, marketplace_id);",
   // 15: a listing's whole answer kept as it moves, as SQLite's 17: here a generated column.
-  `ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("")}) STORED`,
+  `ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSqlBefore26("")}) STORED`,
   // 16: webhooks, their attempts and the feed's marks (webhooks.ts); on SQLite a file of their own.
   WEBHOOKS_MIGRATION,
   // 17: every marketplace the store's sales, listings and offers name, as SQLite's 18: here
@@ -407,9 +407,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   REMOVALS_MIGRATION,
   // 25: the records taken back by time (reorgs.ts), as SQLite's 25.
   REMOVALS_BY_TIME_MIGRATION,
-  // 26: a listing's and an offer's on-chain block and block hash, as SQLite's 26
-  // (every listing's middle rewritten once: its rows too, until VACUUM).
-  LISTING_BLOCK_MIGRATION({ block: "bigint", hash: "bytea" }, (n) => `left(wire_json_middle, -${n})`),
+  // 26: a listing's and an offer's on-chain block and block hash, as SQLite's 26:
+  // the generated JSON made again with them (every listing's row rewritten once).
+  `${LISTING_BLOCK_COLUMNS({ block: "bigint", hash: "bytea" })}
+  ALTER TABLE listings DROP COLUMN wire_json;
+  ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("", (blob) => `encode(${blob}, 'hex')`)}) STORED;`,
   // 27: a webhook of settled data only (webhooks.ts; SQLite's webhooks file adds the column when it lacks it).
   FINAL_WEBHOOKS_MIGRATION,
 ];

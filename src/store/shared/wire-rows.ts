@@ -1,4 +1,5 @@
-import { type Fragment, LISTING_STATUS_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
+import { type Fragment, LISTING_BLOCK_JSON, LISTING_STATUS_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
+import { hexOrNone } from "./rows.js";
 import type { ListingStatusName } from "../../domain/rows.js";
 import type { Page } from "../ports/paging.js";
 import type { KeyValue } from "../../domain/rows.js";
@@ -12,23 +13,40 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 /**
  * A listing's /v1 JSON from its stored parts and its current status and
- * lastUpdatedAt (its columns prefixed with `row`: "NEW." or none), one expression on both engines:
- * SQLite keeps it in wire_json by a trigger, PostgreSQL as a generated
- * column, so a read takes one column whatever moved the listing since.
+ * lastUpdatedAt, then its block and block hash (its columns prefixed with
+ * `row`: "NEW." or none; `hex`: the engine's lower-case hex of a blob), one
+ * expression on both engines: SQLite keeps it in wire_json by a trigger,
+ * PostgreSQL as a generated column, so a read takes one column whatever
+ * moved the listing since (domain/wire/fragments.ts listingJson).
  */
-export function listingJsonSql(row: string): string {
+export function listingJsonSql(row: string, hex: (blob: string) => string): string {
+  const status = Object.keys(LISTING_STATUS_JSON).map((name) => `WHEN ${literal(name)} THEN ${literal(JSON.stringify(name))}`);
+  const { block, hash, end } = LISTING_BLOCK_JSON;
+  return `${row}wire_json_head || CAST(${row}last_updated_at AS TEXT) || ${row}wire_json_middle || CASE ${row}status ${status.join(" ")} END
+    || ${literal(block)} || CAST(${row}block AS TEXT) || ${literal(hash)}
+    || CASE WHEN ${row}block_hash IS NULL THEN '' ELSE '0x' || ${hex(`${row}block_hash`)} END || ${literal(end)}`;
+}
+
+/**
+ * listingJsonSql as the migrations before 26 made it (a listing had no
+ * block then): they run on a new store before migration 26 adds the
+ * columns, so they keep their own expression.
+ */
+export function listingJsonSqlBefore26(row: string): string {
   const status = Object.entries(LISTING_STATUS_JSON).map(([name, json]) => `WHEN ${literal(name)} THEN ${literal(json)}`);
   return `${row}wire_json_head || CAST(${row}last_updated_at AS TEXT) || ${row}wire_json_middle || CASE ${row}status ${status.join(" ")} END`;
 }
 
 /** The select list of a listing's answer, its id first (alias l). */
 export function listingWireColumns(form: WireForm): string {
-  return form === "binary" ? "l.id, l.wire_pb, l.last_updated_at, l.status" : "l.id, l.wire_json";
+  return form === "binary" ? "l.id, l.wire_pb, l.last_updated_at, l.status, l.block, l.block_hash" : "l.id, l.wire_json";
 }
 
 /** A listing's answer from the row listingWireColumns selected (its id left out). */
 export function listingWire(form: WireForm, values: unknown[]): Fragment {
-  return form === "json" ? (values[1] as string) : listingBinary(values[1] as Uint8Array, Number(values[2]), values[3] as ListingStatusName);
+  return form === "json"
+    ? (values[1] as string)
+    : listingBinary(values[1] as Uint8Array, Number(values[2]), values[3] as ListingStatusName, Number(values[4]), hexOrNone(values[5]));
 }
 
 /**
@@ -86,23 +104,15 @@ export function encodedWhole<R>(page: Page<R>, encode: (r: R) => Fragment): Page
 export const SALE_JSON_BLOCK_HASH = (head: string) =>
   `UPDATE sales SET wire_json = ${head} || ',"blockHash":""}' WHERE wire_json NOT LIKE '%,"blockHash":""}';`;
 
-/** What a listing's kept middle ends with: its status's name, which the read appends (listingJsonSql). */
-const STATUS_NAME = ',"status":';
-
 /**
- * Migration 26 on either engine: a listing's and an offer's on-chain block
- * and its hash (0 and none for the orders already stored, made off-chain as
- * far as the store knows), and every listing's kept JSON answering them
- * before its status (as listingFragments now writes it). `cut(n)` is the
- * engine's wire_json_middle without its last n characters. A middle that
- * has them (made by an older migration's backfill, which runs this build's
- * code) is left as it is; the whole JSON follows (SQLite's trigger,
- * PostgreSQL's generated column). `types` are the engine's column types.
+ * Migration 26's columns on either engine: a listing's and an offer's
+ * on-chain block and its hash (0 and none for the orders already stored,
+ * made off-chain as far as the store knows). `types` are the engine's
+ * column types. Each engine then makes a listing's whole JSON answer them
+ * (listingJsonSql): the fragments stay as they were.
  */
-export const LISTING_BLOCK_MIGRATION = (types: { block: string; hash: string }, cut: (n: number) => string) => `
+export const LISTING_BLOCK_COLUMNS = (types: { block: string; hash: string }) => `
   ALTER TABLE listings ADD COLUMN block ${types.block} NOT NULL DEFAULT 0;
   ALTER TABLE listings ADD COLUMN block_hash ${types.hash};
   ALTER TABLE offers ADD COLUMN block ${types.block} NOT NULL DEFAULT 0;
-  ALTER TABLE offers ADD COLUMN block_hash ${types.hash};
-  UPDATE listings SET wire_json_middle = ${cut(STATUS_NAME.length)} || ${literal(`,"block":0,"blockHash":""${STATUS_NAME}`)}
-  WHERE wire_json_middle NOT LIKE ${literal('%"blockHash":%')};`;
+  ALTER TABLE offers ADD COLUMN block_hash ${types.hash};`;

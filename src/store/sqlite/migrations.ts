@@ -6,7 +6,7 @@
 // whose text order is the numeric order, so one plain column serves both
 // lookups and keyset ranges (see store/asset-key.ts).
 
-import { LISTING_BLOCK_MIGRATION, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
+import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
@@ -19,7 +19,7 @@ import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
 import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
 import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
-import { backfillWireRows, LISTING_WIRE_JSON_SCHEMA, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
+import { backfillWireRows, LISTING_BLOCK_SCHEMA, LISTING_WIRE_JSON_SCHEMA, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 
 /** What a migration step may open besides the store. */
 export interface MigrationContext {
@@ -354,7 +354,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 25: the records taken back by time (reorgs.ts), for the activity list's includeRemoved.
   REMOVALS_BY_TIME_SCHEMA,
   // 26: a listing's and an offer's on-chain block and block hash (docs/chains.md, "Listings and offers").
-  LISTING_BLOCK_MIGRATION({ block: "INTEGER", hash: "BLOB" }, (n) => `substr(wire_json_middle, 1, length(wire_json_middle) - ${n})`),
+  LISTING_BLOCK_SCHEMA,
 ];
 
 

@@ -14,7 +14,7 @@ import { splitWei } from "./wei.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
-import { influencerFragments, LISTING_STATUS_JSON, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { influencerFragments, listingFragments, listingJson, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -422,7 +422,7 @@ export class WriteStore {
         wire_json_head: wire.jsonHead,
         wire_json_middle: wire.jsonMiddle,
         wire_pb: wire.binary,
-        wire_json_inserted: `${wire.jsonHead}${r.lastUpdatedAt}${wire.jsonMiddle}${LISTING_STATUS_JSON[r.status]}`,
+        wire_json_inserted: listingJson(wire, r.lastUpdatedAt, r.status, r.block ?? 0, r.blockHash ?? ""),
       },
       () => this.#refuseMoved("listings", r),
     );

@@ -3,7 +3,7 @@ import { influencerFragments, listingFragments, saleJson, socialUserFragments, t
 import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
-import { listingJsonSql } from "../shared/wire-rows.js";
+import { LISTING_BLOCK_COLUMNS, listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 
 
 // Migration 15: each row of sales, listings, social users, tweets and
@@ -37,9 +37,26 @@ export const WIRE_ROWS_SCHEMA = `
 export const LISTING_WIRE_JSON_SCHEMA = `
   ALTER TABLE listings ADD COLUMN wire_json TEXT;
   CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle ON listings BEGIN
-    UPDATE listings SET wire_json = ${listingJsonSql("NEW.")} WHERE id = NEW.id;
+    UPDATE listings SET wire_json = ${listingJsonSqlBefore26("NEW.")} WHERE id = NEW.id;
   END;
-  UPDATE listings SET wire_json = ${listingJsonSql("")};
+  UPDATE listings SET wire_json = ${listingJsonSqlBefore26("")};
+`;
+
+/** SQLite's lower-case hex of a blob. */
+const hex = (blob: string) => `lower(hex(${blob}))`;
+
+/**
+ * Migration 26: a listing's and an offer's on-chain block and block hash
+ * (docs/chains.md, "Listings and offers"), and a listing's whole JSON
+ * answering them after its status, from its columns: the trigger made again
+ * with them, and every listing's JSON written once.
+ */
+export const LISTING_BLOCK_SCHEMA = `${LISTING_BLOCK_COLUMNS({ block: "INTEGER", hash: "BLOB" })}
+  DROP TRIGGER listings_wire_changed;
+  CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle, block, block_hash ON listings BEGIN
+    UPDATE listings SET wire_json = ${listingJsonSql("NEW.", hex)} WHERE id = NEW.id;
+  END;
+  UPDATE listings SET wire_json = ${listingJsonSql("", hex)};
 `;
 
 const BATCH = 5_000;
