@@ -101,13 +101,22 @@ for (const [name, open, skip] of engines) {
           });
           // Every feed read first commits the plan's next write.
           const queue = [...plan];
+          // Writes taken from the queue and not yet committed: none may be left when the expected events are read.
+          let inFlight = 0;
           const feed = new Proxy(repos.feed, {
             get(t, p, recv) {
               const v = Reflect.get(t, p, recv) as unknown;
               if (typeof v !== "function" || !["sales", "listings", "offers", "transfers", "merged"].includes(String(p))) return typeof v === "function" ? v.bind(t) : v;
               return async (...args: unknown[]) => {
                 const next = queue.shift();
-                if (next !== undefined) await write(next, r);
+                if (next !== undefined) {
+                  inFlight++;
+                  try {
+                    await write(next, r);
+                  } finally {
+                    inFlight--;
+                  }
+                }
                 return (v as (...a: unknown[]) => unknown).apply(t, args);
               };
             },
@@ -124,6 +133,8 @@ for (const [name, open, skip] of engines) {
             const ids = await Promise.all([0, 1, 2].map(async (c) => (await repos.collections.collectionId(address(r, c)))!));
             const expected = new Map<string, FeedKind>();
             for (let waited = 0; ; waited += 20) {
+              // Settled before the read below: every write is committed, so what it reads is all there will be.
+              const settled = queue.length === 0 && inFlight === 0;
               expected.clear();
               for (const kind of KINDS) {
                 for (const id of ids) for (const e of await repos.feed[kind](id, positions[kind], 10_000)) expected.set(`${kind}:${e.seq}`, kind);
@@ -133,7 +144,7 @@ for (const [name, open, skip] of engines) {
                 const want = Math.max(0, ...[...expected].filter(([, k]) => k === kind).map(([key]) => Number(key.split(":")[1])));
                 return want === 0 || client.events.some((e) => e.position === want);
               });
-              if ((queue.length === 0 && caughtUp) || waited > 10_000) break;
+              if ((settled && caughtUp) || waited > 10_000) break;
               await new Promise((res) => setTimeout(res, 20));
             }
             const got = client.events.map((e) => `${e.type === "sale" ? "sales" : "transfers"}:${e.position}`);
