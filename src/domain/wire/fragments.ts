@@ -136,22 +136,24 @@ export function listingFragments(r: Omit<ListingRow, "status" | "lastUpdatedAt">
   return { jsonHead: first.head, jsonMiddle: second.head, binary: bytes(ListingSchema, message) };
 }
 
-/**
- * Each status's JSON as migration 13's reads appended it after the middle,
- * the record's closing brace included (wire-rows.ts listingJsonSqlBefore26:
- * the SQL of the migrations before a listing had a block).
- */
-export const LISTING_STATUS_JSON: Readonly<Record<ListingStatusName, string>> = Object.fromEntries(
-  LISTING_STATUSES.map((s) => [s, `${JSON.stringify(s)}}`]),
+/** Each status's name as JSON, as the read puts it in after the middle. */
+export const LISTING_STATUS_NAME_JSON: Readonly<Record<ListingStatusName, string>> = Object.fromEntries(
+  LISTING_STATUSES.map((s) => [s, JSON.stringify(s)]),
 ) as Record<ListingStatusName, string>;
 
-/** Each status's name as JSON. */
-const STATUS_NAME_JSON = Object.fromEntries(LISTING_STATUSES.map((s) => [s, JSON.stringify(s)])) as Record<ListingStatusName, string>;
+/**
+ * Each status's JSON as the migrations before 26 put it in, the record's
+ * closing brace included (wire-rows.ts listingJsonSqlBefore26: a listing
+ * had no block then).
+ */
+export const LISTING_STATUS_JSON: Readonly<Record<ListingStatusName, string>> = Object.fromEntries(
+  LISTING_STATUSES.map((s) => [s, `${LISTING_STATUS_NAME_JSON[s]}}`]),
+) as Record<ListingStatusName, string>;
 
 /** A listing's whole JSON from its fragments and what the read puts in (as wire-rows.ts listingJsonSql makes it in SQL). */
 export function listingJson(f: Omit<ListingFragments, "binary">, lastUpdatedAt: number, status: ListingStatusName, block: number, blockHash: string): string {
   const { block: b, hash, end } = LISTING_BLOCK_JSON;
-  return `${f.jsonHead}${lastUpdatedAt}${f.jsonMiddle}${STATUS_NAME_JSON[status]}${b}${block}${hash}${blockHash}${end}`;
+  return `${f.jsonHead}${lastUpdatedAt}${f.jsonMiddle}${LISTING_STATUS_NAME_JSON[status]}${b}${block}${hash}${blockHash}${end}`;
 }
 
 /** A listing's binary: its stored fields, then lastUpdatedAt (6), status (9), block (10) and blockHash (11) as they are now. */

@@ -24,8 +24,8 @@ const GATED: ReadonlySet<FeedKind> = new Set(["sales", "transfers"]);
 interface BatchRow {
   kind: FeedKind;
   entry: FeedEntry<unknown>;
-  /** Passed over (a final-only webhook's removal): its position is taken, nothing sent. */
-  silent: boolean;
+  /** Of a kind a final-only webhook holds until final: a removal is passed over (its position taken, nothing sent), a record sent as final. */
+  gated: boolean;
 }
 
 export class BatchReader {
@@ -95,7 +95,7 @@ export class BatchReader {
           full = false;
         }
       }
-      for (const entry of read) rows.push({ kind, entry, silent: gated && entry.removed !== undefined });
+      for (const entry of read) rows.push({ kind, entry, gated });
       if (full) more = true;
     }
     // The batch is the `size` lowest positions of everything read. Each read
@@ -111,9 +111,9 @@ export class BatchReader {
     const positions = { ...h.positions };
     const now = nowSeconds();
     const texts: string[] = [];
-    for (const { kind, entry, silent } of rows) {
+    for (const { kind, entry, gated } of rows) {
       positions[kind] = entry.seq;
-      if (!silent) texts.push(this.#eventText(epoch, kind, entry, now, chain, finalized !== undefined && GATED.has(kind)));
+      if (!(gated && entry.removed !== undefined)) texts.push(this.#eventText(epoch, kind, entry, now, chain, gated));
     }
     const first = rows[0]!.entry.seq;
     const last = rows[rows.length - 1]!.entry.seq;

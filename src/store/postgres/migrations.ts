@@ -6,6 +6,7 @@ import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
+import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
@@ -411,7 +412,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // the generated JSON made again with them (every listing's row rewritten once).
   `${LISTING_BLOCK_COLUMNS({ block: "bigint", hash: "bytea" })}
   ALTER TABLE listings DROP COLUMN wire_json;
-  ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("", (blob) => `encode(${blob}, 'hex')`)}) STORED;`,
+  ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("", hexExpr)}) STORED;`,
   // 27: a webhook of settled data only (webhooks.ts; SQLite's webhooks file adds the column when it lacks it).
   FINAL_WEBHOOKS_MIGRATION,
 ];

@@ -4,6 +4,7 @@ import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
 import { NO_ASK, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
+import { hexExpr } from "./hex.js";
 
 // The tokens list and the traits of a collection, as SQLite's
 // (store/sqlite/tokens.ts): one index range in the order asked, each row's
@@ -11,21 +12,20 @@ import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 // the token's sales, and its listings, few, sorted by price), all in one
 // statement and so one snapshot.
 
-const hex = (column: string) => `'0x' || encode(${column}, 'hex')`;
 const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
 const MOVE_LOG = "coalesce(t.owner_log, -1)";
 
 /** The latest sale (s_*) and the cheapest active listing (l_*) of the token row `t`, as columns (null without one). */
 const SALE_AND_LISTING = `
   LEFT JOIN LATERAL (
-    SELECT ${hex("s.hash")} AS s_hash, ${hex("s.seller")} AS s_seller, ${hex("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
+    SELECT ${hexExpr("s.hash")} AS s_hash, ${hexExpr("s.seller")} AS s_seller, ${hexExpr("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
       s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace,
-      ${hex("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", finalizedOfChain("c.chain"))} AS s_finality
+      ${hexExpr("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", finalizedOfChain("c.chain"))} AS s_finality
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (
     SELECT l.marketplace_id AS l_marketplace_id, l.marketplace AS l_marketplace, l.created_at AS l_created_at,
-      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.block AS l_block, ${hex("l.block_hash")} AS l_block_hash, l.status AS l_status
+      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.block AS l_block, ${hexExpr("l.block_hash")} AS l_block_hash, l.status AS l_status
     FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 

@@ -52,13 +52,13 @@ export function toListing(r: Row): ListingRow {
     createdAt: r.created_at as number,
     lastUpdatedAt: r.last_updated_at as number,
     price: r.price as string,
-    ...onChainEvent(r),
+    ...orderBlock(r),
     status: r.status as ListingStatusName,
   };
 }
 
 /** A listing's or an offer's on-chain block and its hash (columns block, block_hash), when its query selects them. */
-function onChainEvent(r: Row): { block?: number; blockHash?: string } {
+function orderBlock(r: Row): { block?: number; blockHash?: string } {
   return r.block === undefined ? {} : { block: Number(r.block), blockHash: hexOrNone(r.block_hash) };
 }
 
@@ -79,7 +79,7 @@ export function toOffer(r: Row): OfferRow {
     createdAt: Number(r.created_at),
     lastUpdatedAt: Number(r.last_updated_at),
     expiresAt: Number(r.expires_at),
-    ...onChainEvent(r),
+    ...orderBlock(r),
     status: r.status as ListingStatusName,
   };
 }

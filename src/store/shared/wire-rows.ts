@@ -1,4 +1,4 @@
-import { type Fragment, LISTING_BLOCK_JSON, LISTING_STATUS_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
+import { type Fragment, LISTING_BLOCK_JSON, LISTING_STATUS_JSON, LISTING_STATUS_NAME_JSON, listingBinary, type WireForm } from "../../domain/wire/fragments.js";
 import { hexOrNone } from "./rows.js";
 import type { ListingStatusName } from "../../domain/rows.js";
 import type { Page } from "../ports/paging.js";
@@ -14,17 +14,17 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 /**
  * A listing's /v1 JSON from its stored parts and its current status and
  * lastUpdatedAt, then its block and block hash (its columns prefixed with
- * `row`: "NEW." or none; `hex`: the engine's lower-case hex of a blob), one
+ * `row`: "NEW." or none; `hex`: the engine's hex.ts hexExpr), one
  * expression on both engines: SQLite keeps it in wire_json by a trigger,
  * PostgreSQL as a generated column, so a read takes one column whatever
  * moved the listing since (domain/wire/fragments.ts listingJson).
  */
 export function listingJsonSql(row: string, hex: (blob: string) => string): string {
-  const status = Object.keys(LISTING_STATUS_JSON).map((name) => `WHEN ${literal(name)} THEN ${literal(JSON.stringify(name))}`);
+  const status = Object.entries(LISTING_STATUS_NAME_JSON).map(([name, json]) => `WHEN ${literal(name)} THEN ${literal(json)}`);
   const { block, hash, end } = LISTING_BLOCK_JSON;
   return `${row}wire_json_head || CAST(${row}last_updated_at AS TEXT) || ${row}wire_json_middle || CASE ${row}status ${status.join(" ")} END
     || ${literal(block)} || CAST(${row}block AS TEXT) || ${literal(hash)}
-    || CASE WHEN ${row}block_hash IS NULL THEN '' ELSE '0x' || ${hex(`${row}block_hash`)} END || ${literal(end)}`;
+    || CASE WHEN ${row}block_hash IS NULL THEN '' ELSE ${hex(`${row}block_hash`)} END || ${literal(end)}`;
 }
 
 /**

@@ -3,6 +3,11 @@
 export { hexToBytes } from "../shared/hex.js";
 
 /** SQL expression giving the 0x-prefixed lower-case hex of a bytes column. */
+export function hexExpr(column: string): string {
+  return `'0x' || lower(hex(${column}))`;
+}
+
+/** hexExpr, named `as` in a select list. */
 export function hexSql(column: string, as: string): string {
-  return `'0x' || lower(hex(${column})) AS ${as}`;
+  return `${hexExpr(column)} AS ${as}`;
 }

@@ -2,7 +2,7 @@ import type { Db } from "./db.js";
 import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
 import { type Row, toListing, toSale, toTweet, toUser, USER_COLUMNS } from "../shared/rows.js";
 import { assetIdSql } from "./asset-key.js";
-import { hexSql } from "./hex.js";
+import { hexExpr, hexSql } from "./hex.js";
 import { LISTING_BLOCK_COLUMNS, listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 
 
@@ -42,9 +42,6 @@ export const LISTING_WIRE_JSON_SCHEMA = `
   UPDATE listings SET wire_json = ${listingJsonSqlBefore26("")};
 `;
 
-/** SQLite's lower-case hex of a blob. */
-const hex = (blob: string) => `lower(hex(${blob}))`;
-
 /**
  * Migration 26: a listing's and an offer's on-chain block and block hash
  * (docs/chains.md, "Listings and offers"), and a listing's whole JSON
@@ -54,9 +51,9 @@ const hex = (blob: string) => `lower(hex(${blob}))`;
 export const LISTING_BLOCK_SCHEMA = `${LISTING_BLOCK_COLUMNS({ block: "INTEGER", hash: "BLOB" })}
   DROP TRIGGER listings_wire_changed;
   CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle, block, block_hash ON listings BEGIN
-    UPDATE listings SET wire_json = ${listingJsonSql("NEW.", hex)} WHERE id = NEW.id;
+    UPDATE listings SET wire_json = ${listingJsonSql("NEW.", hexExpr)} WHERE id = NEW.id;
   END;
-  UPDATE listings SET wire_json = ${listingJsonSql("", hex)};
+  UPDATE listings SET wire_json = ${listingJsonSql("", hexExpr)};
 `;
 
 const BATCH = 5_000;
