@@ -40,7 +40,11 @@ async function answers(target: string): Promise<unknown> {
 
 /** Takes the store back to schema 25: no block columns, and each listing's whole JSON as migration 17 (SQLite) or 15 (PostgreSQL) made it. */
 async function asBeforeMigration26(engine: Engine, target: string): Promise<void> {
-  const dropColumns = ["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]);
+  const dropColumns = [
+    ...["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]),
+    // And migration 28's tables (the orders' logs), which follow.
+    ...["listing_log", "listing_log_versions", "offer_log", "listing_removals", "offer_removals"].map((t) => `DROP TABLE ${t}`),
+  ];
   if (engine === "sqlite") {
     const db = new Database(target);
     try {

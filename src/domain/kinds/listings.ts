@@ -3,7 +3,7 @@ import type { ListingRow } from "../rows.js";
 import { toListing } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, statusOf, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, removalNamesBlock, statusOf, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord({
@@ -26,6 +26,7 @@ export const listings = declareKind({
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
     hashNamesBlock(r, problems);
+    removalNamesBlock(r, problems);
     notAhead("createdAt", r.createdAt, ctx, problems);
     notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },

@@ -3,7 +3,7 @@ import type { OfferRow } from "../rows.js";
 import { toOffer } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, removalNamesBlock, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord(
@@ -33,6 +33,7 @@ export const offers = declareKind({
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
     hashNamesBlock(r, problems);
+    removalNamesBlock(r, problems);
     if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {
       problems.push({ field: "expiresAt", reason: `must be after createdAt (${r.createdAt}), or 0 for no expiry, got ${r.expiresAt}` });
     }

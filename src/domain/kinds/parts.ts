@@ -109,12 +109,23 @@ export const attribute = f.object(
  * offers"): its block and the block's hash, 0 and "" for an order made
  * off-chain. Optional, so every file and caller without them is unchanged.
  */
-export const onChainEvent = { block: f.count, blockHash: f.blockHash };
-export const OFF_CHAIN = { block: 0, blockHash: "" };
+export const onChainEvent = { block: f.count, blockHash: f.blockHash, removed: f.bool };
+export const OFF_CHAIN = { block: 0, blockHash: "", removed: false };
 
 /** A block hash names a block: one sent with block 0 is refused. */
 export function hashNamesBlock(r: { block: number; blockHash: string }, problems: Problem[]): void {
   if (r.blockHash !== "" && r.block === 0) problems.push({ field: "block", reason: "a record with a blockHash names its block too" });
+}
+
+/**
+ * An order's record sent again with `removed: true` takes back its records
+ * of its block (docs/chains.md, "Orders taken back"): it names the block;
+ * an off-chain record is no block's, and is corrected by the order's next record.
+ */
+export function removalNamesBlock(r: { block: number; removed: boolean }, problems: Problem[]): void {
+  if (r.removed && r.block === 0) {
+    problems.push({ field: "block", reason: "a removal names the block of the on-chain event it takes back (an off-chain record is replaced by the order's next record, not removed)" });
+  }
 }
 
 /** A listing's or an offer's record: updated no earlier than created. */

@@ -7,9 +7,11 @@ import { influencerFragments, listingFragments, saleJson, socialUserFragments, t
 import { listingMoved } from "../shared/conflicts.js";
 import type { ImportRecord } from "../ports/writes.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
+import type { OrderKind } from "../shared/order-log.js";
+import { ORDER_LOGS_PRUNED, orderLogAppended, orderLogBegun, removedOrdersPerBatch, removeStagedOrderBlocks, removeStagedOrders, REPLAYED_COLLECTIONS } from "./order-reorgs.js";
 import { ensureTokens, ownersFound } from "./ownership.js";
 import {
-  type BulkKind, bulkKind, bytes, col, counted, KNOW_MARKETPLACES, type KindSpec, LISTINGS_LOCK, REGISTER_COLLECTIONS, type StageColumn, TOKENS_LOCK,
+  BATCH_LINES, type BulkKind, bulkKind, bytes, col, counted, KNOW_MARKETPLACES, type KindSpec, LISTINGS_LOCK, REGISTER_COLLECTIONS, type StageColumn, TOKENS_LOCK,
   LAST_REMOVAL, LIVE_LINE, upsertSql, withCollection,
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
@@ -194,12 +196,81 @@ const REORGS: KindSpec = {
   prepare: async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(${TOKENS_LOCK})`);
     await removeStagedBlocks(client);
+    await removeStagedOrderBlocks(client);
   },
-  touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS}) x`,
+  touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS} UNION SELECT collection_id FROM ${REPLAYED_COLLECTIONS}) x`,
   check: refuseFinal("reorg"),
-  tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+  tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits",
+    "offers", "listing_log", "offer_log"],
   serialized: true,
 };
+
+/** A listing's record columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
+const LISTING_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, st.asset_id, st.created_at,
+  st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
+  st.wire_json_head, st.wire_json_middle, st.wire_pb`);
+
+const LISTINGS: KindSpec = {
+  stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
+    col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), col("block", "bigint"), col("block_hash"), col("removed", "boolean"),
+    ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+  row: (r) => {
+    const wire = listingFragments(r as unknown as ListingRow);
+    return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
+      r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
+  },
+  // The orders that may be taken back logged (order-reorgs.ts) before and after the merge.
+  before: [REGISTER_COLLECTIONS, ...orderLogBegun("listings")],
+  // What the records said; the answer (status, last_updated_at) follows it
+  // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
+  counted: counted("listings", ["marketplace", "marketplace_id"],
+      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+      LISTING_SOURCE, undefined, true),
+  after: [...KEEP_LISTING_HISTORY, orderLogAppended("listings", LISTING_SOURCE)],
+  afterward: [KNOW_MARKETPLACES],
+  check: refuseMoved("listings"),
+  tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits", "listing_log", "listing_log_versions"],
+  serialized: true,
+  lock: LISTINGS_LOCK,
+};
+
+/** An offer's columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
+const OFFER_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
+  st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status, st.block, ${bytes("block_hash")} AS block_hash`);
+
+const OFFERS: KindSpec = {
+  stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
+    col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status"),
+    col("block", "bigint"), col("block_hash"), col("removed", "boolean")],
+  row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
+    r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status, r.block, r.blockHash || null, r.removed === true],
+  before: [REGISTER_COLLECTIONS, ...orderLogBegun("offers")],
+  counted: counted("offers", ["marketplace", "marketplace_id"],
+      ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
+      OFFER_SOURCE, undefined, true),
+  after: [orderLogAppended("offers", OFFER_SOURCE)],
+  afterward: [KNOW_MARKETPLACES],
+  check: refuseMoved("offers"),
+  tables: ["collections", "offers", "offer_log"],
+  serialized: true,
+  lock: LISTINGS_LOCK,
+};
+
+/**
+ * An order kind's merge of a stage that holds records taken back (removed:
+ * true): those taken first, their orders replayed, and the stage's live
+ * lines merged as any (order-reorgs.ts removeStagedOrders).
+ */
+function withOrderRemovals(kind: OrderKind, spec: KindSpec): KindSpec {
+  return {
+    ...spec,
+    prepare: removeStagedOrders(kind),
+    removed: removedOrdersPerBatch(BATCH_LINES),
+    // The removals left the stage: their orders' collections, and the live lines'.
+    touches: `SELECT DISTINCT c.id FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address
+      UNION SELECT collection_id FROM ${REPLAYED_COLLECTIONS}`,
+  };
+}
 
 const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
@@ -240,50 +311,9 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     tables: ["collections", "rarity"],
   },
   sales: { ...salesSpec(false), withRemovals: bulkKind(salesSpec(true)) },
-  listings: {
-    stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
-      col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), col("block", "bigint"), col("block_hash"),
-      ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
-    row: (r) => {
-      const wire = listingFragments(r as unknown as ListingRow);
-      return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
-        r.block, r.blockHash || null, wire.jsonHead, wire.jsonMiddle, wire.binary];
-    },
-    before: [REGISTER_COLLECTIONS],
-    // What the records said; the answer (status, last_updated_at) follows it
-    // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
-    counted: counted("listings", ["marketplace", "marketplace_id"],
-        ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
-        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, st.asset_id, st.created_at,
-          st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
-          st.wire_json_head, st.wire_json_middle, st.wire_pb`),
-        undefined, true),
-    after: KEEP_LISTING_HISTORY,
-    afterward: [KNOW_MARKETPLACES],
-    check: refuseMoved("listings"),
-    tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits"],
-    serialized: true,
-    lock: LISTINGS_LOCK,
-  },
+  listings: { ...LISTINGS, withRemovals: bulkKind(withOrderRemovals("listings", LISTINGS)) },
   transfers: { ...transfersSpec(false), withRemovals: bulkKind(transfersSpec(true)) },
-  offers: {
-    stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
-      col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status"),
-      col("block", "bigint"), col("block_hash")],
-    row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
-      r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status, r.block, r.blockHash || null],
-    before: [REGISTER_COLLECTIONS],
-    counted: counted("offers", ["marketplace", "marketplace_id"],
-        ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
-        withCollection(`st.marketplace, st.marketplace_id, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
-          st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status, st.block, ${bytes("block_hash")} AS block_hash`),
-        undefined, true),
-    afterward: [KNOW_MARKETPLACES],
-    check: refuseMoved("offers"),
-    tables: ["collections", "offers"],
-    serialized: true,
-    lock: LISTINGS_LOCK,
-  },
+  offers: { ...OFFERS, withRemovals: bulkKind(withOrderRemovals("offers", OFFERS)) },
   influencers: {
     stage: [col("chain"), col("address"), ...USER_STAGE, col("score", "float8"), ...WIRE_STAGE("wire_json_head", "wire_json_tail", "wire_pb")],
     row: (r) => {
@@ -327,7 +357,9 @@ const BUILT_IN: Record<Kind, KindSpec> = {
       `SELECT st.chain, st.block, st.line FROM stage st
        WHERE st.block > coalesce((SELECT f.block FROM finality f WHERE f.chain = st.chain), -1)
          AND st.block = (SELECT max(x.block) FROM stage x WHERE x.chain = st.chain)`),
-    tables: ["finality"],
+    // The orders' logs none of whose records can be taken back any more dropped (order-reorgs.ts).
+    after: ORDER_LOGS_PRUNED,
+    tables: ["finality", "listing_log", "listing_log_versions", "offer_log"],
     serialized: true,
     // Every record of the chain may answer another finality (shared/finality.ts).
     touchesAll: true,

@@ -6,6 +6,7 @@ import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
+import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
@@ -415,6 +416,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   ALTER TABLE listings ADD COLUMN wire_json text GENERATED ALWAYS AS (${listingJsonSql("", hexExpr)}) STORED;`,
   // 27: a webhook of settled data only (webhooks.ts; SQLite's webhooks file adds the column when it lacks it).
   FINAL_WEBHOOKS_MIGRATION,
+  // 28: the orders' logs and the orders taken back whole (order-reorgs.ts), as SQLite's 28.
+  ORDER_LOG_MIGRATION,
 ];
 
 /**

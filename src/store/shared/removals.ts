@@ -10,8 +10,8 @@ import type { FeedEntry } from "../ports/feed.js";
 // (migration 25's indexes), the two merged by the same key, alike on both
 // engines.
 
-/** A removal table of each kind. */
-export const REMOVAL_TABLES = { sales: "sale_removals", transfers: "transfer_removals" } as const;
+/** A removal table of each kind (orders: shared/order-log.ts). */
+export const REMOVAL_TABLES = { sales: "sale_removals", transfers: "transfer_removals", listings: "listing_removals", offers: "offer_removals" } as const;
 
 /** A feed read's row as its entry: a removal (original_seq set) says the position it takes back. */
 export function feedEntry(r: Row, row: (r: Row) => unknown): FeedEntry<unknown> {

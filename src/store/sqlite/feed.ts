@@ -4,6 +4,7 @@ import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
+import { ORDER_FEED_COLUMNS, type OrderKind } from "../shared/order-log.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexSql } from "./hex.js";
 import type { SqliteStatements } from "./statements.js";
@@ -16,7 +17,12 @@ import type { SqliteStatements } from "./statements.js";
 export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality`;
 
-/** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
+/** An order's feed columns (of its table or its removal table, as `a`: shared/order-log.ts ORDER_FEED_COLUMNS), as toListing and toOffer read them. */
+const orderColumns = (kind: OrderKind) => `c.address, ${assetIdSql("a.")}, ${ORDER_FEED_COLUMNS[kind].map((c) => `a.${c}`).join(", ")}`;
+const LISTING_COLUMNS = orderColumns("listings");
+const OFFER_COLUMNS = orderColumns("offers");
+
+/** A kind's rows (table as `a`) and the records taken back (reorgs.ts migration 24, order-reorgs.ts 28), with the same columns. */
 const from = (table: string, columns: string) =>
   `${columns} FROM ${table} a INDEXED BY ${table}_by_feed JOIN collections c ON c.id = a.collection_id`;
 
@@ -28,8 +34,8 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
     row: toSale,
   },
   listings: {
-    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.created_at, a.last_updated_at,
-          a.price, a.block, a.block_hash, a.status`)}`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("listings", LISTING_COLUMNS)}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.listings, LISTING_COLUMNS)}`,
     row: toListing,
   },
   transfers: {
@@ -38,8 +44,8 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
     row: toTransfer,
   },
   offers: {
-    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, ${assetIdSql("a.")}, a.trait_type, a.trait_value, a.maker, a.price,
-          a.created_at, a.last_updated_at, a.expires_at, a.block, a.block_hash, a.status`)}`,
+    sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("offers", OFFER_COLUMNS)}`,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.offers, OFFER_COLUMNS)}`,
     row: toOffer,
   },
 };
@@ -73,7 +79,7 @@ export class SqliteFeed implements FeedRepository {
   }
 
   head(kind: FeedKind, collectionId: number): number {
-    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVAL_TABLES[kind as "sales" | "transfers"]];
+    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVAL_TABLES[kind]];
     const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;
     return this.s.prepare(sql).pluck().get(...tables.map(() => collectionId)) as number;
   }

@@ -42,7 +42,7 @@ const EFFECTIVE_UPDATED = `CASE WHEN ${ENDED} THEN max(record_updated_at, moved_
  * its moved_at: from its creation until its first version, and from each
  * version with status CREATED until the next one (migrations.ts spansOf).
  */
-const spansRebuilt = (id: string) => `
+export const spansRebuilt = (id: string) => `
   DELETE FROM listing_spans WHERE listing_id = ${id};
   INSERT INTO listing_spans (listing_id, active_from, active_until, collection_id, marketplace, marketplace_id, price)
   SELECT listing_id, active_from, min(active_until, cap), collection_id, marketplace, marketplace_id, price FROM (

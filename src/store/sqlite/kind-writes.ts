@@ -26,11 +26,11 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   tokens: { ...at(TABLES.token), write: (s, r) => s.upsertToken(as(r)) },
   appraisals: { ...at(TABLES.appraisal), write: (s, r) => s.upsertAppraisal(as(r)) },
   rarity: { ...at(TABLES.rarity), write: (s, r) => s.upsertRarity(as(r)) },
-  // A record sent with removed: true is taken back (a reorganisation: docs/chains.md).
+  // A record sent with removed: true is taken back (a reorganisation: docs/chains.md); an order's, its records of its block.
   sales: { ...at(TABLES.sale), write: (s, r) => (r.removed === true ? s.removeSale(as(r)) : s.upsertSale(as(r))) },
-  listings: { ...at(TABLES.listing), write: (s, r) => s.upsertListing(as(r)) },
+  listings: { ...at(TABLES.listing), write: (s, r) => (r.removed === true ? s.removeOrder("listings", as(r)) : s.upsertListing(as(r))) },
   transfers: { ...at(TABLES.transfer), write: (s, r) => (r.removed === true ? s.removeTransfer(as(r)) : s.upsertTransfer(as(r))) },
-  offers: { ...at(TABLES.offer), write: (s, r) => s.upsertOffer(as(r)) },
+  offers: { ...at(TABLES.offer), write: (s, r) => (r.removed === true ? s.removeOrder("offers", as(r)) : s.upsertOffer(as(r))) },
   influencers: { ...at(TABLES.influencer), write: (s, r) => s.upsertInfluencer(as(r)) },
   tweets: {
     ...at(TABLES.tweet),

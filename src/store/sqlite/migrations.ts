@@ -8,6 +8,7 @@
 
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
+import { ORDER_LOG_SCHEMA } from "./order-reorgs.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -355,6 +356,10 @@ export const MIGRATIONS: readonly Migration[] = [
   REMOVALS_BY_TIME_SCHEMA,
   // 26: a listing's and an offer's on-chain block and block hash (docs/chains.md, "Listings and offers").
   LISTING_BLOCK_SCHEMA,
+  // 27: kept by the webhooks file (webhooks.ts adds final_only); a step here so that both engines count alike.
+  "",
+  // 28: the orders' logs and the orders taken back whole (order-reorgs.ts; docs/chains.md, "Orders taken back").
+  ORDER_LOG_SCHEMA,
 ];
 
 

@@ -1,5 +1,7 @@
 import { finalizedRemoval } from "../shared/conflicts.js";
 import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
+import { SqliteOrderLog } from "./order-reorgs.js";
+import type { OrderKind } from "../shared/order-log.js";
 import { collectionRef, describeRef, recordRef, refParts } from "../../domain/chains.js";
 import { refSql } from "../shared/collection-ref.js";
 import type { Statement } from "better-sqlite3";
@@ -124,6 +126,9 @@ export const TABLES = {
   reorg: { table: "reorgs", key: ["chain", "from_block"], values: ["block_hashes"] },
 } satisfies Record<string, TableSpec>;
 
+/** The order kinds' tables. */
+const ORDER_TABLES: Readonly<Record<OrderKind, TableSpec>> = { listings: TABLES.listing, offers: TABLES.offer };
+
 export type SocialUserRecord = SocialUserRow;
 
 /** A tweet row plus the collection it relates to. */
@@ -155,6 +160,7 @@ export class WriteStore {
   readonly #holders = new Map<"listings" | "offers", Statement>();
   readonly #aggregates: SalesAggregates;
   readonly #removals: SqliteRemovals;
+  readonly #orders: SqliteOrderLog;
   readonly #maintainStats: boolean;
   /** The collections changed since the last commit (stamped by beforeCommit). */
   readonly #touched = new TouchedCollections();
@@ -187,6 +193,9 @@ export class WriteStore {
       .raw();
     this.#aggregates = new SalesAggregates(db);
     this.#removals = new SqliteRemovals(db, () => this.#nextFeedSeq());
+    // A replayed order is upserted as any record is: a new feed position when it changed, its triggers.
+    this.#orders = new SqliteOrderLog(db, { listings: TABLES.listing.values, offers: TABLES.offer.values }, () => this.#nextFeedSeq(),
+      (kind, row) => void this.#upsert(ORDER_TABLES[kind], { ...row, wire_json_inserted: null }));
   }
 
   /**
@@ -298,7 +307,7 @@ export class WriteStore {
   /** An offer: its latest record replaces the earlier one, under the collection that holds it (offers.ts keeps the top bids' reads). */
   upsertOffer(r: OfferRow): UpsertResult {
     const collectionId = this.collectionOf(r);
-    return this.#upsert(TABLES.offer, {
+    return this.#orderWritten("offers", r, {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
       collection_id: collectionId,
@@ -313,7 +322,35 @@ export class WriteStore {
       status: r.status,
       block: r.block ?? 0,
       block_hash: blockHashBytes(r.blockHash),
-    }, () => this.#refuseMoved("offers", r));
+    });
+  }
+
+  /**
+   * An order's record upserted, and logged when it may be taken back
+   * (order-reorgs.ts): its order's row before it kept when its log begins.
+   */
+  #orderWritten(kind: OrderKind, r: { marketplace: string; marketplaceId: string; contractAddress: string }, row: Columns): UpsertResult {
+    const { chain } = refParts(refOf(r));
+    const logged = this.#orders.begin(kind, row, chain, () => this.#removals.finalized(chain));
+    const result = this.#upsert(ORDER_TABLES[kind], row, () => this.#refuseMoved(kind, r));
+    if (logged) this.#orders.append(kind, row, chain);
+    return result;
+  }
+
+  /**
+   * Takes back an order's records of one block (a record sent again with
+   * removed: true: docs/chains.md, "Orders taken back"): "updated" when its
+   * order's log held one. (An off-chain record, block 0, is refused by its
+   * declaration: parts.ts removalNamesBlock.)
+   */
+  removeOrder(kind: OrderKind, r: ListingRow | OfferRow): UpsertResult {
+    if (!this.#db.inTransaction) return this.transaction(() => this.removeOrder(kind, r));
+    const block = r.block ?? 0;
+    this.#refuseFinal(r, block, `${kind === "listings" ? "listing" : "offer"} ${r.marketplace} ${r.marketplaceId} (block ${block})`);
+    const collection = this.#orders.record(kind, r.marketplace, r.marketplaceId, block, blockHashBytes(r.blockHash));
+    if (collection === undefined) return "unchanged";
+    this.#touched.add(collection);
+    return "updated";
   }
 
   /**
@@ -407,25 +444,22 @@ export class WriteStore {
   upsertListing(r: ListingRow): UpsertResult {
     const collectionId = this.collectionOf(r);
     const wire = listingFragments(r);
-    return this.#upsert(TABLES.listing,
-      {
-        marketplace: r.marketplace,
-        marketplace_id: r.marketplaceId,
-        collection_id: collectionId,
-        asset_key: assetKey(r.assetId),
-        created_at: r.createdAt,
-        record_updated_at: r.lastUpdatedAt,
-        price: r.price,
-        record_status: r.status,
-        block: r.block ?? 0,
-        block_hash: blockHashBytes(r.blockHash),
-        wire_json_head: wire.jsonHead,
-        wire_json_middle: wire.jsonMiddle,
-        wire_pb: wire.binary,
-        wire_json_inserted: listingJson(wire, r.lastUpdatedAt, r.status, r.block ?? 0, r.blockHash ?? ""),
-      },
-      () => this.#refuseMoved("listings", r),
-    );
+    return this.#orderWritten("listings", r, {
+      marketplace: r.marketplace,
+      marketplace_id: r.marketplaceId,
+      collection_id: collectionId,
+      asset_key: assetKey(r.assetId),
+      created_at: r.createdAt,
+      record_updated_at: r.lastUpdatedAt,
+      price: r.price,
+      record_status: r.status,
+      block: r.block ?? 0,
+      block_hash: blockHashBytes(r.blockHash),
+      wire_json_head: wire.jsonHead,
+      wire_json_middle: wire.jsonMiddle,
+      wire_pb: wire.binary,
+      wire_json_inserted: listingJson(wire, r.lastUpdatedAt, r.status, r.block ?? 0, r.blockHash ?? ""),
+    });
   }
 
   /**
@@ -466,12 +500,14 @@ export class WriteStore {
     const { sales, transfers } = this.#removals.blocks(r.chain, r.fromBlock, r.blockHashes);
     for (const s of sales) this.#saleRemoved(s);
     for (const c of transfers) this.#touched.add(c);
+    for (const c of this.#orders.blocks(r.chain, r.fromBlock, r.blockHashes)) this.#touched.add(c);
     return this.#upsert(TABLES.reorg, { chain: r.chain, from_block: r.fromBlock, block_hashes: JSON.stringify(r.blockHashes) });
   }
 
   /** A chain's blocks up to its finalized one are final (docs/chains.md, "Finality"). */
   finalize(r: { chain: string; block: number }): UpsertResult {
     const result = this.#removals.finalize(r.chain, r.block);
+    if (result !== "unchanged") this.#orders.pruned(r.chain, r.block);
     // Every record of the chain may answer another finality: what the servers remember of any collection is forgotten.
     if (result !== "unchanged") this.#touched.all = true;
     return result;
@@ -504,7 +540,7 @@ export class WriteStore {
    * collection is refused. Asked only when the record's key is already held
    * (before an update), so an insert reads nothing more.
    */
-  #refuseMoved(table: "listings" | "offers", r: { marketplace: string; marketplaceId: string; contractAddress: string }): void {
+  #refuseMoved(table: OrderKind, r: { marketplace: string; marketplaceId: string; contractAddress: string }): void {
     let holder = this.#holders.get(table);
     if (holder === undefined) {
       holder = this.#db

@@ -1,0 +1,51 @@
+// Reorganisations of orders (docs/chains.md, "Orders taken back"), the
+// parts both engines share. An order (a listing or an offer) is its latest
+// record; to take one of its records back exactly, the store keeps the
+// order's log while any of its records may still be taken back: the row the
+// order had when the log began (its base, never taken back: a log begins
+// at the first record that may be, so the base's record could not be) and
+// every record since, in arrival order; for a listing also its versions
+// (by time, the floor at= history) when the log began. A removal deletes
+// the records it takes back from the log and replays what is left: the
+// order's row becomes its last record left (or the base), its versions the
+// base's with each time's last record left over them; with nothing left
+// the order never existed and is deleted (kept in its removal table, at a
+// feed position, as a sale taken back is). Off-chain records (block 0) and
+// records of final blocks are never taken back, so an order made and
+// updated off-chain keeps no log; a log is dropped once none of its
+// records can be taken back (the chain's finality passed them).
+
+/** The order kinds and their tables. */
+export const ORDER_KINDS = ["listings", "offers"] as const;
+export type OrderKind = (typeof ORDER_KINDS)[number];
+
+export const ORDER_LOGS: Readonly<Record<OrderKind, string>> = { listings: "listing_log", offers: "offer_log" };
+/** A listing's versions when its log began. */
+export const LISTING_LOG_VERSIONS = "listing_log_versions";
+
+/** The order key of a log, as `(marketplace, marketplace_id)` of the alias `x`. */
+export const orderKeyIs = (x: string, marketplace: string, marketplaceId: string) => `${x}.marketplace = ${marketplace} AND ${x}.marketplace_id = ${marketplaceId}`;
+
+/**
+ * A listing's versions as the replay leaves them (both engines' SQL),
+ * listing id `$id`, key `$mp`, `$mpid` (named by the caller's placeholders):
+ * the base's versions, then each time's last record of the log over them.
+ */
+export function versionsReplayed(id: string, mp: string, mpid: string): string[] {
+  return [
+    `DELETE FROM listing_versions WHERE listing_id = ${id}`,
+    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
+       SELECT ${id}, v.updated_at, v.price, v.status FROM ${LISTING_LOG_VERSIONS} v WHERE ${orderKeyIs("v", mp, mpid)}`,
+    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
+       SELECT ${id}, e.record_updated_at, e.price, e.record_status FROM ${ORDER_LOGS.listings} e
+       WHERE ${orderKeyIs("e", mp, mpid)} AND e.base = 0 AND e.id = (
+         SELECT max(x.id) FROM ${ORDER_LOGS.listings} x WHERE ${orderKeyIs("x", mp, mpid)} AND x.base = 0 AND x.record_updated_at = e.record_updated_at)
+       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status`,
+  ];
+}
+
+/** The columns of a listing's and an offer's feed (and of their removal tables), after collection_id and the asset. */
+export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
+  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "block", "block_hash", "status"],
+  offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
+};
