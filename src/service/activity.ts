@@ -111,8 +111,9 @@ export function resumeKey(type: ListType, after: KeyValue[]): KeyValue[] {
 const removalEntry = (r: RemovedRecord): FeedEntry<SaleRow | TransferRow> => ({ seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } });
 
 /** A record taken back (a removal's feed entry) as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
-function removedEvent(kind: FeedKind, entry: FeedEntry<SaleRow | TransferRow>, epoch: string, now: number): ActivityEvent {
-  return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(entry.row.timestamp), removed: removalOf(kind, entry, epoch, now) });
+function removedEvent(kind: FeedKind, entry: FeedEntry<unknown>, epoch: string, now: number): ActivityEvent {
+  // At its record's time (a sale's or transfer's timestamp, an order's creation).
+  return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(feedOf(kind).time(entry.row)), removed: removalOf(kind, entry, epoch, now) });
 }
 
 export function toActivityEvent(r: Row, now: number): ActivityEvent {
@@ -242,7 +243,7 @@ export function createActivityMethods(
           // A record a reorganisation took back: a "removed" event at its removal's position (docs/chains.md).
           const event = entry.removed === undefined
             ? toActivityEvent(row, nowSeconds())
-            : removedEvent(FEED_OF[type], entry as FeedEntry<SaleRow | TransferRow>, epoch, nowSeconds());
+            : removedEvent(FEED_OF[type], entry, epoch, nowSeconds());
           yield create(WatchCollectionActivityResponseSchema, { event, resumeToken: token() });
         }
       } finally {

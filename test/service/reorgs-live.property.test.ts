@@ -13,11 +13,13 @@ import { CHAINS, type Chain, fixedRecords, historyOf, keyOf, writeArb } from "..
 // Reorganisations through the live paths (docs/chains.md, "Removals in the
 // feeds"), on both engines: while a random history on two chains is written
 // (records taken back, blocks taken back, records sent again), a live
-// subscriber of each chain's sales and transfers (feed-hub.ts), dropped and
+// subscriber of each chain's sales, transfers, listings and offers
+// (feed-hub.ts), dropped and
 // resumed from its last position at random, and a webhook's batches
 // (webhooks/batches.ts) receive every record and every removal once, in
 // position order, with nothing skipped; applied in order (a record sets
-// its key, a removal deletes it) they give exactly the surviving records.
+// its key, a removal deletes it) they give exactly the surviving records
+// (an order: its last record left; one with none left, removed).
 // A final-only webhook of each chain (finality=final) reads along: nothing
 // while no block is final; once the history is written and its chain's
 // finalized block is set at random, each kind's records up to its first
@@ -29,11 +31,24 @@ import { CHAINS, type Chain, fixedRecords, historyOf, keyOf, writeArb } from "..
 // stay legal for the store.)
 
 type Record_ = Record<string, unknown>;
-/** What the comparison looks at of a record, from a feed row, a webhook event's message or a sent line. */
+/**
+ * What the comparison looks at of a record, from a feed row, a webhook
+ * event's message or a sent line (an order's status aside: a sale or
+ * transfer may end a listing, which its feed sends again).
+ */
 const essence = (r: Record_) => ({
   hash: r.hash, assetId: r.assetId, logIndex: r.logIndex === undefined ? undefined : Number(r.logIndex), to: r.to,
-  block: Number(r.block), blockHash: r.blockHash ?? "", price: r.price,
+  block: Number(r.block ?? 0), blockHash: r.blockHash ?? "", price: r.price, marketplaceId: r.marketplaceId, createdAt: r.createdAt === undefined ? undefined : Number(r.createdAt),
 });
+
+const KINDS = ["sales", "transfers", "listings", "offers"] as const;
+type Kind = (typeof KINDS)[number];
+/** A webhook event's type (or a removal's) as its kind. */
+const KIND_OF_TYPE: Record<string, Kind> = { sale: "sales", transfer: "transfers", listing: "listings", offer: "offers" };
+
+/** A record's natural key: an order's by marketplace and id, others' as the history keys them. */
+const keyIn = (kind: Kind, r: Record_, chain: Chain) =>
+  kind === "listings" || kind === "offers" ? `${kind}/${String(r.marketplace)}/${String(r.marketplaceId)}` : keyOf({ ...r, chain }, kind);
 
 /** Events applied in order: a record sets its natural key, a removal deletes it. */
 function fold(events: readonly { key: string; removed: boolean; record: Record_ }[]): Map<string, unknown> {
@@ -47,7 +62,7 @@ function fold(events: readonly { key: string; removed: boolean; record: Record_ 
 
 interface Live {
   chain: Chain;
-  kind: "sales" | "transfers";
+  kind: Kind;
   id: number;
   ref: string;
   sub: Subscription<unknown>;
@@ -80,7 +95,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
         if (item === undefined || item.kind === "end") throw new Error(`the ${l.chain} ${l.kind} stream ended at ${lastSeq(l)} of ${head}`);
         if (item.kind !== "row") continue;
         const row = item.entry.row as Record_;
-        l.got.push({ seq: item.entry.seq, key: keyOf({ ...row, chain: l.chain }, l.kind), removed: item.entry.removed !== undefined, record: row });
+        l.got.push({ seq: item.entry.seq, key: keyIn(l.kind, row, l.chain), removed: item.entry.removed !== undefined, record: row });
       }
     }
 
@@ -91,7 +106,15 @@ for (const engine of ["sqlite", "postgres"] as const) {
           const { tokens, listings } = fixedRecords(address);
           await importBatch(h.store, "tokens", tokens);
           await importBatch(h.store, "listings", listings);
-          const { lines, held } = historyOf(address, writes);
+          const { lines, held, orders } = historyOf(address, writes);
+          /** What survives of a chain's records of `kinds`, by key: sales and transfers held, each order as its last record left (the fixed listings first). */
+          const survivorsOf = (chain: Chain, kinds: readonly Kind[]) => {
+            const out = new Map<string, unknown>();
+            for (const [k, v] of held) if (v.record.chain === chain && kinds.includes(v.kind)) out.set(k, essence(v.record));
+            const fixed = (listings as Record_[]).map((record) => ({ kind: "listings" as const, record }));
+            for (const o of [...fixed, ...orders]) if (o.record.chain === chain && kinds.includes(o.kind)) out.set(keyIn(o.kind, o.record, chain), essence(o.record));
+            return out;
+          };
           const lives: Live[] = [];
           type Hook = { chain: Chain; held: Held; events: { id: string; position: number; key: string; removed: boolean; record: Record_ }[] };
           const hooks: Hook[] = [];
@@ -106,11 +129,13 @@ for (const engine of ["sqlite", "postgres"] as const) {
           for (const chain of CHAINS) {
             const ref = collectionRef(chain, address);
             const id = (await h.read.collections.collectionId(ref))!;
-            for (const kind of ["sales", "transfers"] as const) {
+            for (const kind of KINDS) {
               lives.push({ chain, kind, id, ref, sub: await hub.subscribe<unknown>(kind, { id, ref }, () => true, undefined, 0), got: [] });
             }
             for (const finalOnly of [false, true]) {
-              const rec = { id: `wh_p${run}${chain}${finalOnly ? "f" : ""}`, generation: 1, kinds: ["sales", "transfers"] as FeedKind[], collections: [ref], finalOnly };
+              // A final-only webhook of sales and transfers (orders come as committed: webhooks.md).
+              const kinds: FeedKind[] = finalOnly ? ["sales", "transfers"] : [...KINDS];
+              const rec = { id: `wh_p${run}${chain}${finalOnly ? "f" : ""}`, generation: 1, kinds, collections: [ref], finalOnly };
               (finalOnly ? finalHooks : hooks).push({ chain, held: { rec, ids: new Map([[ref, id]]), positions: { sales: 0, listings: 0, offers: 0, transfers: 0 } } as unknown as Held, events: [] });
             }
           }
@@ -123,10 +148,11 @@ for (const engine of ["sqlite", "postgres"] as const) {
                 const body = JSON.parse(batch.body) as { data: { events: Record_[] } };
                 for (const e of body.data.events) {
                   const removal = e.removed as Record_ | null;
-                  const kind = (removal?.type ?? e.type) === "sale" ? "sales" : "transfers";
-                  const record = (removal === null ? (e.sale ?? e.transfer) : (removal.sale ?? removal.transfer)) as Record_;
+                  const type = String(removal?.type ?? e.type);
+                  const kind = KIND_OF_TYPE[type]!;
+                  const record = (removal === null ? e[type] : removal[type]) as Record_;
                   expect(e.chain).toBe(hook.chain);
-                  hook.events.push({ id: String(e.id), position: Number(e.position), key: keyOf({ ...record, chain: hook.chain }, kind), removed: removal !== null, record });
+                  hook.events.push({ id: String(e.id), position: Number(e.position), key: keyIn(kind, record, hook.chain), removed: removal !== null, record });
                 }
                 hook.held.positions = batch.positions;
               }
@@ -147,21 +173,22 @@ for (const engine of ["sqlite", "postgres"] as const) {
             await deliver(finalHooks, finalReader);
           }
           for (const l of lives) {
+            // (A history of no line leaves the fixed listings to take.)
+            await drain(l);
             // Positions in order, none twice, and every one the store's feed holds at the end (a row deleted since
             // was sent while it lived): nothing skipped across a resume.
             const seqs = l.got.map((e) => e.seq);
             expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
             const all = await h.read.feed.merged(l.kind, [l.id], 0, 10_000);
             expect(all.map((e) => e.seq).filter((q) => !seqs.includes(q))).toEqual([]);
-            const survivors = new Map([...held].filter(([, v]) => v.kind === l.kind && v.record.chain === l.chain).map(([k, v]) => [k, essence(v.record)]));
-            expect(fold(l.got)).toEqual(survivors);
+            expect(fold(l.got)).toEqual(survivorsOf(l.chain, [l.kind]));
           }
+          await deliver();
           for (const hook of hooks) {
             const positions = hook.events.map((e) => e.position);
             expect(positions).toEqual([...new Set(positions)].sort((a, b) => a - b));
             expect(new Set(hook.events.map((e) => e.id)).size).toBe(hook.events.length);
-            const survivors = new Map([...held].filter(([, v]) => v.record.chain === hook.chain).map(([k, v]) => [k, essence(v.record)]));
-            expect(fold(hook.events)).toEqual(survivors);
+            expect(fold(hook.events)).toEqual(survivorsOf(hook.chain, KINDS));
           }
           // Final-only: nothing while no block is final; then each kind up to its first record not final.
           for (const hook of finalHooks) expect(hook.events).toEqual([]);
@@ -186,7 +213,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
               expect(positions).toEqual([...new Set(positions)].sort((a, b) => a - b));
             }
             expect(hook.events.filter((e) => e.removed || e.record.finality !== "final")).toEqual([]);
-            const survivors = new Map([...held].filter(([, v]) => v.record.chain === hook.chain).map(([k, v]) => [k, essence(v.record)]));
+            const survivors = survivorsOf(hook.chain, ["sales", "transfers"]);
             expect(hook.events.length).toBe(survivors.size);
             expect(fold(hook.events)).toEqual(survivors);
           }

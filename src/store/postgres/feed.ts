@@ -16,7 +16,13 @@ export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a
   a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
   ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality`;
 
-/** A kind's rows (table as `a`) and, for sales and transfers, the records taken back (reorgs.ts migration 24), with the same columns. */
+/** An order's feed columns (of its table or its removal table, as `a`: order-reorgs.ts migration 28), as toListing and toOffer read them. */
+const LISTING_COLUMNS = `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,
+  a.created_at, a.last_updated_at, a.price::text AS price, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`;
+const OFFER_COLUMNS = `c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id,
+  a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`;
+
+/** A kind's rows (table as `a`) and the records taken back (reorgs.ts migration 24, order-reorgs.ts 28), with the same columns. */
 const from = (table: string, columns: string) => `${columns} FROM ${table} a JOIN collections c ON c.id = a.collection_id`;
 
 /** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns. */
@@ -30,8 +36,9 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   },
   listings: {
     table: "listings",
-    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("listings", `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,
-          a.created_at, a.last_updated_at, a.price::text AS price, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`)}`,
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("listings", LISTING_COLUMNS)}`,
+    removals: REMOVAL_TABLES.listings,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.listings, LISTING_COLUMNS)}`,
     row: toListing,
   },
   transfers: {
@@ -43,8 +50,9 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
   },
   offers: {
     table: "offers",
-    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("offers", `c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id,
-          a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.created_at, a.last_updated_at, a.expires_at, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`)}`,
+    sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("offers", OFFER_COLUMNS)}`,
+    removals: REMOVAL_TABLES.offers,
+    removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.offers, OFFER_COLUMNS)}`,
     row: toOffer,
   },
 };
