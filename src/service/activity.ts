@@ -66,9 +66,9 @@ const LIST_TYPES: readonly ListType[] = [...ACTIVITY_TYPES, REMOVED_EVENT];
 /** A row of the list: an activity row, or a record taken back. */
 type ListRow = Row | { type: typeof REMOVED_EVENT; row: RemovedRecord };
 
-const listTimeOf = (r: ListRow) => (r.type === REMOVED_EVENT ? r.row.row.timestamp : timeOf(r));
+const listTimeOf = (r: ListRow) => (r.type === REMOVED_EVENT ? r.row.time : timeOf(r));
 /** A list row's page key (ACTIVITY_KEY): a record taken back by its time, block and removal position. */
-const listKeyOf = (r: ListRow): KeyValue[] => (r.type === REMOVED_EVENT ? [r.row.row.timestamp, REMOVED_EVENT, r.row.row.block, r.row.seq, "", ""] : keyOf(r));
+const listKeyOf = (r: ListRow): KeyValue[] => (r.type === REMOVED_EVENT ? [r.row.time, REMOVED_EVENT, r.row.block, r.row.seq, "", ""] : keyOf(r));
 
 /** The row's page key (ACTIVITY_KEY). */
 function keyOf(r: Row): KeyValue[] {
@@ -108,7 +108,7 @@ export function resumeKey(type: ListType, after: KeyValue[]): KeyValue[] {
 }
 
 /** A removal table's record as the feed entry of its removal. */
-const removalEntry = (r: RemovedRecord): FeedEntry<SaleRow | TransferRow> => ({ seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } });
+const removalEntry = (r: RemovedRecord): FeedEntry<unknown> => ({ seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } });
 
 /** A record taken back (a removal's feed entry) as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
 function removedEvent(kind: FeedKind, entry: FeedEntry<unknown>, epoch: string, now: number): ActivityEvent {
@@ -155,8 +155,8 @@ export function createActivityMethods(
       const types = activityTypes(req.types);
       const limit = p.limit(req.limit);
       const final = p.finalOnly(req.finality);
-      // includeRemoved: the sales and transfers of the types asked that were taken back (never final: none with finality=final).
-      const removedKinds = req.includeRemoved && !final ? types.filter((t) => t === "sale" || t === "transfer").map((t) => FEED_OF[t] as "sales" | "transfers") : [];
+      // includeRemoved: the records of the types asked that were taken back (never final: none with finality=final).
+      const removedKinds = req.includeRemoved && !final ? types.map((t) => FEED_OF[t]) : [];
       const digest = queryDigest(["activity", ref, types, ...(final ? ["final"] : []), ...(req.includeRemoved ? ["removed"] : [])]);
       const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
       if (after !== null && !LIST_TYPES.includes(after[1] as ListType)) throw p.invalid("cursor is not a valid page token");

@@ -440,7 +440,10 @@ describe("removals in the live feeds", () => {
     url.searchParams.set("contractAddress", C5);
     const sse = await openSse(url.toString(), { "x-api-key": s.read, "last-event-id": before });
     const first = await sse.next();
-    expect([first?.event, JSON.parse(first!.data)]).toEqual(["removed", { type: "sale", originalId: removals[0]!.removed!.originalId, originalPosition: Number(removals[0]!.removed!.originalPosition), sale: expect.objectContaining({ price: "3" }), transfer: null }]);
+    expect([first?.event, JSON.parse(first!.data)]).toEqual(["removed", {
+      type: "sale", originalId: removals[0]!.removed!.originalId, originalPosition: Number(removals[0]!.removed!.originalPosition),
+      sale: expect.objectContaining({ price: "3" }), transfer: null, listing: null, offer: null,
+    }]);
     expect([(await sse.next())?.event, (await sse.next())?.event]).toEqual(["removed", "message"]);
     sse.close();
 
@@ -454,5 +457,75 @@ describe("removals in the live feeds", () => {
     expect(seen).toEqual([["3", removals[0]!.removed!.originalId], ["2", removals[1]!.removed!.originalId], ["4", null]]);
     abort.abort();
     for (const it of [sales, activity, resumed]) await it.return?.().catch(() => undefined);
+  });
+});
+
+describe("orders taken back", () => {
+  const C7 = "0x00000000000000000000000000000000000000c7";
+  const listing = (id: string, price: string, block: number, extra: object = {}) => ({
+    marketplaceId: id, marketplace: "CRYPTOPUNKS", contractAddress: C7, assetId: id, createdAt: NOW, lastUpdatedAt: NOW + block % 100,
+    price, currency: "ETH", status: "CREATED", block, ...(block === 0 ? {} : { blockHash: hash(block) }), ...extra,
+  });
+  const offer = (id: string, price: string, block: number) => ({
+    marketplaceId: id, marketplace: "CRYPTOPUNKS", contractAddress: C7, assetId: "1", maker: ALICE, price, currency: "ETH",
+    createdAt: NOW, lastUpdatedAt: NOW, status: "CREATED", block, blockHash: hash(block),
+  });
+  const listings = async () => Object.fromEntries(((await get("/v1/asset/listings", { contractAddress: C7 })).body.data as { marketplaceId: string; price: string; block: number }[])
+    .map((l) => [l.marketplaceId, [l.price, l.block]]));
+  const floor = async () => ((await get("/v1/collection/floor", { contractAddress: C7 })).body.data as { floor: { price: string } | null }).floor?.price;
+
+  it("gives an order back its record before the blocks taken back, deletes one none of whose records is left, and sends it as a removal", async () => {
+    const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
+    const abort = new AbortController();
+    // Listing 1 made off-chain; then repriced on-chain in block 5001; listing 2 made on-chain in block 5002; an offer made in block 5002.
+    expect((await post("listings", [listing("1", "30", 0)])).status).toBe(200);
+    const activity = collection.watchCollectionActivity({ contractAddress: C7, types: ["listing", "offer"] }, { headers: { "x-api-key": s.read }, signal: abort.signal })[Symbol.asyncIterator]();
+    await activity.next();
+    expect((await post("listings", [listing("1", "20", 5001), listing("2", "10", 5002)])).status).toBe(200);
+    expect((await post("offers", [offer("3", "4", 5002)])).status).toBe(200);
+    expect(await listings()).toEqual({ 1: ["20", 5001], 2: ["10", 5002] });
+    expect(await floor()).toBe("10");
+
+    // Block 5002 is orphaned: listing 2 and the offer never were; listing 1 is as it was.
+    expect((await post("reorgs", [{ fromBlock: 5002 }])).body).toMatchObject({ accepted: 1 });
+    expect(await listings()).toEqual({ 1: ["20", 5001] });
+    expect((await get("/v1/asset/offers", { contractAddress: C7 })).body.data).toEqual([]);
+    expect(await floor()).toBe("20");
+    // Listing 1's record of block 5001 sent again as removed: it is its off-chain record again.
+    expect((await post("listings", [listing("1", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(await listings()).toEqual({ 1: ["30", 0] });
+    expect(await floor()).toBe("30");
+    // Nothing more of that block to take back; an off-chain record is not taken back (the order's next record replaces it).
+    expect((await post("listings", [listing("1", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 0, duplicates: 1 });
+    const offChain = await post("listings", [listing("1", "30", 0, { removed: true })]);
+    expect(offChain.status).toBe(400);
+    expect(JSON.stringify(offChain.body)).toContain("a removal names the block of the on-chain event it takes back");
+
+    // Through the RPC's removed batch: an offer made in block 5003, taken back.
+    const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
+    const rpcOffer = { ...offer("4", "6", 5003), createdAt: BigInt(NOW), lastUpdatedAt: BigInt(NOW), block: 5003n, status: ListingStatus.CREATED };
+    const headers = { headers: { "x-api-key": s.ingest } };
+    expect((await ingest.ingestOffers({ records: [rpcOffer] }, headers)).accepted).toBe(1);
+    expect((await ingest.ingestOffers({ records: [rpcOffer], removed: true }, headers)).accepted).toBe(1);
+    expect((await get("/v1/asset/offers", { contractAddress: C7 })).body.data).toEqual([]);
+
+    // The activity stream: each record as it came, listing 1 again as its record left, and a removal for each order gone whole.
+    const events = [];
+    for (let i = 0; i < 8; i++) events.push((await activity.next()).value!.event!);
+    const told = events.map((e) => (e.type === "removed"
+      ? ["removed", e.removed?.type, (e.removed?.listing ?? e.removed?.offer)?.marketplaceId]
+      : [e.type, (e.listing ?? e.offer)?.marketplaceId, (e.listing ?? e.offer)?.price]));
+    expect(told).toEqual([
+      ["listing", "1", "20"], ["listing", "2", "10"], ["offer", "3", "4"],
+      ["removed", "listing", "2"], ["removed", "offer", "3"], ["listing", "1", "30"],
+      ["offer", "4", "6"], ["removed", "offer", "4"],
+    ]);
+    // The activity list reads the orders taken back with includeRemoved=true.
+    const list = (await get("/v1/collection/activity", { contractAddress: C7, types: "listing,offer", includeRemoved: "true", limit: "50" })).body.data as
+      { type: string; removed: { type: string; listing: { marketplaceId: string } | null; offer: { marketplaceId: string } | null } | null }[];
+    expect(list.filter((e) => e.type === "removed").map((e) => [e.removed!.type, (e.removed!.listing ?? e.removed!.offer)!.marketplaceId]).sort())
+      .toEqual([["listing", "2"], ["offer", "3"], ["offer", "4"]]);
+    abort.abort();
+    await activity.return?.().catch(() => undefined);
   });
 });

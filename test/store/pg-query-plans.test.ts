@@ -107,6 +107,12 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     }
     // Records taken back (reorganisations: every tenth sale of each collection): the feeds read their removals beside their rows.
     await importRecords(db.url, "sales", (all.sales ?? []).filter((_, i) => i % 10 === 0).map((r) => ({ ...r, removed: true })));
+    // Orders made on-chain and taken back whole (every tenth, under new ids): the feeds and includeRemoved read their removal tables.
+    for (const kind of ["listings", "offers"] as const) {
+      const onChain = (all[kind] ?? []).filter((_, i) => i % 10 === 0).map((r, i) => ({ ...r, marketplaceId: `0xfeed${(r as { marketplaceId: string }).marketplaceId.slice(2)}`, block: 18_000_000 + i }));
+      await importRecords(db.url, kind, onChain);
+      await importRecords(db.url, kind, onChain.map((r) => ({ ...r, removed: true })));
+    }
     client = new pg.Client({ connectionString: db.url });
     await client.connect();
     await client.query("ANALYZE");
@@ -167,8 +173,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     await repos.feed.sales(id, 3, 50);
     await repos.feed.listings(id, 3, 50);
     // The records taken back by time (the activity list's includeRemoved), from the start and after a key.
-    await repos.removals.removalsPage(id, ["sales"], { limit: 5, after: null });
-    await repos.removals.removalsPage(id, ["sales"], { limit: 5, after: [1_700_500_000, 18_000_100, 1_000_000] });
+    await repos.removals.removalsPage(id, ["sales", "listings", "offers"], { limit: 5, after: null });
+    await repos.removals.removalsPage(id, ["sales", "listings", "offers"], { limit: 5, after: [1_700_500_000, 18_000_100, 1_000_000] });
     await exerciseAnalytics(repos, id);
     await exerciseTokens(repos, id);
     await exerciseCollectionList(repos, id);

@@ -113,8 +113,8 @@ beforeAll(async () => {
   store.feed.merged("sales", [id, store.collections.collectionId(taken.contractAddress)!], 3, 50);
   // The records taken back by time (the activity list's includeRemoved), from the start and after a key.
   const takenId = store.collections.collectionId(taken.contractAddress)!;
-  store.removals.removalsPage(takenId, ["sales", "transfers"], { limit: 5, after: null });
-  store.removals.removalsPage(takenId, ["sales", "transfers"], { limit: 5, after: [1_700_000_000, 1, 9] });
+  store.removals.removalsPage(takenId, ["sales", "transfers", "listings", "offers"], { limit: 5, after: null });
+  store.removals.removalsPage(takenId, ["sales", "transfers", "listings", "offers"], { limit: 5, after: [1_700_000_000, 1, 9] });
   store.feed.listings(id, 3, 50);
   await exerciseAnalytics(store, id);
   await exerciseTokens(store, id);

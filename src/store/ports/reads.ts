@@ -1,6 +1,6 @@
 import type { Fragment, WireForm } from "../../domain/wire/fragments.js";
 import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, SalesSummary, ScoreRow, TransferRow, TweetRow } from "../../domain/rows.js";
-import type { FeedRepository } from "./feed.js";
+import type { FeedKind, FeedRepository } from "./feed.js";
 import type { KeysRepository } from "./keys.js";
 import type { AnalyticsRepository, CollectionListRepository, OffersRepository, TokensRepository } from "./market.js";
 import type { KeySpec, MaybePromise, Page, PageRequest, TimeWindow } from "./paging.js";
@@ -91,20 +91,23 @@ export interface TransfersRepository {
 
 /** A sale or transfer a reorganisation took back, as kept (docs/chains.md, "Removals in the feeds"). */
 export interface RemovedRecord {
-  kind: "sales" | "transfers";
-  row: SaleRow | TransferRow;
+  kind: FeedKind;
+  /** The record as it was: a SaleRow, TransferRow, ListingRow or OfferRow (kind). */
+  row: unknown;
+  /** Its time (a sale's or transfer's timestamp, an order's creation) and block: the page's order. */
+  time: number;
+  block: number;
   /** The removal's feed position. */
   seq: number;
   /** The position the record was last sent at. */
   originalSeq: number;
 }
 
-/** Removed records: timestamp and block (descending), then the removal's position (descending). */
 export const REMOVAL_KEY: KeySpec = ["int", "int", "int"];
 
 export interface RemovalsRepository {
   /** A collection's records of `kinds` taken back, newest record first (REMOVAL_KEY). */
-  removalsPage(collectionId: number, kinds: readonly ("sales" | "transfers")[], page: PageRequest): MaybePromise<Page<RemovedRecord>>;
+  removalsPage(collectionId: number, kinds: readonly FeedKind[], page: PageRequest): MaybePromise<Page<RemovedRecord>>;
 }
 
 export interface SocialRepository {

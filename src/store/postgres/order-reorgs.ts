@@ -39,7 +39,8 @@ const removalTable = (table: string, columns: string) => `
     asset_id numeric(78,0),
     ${columns}
   );
-  CREATE INDEX ${table}_by_feed ON ${table} (collection_id, feed_seq);`;
+  CREATE INDEX ${table}_by_feed ON ${table} (collection_id, feed_seq);
+  CREATE INDEX ${table}_by_time ON ${table} (collection_id, created_at DESC, block DESC, feed_seq DESC);`;
 
 /** Migration 28, as SQLite's 28. */
 export const ORDER_LOG_MIGRATION = `

@@ -19,8 +19,8 @@ export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a
 
 /** An order's feed columns (of its table or its removal table, as `a`: shared/order-log.ts ORDER_FEED_COLUMNS), as toListing and toOffer read them. */
 const orderColumns = (kind: OrderKind) => `c.address, ${assetIdSql("a.")}, ${ORDER_FEED_COLUMNS[kind].map((c) => `a.${c}`).join(", ")}`;
-const LISTING_COLUMNS = orderColumns("listings");
-const OFFER_COLUMNS = orderColumns("offers");
+export const LISTING_COLUMNS = orderColumns("listings");
+export const OFFER_COLUMNS = orderColumns("offers");
 
 /** A kind's rows (table as `a`) and the records taken back (reorgs.ts migration 24, order-reorgs.ts 28), with the same columns. */
 const from = (table: string, columns: string) =>

@@ -33,7 +33,9 @@ const removalTable = (table: string, columns: string) => `
     asset_key TEXT NOT NULL,
     ${columns}
   );
-  CREATE INDEX ${table}_by_feed ON ${table} (collection_id, feed_seq);`;
+  CREATE INDEX ${table}_by_feed ON ${table} (collection_id, feed_seq);
+  -- by time, as the activity list reads them (includeRemoved; removals.ts)
+  CREATE INDEX ${table}_by_time ON ${table} (collection_id, created_at DESC, block DESC, feed_seq DESC);`;
 
 /** Migration 28: the orders' logs, a listing's versions when its log began, and the orders taken back whole. */
 export const ORDER_LOG_SCHEMA = `
