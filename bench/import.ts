@@ -8,7 +8,7 @@
 // import is held against.
 import { createHash } from "node:crypto";
 import { once } from "node:events";
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,9 +28,10 @@ const opts = new Command("bench:import")
   .option("--no-engine-path", "skip the engine's own bulk path (the sqlite3 shell's .import, psql's \\copy: engine-bulk.ts)")
   .option("--chain-fields", "import the same sales with chain and blockHash in every line too, alternating with the plain file (issue 52: within 0.95)")
   .option("--listings <n>", "with --chain-fields: also n listings, plain and with chain, block and blockHash in every line (an on-chain order's event)")
+  .option("--final", "with --listings: the on-chain listings' blocks already final (a finality sent first: a backfill, which keeps no order log), not pending (live)")
   .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; baseline?: string }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; final?: boolean; baseline?: string }>();
 const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
 if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
@@ -84,8 +85,11 @@ try {
     if (opts.listings !== undefined) {
       const listings = join(dir, "listings.ndjson");
       await writeLines(listings, listingLines(Number(opts.listings), 11, ADDRESS));
-      // Each listing as an on-chain order's event of its own block.
-      await chainFieldsRounds("listings", listings, Number(opts.listings), (_, i) => ({ chain: "base", block: 17_000_000 + i, blockHash: blockHashOf(17_000_000 + i) }));
+      // Each listing as an on-chain order's event of its own block: pending (each logged: docs/chains.md, "Orders taken back"), or final.
+      const finality = join(dir, "finality.ndjson");
+      writeFileSync(finality, `${JSON.stringify({ chain: "base", block: 18_000_000 })}\n`);
+      await chainFieldsRounds("listings", listings, Number(opts.listings), (_, i) => ({ chain: "base", block: 17_000_000 + i, blockHash: blockHashOf(17_000_000 + i) }),
+        opts.final === true ? (db) => void importRate(db, undefined, finality, "finality") : undefined);
     }
     // Its own rounds only (the finally below is not reached through exit).
     rmSync(dir, { recursive: true, force: true });
@@ -148,9 +152,9 @@ function blockHashOf(block: number): string {
  * --chain-fields: the same records of `kind` (from `plain`, n of them) with
  * the fields `added` gives each (its chain and block hash) in every line,
  * imported into an empty store beside the plain file, the order
- * alternating each round, on each engine.
+ * alternating each round, on each engine (`before`: run on each store first).
  */
-async function chainFieldsRounds(kind: string, plain: string, n: number, added: (r: Record<string, unknown>, i: number) => object): Promise<void> {
+async function chainFieldsRounds(kind: string, plain: string, n: number, added: (r: Record<string, unknown>, i: number) => object, before?: (db: string) => void): Promise<void> {
   const chained = join(dir, `${kind}-chain.ndjson`);
   const out = createWriteStream(chained);
   let i = 0;
@@ -167,6 +171,7 @@ async function chainFieldsRounds(kind: string, plain: string, n: number, added: 
       const r = (rates[engine] ??= { plain: [], chain: [] });
       for (const variant of round % 2 === 1 ? (["plain", "chain"] as const) : (["chain", "plain"] as const)) {
         await withStore(engine, ++store, (db) => {
+          before?.(db);
           r[variant].push(importRate(db, undefined, variant === "plain" ? plain : chained, kind));
           log(`round ${round} ${engine} ${kind} ${variant}: ${r[variant].at(-1)} rows/s`);
         });

@@ -477,54 +477,54 @@ describe("orders taken back", () => {
   it("gives an order back its record before the blocks taken back, deletes one none of whose records is left, and sends it as a removal", async () => {
     const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
     const abort = new AbortController();
-    // Listing 1 made off-chain; then repriced on-chain in block 5001; listing 2 made on-chain in block 5002; an offer made in block 5002.
-    expect((await post("listings", [listing("1", "30", 0)])).status).toBe(200);
+    // Listing 71 made off-chain; then repriced on-chain in block 5001; listing 72 made on-chain in block 5002; an offer made in block 5002.
+    expect((await post("listings", [listing("71", "30", 0)])).status).toBe(200);
     const activity = collection.watchCollectionActivity({ contractAddress: C7, types: ["listing", "offer"] }, { headers: { "x-api-key": s.read }, signal: abort.signal })[Symbol.asyncIterator]();
     await activity.next();
-    expect((await post("listings", [listing("1", "20", 5001), listing("2", "10", 5002)])).status).toBe(200);
-    expect((await post("offers", [offer("3", "4", 5002)])).status).toBe(200);
-    expect(await listings()).toEqual({ 1: ["20", 5001], 2: ["10", 5002] });
+    expect((await post("listings", [listing("71", "20", 5001), listing("72", "10", 5002)])).status).toBe(200);
+    expect((await post("offers", [offer("73", "4", 5002)])).status).toBe(200);
+    expect(await listings()).toEqual({ 71: ["20", 5001], 72: ["10", 5002] });
     expect(await floor()).toBe("10");
 
-    // Block 5002 is orphaned: listing 2 and the offer never were; listing 1 is as it was.
+    // Block 5002 is orphaned: listing 72 and the offer never were; listing 71 is as it was.
     expect((await post("reorgs", [{ fromBlock: 5002 }])).body).toMatchObject({ accepted: 1 });
-    expect(await listings()).toEqual({ 1: ["20", 5001] });
+    expect(await listings()).toEqual({ 71: ["20", 5001] });
     expect((await get("/v1/asset/offers", { contractAddress: C7 })).body.data).toEqual([]);
     expect(await floor()).toBe("20");
-    // Listing 1's record of block 5001 sent again as removed: it is its off-chain record again.
-    expect((await post("listings", [listing("1", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 1, duplicates: 0 });
-    expect(await listings()).toEqual({ 1: ["30", 0] });
+    // Listing 71's record of block 5001 sent again as removed: it is its off-chain record again.
+    expect((await post("listings", [listing("71", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(await listings()).toEqual({ 71: ["30", 0] });
     expect(await floor()).toBe("30");
     // Nothing more of that block to take back; an off-chain record is not taken back (the order's next record replaces it).
-    expect((await post("listings", [listing("1", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 0, duplicates: 1 });
-    const offChain = await post("listings", [listing("1", "30", 0, { removed: true })]);
+    expect((await post("listings", [listing("71", "20", 5001, { removed: true })])).body).toMatchObject({ accepted: 0, duplicates: 1 });
+    const offChain = await post("listings", [listing("71", "30", 0, { removed: true })]);
     expect(offChain.status).toBe(400);
     expect(JSON.stringify(offChain.body)).toContain("a removal names the block of the on-chain event it takes back");
 
     // Through the RPC's removed batch: an offer made in block 5003, taken back.
     const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
-    const rpcOffer = { ...offer("4", "6", 5003), createdAt: BigInt(NOW), lastUpdatedAt: BigInt(NOW), block: 5003n, status: ListingStatus.CREATED };
+    const rpcOffer = { ...offer("74", "6", 5003), createdAt: BigInt(NOW), lastUpdatedAt: BigInt(NOW), block: 5003n, status: ListingStatus.CREATED };
     const headers = { headers: { "x-api-key": s.ingest } };
     expect((await ingest.ingestOffers({ records: [rpcOffer] }, headers)).accepted).toBe(1);
     expect((await ingest.ingestOffers({ records: [rpcOffer], removed: true }, headers)).accepted).toBe(1);
     expect((await get("/v1/asset/offers", { contractAddress: C7 })).body.data).toEqual([]);
 
-    // The activity stream: each record as it came, listing 1 again as its record left, and a removal for each order gone whole.
+    // The activity stream: each record as it came, listing 71 again as its record left, and a removal for each order gone whole.
     const events = [];
     for (let i = 0; i < 8; i++) events.push((await activity.next()).value!.event!);
     const told = events.map((e) => (e.type === "removed"
       ? ["removed", e.removed?.type, (e.removed?.listing ?? e.removed?.offer)?.marketplaceId]
       : [e.type, (e.listing ?? e.offer)?.marketplaceId, (e.listing ?? e.offer)?.price]));
     expect(told).toEqual([
-      ["listing", "1", "20"], ["listing", "2", "10"], ["offer", "3", "4"],
-      ["removed", "listing", "2"], ["removed", "offer", "3"], ["listing", "1", "30"],
-      ["offer", "4", "6"], ["removed", "offer", "4"],
+      ["listing", "71", "20"], ["listing", "72", "10"], ["offer", "73", "4"],
+      ["removed", "listing", "72"], ["removed", "offer", "73"], ["listing", "71", "30"],
+      ["offer", "74", "6"], ["removed", "offer", "74"],
     ]);
     // The activity list reads the orders taken back with includeRemoved=true.
     const list = (await get("/v1/collection/activity", { contractAddress: C7, types: "listing,offer", includeRemoved: "true", limit: "50" })).body.data as
       { type: string; removed: { type: string; listing: { marketplaceId: string } | null; offer: { marketplaceId: string } | null } | null }[];
     expect(list.filter((e) => e.type === "removed").map((e) => [e.removed!.type, (e.removed!.listing ?? e.removed!.offer)!.marketplaceId]).sort())
-      .toEqual([["listing", "2"], ["offer", "3"], ["offer", "4"]]);
+      .toEqual([["listing", "72"], ["offer", "73"], ["offer", "74"]]);
     abort.abort();
     await activity.return?.().catch(() => undefined);
   });

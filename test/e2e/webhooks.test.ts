@@ -139,7 +139,7 @@ describe("webhooks", () => {
     // Its fields are null but `removed`, as an event's fields but its type's are.
     expect([removal.sale, events[1]!.removed]).toEqual([null, null]);
     // The record as it was delivered, and the id and position of the event that delivered it.
-    expect(removal.removed).toEqual({ type: "sale", originalId: events[1]!.id, originalPosition: events[1]!.position, sale: events[1]!.sale, transfer: null });
+    expect(removal.removed).toEqual({ type: "sale", originalId: events[1]!.id, originalPosition: events[1]!.position, sale: events[1]!.sale, transfer: null, listing: null, offer: null });
     expect(Number(removal.position)).toBeGreaterThan(Number(events[2]!.position));
     expect(removal.id).not.toBe(events[1]!.id);
     // Sent once: nothing more arrives.
