@@ -686,9 +686,10 @@ export type ListCollectionActivityRequest = Message<"marketdata.v1.ListCollectio
   finality: string;
 
   /**
-   * Also the sales and transfers (of the types asked) a reorganisation took
-   * back, as events of type "removed" at their records' times, after the
-   * other kinds at equal times (docs/chains.md, "Removals in the feeds").
+   * Also the records (of the types asked) a reorganisation took back, and
+   * the orders it took back whole, as events of type "removed" at their
+   * records' times (an order's creation), after the other kinds at equal
+   * times (docs/chains.md, "Removals in the feeds").
    *
    * @generated from field: bool include_removed = 7;
    */

@@ -1345,9 +1345,10 @@ export const ActivityEventSchema: GenMessage<ActivityEvent> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 22);
 
 /**
- * A sale or transfer a reorganisation took back (docs/chains.md,
- * "Removals in the feeds"), sent at the position of its removal: every
- * answer since is as if it had never come.
+ * A sale or transfer a reorganisation took back, or an order none of whose
+ * records it left (docs/chains.md, "Removals in the feeds", "Orders taken
+ * back"), sent at the position of its removal: every answer since is as if
+ * it had never come.
  *
  * @generated from message marketdata.v1.Removal
  */

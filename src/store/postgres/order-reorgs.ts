@@ -1,6 +1,9 @@
 import type pg from "pg";
 import { finalizedRemoval } from "../shared/conflicts.js";
-import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, versionsReplayed } from "../shared/order-log.js";
+import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, orderRecordOf, versionsReplayed } from "../shared/order-log.js";
+import type { ListingRow } from "../../domain/rows.js";
+import { listingFragments } from "../../domain/wire/fragments.js";
+import { hexExpr } from "./hex.js";
 import { REMOVAL_TABLES } from "../shared/removals.js";
 import { movedFound } from "./fillable.js";
 import { spansOf } from "./listing-history.js";
@@ -13,9 +16,9 @@ import { LISTINGS_LOCK } from "./record-writes.js";
 // it and each order it names replayed, and the logs no record of which can
 // be taken back dropped by a finality's merge.
 
-/** Each order table's record columns, which its log holds (kind-writes.ts merges them). */
+/** Each order table's record columns, which its log holds (kind-writes.ts merges them with a listing's ready answers, which a replay makes again). */
 export const ORDER_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash"],
   offers: ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
 };
 
@@ -45,7 +48,7 @@ const removalTable = (table: string, columns: string) => `
 /** Migration 28, as SQLite's 28. */
 export const ORDER_LOG_MIGRATION = `
   ${logTable(ORDER_LOGS.listings, `collection_id integer NOT NULL, asset_id numeric(78,0) NOT NULL, created_at bigint NOT NULL, record_updated_at bigint NOT NULL,
-    price numeric(78,0) NOT NULL, record_status text NOT NULL, block bigint NOT NULL, block_hash bytea, wire_json_head text, wire_json_middle text, wire_pb bytea`)}
+    price numeric(78,0) NOT NULL, record_status text NOT NULL, block bigint NOT NULL, block_hash bytea`)}
   CREATE TABLE ${LISTING_LOG_VERSIONS} (
     marketplace text NOT NULL,
     marketplace_id text NOT NULL,
@@ -121,8 +124,8 @@ async function replayed(client: pg.PoolClient, kind: OrderKind, marketplace: str
   const held = (await client.query<{ id: string; collection_id: number }>(`SELECT id, collection_id FROM ${kind} x WHERE ${orderKeyIs("x", "$1", "$2")}`,
     [marketplace, marketplaceId])).rows[0];
   if (held === undefined) return undefined;
-  const last = (await client.query<{ id: string }>(`SELECT e.id FROM ${log} e WHERE ${orderKeyIs("e", "$1", "$2")} ORDER BY e.id DESC LIMIT 1`,
-    [marketplace, marketplaceId])).rows[0];
+  const last = (await client.query<Record<string, unknown>>(`SELECT e.*, c.address, e.asset_id::text AS asset_id, ${hexExpr("e.block_hash")} AS block_hash_hex
+    FROM ${log} e JOIN collections c ON c.id = e.collection_id WHERE ${orderKeyIs("e", "$1", "$2")} ORDER BY e.id DESC LIMIT 1`, [marketplace, marketplaceId])).rows[0];
   if (last === undefined) {
     await deleted(client, kind, held.id);
     return held.collection_id;
@@ -131,11 +134,14 @@ async function replayed(client: pg.PoolClient, kind: OrderKind, marketplace: str
     // (The first statement names the listing only.)
     for (const sql of versionsReplayed("$1::bigint", "$2", "$3")) await client.query(sql, sql.includes("$2") ? [held.id, marketplace, marketplaceId] : [held.id]);
   }
-  const columns = ORDER_COLUMNS[kind];
-  const of = (x: string) => columns.map((c) => `${x}.${c}`).join(", ");
+  // A listing's ready answers made again from its record, as the merge's (kind-writes.ts).
+  const wire = kind === "listings" ? listingFragments(orderRecordOf(kind, last) as ListingRow) : undefined;
+  const answers = wire === undefined ? [] : [wire.jsonHead, wire.jsonMiddle, Buffer.from(wire.binary)];
+  const columns = [...ORDER_COLUMNS[kind], ...(wire === undefined ? [] : ["wire_json_head", "wire_json_middle", "wire_pb"])];
+  const of = (x: string) => [...ORDER_COLUMNS[kind].map((c) => `${x}.${c}`), ...answers.map((_, i) => `$${i + 3}`)].join(", ");
   // A changed row takes a new feed position, as any merge's (its listing's ask follows by trigger).
   await client.query(`UPDATE ${kind} x SET (${columns.join(", ")}) = (${of("e")}), feed_seq = nextval('feed_seq')
-    FROM ${log} e WHERE x.id = $1 AND e.id = $2 AND (${of("x")}) IS DISTINCT FROM (${of("e")})`, [held.id, last.id]);
+    FROM ${log} e WHERE x.id = $1 AND e.id = $2 AND (${columns.map((c) => `x.${c}`).join(", ")}) IS DISTINCT FROM (${of("e")})`, [held.id, last.id, ...answers]);
   if (kind === "listings") {
     await client.query(movedFound(`SELECT ${Number(held.id)}`));
     await client.query("DELETE FROM listing_spans WHERE listing_id = $1", [held.id]);

@@ -7,13 +7,17 @@
 // every record since, in arrival order; for a listing also its versions
 // (by time, the floor at= history) when the log began. A removal deletes
 // the records it takes back from the log and replays what is left: the
-// order's row becomes its last record left (or the base), its versions the
+// order's row becomes its last record left (or the base), written again as
+// any record is (its ready answers made afresh: a log keeps a record's
+// columns, not its answers, a third of a listing's bytes), its versions the
 // base's with each time's last record left over them; with nothing left
 // the order never existed and is deleted (kept in its removal table, at a
 // feed position, as a sale taken back is). Off-chain records (block 0) and
 // records of final blocks are never taken back, so an order made and
 // updated off-chain keeps no log; a log is dropped once none of its
 // records can be taken back (the chain's finality passed them).
+
+import type { ListingRow, ListingStatusName, OfferRow } from "../../domain/rows.js";
 
 /** The order kinds and their tables. */
 export const ORDER_KINDS = ["listings", "offers"] as const;
@@ -49,3 +53,28 @@ export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> 
   listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "block", "block_hash", "status"],
   offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
 };
+
+/**
+ * A log's record (its columns, with its collection's `address`, its
+ * `asset_id` as text and its `block_hash_hex`) as the record it was, with
+ * its chain: what a replay writes again, its answers made as any record's.
+ */
+export function orderRecordOf(kind: OrderKind, e: Record<string, unknown>): (ListingRow | OfferRow) & { chain: string } {
+  const common = {
+    chain: String(e.chain),
+    marketplace: String(e.marketplace),
+    marketplaceId: String(e.marketplace_id),
+    contractAddress: String(e.address),
+    assetId: e.asset_id === null ? "" : String(e.asset_id),
+    price: String(e.price),
+    createdAt: Number(e.created_at),
+    block: Number(e.block),
+    blockHash: e.block_hash_hex === null || e.block_hash_hex === undefined ? "" : String(e.block_hash_hex),
+  };
+  return kind === "listings"
+    ? { ...common, lastUpdatedAt: Number(e.record_updated_at), status: e.record_status as ListingStatusName }
+    : {
+        ...common, traitType: String(e.trait_type), traitValue: String(e.trait_value), maker: String(e.maker),
+        lastUpdatedAt: Number(e.last_updated_at), expiresAt: Number(e.expires_at), status: e.status as ListingStatusName,
+      };
+}

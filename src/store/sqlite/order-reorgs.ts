@@ -1,7 +1,9 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { spansRebuilt } from "./fillable.js";
-import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, versionsReplayed } from "../shared/order-log.js";
+import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, orderRecordOf, versionsReplayed } from "../shared/order-log.js";
+import { assetIdSql } from "./asset-key.js";
+import { hexExpr } from "./hex.js";
 import { REMOVAL_TABLES } from "../shared/removals.js";
 
 // Reorganisations of orders on SQLite (shared/order-log.ts says what the
@@ -10,7 +12,7 @@ import { REMOVAL_TABLES } from "../shared/removals.js";
 // records deleted from it and the order replayed, the logs no record of
 // which can be taken back dropped as the finality moves.
 
-/** The columns of a log after its key: the order's table's value columns (record-writes.ts TABLES). */
+/** A log: after its key, its order table's record columns (record-writes.ts TABLES, without the ready answers). */
 const logTable = (table: string, columns: string) => `
   CREATE TABLE ${table} (
     -- arrival order
@@ -40,7 +42,7 @@ const removalTable = (table: string, columns: string) => `
 /** Migration 28: the orders' logs, a listing's versions when its log began, and the orders taken back whole. */
 export const ORDER_LOG_SCHEMA = `
   ${logTable(ORDER_LOGS.listings, `collection_id INTEGER NOT NULL, asset_key TEXT NOT NULL, created_at INTEGER NOT NULL, record_updated_at INTEGER NOT NULL,
-    price TEXT NOT NULL, record_status TEXT NOT NULL, block INTEGER NOT NULL, block_hash BLOB, wire_json_head TEXT, wire_json_middle TEXT, wire_pb BLOB`)}
+    price TEXT NOT NULL, record_status TEXT NOT NULL, block INTEGER NOT NULL, block_hash BLOB`)}
   CREATE TABLE ${LISTING_LOG_VERSIONS} (
     marketplace TEXT NOT NULL,
     marketplace_id TEXT NOT NULL,
@@ -62,8 +64,8 @@ export const ORDER_LOG_SCHEMA = `
 /** An order's record as the writer upserts it: its table's columns by name. */
 type Columns = Record<string, unknown>;
 
-/** How the writer upserts a replayed order's row (its key and value columns): record-writes.ts, so that feed positions and triggers follow. */
-export type OrderUpsert = (kind: OrderKind, row: Columns) => void;
+/** How the writer upserts a replayed order's record (shared/order-log.ts orderRecordOf): record-writes.ts, so that its answers, feed position and triggers follow. */
+export type OrderUpsert = (kind: OrderKind, record: ReturnType<typeof orderRecordOf>) => void;
 
 /** The hashes' test of a removal by blocks (a JSON array of hex hashes, or none named). */
 const NAMED = "hex(e.block_hash) IN (SELECT upper(substr(value, 3)) FROM json_each(?))";
@@ -71,10 +73,12 @@ const NAMED = "hex(e.block_hash) IN (SELECT upper(substr(value, 3)) FROM json_ea
 export class SqliteOrderLog {
   readonly #db: Db;
   readonly #statements = new Map<string, Statement>();
+  readonly #writes = new Map<OrderKind, { logged: Statement; base: Statement; baseVersions?: Statement; append: Statement }>();
 
   /**
-   * `columns`: each order table's value columns (record-writes.ts TABLES),
-   * which its log holds; `nextSeq`: the writer's next feed position.
+   * `columns`: each order table's record columns (record-writes.ts TABLES,
+   * without the ready answers), which its log holds; `nextSeq`: the
+   * writer's next feed position.
    */
   constructor(
     db: Db,
@@ -91,33 +95,47 @@ export class SqliteOrderLog {
     return s;
   }
 
-  /**
-   * Before an order's record is upserted: whether it is logged (it may be
-   * taken back, block above the chain's `finalized` block, or its order keeps a
-   * log), its order's row and versions kept as the log's base when the log
-   * begins here. The writer then calls append.
-   */
-  begin(kind: OrderKind, row: Columns, chain: string, finalized: () => number): boolean {
-    const log = ORDER_LOGS[kind];
-    const logged = this.#prepare(`SELECT 1 FROM ${log} e WHERE ${orderKeyIs("e", "?", "?")} LIMIT 1`).pluck().get(row.marketplace, row.marketplace_id) !== undefined;
-    if (logged) return true;
-    const block = row.block as number;
-    if (block <= 0 || block <= finalized()) return false;
-    const cols = this.columns[kind].join(", ");
-    this.#prepare(`INSERT INTO ${log} (marketplace, marketplace_id, base, chain, ${cols}) SELECT marketplace, marketplace_id, 1, ?, ${cols} FROM ${kind} x
-      WHERE ${orderKeyIs("x", "?", "?")}`).run(chain, row.marketplace, row.marketplace_id);
-    if (kind === "listings") {
-      this.#prepare(`INSERT INTO ${LISTING_LOG_VERSIONS} SELECT l.marketplace, l.marketplace_id, v.updated_at, v.price, v.status
-        FROM listings l JOIN listing_versions v ON v.listing_id = l.id WHERE ${orderKeyIs("l", "?", "?")}`).run(row.marketplace, row.marketplace_id);
-    }
-    return true;
+  /** Whether the order of this key keeps a log (then each of its records is logged). */
+  logged(kind: OrderKind, row: Columns): boolean {
+    return this.#of(kind).logged.get(row.marketplace, row.marketplace_id) !== undefined;
   }
 
-  /** An order's record logged (begin said it is), after its upsert. */
+  /**
+   * The order's row and versions kept as its log's base, before the first
+   * record that may be taken back replaces them (the writer calls it just
+   * before its update; a new order has no base).
+   */
+  base(kind: OrderKind, row: Columns, chain: string): void {
+    const s = this.#of(kind);
+    s.base.run(chain, row.marketplace, row.marketplace_id);
+    s.baseVersions?.run(row.marketplace, row.marketplace_id);
+  }
+
+  /** An order's record logged, after its upsert. */
   append(kind: OrderKind, row: Columns, chain: string): void {
-    const columns = this.columns[kind];
-    this.#prepare(`INSERT INTO ${ORDER_LOGS[kind]} (marketplace, marketplace_id, base, chain, ${columns.join(", ")})
-      VALUES (?, ?, 0, ?, ${columns.map(() => "?").join(", ")})`).run(row.marketplace, row.marketplace_id, chain, ...columns.map((c) => row[c]));
+    this.#of(kind).append.run(row.marketplace, row.marketplace_id, chain, ...this.columns[kind].map((c) => row[c]));
+  }
+
+  /** The statements of a record's write, per kind, prepared once (each record of an order pays the first). */
+  #of(kind: OrderKind): { logged: Statement; base: Statement; baseVersions?: Statement; append: Statement } {
+    let s = this.#writes.get(kind);
+    if (s === undefined) {
+      const log = ORDER_LOGS[kind];
+      const columns = this.columns[kind];
+      const cols = columns.join(", ");
+      s = {
+        logged: this.#db.prepare(`SELECT 1 FROM ${log} e WHERE ${orderKeyIs("e", "?", "?")} LIMIT 1`).pluck(),
+        base: this.#db.prepare(`INSERT INTO ${log} (marketplace, marketplace_id, base, chain, ${cols}) SELECT marketplace, marketplace_id, 1, ?, ${cols}
+          FROM ${kind} x WHERE ${orderKeyIs("x", "?", "?")}`),
+        ...(kind === "listings"
+          ? { baseVersions: this.#db.prepare(`INSERT INTO ${LISTING_LOG_VERSIONS} SELECT l.marketplace, l.marketplace_id, v.updated_at, v.price, v.status
+              FROM listings l JOIN listing_versions v ON v.listing_id = l.id WHERE ${orderKeyIs("l", "?", "?")}`) }
+          : {}),
+        append: this.#db.prepare(`INSERT INTO ${log} (marketplace, marketplace_id, base, chain, ${cols}) VALUES (?, ?, 0, ?, ${columns.map(() => "?").join(", ")})`),
+      };
+      this.#writes.set(kind, s);
+    }
+    return s;
   }
 
   /** Takes back every order record of `chain` from block `fromBlock` on (of the named blocks only): the collections whose orders changed. */
@@ -177,7 +195,9 @@ export class SqliteOrderLog {
     const held = this.#prepare(`SELECT id, collection_id FROM ${kind} x WHERE ${orderKeyIs("x", "?", "?")}`).get(marketplace, marketplaceId) as
       { id: number; collection_id: number } | undefined;
     if (held === undefined) return undefined;
-    const last = this.#prepare(`SELECT * FROM ${log} e WHERE ${orderKeyIs("e", "?", "?")} ORDER BY e.id DESC LIMIT 1`).get(marketplace, marketplaceId) as
+    // (hex(NULL) is "", so a record sent without a hash is "0x" here: none.)
+    const last = this.#prepare(`SELECT e.*, c.address, ${assetIdSql("e.")}, nullif(${hexExpr("e.block_hash")}, '0x') AS block_hash_hex
+      FROM ${log} e JOIN collections c ON c.id = e.collection_id WHERE ${orderKeyIs("e", "?", "?")} ORDER BY e.id DESC LIMIT 1`).get(marketplace, marketplaceId) as
       Columns | undefined;
     if (last === undefined) {
       this.#deleted(kind, held.id);
@@ -187,7 +207,7 @@ export class SqliteOrderLog {
       const params = { id: held.id, mp: marketplace, mpid: marketplaceId };
       for (const sql of versionsReplayed("@id", "@mp", "@mpid")) this.#prepare(sql).run(params);
     }
-    this.upsert(kind, last);
+    this.upsert(kind, orderRecordOf(kind, last));
     // The spans follow the versions even when the row itself did not change.
     if (kind === "listings") this.#db.exec(spansRebuilt(String(held.id)));
     return held.collection_id;

@@ -194,8 +194,9 @@ export class WriteStore {
     this.#aggregates = new SalesAggregates(db);
     this.#removals = new SqliteRemovals(db, () => this.#nextFeedSeq());
     // A replayed order is upserted as any record is: a new feed position when it changed, its triggers.
-    this.#orders = new SqliteOrderLog(db, { listings: TABLES.listing.values, offers: TABLES.offer.values }, () => this.#nextFeedSeq(),
-      (kind, row) => void this.#upsert(ORDER_TABLES[kind], { ...row, wire_json_inserted: null }));
+    const recorded = (spec: TableSpec) => spec.values.filter((c) => !c.startsWith("wire_"));
+    this.#orders = new SqliteOrderLog(db, { listings: recorded(TABLES.listing), offers: recorded(TABLES.offer) }, () => this.#nextFeedSeq(),
+      (kind, r) => void this.#upsert(ORDER_TABLES[kind], kind === "listings" ? this.#listingColumns(r as ListingRow) : this.#offerColumns(r as OfferRow)));
   }
 
   /**
@@ -306,11 +307,14 @@ export class WriteStore {
 
   /** An offer: its latest record replaces the earlier one, under the collection that holds it (offers.ts keeps the top bids' reads). */
   upsertOffer(r: OfferRow): UpsertResult {
-    const collectionId = this.collectionOf(r);
-    return this.#orderWritten("offers", r, {
+    return this.#orderWritten("offers", r, this.#offerColumns(r));
+  }
+
+  #offerColumns(r: OfferRow): Columns {
+    return {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
-      collection_id: collectionId,
+      collection_id: this.collectionOf(r),
       asset_key: r.assetId === "" ? "" : assetKey(r.assetId),
       trait_type: r.traitType,
       trait_value: r.traitValue,
@@ -322,18 +326,25 @@ export class WriteStore {
       status: r.status,
       block: r.block ?? 0,
       block_hash: blockHashBytes(r.blockHash),
-    });
+    };
   }
 
   /**
    * An order's record upserted, and logged when it may be taken back
-   * (order-reorgs.ts): its order's row before it kept when its log begins.
+   * (order-reorgs.ts): on-chain above its chain's finalized block, or of an
+   * order that keeps a log; the order's row before it kept as the log's
+   * base when its log begins here (just before the update: a new order has none).
    */
   #orderWritten(kind: OrderKind, r: { marketplace: string; marketplaceId: string; contractAddress: string }, row: Columns): UpsertResult {
-    const { chain } = refParts(refOf(r));
-    const logged = this.#orders.begin(kind, row, chain, () => this.#removals.finalized(chain));
-    const result = this.#upsert(ORDER_TABLES[kind], row, () => this.#refuseMoved(kind, r));
-    if (logged) this.#orders.append(kind, row, chain);
+    const logged = this.#orders.logged(kind, row);
+    const block = row.block as number;
+    const chain = logged || block > 0 ? refParts(refOf(r)).chain : "";
+    if (!logged && (block <= 0 || block <= this.#removals.finalized(chain))) return this.#upsert(ORDER_TABLES[kind], row, () => this.#refuseMoved(kind, r));
+    const result = this.#upsert(ORDER_TABLES[kind], row, () => {
+      this.#refuseMoved(kind, r);
+      if (!logged) this.#orders.base(kind, row, chain);
+    });
+    this.#orders.append(kind, row, chain);
     return result;
   }
 
@@ -442,12 +453,15 @@ export class WriteStore {
   }
 
   upsertListing(r: ListingRow): UpsertResult {
-    const collectionId = this.collectionOf(r);
+    return this.#orderWritten("listings", r, this.#listingColumns(r));
+  }
+
+  #listingColumns(r: ListingRow): Columns {
     const wire = listingFragments(r);
-    return this.#orderWritten("listings", r, {
+    return {
       marketplace: r.marketplace,
       marketplace_id: r.marketplaceId,
-      collection_id: collectionId,
+      collection_id: this.collectionOf(r),
       asset_key: assetKey(r.assetId),
       created_at: r.createdAt,
       record_updated_at: r.lastUpdatedAt,
@@ -459,7 +473,7 @@ export class WriteStore {
       wire_json_middle: wire.jsonMiddle,
       wire_pb: wire.binary,
       wire_json_inserted: listingJson(wire, r.lastUpdatedAt, r.status, r.block ?? 0, r.blockHash ?? ""),
-    });
+    };
   }
 
   /**
