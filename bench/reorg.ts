@@ -5,7 +5,10 @@
 // sale a block) and one of a hundredth of that, each served by
 // `marketdata serve`; then, round after round, 3 new blocks of sales sent
 // through the ingest API and taken back by `POST /v1/ingest/reorgs`, whose
-// acknowledgement is timed. The sizes alternate per round.
+// acknowledgement is timed. The sizes alternate per round. With --orders,
+// each block also reprices that many listings made off-chain, which the
+// reorganisation gives back their records before (docs/chains.md, "Orders
+// taken back").
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,8 +24,10 @@ const opts = new Command("bench:reorg")
   .option("--rounds <n>", "reorganisations timed per store", "200")
   .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
   .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped per store)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .option("--orders <n>", "also n on-chain listing records a block, each repricing an order made off-chain (the reorganisation gives each back its record before)", "0")
   .parse()
-  .opts<{ sales: string; rounds: string; engines: string; pg: string }>();
+  .opts<{ sales: string; rounds: string; engines: string; pg: string; orders: string }>();
+const orders = Number(opts.orders);
 
 const ADDRESS = "0x00000000000000000000000000000000000e4c11";
 const FIRST_BLOCK = 14_000_000;
@@ -62,7 +67,16 @@ async function post(t: Target, key: string, kind: string, lines: object[]): Prom
   return body;
 }
 
-/** Three new blocks of 20 sales each above the collection's tip, taken back again: the reorganisation's acknowledgement, ms. */
+/** Listing `i` of the orders' pool: off-chain at first, then repriced on-chain at `block`. */
+function listingOf(i: number, updated: number, block = 0): object {
+  const createdAt = Math.floor(Date.now() / 1000) - 86_400;
+  return {
+    marketplaceId: String(900_000 + i), marketplace: "CRYPTOPUNKS", contractAddress: ADDRESS, assetId: String(i + 1), createdAt, lastUpdatedAt: Math.max(createdAt, updated),
+    price: String(block === 0 ? 5000 : 4000 + i), currency: "ETH", status: "CREATED", block, ...(block === 0 ? {} : { blockHash: `0x${block.toString(16).padStart(64, "0")}` }),
+  };
+}
+
+/** Three new blocks of 20 sales each (and --orders listings) above the collection's tip, taken back again: the reorganisation's acknowledgement, ms. */
 async function round(t: Target, key: string, tip: number, r: number): Promise<number> {
   const now = Math.floor(Date.now() / 1000) - 60;
   const sales = [];
@@ -75,6 +89,11 @@ async function round(t: Target, key: string, tip: number, r: number): Promise<nu
     }
   }
   await post(t, key, "sales", sales);
+  if (orders > 0) {
+    const repriced = [];
+    for (let b = 1; b <= 3; b++) for (let i = 0; i < orders; i++) repriced.push(listingOf((b - 1) * orders + i, now, tip + b));
+    await post(t, key, "listings", repriced);
+  }
   const started = performance.now();
   const answer = await post(t, key, "reorgs", [{ fromBlock: tip + 1 }]);
   const ms = performance.now() - started;
@@ -91,6 +110,8 @@ try {
     for (const n of sizes) stores.push({ n, ...(await storeOf(engine, n)) });
     const targets = await Promise.all(stores.map((s) => startCli(s.db, 1, 0, ["--ingest-rate-limit", "0", "--no-derive-refresh"])));
     try {
+      // The orders' pool, made off-chain.
+      if (orders > 0) for (const [i, t] of targets.entries()) await post(t, stores[i]!.key, "listings", Array.from({ length: 3 * orders }, (_, o) => listingOf(o, 0)));
       const times: number[][] = sizes.map(() => []);
       for (let r = 0; r < Number(opts.rounds); r++) {
         // The sizes alternate: the machine's drift reaches both alike.
@@ -103,7 +124,7 @@ try {
       await Promise.all(targets.map((t) => t.stop()));
     }
   }
-  log(`\n| engine | reorganisation of the last 3 blocks (60 sales), ms, small collection | large collection | p99 large / small |\n|---|---|---|---|\n${rows.join("\n")}`);
+  log(`\n| engine | reorganisation of the last 3 blocks (60 sales${orders > 0 ? `, ${3 * orders} listings' records` : ""}), ms, small collection | large collection | p99 large / small |\n|---|---|---|---|\n${rows.join("\n")}`);
 } finally {
   if (created.length > 0) {
     const admin = new pg.Client({ connectionString: opts.pg });
