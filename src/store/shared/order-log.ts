@@ -30,24 +30,6 @@ export const LISTING_LOG_VERSIONS = "listing_log_versions";
 /** The order key of a log, as `(marketplace, marketplace_id)` of the alias `x`. */
 export const orderKeyIs = (x: string, marketplace: string, marketplaceId: string) => `${x}.marketplace = ${marketplace} AND ${x}.marketplace_id = ${marketplaceId}`;
 
-/**
- * A listing's versions as the replay leaves them (both engines' SQL),
- * listing id `$id`, key `$mp`, `$mpid` (named by the caller's placeholders):
- * the base's versions, then each time's last record of the log over them.
- */
-export function versionsReplayed(id: string, mp: string, mpid: string): string[] {
-  return [
-    `DELETE FROM listing_versions WHERE listing_id = ${id}`,
-    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
-       SELECT ${id}, v.updated_at, v.price, v.status FROM ${LISTING_LOG_VERSIONS} v WHERE ${orderKeyIs("v", mp, mpid)}`,
-    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
-       SELECT ${id}, e.record_updated_at, e.price, e.record_status FROM ${ORDER_LOGS.listings} e
-       WHERE ${orderKeyIs("e", mp, mpid)} AND e.base = 0 AND e.id = (
-         SELECT max(x.id) FROM ${ORDER_LOGS.listings} x WHERE ${orderKeyIs("x", mp, mpid)} AND x.base = 0 AND x.record_updated_at = e.record_updated_at)
-       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status`,
-  ];
-}
-
 /** The columns of a listing's and an offer's feed (and of their removal tables), after collection_id and the asset. */
 export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
   listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "block", "block_hash", "status"],

@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { spansRebuilt } from "./fillable.js";
-import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, orderRecordOf, versionsReplayed } from "../shared/order-log.js";
+import { LISTING_LOG_VERSIONS, ORDER_FEED_COLUMNS, ORDER_KINDS, ORDER_LOGS, type OrderKind, orderKeyIs, orderRecordOf } from "../shared/order-log.js";
 import { assetIdSql } from "./asset-key.js";
 import { hexExpr } from "./hex.js";
 import { REMOVAL_TABLES } from "../shared/removals.js";
@@ -66,6 +66,24 @@ type Columns = Record<string, unknown>;
 
 /** How the writer upserts a replayed order's record (shared/order-log.ts orderRecordOf): record-writes.ts, so that its answers, feed position and triggers follow. */
 export type OrderUpsert = (kind: OrderKind, record: ReturnType<typeof orderRecordOf>) => void;
+
+/**
+ * A listing's versions as the replay leaves them, listing id `id`, key `mp`,
+ * `mpid` (the caller's placeholders): the base's versions, then each
+ * time's last record of the log over them.
+ */
+function versionsReplayed(id: string, mp: string, mpid: string): string[] {
+  return [
+    `DELETE FROM listing_versions WHERE listing_id = ${id}`,
+    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
+       SELECT ${id}, v.updated_at, v.price, v.status FROM ${LISTING_LOG_VERSIONS} v WHERE ${orderKeyIs("v", mp, mpid)}`,
+    `INSERT INTO listing_versions (listing_id, updated_at, price, status)
+       SELECT ${id}, e.record_updated_at, e.price, e.record_status FROM ${ORDER_LOGS.listings} e
+       WHERE ${orderKeyIs("e", mp, mpid)} AND e.base = 0 AND e.id = (
+         SELECT max(x.id) FROM ${ORDER_LOGS.listings} x WHERE ${orderKeyIs("x", mp, mpid)} AND x.base = 0 AND x.record_updated_at = e.record_updated_at)
+       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status`,
+  ];
+}
 
 /** The hashes' test of a removal by blocks (a JSON array of hex hashes, or none named). */
 const NAMED = "hex(e.block_hash) IN (SELECT upper(substr(value, 3)) FROM json_each(?))";
