@@ -43,16 +43,16 @@ export function refreshAfterWrites(writer: IngestWriter, db: string, maxClockSke
   };
 
   const touched = (kind: Kind, records: readonly ImportRecord[], counts: ImportCounts) => {
-    if (closed || !derivedFrom(kind) || counts.inserted + counts.updated === 0) return;
+    // A reorganisation names no collection: the writer reports those it changed, fitted again in full (what it took back may be anywhere in their history).
+    const reorganised = counts.collections ?? [];
+    if (closed || (reorganised.length === 0 && (!derivedFrom(kind) || counts.inserted + counts.updated === 0))) return;
     // A changed sale may have moved behind the model's last second: fitted again.
-    const refit = moves(kind, "rarity-inputs") || (moves(kind, "appraisal-history") && counts.updated > 0);
+    const refit = reorganised.length > 0 || moves(kind, "rarity-inputs") || (moves(kind, "appraisal-history") && counts.updated > 0);
     const committedAt = Date.now();
     worker ??= start();
-    // Each record's collection on its chain (domain/chains.ts collectionRef); a reorganisation names none
-    // (docs/chains.md: its collections' appraisals are fitted again at their next write, or by `derive`).
-    for (const address of new Set(records.flatMap((r) => (r.contractAddress === undefined ? [] : [recordRef(r)])))) {
-      worker.postMessage({ address, refit, committedAt } satisfies RefreshRequest);
-    }
+    // Each record's collection on its chain (domain/chains.ts collectionRef).
+    const refs = reorganised.length > 0 ? reorganised : new Set(records.flatMap((r) => (r.contractAddress === undefined ? [] : [recordRef(r)])));
+    for (const address of refs) worker.postMessage({ address, refit, committedAt } satisfies RefreshRequest);
   };
 
   return {

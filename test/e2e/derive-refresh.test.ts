@@ -10,8 +10,8 @@ import { ingestOk, startTestServer, type TestServer } from "../support/server.js
 // appraisals and rarity up to date by itself. The first refresh is a full
 // derive; later sales are fed to the kept model. What it serves is compared
 // with what a full `derive` of the same store writes: the incremental model
-// must leave exactly the same rows. A sale of an earlier second, and new
-// tokens, are fitted again in full.
+// must leave exactly the same rows. A sale of an earlier second, new
+// tokens, and a reorganisation's collections are fitted again in full.
 
 const A = "0x" + "c".repeat(40);
 const s = {} as { target: string; cleanup(): Promise<void>; server: TestServer; readKey: string; ingestKey: string };
@@ -125,6 +125,15 @@ describe("background derive after ingest", () => {
   it("new tokens change rarity, fitted again in full", async () => {
     await ingest("tokens", [token(5, "fur-unique")]);
     last = await changedFrom(last, "rarity");
+    expect(await fullDerive()).toEqual(last);
+  });
+
+  it("a reorganisation (which names no collection) has the collections it changed fitted again in full", async () => {
+    await ingest("sales", [407, 408, 409].map((n) => ({ ...numberedSale(n, A), price: String(10n ** 19n) })));
+    last = await changedFrom(last);
+    // Their blocks (and the later ones) taken back.
+    await ingest("reorgs", [{ fromBlock: 18_000_407 }]);
+    last = await changedFrom(last);
     expect(await fullDerive()).toEqual(last);
   });
 

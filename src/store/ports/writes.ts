@@ -15,6 +15,12 @@ export interface ImportCounts {
   inserted: number;
   updated: number;
   unchanged: number;
+  /**
+   * The collections (references: domain/chains.ts collectionRef) a write of
+   * records that name none changed (a reorganisation's), as the ingest
+   * writers report them: the background derive fits those again.
+   */
+  collections?: readonly string[];
 }
 
 export interface RecordImport {

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { refSql } from "../shared/collection-ref.js";
 import type { Kind } from "../../domain/kinds/index.js";
 import type { MaybePromise } from "../ports/paging.js";
 import type { ImportCounts, ImportRecord, ImportRecordsOptions, RecordImport } from "../ports/writes.js";
@@ -56,7 +57,7 @@ export class PgRecordImport implements RecordImport {
    */
   async importBatches(kindName: Kind, batches: readonly (readonly ImportRecord[])[], options: ImportRecordsOptions = {}): Promise<ImportCounts[]> {
     const kind = kindWrites(kindName);
-    const counts = batches.map(() => ({ inserted: 0, updated: 0, unchanged: 0 }));
+    const counts: ImportCounts[] = batches.map(() => ({ inserted: 0, updated: 0, unchanged: 0 }));
     await writeTransaction(this.pool, async (client, touched) => {
       const stage = await openStage(client, kind, this.sessionStages);
       for (const [b, records] of batches.entries()) {
@@ -78,6 +79,11 @@ export class PgRecordImport implements RecordImport {
         counts[batch]!.updated += removed;
       });
       for (const [b, c] of counts.entries()) c.unchanged = batches[b]!.length - c.inserted - c.updated;
+      // A kind whose records name no collection (a reorganisation): the collections it changed, for the background derive (group-wide).
+      if (merged.touches !== undefined && (touched.ids?.length ?? 0) > 0) {
+        const refs = (await client.query<{ ref: string }>(`SELECT ${refSql("c")} AS ref FROM collections c WHERE c.id = ANY($1::integer[])`, [touched.ids])).rows.map((r) => r.ref);
+        for (const c of counts) c.collections = refs;
+      }
     });
     await this.#refreshStatistics(kind, options);
     return counts;

@@ -146,6 +146,9 @@ export class GroupCommitWriter implements IngestWriter {
     store.transaction(() => {
       for (const record of p.records) counts[write(store, record)] += 1;
     });
+    // A reorganisation names no collection: those it changed, for the background derive.
+    const reorganised = store.takeReorganised();
+    if (reorganised.length > 0) counts.collections = reorganised;
   }
 
   /**

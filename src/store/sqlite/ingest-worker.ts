@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import type { Kind } from "../../domain/kinds/index.js";
-import type { ImportRecord } from "../ports/writes.js";
+import type { ImportCounts, ImportRecord } from "../ports/writes.js";
 import { GroupCommitWriter } from "./group-commit.js";
 
 // The worker thread of a server's SQLite writes (ingest-writer.ts starts it):
@@ -24,7 +24,7 @@ export interface WriterData {
 
 /** A reply to a batch, or the reason the thread is ending (it should not: the server's side logs it). */
 export type WriteReply =
-  | { id: number; counts: { inserted: number; updated: number; unchanged: number } }
+  | { id: number; counts: ImportCounts }
   | { id: number; error: { name: string; message: string } }
   | { died: string };
 

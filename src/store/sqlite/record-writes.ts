@@ -162,6 +162,8 @@ export class WriteStore {
   readonly #removals: SqliteRemovals;
   readonly #orders: SqliteOrderLog;
   readonly #maintainStats: boolean;
+  /** The collections reorganisations changed since takeReorganised (a reorganisation names none: the ingest writer reports them). */
+  readonly #reorganised = new Set<number>();
   /** The collections changed since the last commit (stamped by beforeCommit). */
   readonly #touched = new TouchedCollections();
   /**
@@ -513,9 +515,20 @@ export class WriteStore {
     if (r.fromBlock <= finalized) throw finalizedRemoval(r.chain, r.fromBlock, finalized, `the reorganisation from block ${r.fromBlock}`);
     const { sales, transfers } = this.#removals.blocks(r.chain, r.fromBlock, r.blockHashes);
     for (const s of sales) this.#saleRemoved(s);
-    for (const c of transfers) this.#touched.add(c);
-    for (const c of this.#orders.blocks(r.chain, r.fromBlock, r.blockHashes)) this.#touched.add(c);
+    const changed = [...sales.map((s) => s.collectionId), ...transfers, ...this.#orders.blocks(r.chain, r.fromBlock, r.blockHashes)];
+    for (const c of changed) {
+      this.#touched.add(c);
+      this.#reorganised.add(c);
+    }
     return this.#upsert(TABLES.reorg, { chain: r.chain, from_block: r.fromBlock, block_hashes: JSON.stringify(r.blockHashes) });
+  }
+
+  /** The collections the reorganisations written since the last call changed (references), forgotten here. */
+  takeReorganised(): string[] {
+    if (this.#reorganised.size === 0) return [];
+    const ids = [...this.#reorganised];
+    this.#reorganised.clear();
+    return this.#db.prepare(`SELECT ${refSql("c")} FROM collections c WHERE c.id IN (SELECT value FROM json_each(?))`).pluck().all(JSON.stringify(ids)) as string[];
   }
 
   /** A chain's blocks up to its finalized one are final (docs/chains.md, "Finality"). */
