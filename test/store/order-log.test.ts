@@ -1,8 +1,6 @@
-import Database from "better-sqlite3";
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { openReadRepositories } from "../../src/store/open.js";
-import { emptyStore, type Engine, importRecords } from "../support/engine.js";
+import { emptyStore, firstRow, importRecords } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
 // The orders' logs (docs/chains.md, "Orders taken back"), on both engines:
@@ -20,26 +18,10 @@ const listing = (price: string, block: number, updated = 0) => ({
 });
 
 /** The rows of the orders' logs (each log's records and bases) and the listing's price and block as answered. */
-async function state(engine: Engine, target: string): Promise<{ logged: number; bases: number; versions: number; listing: unknown }> {
-  const sql = "SELECT (SELECT count(*) FROM listing_log) AS logged, (SELECT count(*) FROM listing_log WHERE base = 1) AS bases, (SELECT count(*) FROM listing_log_versions) AS versions";
-  let counts: { logged: number; bases: number; versions: number };
-  if (engine === "sqlite") {
-    const db = new Database(target, { readonly: true });
-    try {
-      counts = db.prepare(sql).get() as typeof counts;
-    } finally {
-      db.close();
-    }
-  } else {
-    const client = new pg.Client({ connectionString: target });
-    await client.connect();
-    try {
-      const r = (await client.query<Record<string, string>>(sql)).rows[0]!;
-      counts = { logged: Number(r.logged), bases: Number(r.bases), versions: Number(r.versions) };
-    } finally {
-      await client.end();
-    }
-  }
+async function state(target: string): Promise<{ logged: number; bases: number; versions: number; listing: unknown }> {
+  const counts = (await firstRow(target,
+    "SELECT (SELECT count(*) FROM listing_log) AS logged, (SELECT count(*) FROM listing_log WHERE base = 1) AS bases, (SELECT count(*) FROM listing_log_versions) AS versions",
+  )) as { logged: number; bases: number; versions: number };
   const repos = await openReadRepositories(target);
   try {
     const id = (await repos.collections.collectionId(C))!;
@@ -60,25 +42,25 @@ describe.each([
       const { target } = store;
       // Off-chain only: no log.
       await importRecords(target, "listings", [listing("50", 0), listing("45", 0, 1)]);
-      expect(await state(engine, target)).toMatchObject({ logged: 0, listing: [["45", 0]] });
+      expect(await state(target)).toMatchObject({ logged: 0, listing: [["45", 0]] });
       // On-chain in block 100: the log begins with the order as it was (its base and its two versions) and the record.
       await importRecords(target, "listings", [listing("40", 100, 2)]);
-      expect(await state(engine, target)).toEqual({ logged: 2, bases: 1, versions: 2, listing: [["40", 100]] });
+      expect(await state(target)).toEqual({ logged: 2, bases: 1, versions: 2, listing: [["40", 100]] });
       // An off-chain record of a logged order is logged too (it counts in a replay).
       await importRecords(target, "listings", [listing("42", 0, 3)]);
-      expect(await state(engine, target)).toMatchObject({ logged: 3, bases: 1 });
+      expect(await state(target)).toMatchObject({ logged: 3, bases: 1 });
       // Block 100 final: nothing of the log can be taken back; it goes.
       await importRecords(target, "finality", [{ block: 100 }]);
-      expect(await state(engine, target)).toEqual({ logged: 0, bases: 0, versions: 0, listing: [["42", 0]] });
+      expect(await state(target)).toEqual({ logged: 0, bases: 0, versions: 0, listing: [["42", 0]] });
       // A pending record begins a log again, from the order as it stands; the reorganisation gives that back.
       await importRecords(target, "listings", [listing("30", 101, 4)]);
-      expect(await state(engine, target)).toMatchObject({ logged: 2, bases: 1, versions: 4, listing: [["30", 101]] });
+      expect(await state(target)).toMatchObject({ logged: 2, bases: 1, versions: 4, listing: [["30", 101]] });
       await importRecords(target, "reorgs", [{ fromBlock: 101 }]);
-      expect(await state(engine, target)).toMatchObject({ listing: [["42", 0]] });
+      expect(await state(target)).toMatchObject({ listing: [["42", 0]] });
       // A finality that leaves a record pending keeps its log.
       await importRecords(target, "listings", [listing("35", 103, 5)]);
       await importRecords(target, "finality", [{ block: 102 }]);
-      expect(await state(engine, target)).toMatchObject({ logged: 2, bases: 1 });
+      expect(await state(target)).toMatchObject({ logged: 2, bases: 1 });
     } finally {
       await store.cleanup();
     }

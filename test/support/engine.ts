@@ -131,3 +131,24 @@ export async function setSchemaVersion(target: string, version: number): Promise
     await client.end();
   }
 }
+
+/** The first row of a read of the store at `target` (either engine), its values as SQLite gives them (PostgreSQL's counts are numbers here too). */
+export async function firstRow(target: string, sql: string): Promise<Record<string, unknown>> {
+  if (!isPostgresUrl(target)) {
+    const db = new Database(target, { readonly: true });
+    try {
+      return db.prepare(sql).get() as Record<string, unknown>;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: target });
+  await client.connect();
+  try {
+    const row = (await client.query<Record<string, unknown>>(sql)).rows[0]!;
+    // count(*) is a bigint, which pg gives as text.
+    return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v]));
+  } finally {
+    await client.end();
+  }
+}
