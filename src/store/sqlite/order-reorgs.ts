@@ -134,7 +134,7 @@ export class SqliteOrderLog {
     this.#of(kind).append.run(row.marketplace, row.marketplace_id, chain, ...this.columns[kind].map((c) => row[c]));
   }
 
-  /** The statements of a record's write, per kind, prepared once (each record of an order pays the first). */
+  /** The statements of a record's write, per kind, prepared at the kind's first record. */
   #of(kind: OrderKind): { logged: Statement; base: Statement; baseVersions?: Statement; append: Statement } {
     let s = this.#writes.get(kind);
     if (s === undefined) {
