@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ServeConfig } from "../config/serve.js";
-import { openKeyAdmin, openWritableStore, refusePostgres } from "../store/open.js";
+import { openKeyAdmin, openReadRepositories, openWritableStore, refusePostgres } from "../store/open.js";
 import { runDemo } from "./demo.js";
 import { serveUntilSignalled } from "./serve.js";
 
@@ -39,7 +39,30 @@ export async function runStart(config: ServeConfig, demoScale = "default"): Prom
       await admin.close();
     }
   }
-  await serveUntilSignalled(config, (url) => process.stdout.write(`${welcome(url, config.db, address, key)}\n`));
+  const sale = address === undefined ? undefined : await exampleSale(config.db, address);
+  await serveUntilSignalled(config, (url) => process.stdout.write(`${welcome(url, config.db, address, key, sale)}\n`));
+}
+
+/** Where the printed sale stands: its token's owner (its seller) and the block after the collection's newest sale or transfer (so that it moves the owner). */
+export interface ExampleSale {
+  seller: string;
+  block: number;
+}
+
+/** The printed ingest example's token 1 as the store holds it (docs: "the printed ingest example sells at the next block and moves the owner"). */
+async function exampleSale(db: string, address: string): Promise<ExampleSale | undefined> {
+  const repos = await openReadRepositories(db, { poolSize: 1 });
+  try {
+    const id = await repos.collections.collectionId(address);
+    if (id === undefined) return undefined;
+    const first = { limit: 1, after: null };
+    const [token] = (await repos.tokens.tokensPage({ collectionId: id, assetId: "1", sort: "id" }, first)).rows;
+    const [sale] = (await repos.sales.salesPage(id, {}, first)).rows;
+    const [transfer] = (await repos.transfers.transfersPage(id, first)).rows;
+    return { seller: token?.owner || `0x${"1".repeat(40)}`, block: Math.max(sale?.block ?? 0, transfer?.block ?? 0) + 1 };
+  } finally {
+    await repos.close();
+  }
 }
 
 /**
@@ -76,18 +99,20 @@ export const STREAM_EXAMPLES: Record<string, string> = {
 };
 
 /** What `npm start` prints once it serves: the key, then shell lines to paste, every one runnable as it stands. */
-export function welcome(url: string, db: string, address: string | undefined, key: string | undefined): string {
+export function welcome(url: string, db: string, address: string | undefined, key: string | undefined, at?: ExampleSale): string {
   if (!key) return `\nIssue an API key with: npx marketdata keys create --db ${shellQuote(db)} --name <who>\n`;
   const c = address ?? "0x0000000000000000000000000000000000000000";
   const get = (path: string, query: string) => `  curl -s "$URL${path}?${query}" -H "x-api-key: $KEY"`;
+  // Token 1 sold by its owner at the next block: the sale moves it to its buyer, as a new one would.
+  const from = at?.seller ?? `0x${"1".repeat(40)}`;
   const sale = {
     hash: `0x${randomBytes(32).toString("hex")}`,
-    from: `0x${"1".repeat(40)}`,
-    to: `0x${"2".repeat(40)}`,
+    from,
+    to: from === `0x${"2".repeat(40)}` ? `0x${"3".repeat(40)}` : `0x${"2".repeat(40)}`,
     contractAddress: c,
     assetId: "1",
     timestamp: Math.floor(Date.now() / 1000),
-    block: 1,
+    block: at?.block ?? 1,
     price: "1000000000000000000",
     amountReceived: "975000000000000000",
     currency: "ETH",
@@ -106,7 +131,7 @@ export function welcome(url: string, db: string, address: string | undefined, ke
     "Live feeds, as Server-Sent Events (Ctrl-C stops; -N: each event as it comes):",
     ...Object.entries(STREAM_EXAMPLES).map(([path, query]) => get(path, query).replace("curl -s ", "curl -sN ")),
     "",
-    "Write a sale through the ingest API, with a key of the ingest scope (then watch it arrive on the feed):",
+    "Write a sale through the ingest API, with a key of the ingest scope (then watch it arrive on the feed; token 1 is the buyer's):",
     `  export INGEST_KEY=$(npx marketdata keys create --db ${shellQuote(db)} --name indexer --scope ingest | tail -n 1)`,
     `  echo '${JSON.stringify(sale)}' | curl -s "$URL/v1/ingest/sales" -H "x-api-key: $INGEST_KEY" -H "content-type: application/x-ndjson" --data-binary @-`,
     "",

@@ -32,6 +32,10 @@ function runPrintedLines(output: string): void {
   for (const line of streams) expect(run(`timeout 2 ${line} || true`), line).toMatch(/^retry: \d+\n: position\nid: \S+/);
   const written = JSON.parse(run(ingest.join("\n"))) as Record<string, unknown>;
   expect(written).toEqual({ accepted: 1, duplicates: 0, rejected: [] });
+  // The printed sale is its token's owner selling at the next block: the token is the buyer's now.
+  const sale = JSON.parse(/echo '(.*)' \|/.exec(ingest[1]!)![1]!) as { from: string; to: string; block: number };
+  const token = JSON.parse(run(`curl -s "$URL/v1/asset/tokens?contractAddress=$C&assetId=1" -H "x-api-key: $KEY"`)) as { data: { owner: string }[] };
+  expect([sale.block > 1, sale.from !== sale.to, token.data[0]?.owner]).toEqual([true, true, sale.to]);
 }
 
 async function startOnce(check = false): Promise<{ output: string; key: string }> {
