@@ -1,6 +1,5 @@
-import { createReadStream, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
@@ -23,7 +22,7 @@ import { createCollectionService } from "../src/service/collection-service.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";
 import type { ReadRepositories } from "../src/store/ports/reads.js";
 import { log, logTimings, percentiles, timeCalls, withEngineOptions } from "./harness.js";
-import { MARKETPLACES, saleLines, YEAR } from "./sales-file.js";
+import { MARKETPLACES, saleLines, writeLines, YEAR } from "./sales-file.js";
 
 // npm run bench:analytics — floor, holders, sales series, traits and the
 // tokens list in process (the RPC handler called directly: validation,
@@ -46,13 +45,6 @@ const ENGINES = new Set(opts.engines.split(","));
 const SAMPLES = Number(opts.samples);
 const ADDRESS = "0x00000000000000000000000000000000000a7a11";
 const START = 1_640_995_200; // 2022-01-01, as saleLines
-
-async function writeLines(path: string, lines: Iterable<string>): Promise<void> {
-  const out = createWriteStream(path);
-  for (const line of lines) if (!out.write(`${line}\n`)) await once(out, "drain");
-  out.end();
-  await once(out, "finish");
-}
 
 function* listingLines(active: number): Generator<string> {
   const rnd = new Random(3);

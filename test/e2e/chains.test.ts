@@ -520,6 +520,8 @@ describe("orders taken back", () => {
       ["removed", "listing", "72"], ["removed", "offer", "73"], ["listing", "71", "30"],
       ["offer", "74", "6"], ["removed", "offer", "74"],
     ]);
+    // An order gone whole is sent as it was answered (listing 72 was open).
+    expect(events.find((e) => e.removed?.listing !== undefined)?.removed?.listing?.status).toBe(ListingStatus.CREATED);
     // The activity list reads the orders taken back with includeRemoved=true.
     const list = (await get("/v1/collection/activity", { contractAddress: C7, types: "listing,offer", includeRemoved: "true", limit: "50" })).body.data as
       { type: string; removed: { type: string; listing: { marketplaceId: string } | null; offer: { marketplaceId: string } | null } | null }[];

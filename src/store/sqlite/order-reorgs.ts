@@ -231,20 +231,18 @@ export class SqliteOrderLog {
     return held.collection_id;
   }
 
-  /** An order none of whose records is left: deleted, kept in its removal table at a new feed position. */
+  /** An order none of whose records is left: kept in its removal table at a new feed position, as it was answered, then deleted. */
   #deleted(kind: OrderKind, id: number): void {
+    const columns = ["collection_id", "asset_key", ...ORDER_FEED_COLUMNS[kind]].join(", ");
+    this.#prepare(`INSERT INTO ${REMOVAL_TABLES[kind]} (feed_seq, original_seq, ${columns}) SELECT ?, feed_seq, ${columns} FROM ${kind} WHERE id = ?`)
+      .run(this.nextSeq(), id);
     if (kind === "listings") {
       // Its token's ask found again without it (the ask triggers of a status change).
       this.#prepare("UPDATE listings SET record_status = 'CANCELLED' WHERE id = ? AND status = 'CREATED'").run(id);
-    }
-    const columns = ["collection_id", "asset_key", ...ORDER_FEED_COLUMNS[kind]];
-    const row = this.#prepare(`DELETE FROM ${kind} WHERE id = ? RETURNING feed_seq, ${columns.join(", ")}`).get(id) as Columns;
-    this.#prepare(`INSERT INTO ${REMOVAL_TABLES[kind]} (feed_seq, original_seq, ${columns.join(", ")}) VALUES (?, ?, ${columns.map(() => "?").join(", ")})`)
-      .run(this.nextSeq(), row.feed_seq, ...columns.map((c) => row[c]));
-    if (kind === "listings") {
       this.#prepare("DELETE FROM listing_versions WHERE listing_id = ?").run(id);
       this.#prepare("DELETE FROM listing_spans WHERE listing_id = ?").run(id);
-      this.#prepare(`DELETE FROM ${LISTING_LOG_VERSIONS} AS v WHERE ${orderKeyIs("v", "?", "?")}`).run(row.marketplace, row.marketplace_id);
+      this.#prepare(`DELETE FROM ${LISTING_LOG_VERSIONS} AS v WHERE (v.marketplace, v.marketplace_id) = (SELECT marketplace, marketplace_id FROM listings WHERE id = ?)`).run(id);
     }
+    this.#prepare(`DELETE FROM ${kind} WHERE id = ?`).run(id);
   }
 }
