@@ -11,6 +11,7 @@ import { byTier, calibration, errorFigures, PREDICTORS, type Predictor, resoluti
 import { CONFIDENCE_INPUTS } from "../src/derive/calibration.js";
 import { backtestStore, buildPunksStore, havePunks, PUNKS_DIR } from "../src/derive/backtest-store.js";
 import { buildDemo } from "../src/demo/build.js";
+import { DOCS_DEMO_END } from "../src/demo/generate.js";
 import { openWritable } from "../src/store/sqlite/database.js";
 import { sqliteWritable } from "../src/store/sqlite/writable.js";
 import { openWritableStore } from "../src/store/open.js";
@@ -85,7 +86,7 @@ try {
       dbPath = join(tmp, "demo.sqlite");
       console.error("building the demo store (default scale, seed 1)...");
       const w = openWritable(dbPath);
-      await buildDemo(sqliteWritable(w), 1, "default");
+      await buildDemo(sqliteWritable(w), 1, "default", undefined, DOCS_DEMO_END);
       w.close();
     }
     const store = await openWritableStore(dbPath);

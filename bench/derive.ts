@@ -11,6 +11,7 @@ import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { deriveAll, deriveCollection } from "../src/derive/derive.js";
 import { buildDemo } from "../src/demo/build.js";
+import { DOCS_DEMO_END } from "../src/demo/generate.js";
 import { importLines } from "../src/ingest/importer.js";
 import { SqliteRecordImport } from "../src/store/sqlite/importer.js";
 import { openWritable } from "../src/store/sqlite/database.js";
@@ -50,7 +51,7 @@ try {
   if (parts.has("large")) {
     const db = openWritable(join(dir, "large.sqlite"));
     console.error("building the large demo store...");
-    await buildDemo(sqliteWritable(db), 1, "large");
+    await buildDemo(sqliteWritable(db), 1, "large", undefined, DOCS_DEMO_END);
     const rounds: number[] = [];
     let sales = 0;
     for (let r = 0; r < ROUNDS; r++) {

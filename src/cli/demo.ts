@@ -15,6 +15,16 @@ export function parseSeed(text: string): number {
   return Number(text);
 }
 
+/** `--end`: unix seconds or an ISO 8601 time with its zone; not past the clock (sales there would be refused as skew). */
+export function parseEnd(text: string, now = Date.now()): number {
+  const seconds = /^[0-9]{1,11}$/.test(text) ? Number(text) : /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2}))?$/.test(text) ? Date.parse(text) / 1000 : NaN;
+  if (!Number.isFinite(seconds)) throw new CliError(`--end must be unix seconds or an ISO 8601 time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(text)}`);
+  const end = Math.floor(seconds);
+  if (end > Math.floor(now / 1000)) throw new CliError(`--end must not be past this machine's clock (${new Date(now).toISOString()}), got ${JSON.stringify(text)}`);
+  if (end < 1_500_000_000) throw new CliError(`--end must be after 2017-07-14 (the demo spans the two years before it), got ${JSON.stringify(text)}`);
+  return end;
+}
+
 export function parseScale(text: string): Scale {
   if (!(text in SCALES)) throw new CliError(`--scale must be one of ${Object.keys(SCALES).join(", ")}, got ${JSON.stringify(text)}`);
   return text as Scale;
@@ -40,14 +50,16 @@ function reporter(): DemoProgress {
   };
 }
 
-export async function runDemo(dbPath: string, seedText: string, scaleText: string): Promise<DemoResult> {
+/** `end` is `--end`'s text: the market's last instant, the clock when absent. */
+export async function runDemo(dbPath: string, seedText: string, scaleText: string, endText?: string): Promise<DemoResult> {
   const seed = parseSeed(seedText);
   const scale = parseScale(scaleText);
+  const end = endText === undefined ? undefined : parseEnd(endText);
   if (!isPostgresUrl(dbPath) && existsSync(dbPath)) process.stderr.write(`${dbPath} exists: demo records are upserted into it\n`);
   const store = await openWritableStore(dbPath, { migrateEmpty: true });
   try {
     const started = performance.now();
-    const result = await buildDemo(store, seed, scale, reporter());
+    const result = await buildDemo(store, seed, scale, reporter(), end);
     for (const d of result.derived) process.stderr.write(`${describe(d)}\n`);
     process.stderr.write(`demo store ${store.description} ready in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
     return result;

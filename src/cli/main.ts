@@ -193,8 +193,9 @@ program
   .addOption(storeOption())
   .option("--seed <n>", "random seed: the same seed gives the same store", "1")
   .addOption(new Option("--scale <scale>", "data set size").choices(["small", "default", "large"]).default("default"))
-  .action(async (opts: { db: string; seed: string; scale: string }) => {
-    await (await import("./demo.js")).runDemo(opts.db, opts.seed, opts.scale);
+  .option("--end <time>", "the market's last instant, unix seconds or ISO 8601 (default: now, so every window shows a live market); the same seed and end give the same store")
+  .action(async (opts: { db: string; seed: string; scale: string; end?: string }) => {
+    await (await import("./demo.js")).runDemo(opts.db, opts.seed, opts.scale, opts.end);
   });
 
 listening(

@@ -21,8 +21,9 @@ export interface DemoResult {
   derived: DeriveResult[];
 }
 
-export async function buildDemo(store: WritableStore, seed: number, scale: Scale, progress?: DemoProgress): Promise<DemoResult> {
-  const data = generateDemo(seed, scale);
+/** `end`: the market's last instant (unix seconds), the clock when absent. */
+export async function buildDemo(store: WritableStore, seed: number, scale: Scale, progress?: DemoProgress, end?: number): Promise<DemoResult> {
+  const data = generateDemo(seed, scale, end);
   const imported: Record<string, ImportStats> = {};
   for (const kind of DEMO_KINDS) {
     const records = data[kind];

@@ -7,7 +7,9 @@ import { cumulative, Random, zipfCumulative } from "./random.js";
 // times trait premiums on six marketplaces (fees taken from amountReceived,
 // sweeps of several tokens in one transaction), listings in all four states,
 // and the social side (users, influencer scores, tweets, collection scores).
-// Everything is derived from the seed; nothing from the clock.
+// Everything is derived from the seed and the instant the market ends (the
+// build's clock by default, so a store built today shows today's market);
+// nothing else is read from the clock.
 
 export type Scale = "small" | "default" | "large";
 
@@ -56,11 +58,26 @@ export const SCALES: Record<Scale, ScalePlan> = {
   },
 };
 
-/** The demo's market ends here (2026-11-01T00:00:00Z) and spans two years before. */
-const DEMO_END = 1_793_491_200;
+/**
+ * The end the documentation's answers were taken at (2026-11-01T00:00:00Z):
+ * `marketdata demo --end 1793491200` builds the store the pages show.
+ */
+export const DOCS_DEMO_END = 1_793_491_200;
+/** The market spans two years before its end. */
 const SPAN = 730 * 86_400;
-const DEMO_START = DEMO_END - SPAN;
+/** Block FIRST_BLOCK is mined at BLOCK_ORIGIN, one block every 12 s: a later end has later blocks. */
+const BLOCK_ORIGIN = DOCS_DEMO_END - SPAN;
 const FIRST_BLOCK = 16_000_000;
+const blockAt = (t: number) => FIRST_BLOCK + Math.floor((t - BLOCK_ORIGIN) / 12);
+/** The share of each collection's sales (at least LIVE_MIN) made in its last day, so every window shows a market on the day it is built. */
+const LIVE_SHARE = 0.01;
+const LIVE_MIN = 4;
+
+/** The market's first and last instants (unix seconds). */
+interface Span {
+  start: number;
+  end: number;
+}
 const WEI_PER_MICRO_ETH = 10n ** 12n;
 
 const NAMES = ["Lunar Apes", "Pixel Owls", "Cyber Koi", "Meta Moths", "Quantum Cats", "Neon Foxes", "Astro Frogs"];
@@ -102,7 +119,9 @@ interface Token {
   moved?: number;
 }
 
-export function generateDemo(seed: number, scale: Scale): DemoRecords {
+/** The demo's records, ending at `end` (unix seconds; the clock by default). */
+export function generateDemo(seed: number, scale: Scale, end: number = Math.floor(Date.now() / 1000)): DemoRecords {
+  const span: Span = { start: end - SPAN, end };
   const rnd = new Random(seed);
   const plan = SCALES[scale];
   const out = Object.fromEntries(DEMO_KINDS.map((k) => [k, []])) as unknown as DemoRecords;
@@ -117,28 +136,28 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
 
     const tokens = makeTokens(rnd, size.tokens, wallets);
     const minted = tokens.map((t) => t.owner);
-    const floor = floorWalk(rnd, 0.5 + rnd.next() * 12);
+    const floor = floorWalk(rnd, 0.5 + rnd.next() * 12, span);
     const hot = zipfCumulative(tokens.length, 0.6);
     const order = tokens.map((_, i) => i);
     shuffle(rnd, order);
 
     // Sale events, oldest first; some are sweeps of several tokens in one transaction.
-    const times = Array.from({ length: size.sales }, () => DEMO_START + Math.floor(rnd.next() * SPAN)).sort((a, b) => a - b);
-    let i = 0;
-    while (i < times.length) {
-      const t = times[i]!;
-      const sweep = rnd.chance(0.04) ? rnd.int(2, 5) : 1;
-      const hash = `0x${rnd.hex(64)}`;
-      const buyer = rnd.pick(wallets);
-      const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
-      const block = FIRST_BLOCK + Math.floor((t - DEMO_START) / 12);
+    const times = Array.from({ length: size.sales }, () => span.start + Math.floor(rnd.next() * SPAN)).sort((a, b) => a - b);
+    // The last day's sales draw from a stream of their own (one token each),
+    // so the market's other records are those of any end.
+    const live = new Random(seed * 7_919 + c + 1);
+    const liveTimes = Array.from({ length: Math.max(LIVE_MIN, Math.round(size.sales * LIVE_SHARE)) }, () => end - 1 - Math.floor(live.next() * 86_000)).sort((a, b) => a - b);
+    const sell = (r: Random, t: number, count: number) => {
+      const hash = `0x${r.hex(64)}`;
+      const buyer = r.pick(wallets);
+      const marketplace = MARKETPLACES[r.weighted(MARKET_WEIGHTS)]!;
       const picked = new Set<number>();
-      for (let k = 0; k < sweep && i < times.length; k++, i++) {
-        let idx = order[rnd.weighted(hot)]!;
+      for (let k = 0; k < count; k++) {
+        let idx = order[r.weighted(hot)]!;
         while (picked.has(idx)) idx = (idx + 1) % tokens.length;
         picked.add(idx);
         const token = tokens[idx]!;
-        const eth = floor(t) * Math.exp(token.premium + rnd.normal(0, 0.12));
+        const eth = floor(t) * Math.exp(token.premium + r.normal(0, 0.12));
         const price = BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH;
         out.sales.push({
           hash,
@@ -147,7 +166,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
           contractAddress: address,
           assetId: token.assetId,
           timestamp: t,
-          block,
+          block: blockAt(t),
           price: price.toString(),
           amountReceived: ((price * (1000n - FEES[marketplace])) / 1000n).toString(),
           currency: "ETH",
@@ -156,14 +175,26 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
         token.owner = buyer;
         token.moved = t;
       }
+    };
+    let i = 0;
+    let j = 0;
+    while (i < times.length || j < liveTimes.length) {
+      if (j < liveTimes.length && (i === times.length || liveTimes[j]! < times[i]!)) {
+        sell(live, liveTimes[j++]!, 1);
+        continue;
+      }
+      const t = times[i]!;
+      const sweep = Math.min(rnd.chance(0.04) ? rnd.int(2, 5) : 1, times.length - i);
+      sell(rnd, t, sweep);
+      i += sweep;
     }
 
     // Issue 34's market: tokens minted and moved between wallets, and bids.
     // Drawn from a stream of their own, so a seed's sales and listings stay
     // as they were.
     const more = new Random(seed * 1_000_003 + c + 1);
-    out.transfers.push(...transfers(more, address, tokens, minted, wallets));
-    out.offers.push(...offers(more, address, tokens, floor, wallets));
+    out.transfers.push(...transfers(more, address, tokens, minted, wallets, span));
+    out.offers.push(...offers(more, address, tokens, floor, wallets, end));
 
     for (const token of tokens) {
       out.tokens.push({ contractAddress: address, assetId: token.assetId, currentOwner: token.owner, attributes: token.attributes });
@@ -171,12 +202,12 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
 
     const listings = Math.round(size.tokens * 1.5);
     const made = out.listings.length;
-    for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor, listingIds));
+    for (let l = 0; l < listings; l++) out.listings.push(listing(rnd, address, tokens, floor, listingIds, span));
     // A listing lapses after 30 days, as marketplaces' default expiries do:
     // an open one older than that ends EXPIRED, so the floor is today's
     // asks, near recent sales (it had been a two-year-old listing).
     for (const l of out.listings.slice(made) as { createdAt: number; lastUpdatedAt: number; status: string }[]) {
-      if (l.status === "CREATED" && l.createdAt + LISTING_LIFE < DEMO_END) {
+      if (l.status === "CREATED" && l.createdAt + LISTING_LIFE < end) {
         l.status = "EXPIRED";
         l.lastUpdatedAt = l.createdAt + LISTING_LIFE;
       }
@@ -189,7 +220,7 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
       out.influencers.push({ contractAddress: address, user, score: Math.max(0, score) });
     });
 
-    for (let k = 0; k < plan.tweetsPerCollection; k++) out.tweets.push(tweet(rnd, address, name, rnd.pick(users)));
+    for (let k = 0; k < plan.tweetsPerCollection; k++) out.tweets.push(tweet(rnd, address, name, rnd.pick(users), span));
 
     const hype = round2(20 + rnd.next() * 80);
     const gains = round2(rnd.normal(0, 25));
@@ -202,7 +233,6 @@ export function generateDemo(seed: number, scale: Scale): DemoRecords {
 /** How long a demo listing stays open unless it ends before. */
 const LISTING_LIFE = 30 * 86_400;
 const ZERO_ADDRESS = `0x${"0".repeat(40)}`;
-const blockAt = (t: number) => FIRST_BLOCK + Math.floor((t - DEMO_START) / 12);
 
 /**
  * Each token minted to its first owner from the zero address a day before
@@ -210,19 +240,19 @@ const blockAt = (t: number) => FIRST_BLOCK + Math.floor((t - DEMO_START) / 12);
  * wallet in the last 60 days, after its last sale: it changes owner, and
  * its listings made before end (decisions.md, "Fillable listings").
  */
-function transfers(rnd: Random, address: string, tokens: Token[], minted: string[], wallets: string[]): object[] {
+function transfers(rnd: Random, address: string, tokens: Token[], minted: string[], wallets: string[], { start, end }: Span): object[] {
   const out: object[] = [];
-  const mintTime = DEMO_START - 86_400;
+  const mintTime = start - 86_400;
   tokens.forEach((token, i) => {
     out.push({
       hash: `0x${rnd.hex(64)}`, logIndex: i % 200, from: ZERO_ADDRESS, to: minted[i], contractAddress: address, assetId: token.assetId,
-      timestamp: mintTime, block: FIRST_BLOCK - 7_200 + Math.floor(i / 200),
+      timestamp: mintTime, block: blockAt(start) - 7_200 + Math.floor(i / 200),
     });
   });
   for (const token of tokens) {
     if (!rnd.chance(0.05)) continue;
-    const from = Math.max(token.moved ?? 0, DEMO_END - 60 * 86_400);
-    const t = from + 1 + Math.floor(rnd.next() * (DEMO_END - from - 1));
+    const from = Math.max(token.moved ?? 0, end - 60 * 86_400);
+    const t = from + 1 + Math.floor(rnd.next() * (end - from - 1));
     const to = rnd.pick(wallets);
     out.push({
       hash: `0x${rnd.hex(64)}`, logIndex: rnd.int(0, 300), from: token.owner, to, contractAddress: address, assetId: token.assetId,
@@ -239,7 +269,7 @@ function transfers(rnd: Random, address: string, tokens: Token[], minted: string
  * token's value. Most stand (no expiry: the demo's answers do not move
  * with the clock); some were cancelled, some expired before the demo ends.
  */
-function offers(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, wallets: string[]): object[] {
+function offers(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, wallets: string[], end: number): object[] {
   const out: object[] = [];
   const used = new Set<string>();
   const offer = (scope: object, eth: number, t: number) => {
@@ -253,12 +283,12 @@ function offers(rnd: Random, address: string, tokens: Token[], floor: (t: number
     out.push({
       marketplaceId: id, marketplace, contractAddress: address, ...scope, maker: rnd.pick(wallets),
       price: (BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH).toString(), currency: "ETH",
-      createdAt: t, lastUpdatedAt: r >= 0.15 && r < 0.25 ? Math.min(DEMO_END, t + rnd.int(60, 86_400)) : t,
-      expiresAt: expired ? Math.min(DEMO_END, t + rnd.int(3_600, 7 * 86_400)) : 0,
+      createdAt: t, lastUpdatedAt: r >= 0.15 && r < 0.25 ? Math.min(end, t + rnd.int(60, 86_400)) : t,
+      expiresAt: expired ? Math.min(end, t + rnd.int(3_600, 7 * 86_400)) : 0,
       status: r >= 0.15 && r < 0.25 ? "CANCELLED" : "CREATED",
     });
   };
-  const recent = () => DEMO_END - 30 * 86_400 + Math.floor(rnd.next() * 30 * 86_400);
+  const recent = () => end - 30 * 86_400 + Math.floor(rnd.next() * 30 * 86_400);
   for (let k = 0; k < 20; k++) {
     const t = recent();
     // Under the market's asks: its cheapest listings sit at three quarters of the walk's level or so.
@@ -304,12 +334,12 @@ function makeTokens(rnd: Random, count: number, wallets: string[]): Token[] {
 }
 
 /** Daily geometric random walk of the floor price in ETH, as a function of time. */
-function floorWalk(rnd: Random, start: number): (t: number) => number {
+function floorWalk(rnd: Random, level: number, { start }: Span): (t: number) => number {
   const days = Math.ceil(SPAN / 86_400) + 1;
   const drift = rnd.normal(0, 0.002);
-  const levels = [start];
+  const levels = [level];
   for (let d = 1; d < days; d++) levels.push(levels[d - 1]! * Math.exp(drift + rnd.normal(0, 0.035)));
-  return (t) => levels[Math.min(days - 1, Math.max(0, Math.floor((t - DEMO_START) / 86_400)))]!;
+  return (t) => levels[Math.min(days - 1, Math.max(0, Math.floor((t - start) / 86_400)))]!;
 }
 
 /**
@@ -317,15 +347,15 @@ function floorWalk(rnd: Random, start: number): (t: number) => number {
  * marketplace's listing id names one listing of one collection, and the
  * store refuses a record that would move it to another (decisions.md).
  */
-function listing(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, used: Set<string>): object {
+function listing(rnd: Random, address: string, tokens: Token[], floor: (t: number) => number, used: Set<string>, { start, end }: Span): object {
   const token = rnd.pick(tokens);
   const marketplace = MARKETPLACES[rnd.weighted(MARKET_WEIGHTS)]!;
-  const createdAt = DEMO_START + Math.floor(rnd.next() * SPAN);
-  const age = DEMO_END - createdAt;
+  const createdAt = start + Math.floor(rnd.next() * SPAN);
+  const age = end - createdAt;
   const r = rnd.next();
   // Old listings have mostly ended; recent ones are mostly still open.
   const status = age < 14 * 86_400 && r < 0.7 ? "CREATED" : r < 0.25 ? "FULFILLED" : r < 0.65 ? "CANCELLED" : r < 0.9 ? "EXPIRED" : "CREATED";
-  const lastUpdatedAt = status === "CREATED" ? createdAt : Math.min(DEMO_END, createdAt + rnd.int(60, 30 * 86_400));
+  const lastUpdatedAt = status === "CREATED" ? createdAt : Math.min(end, createdAt + rnd.int(60, 30 * 86_400));
   const eth = floor(createdAt) * Math.exp(token.premium) * (1.02 + rnd.next() * 0.6);
   let marketplaceId: string;
   do {
@@ -388,8 +418,8 @@ const SOURCES = [
   '<a href="http://twitter.com/download/android" rel="nofollow">Twitter for Android</a>',
 ];
 
-function tweet(rnd: Random, address: string, name: string, user: User): object {
-  const t = DEMO_START + Math.floor(rnd.next() * SPAN);
+function tweet(rnd: Random, address: string, name: string, user: User, { start }: Span): object {
+  const t = start + Math.floor(rnd.next() * SPAN);
   const d = new Date(t * 1000);
   const pad = (n: number) => String(n).padStart(2, "0");
   const createdAt = `${DAYS[d.getUTCDay()]} ${MONTHS[d.getUTCMonth()]} ${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} +0000 ${d.getUTCFullYear()}`;

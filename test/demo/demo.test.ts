@@ -16,10 +16,13 @@ import { sqliteWritable } from "../../src/store/sqlite/writable.js";
 const dir = mkdtempSync(join(tmpdir(), "marketdata-demo-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The builds' end: this run's clock, pinned so two builds of a seed are the same store. */
+const END = Math.floor(Date.now() / 1000);
+
 async function demo(name: string, seed: number): Promise<string> {
   const path = join(dir, name);
   const db = openWritable(path);
-  await buildDemo(sqliteWritable(db), seed, "small");
+  await buildDemo(sqliteWritable(db), seed, "small", undefined, END);
   db.close();
   return path;
 }
@@ -60,6 +63,19 @@ describe("demo store", () => {
     expect(counts[0]! / counts[counts.length - 1]!).toBeGreaterThan(5);
   });
 
+  it("ends at its end: nothing after it, 1% of each collection's sales (at least 4) in its last day, and a later end moves the market whole", () => {
+    const times = (d: ReturnType<typeof generateDemo>) => (d.sales as { timestamp: number; contractAddress: string }[]);
+    const d = generateDemo(3, "small", END);
+    const sales = times(d);
+    expect(Math.max(...sales.map((x) => x.timestamp))).toBeLessThanOrEqual(END);
+    for (const { contractAddress } of d.collections as { contractAddress: string }[]) {
+      const own = sales.filter((x) => x.contractAddress === contractAddress);
+      expect(own.filter((x) => x.timestamp > END - 86_400).length, contractAddress).toBeGreaterThanOrEqual(Math.max(4, Math.round(own.length * 0.01) - 1));
+    }
+    const later = times(generateDemo(3, "small", END + 86_400));
+    expect(later.map((x) => x.timestamp - 86_400)).toEqual(sales.map((x) => x.timestamp));
+  });
+
   it.each(["small", "default", "large"] as const)("at scale %s, a marketplace's listing id names one listing (the store refuses a move)", (scale) => {
     const ids = generateDemo(1, scale).listings.map((l) => `${(l as { marketplace: string }).marketplace}:${(l as { marketplaceId: string }).marketplaceId}`);
     expect(new Set(ids).size).toBe(ids.length);
@@ -88,6 +104,18 @@ describe("demo store", () => {
         }
         const stats = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress }, key);
         expect((stats.body.data as { totalNumSales: number }).totalNumSales).toBeGreaterThan(0);
+      }
+    });
+
+    it("shows a live market on the day it is built: every collection has 1-, 7- and 30-day sales and volume", async () => {
+      const { body } = await restGet(server.baseUrl, "/v1/collections", { limit: 10 }, key);
+      const rows = body.data as { contractAddress: string; sales1d: number; volume1d: string; sales7d: number; sales30d: number }[];
+      expect(rows.map((r) => r.contractAddress).sort()).toEqual(collections);
+      for (const r of rows) {
+        expect(r.sales1d, r.contractAddress).toBeGreaterThanOrEqual(4);
+        expect(BigInt(r.volume1d) > 0n, r.contractAddress).toBe(true);
+        expect(r.sales7d, r.contractAddress).toBeGreaterThan(r.sales1d);
+        expect(r.sales30d, r.contractAddress).toBeGreaterThan(r.sales7d);
       }
     });
 

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDemo } from "../../src/cli/demo.js";
+import { DOCS_DEMO_END } from "../../src/demo/generate.js";
 import { resolveWebhooks } from "../../src/config/serve.js";
 import { withKeys } from "../support/engine.js";
 import { PYTHON, skipPython } from "../support/python.js";
@@ -147,7 +148,8 @@ describe("the commands the README and docs show", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "marketdata-doc-commands-"));
     db = join(dir, "marketdata.sqlite");
-    await runDemo(db, "1", "default");
+    // The store the pages were taken from (docs/data.md, "Demo data").
+    await runDemo(db, "1", "default", String(DOCS_DEMO_END));
     const key = await withKeys(db, async (admin) => (await admin.create("docs")).key);
     // As docs/webhooks.md starts it: webhooks to a receiver on this machine allowed.
     server = await startTestServer(db, { rateLimit: 0, webhooks: resolveWebhooks({ allowPrivateWebhooks: true }) });
