@@ -41,6 +41,8 @@ export interface SaleRow {
   blockHash?: string;
   /** As read (absent on a record being written: its kept JSON holds no finality). */
   finality?: Finality;
+  /** Its wash-trade rules (domain/wash.ts), as read; absent on a record being written (the store evaluates them). */
+  washMask?: number;
 }
 
 /** A token moving between addresses (a mint from the zero address, a burn to it). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildFixture, COLLECTION } from "../support/fixture.js";
-import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder, rarityAnswers } from "../support/oracle.js";
+import { byAssetId, byInfluence, byInteraction, byListingOrder, byRarity, bySaleOrder, rarityAnswers, washAnswers } from "../support/oracle.js";
 import { restGet, useFixtureServer } from "../support/server.js";
 
 // The exact JSON of api.md part 2 on every /v1 endpoint: field names, JSON
@@ -108,8 +108,11 @@ describe("GET /v1 response shapes", () => {
       marketplace: "string",
       blockHash: "string",
       finality: "string",
+      washFlags: "array",
+      washScore: "number",
     });
-    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending" })));
+    const wash = washAnswers(t.f.sales);
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending", ...wash.get(`${s.hash}:${s.assetId}`) })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {

@@ -44,6 +44,8 @@ async function asBeforeMigration26(engine: Engine, target: string): Promise<void
     ...["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]),
     // And migration 28's tables (the orders' logs), which follow.
     ...["listing_log", "listing_log_versions", "offer_log", "listing_removals", "offer_removals"].map((t) => `DROP TABLE ${t}`),
+    // And migration 29's (the sales' wash flags).
+    ...["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`),
   ];
   if (engine === "sqlite") {
     const db = new Database(target);

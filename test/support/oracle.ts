@@ -1,5 +1,6 @@
 import { compareDecimal } from "../../src/domain/formats.js";
 import type { Fixture } from "./fixture.js";
+import { washFlagsOf, washNames, washScore } from "../../src/domain/wash.js";
 
 // The documented orders of decisions.md, written independently of the SQL.
 
@@ -40,4 +41,11 @@ export function rarityAnswers(f: Pick<Fixture, "rarity" | "sales">): Fixture["ra
     if (l === undefined || s.block > l.block || (s.block === l.block && s.hash > l.hash)) latest.set(s.assetId, s);
   }
   return f.rarity.map((r) => ({ ...r, currentOwner: latest.get(r.assetId)?.to ?? r.currentOwner }));
+}
+
+/** Each fixture sale's wash answer (docs/wash-trades.md), by `hash:assetId`: the rules applied to all of them (domain/wash.ts). */
+export function washAnswers(rows: Fixture["sales"]): Map<string, { washFlags: string[]; washScore: number }> {
+  const masks = washFlagsOf(rows.map((s) => ({ id: `${s.hash}:${s.assetId}`, assetId: s.assetId, seller: s.from, buyer: s.to, timestamp: s.timestamp, block: s.block,
+    hash: s.hash.slice(2), price: BigInt(s.price) })));
+  return new Map([...masks].map(([id, m]) => [id, { washFlags: washNames(m), washScore: washScore(m) }]));
 }

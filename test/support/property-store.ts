@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
@@ -102,4 +102,16 @@ export function eventRecord(address: string, w: EventWrite, time: number): objec
   return w.kind === "sales"
     ? { ...base, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, price: "7", amountReceived: "7", currency: "ETH", marketplace: "BLUR" }
     : { ...base, logIndex: 0, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}` };
+}
+
+/** A harness on `engine` for the describe block it is called in: made before its tests, cleaned up after them. */
+export function useHarness(engine: "sqlite" | "postgres"): () => Harness {
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    h = await harness(engine);
+  });
+  afterAll(async () => {
+    await h?.cleanup();
+  });
+  return () => h!;
 }

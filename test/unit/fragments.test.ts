@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { create, type DescMessage, equals, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { ListListingsResponseSchema, ListSalesResponseSchema } from "../../gen/marketdata/v1/asset_service_pb.js";
 import { ListTweetsResponseSchema } from "../../gen/marketdata/v1/collection_service_pb.js";
@@ -118,19 +119,26 @@ describe("the compiled binary writer", () => {
     }
   });
 
-  it("refuses, when compiled, the field kinds it does not write", () => {
-    expect(() => compileBinaryWriter(ListSalesResponseSchema)).toThrow(/list fields are not written/);
+  it("writes lists of messages and of strings as toBinary does, and refuses, when compiled, the field kinds it does not write", () => {
+    const page = create(ListSalesResponseSchema, { success: 1, cursor: "c", data: [toSale({ ...sale, washMask: 6 }), toSale(sale), toSale({ ...sale, washMask: 15 })] });
+    expect(Buffer.from(compileBinaryWriter(ListSalesResponseSchema)(page)).equals(Buffer.from(toBinary(ListSalesResponseSchema, page)))).toBe(true);
+    // A descriptor's public_dependency: a list of numbers (packed), not written.
+    expect(() => compileBinaryWriter(FileDescriptorProtoSchema)).toThrow(/are not written by the binary writer/);
   });
 });
 
 describe("ready answers of rows", () => {
   it("a sale's are its message's", () => {
-    // The kept JSON ends at blockHash: the reads add the finality (store/shared/finality.ts) as the writer places it, last.
-    expect(saleJson(sale).replace(/}$/, ',"finality":"pending"}')).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
+    // The kept JSON ends at blockHash: the reads add the finality (store/shared/finality.ts) and the wash fields as the writer places them, last.
+    expect(saleJson(sale).replace(/}$/, ',"finality":"pending","washFlags":[],"washScore":0}')).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     expect(saleFragment(sale, "json")).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     // And as the reads put it back (store/*/sales.ts), final or not.
     expect(saleJsonWithFinality(saleJson(sale), false)).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     expect(saleJsonWithFinality(saleJson(sale), true)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, finality: "final" })));
+    for (const washMask of [1, 2, 6, 8, 15]) {
+      expect(saleJsonWithFinality(saleJson(sale), true, washMask)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, finality: "final", washMask })));
+      expect(saleFragment({ ...sale, washMask }, "json")).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, washMask })));
+    }
     expect(equals(SaleSchema, fromBinary(SaleSchema, saleBinary(sale)), toSale(sale))).toBe(true);
   });
 
@@ -192,14 +200,14 @@ describe("ready answers of rows", () => {
   // engines that writes every row's fragments again (as SQLite's 15 and
   // PostgreSQL's 13 did: sqlite/wire-rows.ts, postgres/wire-rows.ts; or, for a field
   // added last, as both engines' 21 did: shared/wire-rows.ts SALE_JSON_BLOCK_HASH), then
-  // update the digest here. (Sale's finality, field 13, is no kept field: the reads add
-  // it; nor are a listing's block and blockHash, 10 and 11, after its status: the whole
+  // update the digest here. (Sale's finality, field 13, and its wash fields, 14 and 15, are
+  // no kept fields: the reads add them, from the finality and the wash_flags column; nor are a listing's block and blockHash, 10 and 11, after its status: the whole
   // JSON puts them in from their columns, migration 26, as the binary read does.)
   it("the messages kept in the stores' rows are those the fragments were written for", () => {
     const digest = createHash("sha256");
     for (const schema of [SaleSchema, ListingSchema, SocialUserSchema, TweetSchema, InfluencerSchema]) {
       for (const field of schema.fields) digest.update(`${schema.typeName}.${field.name}=${field.number}:${field.fieldKind}:${field.jsonName};`);
     }
-    expect(digest.digest("hex").slice(0, 16)).toBe("da3599e5d2635b90");
+    expect(digest.digest("hex").slice(0, 16)).toBe("23cf31ffe5893be9");
   });
 });

@@ -1,6 +1,7 @@
 import { LISTING_STATUSES, type ListingStatusName } from "../rows.js";
 import { isAddress, isTxHash, isUint256, MARKETPLACE_RE, MAX_EPOCH_SECONDS } from "../formats.js";
 import { deepFieldOfText } from "../json-depth.js";
+import { WASH_RULES } from "../wash.js";
 import { type Chain, DEFAULT_CHAIN, isChain, unknownChain } from "../chains.js";
 
 // Field checkers for imported records: each returns the stored form of a
@@ -113,6 +114,16 @@ export const blockHash: Check<string> = (v) =>
  */
 export const answeredFinality: Check<undefined> = (v) =>
   v === "" || v === "final" || v === "pending" ? undefined : fail(`is answered by the store ("final" or "pending", from its chain's finality), got ${show(v)}`);
+
+/** washFlags as a sale answers it (rule names): accepted and dropped, as the store evaluates them (docs/wash-trades.md). */
+export const answeredWashFlags: Check<undefined> = (v) =>
+  Array.isArray(v) && v.every((n) => WASH_RULES.some((r) => r.name === n))
+    ? undefined
+    : fail(`is answered by the store (a list of ${WASH_RULES.map((r) => r.name).join(", ")}), got ${show(v)}`);
+
+/** washScore as a sale answers it: accepted and dropped. */
+export const answeredWashScore: Check<undefined> = (v) =>
+  typeof v === "number" && v >= 0 && v <= 1 ? undefined : fail(`is answered by the store (a number from 0 to 1), got ${show(v)}`);
 
 export const txHash: Check<string> = (v) =>
   typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);

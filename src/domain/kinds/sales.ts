@@ -20,7 +20,9 @@ const shape = f.collectionRecord({
   blockHash: f.blockHash,
   removed: f.bool,
   finality: f.answeredFinality,
-}, { blockHash: "", removed: false, finality: undefined });
+  washFlags: f.answeredWashFlags,
+  washScore: f.answeredWashScore,
+}, { blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({

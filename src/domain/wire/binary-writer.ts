@@ -151,6 +151,11 @@ export function compileBinaryWriter(root: DescMessage): BinaryWriterFn {
         const [wireType, unset, write] = scalarCode(field.scalar);
         return `${get} if (${explicit ? "v !== undefined" : unset}) { ${tag(wireType)} ${write} }`;
       }
+      case "list":
+        // Strings and messages: one tagged element each (proto3 packs only numbers, which no answer repeats).
+        if (field.listKind === "message") return `${get} for (const x of v) { ${tag(2)} o.nested(() => ${writerOf(field.message)}(x)); }`;
+        if (field.listKind === "scalar" && field.scalar === ScalarType.STRING) return `${get} for (const x of v) { ${tag(2)} o.string(x); }`;
+        throw new Error(`${field.parent.typeName}.${field.name}: lists of numbers and enums are not written by the binary writer`);
       default:
         throw new Error(`${field.parent.typeName}.${field.name}: ${field.fieldKind} fields are not written by the binary writer`);
     }

@@ -12,6 +12,7 @@ import { LISTING_STATUSES, type InfluencerRow, type ListingRow, type ListingStat
 import { type BinaryWriterFn, compileBinaryWriter } from "./binary-writer.js";
 import { compileJsonWriter } from "./json-writer.js";
 import { toInfluencer, toListing, toSale, toSocialUser, toTweet } from "./messages.js";
+import { washNames, washScore } from "../wash.js";
 
 // The ready answers of list rows (issue 35: a cold page read as a range of
 // ready fragments, not rebuilt from columns). The store writes each row of
@@ -84,29 +85,38 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
 
 /**
  * A sale's kept JSON (wire_json): its answer up to blockHash. Its finality
- * moves without the sale (a finality record), so the reads add it
- * (store/shared/finality.ts); the writer puts it last (field 13), and so it
- * is cut here.
+ * moves without the sale (a finality record), and its wash flags with its
+ * neighbours' records (domain/wash.ts), so the reads add both
+ * (store/shared/finality.ts, the wash_flags column); the writer puts them
+ * last (fields 13 to 15), and so they are cut here.
  */
 export function saleJson(r: SaleRow): string {
   const whole = json.sale(toSale(r));
   return `${whole.slice(0, whole.lastIndexOf(FINALITY_FIELD))}}`;
 }
 
-/** The start of a sale's last field in its JSON (its finality). */
+/** The start of the fields a read puts back (the sale's finality, then its wash flags). */
 const FINALITY_FIELD = ',"finality":';
-const FINAL_TAIL = `${FINALITY_FIELD}"final"}`;
-const PENDING_TAIL = `${FINALITY_FIELD}"pending"}`;
+const CLEAN = ',"washFlags":[],"washScore":0}';
+const FINAL_TAIL = `${FINALITY_FIELD}"final"${CLEAN}`;
+const PENDING_TAIL = `${FINALITY_FIELD}"pending"${CLEAN}`;
 
 /**
- * A sale's answer from its kept JSON (saleJson) and whether it is final
- * now: its finality put back last, as the JSON writer places it; null
- * stays null (no kept answer). A string slice and concatenation here cost
- * V8 no copy, where SQLite's substr counts the text's characters twice per
- * row (bench:serve-ab, docs/benchmarks.md).
+ * A sale's answer from its kept JSON (saleJson), whether it is final now and
+ * its wash mask: its finality and wash fields put back last, as the JSON
+ * writer places them; null stays null (no kept answer). A string slice and
+ * concatenation here cost V8 no copy, where SQLite's substr counts the
+ * text's characters twice per row (bench:serve-ab, docs/benchmarks.md).
  */
-export function saleJsonWithFinality(kept: string | null, final: boolean): string | null {
-  return kept === null ? null : `${kept.slice(0, -1)}${final ? FINAL_TAIL : PENDING_TAIL}`;
+export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0): string | null {
+  if (kept === null) return null;
+  if (washMask === 0) return `${kept.slice(0, -1)}${final ? FINAL_TAIL : PENDING_TAIL}`;
+  return `${kept.slice(0, -1)}${FINALITY_FIELD}"${final ? "final" : "pending"}",${washJson(washMask)}}`;
+}
+
+/** `"washFlags":[…],"washScore":x`, as the JSON writer writes them. */
+function washJson(mask: number): string {
+  return `"washFlags":${JSON.stringify(washNames(mask))},"washScore":${washScore(mask)}`;
 }
 
 export function saleBinary(r: SaleRow): Uint8Array {

@@ -153,6 +153,7 @@ async function merge(
   }
   // Rows all unchanged move no owner and end no listing.
   if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
+  await kind.finish?.(client);
   if (kind.touchesAll === true) {
     if (counts.inserted + counts.updated > 0) touched.all = true;
     return;

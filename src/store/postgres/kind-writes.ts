@@ -15,6 +15,7 @@ import {
   LAST_REMOVAL, LIVE_LINE, upsertSql, withCollection,
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
+import { evaluateWash, REMOVED_WASH_MARKS, washMarksOf } from "./wash.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, SALES_REMOVED_MARKS, transfersRemoved } from "./reorgs.js";
 
@@ -135,8 +136,9 @@ function salesSpec(removals: boolean): KindSpec {
     before: [
       ...(removals
         ? [REGISTER_LIVE_COLLECTIONS, ...salesRemoved(`SELECT st.line, ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id
-            FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address WHERE ${LAST_REMOVAL(SALE_KEY)}`)]
+            FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address WHERE ${LAST_REMOVAL(SALE_KEY)}`), ...REMOVED_WASH_MARKS]
         : [REGISTER_COLLECTIONS]),
+      ...washMarksOf(removals ? `${source} WHERE ${live}` : source),
       ...hourDeltasSql(latest),
       ...seriesMarksSql(latest),
     ],
@@ -146,6 +148,7 @@ function salesSpec(removals: boolean): KindSpec {
         "collection_id, timestamp DESC, block DESC", true),
     after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
     afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
+    finish: evaluateWash,
     ...(removals ? { removed: removedPerBatch("removed_sales"), check: refuseFinal("sale") } : {}),
     tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,
@@ -185,6 +188,7 @@ const REORGS: KindSpec = {
   row: (r) => [chainOf(r), r.fromBlock, JSON.stringify(r.blockHashes)],
   before: [
     ...SALES_REMOVED_MARKS,
+    ...REMOVED_WASH_MARKS,
     "ANALYZE hour_deltas",
     ...APPLY_HOUR_DELTAS,
     ...APPLY_SERIES_MARKS,
@@ -198,6 +202,7 @@ const REORGS: KindSpec = {
     await removeStagedBlocks(client);
     await removeStagedOrderBlocks(client);
   },
+  finish: evaluateWash,
   touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS} UNION SELECT collection_id FROM ${REPLAYED_COLLECTIONS}) x`,
   check: refuseFinal("reorg"),
   tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits",

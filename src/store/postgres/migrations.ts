@@ -7,6 +7,7 @@ import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
+import { washFlagsMigration } from "./wash.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
@@ -418,6 +419,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   FINAL_WEBHOOKS_MIGRATION,
   // 28: the orders' logs and the orders taken back whole (order-reorgs.ts), as SQLite's 28.
   ORDER_LOG_MIGRATION,
+  // 29: every sale's wash flags, evaluated for the sales already held (wash.ts), as SQLite's 29.
+  washFlagsMigration,
 ];
 
 /**

@@ -46,6 +46,8 @@ export interface BulkKind {
   lock?: number;
   /** Statements run after the merge (when it changed anything). */
   afterward?: readonly string[];
+  /** Runs last, whatever the counts: work read back in TypeScript (wash.ts evaluateWash). */
+  finish?: (client: pg.PoolClient) => Promise<void>;
   /** Refuses the stage, before anything is merged, when it holds a record the store must not take (RecordConflictError). */
   check?: (client: pg.PoolClient) => Promise<void>;
   /** Runs after check, before the statements: a step whose statements need the stage's values bound (reorgs.ts). */

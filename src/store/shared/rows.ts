@@ -131,6 +131,7 @@ export function toSale(r: Row): SaleRow {
     marketplace: r.marketplace as string,
     blockHash: hexOrNone(r.block_hash),
     finality: r.finality as Finality | undefined,
+    washMask: Number(r.wash_flags ?? 0),
   };
 }
 

@@ -19,6 +19,7 @@ function saleOf(r: Row): SaleRow | undefined {
     hash: hexOf(r.s_hash), from: hexOf(r.s_seller), to: hexOf(r.s_buyer), contractAddress: r.address as string, assetId: r.asset_id as string,
     timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
     marketplace: r.s_marketplace as string, blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
+    washMask: Number(r.s_wash_flags ?? 0),
   };
 }
 

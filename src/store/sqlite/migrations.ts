@@ -9,6 +9,7 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import { ORDER_LOG_SCHEMA } from "./order-reorgs.js";
+import { washFlagsMigration } from "./wash.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
@@ -360,6 +361,8 @@ export const MIGRATIONS: readonly Migration[] = [
   "",
   // 28: the orders' logs and the orders taken back whole (order-reorgs.ts; docs/chains.md, "Orders taken back").
   ORDER_LOG_SCHEMA,
+  // 29: every sale's wash flags, evaluated for the sales already held (wash.ts; docs/wash-trades.md).
+  washFlagsMigration,
 ];
 
 

@@ -1,5 +1,7 @@
 import { finalizedRemoval } from "../shared/conflicts.js";
 import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
+import { SqliteWash } from "./wash.js";
+import { WashScope } from "../shared/wash-scope.js";
 import { SqliteOrderLog } from "./order-reorgs.js";
 import type { OrderKind } from "../shared/order-log.js";
 import { collectionRef, describeRef, recordRef, refParts } from "../../domain/chains.js";
@@ -162,6 +164,9 @@ export class WriteStore {
   readonly #removals: SqliteRemovals;
   readonly #orders: SqliteOrderLog;
   readonly #maintainStats: boolean;
+  /** The sales written, changed or taken back since the last commit, whose neighbours' wash flags are evaluated before it (wash.ts). */
+  readonly #washMarks = new WashScope();
+  readonly #wash: SqliteWash;
   /** The collections reorganisations changed since takeReorganised (a reorganisation names none: the ingest writer reports them). */
   readonly #reorganised = new Set<number>();
   /** The collections changed since the last commit (stamped by beforeCommit). */
@@ -194,6 +199,7 @@ export class WriteStore {
       .prepare("SELECT marketplace, timestamp FROM sales WHERE hash = ? AND collection_id = ? AND asset_key = ?")
       .raw();
     this.#aggregates = new SalesAggregates(db);
+    this.#wash = new SqliteWash(db);
     this.#removals = new SqliteRemovals(db, () => this.#nextFeedSeq());
     // A replayed order is upserted as any record is: a new feed position when it changed, its triggers.
     const recorded = (spec: TableSpec) => spec.values.filter((c) => !c.startsWith("wire_"));
@@ -218,7 +224,10 @@ export class WriteStore {
     } catch (err) {
       // Rows added inside were rolled back; their additions cannot be trusted.
       if (nested) this.#aggregates.distrustAdded();
-      else this.#feedSeq = undefined;
+      else {
+        this.#feedSeq = undefined;
+        this.#washMarks.clear();
+      }
       throw err;
     }
   }
@@ -230,6 +239,8 @@ export class WriteStore {
    * calls this first (transaction(), the importer and group commit do).
    */
   beforeCommit(): void {
+    // Wash flags first: the aggregates will leave flagged sales out.
+    if (this.#washMarks.pending) this.#wash.evaluate(this.#washMarks.take());
     if (this.#aggregates.pending) this.#aggregates.flush();
     // Listings a sale or transfer ended (fillable.ts) take their feed positions now.
     this.#refeedListings ??= this.#db.prepare("DELETE FROM listings_refed RETURNING id").pluck();
@@ -440,6 +451,11 @@ export class WriteStore {
       const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
       for (const s of this.#saleMoves) s.run(at);
     }
+    if (result === "inserted") this.#washMarks.mark(collectionId, r.assetId, r.timestamp);
+    else if (result === "updated") {
+      this.#washMarks.mark(collectionId, r.assetId, before![1]);
+      this.#washMarks.mark(collectionId, r.assetId, r.timestamp);
+    }
     if (this.#maintainStats) {
       if (result === "inserted") {
         this.#aggregates.add(collectionId, r.marketplace, {
@@ -549,6 +565,7 @@ export class WriteStore {
 
   #saleRemoved(s: RemovedSale): void {
     this.#touched.add(s.collectionId);
+    this.#washMarks.mark(s.collectionId, s.assetId, s.timestamp);
     if (this.#maintainStats) this.#aggregates.touch(s.collectionId, s.marketplace, s.timestamp);
   }
 

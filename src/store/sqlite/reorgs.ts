@@ -45,7 +45,7 @@ export const FINALITY_SCHEMA = `
  * its feed answers (feed.ts), so that the live feeds send the record taken
  * back at its removal's position (docs/chains.md, "Removals in the feeds").
  */
-export const SALE_KEPT = ["collection_id", "asset_key", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash"];
+export const SALE_KEPT = ["collection_id", "asset_key", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wash_flags"];
 export const TRANSFER_KEPT = ["collection_id", "asset_key", "hash", "log_index", "sender", "recipient", "timestamp", "block", "block_hash"];
 
 /** Migration 24: the records taken back, each at its removal's feed position (feed_seq) with the position it had (original_seq). */
@@ -91,6 +91,8 @@ export const REMOVALS_BY_TIME_SCHEMA = `
 /** A sale taken back: what its hours and series are found again by. */
 export interface RemovedSale {
   collectionId: number;
+  /** Its asset id (canonical decimal). */
+  assetId: string;
   marketplace: string;
   timestamp: number;
 }
@@ -127,8 +129,8 @@ const keep = (table: string, columns: readonly string[]) =>
 const KEEP = { sales: keep(REMOVAL_TABLES.sales, SALE_KEPT), transfers: keep(REMOVAL_TABLES.transfers, TRANSFER_KEPT) };
 
 type Deleted = Record<string, unknown> & { feed_seq: number; collection_id: number };
-type DeletedSale = Deleted & { marketplace: string; timestamp: number };
-const removedSale = (r: DeletedSale): RemovedSale => ({ collectionId: r.collection_id, marketplace: r.marketplace, timestamp: r.timestamp });
+type DeletedSale = Deleted & { marketplace: string; timestamp: number; asset_key: string };
+const removedSale = (r: DeletedSale): RemovedSale => ({ collectionId: r.collection_id, assetId: r.asset_key.slice(2), marketplace: r.marketplace, timestamp: r.timestamp });
 
 export class SqliteRemovals {
   readonly #db: Db;

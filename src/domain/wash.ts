@@ -1,0 +1,122 @@
+// Wash trades (docs/wash-trades.md): a documented rule set over a
+// collection's sales, each rule a pure function of the sales themselves, never
+// of the order they arrived in. A store keeps each sale's flags (a bitmask) and
+// evaluates them again around every sale written or taken back
+// (store/shared/wash-scope.ts says which sales that touches); the tests' oracle
+// applies washFlagsOf to the raw sales.
+
+/** One rule: its name as answered (`washFlags`), its bit in a stored mask, its weight in the score. */
+export interface WashRule {
+  name: string;
+  bit: number;
+  weight: number;
+}
+
+export const WASH_RULES = [
+  /** The buyer is the seller. */
+  { name: "self_trade", bit: 1, weight: 1 },
+  /** The same two wallets traded the same token in opposite directions within WASH_WINDOW_SECONDS. */
+  { name: "back_and_forth", bit: 2, weight: 0.8 },
+  /** The token came back to a wallet that sold it, through 3 or more sales within WASH_WINDOW_SECONDS: every sale of that loop. */
+  { name: "closed_loop", bit: 4, weight: 0.7 },
+  /**
+   * Priced over OUTLIER_FACTOR times the median of its OUTLIER_NEIGHBOURS nearest sales (half before, half after; of an even
+   * count, the upper middle), or under 1/OUTLIER_FACTOR of it (the lower middle): a price the market did not follow.
+   */
+  { name: "price_outlier", bit: 8, weight: 0.5 },
+] as const satisfies readonly WashRule[];
+
+export type WashRuleName = (typeof WASH_RULES)[number]["name"];
+
+/** The back-and-forth and closed-loop window: 30 days. */
+export const WASH_WINDOW_SECONDS = 30 * 86_400;
+/** The outlier rule's neighbours: 10 sales before and 10 after (fewer at a collection's ends; none judged with under OUTLIER_MIN_NEIGHBOURS). */
+export const OUTLIER_NEIGHBOURS = 20;
+export const OUTLIER_MIN_NEIGHBOURS = 10;
+export const OUTLIER_FACTOR = 10n;
+
+/** What the rules read of a sale. `id` names it uniquely among the sales given (a store's row id, the test's index). */
+export interface WashSale<Id = unknown> {
+  id: Id;
+  assetId: string;
+  seller: string;
+  buyer: string;
+  timestamp: number;
+  block: number;
+  hash: string;
+  price: bigint;
+}
+
+/** The sales' one order: time, block, hash (lower-case hex), asset id as a number (as the lists order them, oldest first). */
+export function compareSales(a: WashSale, b: WashSale): number {
+  return a.timestamp - b.timestamp || a.block - b.block || (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0) || a.assetId.length - b.assetId.length ||
+    (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0);
+}
+
+/** The names of a mask's rules, in rule order. */
+export function washNames(mask: number): WashRuleName[] {
+  return WASH_RULES.filter((r) => (mask & r.bit) !== 0).map((r) => r.name);
+}
+
+/** A mask's score in [0, 1]: 1 - Π(1 - weight) over its rules, to 2 decimals (0: no rule hit). */
+export function washScore(mask: number): number {
+  let clean = 1;
+  for (const r of WASH_RULES) if ((mask & r.bit) !== 0) clean *= 1 - r.weight;
+  return Math.round((1 - clean) * 100) / 100;
+}
+
+/**
+ * The token rules (self trade, back-and-forth, closed loop) over one token's
+ * sales in compareSales order. Exact for every sale whose time lies within
+ * WASH_WINDOW_SECONDS of the sales given on both sides (a caller fetching
+ * [t0 - 2W, t1 + 2W] may trust the answers for [t0 - W, t1 + W]).
+ */
+export function tokenWashMasks(sales: readonly WashSale[]): number[] {
+  const masks = sales.map((s) => (s.seller === s.buyer ? 1 : 0));
+  for (let i = 0; i < sales.length; i++) {
+    const a = sales[i]!;
+    for (let j = i + 1; j < sales.length && sales[j]!.timestamp - a.timestamp <= WASH_WINDOW_SECONDS; j++) {
+      const b = sales[j]!;
+      if (b.seller === a.buyer && b.buyer === a.seller) {
+        masks[i]! |= 2;
+        masks[j]! |= 2;
+      }
+      // The token back with a wallet that sold it, through j - i + 1 >= 3 sales: every one of them.
+      if (j - i >= 2 && b.buyer === a.seller) for (let k = i; k <= j; k++) masks[k]! |= 4;
+    }
+  }
+  return masks;
+}
+
+/**
+ * The outlier rule over a run of a collection's sales in compareSales order.
+ * `complete` tells, per end, whether the run starts (ends) at the
+ * collection's first (last) sale; an answer is given (a number) only where
+ * the neighbours it needs are in the run, undefined elsewhere.
+ */
+export function outlierMasks(sales: readonly WashSale[], complete: { first: boolean; last: boolean }): (number | undefined)[] {
+  const half = OUTLIER_NEIGHBOURS / 2;
+  return sales.map((s, i) => {
+    if ((i < half && !complete.first) || (sales.length - 1 - i < half && !complete.last)) return undefined;
+    const near = [...sales.slice(Math.max(0, i - half), i), ...sales.slice(i + 1, i + 1 + half)].map((n) => n.price);
+    if (near.length < OUTLIER_MIN_NEIGHBOURS) return 0;
+    // A market that met the price half way (half its neighbours at its level) followed it: high against the upper middle, low against the lower.
+    const sorted = near.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return s.price > sorted[sorted.length >> 1]! * OUTLIER_FACTOR || s.price * OUTLIER_FACTOR < sorted[(sorted.length - 1) >> 1]! ? 8 : 0;
+  });
+}
+
+/** Every sale's mask, from a whole collection's sales in any order: the rules as documented (the tests' oracle, and the backfill). */
+export function washFlagsOf<Id>(sales: readonly WashSale<Id>[]): Map<Id, number> {
+  const sorted = [...sales].sort(compareSales);
+  const masks = new Map<Id, number>();
+  outlierMasks(sorted, { first: true, last: true }).forEach((m, i) => masks.set(sorted[i]!.id, m!));
+  const byToken = new Map<string, WashSale<Id>[]>();
+  for (const s of sorted) {
+    let list = byToken.get(s.assetId);
+    if (!list) byToken.set(s.assetId, (list = []));
+    list.push(s);
+  }
+  for (const list of byToken.values()) tokenWashMasks(list).forEach((m, i) => masks.set(list[i]!.id, masks.get(list[i]!.id)! | m));
+  return masks;
+}

@@ -1,0 +1,132 @@
+import { compareSales, OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WINDOW_SECONDS, type WashSale } from "../../domain/wash.js";
+
+// Which sales a write's wash flags may move, and their new masks
+// (docs/wash-trades.md). Each engine's writer marks every sale it inserts,
+// changes (its old time and its new) or takes back, and before the commit
+// reads the sales around the marks and writes the masks that changed:
+//
+// - the token rules look WASH_WINDOW_SECONDS (W) either side of a sale, so a
+//   mark at t can move the token's sales in [t - W, t + W], whose rules read
+//   [t - 2W, t + 2W];
+// - the outlier rule reads 10 sales either side in the collection's order,
+//   so a mark can move the 10 sales either side of it, whose rules read 10
+//   more: the run read is every sale from the 21st before the first mark's
+//   time to the 21st after the last's (by timestamp, ties included).
+//
+// Either way the answer is the rules applied to the whole collection (the
+// oracle, domain/wash.ts washFlagsOf), whatever order the sales came in.
+
+/** A sale as the evaluation reads it: its rule inputs and its stored mask. */
+export type StoredWashSale<Id> = WashSale<Id> & { mask: number };
+
+interface Span {
+  from: number;
+  to: number;
+}
+
+/** One collection's marks: their time span, and each token's. */
+export interface WashMarks {
+  span: Span;
+  tokens: Map<string, Span>;
+}
+
+/** Per collection, how many sales the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
+export const RUN_MARGIN = OUTLIER_NEIGHBOURS + 1;
+/** Past this many marked tokens, one read of the collection's span serves them all (cheaper than a seek per token). */
+export const TOKEN_SEEKS_UP_TO = 32;
+
+export class WashScope {
+  readonly #marks = new Map<number, WashMarks>();
+
+  get pending(): boolean {
+    return this.#marks.size > 0;
+  }
+
+  /** A sale of `assetId` (canonical decimal) at `timestamp` was written, changed or taken back. */
+  mark(collectionId: number, assetId: string, timestamp: number): void {
+    let m = this.#marks.get(collectionId);
+    if (!m) this.#marks.set(collectionId, (m = { span: { from: timestamp, to: timestamp }, tokens: new Map() }));
+    widen(m.span, timestamp);
+    const t = m.tokens.get(assetId);
+    if (t) widen(t, timestamp);
+    else m.tokens.set(assetId, { from: timestamp, to: timestamp });
+  }
+
+  /** The marks so far, by collection; the scope is emptied. */
+  take(): Map<number, WashMarks> {
+    const taken = new Map(this.#marks);
+    this.#marks.clear();
+    return taken;
+  }
+
+  /** Forgets the marks (their transaction rolled back: its sales are gone, and the masks it wrote with them). */
+  clear(): void {
+    this.#marks.clear();
+  }
+}
+
+function widen(span: Span, t: number): void {
+  if (t < span.from) span.from = t;
+  if (t > span.to) span.to = t;
+}
+
+/** The span a token's sales are read over for its marks. */
+export function tokenReadSpan(marks: Span): Span {
+  return { from: marks.from - 2 * WASH_WINDOW_SECONDS, to: marks.to + 2 * WASH_WINDOW_SECONDS };
+}
+
+/**
+ * The masks that change, from what the engine read for one collection's
+ * marks: `run`, the collection's sales with timestamp in [runFrom, runTo]
+ * (`complete` telling whether either end is the collection's own), and
+ * `tokens`, each marked token's sales over tokenReadSpan (or, read with the
+ * run, the run's sales of that token when the run covers that span).
+ */
+export function washChanges<Id>(
+  marks: WashMarks,
+  run: { sales: StoredWashSale<Id>[]; complete: { first: boolean; last: boolean } },
+  tokens: Map<string, StoredWashSale<Id>[]>,
+): [Id, number][] {
+  const next = new Map<Id, { old: number; now: number }>();
+  const sorted = [...run.sales].sort(compareSales);
+  outlierMasks(sorted, run.complete).forEach((m, i) => {
+    const s = sorted[i]!;
+    if (m !== undefined) next.set(s.id, { old: s.mask, now: (s.mask & ~8) | m });
+  });
+  for (const [assetId, sales] of tokens) {
+    const span = marks.tokens.get(assetId)!;
+    const list = [...sales].sort(compareSales);
+    tokenWashMasks(list).forEach((m, i) => {
+      const s = list[i]!;
+      if (s.timestamp < span.from - WASH_WINDOW_SECONDS || s.timestamp > span.to + WASH_WINDOW_SECONDS) return;
+      const entry = next.get(s.id) ?? { old: s.mask, now: s.mask };
+      entry.now = (entry.now & 8) | m;
+      next.set(s.id, entry);
+    });
+  }
+  const changes: [Id, number][] = [];
+  for (const [id, { old, now }] of next) if (old !== now) changes.push([id, now]);
+  return changes;
+}
+
+/**
+ * Each marked token's sales out of one read of the collection (past
+ * TOKEN_SEEKS_UP_TO tokens: cheaper than a seek each), that read spanning
+ * wideReadSpan: the sales of each within its tokenReadSpan.
+ */
+export function tokenSalesOf<Id>(marks: WashMarks, all: readonly StoredWashSale<Id>[]): Map<string, StoredWashSale<Id>[]> {
+  const tokens = new Map<string, StoredWashSale<Id>[]>([...marks.tokens.keys()].map((a) => [a, []]));
+  for (const x of all) {
+    const list = tokens.get(x.assetId);
+    if (list === undefined) continue;
+    const read = tokenReadSpan(marks.tokens.get(x.assetId)!);
+    if (x.timestamp >= read.from && x.timestamp <= read.to) list.push(x);
+  }
+  return tokens;
+}
+
+/** The span one read of the collection covers for the run [runFrom, runTo] and every marked token (each within the marks' span). */
+export function wideReadSpan(marks: WashMarks, runFrom: number, runTo: number): Span {
+  const wide = tokenReadSpan(marks.span);
+  return { from: Math.min(runFrom, wide.from), to: Math.max(runTo, wide.to) };
+}

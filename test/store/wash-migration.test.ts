@@ -1,0 +1,73 @@
+import Database from "better-sqlite3";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { isPostgresUrl } from "../../src/store/postgres/database.js";
+import { migrateStore, openReadRepositories } from "../../src/store/open.js";
+import { toSale } from "../../src/domain/wire/messages.js";
+import { emptyStore, importRecords, setSchemaVersion } from "../support/engine.js";
+import { skipPg } from "../support/pg.js";
+
+// Migration 29 (docs/wash-trades.md) on both engines: a store whose sales
+// were written before wash flags answers, once migrated, the flags this build
+// writes for the same sales; a sale written afterwards is evaluated with them.
+
+const C = `0x${"cd".repeat(20)}`;
+const W = ["1", "2", "3"].map((c) => `0x${c.repeat(40)}`);
+const sale = (n: number, from: number, to: number, day: number, assetId = "1") => ({
+  hash: `0x${n.toString(16).padStart(64, "0")}`, from: W[from], to: W[to], contractAddress: C, assetId,
+  timestamp: 1_750_000_000 + day * 86_400, block: 100 + day, price: "1000", amountReceived: "1000", currency: "ETH", marketplace: "BLUR",
+});
+
+/** Each sale's flags, by its hash, through the read path. */
+async function flagsOf(target: string): Promise<Record<string, string[]>> {
+  const repos = await openReadRepositories(target);
+  try {
+    const id = (await repos.collections.collectionId(C))!;
+    const rows = (await repos.sales.salesPage(id, {}, { limit: 50, after: null })).rows;
+    return Object.fromEntries(rows.map((r) => [r.hash.slice(-2), toSale(r).washFlags]));
+  } finally {
+    await repos.close();
+  }
+}
+
+/** Takes the store back to schema 28: no wash flags. */
+async function asBefore29(target: string): Promise<void> {
+  const drops = ["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`);
+  if (isPostgresUrl(target)) {
+    const client = new pg.Client({ connectionString: target });
+    await client.connect();
+    try {
+      for (const sql of drops) await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  } else {
+    const db = new Database(target);
+    for (const sql of drops) db.exec(sql);
+    db.close();
+  }
+  await setSchemaVersion(target, 28);
+}
+
+describe.each([
+  { engine: "sqlite" as const, skip: false },
+  { engine: "postgres" as const, skip: skipPg },
+])("migration 29 ($engine)", ({ engine, skip }) => {
+  it.skipIf(skip)("flags the sales already held as the writes would, and the writes go on from there", async () => {
+    const store = await emptyStore(engine);
+    try {
+      // A self trade (of token 2), and a back-and-forth of token 1 (02 and 03); 04 sells it on, 45 days later.
+      await importRecords(store.target, "sales", [sale(1, 0, 0, 0, "2"), sale(2, 0, 1, 1), sale(3, 1, 0, 5), sale(4, 0, 2, 50)]);
+      const fresh = await flagsOf(store.target);
+      expect(fresh).toEqual({ "01": ["self_trade"], "02": ["back_and_forth"], "03": ["back_and_forth"], "04": [] });
+      await asBefore29(store.target);
+      expect(await migrateStore(store.target)).toMatchObject({ from: 28 });
+      expect(await flagsOf(store.target)).toEqual(fresh);
+      // After the migration a new sale is evaluated with the migrated ones: 05 sends token 1 back from wallet 3 to wallet 1, 10 days after 04.
+      await importRecords(store.target, "sales", [sale(5, 2, 0, 60)]);
+      expect(await flagsOf(store.target)).toEqual({ ...fresh, "04": ["back_and_forth"], "05": ["back_and_forth"] });
+    } finally {
+      await store.cleanup();
+    }
+  });
+});

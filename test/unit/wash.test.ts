@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { handlerFor } from "../../src/domain/kinds/index.js";
+import type { Problem } from "../../src/domain/kinds/fields.js";
+import { washFlagsOf, washNames, washScore, type WashSale } from "../../src/domain/wash.js";
+
+// The wash rules of docs/wash-trades.md, one example each way: what hits a
+// rule and what just misses it.
+
+const DAY = 86_400;
+const [A, B, C, D] = ["a", "b", "c", "d"];
+let n = 0;
+const sale = (seller: string, buyer: string, day: number, over: Partial<WashSale<number>> = {}): WashSale<number> => ({
+  id: n++, assetId: "1", seller, buyer, timestamp: 1_700_000_000 + day * DAY, block: 100 + day, hash: (n + 100).toString(16), price: 1000n, ...over,
+});
+const flags = (sales: WashSale<number>[]) => {
+  const masks = washFlagsOf(sales);
+  return sales.map((s) => washNames(masks.get(s.id)!));
+};
+
+describe("wash rules", () => {
+  it("self_trade: the buyer is the seller", () => {
+    expect(flags([sale(A, A, 0), sale(A, B, 1)])).toEqual([["self_trade"], []]);
+  });
+
+  it("back_and_forth: the same token between the same wallets both ways within 30 days, both legs; not after 30 days, not another token", () => {
+    expect(flags([sale(A, B, 0), sale(B, A, 30)])).toEqual([["back_and_forth"], ["back_and_forth"]]);
+    expect(flags([sale(A, B, 0), sale(B, A, 31)])).toEqual([[], []]);
+    expect(flags([sale(A, B, 0), sale(B, A, 1, { assetId: "2" })])).toEqual([[], []]);
+  });
+
+  it("closed_loop: the token back with a wallet that sold it through 3 or more sales within 30 days, every sale of the loop", () => {
+    expect(flags([sale(D, A, -40), sale(A, B, 0), sale(B, C, 10), sale(C, A, 20), sale(A, D, 45)])).toEqual([[], ["closed_loop"], ["closed_loop"], ["closed_loop"], []]);
+    expect(flags([sale(A, B, 0), sale(B, C, 10), sale(C, A, 31)])).toEqual([[], [], []]);
+  });
+
+  it("price_outlier: over 10 times or under a tenth of its 20 nearest sales' median; not a price the market followed, not with under 10 neighbours", () => {
+    const market = (price: (i: number) => bigint, count = 21) => Array.from({ length: count }, (_, i) => sale(`w${i}`, `x${i}`, i, { assetId: String(i), price: price(i) }));
+    const spike = market((i) => (i === 10 ? 10_001n : 1000n));
+    expect(flags(spike)[10]).toEqual(["price_outlier"]);
+    expect(flags(market((i) => (i === 10 ? 10_000n : 1000n)))[10]).toEqual([]);
+    expect(flags(market((i) => (i === 10 ? 99n : 1000n)))[10]).toEqual(["price_outlier"]);
+    // The market follows the price from the spike on: the median of its neighbours moves with it.
+    expect(flags(market((i) => (i >= 10 ? 20_000n : 1000n)))[10]).toEqual([]);
+    expect(flags(market((i) => (i === 5 ? 50_000n : 1000n), 10))[5]).toEqual([]);
+  });
+
+  it("scores 1 - Π(1 - weight) over the rules hit, to 2 decimals", () => {
+    expect([0, 1, 2, 4, 8, 6, 15].map(washScore)).toEqual([0, 1, 0.8, 0.7, 0.5, 0.94, 1]);
+  });
+
+  it("a sale sent back as it was read keeps its wash fields out of the record; other values are refused by name", () => {
+    const { check } = handlerFor("sales", { latestTime: 2_000_000_000 });
+    const record = {
+      hash: `0x${"ab".repeat(32)}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: `0x${"3".repeat(40)}`, assetId: "7",
+      timestamp: 1_700_000_000, block: 1, price: "10", amountReceived: "9", currency: "ETH", marketplace: "OPENSEA",
+    };
+    const problems: Problem[] = [];
+    const checked = check({ ...record, washFlags: ["back_and_forth"], washScore: 0.8 }, problems) as Record<string, unknown>;
+    expect(problems).toEqual([]);
+    expect(checked.washFlags).toBeUndefined();
+    expect(checked.washScore).toBeUndefined();
+    const refused: Problem[] = [];
+    expect(check({ ...record, washFlags: ["sybil"], washScore: 2 }, refused)).toBeUndefined();
+    expect(refused.map((p) => p.field)).toEqual(["washFlags", "washScore"]);
+  });
+});
