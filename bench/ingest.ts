@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromJson } from "@bufbuild/protobuf";
@@ -28,8 +28,19 @@ import { saleLines, tokenLines } from "./sales-file.js";
 const opts = withEngineOptions(new Command("bench:ingest").description("ingest throughput, acknowledgement latency and reads under writes, on SQLite and PostgreSQL"))
   .option("--batch <n>", "sales per batch in the throughput runs", "1000")
   .option("--parts <list>", "throughput,latency,freshness,stage (stage: PostgreSQL's staging table per transaction against per connection)", "throughput,latency,freshness")
+  .option("--baseline <dir>", "throughput also through a built checkout of another revision, alternating with this build, each on a base store it made (see bench:serve-ab --help)")
   .parse()
-  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string }>();
+  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string; baseline?: string }>();
+
+/** This build, and with --baseline the other revision's: each serves a base store it filled itself (its own schema). */
+type Build = "this" | "baseline";
+const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
+const BUILDS: Build[] = baselineBin === undefined ? ["this"] : ["this", "baseline"];
+const binOf = (build: Build) => (build === "baseline" ? baselineBin : undefined);
+if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
+  process.stderr.write(`bench:ingest: ${opts.baseline} has no built command (dist/): build it first\n`);
+  process.exit(2);
+}
 
 const PARTS = new Set(opts.parts.split(","));
 
@@ -199,24 +210,26 @@ async function freshness(server: Target, key: string): Promise<string> {
 /** A store to measure on, and how to get a fresh copy of it (the base state) for each run. */
 interface Engine {
   label: string;
-  /** A fresh copy of the base store; its address and how to drop it. */
-  fresh(): Promise<{ db: string; drop(): Promise<void> }>;
+  /** A fresh copy of the build's base store; its address and how to drop it. */
+  fresh(build: Build): Promise<{ db: string; drop(): Promise<void> }>;
+  /** The ingest key of the build's base store. */
+  key(build: Build): string;
 }
 
 /** Sales already in the written collection before each run: the issue's "10,000 tokens and 100,000 sales" scale. */
 const BASE_SALES = 100_000;
 
 /** The base store: this build's schema, an ingest key, 10,000 tokens and BASE_SALES in the written collection and 2,000 sales in the read one. */
-async function fillBase(db: string): Promise<string> {
-  runCliSync(["migrate", "--db", db]);
-  const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest", "--scope", "ingest"]).stdout.trim().split("\n").pop()!;
+async function fillBase(db: string, bin?: string): Promise<string> {
+  runCliSync(["migrate", "--db", db], undefined, bin);
+  const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest", "--scope", "ingest"], undefined, bin).stdout.trim().split("\n").pop()!;
   const tokens = join(dir, "tokens.ndjson");
   writeFileSync(tokens, `${[...tokenLines(10_000, WRITE_COLLECTION)].join("\n")}\n`);
-  runCliSync(["import", "tokens", tokens, "--db", db], 600_000);
+  runCliSync(["import", "tokens", tokens, "--db", db], 600_000, bin);
   const file = join(dir, "base.ndjson");
   const now = Math.floor(Date.now() / 1000);
   writeFileSync(file, `${[...saleLines(BASE_SALES, 99, WRITE_COLLECTION, { start: now - 30 * 86400, span: 30 * 86400 - 7200 }), ...saleLines(2000, 98, READ_COLLECTION, { start: now - 86400, span: 80000 })].join("\n")}\n`);
-  runCliSync(["import", "sales", file, "--db", db], 600_000);
+  runCliSync(["import", "sales", file, "--db", db], 600_000, bin);
   return key;
 }
 
@@ -225,13 +238,13 @@ async function fillBase(db: string): Promise<string> {
  * defaults; the background derive only where `derive` says (the freshness
  * run): elsewhere the figures are of the writes alone.
  */
-async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<T>, derive = false): Promise<T> {
-  const store = await engine.fresh();
+async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<T>, derive = false, build: Build = "this"): Promise<T> {
+  const store = await engine.fresh(build);
   // One client address and one key drive all the load: every limit off (50
   // first requests at once, before the key's first lookup returns on
   // PostgreSQL, would otherwise meet the per-address limit).
   const limits = ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"];
-  const server = await startCli(store.db, 1, 64, [...limits, ...(derive ? [] : ["--no-derive-refresh"])]);
+  const server = await startCli(store.db, 1, 64, [...limits, ...(derive ? [] : ["--no-derive-refresh"])], binOf(build));
   try {
     return await run(server);
   } finally {
@@ -240,9 +253,10 @@ async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<
   }
 }
 
-async function benchEngine(engine: Engine, key: string): Promise<void> {
+async function benchEngine(engine: Engine): Promise<void> {
+  const key = engine.key("this");
   log(`\n## ${engine.label}: ingest through serve, each run on a fresh copy of a store holding ${BASE_SALES} sales (${ROUNDS} rounds of ${SECONDS} s, medians)\n`);
-  if (PARTS.has("throughput")) await throughputs(engine, key);
+  if (PARTS.has("throughput")) await throughputs(engine);
   if (PARTS.has("latency")) {
     await onFreshStore(engine, async (server) => {
       const lat: { p50: number; p99: number; n: number }[] = [];
@@ -300,18 +314,26 @@ async function stagingTables(url: string): Promise<void> {
   for (const [mode, xs] of Object.entries(ms)) log(`- ${mode}: ${median(xs).toFixed(2)} ms (${xs.map((x) => x.toFixed(2)).join(", ")})`);
 }
 
-async function throughputs(engine: Engine, key: string): Promise<void> {
-  log(`| load | sales/s |`);
-  log(`|---|---|`);
+async function throughputs(engine: Engine): Promise<void> {
+  const vs = baselineBin === undefined ? "" : " baseline | this ÷ baseline |";
+  log(`| load | sales/s |${vs}`);
+  log(`|---|---|${vs === "" ? "" : "---|---|"}`);
   for (const writers of [1, 50]) {
-    const rest: number[] = [];
-    const grpc: number[] = [];
+    const rates = (): Record<Build, number[]> => ({ this: [], baseline: [] });
+    const rest = rates();
+    const grpc = rates();
     for (let r = 0; r < ROUNDS; r++) {
-      rest.push(await onFreshStore(engine, (s) => restThroughput(s.url, key, writers)));
-      grpc.push(await onFreshStore(engine, (s) => grpcThroughput(s.url, key, writers)));
+      // The baseline first in odd rounds, second in even ones.
+      for (const build of r % 2 === 1 ? [...BUILDS].reverse() : BUILDS) {
+        const key = engine.key(build);
+        rest[build].push(await onFreshStore(engine, (s) => restThroughput(s.url, key, writers), false, build));
+        grpc[build].push(await onFreshStore(engine, (s) => grpcThroughput(s.url, key, writers), false, build));
+      }
     }
-    log(`| REST NDJSON, ${writers} writer${writers > 1 ? "s" : ""}, batches of ${BATCH} | ${Math.round(median(rest))} |`);
-    log(`| gRPC StreamSales, ${writers} stream${writers > 1 ? "s" : ""}, messages of ${BATCH} | ${Math.round(median(grpc))} |`);
+    const row = (label: string, xs: Record<Build, number[]>) =>
+      log(`| ${label} | ${Math.round(median(xs.this))} |${vs === "" ? "" : ` ${Math.round(median(xs.baseline))} | ${(median(xs.this) / median(xs.baseline)).toFixed(2)} |`}`);
+    row(`REST NDJSON, ${writers} writer${writers > 1 ? "s" : ""}, batches of ${BATCH}`, rest);
+    row(`gRPC StreamSales, ${writers} stream${writers > 1 ? "s" : ""}, messages of ${BATCH}`, grpc);
   }
 }
 
@@ -319,21 +341,22 @@ const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-ingest-"));
 try {
   for (const name of opts.engines.split(",")) {
     if (name === "sqlite") {
-      const base = join(dir, "base.sqlite");
-      const key = await fillBase(base);
+      const base = (build: Build) => join(dir, `base-${build}.sqlite`);
+      const keys = {} as Record<Build, string>;
+      for (const build of BUILDS) keys[build] = await fillBase(base(build), binOf(build));
       let n = 0;
       await benchEngine(
         {
           label: "SQLite",
-          fresh: async () => {
+          key: (build) => keys[build],
+          fresh: async (build) => {
             const db = join(dir, `run-${++n}.sqlite`);
             // The base is closed (no WAL left): the file and its key file are the whole store.
-            copyFileSync(base, db);
-            copyFileSync(`${base}-keys`, `${db}-keys`);
+            copyFileSync(base(build), db);
+            copyFileSync(`${base(build)}-keys`, `${db}-keys`);
             return { db, drop: async () => void ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"].forEach((f) => rmSync(`${db}${f}`, { force: true })) };
           },
         },
-        key,
       );
     } else if (name === "postgres") {
       if (PARTS.has("stage")) await stagingTables(opts.pg);
@@ -345,24 +368,28 @@ try {
         u.pathname = `/${db}`;
         return u.toString();
       };
-      await admin.query(`CREATE DATABASE ${baseName}`);
+      const baseOf = (build: Build) => `${baseName}_${build}`;
       try {
-        const key = await fillBase(urlOf(baseName));
+        const keys = {} as Record<Build, string>;
+        for (const build of BUILDS) {
+          await admin.query(`CREATE DATABASE ${baseOf(build)}`);
+          keys[build] = await fillBase(urlOf(baseOf(build)), binOf(build));
+        }
         let n = 0;
         await benchEngine(
           {
             label: "PostgreSQL",
-            fresh: async () => {
+            key: (build) => keys[build],
+            fresh: async (build) => {
               const name = `${baseName}_${++n}`;
-              // A copy of the base database (no connection to it is open between runs).
-              await admin.query(`CREATE DATABASE ${name} TEMPLATE ${baseName}`);
+              // A copy of the build's base database (no connection to it is open between runs).
+              await admin.query(`CREATE DATABASE ${name} TEMPLATE ${baseOf(build)}`);
               return { db: urlOf(name), drop: async () => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
             },
           },
-          key,
         );
       } finally {
-        await admin.query(`DROP DATABASE IF EXISTS ${baseName} WITH (FORCE)`);
+        for (const build of BUILDS) await admin.query(`DROP DATABASE IF EXISTS ${baseOf(build)} WITH (FORCE)`);
         await admin.end();
       }
     } else {

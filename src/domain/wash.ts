@@ -47,10 +47,15 @@ export interface WashSale<Id = unknown> {
   price: bigint;
 }
 
-/** The sales' one order: time, block, hash (lower-case hex), asset id as a number (as the lists order them, oldest first). */
+/**
+ * The rules' order of sales: the sales lists' (newest first: time, block,
+ * then hash and asset id ascending) read backwards, oldest first, so that a
+ * store reads it off its list index backwards. `hash` is compared as text:
+ * lower-case hex, or any encoding that keeps the bytes' order.
+ */
 export function compareSales(a: WashSale, b: WashSale): number {
-  return a.timestamp - b.timestamp || a.block - b.block || (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0) || a.assetId.length - b.assetId.length ||
-    (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0);
+  return a.timestamp - b.timestamp || a.block - b.block || (a.hash < b.hash ? 1 : a.hash > b.hash ? -1 : 0) || b.assetId.length - a.assetId.length ||
+    (a.assetId < b.assetId ? 1 : a.assetId > b.assetId ? -1 : 0);
 }
 
 /** The names of a mask's rules, in rule order. */
@@ -96,19 +101,46 @@ export function tokenWashMasks(sales: readonly WashSale[]): number[] {
  */
 export function outlierMasks(sales: readonly WashSale[], complete: { first: boolean; last: boolean }): (number | undefined)[] {
   const half = OUTLIER_NEIGHBOURS / 2;
-  return sales.map((s, i) => {
+  // Compared as doubles where they settle it (apart by more than a double's rounding), exactly as wei where they do not.
+  const approx = sales.map((s) => Number(s.price));
+  const factor = Number(OUTLIER_FACTOR);
+  const under = (n: number, s: number) => {
+    const a = approx[n]! * factor;
+    const b = approx[s]!;
+    return a < b * (1 - 1e-12) ? true : a > b * (1 + 1e-12) ? false : sales[n]!.price * OUTLIER_FACTOR < sales[s]!.price;
+  };
+  const over = (n: number, s: number) => {
+    const a = approx[n]!;
+    const b = approx[s]! * factor;
+    return a > b * (1 + 1e-12) ? true : a < b * (1 - 1e-12) ? false : sales[n]!.price > sales[s]!.price * OUTLIER_FACTOR;
+  };
+  return sales.map((_, i) => {
     if ((i < half && !complete.first) || (sales.length - 1 - i < half && !complete.last)) return undefined;
-    const near = [...sales.slice(Math.max(0, i - half), i), ...sales.slice(i + 1, i + 1 + half)].map((n) => n.price);
-    if (near.length < OUTLIER_MIN_NEIGHBOURS) return 0;
-    // A market that met the price half way (half its neighbours at its level) followed it: high against the upper middle, low against the lower.
-    const sorted = near.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    return s.price > sorted[sorted.length >> 1]! * OUTLIER_FACTOR || s.price * OUTLIER_FACTOR < sorted[(sorted.length - 1) >> 1]! ? 8 : 0;
+    const from = Math.max(0, i - half);
+    const to = Math.min(sales.length - 1, i + half);
+    const count = to - from;
+    if (count < OUTLIER_MIN_NEIGHBOURS) return 0;
+    // Counted, not sorted: over the upper middle of `count` prices (sorted[count >> 1]) times the factor exactly when
+    // more than count >> 1 of them are under price / factor; under the lower middle (sorted[(count - 1) >> 1]) over the
+    // factor exactly when more than (count - 1) >> 1 of them, counted from the top, are over price * factor.
+    let below = 0;
+    let above = 0;
+    for (let k = from; k <= to; k++) {
+      if (k === i) continue;
+      if (under(k, i)) below++;
+      else if (over(k, i)) above++;
+    }
+    return below > count >> 1 || above >= count - ((count - 1) >> 1) ? 8 : 0;
   });
 }
 
-/** Every sale's mask, from a whole collection's sales in any order: the rules as documented (the tests' oracle, and the backfill). */
-export function washFlagsOf<Id>(sales: readonly WashSale<Id>[]): Map<Id, number> {
-  const sorted = [...sales].sort(compareSales);
+/**
+ * Every sale's mask, from a whole collection's sales in any order (or, told
+ * `sorted`, already in compareSales order, as a store reads them): the rules
+ * as documented (the tests' oracle, and the backfill).
+ */
+export function washFlagsOf<Id>(sales: readonly WashSale<Id>[], { sorted: given = false } = {}): Map<Id, number> {
+  const sorted = given ? sales : [...sales].sort(compareSales);
   const masks = new Map<Id, number>();
   outlierMasks(sorted, { first: true, last: true }).forEach((m, i) => masks.set(sorted[i]!.id, m!));
   const byToken = new Map<string, WashSale<Id>[]>();

@@ -113,6 +113,8 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
         marketplace: p.marketplace(req.marketplace),
         assetId: p.optionalAssetId(req.assetId),
         ...p.timeWindow(req.since, req.until),
+        // Wash trades left out unless asked for (docs/wash-trades.md); the cursor is bound to the choice.
+        includeWash: req.includeWash,
       };
       const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
       await checkMarketplace(filter.marketplace);

@@ -26,7 +26,8 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
 
     async getCollectionStats(req) {
       const { address, ref } = p.collection(req);
-      const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until) };
+      // Wash trades left out unless asked for (docs/wash-trades.md).
+      const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until), includeWash: req.includeWash };
       const summary = await store.sales.salesSummary(await knownCollection(store.collections, ref), filter);
       return create(GetCollectionStatsResponseSchema, {
         successful: 1,

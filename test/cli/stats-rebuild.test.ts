@@ -108,7 +108,7 @@ describe("marketdata stats rebuild", () => {
     old.prepare("INSERT INTO collections (id, address) VALUES (1, ?)").run(C);
     const insert = old.prepare(
       `INSERT INTO sales (collection_id, asset_key, hash, seller, buyer, timestamp, block, price, amount_received, price_hi, price_lo, marketplace)
-       VALUES (1, '011', ?, x'00', x'00', ?, 1, ?, '0', NULL, NULL, ?)`,
+       VALUES (1, '011', ?, x'01', x'02', ?, 1, ?, '0', NULL, NULL, ?)`,
     );
     for (let i = 0; i < 500; i++) insert.run(Buffer.from([i >> 8, i & 255]), 1_700_000_000 + i * 600, String(2n ** 96n + BigInt(i)), MARKETPLACES[i % 3]);
     old.close();

@@ -129,7 +129,8 @@ describe("background derive after ingest", () => {
   });
 
   it("a reorganisation (which names no collection) has the collections it changed fitted again in full", async () => {
-    await ingest("sales", [407, 408, 409].map((n) => ({ ...numberedSale(n, A), price: String(10n ** 19n) })));
+    // Priced above the others, not so far that a wash rule leaves them out of the model (docs/wash-trades.md).
+    await ingest("sales", [407, 408, 409].map((n) => ({ ...numberedSale(n, A), price: String(3n * 10n ** 17n) })));
     last = await changedFrom(last);
     // Their blocks (and the later ones) taken back.
     await ingest("reorgs", [{ fromBlock: 18_000_407 }]);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
+import { washFlagsOf } from "../../src/domain/wash.js";
 import { MARKETPLACES } from "../support/fixture.js";
 import { clientFor, restGet, startTestServer, type TestServer, transportFor } from "../support/server.js";
 import { emptyStore, importRecords, withKeys } from "../support/engine.js";
@@ -56,8 +57,15 @@ afterAll(async () => {
   await store.cleanup();
 });
 
-function expected(keep: (s: S) => boolean) {
-  const chosen = sales.filter(keep);
+/**
+ * The stats of the sales `keep` chooses: of those no wash rule flags
+ * (docs/wash-trades.md, the rules applied to all of them: here the 10^40
+ * amounts, far above their neighbours), or of all with includeWash.
+ */
+function expected(keep: (s: S) => boolean, includeWash = false) {
+  const masks = washFlagsOf(sales.map((s, i) => ({ id: i, assetId: s.assetId, seller: "2", buyer: "3", timestamp: s.timestamp, block: 15_000_000 + i,
+    hash: i.toString(16).padStart(64, "0"), price: s.price })));
+  const chosen = sales.filter((s, i) => keep(s) && (includeWash || masks.get(i) === 0));
   const groups = new Map<string, { n: number; v: bigint }>();
   for (const s of chosen) {
     const g = groups.get(s.marketplace) ?? { n: 0, v: 0n };
@@ -87,18 +95,25 @@ const CASES: [string, Record<string, string | number>, (s: S) => boolean][] = [
   ["an empty window", { since: at(1000), until: at(2000) }, () => false],
 ];
 
+/** Each case as answered by default (wash trades left out) and with includeWash (every sale: the 10^40 amounts too). */
+const WITH_WASH = CASES.flatMap(([name, query, keep]) => [
+  [name, query, keep, false] as const,
+  [`${name}, includeWash`, { ...query, includeWash: "true" } as Record<string, string | number>, keep, true] as const,
+]);
+
 describe("collection stats sums", () => {
-  it("the fixture really exceeds 2^64", () => {
-    expect(BigInt(expected(() => true).totalVolume) > 2n ** 64n * 100n).toBe(true);
+  it("the fixture really exceeds 2^64, and some of it is flagged", () => {
+    expect(BigInt(expected(() => true, true).totalVolume) > 2n ** 64n * 100n).toBe(true);
+    expect(expected(() => true).totalNumSales).toBeLessThan(expected(() => true, true).totalNumSales);
   });
 
-  it.each(CASES)("REST: %s", async (_, query, keep) => {
+  it.each(WITH_WASH)("REST: %s", async (_, query, keep, includeWash) => {
     const { status, body } = await restGet(server.baseUrl, "/v1/collection/stats", { contractAddress: C, ...query }, key);
     expect(status).toBe(200);
-    expect(body).toEqual({ successful: 1, data: expected(keep) });
+    expect(body).toEqual({ successful: 1, data: expected(keep, includeWash) });
   });
 
-  it.each(CASES)("Connect: %s", async (_, query, keep) => {
+  it.each(WITH_WASH)("Connect: %s", async (_, query, keep, includeWash) => {
     const client = clientFor(CollectionService, transportFor("connect", server.baseUrl));
     const res = await client.getCollectionStats(
       {
@@ -106,10 +121,11 @@ describe("collection stats sums", () => {
         assetId: query.assetId === undefined ? "" : String(query.assetId),
         since: query.since === undefined ? undefined : BigInt(query.since),
         until: query.until === undefined ? undefined : BigInt(query.until),
+        includeWash,
       },
       { headers: { "x-api-key": key } },
     );
-    const e = expected(keep);
+    const e = expected(keep, includeWash);
     expect(res.data?.totalVolume).toBe(e.totalVolume);
     expect(Number(res.data?.totalNumSales)).toBe(e.totalNumSales);
     expect(res.data?.groups.map((g) => [g.marketplace, g.totalVolume])).toEqual(e.groups.map((g) => [g.marketplace, g.totalVolume]));

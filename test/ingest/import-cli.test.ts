@@ -92,7 +92,7 @@ describe("marketdata import", () => {
     expect(runCli(["import", "--db", db, "sales", file]).status).toBe(0);
     const conn = openReadOnly(db);
     const indexes = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sales' ORDER BY name").pluck().all();
-    expect(indexes).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+    expect(indexes).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key", "sales_washed"]);
     expect(conn.prepare("PRAGMA integrity_check").pluck().get()).toBe("ok");
     expect(conn.prepare("SELECT count(*) FROM sales").pluck().get()).toBe(30_000);
     conn.close();

@@ -4,6 +4,7 @@ import { numberedSale } from "../support/sales.js";
 import { type SeriesInterval, DAY, HOUR, intervalSeconds, intervalStart } from "../../src/domain/series.js";
 import { skipPg } from "../support/pg.js";
 import { type Harness, harness, importBatch } from "../support/property-store.js";
+import { washFlagsOf } from "../../src/domain/wash.js";
 
 // Floor, holders and sales series against oracles computed from the raw
 // records of random write histories, through the service in process, on
@@ -58,6 +59,7 @@ interface SeriesQuery {
   marketplace?: string | undefined;
   assetId?: string | undefined;
   limit: number;
+  includeWash: boolean;
 }
 const seriesQueryArb: fc.Arbitrary<SeriesQuery> = fc
   .record({
@@ -67,6 +69,7 @@ const seriesQueryArb: fc.Arbitrary<SeriesQuery> = fc
     marketplace: fc.option(fc.constantFrom(...MARKETPLACES), { nil: undefined }),
     assetId: fc.option(fc.constantFrom("0", "3", "9"), { nil: undefined }),
     limit: fc.integer({ min: 1, max: 40 }),
+    includeWash: fc.boolean(),
   })
   .map((q) => (q.since !== undefined && q.until !== undefined && q.since > q.until ? { ...q, since: q.until, until: q.since } : q))
   // A long hourly series would take many pages: bounded to four days.
@@ -83,10 +86,17 @@ interface Bucket {
   last: string;
 }
 
-/** The series a query should answer, from the raw sales. */
+/**
+ * The series a query should answer, from the raw sales: those no wash rule
+ * flags (docs/wash-trades.md: the rules applied to all of them; the sales
+ * share a seller and buyer, so their prices decide), or all with includeWash.
+ * Its range is that of every sale.
+ */
 function seriesOracle(sales: readonly Sale[], q: SeriesQuery): Bucket[] {
+  const masks = washFlagsOf(sales.map((s) => ({ id: s.key, assetId: assetOf(s.key), seller: "1", buyer: "2", timestamp: s.timestamp, block: s.block, hash: hashOf(s.key).slice(2), price: s.price })));
   const matching = sales.filter(
-    (s) => (q.marketplace === undefined || s.marketplace === q.marketplace) && (q.assetId === undefined || assetOf(s.key) === q.assetId),
+    (s) => (q.marketplace === undefined || s.marketplace === q.marketplace) && (q.assetId === undefined || assetOf(s.key) === q.assetId) &&
+      (q.includeWash || masks.get(s.key) === 0),
   );
   const times = sales.map((s) => s.timestamp);
   let { since, until } = q;
@@ -270,7 +280,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
               expect(got, JSON.stringify(q)).toEqual(seriesOracle([...truth.values()], q));
               // The property the contract names: each bucket is the stats of its window.
               for (const bucket of got.filter((_, i) => i % 3 === 0)) {
-                const stats = await h.client.getCollectionStats({ contractAddress: address, assetId: q.assetId, since: BigInt(bucket.start), until: BigInt(bucket.end) });
+                const stats = await h.client.getCollectionStats({ contractAddress: address, assetId: q.assetId, since: BigInt(bucket.start), until: BigInt(bucket.end), includeWash: q.includeWash });
                 const group = q.marketplace === undefined ? stats.data! : stats.data!.groups.find((g) => g.marketplace === q.marketplace);
                 expect([bucket.n, bucket.volume]).toEqual([Number(group?.totalNumSales ?? 0n), group?.totalVolume ?? "0"]);
               }

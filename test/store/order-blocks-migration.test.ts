@@ -3,7 +3,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
 import { listingJsonSqlBefore26 } from "../../src/store/shared/wire-rows.js";
-import { emptyStore, type Engine, importRecords, setSchemaVersion } from "../support/engine.js";
+import { dropWashFlags, emptyStore, type Engine, importRecords, setSchemaVersion } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
 // Migration 26 on both engines (docs/chains.md, "Listings and offers"):
@@ -44,8 +44,6 @@ async function asBeforeMigration26(engine: Engine, target: string): Promise<void
     ...["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]),
     // And migration 28's tables (the orders' logs), which follow.
     ...["listing_log", "listing_log_versions", "offer_log", "listing_removals", "offer_removals"].map((t) => `DROP TABLE ${t}`),
-    // And migration 29's (the sales' wash flags).
-    ...["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`),
   ];
   if (engine === "sqlite") {
     const db = new Database(target);
@@ -74,6 +72,8 @@ async function asBeforeMigration26(engine: Engine, target: string): Promise<void
       await client.end();
     }
   }
+  // And migration 29's (the sales' wash flags).
+  await dropWashFlags(target);
   await setSchemaVersion(target, 25);
 }
 

@@ -196,7 +196,7 @@ async function expectOneSalesTable(p: pg.Pool): Promise<void> {
   const indexes = await p.query<{ name: string; def: string }>(
     "SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sales'::regclass ORDER BY 1",
   );
-  expect(indexes.rows.map((r) => r.name)).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key"]);
+  expect(indexes.rows.map((r) => r.name)).toEqual(["sales_by_asset", "sales_by_block", "sales_by_feed", "sales_by_marketplace", "sales_by_time", "sales_natural_key", "sales_washed"]);
   for (const { name, def } of indexes.rows) {
     expect(def, name).toMatch(
       name === "sales_natural_key" ? /\(hash, collection_id, asset_id\)/ : name === "sales_by_block" ? /USING btree \(block\)/ : /USING btree \(collection_id, /,

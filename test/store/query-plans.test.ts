@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WASH_SQL, WASHED, WASHED_FROM } from "../../src/store/sqlite/wash.js";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/sqlite/database.js";
 import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
@@ -135,6 +136,17 @@ function plan(sql: string): string[] {
 }
 
 describe("query plans", () => {
+  it("wash flags are evaluated by seeks of the time and asset indexes, in index order, and includeWash reads the flagged sales alone", () => {
+    // The RUN_MARGIN-th sale before and after the marks: a seek of the time index, counted within it.
+    expect(plan(WASH_SQL.before)).toEqual(["SEARCH sales USING COVERING INDEX sales_by_time (collection_id=? AND timestamp<?)"]);
+    expect(plan(WASH_SQL.after)).toEqual(["SEARCH sales USING COVERING INDEX sales_by_time (collection_id=? AND timestamp>?)"]);
+    // The run and a token's sales in the rules' order: the list indexes read backwards, no sort.
+    expect(plan(WASH_SQL.span)).toEqual(["SEARCH sales USING INDEX sales_by_time (collection_id=? AND timestamp>? AND timestamp<?)"]);
+    expect(plan(WASH_SQL.token)).toEqual(["SEARCH sales USING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp>? AND timestamp<?)"]);
+    // What includeWash adds: the window's flagged sales, from the partial index of them.
+    expect(plan(`SELECT marketplace, price FROM ${WASHED_FROM} WHERE ${WASHED}`)).toEqual(["SEARCH sales USING INDEX sales_washed (collection_id=? AND timestamp>? AND timestamp<?)"]);
+  });
+
   it("exercised every read path", () => {
     expect(store.preparedSql().length).toBeGreaterThan(60);
   });
@@ -289,7 +301,7 @@ describe("query plans", () => {
 });
 
 /** A stats bound's edge: every marketplace's sales in the shorter part of one hour (sales-stats.ts). */
-const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \? AND timestamp >= \? AND timestamp <= \?( GROUP BY marketplace)?$/;
+const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \? AND timestamp >= \? AND timestamp <= \? AND wash_flags = 0( GROUP BY marketplace)?$/;
 
 /** The plan line of the query's main table (the one the FROM names first). */
 /** A row's finality's seek of its chain's finalized block (store/shared/finality.ts). */

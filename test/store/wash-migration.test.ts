@@ -1,15 +1,19 @@
+import { describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
-import { isPostgresUrl } from "../../src/store/postgres/database.js";
 import { migrateStore, openReadRepositories } from "../../src/store/open.js";
+import { isPostgresUrl } from "../../src/store/postgres/database.js";
+import { freshSeriesSql } from "../../src/store/postgres/sales-series.js";
+import { freshHourlySql } from "../../src/store/postgres/sales-stats.js";
+import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
 import { toSale } from "../../src/domain/wire/messages.js";
-import { emptyStore, importRecords, setSchemaVersion } from "../support/engine.js";
+import { dropWashFlags, emptyStore, firstRow, importRecords, setSchemaVersion } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
 // Migration 29 (docs/wash-trades.md) on both engines: a store whose sales
 // were written before wash flags answers, once migrated, the flags this build
-// writes for the same sales; a sale written afterwards is evaluated with them.
+// writes for the same sales, and its stats leave the flagged ones out; a
+// sale written afterwards is evaluated with them.
 
 const C = `0x${"cd".repeat(20)}`;
 const W = ["1", "2", "3"].map((c) => `0x${c.repeat(40)}`);
@@ -32,21 +36,33 @@ async function flagsOf(target: string): Promise<Record<string, string[]>> {
 
 /** Takes the store back to schema 28: no wash flags. */
 async function asBefore29(target: string): Promise<void> {
-  const drops = ["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`);
+  await dropWashFlags(target);
+  // Its aggregates as a build before 29 kept them: of every sale.
   if (isPostgresUrl(target)) {
     const client = new pg.Client({ connectionString: target });
     await client.connect();
     try {
-      for (const sql of drops) await client.query(sql);
+      await client.query(`DELETE FROM sales_hourly; INSERT INTO sales_hourly ${freshHourlySql("true")};
+        DELETE FROM sales_series; INSERT INTO sales_series ${freshSeriesSql("true")}`);
     } finally {
       await client.end();
     }
   } else {
     const db = new Database(target);
-    for (const sql of drops) db.exec(sql);
+    new SalesAggregates(db).rebuild();
     db.close();
   }
   await setSchemaVersion(target, 28);
+}
+
+/** The collection's stats: their sale count. */
+async function salesCounted(target: string): Promise<number> {
+  const repos = await openReadRepositories(target);
+  try {
+    return (await repos.sales.salesSummary((await repos.collections.collectionId(C))!, {})).totalNumSales;
+  } finally {
+    await repos.close();
+  }
 }
 
 describe.each([
@@ -60,9 +76,13 @@ describe.each([
       await importRecords(store.target, "sales", [sale(1, 0, 0, 0, "2"), sale(2, 0, 1, 1), sale(3, 1, 0, 5), sale(4, 0, 2, 50)]);
       const fresh = await flagsOf(store.target);
       expect(fresh).toEqual({ "01": ["self_trade"], "02": ["back_and_forth"], "03": ["back_and_forth"], "04": [] });
+      expect(await salesCounted(store.target)).toBe(1);
       await asBefore29(store.target);
+      expect(await firstRow(store.target, "SELECT sum(num_sales) AS n FROM sales_series WHERE marketplace = '' AND span = 3600")).toEqual({ n: 4 });
       expect(await migrateStore(store.target)).toMatchObject({ from: 28 });
       expect(await flagsOf(store.target)).toEqual(fresh);
+      // The aggregates counted again without the flagged sales.
+      expect(await salesCounted(store.target)).toBe(1);
       // After the migration a new sale is evaluated with the migrated ones: 05 sends token 1 back from wallet 3 to wallet 1, 10 days after 04.
       await importRecords(store.target, "sales", [sale(5, 2, 0, 60)]);
       expect(await flagsOf(store.target)).toEqual({ ...fresh, "04": ["back_and_forth"], "05": ["back_and_forth"] });

@@ -152,3 +152,28 @@ export async function firstRow(target: string, sql: string): Promise<Record<stri
     await client.end();
   }
 }
+
+/** Takes the store at `target` back to before migration 29 (docs/wash-trades.md): no wash flags, their indexes as they were. */
+export async function dropWashFlags(target: string): Promise<void> {
+  const drops = ["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`);
+  if (!isPostgresUrl(target)) {
+    const db = new Database(target);
+    try {
+      db.exec(`DROP INDEX sales_washed; DROP INDEX sales_by_marketplace;
+        CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_key, price_hi, price_lo);`);
+      for (const sql of drops) db.exec(sql);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: target });
+  await client.connect();
+  try {
+    // The column's drop drops the indexes that hold it.
+    for (const sql of drops) await client.query(sql);
+    await client.query("CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_id) INCLUDE (price)");
+  } finally {
+    await client.end();
+  }
+}

@@ -53,6 +53,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
 
 /** Hour rows of sales_hourly that differ from the ones the raw sales imply, counted both ways (0 when exact). */
 export async function hourRowDrift(db: pg.Pool | pg.Client): Promise<number> {
-  const fresh = freshHourlySql("true");
+  // The hours hold the sales no wash rule flags (docs/wash-trades.md; the flags themselves: wash.property.test.ts).
+  const fresh = freshHourlySql("wash_flags = 0");
   return (await db.query(`(SELECT * FROM sales_hourly EXCEPT ${fresh}) UNION ALL (${fresh} EXCEPT SELECT * FROM sales_hourly)`)).rowCount ?? 0;
 }

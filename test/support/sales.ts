@@ -8,7 +8,8 @@ export function numberedSale(n: number, collection: string): Record<string, unkn
     assetId: String(n % 97),
     timestamp: 1_700_000_000 + n * 37,
     block: 18_000_000 + n,
-    price: String(10n ** 15n * BigInt(1 + (n % 50))),
+    // Within a factor of two of each other: no price a wash rule would flag (docs/wash-trades.md).
+    price: String(10n ** 15n * BigInt(50 + (n % 50))),
     amountReceived: String(10n ** 15n),
     currency: "ETH",
     marketplace: ["OPENSEA", "BLUR"][n % 2],

@@ -44,6 +44,21 @@ describe("wash rules", () => {
     expect(flags(market((i) => (i === 5 ? 50_000n : 1000n), 10))[5]).toEqual([]);
   });
 
+  it("price_outlier counts what the documented medians say, on random markets (the medians sorted here)", () => {
+    const big = (x: bigint, y: bigint) => (x < y ? -1 : x > y ? 1 : 0);
+    for (let run = 0; run < 300; run++) {
+      const count = 1 + Math.floor(Math.random() * 40);
+      const prices = Array.from({ length: count }, () => BigInt(Math.floor(10 ** (Math.random() * 6))));
+      const sales = prices.map((price, i) => sale(`w${i}`, `x${i}`, i, { assetId: String(i), price }));
+      const masks = washFlagsOf(sales);
+      sales.forEach((s, i) => {
+        const near = [...prices.slice(Math.max(0, i - 10), i), ...prices.slice(i + 1, i + 11)].sort(big);
+        const expected = near.length >= 10 && (s.price > near[near.length >> 1]! * 10n || s.price * 10n < near[(near.length - 1) >> 1]!);
+        expect(masks.get(s.id) === 8, `${prices.join(",")} at ${i}`).toBe(expected);
+      });
+    }
+  });
+
   it("scores 1 - Π(1 - weight) over the rules hit, to 2 decimals", () => {
     expect([0, 1, 2, 4, 8, 6, 15].map(washScore)).toEqual([0, 1, 0.8, 0.7, 0.5, 0.94, 1]);
   });

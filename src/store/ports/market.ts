@@ -26,6 +26,8 @@ export interface SeriesFilter {
   to: number;
   marketplace?: string | undefined;
   assetId?: string | undefined;
+  /** Sales flagged as wash trades counted too (docs/wash-trades.md); left out by default. */
+  includeWash?: boolean | undefined;
 }
 
 export interface AnalyticsRepository {

@@ -25,6 +25,8 @@ export function filterAssets(f: SalesFilter): readonly string[] | undefined {
 
 export interface StatsFilter extends TimeWindow {
   assetId?: string | undefined;
+  /** Sales flagged as wash trades counted too (docs/wash-trades.md); left out by default. */
+  includeWash?: boolean | undefined;
 }
 
 export interface ListingsFilter {

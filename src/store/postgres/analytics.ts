@@ -3,6 +3,7 @@ import {
   DAY,
   EVERY_MARKETPLACE,
   foldBuckets,
+  HOUR,
   intervalSeconds,
   intervalStart,
   type SeriesBucket,
@@ -144,9 +145,10 @@ export class PgAnalytics implements AnalyticsRepository {
       const values: unknown[] = [collectionId, f.assetId, f.from, f.to + length - 1, length, origin];
       const $ = (v: unknown) => `$${values.push(v)}`;
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
+      const clean = f.includeWash === true ? "" : "AND wash_flags = 0";
       const rows = await this.q.rows<PriceRow>(
         `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket FROM sales s
-                    WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market})
+                    WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
          SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
            (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,
            (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price
@@ -159,6 +161,22 @@ export class PgAnalytics implements AnalyticsRepository {
       return rows.map(toSeriesRow);
     }
     const marketplace = f.marketplace ?? EVERY_MARKETPLACE;
+    if (f.includeWash === true) {
+      // The kept intervals (of hours, or of days for days and weeks) and each flagged sale of the range as an
+      // interval of its own (from its time), in one statement (one snapshot), folded into the intervals asked.
+      const washedMarket = f.marketplace === undefined ? "" : "AND marketplace = $2";
+      const one = (c: string) => `price::text AS ${c}_price, timestamp AS ${c}_timestamp, block AS ${c}_block, '0x' || encode(hash, 'hex') AS ${c}_hash, asset_id::text AS ${c}_asset_id`;
+      const rows = await this.q.rows<SeriesRow>(
+        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
+         FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
+         UNION ALL
+         SELECT timestamp, 1, price::text, price::text, price::text, ${one("first")}, ${one("last")}
+         FROM sales WHERE collection_id = $1 AND wash_flags <> 0 AND timestamp >= $4 AND timestamp <= $5 ${washedMarket}`,
+        [collectionId, marketplace, f.interval === "hour" ? HOUR : DAY, f.from, f.to + length - 1],
+      );
+      const buckets = rows.map(toBucket).sort((a, b) => a.start - b.start);
+      return foldBuckets(buckets, (t) => intervalStart(f.interval, t)).map(toSeriesBucket);
+    }
     if (f.interval === "week") {
       // Days, with their first and last sale's place in time, folded.
       const days = await this.q.rows<SeriesRow>(

@@ -7,7 +7,7 @@ import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
-import { washFlagsMigration } from "./wash.js";
+import { washFlagsMigration } from "./wash-migration.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
 import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";

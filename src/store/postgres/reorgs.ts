@@ -99,16 +99,17 @@ function removedRows(table: "sales" | "transfers", deletion: string, columns: re
 export const REMOVED_TABLES = [
   HOUR_DELTAS_TABLE,
   SERIES_MARKS_TABLE,
-  "CREATE TEMP TABLE IF NOT EXISTS removed_sales (line bigint, collection_id integer, asset_id numeric, marketplace text, timestamp bigint, price numeric) ON COMMIT DROP",
+  "CREATE TEMP TABLE IF NOT EXISTS removed_sales (line bigint, collection_id integer, asset_id numeric, marketplace text, timestamp bigint, price numeric, wash_flags integer) ON COMMIT DROP",
   "CREATE TEMP TABLE IF NOT EXISTS removed_transfers (line bigint, collection_id integer, asset_id numeric) ON COMMIT DROP",
 ];
 
 /** The columns of removed_sales and removed_transfers after the line. */
-const REMOVED_COLUMNS = { sales: ["collection_id", "asset_id", "marketplace", "timestamp", "price"], transfers: ["collection_id", "asset_id"] };
+const REMOVED_COLUMNS = { sales: ["collection_id", "asset_id", "marketplace", "timestamp", "price", "wash_flags"], transfers: ["collection_id", "asset_id"] };
 
 /** What a removal of sales marks: their hours (negative deltas) and series' intervals, found again by the merge's APPLY_* statements. */
 export const SALES_REMOVED_MARKS = [
-  `INSERT INTO hour_deltas SELECT collection_id, marketplace, timestamp / ${BUCKET_SECONDS}, -count(*), -sum(price) FROM removed_sales GROUP BY 1, 2, 3`,
+  // The hours hold clean sales only (docs/wash-trades.md): a flagged one taken back was never in them.
+  `INSERT INTO hour_deltas SELECT collection_id, marketplace, timestamp / ${BUCKET_SECONDS}, -count(*), -sum(price) FROM removed_sales WHERE wash_flags = 0 GROUP BY 1, 2, 3`,
   "INSERT INTO series_marks SELECT collection_id, marketplace, timestamp, NULL, NULL, NULL, NULL, false FROM removed_sales",
 ];
 

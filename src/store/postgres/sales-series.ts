@@ -5,7 +5,8 @@ import { DAY, HOUR } from "../../domain/series.js";
 // combined with the stored row of each interval holding it (count and
 // volume added, lowest and highest kept, first and last compared); an
 // interval a changed sale left or entered is summed again from the raw
-// sales. `stats rebuild` sums them afresh.
+// sales, those no wash rule flags (docs/wash-trades.md). `stats rebuild`
+// sums them afresh.
 
 const SPANS = `(VALUES (${HOUR}), (${DAY})) sp(span)`;
 
@@ -115,7 +116,7 @@ export const APPLY_SERIES_MARKS: readonly string[] = [
   `INSERT INTO sales_series (${SERIES_KEY}, ${SERIES_VALUES})
    ${seriesOf(`SELECT s.collection_id, r.marketplace AS m, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
      FROM series_redo r JOIN sales s ON s.collection_id = r.collection_id AND s.marketplace = r.marketplace
-       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span
+       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0
      UNION ALL
      SELECT s.collection_id, '', s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
      FROM series_redo r
@@ -125,6 +126,6 @@ export const APPLY_SERIES_MARKS: readonly string[] = [
      -- marketplace is known to the store, or one of this transaction's marks.
      CROSS JOIN (SELECT name FROM marketplaces UNION SELECT marketplace FROM series_marks) mk
      CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = r.collection_id AND s.marketplace = mk.name
-       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span OFFSET 0) s
+       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0 OFFSET 0) s
      WHERE r.marketplace = ''`)}`,
 ];

@@ -21,13 +21,18 @@ export function hourDeltasSql(latest: string): string[] {
   return [
     HOUR_DELTAS_TABLE,
     // A CTE read twice is computed once.
-    `WITH l AS (${latest})
+    // The hours hold clean sales only (docs/wash-trades.md): a row keeps its
+    // flags through the merge (they are evaluated again after it,
+    // store/postgres/wash.ts, whose flips move it in or out), so a flagged
+    // row's old and new values both count for nothing here.
+    `WITH l AS (${latest}),
+       o AS (SELECT l.*, s.marketplace AS old_m, s.timestamp AS old_t, s.price AS old_v, s.wash_flags AS old_flags
+             FROM l LEFT JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id)
      INSERT INTO hour_deltas
      SELECT c, m, h, sum(n), sum(v) FROM (
-       SELECT l.collection_id AS c, l.marketplace AS m, l.timestamp / ${BUCKET_SECONDS} AS h, 1 AS n, l.price AS v FROM l
+       SELECT o.collection_id AS c, o.marketplace AS m, o.timestamp / ${BUCKET_SECONDS} AS h, 1 AS n, o.price AS v FROM o WHERE coalesce(o.old_flags, 0) = 0
        UNION ALL
-       SELECT s.collection_id, s.marketplace, s.timestamp / ${BUCKET_SECONDS}, -1, -s.price
-       FROM l JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id) d
+       SELECT o.collection_id, o.old_m, o.old_t / ${BUCKET_SECONDS}, -1, -o.old_v FROM o WHERE o.old_flags = 0) d
      GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`,
     // Statistics for the planner (autovacuum never sees a temporary table):
     // without them it guessed 720 delta rows, costed APPLY_HOUR_DELTAS past

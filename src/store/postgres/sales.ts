@@ -31,7 +31,7 @@ const atOrBefore = (hour: string, from: string, to: string) => `
     ORDER BY h.hour DESC LIMIT 1) run ON true
   CROSS JOIN LATERAL (
     SELECT count(*) AS n, coalesce(sum(s.price), 0) AS v FROM sales s
-    WHERE s.collection_id = $1 AND s.marketplace = m.marketplace AND s.timestamp >= ${from} AND s.timestamp <= ${to}) edge`;
+    WHERE s.collection_id = $1 AND s.marketplace = m.marketplace AND s.timestamp >= ${from} AND s.timestamp <= ${to} AND s.wash_flags = 0) edge`;
 
 /** The collection's ($1) marketplaces as m(marketplace), found by a loose index scan of sales_hourly (one NULL row closes it). */
 const MARKETPLACES_CTE = `m(marketplace) AS (
@@ -61,7 +61,8 @@ export const PG_SALES_SINCE_SQL = `
   t AS (SELECT coalesce(sum(up.n), 0)::int AS total FROM m CROSS JOIN LATERAL (${atOrBefore("$4", "$5", "$3")}) up WHERE m.marketplace IS NOT NULL)
   SELECT t.total, s.* FROM t LEFT JOIN LATERAL (
     SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
-    FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 ORDER BY s.timestamp, s.block, s.hash, s.asset_id) s ON true`;
+    FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 AND s.wash_flags = 0
+    ORDER BY s.timestamp, s.block, s.hash, s.asset_id) s ON true`;
 
 /** PG_SALES_SINCE_SQL's parameters. */
 export function salesSinceValues(collectionId: number, after: number, until: number): number[] {
@@ -69,9 +70,21 @@ export function salesSinceValues(collectionId: number, after: number, until: num
   return [collectionId, after, to, hour, from];
 }
 
+/** One asset's sales in [$3, $4] by marketplace; $5: wash trades counted too (docs/wash-trades.md). */
 export const PG_ASSET_STATS_SQL = `
   SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales
-  WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4
+  WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 AND ($5 OR wash_flags = 0)
+  GROUP BY marketplace`;
+
+/**
+ * PG_WINDOW_STATS_SQL and, by marketplace, the collection's flagged sales in
+ * [$8, $9]: what includeWash adds to the aggregates' figures (clean sales),
+ * in one statement (one snapshot), by sales_washed (migration 29).
+ */
+export const PG_WINDOW_WITH_WASH_SQL = `${PG_WINDOW_STATS_SQL}
+  UNION ALL
+  SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales
+  WHERE collection_id = $1 AND wash_flags <> 0 AND timestamp >= $8 AND timestamp <= $9
   GROUP BY marketplace`;
 
 /** Past every timestamp the API accepts (and within bigint). */
@@ -143,19 +156,22 @@ export class PgSales implements SalesRepository {
   }
 
   async salesSummary(collectionId: number, filter: StatsFilter): Promise<SalesSummary> {
-    const rows =
-      filter.assetId === undefined
-        ? await this.q.rows<{ marketplace: string; n: number; v: string }>(PG_WINDOW_STATS_SQL, [
-            collectionId,
-            ...instant(filter.until),
-            ...instant(filter.since === undefined ? -1 : filter.since - 1),
-          ])
-        : await this.q.rows<{ marketplace: string; n: number; v: string }>(PG_ASSET_STATS_SQL, [
-            collectionId,
-            filter.assetId,
-            filter.since ?? 0,
-            filter.until ?? END_OF_TIME,
-          ]);
-    return summarize(rows.map((r) => [r.marketplace, { n: r.n, volume: BigInt(r.v) }]));
+    type Row = { marketplace: string; n: number; v: string };
+    const includeWash = filter.includeWash === true;
+    if (filter.assetId !== undefined) {
+      const rows = await this.q.rows<Row>(PG_ASSET_STATS_SQL, [collectionId, filter.assetId, filter.since ?? 0, filter.until ?? END_OF_TIME, includeWash]);
+      return summarize(rows.map((r) => [r.marketplace, { n: r.n, volume: BigInt(r.v) }]));
+    }
+    const window = [collectionId, ...instant(filter.until), ...instant(filter.since === undefined ? -1 : filter.since - 1)];
+    // With includeWash, the aggregates' figures (clean sales) and the window's flagged sales, summed per marketplace.
+    const rows = includeWash
+      ? await this.q.rows<Row>(PG_WINDOW_WITH_WASH_SQL, [...window, filter.since ?? 0, filter.until ?? END_OF_TIME])
+      : await this.q.rows<Row>(PG_WINDOW_STATS_SQL, window);
+    const totals = new Map<string, { n: number; volume: bigint }>();
+    for (const r of rows) {
+      const t = totals.get(r.marketplace) ?? { n: 0, volume: 0n };
+      totals.set(r.marketplace, { n: t.n + r.n, volume: t.volume + BigInt(r.v) });
+    }
+    return summarize([...totals]);
   }
 }

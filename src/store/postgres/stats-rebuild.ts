@@ -18,7 +18,8 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
     // adding its deltas to hour rows this replaces would otherwise lose them,
     // or this would sum sales without a merge about to commit.
     await client.query("SELECT pg_advisory_xact_lock($1)", [WRITE_LOCK]);
-    await client.query(`CREATE TEMP TABLE fresh ON COMMIT DROP AS ${freshHourlySql(scope)}`);
+    // Clean sales only (docs/wash-trades.md), as the writes keep them.
+    await client.query(`CREATE TEMP TABLE fresh ON COMMIT DROP AS ${freshHourlySql(`${scope} AND wash_flags = 0`)}`);
     const diff = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM fresh f
        FULL JOIN (SELECT * FROM sales_hourly WHERE ${scope}) h
@@ -26,7 +27,7 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
        WHERE f.hour IS NULL OR h.hour IS NULL
           OR (f.cum_num_sales, f.cum_volume) IS DISTINCT FROM (h.cum_num_sales, h.cum_volume)`,
     );
-    await client.query(`CREATE TEMP TABLE fresh_series ON COMMIT DROP AS ${freshSeriesSql(scope)}`);
+    await client.query(`CREATE TEMP TABLE fresh_series ON COMMIT DROP AS ${freshSeriesSql(`${scope} AND wash_flags = 0`)}`);
     const values = SERIES_VALUES.split(",").map((c) => c.trim());
     const seriesDiff = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM (SELECT collection_id, marketplace, span, bucket, ${SERIES_VALUES} FROM fresh_series) f

@@ -1,5 +1,7 @@
 import type pg from "pg";
-import { washFlagsOf } from "../../domain/wash.js";
+import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
+import { APPLY_HOUR_DELTAS, HOUR_DELTAS_TABLE } from "./sales-stats.js";
+import { APPLY_SERIES_MARKS, SERIES_MARKS_TABLE } from "./sales-series.js";
 import { RUN_MARGIN, type StoredWashSale, TOKEN_SEEKS_UP_TO, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan } from "../shared/wash-scope.js";
 
 // Wash flags on PostgreSQL, as SQLite's (store/sqlite/wash.ts; what is read
@@ -12,35 +14,59 @@ import { RUN_MARGIN, type StoredWashSale, TOKEN_SEEKS_UP_TO, tokenReadSpan, toke
 /** The transaction's marks (collection, asset, time), dropped at its end. */
 export const WASH_MARKS_TABLE = "CREATE TEMP TABLE IF NOT EXISTS wash_marks (collection_id integer, asset_id numeric, timestamp bigint) ON COMMIT DROP";
 
-/** The marks of a merge of `source` (rows with collection_id, asset_id, timestamp, hash): each row's time, and the time its key's sale has now. */
+/**
+ * The marks of a merge of `source` (rows with the sale's key and values):
+ * each row new or changed in what the rules read, at its time and at the
+ * time its key's sale has now. A line sent again unchanged marks nothing.
+ */
 export function washMarksOf(source: string): string[] {
   return [
     WASH_MARKS_TABLE,
-    `INSERT INTO wash_marks SELECT x.collection_id, x.asset_id, x.timestamp FROM (${source}) x
-     UNION ALL SELECT s.collection_id, s.asset_id, s.timestamp FROM (${source}) x
-       JOIN sales s ON s.hash = x.hash AND s.collection_id = x.collection_id AND s.asset_id = x.asset_id`,
+    `WITH o AS (SELECT x.collection_id, x.asset_id, x.timestamp, s.timestamp AS old_t FROM (${source}) x
+       LEFT JOIN sales s ON s.hash = x.hash AND s.collection_id = x.collection_id AND s.asset_id = x.asset_id
+       WHERE s.hash IS NULL OR (s.seller, s.buyer, s.timestamp, s.block, s.price) IS DISTINCT FROM (x.seller, x.buyer, x.timestamp, x.block, x.price))
+     INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp FROM o
+     UNION ALL SELECT collection_id, asset_id, old_t FROM o WHERE old_t IS NOT NULL`,
   ];
 }
 
 /** The marks of sales taken back (reorgs.ts removed_sales). */
 export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp FROM removed_sales"];
 
-const COLUMNS = "encode(hash, 'hex') AS hash, asset_id::text AS \"assetId\", encode(seller, 'hex') AS seller, encode(buyer, 'hex') AS buyer, timestamp::float8 AS timestamp, block::float8 AS block, price::text AS price, wash_flags AS mask";
+// In the rules' order, the sales list's index (sales_by_time) read backwards:
+// no sort, here or in shared/wash-scope.ts washChanges.
+export const WASH_COLUMNS = `encode(hash, 'hex') AS hash, asset_id::text AS "assetId", encode(seller, 'hex') AS seller, encode(buyer, 'hex') AS buyer,
+  timestamp::float8 AS timestamp, block::float8 AS block, price::text AS price, wash_flags AS mask, marketplace`;
+export const WASH_ORDER = "ORDER BY timestamp, block, hash DESC, asset_id DESC";
 
-type Read = Omit<StoredWashSale<string>, "price" | "id"> & { price: string };
-const asWashSale = (r: Read): StoredWashSale<string> => ({ ...r, id: `${r.hash}:${r.assetId}`, price: BigInt(r.price) });
+export type WashRead = Omit<StoredWashSale<string>, "price" | "id"> & { price: string };
+export const asWashSale = (r: WashRead): StoredWashSale<string> => ({ ...r, id: `${r.hash}:${r.assetId}`, price: BigInt(r.price) });
 
-/** Evaluates the rules around the transaction's marks and writes the masks that changed; the marks are emptied. */
+/**
+ * Evaluates the rules around the transaction's marks and writes the masks
+ * that changed; the marks are emptied. A sale flagged or cleared moves out
+ * of or into the aggregates (they hold clean sales): its hour's delta and
+ * its intervals' marks are applied as a merge's are.
+ */
 export async function evaluateWash(client: pg.PoolClient): Promise<void> {
   const exists = await client.query("SELECT to_regclass('pg_temp.wash_marks') IS NOT NULL AS e");
   if (!exists.rows[0].e) return;
   const scope = new WashScope();
   const rows = (await client.query<{ c: number; a: string; t: string }>("DELETE FROM wash_marks RETURNING collection_id AS c, asset_id::text AS a, timestamp::text AS t")).rows;
   for (const r of rows) scope.mark(r.c, r.a, Number(r.t));
-  for (const [c, m] of scope.take()) await evaluateCollection(client, c, m);
+  const flips: Flip[] = [];
+  for (const [c, m] of scope.take()) await evaluateCollection(client, c, m, flips);
+  if (flips.length > 0) await moveAggregates(client, flips);
 }
 
-async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks): Promise<void> {
+/** A sale that became flagged (-1: out of the aggregates) or clean (+1: in). */
+export interface Flip {
+  c: number;
+  sale: StoredWashSale<string>;
+  sign: 1 | -1;
+}
+
+async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks, flips: Flip[]): Promise<void> {
   const bound = async (cmp: "<" | ">", t: number) =>
     (await client.query<{ t: string }>(`SELECT timestamp::text AS t FROM sales WHERE collection_id = $1 AND timestamp ${cmp} $2
       ORDER BY timestamp ${cmp === "<" ? "DESC" : "ASC"} LIMIT 1 OFFSET ${RUN_MARGIN - 1}`, [c, t])).rows[0]?.t;
@@ -49,7 +75,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
   const runFrom = lo === undefined ? Number.MIN_SAFE_INTEGER : Number(lo);
   const runTo = hi === undefined ? Number.MAX_SAFE_INTEGER : Number(hi);
   const span = async (from: number, to: number) =>
-    (await client.query<Read>(`SELECT ${COLUMNS} FROM sales WHERE collection_id = $1 AND timestamp >= $2 AND timestamp <= $3`, [c, from, to])).rows.map(asWashSale);
+    (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = $1 AND timestamp >= $2 AND timestamp <= $3 ${WASH_ORDER}`, [c, from, to])).rows.map(asWashSale);
   let tokens = new Map<string, StoredWashSale<string>[]>();
   let run: StoredWashSale<string>[];
   if (m.tokens.size > TOKEN_SEEKS_UP_TO) {
@@ -62,30 +88,40 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
     // Every marked token's sales in one statement: each token's own span.
     const ids = [...m.tokens.keys()];
     const reads = ids.map((a) => tokenReadSpan(m.tokens.get(a)!));
-    const found = (await client.query<Read>(`SELECT ${COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
-        ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1`,
+    const found = (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
+        ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1 ${WASH_ORDER}`,
       [c, ids, reads.map((r) => r.from), reads.map((r) => r.to)])).rows.map(asWashSale);
     for (const a of ids) tokens.set(a, []);
     for (const x of found) tokens.get(x.assetId)!.push(x);
   }
   const changes = washChanges(m, { sales: run, complete: { first: lo === undefined, last: hi === undefined } }, tokens);
-  if (changes.length === 0) return;
-  await client.query(`UPDATE sales s SET wash_flags = u.m FROM unnest($2::text[], $3::numeric[], $4::int[]) u(h, a, m)
-      WHERE s.collection_id = $1 AND s.hash = decode(u.h, 'hex') AND s.asset_id = u.a`,
-    [c, changes.map(([id]) => id.split(":")[0]), changes.map(([id]) => id.split(":")[1]), changes.map(([, mask]) => mask)]);
+  await setMasks(client, c, changes.map(([sale, mask]) => [sale, mask]));
+  for (const [sale, mask] of changes) if ((sale.mask === 0) !== (mask === 0)) flips.push({ c, sale, sign: mask === 0 ? 1 : -1 });
 }
 
-/** Migration 29, as SQLite's 29: every sale's wash flags, and a removed sale's as it had them; the sales held evaluated a collection at a time. */
-export async function washFlagsMigration(client: pg.PoolClient): Promise<void> {
-  await client.query(`ALTER TABLE sales ADD COLUMN wash_flags integer NOT NULL DEFAULT 0;
-    ALTER TABLE sale_removals ADD COLUMN wash_flags integer NOT NULL DEFAULT 0`);
-  const collections = (await client.query<{ c: number }>("SELECT DISTINCT collection_id AS c FROM sales")).rows;
-  for (const { c } of collections) {
-    const sales = (await client.query<Read>(`SELECT ${COLUMNS} FROM sales WHERE collection_id = $1`, [c])).rows.map(asWashSale);
-    const flagged = [...washFlagsOf(sales)].filter(([, mask]) => mask !== 0);
-    if (flagged.length === 0) continue;
-    await client.query(`UPDATE sales s SET wash_flags = u.m FROM unnest($2::text[], $3::numeric[], $4::int[]) u(h, a, m)
-        WHERE s.collection_id = $1 AND s.hash = decode(u.h, 'hex') AND s.asset_id = u.a`,
-      [c, flagged.map(([id]) => id.split(":")[0]), flagged.map(([id]) => id.split(":")[1]), flagged.map(([, mask]) => mask)]);
-  }
+/** Writes each sale's new mask: one statement. */
+export async function setMasks(client: pg.PoolClient, c: number, masks: [StoredWashSale<string>, number][]): Promise<void> {
+  if (masks.length === 0) return;
+  await client.query(`UPDATE sales s SET wash_flags = u.m FROM unnest($2::text[], $3::numeric[], $4::int[]) u(h, a, m)
+      WHERE s.collection_id = $1 AND s.hash = decode(u.h, 'hex') AND s.asset_id = u.a`,
+    [c, masks.map(([s]) => s.hash), masks.map(([s]) => s.assetId), masks.map(([, mask]) => mask)]);
+}
+
+/**
+ * The flips' hour deltas and interval marks, applied: the merge's own were
+ * applied already, so the transaction's tables are emptied first.
+ */
+export async function moveAggregates(client: pg.PoolClient, flips: Flip[]): Promise<void> {
+  await client.query(`${HOUR_DELTAS_TABLE}; ${SERIES_MARKS_TABLE}; DELETE FROM hour_deltas; DELETE FROM series_marks; DROP TABLE IF EXISTS series_redo`);
+  const column = <T>(f: (x: Flip) => T) => flips.map(f);
+  await client.query(
+    `INSERT INTO hour_deltas SELECT c, m, t / ${BUCKET_SECONDS}, sum(n), sum(v)
+     FROM unnest($1::int[], $2::text[], $3::bigint[], $4::int[], $5::numeric[]) u(c, m, t, n, v) GROUP BY 1, 2, 3`,
+    [column((x) => x.c), column((x) => x.sale.marketplace), column((x) => x.sale.timestamp), column((x) => x.sign), column((x) => (x.sign === 1 ? x.sale.price : -x.sale.price).toString())],
+  );
+  await client.query(
+    `INSERT INTO series_marks SELECT c, m, t, NULL, NULL, NULL, NULL, false FROM unnest($1::int[], $2::text[], $3::bigint[]) u(c, m, t)`,
+    [column((x) => x.c), column((x) => x.sale.marketplace), column((x) => x.sale.timestamp)],
+  );
+  await client.query(["ANALYZE hour_deltas", ...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS].join(";\n"));
 }

@@ -1,4 +1,4 @@
-import { compareSales, OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WINDOW_SECONDS, type WashSale } from "../../domain/wash.js";
+import { OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WINDOW_SECONDS, type WashSale } from "../../domain/wash.js";
 
 // Which sales a write's wash flags may move, and their new masks
 // (docs/wash-trades.md). Each engine's writer marks every sale it inserts,
@@ -16,8 +16,11 @@ import { compareSales, OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WI
 // Either way the answer is the rules applied to the whole collection (the
 // oracle, domain/wash.ts washFlagsOf), whatever order the sales came in.
 
-/** A sale as the evaluation reads it: its rule inputs and its stored mask. */
-export type StoredWashSale<Id> = WashSale<Id> & { mask: number };
+/** A sale as the evaluation reads it: its rule inputs, its stored mask, and where the aggregates hold it (a flip moves it in or out). */
+export type StoredWashSale<Id> = WashSale<Id> & { mask: number; marketplace: string };
+
+/** A sale whose mask changes, and its new mask. */
+export type WashChange<Id> = [StoredWashSale<Id>, number];
 
 interface Span {
   from: number;
@@ -77,36 +80,36 @@ export function tokenReadSpan(marks: Span): Span {
 
 /**
  * The masks that change, from what the engine read for one collection's
- * marks: `run`, the collection's sales with timestamp in [runFrom, runTo]
- * (`complete` telling whether either end is the collection's own), and
- * `tokens`, each marked token's sales over tokenReadSpan (or, read with the
- * run, the run's sales of that token when the run covers that span).
+ * marks, each list in the rules' order (domain/wash.ts compareSales: the
+ * engines read their sales-list index backwards, so the sales come sorted and
+ * need not carry their hash): `run`, the collection's sales with timestamp in
+ * [runFrom, runTo] (`complete` telling whether either end is the
+ * collection's own), and `tokens`, each marked token's sales over
+ * tokenReadSpan (or, read with the run, the run's sales of that token when
+ * the run covers that span).
  */
 export function washChanges<Id>(
   marks: WashMarks,
   run: { sales: StoredWashSale<Id>[]; complete: { first: boolean; last: boolean } },
   tokens: Map<string, StoredWashSale<Id>[]>,
-): [Id, number][] {
-  const next = new Map<Id, { old: number; now: number }>();
-  const sorted = [...run.sales].sort(compareSales);
-  outlierMasks(sorted, run.complete).forEach((m, i) => {
-    const s = sorted[i]!;
-    if (m !== undefined) next.set(s.id, { old: s.mask, now: (s.mask & ~8) | m });
+): WashChange<Id>[] {
+  // The sales whose mask changes, with their new masks (no object per sale: a bulk import evaluates every one of them).
+  const changed = new Map<Id, WashChange<Id>>();
+  outlierMasks(run.sales, run.complete).forEach((m, i) => {
+    const s = run.sales[i]!;
+    if (m !== undefined && ((s.mask & ~8) | m) !== s.mask) changed.set(s.id, [s, (s.mask & ~8) | m]);
   });
   for (const [assetId, sales] of tokens) {
     const span = marks.tokens.get(assetId)!;
-    const list = [...sales].sort(compareSales);
-    tokenWashMasks(list).forEach((m, i) => {
-      const s = list[i]!;
+    tokenWashMasks(sales).forEach((m, i) => {
+      const s = sales[i]!;
       if (s.timestamp < span.from - WASH_WINDOW_SECONDS || s.timestamp > span.to + WASH_WINDOW_SECONDS) return;
-      const entry = next.get(s.id) ?? { old: s.mask, now: s.mask };
-      entry.now = (entry.now & 8) | m;
-      next.set(s.id, entry);
+      const now = ((changed.get(s.id)?.[1] ?? s.mask) & 8) | m;
+      if (now !== s.mask) changed.set(s.id, [s, now]);
+      else changed.delete(s.id);
     });
   }
-  const changes: [Id, number][] = [];
-  for (const [id, { old, now }] of next) if (old !== now) changes.push([id, now]);
-  return changes;
+  return [...changed.values()];
 }
 
 /**

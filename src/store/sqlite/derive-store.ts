@@ -8,6 +8,7 @@ import { lowestPrices } from "../shared/listing-prices.js";
 import { type UpsertResult, WriteStore } from "./record-writes.js";
 import type { DerivedRows, DerivedWrite, DerivedWrites, DeriveRepository, SaleForModel, TokenRecord } from "../ports/derive.js";
 import { StoreUnavailableError } from "../ports/errors.js";
+import { CLEAN } from "./wash.js";
 
 // What derive reads (a collection's tokens and sales) and how it replaces a
 // collection's derived rows: old rows out, new rows in through the same
@@ -55,12 +56,12 @@ export class DeriveStore implements DeriveRepository {
     return rows.map((r) => ({ assetId: r.asset_id, currentOwner: r.current_owner, attributes: JSON.parse(r.attributes) }));
   }
 
-  /** A collection's sales, oldest first. */
+  /** A collection's sales, oldest first; wash trades left out (docs/wash-trades.md: the model learns from the market's own). */
   sales(collectionId: number, after: number, until: number): SaleForModel[] {
     const rows = this.#db
       .prepare(
         `SELECT ${assetIdSql("")}, timestamp, price, ${hexSql("buyer", "buyer")} FROM sales INDEXED BY sales_by_time
-         WHERE collection_id = ? AND timestamp > ? AND timestamp <= ? ORDER BY timestamp, block, hash, asset_key`,
+         WHERE collection_id = ? AND timestamp > ? AND timestamp <= ? AND ${CLEAN} ORDER BY timestamp, block, hash, asset_key`,
       )
       .raw(true)
       .all(collectionId, after, until) as [string, number, string, string][];
@@ -72,7 +73,7 @@ export class DeriveStore implements DeriveRepository {
     // One read transaction: no commit lands between the two reads.
     return this.#db.transaction(() => ({
       sales: this.sales(collectionId, after, until),
-      total: this.#db.prepare("SELECT count(*) FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp <= ?").pluck().get(collectionId, until) as number,
+      total: this.#db.prepare(`SELECT count(*) FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp <= ? AND ${CLEAN}`).pluck().get(collectionId, until) as number,
     }))();
   }
 

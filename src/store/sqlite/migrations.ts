@@ -9,7 +9,7 @@
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import { ORDER_LOG_SCHEMA } from "./order-reorgs.js";
-import { washFlagsMigration } from "./wash.js";
+import { washFlagsMigration } from "./wash-migration.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";

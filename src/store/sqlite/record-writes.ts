@@ -240,7 +240,13 @@ export class WriteStore {
    */
   beforeCommit(): void {
     // Wash flags first: the aggregates will leave flagged sales out.
-    if (this.#washMarks.pending) this.#wash.evaluate(this.#washMarks.take());
+    if (this.#washMarks.pending) {
+      // A sale flagged or cleared moves out of or into the aggregates: its hour and intervals are summed again.
+      this.#wash.evaluate(this.#washMarks.take(), (c, sale) => {
+        if (this.#maintainStats) this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
+        this.#touched.add(c);
+      });
+    }
     if (this.#aggregates.pending) this.#aggregates.flush();
     // Listings a sale or transfer ended (fillable.ts) take their feed positions now.
     this.#refeedListings ??= this.#db.prepare("DELETE FROM listings_refed RETURNING id").pluck();

@@ -6,6 +6,7 @@ import {
   combine,
   DAY,
   EVERY_MARKETPLACE,
+  HOUR,
   foldBuckets,
   intervalSeconds,
   intervalStart,
@@ -18,6 +19,7 @@ import {
 } from "../../domain/series.js";
 import type { SeriesFilter } from "../ports/market.js";
 import { assetKey } from "./asset-key.js";
+import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
 
 // Sales series from aggregates kept at write time: sales_series holds, per
 // collection, marketplace ('' for all of them), span (hour, day) and
@@ -84,14 +86,15 @@ function rawPoints(prepare: Prepare, from: string, where: string, params: unknow
 export class SalesSeries {
   #marks = new Map<string, Mark>();
 
-  constructor(private readonly prepare: Prepare) {}
+  /** `clean`: the condition of the sales the aggregates hold (sales-stats.ts StatsQueries). */
+  constructor(private readonly prepare: Prepare, private readonly clean: () => string = () => CLEAN) {}
 
-  /** The intervals in [from, to] with sales (SeriesRepository.series). */
+  /** The intervals in [from, to] with sales (SeriesRepository.series); wash trades left out unless includeWash. */
   read(collectionId: number, f: SeriesFilter): SeriesBucket[] {
     const startOf = (t: number) => intervalStart(f.interval, t);
     const end = f.to + intervalSeconds(f.interval) - 1;
     if (f.assetId !== undefined) {
-      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?"];
+      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?", ...(f.includeWash === true ? [] : [CLEAN])];
       const params: unknown[] = [collectionId, assetKey(f.assetId), f.from, end];
       if (f.marketplace !== undefined) {
         where.push("marketplace = ?");
@@ -100,6 +103,19 @@ export class SalesSeries {
       return bucketSales(rawPoints(this.prepare, "sales INDEXED BY sales_by_asset", where.join(" AND "), params), startOf).map(toSeriesBucket);
     }
     const range = [collectionId, f.marketplace ?? EVERY_MARKETPLACE];
+    if (f.includeWash === true) {
+      // The kept intervals (of hours, or of days for days and weeks), and the flagged sales of the range, folded together.
+      const span = f.interval === "hour" ? HOUR : DAY;
+      const kept = (this.prepare(
+        `SELECT ${COLUMNS} FROM sales_series
+         WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
+      )
+        .raw()
+        .all(...range, span, f.from, end) as StoredRow[]).map(fromRow);
+      const where = [WASHED, ...(f.marketplace === undefined ? [] : ["marketplace = ?"])];
+      const washed = bucketSales(rawPoints(this.prepare, WASHED_FROM, where.join(" AND "), [collectionId, f.from, end, ...(f.marketplace === undefined ? [] : [f.marketplace])]), spanStart(span));
+      return foldBuckets([...kept, ...washed].sort((a, b) => a.start - b.start), startOf).map(toSeriesBucket);
+    }
     if (f.interval === "week") {
       // Days, with their first and last sale's place in time, folded.
       const days = this.prepare(
@@ -200,13 +216,13 @@ export class SalesSeries {
   #sum(c: number, m: string, span: StoredSpan, bucket: number): BucketTotals | undefined {
     const points =
       m === EVERY_MARKETPLACE
-        ? rawPoints(this.prepare, "sales INDEXED BY sales_by_time", "collection_id = ? AND timestamp >= ? AND timestamp <= ?", [
+        ? rawPoints(this.prepare, "sales INDEXED BY sales_by_time", `collection_id = ? AND timestamp >= ? AND timestamp <= ? AND ${this.clean()}`, [
             c, bucket, bucket + span - 1,
           ])
         : rawPoints(
             this.prepare,
             "sales INDEXED BY sales_by_marketplace",
-            "collection_id = ? AND marketplace = ? AND timestamp >= ? AND timestamp <= ?",
+            `collection_id = ? AND marketplace = ? AND timestamp >= ? AND timestamp <= ? AND ${this.clean()}`,
             [c, m, bucket, bucket + span - 1],
           );
     return bucketSales(points, () => bucket)[0];

@@ -7,6 +7,7 @@ import { type SalesSummary, summarize } from "../../domain/rows.js";
 import type { StatsFilter } from "../ports/reads.js";
 import type { SalePoint } from "../../domain/series.js";
 import { SalesSeries } from "./sales-series.js";
+import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
 
 // Collection stats from aggregates kept at write time.
 //
@@ -59,11 +60,15 @@ const bucketEnd = (bucket: number) => bucket * BUCKET_SECONDS + BUCKET_SECONDS -
 
 /** The queries reads and writes share: raw sums over an index range, and a running-total seek. */
 class StatsQueries {
-  constructor(protected readonly prepare: Prepare) {}
+  /**
+   * `clean`: the condition of the sales the aggregates hold (wash.ts CLEAN);
+   * a migration before 29, which made the flags, sums every sale.
+   */
+  constructor(protected readonly prepare: Prepare, protected readonly clean: () => string = () => CLEAN) {}
 
-  /** Exact totals of one marketplace's sales with from <= timestamp <= to. */
+  /** Exact totals of one marketplace's sales with from <= timestamp <= to, wash trades left out (the aggregates hold the others). */
   rawTotals(collectionId: number, marketplace: string, from: number, to: number): Totals {
-    const where = "collection_id = ? AND marketplace = ? AND timestamp >= ? AND timestamp <= ?";
+    const where = `collection_id = ? AND marketplace = ? AND timestamp >= ? AND timestamp <= ? AND ${this.clean()}`;
     const from_ = "sales INDEXED BY sales_by_marketplace";
     return exactTotals(this.prepare, from_, where, [collectionId, marketplace, from, to]);
   }
@@ -111,12 +116,19 @@ export class SalesStatsReader extends StatsQueries {
    * its own snapshot; its fallback, and an asset's exact path, take one.
    */
   summary(collectionId: number, filter: StatsFilter): SalesSummary {
-    const { assetId, since, until } = filter;
-    const totals =
-      assetId === undefined
-        ? (this.#inOneStatement(collectionId, since, until) ?? this.snapshot(() => this.#byMarketplace(collectionId, since, until)))
-        : this.snapshot(() => this.#forAsset(collectionId, assetId, since, until));
-    return summarize(totals);
+    const { assetId, since, until, includeWash = false } = filter;
+    if (assetId !== undefined) return summarize(this.snapshot(() => this.#forAsset(collectionId, assetId, since, until, includeWash)));
+    if (!includeWash) return summarize(this.#inOneStatement(collectionId, since, until) ?? this.snapshot(() => this.#byMarketplace(collectionId, since, until)));
+    // The aggregates' figures and the flagged sales of the window, in one snapshot.
+    return summarize(this.snapshot(() => {
+      const totals = this.#inOneStatement(collectionId, since, until) ?? this.#byMarketplace(collectionId, since, until);
+      const washed = exactGroupedTotals(this.prepare, WASHED_FROM, WASHED, [collectionId, since ?? 0, until ?? Number.MAX_SAFE_INTEGER]);
+      for (const [m, w] of washed) {
+        const t = totals.get(m) ?? ZERO;
+        totals.set(m, { n: t.n + w.n, volume: t.volume + w.volume });
+      }
+      return totals;
+    }));
   }
 
   /**
@@ -182,7 +194,7 @@ export class SalesStatsReader extends StatsQueries {
 
   /** Every marketplace's raw sales with from <= timestamp <= to: one range of the collection's sales in time order. */
   #edge(c: number, from: number, to: number): Map<string, Totals> {
-    return exactGroupedTotals(this.prepare, "sales INDEXED BY sales_by_time", "collection_id = ? AND timestamp >= ? AND timestamp <= ?", [c, from, to]);
+    return exactGroupedTotals(this.prepare, "sales INDEXED BY sales_by_time", `collection_id = ? AND timestamp >= ? AND timestamp <= ? AND ${CLEAN}`, [c, from, to]);
   }
 
   /**
@@ -190,8 +202,8 @@ export class SalesStatsReader extends StatsQueries {
    * timestamps), summed in a single pass grouped by marketplace: the cost is
    * that asset's sales in the window, never the collection's.
    */
-  #forAsset(c: number, assetId: string, since: number | undefined, until: number | undefined): Map<string, Totals> {
-    const where = ["collection_id = ?", "asset_key = ?"];
+  #forAsset(c: number, assetId: string, since: number | undefined, until: number | undefined, includeWash: boolean): Map<string, Totals> {
+    const where = includeWash ? ["collection_id = ?", "asset_key = ?"] : ["collection_id = ?", "asset_key = ?", CLEAN];
     const params: unknown[] = [c, assetKey(assetId)];
     if (since !== undefined) {
       where.push("timestamp >= ?");
@@ -282,7 +294,7 @@ const runningPart = (part: number, hour: string) =>
   `SELECT ${part}, NULL, (SELECT running FROM stats_hours WHERE collection_id = @c AND hour <= ${hour} ORDER BY hour DESC LIMIT 1), NULL, NULL, NULL`;
 const edgePart = (part: number, from: string, to: string) =>
   `SELECT ${part}, marketplace, count(*), count(price_hi), sum(price_hi), sum(price_lo) FROM sales INDEXED BY sales_by_time
-     WHERE collection_id = @c AND timestamp >= ${from} AND timestamp <= ${to} GROUP BY marketplace`;
+     WHERE collection_id = @c AND timestamp >= ${from} AND timestamp <= ${to} AND ${CLEAN} GROUP BY marketplace`;
 export const WINDOW_SQL = [runningPart(0, "@latest"), runningPart(1, "@uw"), edgePart(2, "@uf", "@ut"), runningPart(3, "@lw"), edgePart(4, "@lf", "@lt")].join(
   "\n  UNION ALL ",
 );
@@ -319,16 +331,21 @@ export class SalesAggregates extends StatsQueries {
 
   constructor(db: Db) {
     const statements = new Map<string, Statement>();
-    super((sql) => {
-      let s = statements.get(sql);
-      if (!s) {
-        s = db.prepare(sql);
-        statements.set(sql, s);
-      }
-      return s;
-    });
+    let clean: string | undefined;
+    super(
+      (sql) => {
+        let s = statements.get(sql);
+        if (!s) {
+          s = db.prepare(sql);
+          statements.set(sql, s);
+        }
+        return s;
+      },
+      // Migrations before 29 keep the aggregates of a store whose sales have no flags yet.
+      () => (clean ??= db.prepare("SELECT 1 FROM pragma_table_info('sales') WHERE name = 'wash_flags'").get() === undefined ? "1" : CLEAN),
+    );
     this.#statements = statements;
-    this.#series = new SalesSeries(this.prepare);
+    this.#series = new SalesSeries(this.prepare, this.clean);
   }
 
   /** Every SQL text prepared so far (for query-plan tests). */

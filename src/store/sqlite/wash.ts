@@ -1,8 +1,13 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { assetKey } from "./asset-key.js";
-import { washFlagsOf } from "../../domain/wash.js";
 import { RUN_MARGIN, type StoredWashSale, TOKEN_SEEKS_UP_TO, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan } from "../shared/wash-scope.js";
+
+/** The sales the aggregates hold: those no wash rule flags (docs/wash-trades.md); sales_by_marketplace carries the flags, so its sums stay covered. */
+export const CLEAN = "wash_flags = 0";
+/** The flagged sales of a collection by time (parameters: collection, from, to): a partial index of the few (migration 29), for what includeWash adds back. */
+export const WASHED_FROM = "sales INDEXED BY sales_washed";
+export const WASHED = "collection_id = ? AND wash_flags <> 0 AND timestamp >= ? AND timestamp <= ?";
 
 // Wash flags on SQLite (shared/wash-scope.ts says what is read and why): before
 // a commit, per collection marked, the run of sales around the marks by the
@@ -10,12 +15,29 @@ import { RUN_MARGIN, type StoredWashSale, TOKEN_SEEKS_UP_TO, tokenReadSpan, toke
 // TOKEN_SEEKS_UP_TO tokens, the tokens' sales out of one read of the
 // collection's span), then one UPDATE per mask that changed.
 
-const COLUMNS = "id, substr(asset_key, 3) AS assetId, seller, buyer, timestamp, block, hash, price, wash_flags AS mask";
+// Read as arrays in the rules' order, the sales list's index read backwards
+// (no sort: shared/wash-scope.ts washChanges takes them as they come, with no
+// hash), the addresses as hex made by SQLite (a third of the cost of a Buffer
+// per blob).
+export const WASH_COLUMNS = "id, asset_key, hex(seller), hex(buyer), timestamp, block, price, wash_flags, marketplace";
+export const WASH_ORDER = "ORDER BY timestamp, block, hash DESC, asset_key DESC";
 
-type Read = Omit<StoredWashSale<number>, "seller" | "buyer" | "hash" | "price"> & { seller: Buffer; buyer: Buffer; hash: Buffer; price: string };
+/**
+ * What an evaluation reads (exported for the query-plan test): the time of
+ * the RUN_MARGIN-th sale before and after the marks (an OFFSET within one
+ * seek of the time index), the run by time, and a token's sales.
+ */
+export const WASH_SQL = {
+  before: `SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp < ? ORDER BY timestamp DESC LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
+  after: `SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp > ? ORDER BY timestamp LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
+  span: `SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = ? AND timestamp >= ? AND timestamp <= ? ${WASH_ORDER}`,
+  token: `SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = ? AND asset_key = ? AND timestamp >= ? AND timestamp <= ? ${WASH_ORDER}`,
+} as const;
 
-const asWashSale = (r: Read): StoredWashSale<number> => ({
-  ...r, seller: r.seller.toString("hex"), buyer: r.buyer.toString("hex"), hash: r.hash.toString("hex"), price: BigInt(r.price),
+export type WashRead = [number, string, string, string, number, number, string, number, string];
+
+export const asWashSale = (r: WashRead): StoredWashSale<number> => ({
+  id: r[0], assetId: r[1].slice(2), seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], hash: "", price: BigInt(r[6]), mask: r[7], marketplace: r[8],
 });
 
 export class SqliteWash {
@@ -28,16 +50,20 @@ export class SqliteWash {
 
   get #s() {
     return (this.#statements ??= {
-      before: this.#db.prepare(`SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp < ? ORDER BY timestamp DESC LIMIT 1 OFFSET ${RUN_MARGIN - 1}`).pluck(),
-      after: this.#db.prepare(`SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp > ? ORDER BY timestamp LIMIT 1 OFFSET ${RUN_MARGIN - 1}`).pluck(),
-      span: this.#db.prepare(`SELECT ${COLUMNS} FROM sales WHERE collection_id = ? AND timestamp >= ? AND timestamp <= ?`),
-      token: this.#db.prepare(`SELECT ${COLUMNS} FROM sales WHERE collection_id = ? AND asset_key = ? AND timestamp >= ? AND timestamp <= ?`),
+      before: this.#db.prepare(WASH_SQL.before).pluck(),
+      after: this.#db.prepare(WASH_SQL.after).pluck(),
+      span: this.#db.prepare(WASH_SQL.span).raw(),
+      token: this.#db.prepare(WASH_SQL.token).raw(),
       set: this.#db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?"),
     });
   }
 
-  /** Evaluates the rules around every mark and writes the masks that changed: how many. */
-  evaluate(marks: Map<number, WashMarks>): number {
+  /**
+   * Evaluates the rules around every mark and writes the masks that changed;
+   * `flipped` hears of each sale that became flagged or clean (the aggregates
+   * hold clean sales only). Returns how many masks changed.
+   */
+  evaluate(marks: Map<number, WashMarks>, flipped: (collectionId: number, sale: StoredWashSale<number>, flagged: boolean) => void): number {
     let changed = 0;
     for (const [collectionId, m] of marks) {
       const s = this.#s;
@@ -50,40 +76,22 @@ export class SqliteWash {
       let run: StoredWashSale<number>[];
       if (m.tokens.size > TOKEN_SEEKS_UP_TO) {
         const wide = wideReadSpan(m, runFrom, runTo);
-        const all = (s.span.all(collectionId, wide.from, wide.to) as Read[]).map(asWashSale);
+        const all = (s.span.all(collectionId, wide.from, wide.to) as WashRead[]).map(asWashSale);
         run = all.filter((x) => x.timestamp >= runFrom && x.timestamp <= runTo);
         tokens = tokenSalesOf(m, all);
       } else {
-        run = (s.span.all(collectionId, runFrom, runTo) as Read[]).map(asWashSale);
+        run = (s.span.all(collectionId, runFrom, runTo) as WashRead[]).map(asWashSale);
         for (const [assetId, span] of m.tokens) {
           const read = tokenReadSpan(span);
-          tokens.set(assetId, (s.token.all(collectionId, assetKey(assetId), read.from, read.to) as Read[]).map(asWashSale));
+          tokens.set(assetId, (s.token.all(collectionId, assetKey(assetId), read.from, read.to) as WashRead[]).map(asWashSale));
         }
       }
-      for (const [id, mask] of washChanges(m, { sales: run, complete }, tokens)) {
-        s.set.run(mask, id);
+      for (const [sale, mask] of washChanges(m, { sales: run, complete }, tokens)) {
+        s.set.run(mask, sale.id);
+        if ((sale.mask === 0) !== (mask === 0)) flipped(collectionId, sale, mask !== 0);
         changed++;
       }
     }
     return changed;
-  }
-}
-
-/**
- * Migration 29: every sale's wash flags, and a removed sale's as it had them
- * (a removal keeps what its feed answers). The backfill reads one
- * collection's sales at a time and writes the masks the rules give the whole
- * of it (domain/wash.ts washFlagsOf): the same answer as the writes'.
- */
-export function washFlagsMigration(db: Db): void {
-  db.exec(`
-    ALTER TABLE sales ADD COLUMN wash_flags INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sale_removals ADD COLUMN wash_flags INTEGER NOT NULL DEFAULT 0;
-  `);
-  const read = db.prepare(`SELECT ${COLUMNS} FROM sales WHERE collection_id = ?`);
-  const set = db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?");
-  for (const c of db.prepare("SELECT DISTINCT collection_id FROM sales").pluck().all() as number[]) {
-    const sales = (read.all(c) as Read[]).map(asWashSale);
-    for (const [id, mask] of washFlagsOf(sales)) if (mask !== 0) set.run(mask, id);
   }
 }
