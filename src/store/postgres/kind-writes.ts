@@ -15,7 +15,7 @@ import {
   LAST_REMOVAL, LIVE_LINE, upsertSql, withCollection,
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
-import { evaluateWash, REMOVED_WASH_MARKS, washMarksOf } from "./wash.js";
+import { evaluateWash, evaluateWashThenApply, REMOVED_WASH_MARKS, washMarksOf } from "./wash.js";
 import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
 import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, SALES_REMOVED_MARKS, transfersRemoved } from "./reorgs.js";
 
@@ -146,9 +146,9 @@ function salesSpec(removals: boolean): KindSpec {
         ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wire_json"],
         removals ? `${source} WHERE ${live}` : source,
         "collection_id, timestamp DESC, block DESC", true),
-    after: [...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS],
+    // The hour deltas and interval marks are applied by finish, once the wash rules have been evaluated (wash.ts).
     afterward: [...MOVES_OF_STAGED_TOKENS, KNOW_MARKETPLACES],
-    finish: evaluateWash,
+    finish: evaluateWashThenApply,
     ...(removals ? { removed: removedPerBatch("removed_sales"), check: refuseFinal("sale") } : {}),
     tables: ["collections", "sales", "sales_hourly", "sales_series", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
     serialized: true,

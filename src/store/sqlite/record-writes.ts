@@ -167,6 +167,9 @@ export class WriteStore {
   /** The sales written, changed or taken back since the last commit, whose neighbours' wash flags are evaluated before it (wash.ts). */
   readonly #washMarks = new WashScope();
   readonly #wash: SqliteWash;
+  /** The largest sale rowid when this transaction wrote its first sale: a larger one it inserted (read once per transaction). */
+  #salesBefore: number | undefined;
+  #maxSaleId: Statement | undefined;
   /** The collections reorganisations changed since takeReorganised (a reorganisation names none: the ingest writer reports them). */
   readonly #reorganised = new Set<number>();
   /** The collections changed since the last commit (stamped by beforeCommit). */
@@ -227,6 +230,7 @@ export class WriteStore {
       else {
         this.#feedSeq = undefined;
         this.#washMarks.clear();
+        this.#salesBefore = undefined;
       }
       throw err;
     }
@@ -241,12 +245,19 @@ export class WriteStore {
   beforeCommit(): void {
     // Wash flags first: the aggregates will leave flagged sales out.
     if (this.#washMarks.pending) {
-      // A sale flagged or cleared moves out of or into the aggregates: its hour and intervals are summed again.
-      this.#wash.evaluate(this.#washMarks.take(), (c, sale) => {
-        if (this.#maintainStats) this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
+      // A sale flagged or cleared moves out of or into the aggregates: one this transaction inserted (a rowid past
+      // those it began with) and a rule flags is taken back out of what it added; any other's hour and intervals
+      // are summed again.
+      const inserted = (id: number) => this.#salesBefore !== undefined && id > this.#salesBefore;
+      this.#wash.evaluate(this.#washMarks.take(), (c, sale, flagged) => {
+        if (this.#maintainStats) {
+          if (flagged && inserted(sale.id)) this.#aggregates.unadd(c, sale.marketplace, sale);
+          else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
+        }
         this.#touched.add(c);
       });
     }
+    this.#salesBefore = undefined;
     if (this.#aggregates.pending) this.#aggregates.flush();
     // Listings a sale or transfer ended (fillable.ts) take their feed positions now.
     this.#refeedListings ??= this.#db.prepare("DELETE FROM listings_refed RETURNING id").pluck();
@@ -430,6 +441,7 @@ export class WriteStore {
     const hash = hexToBytes(r.hash);
     const collectionId = this.collectionOf(r);
     const key = assetKey(r.assetId);
+    this.#salesBefore ??= (this.#maxSaleId ??= this.#db.prepare("SELECT coalesce(max(id), 0) FROM sales").pluck()).get() as number;
     let before: [string, number] | undefined;
     const row = {
       hash,

@@ -153,6 +153,25 @@ export class SalesSeries {
     }
   }
 
+  /**
+   * A sale add()ed since the marks were made leaves them (a wash rule flagged
+   * it before the commit): its count and volume come off what was added, or,
+   * where it may be the interval's lowest, highest, first or last (the sums
+   * cannot say which sale is next), the interval is summed again.
+   */
+  unadd(c: number, m: string, sale: { timestamp: number; price: bigint }): void {
+    for (const mark of this.#marksOf(c, m, sale.timestamp)) {
+      const a = mark.added;
+      if (mark.recompute || a === undefined) continue;
+      if (a.n === 1 || sale.price === a.min || sale.price === a.max || sale.timestamp === a.first.timestamp || sale.timestamp === a.last.timestamp) {
+        mark.recompute = true;
+        mark.added = undefined;
+      } else {
+        mark.added = { ...a, n: a.n - 1, volume: a.volume - sale.price };
+      }
+    }
+  }
+
   /** A rolled-back part of a transaction: nothing added can be trusted. */
   distrustAdded(): void {
     for (const mark of this.#marks.values()) {

@@ -374,6 +374,20 @@ export class SalesAggregates extends StatsQueries {
   }
 
   /**
+   * Takes a sale add()ed since the marks were made back out of them (a wash
+   * rule flagged it before the commit): exact for its hour, and for its
+   * intervals where the sums allow (SalesSeries.unadd).
+   */
+  unadd(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
+    const mark = this.#mark(collectionId, marketplace, sale.timestamp);
+    if (!mark.recompute) {
+      mark.n--;
+      mark.volume -= sale.price;
+    }
+    this.#series.unadd(collectionId, marketplace, sale);
+  }
+
+  /**
    * Forgets what was added since the marks were made and sums every marked
    * hour from the raw rows instead: for a rolled-back part of a transaction.
    */
