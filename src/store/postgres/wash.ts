@@ -2,7 +2,7 @@ import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
-import { RUN_MARGIN, type StoredWashSale, TOKEN_SEEKS_UP_TO, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan } from "../shared/wash-scope.js";
+import { RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan } from "../shared/wash-scope.js";
 
 // Wash flags on PostgreSQL, as SQLite's (store/sqlite/wash.ts; what is read
 // and why: shared/wash-scope.ts). A merge of sales (kind-writes.ts) marks,
@@ -131,7 +131,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
     (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = $1 AND timestamp >= $2 AND timestamp <= $3 ${WASH_ORDER}`, [c, from, to])).rows.map(asWashSale);
   let tokens = new Map<string, StoredWashSale<string>[]>();
   let run: StoredWashSale<string>[];
-  if (m.tokens.size > TOKEN_SEEKS_UP_TO) {
+  if (readsWide(m)) {
     const wide = wideReadSpan(m, runFrom, runTo);
     const all = await span(wide.from, wide.to);
     run = all.filter((x) => x.timestamp >= runFrom && x.timestamp <= runTo);

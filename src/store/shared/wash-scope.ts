@@ -35,8 +35,20 @@ export interface WashMarks {
 
 /** Per collection, how many sales the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
 export const RUN_MARGIN = OUTLIER_NEIGHBOURS + 1;
-/** Past this many marked tokens, one read of the collection's span serves them all (cheaper than a seek per token). */
+/** Past this many marked tokens, one read of the collection's span may serve them all (readsWide). */
 export const TOKEN_SEEKS_UP_TO = 32;
+
+/**
+ * Whether one read of the collection's span (wideReadSpan) serves the marks
+ * better than a seek per token: many tokens, and marks spread over at least
+ * four windows, so that the read is at most twice what they cover (a
+ * backfill). A live batch's marks lie within minutes: a read of the months
+ * around them would be the collection's whole recent history per commit
+ * (bench:ingest: 0.18 of the build before, against a seek per token).
+ */
+export function readsWide(marks: WashMarks): boolean {
+  return marks.tokens.size > TOKEN_SEEKS_UP_TO && marks.span.to - marks.span.from >= 4 * WASH_WINDOW_SECONDS;
+}
 
 export class WashScope {
   readonly #marks = new Map<number, WashMarks>();
