@@ -72,17 +72,19 @@ export async function evaluateWashThenApply(client: pg.PoolClient): Promise<void
       [flagged.map((f) => f.c), flagged.map((f) => f.sale.hash), flagged.map((f) => f.sale.assetId)],
     )).rows.map((r) => r.id));
     await addFlips(client, flips, (f) => !added.has(f.sale.id));
+    // One row per hour again (a flip's delta may share one with the merge's).
+    await client.query(`WITH d AS (DELETE FROM hour_deltas RETURNING *)
+      INSERT INTO hour_deltas SELECT c, m, h, sum(n), sum(v) FROM d GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`);
   }
-  // One row per hour (a flip's delta may share one with the merge's), then the merge's statements.
-  await client.query(`WITH d AS (DELETE FROM hour_deltas RETURNING *)
-    INSERT INTO hour_deltas SELECT c, m, h, sum(n), sum(v) FROM d GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`);
   await client.query(["ANALYZE hour_deltas", ...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS].join(";\n"));
 }
 
-/** The masks evaluated around the transaction's marks and written; the flips, but for those of collections rebuilt whole. */
+/**
+ * The masks evaluated around the transaction's marks and written; the flips,
+ * but for those of collections rebuilt whole. The kinds that call it made
+ * wash_marks in their statements (washMarksOf, REMOVED_WASH_MARKS).
+ */
 async function evaluated(client: pg.PoolClient): Promise<Flip[]> {
-  const exists = await client.query("SELECT to_regclass('pg_temp.wash_marks') IS NOT NULL AS e");
-  if (!exists.rows[0].e) return [];
   const scope = new WashScope();
   const rows = (await client.query<{ c: number; a: string; t: string }>("DELETE FROM wash_marks RETURNING collection_id AS c, asset_id::text AS a, timestamp::text AS t")).rows;
   for (const r of rows) scope.mark(r.c, r.a, Number(r.t));

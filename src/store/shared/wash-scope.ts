@@ -36,7 +36,7 @@ export interface WashMarks {
 /** Per collection, how many sales the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
 export const RUN_MARGIN = OUTLIER_NEIGHBOURS + 1;
 /** Past this many marked tokens, one read of the collection's span may serve them all (readsWide). */
-export const TOKEN_SEEKS_UP_TO = 32;
+const TOKEN_SEEKS_UP_TO = 32;
 
 /**
  * Whether one read of the collection's span (wideReadSpan) serves the marks
@@ -125,8 +125,8 @@ export function washChanges<Id>(
 }
 
 /**
- * Each marked token's sales out of one read of the collection (past
- * TOKEN_SEEKS_UP_TO tokens: cheaper than a seek each), that read spanning
+ * Each marked token's sales out of one read of the collection (readsWide:
+ * cheaper than a seek each), that read spanning
  * wideReadSpan: the sales of each within its tokenReadSpan.
  */
 export function tokenSalesOf<Id>(marks: WashMarks, all: readonly StoredWashSale<Id>[]): Map<string, StoredWashSale<Id>[]> {

@@ -11,9 +11,9 @@ export const WASHED = "collection_id = ? AND wash_flags <> 0 AND timestamp >= ? 
 
 // Wash flags on SQLite (shared/wash-scope.ts says what is read and why): before
 // a commit, per collection marked, the run of sales around the marks by the
-// time index and each marked token's sales by the asset index (or, past
-// TOKEN_SEEKS_UP_TO tokens, the tokens' sales out of one read of the
-// collection's span), then one UPDATE per mask that changed.
+// time index and each marked token's sales by the asset index (or, for a
+// backfill's marks, shared/wash-scope.ts readsWide, the tokens' sales out of
+// one read of the collection's span), then one UPDATE per mask that changed.
 
 // Read as arrays in the rules' order, the sales list's index read backwards
 // (no sort: shared/wash-scope.ts washChanges takes them as they come, with no
