@@ -76,7 +76,7 @@ function freshStore(dir: string, name: string): { db: string; read: string; inge
 }
 
 async function stats(url: string, key: string): Promise<{ n: number; volume: bigint }> {
-  const r = (await (await fetch(`${url}/v1/collection/stats?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } })).json()) as {
+  const r = (await (await fetch(`${url}/v1/collection/stats?contractAddress=${COLLECTION}&includeWash=true`, { headers: { "x-api-key": key } })).json()) as {
     data?: { totalNumSales: number; totalVolume: string };
   };
   return { n: r.data?.totalNumSales ?? 0, volume: BigInt(r.data?.totalVolume ?? "0") };

@@ -67,7 +67,7 @@ function startReplicaServer(db: string, redis: string, prefix: string): Promise<
 const cli = (args: string[]): string => runCliSync(args, 120_000).stdout;
 
 async function statsOf(server: Server, key: string): Promise<{ status: number; total?: number }> {
-  const res = await fetch(`${server.url}/v1/collection/stats?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } });
+  const res = await fetch(`${server.url}/v1/collection/stats?contractAddress=${COLLECTION}&includeWash=true`, { headers: { "x-api-key": key } });
   const body = (await res.json().catch(() => ({}))) as { data?: { totalNumSales?: number } };
   return { status: res.status, total: body.data?.totalNumSales };
 }
@@ -129,7 +129,7 @@ async function loadBoth(servers: [Server, Server], key: string, seconds: number)
   const loop = async () => {
     while (Date.now() < end) {
       const i = (turn++ % 2) as 0 | 1;
-      const res = await fetch(`${servers[i]!.url}/v1/collection/stats?contractAddress=${COLLECTION}`, { headers: { "x-api-key": key } });
+      const res = await fetch(`${servers[i]!.url}/v1/collection/stats?contractAddress=${COLLECTION}&includeWash=true`, { headers: { "x-api-key": key } });
       await res.arrayBuffer();
       const at = Math.floor(Date.now() / 1000);
       if (res.status === 200) {
