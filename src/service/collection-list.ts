@@ -23,7 +23,8 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
   return {
     async listCollections(req) {
       const chain = p.chain(req.chain);
-      const filter = { chain, query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort") };
+      // includeWash only when asked: the pages' tokens without it are those from before it.
+      const filter = { chain, query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort"), includeWash: req.includeWash || undefined };
       const limit = p.limit(req.limit);
       // The default chain's pages keep the tokens they had before chains (its name is not in them).
       const digest = queryDigest(["collections", chain === DEFAULT_CHAIN ? { ...filter, chain: undefined } : filter]);

@@ -7,6 +7,7 @@ import { type PgRepositories, pgRepositories } from "../../src/store/postgres/re
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { keepSql } from "../../src/store/postgres/collection-summaries.js";
+import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-stats.js";
 import { importRecords } from "../support/engine.js";
@@ -237,7 +238,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     const problems: string[] = [];
     for (const { text, values } of repos.preparedRuns()) {
       // The collections list (its own test below): a first page binds nothing.
-      if (/FROM store_state/.test(text) || /FROM collection_summaries s/.test(text)) continue;
+      if (/FROM store_state/.test(text) || /FROM collection_summaries(_with_wash)? s/.test(text)) continue;
       const main = mainTable(text);
       // An index scan names its table, a bitmap index scan only its index (named after the table).
       const nodes = (await planOf(text, values)).filter(
@@ -253,13 +254,14 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
   });
 
   it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", async () => {
-    const pages = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries s/.test(text));
-    expect(pages.length).toBe(16);
+    const pages = repos.preparedRuns().filter(({ text }) => /FROM collection_summaries(_with_wash)? s/.test(text));
+    expect(pages.length).toBe(32);
     for (const { text, values } of pages) {
       const column = /ORDER BY s\.(\w+_key), s\.address/.exec(text)![1]!;
+      const table = /FROM (\w+) s/.exec(text)![1]!;
       const nodes = await planOf(text, values);
-      const scan = nodes.find((n) => n["Relation Name"] === "collection_summaries");
-      expect(scan?.["Index Name"], one(text)).toBe(`collection_summaries_by_${column.replace(/_key$/, "")}`);
+      const scan = nodes.find((n) => n["Relation Name"] === table);
+      expect(scan?.["Index Name"], one(text)).toBe(`${table}_by_${column.replace(/_key$/, "")}`);
       if (/\) > \(\$/.test(text)) expect(scan?.["Index Cond"], one(text)).toMatch(new RegExp(`ROW\\(${column}, address\\) > ROW`));
       expect(nodes.filter((n) => n["Node Type"] === "Sort" && /s\./.test(n["Sort Key"]?.[0] ?? "")), one(text)).toEqual([]);
     }
@@ -269,6 +271,11 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     expect(conds).toMatch(/sales_series_pkey: \(\(collection_id = c\.id\) AND \(marketplace = ''::text\) AND \(span = 3600\) AND \(bucket >= /);
     expect(conds).toMatch(/listings_open_floor: \(collection_id = c\.id\)/);
     expect(keep.filter((n) => n["Node Type"] === "Sort" && n["Relation Name"] !== "store_state")).toEqual([]);
+    // The summary with wash adds the flagged sales of the 30 days: the partial index's range.
+    const keepWash = await planOf(keepSql("c.data_version = $2", "$1::bigint", WASH_SUMMARIES), [500_000, 1]);
+    const washConds = keepWash.map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    expect(washConds).toMatch(/sales_washed: \(\(collection_id = c\.id\) AND \("timestamp" >= /);
+    expect(washConds).toMatch(/sales_series_pkey: \(\(collection_id = c\.id\) AND \(marketplace = ''::text\) AND \(span = 3600\) AND \(bucket >= /);
   });
 
   it("a batch's hour deltas seek their hour rows, and the derive's count of sales reads the running totals (issue 50: both grew with the store)", async () => {

@@ -7,6 +7,7 @@ import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sql
 import { SalesAggregates, WINDOW_SQL } from "../../src/store/sqlite/sales-stats.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
 import { KEEPER_SQL } from "../../src/store/sqlite/collection-summaries.js";
+import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -266,12 +267,12 @@ describe("query plans", () => {
   });
 
   it("the collections list is one range of its order's index, seeking the page key; keeping a summary is seeks", () => {
-    const pages = store.preparedSql().filter((sql) => /FROM collection_summaries s/.test(sql));
-    expect(pages.length).toBe(16);
+    const pages = store.preparedSql().filter((sql) => /FROM collection_summaries(_with_wash)? s/.test(sql));
+    expect(pages.length).toBe(32);
     for (const sql of pages) {
       const column = /ORDER BY s\.(\w+)_key, s\.address/.exec(sql)![1]!;
       const detail = plan(sql).join(" | ");
-      const index = `collection_summaries_by_${column}`;
+      const index = `${/FROM (\w+) s/.exec(sql)![1]}_by_${column}`;
       expect(detail, sql).toMatch(/\(s\.\w+_key, s\.address\) > / .test(sql) ? new RegExp(`SEARCH s USING INDEX ${index} \\(\\(${column}_key,address\\)>\\(\\?,\\?\\)\\)`) : new RegExp(`SCAN s USING INDEX ${index}`));
       expect(detail).not.toMatch(/TEMP B-TREE/);
     }
@@ -279,7 +280,10 @@ describe("query plans", () => {
     expect(plan(KEEPER_SQL.hours).join(" | ")).toMatch(/SEARCH sales_series USING PRIMARY KEY \(collection_id=\? AND marketplace=\? AND span=\? AND bucket>\?\)/);
     expect(plan(KEEPER_SQL.floor).join(" | ")).toMatch(/SEARCH listings USING INDEX listings_open_floor \(collection_id=\?\)/);
     expect(plan(KEEPER_SQL.floor).join(" | ")).not.toMatch(/TEMP B-TREE/);
-    expect(plan(KEEPER_SQL.rolling).join(" | ")).toMatch(/SEARCH collection_summaries USING COVERING INDEX collection_summaries_rolling \(sales_30d>\?\)/);
+    expect(plan(KEEPER_SQL.rolling(WASH_SUMMARIES)).join(" | ")).toMatch(/SEARCH collection_summaries_with_wash USING COVERING INDEX collection_summaries_with_wash_rolling \(sales_30d>\?\)/);
+    // The flagged sales of a collection's 30 days, for its summary with wash: the partial index's range.
+    expect(plan(KEEPER_SQL.flaggedSums).join(" | ")).toMatch(/SEARCH sales USING COVERING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
+    expect(plan(KEEPER_SQL.flagged).join(" | ")).toMatch(/SEARCH sales USING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
   });
 
   it("reads the binding rules right (the rule itself can fail)", () => {
@@ -341,7 +345,7 @@ function boundColumns(detail: string): string[] {
 function requiredBindings(sql: string): string[][] {
   if (/FROM collections WHERE chain = \S+ AND address/.test(sql)) return [["chain", "address"]];
   // The collections list: every collection in an order; a page after a key seeks it (tested on its own above).
-  if (/FROM collection_summaries s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
+  if (/FROM collection_summaries(_with_wash)? s/.test(sql)) return /\(s\.\w+, s\.address\) > \(/.test(sql) ? [[/ORDER BY s\.(\w+),/.exec(sql)![1]!]] : [[]];
   if (/FROM store_state WHERE id = 1/.test(sql)) return [["rowid"]];
   // A collection's chain's finalized block: the collection by its key (sqlite/sales.ts).
   if (/^SELECT \(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x/.test(sql)) return [["rowid"]];

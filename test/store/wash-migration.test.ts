@@ -7,13 +7,16 @@ import { freshSeriesSql } from "../../src/store/postgres/sales-series.js";
 import { freshHourlySql } from "../../src/store/postgres/sales-stats.js";
 import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
 import { toSale } from "../../src/domain/wire/messages.js";
-import { dropWashFlags, emptyStore, firstRow, importRecords, setSchemaVersion } from "../support/engine.js";
+import { DEFAULT_CHAIN } from "../../src/domain/chains.js";
+import { dropWashFlags, dropWashSummaries, emptyStore, firstRow, importRecords, setSchemaVersion } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
 // Migration 29 (docs/wash-trades.md) on both engines: a store whose sales
 // were written before wash flags answers, once migrated, the flags this build
 // writes for the same sales, and its stats leave the flagged ones out; a
-// sale written afterwards is evaluated with them.
+// sale written afterwards is evaluated with them. Migration 30: a store
+// without the collections list's summaries with wash has them kept for
+// every collection, and the writes keep them from there.
 
 const C = `0x${"cd".repeat(20)}`;
 const W = ["1", "2", "3"].map((c) => `0x${c.repeat(40)}`);
@@ -86,6 +89,41 @@ describe.each([
       // After the migration a new sale is evaluated with the migrated ones: 05 sends token 1 back from wallet 3 to wallet 1, 10 days after 04.
       await importRecords(store.target, "sales", [sale(5, 2, 0, 60)]);
       expect(await flagsOf(store.target)).toEqual({ ...fresh, "04": ["back_and_forth"], "05": ["back_and_forth"] });
+    } finally {
+      await store.cleanup();
+    }
+  });
+});
+
+/** The collections list's row of C: its 30-day sales, of clean sales or with wash. */
+async function listed(target: string, includeWash: boolean): Promise<number | undefined> {
+  const repos = await openReadRepositories(target);
+  try {
+    const { page } = await repos.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort: "volume1d", query: C, includeWash }, { limit: 5, after: null });
+    return page.rows[0]?.sales30d;
+  } finally {
+    await repos.close();
+  }
+}
+
+describe.each([
+  { engine: "sqlite" as const, skip: false },
+  { engine: "postgres" as const, skip: skipPg },
+])("migration 30 ($engine)", ({ engine, skip }) => {
+  it.skipIf(skip)("keeps every collection's summary with wash, and the writes keep it from there", async () => {
+    const store = await emptyStore(engine);
+    try {
+      // Within the 30-day windows: a self trade and a clean sale.
+      const day = Math.floor((Date.now() / 1000 - 1_750_000_000) / 86_400) - 2;
+      await importRecords(store.target, "sales", [sale(1, 0, 0, day, "2"), sale(2, 0, 1, day)]);
+      expect([await listed(store.target, false), await listed(store.target, true)]).toEqual([1, 2]);
+      await dropWashSummaries(store.target);
+      await setSchemaVersion(store.target, 29);
+      expect(await migrateStore(store.target)).toMatchObject({ from: 29 });
+      expect([await listed(store.target, false), await listed(store.target, true)]).toEqual([1, 2]);
+      // Another self trade, of token 3.
+      await importRecords(store.target, "sales", [sale(3, 1, 1, day, "3")]);
+      expect([await listed(store.target, false), await listed(store.target, true)]).toEqual([1, 3]);
     } finally {
       await store.cleanup();
     }

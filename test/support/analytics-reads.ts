@@ -33,13 +33,15 @@ export async function exerciseTokens(store: ReadRepositories, id: number): Promi
   await store.tokens.traits(id);
 }
 
-/** Every read path of the collections list (each order, with and without a text, first pages and pages after a key; each row's top bid and floor then), for the query-plan tests of both engines. */
+/** Every read path of the collections list (each order, with and without a text, of clean sales and with wash, first pages and pages after a key; each row's top bid and floor then), for the query-plan tests of both engines. */
 export async function exerciseCollectionList(store: ReadRepositories, id: number): Promise<void> {
   await store.offers.topBids([id, id + 1], 1_700_500_000);
   await store.analytics.lowestFloorsAt([id, id + 1], 1_700_500_000);
   for (const sort of COLLECTION_SORTS) {
     for (const query of [undefined, "other"]) {
-      for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort, query }, { limit: 5, after });
+      for (const includeWash of [undefined, true]) {
+        for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort, query, includeWash }, { limit: 5, after });
+      }
     }
   }
 }

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { tmpdir } from "node:os";
@@ -153,8 +154,30 @@ export async function firstRow(target: string, sql: string): Promise<Record<stri
   }
 }
 
+/** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash). */
+export async function dropWashSummaries(target: string): Promise<void> {
+  const sql = `DROP TABLE ${WASH_SUMMARIES}`;
+  if (!isPostgresUrl(target)) {
+    const db = new Database(target);
+    try {
+      db.exec(sql);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: target });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Takes the store at `target` back to before migration 29 (docs/wash-trades.md): no wash flags, their indexes as they were. */
 export async function dropWashFlags(target: string): Promise<void> {
+  await dropWashSummaries(target);
   const drops = ["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`);
   if (!isPostgresUrl(target)) {
     const db = new Database(target);

@@ -129,6 +129,8 @@ export interface CollectionsListFilter {
   /** Lower-case text found in the name (lower-cased) or the address; undefined: every collection. */
   query?: string | undefined;
   sort: CollectionSort;
+  /** The windows (and so the ranking) of every sale, flagged ones included; default: clean sales only (docs/wash-trades.md). */
+  includeWash?: boolean | undefined;
 }
 
 export interface CollectionsPage {

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
 import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
-import { hourOf, SORT_COLUMNS, toCollectionSummary } from "../shared/collection-summaries.js";
+import { CLEAN_SUMMARIES, hourOf, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES } from "../shared/collection-summaries.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./statements.js";
 import { HOUR } from "../../domain/series.js";
@@ -15,8 +15,10 @@ import { HOUR } from "../../domain/series.js";
 /** A decimal's descending key (shared/collection-summaries.ts descendingKey), in SQL. */
 const descendingKeyOf = (x: string) => `lpad((99 - length(${x}::text))::text, 2, '0') || translate(${x}::text, '0123456789', '9876543210')`;
 
-export const COLLECTION_SUMMARIES_MIGRATION = `
-  CREATE TABLE collection_summaries (
+/** A summaries table and its indexes (SQLite's summariesTableSql): migration 12's clean one, migration 30's with wash. */
+function summariesTableSql(table: SummariesTable): string {
+  return `
+  CREATE TABLE ${table} (
     collection_id integer PRIMARY KEY,
     address text COLLATE "C" NOT NULL,
     volume_1d numeric NOT NULL,
@@ -35,26 +37,40 @@ export const COLLECTION_SUMMARIES_MIGRATION = `
     floor_key text COLLATE "C" NOT NULL,
     sales_1d_key text COLLATE "C" NOT NULL
   );
-  CREATE INDEX collection_summaries_by_volume_1d ON collection_summaries (volume_1d_key, address);
-  CREATE INDEX collection_summaries_by_volume_7d ON collection_summaries (volume_7d_key, address);
-  CREATE INDEX collection_summaries_by_floor ON collection_summaries (floor_key, address);
-  CREATE INDEX collection_summaries_by_sales_1d ON collection_summaries (sales_1d_key, address);
-  CREATE INDEX collection_summaries_rolling ON collection_summaries (collection_id) WHERE sales_30d > 0;
+  CREATE INDEX ${table}_by_volume_1d ON ${table} (volume_1d_key, address);
+  CREATE INDEX ${table}_by_volume_7d ON ${table} (volume_7d_key, address);
+  CREATE INDEX ${table}_by_floor ON ${table} (floor_key, address);
+  CREATE INDEX ${table}_by_sales_1d ON ${table} (sales_1d_key, address);
+  CREATE INDEX ${table}_rolling ON ${table} (collection_id) WHERE sales_30d > 0;`;
+}
+
+const WINDOWS_HOUR = "(SELECT windows_hour FROM store_state WHERE id = 1)";
+
+export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARIES)}
   CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
   UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR});
-  ${keepSql("true", "(SELECT windows_hour FROM store_state WHERE id = 1)")};
+  ${keepSql("true", WINDOWS_HOUR)};
 `;
 
+/** Migration 30: the summaries of every sale, flagged ones included (includeWash), kept for every collection. */
+export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
+  ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
+
 /**
- * Keeps the summaries of the collections `which` selects (a condition on
- * collections c), with windows ending at hour `hour` (an SQL expression).
+ * Keeps the summaries in `table` of the collections `which` selects (a
+ * condition on collections c), with windows ending at hour `hour` (an SQL
+ * expression): of the hours of clean sales, plus, for the summaries with
+ * wash, the flagged sales themselves (the partial index sales_washed).
  */
-export function keepSql(which: string, hour: string): string {
+export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES): string {
   const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
+  const hours = `SELECT s.bucket, s.volume, s.num_sales FROM sales_series s
+      WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR} AND s.bucket >= ${start(30)}`;
+  const flagged = `SELECT x.timestamp, x.price, 1 FROM sales x WHERE x.collection_id = c.id AND x.wash_flags <> 0 AND x.timestamp >= ${start(30)}`;
   return `
-  INSERT INTO collection_summaries
+  INSERT INTO ${table}
   SELECT c.id, c.address, w.v1, w.v7, w.v30, w.n1, w.n7, w.n30,
     f.marketplace, f.marketplace_id, f.asset_id, f.price, f.created_at,
     ${descendingKeyOf("w.v1")}, ${descendingKeyOf("w.v7")},
@@ -63,7 +79,7 @@ export function keepSql(which: string, hour: string): string {
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(s.volume) ${inWindow(1)}, 0) AS v1, coalesce(sum(s.volume) ${inWindow(7)}, 0) AS v7, coalesce(sum(s.volume), 0) AS v30,
       coalesce(sum(s.num_sales) ${inWindow(1)}, 0) AS n1, coalesce(sum(s.num_sales) ${inWindow(7)}, 0) AS n7, coalesce(sum(s.num_sales), 0) AS n30
-    FROM sales_series s WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR} AND s.bucket >= ${start(30)}) w
+    FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales)) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
     WHERE l.collection_id = c.id AND l.status = 'CREATED' ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
@@ -90,10 +106,12 @@ export const windowsHourNow = (now = Date.now() / 1000): number => hourOf(now);
  */
 export async function keepSummaries(client: pg.ClientBase, version: number, hour: number, rolled: boolean, stamped: boolean): Promise<void> {
   if (!stamped && !rolled) return;
+  // The summaries with wash hold a collection whenever the clean ones do: theirs is the rolling set.
   const which = rolled
-    ? "(c.data_version = $2 OR c.id IN (SELECT collection_id FROM collection_summaries WHERE sales_30d > 0))"
+    ? `(c.data_version = $2 OR c.id IN (SELECT collection_id FROM ${WASH_SUMMARIES} WHERE sales_30d > 0))`
     : "c.data_version = $2";
-  await client.query(keepSql(which, "$1::bigint"), [hour, version]);
+  // Both tables in one statement (one round trip a commit): the clean keep as a data-modifying WITH.
+  await client.query(`WITH clean AS (${keepSql(which, "$1::bigint")}) ${keepSql(which, "$1::bigint", WASH_SUMMARIES)}`, [hour, version]);
 }
 
 export class PgCollectionList implements CollectionListRepository {
@@ -117,7 +135,7 @@ export class PgCollectionList implements CollectionListRepository {
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
          s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, c.chain, h.tokens, h.holders,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
-       FROM collection_summaries s JOIN collections c ON c.id = s.collection_id
+       FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id
        LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
        WHERE ${where.join(" AND ")}
        ORDER BY s.${column}, s.address LIMIT ${limit}`,

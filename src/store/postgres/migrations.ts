@@ -10,7 +10,7 @@ import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
-import { COLLECTION_SUMMARIES_MIGRATION } from "./collection-summaries.js";
+import { COLLECTION_SUMMARIES_MIGRATION, WASH_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
@@ -421,6 +421,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   ORDER_LOG_MIGRATION,
   // 29: every sale's wash flags, evaluated for the sales already held (wash.ts), as SQLite's 29.
   washFlagsMigration,
+  // 30: the collections list's summaries of every sale, for includeWash (collection-summaries.ts).
+  WASH_SUMMARIES_MIGRATION,
 ];
 
 /**

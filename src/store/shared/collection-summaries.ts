@@ -17,7 +17,16 @@ import type { Row } from "./rows.js";
 // recomputes every summary with sales in its 30-day window (the others stay
 // zero until a write adds a sale), so every summary in the store is of the
 // same windows, and a reader sees them all as of one hour.
+//
+// Each collection is kept twice (migration 30): of its clean sales, and of
+// every sale (the flagged ones added, for includeWash), so that either
+// ranking is one index range.
 
+
+/** The summaries of clean sales (the default), and of every sale (includeWash: docs/wash-trades.md). */
+export const CLEAN_SUMMARIES = "collection_summaries";
+export const WASH_SUMMARIES = "collection_summaries_with_wash";
+export type SummariesTable = typeof CLEAN_SUMMARIES | typeof WASH_SUMMARIES;
 
 /** The first hour of each window that ends with hour `hour` (hours since the epoch). */
 export function windowStarts(hour: number): { d1: number; d7: number; d30: number } {

@@ -4,13 +4,17 @@ import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
 import {
   ascendingKey,
+  CLEAN_SUMMARIES,
   descendingKey,
   hourOf,
   SORT_COLUMNS,
+  type SummariesTable,
   toCollectionSummary,
+  WASH_SUMMARIES,
   windowStarts,
 } from "../shared/collection-summaries.js";
 import type { Db } from "./db.js";
+import { limbsToWei } from "./wei.js";
 import { HOUR } from "../../domain/series.js";
 import type { SqliteStatements } from "./statements.js";
 
@@ -21,8 +25,15 @@ import type { SqliteStatements } from "./statements.js";
 // hour series (at most 720 rows, hours with sales only) and one seek of the
 // open listings by price.
 
-export const COLLECTION_SUMMARIES_SCHEMA = `
-  CREATE TABLE collection_summaries (
+/**
+ * A summaries table and its indexes: one per order, and the rolling one
+ * (the collections whose windows move with the hour). Migration 12 made
+ * collection_summaries (clean sales); migration 30 made
+ * collection_summaries_with_wash (every sale, for includeWash), alike.
+ */
+function summariesTableSql(table: SummariesTable): string {
+  return `
+  CREATE TABLE ${table} (
     collection_id INTEGER PRIMARY KEY,
     address TEXT NOT NULL,
     volume_1d TEXT NOT NULL,
@@ -41,26 +52,58 @@ export const COLLECTION_SUMMARIES_SCHEMA = `
     floor_key TEXT NOT NULL,
     sales_1d_key TEXT NOT NULL
   );
-  CREATE INDEX collection_summaries_by_volume_1d ON collection_summaries (volume_1d_key, address);
-  CREATE INDEX collection_summaries_by_volume_7d ON collection_summaries (volume_7d_key, address);
-  CREATE INDEX collection_summaries_by_floor ON collection_summaries (floor_key, address);
-  CREATE INDEX collection_summaries_by_sales_1d ON collection_summaries (sales_1d_key, address);
-  CREATE INDEX collection_summaries_rolling ON collection_summaries (sales_30d) WHERE sales_30d > 0;
+  CREATE INDEX ${table}_by_volume_1d ON ${table} (volume_1d_key, address);
+  CREATE INDEX ${table}_by_volume_7d ON ${table} (volume_7d_key, address);
+  CREATE INDEX ${table}_by_floor ON ${table} (floor_key, address);
+  CREATE INDEX ${table}_by_sales_1d ON ${table} (sales_1d_key, address);
+  CREATE INDEX ${table}_rolling ON ${table} (sales_30d) WHERE sales_30d > 0;`;
+}
+
+export const COLLECTION_SUMMARIES_SCHEMA = `${summariesTableSql(CLEAN_SUMMARIES)}
   CREATE INDEX listings_open_floor ON listings (collection_id, length(price), price, marketplace, marketplace_id)
     WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour INTEGER NOT NULL DEFAULT 0;
 `;
 
+/** Migration 30: the summaries of every sale, flagged ones included (includeWash), kept for every collection. */
+export function washSummariesMigration(db: Db): void {
+  db.exec(summariesTableSql(WASH_SUMMARIES));
+  // The flagged sales' index carries their price limbs (and the flags, which SQLite reads to cover the condition): a window's sums are read from it alone.
+  db.exec(`DROP INDEX sales_washed;
+    CREATE INDEX sales_washed ON sales (collection_id, timestamp, price_hi, price_lo, wash_flags) WHERE wash_flags <> 0;`);
+  keepEverySummary(db);
+}
+
 /** What keeping a summary reads (exported for the query-plan test). */
 export const KEEPER_SQL = {
-  rolling: "SELECT collection_id FROM collection_summaries INDEXED BY collection_summaries_rolling WHERE sales_30d > 0",
+  rolling: (table: SummariesTable) => `SELECT collection_id FROM ${table} INDEXED BY ${table}_rolling WHERE sales_30d > 0`,
+  flaggedSums: `SELECT count(*), sum(price_hi), sum(price_lo), count(price_hi) FROM sales INDEXED BY sales_washed
+    WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?`,
+  flagged: "SELECT timestamp, price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?",
   hours: "SELECT bucket, num_sales, volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
   floor: `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
        WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
 } as const;
 
-/** Keeps the summaries of one connection's writes (prepared once per connection). */
+interface Windows {
+  v1: bigint;
+  v7: bigint;
+  v30: bigint;
+  n1: number;
+  n7: number;
+  n30: number;
+}
+
+/**
+ * Keeps the summaries of one connection's writes (prepared once per
+ * connection): the clean ones and, from migration 30 on, those with the
+ * flagged sales added (read from the partial index of flagged sales).
+ */
 export class SummaryKeeper {
+  readonly #withWash: boolean;
+  readonly #flaggedSums: Statement | undefined;
+  readonly #flagged: Statement | undefined;
+  readonly #upsertWash: Statement | undefined;
   readonly #windowsHour: Statement;
   readonly #setWindowsHour: Statement;
   readonly #rolling: Statement;
@@ -71,13 +114,20 @@ export class SummaryKeeper {
   constructor(db: Db) {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
     this.#setWindowsHour = db.prepare("UPDATE store_state SET windows_hour = ? WHERE id = 1");
-    this.#rolling = db.prepare(KEEPER_SQL.rolling).pluck();
+    // Before migration 30 (its own backfill, and migration 12's) only the clean summaries exist.
+    this.#withWash = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(WASH_SUMMARIES) !== undefined;
+    // The summaries with wash hold a collection whenever the clean ones do: theirs is the rolling set.
+    this.#rolling = db.prepare(KEEPER_SQL.rolling(this.#withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
     this.#hours = db.prepare(KEEPER_SQL.hours).raw();
     this.#floor = db.prepare(KEEPER_SQL.floor).raw();
-    this.#upsert = db.prepare(
-      `INSERT OR REPLACE INTO collection_summaries
-       SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM collections WHERE id = ?`,
-    );
+    const upsert = (table: SummariesTable) =>
+      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM collections WHERE id = ?`);
+    this.#upsert = upsert(CLEAN_SUMMARIES);
+    if (this.#withWash) {
+      this.#flaggedSums = db.prepare(KEEPER_SQL.flaggedSums).raw().safeIntegers(true);
+      this.#flagged = db.prepare(KEEPER_SQL.flagged).raw();
+      this.#upsertWash = upsert(WASH_SUMMARIES);
+    }
   }
 
   /**
@@ -98,29 +148,66 @@ export class SummaryKeeper {
 
   #keepOne(collectionId: number, hour: number): void {
     const starts = windowStarts(hour);
-    const w = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0 };
+    const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0 };
     for (const [bucket, n, v] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string][]) {
-      const h = hourOf(bucket);
-      const volume = BigInt(v);
-      w.v30 += volume;
-      w.n30 += n;
-      if (h >= starts.d7) {
-        w.v7 += volume;
-        w.n7 += n;
-      }
-      if (h >= starts.d1) {
-        w.v1 += volume;
-        w.n1 += n;
-      }
+      addTo(w, hourOf(bucket), starts, n, BigInt(v));
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
+    this.#write(this.#upsert, collectionId, w, floor);
+    if (this.#upsertWash === undefined) return;
+    this.#addFlagged(collectionId, starts, w);
+    this.#write(this.#upsertWash, collectionId, w, floor);
+  }
+
+  /**
+   * Adds the flagged sales of the windows: each window summed from the
+   * index's limbs (a range of it, no row read); the sales themselves only
+   * when a limb sum cannot be exact (an amount past 2^95 wei, or a sum
+   * past 2^63: wei.ts).
+   */
+  #addFlagged(collectionId: number, starts: ReturnType<typeof windowStarts>, w: Windows): void {
+    try {
+      const sums = [starts.d1, starts.d7, starts.d30].map((h) => this.#flaggedSums!.get(collectionId, h * HOUR) as [bigint, bigint | null, bigint | null, bigint]);
+      if (sums.every(([n, , , limbs]) => n === limbs)) {
+        const [d1, d7, d30] = sums.map(([n, hi, lo]) => ({ n: Number(n), v: limbsToWei(hi, lo) }));
+        w.v1 += d1!.v;
+        w.v7 += d7!.v;
+        w.v30 += d30!.v;
+        w.n1 += d1!.n;
+        w.n7 += d7!.n;
+        w.n30 += d30!.n;
+        return;
+      }
+    } catch (e) {
+      if (!(e instanceof Error && /integer overflow/.test(e.message))) throw e;
+    }
+    for (const [timestamp, price] of this.#flagged!.all(collectionId, starts.d30 * HOUR) as [number, string][]) {
+      addTo(w, hourOf(timestamp), starts, 1, BigInt(price));
+    }
+  }
+
+  #write(upsert: Statement, collectionId: number, w: Windows, floor: [string, string, string, string, number] | undefined): void {
     const [v1, v7, v30] = [String(w.v1), String(w.v7), String(w.v30)];
-    this.#upsert.run(
+    upsert.run(
       v1, v7, v30, w.n1, w.n7, w.n30,
       ...(floor ?? [null, null, null, null, null]),
       descendingKey(v1), descendingKey(v7), ascendingKey(floor?.[3]), descendingKey(String(w.n1)),
       collectionId,
     );
+  }
+}
+
+/** Adds `n` sales of `volume` at hour `h` to the windows that hold it. */
+function addTo(w: Windows, h: number, starts: ReturnType<typeof windowStarts>, n: number, volume: bigint): void {
+  w.v30 += volume;
+  w.n30 += n;
+  if (h >= starts.d7) {
+    w.v7 += volume;
+    w.n7 += n;
+  }
+  if (h >= starts.d1) {
+    w.v1 += volume;
+    w.n1 += n;
   }
 }
 
@@ -145,8 +232,9 @@ export class SqliteCollectionList implements CollectionListRepository {
       where.push("(instr(lower(c.name), ?) > 0 OR instr(s.address, ?) > 0)");
       params.push(filter.query, filter.query);
     }
+    const table = filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES;
     const sql = `SELECT s.*, c.name, c.chain, h.tokens, h.holders
-      FROM collection_summaries s INDEXED BY collection_summaries_by_${column.replace(/_key$/, "")}
+      FROM ${table} s INDEXED BY ${table}_by_${column.replace(/_key$/, "")}
       JOIN collections c ON c.id = s.collection_id LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
       WHERE ${where.join(" AND ")} ORDER BY s.${column}, s.address LIMIT ?`;
     params.push(page.limit + 1);

@@ -19,7 +19,7 @@ import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
-import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary } from "./collection-summaries.js";
+import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary, washSummariesMigration } from "./collection-summaries.js";
 import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
 import { backfillWireRows, LISTING_BLOCK_SCHEMA, LISTING_WIRE_JSON_SCHEMA, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 
@@ -363,6 +363,8 @@ export const MIGRATIONS: readonly Migration[] = [
   ORDER_LOG_SCHEMA,
   // 29: every sale's wash flags, evaluated for the sales already held (wash.ts; docs/wash-trades.md).
   washFlagsMigration,
+  // 30: the collections list's summaries of every sale, for includeWash (collection-summaries.ts).
+  washSummariesMigration,
 ];
 
 
