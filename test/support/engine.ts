@@ -154,13 +154,12 @@ export async function firstRow(target: string, sql: string): Promise<Record<stri
   }
 }
 
-/** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash). */
-export async function dropWashSummaries(target: string): Promise<void> {
-  const sql = `DROP TABLE ${WASH_SUMMARIES}`;
+/** Runs `sqlite` on the SQLite store at `target`, or `postgres` on the PostgreSQL one, with a connection of its own. */
+async function onStore(target: string, sqlite: (db: Database.Database) => void, postgres: (client: pg.Client) => Promise<void>): Promise<void> {
   if (!isPostgresUrl(target)) {
     const db = new Database(target);
     try {
-      db.exec(sql);
+      sqlite(db);
     } finally {
       db.close();
     }
@@ -169,34 +168,33 @@ export async function dropWashSummaries(target: string): Promise<void> {
   const client = new pg.Client({ connectionString: target });
   await client.connect();
   try {
-    await client.query(sql);
+    await postgres(client);
   } finally {
     await client.end();
   }
+}
+
+/** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash). */
+export async function dropWashSummaries(target: string): Promise<void> {
+  const sql = `DROP TABLE ${WASH_SUMMARIES}`;
+  await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
 /** Takes the store at `target` back to before migration 29 (docs/wash-trades.md): no wash flags, their indexes as they were. */
 export async function dropWashFlags(target: string): Promise<void> {
   await dropWashSummaries(target);
   const drops = ["sales", "sale_removals"].map((t) => `ALTER TABLE ${t} DROP COLUMN wash_flags`);
-  if (!isPostgresUrl(target)) {
-    const db = new Database(target);
-    try {
+  await onStore(
+    target,
+    (db) => {
       db.exec(`DROP INDEX sales_washed; DROP INDEX sales_by_marketplace;
         CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_key, price_hi, price_lo);`);
       for (const sql of drops) db.exec(sql);
-    } finally {
-      db.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: target });
-  await client.connect();
-  try {
-    // The column's drop drops the indexes that hold it.
-    for (const sql of drops) await client.query(sql);
-    await client.query("CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_id) INCLUDE (price)");
-  } finally {
-    await client.end();
-  }
+    },
+    async (client) => {
+      // The column's drop drops the indexes that hold it.
+      for (const sql of drops) await client.query(sql);
+      await client.query("CREATE INDEX sales_by_marketplace ON sales (collection_id, marketplace, timestamp DESC, block DESC, hash, asset_id) INCLUDE (price)");
+    },
+  );
 }
