@@ -174,10 +174,14 @@ async function onStore(target: string, sqlite: (db: Database.Database) => void, 
   }
 }
 
+/** Runs statement `sql` on the store at `target` (either engine). */
+export async function execSql(target: string, sql: string): Promise<void> {
+  await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
+}
+
 /** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash). */
 export async function dropWashSummaries(target: string): Promise<void> {
-  const sql = `DROP TABLE ${WASH_SUMMARIES}`;
-  await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
+  await execSql(target, `DROP TABLE ${WASH_SUMMARIES}`);
 }
 
 /** Takes the store at `target` back to before migration 29 (docs/wash-trades.md): no wash flags, their indexes as they were. */

@@ -53,9 +53,14 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
   ${keepSql("true", WINDOWS_HOUR)};
 `;
 
-/** Migration 30: the summaries of every sale, flagged ones included (includeWash), kept for every collection. */
+/**
+ * Migration 30: the summaries of every sale, flagged ones included
+ * (includeWash), kept for every collection; the clean ones kept again with
+ * them (migration 29 took the flagged sales out of the aggregates, not out
+ * of the summaries made from them).
+ */
 export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
-  ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
 
 /**
  * Keeps the summaries in `table` of the collections `which` selects (a
