@@ -22,7 +22,6 @@ import type { Row } from "./rows.js";
 // every sale (the flagged ones added, for includeWash), so that either
 // ranking is one index range.
 
-
 /** The summaries of clean sales (the default), and of every sale (includeWash: docs/wash-trades.md). */
 export const CLEAN_SUMMARIES = "collection_summaries";
 export const WASH_SUMMARIES = "collection_summaries_with_wash";

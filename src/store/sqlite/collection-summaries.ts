@@ -77,8 +77,11 @@ export function washSummariesMigration(db: Db): void {
 /** What keeping a summary reads (exported for the query-plan test). */
 export const KEEPER_SQL = {
   rolling: (table: SummariesTable) => `SELECT collection_id FROM ${table} INDEXED BY ${table}_rolling WHERE sales_30d > 0`,
-  flaggedSums: `SELECT count(*), sum(price_hi), sum(price_lo), count(price_hi) FROM sales INDEXED BY sales_washed
-    WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?`,
+  // One range of the 30 days: each window's count, limb sums and limbs held, the shorter windows by FILTER.
+  flaggedSums: `SELECT ${["@d1", "@d7", "@d30"].map((d) => {
+    const f = `FILTER (WHERE timestamp >= ${d})`;
+    return `count(*) ${f}, sum(price_hi) ${f}, sum(price_lo) ${f}, count(price_hi) ${f}`;
+  }).join(", ")} FROM sales INDEXED BY sales_washed WHERE collection_id = @id AND wash_flags <> 0 AND timestamp >= @d30`,
   flagged: "SELECT timestamp, price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?",
   hours: "SELECT bucket, num_sales, volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
   floor: `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
@@ -100,7 +103,6 @@ interface Windows {
  * flagged sales added (read from the partial index of flagged sales).
  */
 export class SummaryKeeper {
-  readonly #withWash: boolean;
   readonly #flaggedSums: Statement | undefined;
   readonly #flagged: Statement | undefined;
   readonly #upsertWash: Statement | undefined;
@@ -115,15 +117,15 @@ export class SummaryKeeper {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
     this.#setWindowsHour = db.prepare("UPDATE store_state SET windows_hour = ? WHERE id = 1");
     // Before migration 30 (its own backfill, and migration 12's) only the clean summaries exist.
-    this.#withWash = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(WASH_SUMMARIES) !== undefined;
+    const withWash = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(WASH_SUMMARIES) !== undefined;
     // The summaries with wash hold a collection whenever the clean ones do: theirs is the rolling set.
-    this.#rolling = db.prepare(KEEPER_SQL.rolling(this.#withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
+    this.#rolling = db.prepare(KEEPER_SQL.rolling(withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
     this.#hours = db.prepare(KEEPER_SQL.hours).raw();
     this.#floor = db.prepare(KEEPER_SQL.floor).raw();
     const upsert = (table: SummariesTable) =>
       db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM collections WHERE id = ?`);
     this.#upsert = upsert(CLEAN_SUMMARIES);
-    if (this.#withWash) {
+    if (withWash) {
       this.#flaggedSums = db.prepare(KEEPER_SQL.flaggedSums).raw().safeIntegers(true);
       this.#flagged = db.prepare(KEEPER_SQL.flagged).raw();
       this.#upsertWash = upsert(WASH_SUMMARIES);
@@ -167,7 +169,8 @@ export class SummaryKeeper {
    */
   #addFlagged(collectionId: number, starts: ReturnType<typeof windowStarts>, w: Windows): void {
     try {
-      const sums = [starts.d1, starts.d7, starts.d30].map((h) => this.#flaggedSums!.get(collectionId, h * HOUR) as [bigint, bigint | null, bigint | null, bigint]);
+      const row = this.#flaggedSums!.get({ id: collectionId, d1: starts.d1 * HOUR, d7: starts.d7 * HOUR, d30: starts.d30 * HOUR }) as (bigint | null)[];
+      const sums = [0, 4, 8].map((i) => row.slice(i, i + 4) as [bigint, bigint | null, bigint | null, bigint]);
       if (sums.every(([n, , , limbs]) => n === limbs)) {
         const [d1, d7, d30] = sums.map(([n, hi, lo]) => ({ n: Number(n), v: limbsToWei(hi, lo) }));
         w.v1 += d1!.v;
