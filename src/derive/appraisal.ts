@@ -37,6 +37,10 @@ export const WEI_PER_ETH = 1e18;
 const SWEEPS = 8;
 /** β is refitted once at least this many sales (and refitShare of all) came since the last fit. */
 const MIN_REFIT_SALES = 20;
+/** A trait value's error spread is shrunk towards the collection's as if this many sales had shown the collection's. */
+const COMPARABLE_PRIOR = 2;
+/** Estimate.ownStaleDays of a token that has not sold (and the most it says of one that has): ten years. */
+export const NEVER_SOLD_DAYS = 3_650;
 
 export interface ModelParams {
   levelDays: number;
@@ -91,6 +95,16 @@ export interface Estimate {
   levelSpread: number;
   /** Days since the collection's latest sale. */
   staleDays: number;
+  /** Days since the token's own latest sale (NEVER_SOLD_DAYS when it has none): how stale its own evidence is. */
+  ownStaleDays: number;
+  /**
+   * The spread of comparable sales: per trait value of the token, the
+   * half-life weighted mean absolute error of the earlier sales that had it
+   * (shrunk towards the collection's as if COMPARABLE_PRIOR sales had shown
+   * that), the largest of them: a token is as predictable as its least
+   * predictable trait.
+   */
+  comparableSpread: number;
   /** Sales (half-life weighted) of the token's least-sold trait value: how well its premiums are known. */
   traitEvidence: number;
 }
@@ -125,6 +139,9 @@ export class AppraisalModel {
   #fits = 0;
   #scratch = new Float64Array(64);
   readonly #own = new Map<string, { t: number; u: number }[]>();
+  /** Per column, the decayed sums Σ w·|error| and Σ w of the sales that had it (comparableSpread), and of every sale (the last entry). */
+  readonly #absError: Float64Array;
+  readonly #absWeight: Float64Array;
   readonly #tau: number;
   /** ln 2 / the own history's half-life in seconds. */
   readonly #ownRate: number;
@@ -138,6 +155,8 @@ export class AppraisalModel {
     this.#gram = new Float64Array(this.#columns * this.#columns);
     this.#moments = new Float64Array(this.#columns);
     this.#beta = new Float64Array(this.#columns);
+    this.#absError = new Float64Array(this.#columns + 1);
+    this.#absWeight = new Float64Array(this.#columns + 1);
     this.#tau = (params.traitHalfLifeDays * DAY) / Math.LN2;
     this.#ownRate = Math.LN2 / (params.ownHalfLifeDays * DAY);
   }
@@ -246,9 +265,12 @@ export class AppraisalModel {
           this.#gram[idx] = this.#gram[idx]! + wx * x.values[j]!;
         }
       }
+      const u = clamp(error, this.#params.clip);
+      this.#addAbsError(f, w, Math.abs(u));
+      for (let i = 0; i < x.ids.length; i++) if (this.#valueColumn[x.ids[i]!] === 1) this.#addAbsError(x.ids[i]!, w, Math.abs(u));
       let own = this.#own.get(sale.assetId);
       if (!own) this.#own.set(sale.assetId, (own = []));
-      own.push({ t: sale.timestamp, u: clamp(error, this.#params.clip) });
+      own.push({ t: sale.timestamp, u });
       this.#sinceFit++;
     }
     this.#times.push(sale.timestamp);
@@ -256,6 +278,33 @@ export class AppraisalModel {
     this.#rows.push(x);
     this.#adjusted.push(0);
     this.#fitOf.push(-1);
+  }
+
+  #addAbsError(column: number, w: number, e: number): void {
+    this.#absError[column] = this.#absError[column]! + w * e;
+    this.#absWeight[column] = this.#absWeight[column]! + w;
+  }
+
+  /** Estimate.comparableSpread of a token with features x (0 before any sale was appraised). */
+  #comparableSpread(x: FeatureVector): number {
+    const all = this.#columns;
+    if (this.#absWeight[all] === 0) return 0;
+    // The weights are relative to the same t0, so their ratios need no rescaling; the prior is COMPARABLE_PRIOR sales of now's weight.
+    const prior = COMPARABLE_PRIOR / this.#weightScale();
+    const overall = this.#absError[all]! / this.#absWeight[all]!;
+    let spread = overall;
+    for (let k = 0; k < x.ids.length; k++) {
+      const c = x.ids[k]!;
+      if (this.#valueColumn[c] === 1) spread = Math.max(spread, (this.#absError[c]! + prior * overall) / (this.#absWeight[c]! + prior));
+    }
+    return spread;
+  }
+
+  /** Days since the token's own latest sale before t. */
+  #ownStaleDays(assetId: string, t: number): number {
+    const own = this.#own.get(assetId);
+    if (own !== undefined) for (let i = own.length - 1; i >= 0; i--) if (own[i]!.t < t) return Math.min(NEVER_SOLD_DAYS, (t - own[i]!.t) / DAY);
+    return NEVER_SOLD_DAYS;
   }
 
   #refitIfDue(): void {
@@ -324,6 +373,8 @@ export class AppraisalModel {
       levelSales: lv.n,
       levelSpread: lv.spread,
       staleDays: last > 0 ? (t - this.#times[last - 1]!) / DAY : 0,
+      ownStaleDays: this.#ownStaleDays(assetId, t),
+      comparableSpread: this.#comparableSpread(x),
       traitEvidence: Number.isFinite(evidence) ? evidence : 0,
     };
   }
@@ -332,6 +383,23 @@ export class AppraisalModel {
 export function toWei(lnEth: number): bigint {
   const v = Math.exp(lnEth) * WEI_PER_ETH;
   return Number.isFinite(v) && v >= 1 ? BigInt(Math.round(v)) : 0n;
+}
+
+/**
+ * A value to the precision its evidence supports (docs/appraisal-model.md,
+ * "Rounding"): to the power of ten at or below a tenth of its expected
+ * error, `error` being a relative one (a mean absolute ln error, e.g.
+ * calibration.ts impliedError of its confidence). A value whose error is
+ * expected near 10% keeps three significant digits, near 1% four, near
+ * 100% one or two; the digits after those are noise that looked like
+ * knowledge (19 of them before).
+ */
+export function roundToEvidence(value: bigint, error: number): bigint {
+  if (value <= 0n) return value;
+  const step = Number(value) * error * 0.1;
+  if (!(step >= 10)) return value;
+  const unit = 10n ** BigInt(Math.floor(Math.log10(step)));
+  return ((value + unit / 2n) / unit) * unit;
 }
 
 /** Confidence as api.md writes it: a decimal fraction in text. */

@@ -1,6 +1,6 @@
 import type { SaleForModel } from "../store/ports/derive.js";
-import { AppraisalModel, DEFAULT_PARAMS, type Estimate, type ModelParams, toWei, WEI_PER_ETH } from "./appraisal.js";
-import { Calibrator } from "./calibration.js";
+import { AppraisalModel, DEFAULT_PARAMS, type Estimate, type ModelParams, roundToEvidence, toWei, WEI_PER_ETH } from "./appraisal.js";
+import { Calibrator, impliedError } from "./calibration.js";
 import { type FeatureSpace, featureSpace } from "./features.js";
 import type { TokenTraits } from "./rarity.js";
 
@@ -80,9 +80,11 @@ export class PrequentialPass {
     for (const assetId of assets) {
       const e = this.model.estimate(assetId, at);
       if (e === undefined) continue;
-      const value = toWei(e.ln);
+      const confidence = this.calibrator.confidence(e);
+      // Rounded before the listing's bound: a token listed below its value is worth what it can be bought for, to the wei.
+      const value = roundToEvidence(toWei(e.ln), impliedError(confidence));
       const listing = listed.get(assetId);
-      yield { assetId, fairMarketValue: listing !== undefined && listing > 0n && listing < value ? listing : value, confidence: this.calibrator.confidence(e) };
+      yield { assetId, fairMarketValue: listing !== undefined && listing > 0n && listing < value ? listing : value, confidence };
     }
   }
 }

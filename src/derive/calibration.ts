@@ -33,6 +33,8 @@ const REFIT_EVERY = 250;
 /** ... or this share of all outcomes so far, whichever is more: a long history is refitted ~100 times per tenfold growth, not once per 250 sales. */
 const REFIT_SHARE = 0.05;
 const RIDGE = 1;
+/** The intercept's ridge: negligible beside a window's outcomes, enough to keep a fit of outcomes all alike finite. */
+const INTERCEPT_RIDGE = 1e-3;
 /** The first fit waits for this many outcomes (until then: the Laplace band of the market's spread). */
 const FIRST_FIT_OUTCOMES = 20;
 /** Per outcome, how much of the past the recent share and the skill scores keep (~500 outcomes). */
@@ -73,6 +75,8 @@ export const CONFIDENCE_INPUTS: readonly { name: string; of: (e: Estimate) => nu
   { name: "size of the trait premium", of: (e) => Math.abs(e.traits), feature: (v) => Math.log1p(v) },
   { name: "own-history weight", of: (e) => e.ownWeight, feature: (v) => 1 / (1 + v) },
   { name: "rarest value's evidence", of: (e) => e.traitEvidence, feature: (v) => 1 / Math.sqrt(1 + v) },
+  { name: "days since the token's last sale", of: (e) => e.ownStaleDays, feature: (v) => Math.log1p(Math.min(v, 365)) / 6 },
+  { name: "spread of comparable sales", of: (e) => e.comparableSpread, feature: (v) => v },
 ];
 
 /** The regressors: the intercept, then one per input. */
@@ -93,6 +97,24 @@ export function laplaceBand(m: number): number {
   return 1 - 0.5 * Math.exp(LOW / b) - 0.5 * Math.exp(-HIGH / b);
 }
 
+/**
+ * The mean absolute ln error a Laplace error would need to put `confidence`
+ * of the sales in the band: laplaceBand inverted (by bisection; it falls as
+ * the error grows), within [0.001, 10].
+ */
+export function impliedError(confidence: number): number {
+  let lo = 1e-3;
+  let hi = 10;
+  if (!(confidence < laplaceBand(lo))) return lo;
+  if (confidence <= laplaceBand(hi)) return hi;
+  for (let i = 0; i < 50; i++) {
+    const mid = Math.sqrt(lo * hi);
+    if (laplaceBand(mid) > confidence) lo = mid;
+    else hi = mid;
+  }
+  return Math.sqrt(lo * hi);
+}
+
 /** The band's share before any outcome: a Laplace error of the market's spread over `sales` sales, shrunk towards the prior's. */
 export function priorBand(spread: number, sales: number): number {
   const n = Math.max(0, sales);
@@ -101,8 +123,12 @@ export function priorBand(spread: number, sales: number): number {
 
 /**
  * Weighted logistic regression by Newton's method (IRLS), starting from
- * `start`, with a ridge penalty on every coefficient but the intercept
- * (index 0).
+ * `start`, with a ridge penalty on every coefficient (`ridge`; the
+ * intercept, index 0, INTERCEPT_RIDGE). Each step is halved until the
+ * penalised likelihood improves: a full Newton step from a start far from
+ * the optimum (the last fit's coefficients after the market changed) can
+ * overshoot into saturation, and from there the steps swung between two
+ * points 1e5 apart for every iteration of every later refit.
  */
 export function fitLogistic(
   xs: readonly Float64Array[],
@@ -112,7 +138,22 @@ export function fitLogistic(
   ridge = RIDGE,
 ): Float64Array {
   const d = start.length;
+  const penalty = (i: number) => (i === 0 ? INTERCEPT_RIDGE : ridge);
+  /** The penalised log-likelihood at b. */
+  const objective = (b: Float64Array): number => {
+    let l = 0;
+    for (let k = 0; k < xs.length; k++) {
+      const x = xs[k]!;
+      let z = 0;
+      for (let i = 0; i < d; i++) z += b[i]! * x[i]!;
+      // y·z − ln(1 + e^z), without overflow for large |z|.
+      l += ws[k]! * (ys[k]! * z - (z > 0 ? z + Math.log1p(Math.exp(-z)) : Math.log1p(Math.exp(z))));
+    }
+    for (let i = 0; i < d; i++) l -= 0.5 * penalty(i) * b[i]! * b[i]!;
+    return l;
+  };
   let beta = Float64Array.from(start);
+  let current = objective(beta);
   for (let iter = 0; iter < 8; iter++) {
     const h = new Float64Array(d * d);
     const g = new Float64Array(d);
@@ -128,20 +169,25 @@ export function fitLogistic(
         for (let j = 0; j <= i; j++) h[i * d + j] = h[i * d + j]! + v * x[i]! * x[j]!;
       }
     }
-    for (let i = 1; i < d; i++) {
-      g[i] = g[i]! - ridge * beta[i]!;
-      h[i * d + i] = h[i * d + i]! + ridge;
+    for (let i = 0; i < d; i++) {
+      g[i] = g[i]! - penalty(i) * beta[i]!;
+      h[i * d + i] = h[i * d + i]! + penalty(i);
     }
-    h[0] = h[0]! + 1e-6;
     for (let i = 0; i < d; i++) for (let j = i + 1; j < d; j++) h[i * d + j] = h[j * d + i]!;
     const step = solveSpd(h, g, d);
-    let size = 0;
-    const next = new Float64Array(d);
-    for (let i = 0; i < d; i++) {
-      next[i] = beta[i]! + step[i]!;
-      size += Math.abs(step[i]!);
+    let scale = 1;
+    let next = new Float64Array(d);
+    let value = current;
+    for (let halvings = 0; halvings < 20; halvings++, scale /= 2) {
+      for (let i = 0; i < d; i++) next[i] = beta[i]! + scale * step[i]!;
+      value = objective(next);
+      if (value >= current) break;
     }
-    beta = next;
+    if (!(value >= current)) break;
+    let size = 0;
+    for (let i = 0; i < d; i++) size += Math.abs(scale * step[i]!);
+    [beta, next] = [next, beta];
+    current = value;
     if (size < 1e-4) break;
   }
   return beta;

@@ -172,4 +172,29 @@ describe("demo store", () => {
       expect(BigInt(r.fair_market_value) > 0n).toBe(true);
     }
   });
+
+  it("confidence is the token's own (issue 53): the largest collection's rank-1 token and its floor tokens differ, rare tokens are less certain, and values keep the digits their evidence supports", () => {
+    // The demo's rarer tokens trade further from their value (generate.ts), as CryptoPunks' do.
+    const dump = dumpStore(a);
+    const appraisals = dump.appraisals as { collection_id: number; asset_key: string; confidence: string; fair_market_value: string }[];
+    const rarity = dump.rarity as { collection_id: number; asset_key: string; rarity_rank: number }[];
+    const counts = new Map<number, number>();
+    for (const r of appraisals) counts.set(r.collection_id, (counts.get(r.collection_id) ?? 0) + 1);
+    const largest = [...counts].sort((x, y) => y[1] - x[1])[0]![0];
+    const rank = new Map(rarity.filter((r) => r.collection_id === largest).map((r) => [r.asset_key, r.rarity_rank]));
+    const rows = appraisals.filter((r) => r.collection_id === largest).sort((x, y) => rank.get(x.asset_key)! - rank.get(y.asset_key)!);
+    const confidence = rows.map((r) => Number(r.confidence));
+    const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+    const tenth = Math.floor(rows.length / 10);
+    // Before: 0.887-0.890 for every token, the rank-1 token and a floor token alike.
+    expect(confidence[0]).not.toBe(confidence.at(-1));
+    expect(new Set(confidence).size).toBeGreaterThan(rows.length / 20);
+    expect(mean(confidence.slice(0, tenth)), "the rarest tenth against the commonest").toBeLessThan(mean(confidence.slice(-tenth)) - 0.05);
+    // At most four significant digits (19 before), but where an open listing bounds the value: it is its price, to the wei.
+    const listed = new Set((dump.listings as { collection_id: number; asset_key: string; price: string; status: string }[])
+      .filter((l) => l.collection_id === largest && l.status === "CREATED").map((l) => `${l.asset_key} ${l.price}`));
+    const model = rows.filter((r) => !listed.has(`${r.asset_key} ${r.fair_market_value}`));
+    expect(model.length).toBeGreaterThan(rows.length / 2);
+    for (const r of model) expect(r.fair_market_value.replace(/0+$/, "").length, r.fair_market_value).toBeLessThanOrEqual(4);
+  });
 });

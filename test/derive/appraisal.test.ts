@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { appraiseCollection } from "../../src/derive/appraise.js";
-import { AppraisalModel } from "../../src/derive/appraisal.js";
+import { appraiseCollection, prequential } from "../../src/derive/appraise.js";
+import { AppraisalModel, roundToEvidence } from "../../src/derive/appraisal.js";
 import { solveSpd } from "../../src/derive/numeric.js";
 import { backtestCollection, type Prediction } from "../../src/derive/backtest.js";
 import { byTier, calibration, errorFigures, resolution, shareNoise } from "../../src/derive/backtest-report.js";
-import { fitLogistic, inBand, laplaceBand } from "../../src/derive/calibration.js";
+import { fitLogistic, impliedError, inBand, laplaceBand } from "../../src/derive/calibration.js";
 import { featureSpace } from "../../src/derive/features.js";
 import type { TokenTraits } from "../../src/derive/rarity.js";
 import { Random } from "../../src/demo/random.js";
@@ -147,6 +147,83 @@ describe("the backtest", () => {
 const p = (actual: number, model: number, confidence = 0.5, relative = 1, constantConfidence = 0.5): Prediction =>
   ({ actual, model, weekMedian: actual * 2, lastSale: actual, confidence, relative, constantConfidence }) as Prediction;
 
+describe("confidence from the token's own evidence", () => {
+  // A market where tokens of one type ("wild", a fifth of them, priced as
+  // the others) trade far from their value and the rest near it: only the
+  // spread of comparable sales (those sharing the token's traits) tells
+  // them apart. The market's spread is the same for both, and neither the
+  // premium nor the evidence differ.
+  function uneven(seed: number): { tokens: TokenTraits[]; sales: SaleForModel[]; rare: (id: string) => boolean } {
+    const rnd = new Random(seed);
+    const tokens: TokenTraits[] = Array.from({ length: 400 }, (_, i) => ({
+      assetId: String(i),
+      attributes: [{ trait_type: "type", value: i % 5 === 0 ? "wild" : "plain" }, { trait_type: "hat", value: ["red", "blue", "none"][i % 3]! }],
+    }));
+    const rare = (id: string) => Number(id) % 5 === 0;
+    const sales: SaleForModel[] = [];
+    const start = 1_600_000_000;
+    for (let i = 0; i < 6000; i++) {
+      const id = String(rnd.int(0, tokens.length - 1));
+      const eth = Math.exp(rnd.normal(0, rare(id) ? 0.45 : 0.08));
+      sales.push({ assetId: id, timestamp: start + i * 600, price: BigInt(Math.round(eth * 1e6)) * 10n ** 12n, buyer: "0x" });
+    }
+    return { tokens, sales, rare };
+  }
+
+  it("a wild token's confidence is lower than a plain one's, each near the share of its kind's next sales in the band", () => {
+    const { tokens, sales, rare } = uneven(21);
+    // Each sale of the latter half appraised just before it (the backtest's pass), by kind of token.
+    const groups = { wild: { confidence: 0, hits: 0, n: 0 }, plain: { confidence: 0, hits: 0, n: 0 } };
+    prequential(sales, featureSpace(tokens), undefined, {
+      appraised({ index, sale, estimate, confidence }) {
+        if (index < sales.length / 2) return;
+        const g = groups[rare(sale.assetId) ? "wild" : "plain"];
+        g.confidence += confidence;
+        g.n++;
+        if (inBand(Math.exp(estimate.ln), Number(sale.price) / 1e18)) g.hits++;
+      },
+    });
+    for (const [name, g] of Object.entries(groups)) {
+      const mean = g.confidence / g.n;
+      const observed = g.hits / g.n;
+      expect(Math.abs(mean - observed), `${name}: mean confidence ${mean.toFixed(3)}, observed ${observed.toFixed(3)}`).toBeLessThan(0.05);
+    }
+    const served = [...appraiseCollection(tokens, sales, tokens.map((t) => t.assetId))];
+    const rareMean = served.filter((a) => rare(a.assetId)).reduce((s, a) => s + a.confidence, 0) / 80;
+    const plainMean = served.filter((a) => !rare(a.assetId)).reduce((s, a) => s + a.confidence, 0) / 320;
+    expect(rareMean).toBeLessThan(plainMean - 0.3);
+  });
+});
+
+describe("values rounded to their evidence", () => {
+  it("impliedError inverts laplaceBand", () => {
+    for (const m of [0.01, 0.05, 0.1, 0.3, 1]) expect(impliedError(laplaceBand(m))).toBeCloseTo(m, 6);
+    expect(impliedError(1)).toBe(0.001);
+    expect(impliedError(0)).toBe(10);
+  });
+
+  it("to the power of ten at or below a tenth of the expected error", () => {
+    const v = 12_345_678_901_234_567_891n;
+    expect(roundToEvidence(v, 0.1)).toBe(12_300_000_000_000_000_000n);
+    expect(roundToEvidence(v, 0.01)).toBe(12_350_000_000_000_000_000n);
+    expect(roundToEvidence(v, 1)).toBe(12_000_000_000_000_000_000n);
+    expect(roundToEvidence(98_765_432_109_876_543_210n, 0.1)).toBe(98_800_000_000_000_000_000n);
+    // Half up, to the next power of ten when it comes to that; a value too small to round is kept.
+    expect(roundToEvidence(9_996n * 10n ** 16n, 0.1)).toBe(1_000n * 10n ** 17n);
+    expect(roundToEvidence(7n, 0.5)).toBe(7n);
+  });
+
+  it("an appraisal keeps the digits its confidence supports, and a listing below it bounds it to the wei", () => {
+    const { tokens, sales } = market(6, 500);
+    for (const a of appraiseCollection(tokens, sales, tokens.map((t) => t.assetId))) {
+      const digits = a.fairMarketValue.toString().replace(/0+$/, "").length;
+      expect(digits).toBeLessThanOrEqual(Math.max(1, Math.ceil(-Math.log10(impliedError(a.confidence) * 0.1))) + 1);
+    }
+    const [listed] = appraiseCollection(tokens, sales, ["1"], new Map([["1", 1_234_567n]]));
+    expect(listed!.fairMarketValue).toBe(1_234_567n);
+  });
+});
+
 describe("confidence on thin data", () => {
   // Collections with 1, 5 and 20 sales, each a market of its own: a level,
   // and a dispersion of ln prices drawn from 0.1 to 0.7 (NFT markets span
@@ -249,18 +326,35 @@ describe("figures", () => {
     expect(laplaceBand(0.2)).toBeGreaterThan(laplaceBand(0.3));
   });
 
-  it("fitLogistic recovers known coefficients", () => {
-    const rnd = new Random(9);
+  /** Outcomes of P(y = 1) = σ(0.5 − 1.5·x) for x standard normal, with an intercept column. */
+  function logisticSample(seed: number, n: number): { xs: Float64Array[]; ys: number[] } {
+    const rnd = new Random(seed);
     const xs: Float64Array[] = [];
     const ys: number[] = [];
-    for (let i = 0; i < 20_000; i++) {
+    for (let i = 0; i < n; i++) {
       const x = Float64Array.of(1, rnd.normal(0, 1));
       xs.push(x);
       ys.push(rnd.next() < 1 / (1 + Math.exp(-(0.5 - 1.5 * x[1]!))) ? 1 : 0);
     }
+    return { xs, ys };
+  }
+
+  it("fitLogistic recovers known coefficients", () => {
+    const { xs, ys } = logisticSample(9, 20_000);
     const beta = fitLogistic(xs, ys, xs.map(() => 1), new Float64Array(2), 0);
     expect(beta[0]).toBeCloseTo(0.5, 1);
     expect(beta[1]).toBeCloseTo(-1.5, 1);
+  });
+
+  it("fitLogistic converges from a start far off, and stays finite when every outcome is alike", () => {
+    const { xs, ys } = logisticSample(10, 2_000);
+    const ones = xs.map(() => 1);
+    // The last fit's coefficients after the market turned: a full Newton step from here swung between two points forever.
+    const beta = fitLogistic(xs, ys, ones, Float64Array.of(-8, 0.01), 0);
+    expect(beta[0]).toBeCloseTo(0.5, 0);
+    expect(beta[1]).toBeCloseTo(-1.5, 0);
+    const none = fitLogistic(xs, xs.map(() => 0), ones, new Float64Array(2), 0);
+    expect(Number.isFinite(none[0]!) && none[0]! < -4 && none[0]! > -40).toBe(true);
   });
 
   it("solveSpd solves a symmetric positive definite system", () => {

@@ -57,6 +57,10 @@ describe.skipIf(!havePunks())("CryptoPunks backtest", () => {
     expect(c.brier).toBeLessThan(c.constantBrier);
   });
 
+  it("confidence is calibrated by quintile (issue 53): each within 0.05 of the share of its sales in the band", () => {
+    for (const q of calibration(ps, 5).deciles) expect(Math.abs(q.observed - q.meanConfidence), JSON.stringify(q)).toBeLessThanOrEqual(0.05);
+  });
+
   it("confidence resolves: its lowest and highest quintiles differ by far more than sampling noise", () => {
     const shares = resolution(ps, (p) => p.confidence).map((g) => g.observed);
     const noise = shareNoise(calibration(ps).observed, ps.length / 5);
