@@ -103,6 +103,26 @@ const FEES: Record<(typeof MARKETPLACES)[number], bigint> = {
   SUDOSWAP: 5n,
   OTHER: 10n,
 };
+/** Of FEES, the marketplace's own share, per mille (the rest is the creator's royalty). */
+const MARKETPLACE_FEES: Record<(typeof MARKETPLACES)[number], bigint> = {
+  OPENSEA: 25n,
+  BLUR: 0n,
+  LOOKSRARE: 20n,
+  X2Y2: 5n,
+  SUDOSWAP: 5n,
+  OTHER: 10n,
+};
+
+/**
+ * The token a demo sale is paid in (docs/money.md), from what its sale
+ * already drew (no draw of its own, so the market's other records are
+ * those of a build before tokens were told apart): Blur's in its pool ETH,
+ * a sale whose hash ends in 0 (an accepted offer, as a sixteenth of sales
+ * are) in WETH, the rest in ETH.
+ */
+function paidIn(marketplace: string, hash: string): string {
+  return marketplace === "BLUR" ? "BLUR_POOL" : hash.endsWith("0") ? "WETH" : "ETH";
+}
 
 /** The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none). */
 export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"] as const satisfies readonly Kind[];
@@ -160,6 +180,8 @@ export function generateDemo(seed: number, scale: Scale, end: number = Math.floo
         // Rarer tokens trade thinner, so further from their value either way (CryptoPunks: 9% median error on the floor, 30% on the top 5%).
         const eth = floor(t) * Math.exp(token.premium + r.normal(0, 0.08 + 0.3 * token.premium));
         const price = BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH;
+        const received = (price * (1000n - FEES[marketplace])) / 1000n;
+        const fee = (price * MARKETPLACE_FEES[marketplace]) / 1000n;
         out.sales.push({
           hash,
           from: token.owner,
@@ -169,9 +191,11 @@ export function generateDemo(seed: number, scale: Scale, end: number = Math.floo
           timestamp: t,
           block: blockAt(t),
           price: price.toString(),
-          amountReceived: ((price * (1000n - FEES[marketplace])) / 1000n).toString(),
-          currency: "ETH",
+          amountReceived: received.toString(),
+          currency: paidIn(marketplace, hash),
           marketplace,
+          marketplaceFee: fee.toString(),
+          royaltyFee: (price - received - fee).toString(),
         });
         token.owner = buyer;
         token.moved = t;

@@ -36,7 +36,12 @@ export interface SaleRow {
   block: number;
   price: string;
   amountReceived: string;
+  /** Its payment token's symbol (domain/currencies.ts); absent: ETH. */
+  currency?: string;
   marketplace: string;
+  /** The marketplace's fee and the creator's royalty, in the currency's smallest unit; "" or absent when its indexer sent none. */
+  marketplaceFee?: string;
+  royaltyFee?: string;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
   /** As read (absent on a record being written: its kept JSON holds no finality). */

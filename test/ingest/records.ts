@@ -40,6 +40,8 @@ export const VALID: Record<string, Record<string, unknown>> = {
   sales: {
     hash: `0x${"ab".repeat(32)}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: C, assetId: "42",
     timestamp: 1_700_000_000, block: 18_500_000, price: "25000000000000000000", amountReceived: "24375000000000000000", currency: "ETH", marketplace: "OPENSEA",
+    // Told, and the smallest they can be: a test that sets a lower price keeps them within it.
+    marketplaceFee: "0", royaltyFee: "0",
   },
   listings: {
     marketplaceId: "0x9f8e", marketplace: "OPENSEA", contractAddress: C, assetId: "42", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_600,
@@ -97,7 +99,12 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["sales", "price", "0x10", /canonical unsigned decimal/],
   ["sales", "price", (1n << 256n).toString(), /below 2\^256/],
   ["sales", "amountReceived", "30000000000000000000", /must not exceed price/],
-  ["sales", "currency", "WETH", /must be "ETH"/],
+  ["sales", "currency", "USD", /must be one of ethereum's payment tokens, ETH, WETH, BLUR_POOL/],
+  ["sales", "currency", "USDC", /USDC is not taken yet: its amounts are not wei of ETH/],
+  ["sales", "currency", "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48", /USDC is not taken yet/],
+  ["sales", "currency", "ETH ", /payment token's symbol/],
+  ["sales", "marketplaceFee", "0.5", /canonical unsigned decimal/],
+  ["sales", "royaltyFee", "40000000000000000000", /must not exceed price/],
   ["sales", "marketplace", "OpenSea", /upper-case identifier/],
   ["transfers", "hash", "0xzz", /64 hex characters/],
   ["transfers", "logIndex", -1, /non-negative integer/],

@@ -8,7 +8,7 @@ import { freshHourlySql } from "../../src/store/postgres/sales-stats.js";
 import { SalesAggregates } from "../../src/store/sqlite/sales-stats.js";
 import { toSale } from "../../src/domain/wire/messages.js";
 import { DEFAULT_CHAIN } from "../../src/domain/chains.js";
-import { dropWashFlags, dropWashSummaries, emptyStore, execSql, firstRow, importRecords, setSchemaVersion } from "../support/engine.js";
+import { BOTH_ENGINES, dropSaleMoney, dropWashFlags, dropWashSummaries, emptyStore, execSql, firstRow, importRecords, setSchemaVersion } from "../support/engine.js";
 import { skipPg } from "../support/pg.js";
 
 // Migration 29 (docs/wash-trades.md) on both engines: a store whose sales
@@ -16,7 +16,8 @@ import { skipPg } from "../support/pg.js";
 // writes for the same sales, and its stats leave the flagged ones out; a
 // sale written afterwards is evaluated with them. Migration 30: a store
 // without the collections list's summaries with wash has them kept for
-// every collection, and the writes keep them from there.
+// every collection, and the writes keep them from there. Migration 31
+// (docs/money.md): the sales already held answer ETH and untold fees.
 
 const C = `0x${"cd".repeat(20)}`;
 const W = ["1", "2", "3"].map((c) => `0x${c.repeat(40)}`);
@@ -126,6 +127,37 @@ describe.each([
       // Another self trade, of token 3.
       await importRecords(store.target, "sales", [sale(3, 1, 1, day, "3")]);
       expect([await listed(store.target, false), await listed(store.target, true)]).toEqual([1, 3]);
+    } finally {
+      await store.cleanup();
+    }
+  });
+});
+
+describe.each(BOTH_ENGINES)("migration 31 ($engine)", ({ engine, skip }) => {
+  it.skipIf(skip)("answers the sales already held as paid in ETH with no fees told, in rows and in kept JSON, and a sale written after it with its own", async () => {
+    const store = await emptyStore(engine);
+    try {
+      await importRecords(store.target, "sales", [sale(1, 0, 1, 1)]);
+      // The store as a build before 31 left it: no columns, and a kept JSON that ends with the wash fields' place.
+      await dropSaleMoney(store.target);
+      await execSql(store.target, `UPDATE sales SET wire_json = replace(wire_json, ',"marketplaceFee":"","royaltyFee":""', '')`);
+      expect(await firstRow(store.target, "SELECT count(*) AS n FROM sales WHERE wire_json LIKE '%Fee%'")).toEqual({ n: 0 });
+      await setSchemaVersion(store.target, 30);
+      expect(await migrateStore(store.target)).toMatchObject({ from: 30 });
+      await importRecords(store.target, "sales", [{ ...sale(2, 1, 2, 2), currency: "WETH", marketplaceFee: "25", royaltyFee: "50" }]);
+      const repos = await openReadRepositories(store.target);
+      try {
+        const id = (await repos.collections.collectionId(C))!;
+        const rows = (await repos.sales.salesPage(id, {}, { limit: 50, after: null })).rows.map((r) => toSale(r));
+        const kept = (await repos.sales.salesPage(id, {}, { limit: 50, after: null }, "json")).rows.map((f) => JSON.parse(String(f)) as Record<string, unknown>);
+        for (const answers of [rows, kept]) {
+          expect(answers.map((a) => [a.currency, a.marketplaceFee, a.royaltyFee])).toEqual([["WETH", "25", "50"], ["ETH", "", ""]]);
+        }
+        // The kept JSON in the writer's field order.
+        expect(Object.keys(kept[1]!).slice(-5)).toEqual(["finality", "washFlags", "washScore", "marketplaceFee", "royaltyFee"]);
+      } finally {
+        await repos.close();
+      }
     } finally {
       await store.cleanup();
     }

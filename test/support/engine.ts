@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
+import { skipPg } from "./pg.js";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { tmpdir } from "node:os";
@@ -22,6 +23,11 @@ import { createTestDatabase } from "./pg.js";
 
 export type Engine = "sqlite" | "postgres";
 export const ENGINE: Engine = process.env.MARKETDATA_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+/** Both engines, for a test that runs on each itself (a migration's): PostgreSQL skipped, visibly, without a server. */
+export const BOTH_ENGINES: readonly { engine: Engine; skip: boolean }[] = [
+  { engine: "sqlite", skip: false },
+  { engine: "postgres", skip: skipPg },
+];
 
 /**
  * Imports records of one kind into the store at `target` (a file or a URL),
@@ -179,8 +185,16 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash). */
+/** Takes a store's schema back before migration 31: no sale's payment token or fees (docs/money.md). */
+export async function dropSaleMoney(target: string): Promise<void> {
+  for (const table of ["sales", "sale_removals"]) {
+    for (const column of ["currency", "marketplace_fee", "royalty_fee"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
+  }
+}
+
+/** Takes a store's schema back before migration 30: no summaries with wash (the collections list's includeWash), nor what came after. */
 export async function dropWashSummaries(target: string): Promise<void> {
+  await dropSaleMoney(target);
   await execSql(target, `DROP TABLE ${WASH_SUMMARIES}`);
 }
 

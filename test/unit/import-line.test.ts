@@ -17,6 +17,7 @@ describe("an RPC record as its import line", () => {
     expect(importLine("sales")(sale)).toEqual({
       hash: `0x${"ab".repeat(32)}`, from: "0x1", to: "0x2", contractAddress: "0x3", assetId: "7",
       timestamp: 1_700_000_000, block: 18_000_000, price: "10", amountReceived: "9", currency: "ETH", marketplace: "OPENSEA", blockHash: "",
+      marketplaceFee: "", royaltyFee: "",
       // An answer's finality and wash fields, taken and dropped by the kind's check.
       finality: "", washFlags: [], washScore: 0,
     });

@@ -166,6 +166,15 @@ export const listingStatus: Check<ListingStatusName> = (v) =>
 
 export const currency: Check<string> = (v) => (v === "ETH" ? v : fail(`must be "ETH" (amounts are wei), got ${show(v)}`));
 
+/** A payment token by symbol or contract (domain/currencies.ts): its form here, which of the chain's tokens it is by the kind's rules (parts.ts paymentCurrency). */
+export const paymentCurrency: Check<string> = (v) =>
+  typeof v === "string" && /^([A-Za-z][A-Za-z0-9_]{0,15}|0x[0-9a-fA-F]{40})$/.test(v)
+    ? v
+    : fail(`must be a payment token's symbol, like "ETH" or "WETH", or its contract address (docs/money.md), got ${show(v)}`);
+
+/** A fee taken out of a sale's price, in its currency's smallest unit; "" when its indexer did not tell it. */
+export const fee: Check<string> = (v) => (v === "" ? "" : uint256(v));
+
 export const confidence: Check<string> = (v) =>
   typeof v === "string" && /^(0(\.[0-9]{1,18})?|1(\.0{1,18})?)$/.test(v)
     ? v

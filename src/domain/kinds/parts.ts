@@ -3,6 +3,8 @@ import { ListingStatus } from "../../../gen/marketdata/v1/resources_pb.js";
 import { int } from "./declaration.js";
 import * as f from "./fields.js";
 import type { Problem } from "./fields.js";
+import { paymentToken, refusedCurrency } from "../currencies.js";
+import type { Chain } from "../chains.js";
 
 // The parts several kinds' declarations share: text limits, the social
 // user and tweet shapes (influencers, tweets), a token's attribute, a
@@ -178,4 +180,16 @@ export function tweetOf(t: Tweet): Record<string, unknown> {
     originalTweet: t.originalTweet,
     interaction: int(t.interaction),
   };
+}
+
+/**
+ * A record's currency as one of its chain's payment tokens, by symbol
+ * (domain/currencies.ts): a contract or a symbol in another case is stored
+ * as the token's symbol; one the chain has not, or whose amounts are not
+ * wei of ETH, is refused by name.
+ */
+export function paymentCurrency(r: { chain: Chain; currency: string }, problems: Problem[]): void {
+  const why = refusedCurrency(r.chain, r.currency);
+  if (why !== undefined) problems.push({ field: "currency", reason: why });
+  else r.currency = paymentToken(r.chain, r.currency)!.symbol;
 }

@@ -3,6 +3,7 @@ import type { SaleRow } from "../rows.js";
 import { toSale } from "../wire/messages.js";
 import { declareKind, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
+import { paymentCurrency } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord({
@@ -15,14 +16,16 @@ const shape = f.collectionRecord({
   block: f.count,
   price: f.uint256,
   amountReceived: f.uint256,
-  currency: f.currency,
+  currency: f.paymentCurrency,
   marketplace: f.marketplace,
+  marketplaceFee: f.fee,
+  royaltyFee: f.fee,
   blockHash: f.blockHash,
   removed: f.bool,
   finality: f.answeredFinality,
   washFlags: f.answeredWashFlags,
   washScore: f.answeredWashScore,
-}, { blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined });
+}, { marketplaceFee: "", royaltyFee: "", blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({
@@ -31,6 +34,13 @@ export const sales = declareKind({
   rules: (r, problems, ctx) => {
     if (compareDecimal(r.amountReceived, r.price) > 0) {
       problems.push({ field: "amountReceived", reason: `must not exceed price (${r.price}), got ${r.amountReceived}` });
+    }
+    paymentCurrency(r, problems);
+    for (const field of ["marketplaceFee", "royaltyFee"] as const) {
+      if (r[field] !== "" && compareDecimal(r[field], r.price) > 0) problems.push({ field, reason: `must not exceed price (${r.price}), got ${r[field]}` });
+    }
+    if (problems.length === 0 && r.marketplaceFee !== "" && r.royaltyFee !== "" && BigInt(r.marketplaceFee) + BigInt(r.royaltyFee) > BigInt(r.price)) {
+      problems.push({ field: "royaltyFee", reason: `marketplaceFee and royaltyFee together must not exceed price (${r.price}), got ${r.marketplaceFee} and ${r.royaltyFee}` });
     }
     notAhead("timestamp", r.timestamp, ctx, problems);
   },

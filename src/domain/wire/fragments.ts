@@ -84,34 +84,43 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
 // its JSON only; its binary is encoded from the columns as it is read.
 
 /**
- * A sale's kept JSON (wire_json): its answer up to blockHash. Its finality
- * moves without the sale (a finality record), and its wash flags with its
- * neighbours' records (domain/wash.ts), so the reads add both
- * (store/shared/finality.ts, the wash_flags column); the writer puts them
- * last (fields 13 to 15), and so they are cut here.
+ * A sale's kept JSON (wire_json): its answer without its finality and wash
+ * fields. Its finality moves without the sale (a finality record), and its
+ * wash flags with its neighbours' records (domain/wash.ts), so the reads
+ * put both back (store/shared/finality.ts, the wash_flags column); the
+ * writer puts them after blockHash (fields 13 to 15), before the fees
+ * (16, 17), and so they are cut out of the middle here.
  */
 export function saleJson(r: SaleRow): string {
   const whole = json.sale(toSale(r));
-  return `${whole.slice(0, whole.lastIndexOf(FINALITY_FIELD))}}`;
+  const from = whole.lastIndexOf(FINALITY_FIELD);
+  return `${whole.slice(0, from)}${whole.slice(whole.indexOf(FEES_FIELD, from))}`;
 }
 
-/** The start of the fields a read puts back (the sale's finality, then its wash flags). */
+/** The start of the fields a read puts back (the sale's finality, then its wash flags), and of the fees after them. */
 const FINALITY_FIELD = ',"finality":';
-const CLEAN = ',"washFlags":[],"washScore":0}';
-const FINAL_TAIL = `${FINALITY_FIELD}"final"${CLEAN}`;
-const PENDING_TAIL = `${FINALITY_FIELD}"pending"${CLEAN}`;
+const FEES_FIELD = ',"marketplaceFee":';
+/** The fees of a sale kept before they were told (migration 31): none. */
+const NO_FEES = `${FEES_FIELD}"","royaltyFee":""}`;
+const CLEAN = ',"washFlags":[],"washScore":0';
+const FINAL_MIDDLE = `${FINALITY_FIELD}"final"${CLEAN}`;
+const PENDING_MIDDLE = `${FINALITY_FIELD}"pending"${CLEAN}`;
 
 /**
  * A sale's answer from its kept JSON (saleJson), whether it is final now and
- * its wash mask: its finality and wash fields put back last, as the JSON
- * writer places them; null stays null (no kept answer). A string slice and
- * concatenation here cost V8 no copy, where SQLite's substr counts the
- * text's characters twice per row (bench:serve-ab, docs/benchmarks.md).
+ * its wash mask: its finality and wash fields put back where the JSON
+ * writer places them, before the fees (a sale kept without fees, before
+ * migration 31, answers them ""); null stays null (no kept answer). A
+ * string slice and concatenation here cost V8 no copy, where SQLite's
+ * substr counts the text's characters twice per row (bench:serve-ab,
+ * docs/benchmarks.md).
  */
 export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0): string | null {
   if (kept === null) return null;
-  if (washMask === 0) return `${kept.slice(0, -1)}${final ? FINAL_TAIL : PENDING_TAIL}`;
-  return `${kept.slice(0, -1)}${FINALITY_FIELD}"${final ? "final" : "pending"}",${washJson(washMask)}}`;
+  const middle = washMask === 0 ? (final ? FINAL_MIDDLE : PENDING_MIDDLE) : `${FINALITY_FIELD}"${final ? "final" : "pending"}",${washJson(washMask)}`;
+  // The fees are the last two fields: found from the end, past any text of the fields before them.
+  const at = kept.lastIndexOf(FEES_FIELD);
+  return at < 0 ? `${kept.slice(0, -1)}${middle}${NO_FEES}` : `${kept.slice(0, at)}${middle}${kept.slice(at)}`;
 }
 
 /** `"washFlags":[…],"washScore":x`, as the JSON writer writes them. */

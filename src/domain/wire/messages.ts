@@ -40,11 +40,12 @@ import type {
 
 import { washNames, washScore } from "../wash.js";
 
+/** The currency of every figure in wei (volumes, floors, values), and of a record that names none. */
 export const CURRENCY = "ETH";
 
 export function toSale({ washMask = 0, ...r }: SaleRow): Sale {
-  return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: CURRENCY, blockHash: r.blockHash ?? "", finality: r.finality ?? "pending",
-    washFlags: washNames(washMask), washScore: washScore(washMask) };
+  return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: r.currency ?? CURRENCY, blockHash: r.blockHash ?? "", finality: r.finality ?? "pending",
+    washFlags: washNames(washMask), washScore: washScore(washMask), marketplaceFee: r.marketplaceFee ?? "", royaltyFee: r.royaltyFee ?? "" };
 }
 
 export function toListing(r: ListingRow): Listing {

@@ -4,6 +4,7 @@ import type pg from "pg";
 import type { Kind } from "../../domain/kinds/index.js";
 import type { ListingRow, SaleRow, SocialUserRow, TweetRow } from "../../domain/rows.js";
 import { influencerFragments, listingFragments, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { CURRENCY } from "../../domain/wire/messages.js";
 import { listingMoved } from "../shared/conflicts.js";
 import type { ImportRecord } from "../ports/writes.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
@@ -125,14 +126,14 @@ function salesSpec(removals: boolean): KindSpec {
   const latest = latestSales(live);
   const source = withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, ${bytes("block_hash")} AS block_hash,
-          st.wire_json`);
+          st.currency, st.marketplace_fee, st.royalty_fee, st.wire_json`);
   return {
     stage: [col("hash"), col("seller"), col("buyer"), col("chain"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
       col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), col("block_hash"),
-      col("removed", "boolean"), ...WIRE_STAGE("wire_json")],
+      col("removed", "boolean"), col("currency"), col("marketplace_fee"), col("royalty_fee"), ...WIRE_STAGE("wire_json")],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
     row: (r) => [r.hash, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
-      r.blockHash || null, r.removed === true, saleJson(r as unknown as SaleRow)],
+      r.blockHash || null, r.removed === true, r.currency ?? CURRENCY, r.marketplaceFee ?? "", r.royaltyFee ?? "", saleJson(r as unknown as SaleRow)],
     before: [
       ...(removals
         ? [REGISTER_LIVE_COLLECTIONS, ...salesRemoved(`SELECT st.line, ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id
@@ -143,7 +144,7 @@ function salesSpec(removals: boolean): KindSpec {
       ...seriesMarksSql(latest),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
-        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wire_json"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "wire_json"],
         removals ? `${source} WHERE ${live}` : source,
         "collection_id, timestamp DESC, block DESC", true),
     // The hour deltas and interval marks are applied by finish, once the wash rules have been evaluated (wash.ts).

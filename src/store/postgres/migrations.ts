@@ -423,6 +423,9 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   washFlagsMigration,
   // 30: the collections list's summaries of every sale, for includeWash (collection-summaries.ts).
   WASH_SUMMARIES_MIGRATION,
+  // 31: a sale's payment token and fees, as SQLite's 31 (text, as the fees are told: "" for untold).
+  `ALTER TABLE sales ADD COLUMN currency text NOT NULL DEFAULT 'ETH', ADD COLUMN marketplace_fee text NOT NULL DEFAULT '', ADD COLUMN royalty_fee text NOT NULL DEFAULT '';
+  ALTER TABLE sale_removals ADD COLUMN currency text NOT NULL DEFAULT 'ETH', ADD COLUMN marketplace_fee text NOT NULL DEFAULT '', ADD COLUMN royalty_fee text NOT NULL DEFAULT '';`,
 ];
 
 /**

@@ -19,7 +19,7 @@ import { type Fragment, saleFragment, saleJsonWithFinality, type WireForm } from
 const SALE_COLUMNS = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
   s.amount_received::text AS amount_received, s.marketplace, ${hexSql("s.block_hash", "block_hash")},
-  ${finalitySql("s.block", finalizedOfCollection("$1"))} AS finality, s.wash_flags`;
+  ${finalitySql("s.block", finalizedOfCollection("$1"))} AS finality, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee`;
 
 /** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
 const atOrBefore = (hour: string, from: string, to: string) => `

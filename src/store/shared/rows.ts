@@ -1,4 +1,5 @@
 import type { AppraisalRow, Finality, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
+import { CURRENCY } from "../../domain/wire/messages.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's
@@ -128,7 +129,10 @@ export function toSale(r: Row): SaleRow {
     block: r.block as number,
     price: r.price as string,
     amountReceived: r.amount_received as string,
+    currency: (r.currency as string | undefined) ?? CURRENCY,
     marketplace: r.marketplace as string,
+    marketplaceFee: (r.marketplace_fee as string | undefined) ?? "",
+    royaltyFee: (r.royalty_fee as string | undefined) ?? "",
     blockHash: hexOrNone(r.block_hash),
     finality: r.finality as Finality | undefined,
     washMask: Number(r.wash_flags ?? 0),

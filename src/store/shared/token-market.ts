@@ -1,4 +1,5 @@
 import { hexOf, hexOrNone } from "./rows.js";
+import { CURRENCY } from "../../domain/wire/messages.js";
 import type { TokenSort } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeyValue } from "../../domain/rows.js";
@@ -18,7 +19,9 @@ function saleOf(r: Row): SaleRow | undefined {
   return {
     hash: hexOf(r.s_hash), from: hexOf(r.s_seller), to: hexOf(r.s_buyer), contractAddress: r.address as string, assetId: r.asset_id as string,
     timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
-    marketplace: r.s_marketplace as string, blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
+    currency: (r.s_currency as string | undefined) ?? CURRENCY, marketplace: r.s_marketplace as string,
+    marketplaceFee: (r.s_marketplace_fee as string | undefined) ?? "", royaltyFee: (r.s_royalty_fee as string | undefined) ?? "",
+    blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
     washMask: Number(r.s_wash_flags ?? 0),
   };
 }

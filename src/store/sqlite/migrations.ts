@@ -365,6 +365,14 @@ export const MIGRATIONS: readonly Migration[] = [
   washFlagsMigration,
   // 30: the collections list's summaries of every sale, for includeWash (collection-summaries.ts).
   washSummariesMigration,
+  // 31: a sale's payment token and fees (docs/money.md): every sale before was ETH, its fees untold ("");
+  // its kept JSON answers them "" at read (fragments.ts saleJsonWithFinality), and a sale taken back keeps them.
+  `ALTER TABLE sales ADD COLUMN currency TEXT NOT NULL DEFAULT 'ETH';
+  ALTER TABLE sales ADD COLUMN marketplace_fee TEXT NOT NULL DEFAULT '';
+  ALTER TABLE sales ADD COLUMN royalty_fee TEXT NOT NULL DEFAULT '';
+  ALTER TABLE sale_removals ADD COLUMN currency TEXT NOT NULL DEFAULT 'ETH';
+  ALTER TABLE sale_removals ADD COLUMN marketplace_fee TEXT NOT NULL DEFAULT '';
+  ALTER TABLE sale_removals ADD COLUMN royalty_fee TEXT NOT NULL DEFAULT '';`,
 ];
 
 

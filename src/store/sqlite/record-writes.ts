@@ -19,6 +19,7 @@ import { SalesAggregates } from "./sales-stats.js";
 import { stampVersions, TouchedCollections } from "./data-versions.js";
 import { listingMoved } from "../shared/conflicts.js";
 import { influencerFragments, listingFragments, listingJson, saleJson, socialUserFragments, tweetFragments } from "../../domain/wire/fragments.js";
+import { CURRENCY } from "../../domain/wire/messages.js";
 
 // Write side of the store: one upsert per record kind, keyed by the natural
 // keys of decisions.md. Each kind is described by a table spec; the SQL is
@@ -79,7 +80,7 @@ export const TABLES = {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "block_hash", "wire_json"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "wire_json"],
     feed: true,
   },
   transfer: {
@@ -457,6 +458,9 @@ export class WriteStore {
       price_lo: lo,
       marketplace: r.marketplace,
       block_hash: blockHashBytes(r.blockHash),
+      currency: r.currency ?? CURRENCY,
+      marketplace_fee: r.marketplaceFee ?? "",
+      royalty_fee: r.royaltyFee ?? "",
       wire_json: saleJson(r),
     };
     const result = this.#upsert(TABLES.sale, row, () => {

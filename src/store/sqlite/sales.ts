@@ -37,7 +37,7 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     const finalized = finalizedOf(this.s, collectionId);
     // Set on the row read (no object made per row: a spread per row showed in the profile's garbage collection).

@@ -1,0 +1,89 @@
+import { createClient } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
+
+// A sale's payment token and fees (issue 53, docs/money.md), on either
+// engine: named by symbol or by contract, stored and answered by symbol,
+// through every read of a sale (the REST JSON kept per row, the binary
+// encoded from the columns, a token's last sale, a sale taken back); the
+// tokens whose amounts are wei of ETH count in the ETH figures as ETH does,
+// and one whose amounts are not is refused by name.
+
+const s = useEmptyStoreServer({ ingestRateLimit: 0 });
+
+const C = "0x00000000000000000000000000000000000000d1";
+const ALICE = "0x000000000000000000000000000000000000a11c";
+const BOB = "0x0000000000000000000000000000000000000b0b";
+const NOW = Math.floor(Date.now() / 1000) - 3600;
+const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+const WETH_CONTRACT = "0xC02aaA39b223FE8D0A0e5C4F27eAD9083C756Cc2";
+
+const sale = (n: number, price: string, extra: object = {}) => ({
+  hash: hash(n), from: ALICE, to: BOB, contractAddress: C, assetId: String(n), timestamp: NOW + n, block: 100 + n,
+  price, amountReceived: price, currency: "ETH", marketplace: "OPENSEA", ...extra,
+});
+
+async function post(kind: string, records: readonly object[]): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${s.server.baseUrl}/v1/ingest/${kind}`, {
+    method: "POST",
+    headers: { "x-api-key": s.ingest, "content-type": "application/x-ndjson" },
+    body: records.map((x) => JSON.stringify(x)).join("\n") + "\n",
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+const get = (path: string, query: Record<string, string>) => restGet(s.server.baseUrl, path, query, s.read);
+type Money = { assetId: string; price: string; currency: string; marketplaceFee: string; royaltyFee: string };
+const money = (x: Money) => [x.assetId, x.currency, x.marketplaceFee, x.royaltyFee];
+
+describe("a sale's payment token and fees", () => {
+  it("are taken by symbol or contract, answered by symbol on every read, and WETH and Blur's pool ETH count as ETH", async () => {
+    const posted = await post("sales", [
+      sale(1, "1000000000000000000", { currency: WETH_CONTRACT, amountReceived: "925000000000000000", marketplaceFee: "25000000000000000", royaltyFee: "50000000000000000" }),
+      sale(2, "2000000000000000000", { currency: "blur_pool", marketplace: "BLUR", marketplaceFee: "0", royaltyFee: "10000000000000000" }),
+      sale(3, "3000000000000000000"),
+    ]);
+    expect(posted.status, JSON.stringify(posted.body)).toBe(200);
+
+    const expected = [
+      ["3", "ETH", "", ""],
+      ["2", "BLUR_POOL", "0", "10000000000000000"],
+      ["1", "WETH", "25000000000000000", "50000000000000000"],
+    ];
+    // The REST JSON: each sale's kept answer, its finality and wash fields put back before the fees.
+    const rest = (await get("/v1/asset/sales", { contractAddress: C })).body.data as Money[];
+    expect(rest.map(money)).toEqual(expected);
+    expect(Object.keys(rest[0]!).slice(-4)).toEqual(["washFlags", "washScore", "marketplaceFee", "royaltyFee"]);
+    // The binary pages are encoded from the columns.
+    const asset = createClient(AssetService, transportFor("grpc", s.server.baseUrl));
+    const rpc = await asset.listSales({ contractAddress: C }, { headers: { "x-api-key": s.read } });
+    expect(rpc.data.map(money)).toEqual(expected);
+    // A token's last sale.
+    const tokens = (await get("/v1/asset/tokens", { contractAddress: C })).body.data as { assetId: string; lastSale: Money }[];
+    expect(tokens.map((t) => money(t.lastSale)).sort()).toEqual([...expected].sort());
+
+    // WETH and Blur's pool ETH are wei of ETH: the ETH figures add them as they add ETH.
+    const stats = (await get("/v1/collection/stats", { contractAddress: C })).body.data as { totalNumSales: number; totalVolume: string; currency: string };
+    expect(stats).toMatchObject({ totalNumSales: 3, totalVolume: "6000000000000000000", currency: "ETH" });
+
+    // Taken back, a sale keeps them: the activity list reads it back with includeRemoved.
+    expect((await post("sales", [sale(1, "1000000000000000000", { currency: "WETH", removed: true })])).status).toBe(200);
+    const activity = (await get("/v1/collection/activity", { contractAddress: C, includeRemoved: "true" })).body.data as { removed: { sale: Money } | null }[];
+    const removed = activity.flatMap((e) => (e.removed?.sale ? [e.removed.sale] : []));
+    expect(removed.map(money)).toEqual([expected[2]]);
+  });
+
+  it("refuses a token the chain has not, one whose amounts are not wei of ETH, and fees past the price, each by name", async () => {
+    const refused = async (extra: object) => {
+      const r = await post("sales", [sale(9, "1000", extra)]);
+      expect(r.status).toBe(400);
+      return JSON.stringify(r.body);
+    };
+    expect(await refused({ currency: "USDC" })).toMatch(/currency: USDC is not taken yet: its amounts are not wei of ETH/);
+    expect(await refused({ currency: "BLUR_POOL", chain: "base" })).toMatch(/currency: must be one of base's payment tokens, ETH, WETH/);
+    expect(await refused({ marketplaceFee: "1001" })).toMatch(/marketplaceFee: must not exceed price \(1000\)/);
+    expect(await refused({ marketplaceFee: "600", royaltyFee: "500" })).toMatch(/royaltyFee: marketplaceFee and royaltyFee together must not exceed price/);
+    expect(await refused({ royaltyFee: 5 })).toMatch(/royaltyFee: must be a canonical unsigned decimal/);
+  });
+});
