@@ -125,7 +125,7 @@ function paidIn(marketplace: string, hash: string): string {
 }
 
 /** The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none). */
-export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"] as const satisfies readonly Kind[];
+export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores", "prices"] as const satisfies readonly Kind[];
 export type DemoKind = (typeof DEMO_KINDS)[number];
 export type DemoRecords = Record<DemoKind, object[]>;
 
@@ -252,7 +252,25 @@ export function generateDemo(seed: number, scale: Scale, end: number = Math.floo
     const community = round2(30 + rnd.next() * 70);
     out.scores.push({ name, contractAddress: address, hype, gains, community, total: round2((hype + gains + community) / 3) });
   });
+  out.prices.push(...ethPrices(seed, span));
   return out;
+}
+
+/**
+ * ETH's USD price each hour of the market (docs/money.md: the points its
+ * sales in ETH, WETH and Blur's pool ETH are priced by), a random walk from
+ * a stream of its own, so the market's other records are those of a build
+ * without them.
+ */
+function ethPrices(seed: number, { start, end }: Span): object[] {
+  const rnd = new Random(seed * 104_729 + 53);
+  const points: object[] = [];
+  let usd = 2_000 + rnd.next() * 2_000;
+  for (let minute = Math.ceil(start / 3_600) * 3_600; minute <= end; minute += 3_600) {
+    usd *= Math.exp(rnd.normal(0, 0.006));
+    points.push({ currency: "ETH", minute, usd: usd.toFixed(2) });
+  }
+  return points;
 }
 
 /** How long a demo listing stays open unless it ends before. */

@@ -42,6 +42,8 @@ export interface SaleRow {
   /** The marketplace's fee and the creator's royalty, in the currency's smallest unit; "" or absent when its indexer sent none. */
   marketplaceFee?: string;
   royaltyFee?: string;
+  /** US dollars at its time, to the cent (docs/money.md), as read; "" or absent when no price point is in force. */
+  priceUsd?: string;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
   /** As read (absent on a record being written: its kept JSON holds no finality). */

@@ -161,7 +161,8 @@ export function rejectionsOf(err: ConnectError): IngestResponse | undefined {
 interface Batch {
   records: readonly unknown[];
   skipInvalid: boolean;
-  chain: string;
+  /** The chain of the records that name none; absent on a kind without chains (IngestPricesRequest): "". */
+  chain?: string;
   /** IngestSalesRequest's and IngestTransfersRequest's: every record taken back. */
   removed?: boolean;
 }
@@ -210,7 +211,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
     if (messages++ > 0) await admit?.(context.signal);
     const first = next;
     next += b.records.length;
-    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first, b.chain, b.removed).then((result) => ({ result }), (error: unknown) => ({ error })));
+    inFlight.push(ingest.records(kind, b.records, b.skipInvalid, first, b.chain ?? "", b.removed).then((result) => ({ result }), (error: unknown) => ({ error })));
     if (inFlight.length >= STREAM_IN_FLIGHT) await settle();
   }
   while (inFlight.length > 0) await settle();
@@ -219,7 +220,7 @@ async function stream(ingest: Ingest, kind: Kind, batches: AsyncIterable<Batch>,
 
 /** The IngestService implementation (Connect router; every RPC protocol). */
 export function createIngestService(ingest: Ingest) {
-  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid, 1, req.chain, req.removed));
+  const unary = (kind: Kind) => async (req: Batch) => toIngestResponse(await ingest.records(kind, req.records, req.skipInvalid, 1, req.chain ?? "", req.removed));
   return {
     ingestCollections: unary("collections"),
     ingestTokens: unary("tokens"),
@@ -236,5 +237,6 @@ export function createIngestService(ingest: Ingest) {
     ingestScores: unary("scores"),
     ingestReorgs: unary("reorgs"),
     ingestFinality: unary("finality"),
+    ingestPrices: unary("prices"),
   };
 }

@@ -127,6 +127,20 @@ describe("demo store", () => {
       }
     });
 
+    it("prices its sales in USD (docs/money.md): every sale, in ETH, WETH or Blur's pool ETH, has ETH's point of its hour in force", async () => {
+      for (const contractAddress of collections) {
+        const sales = (await restGet(server.baseUrl, "/v1/asset/sales", { contractAddress, limit: 50 }, key)).body.data as { price: string; currency: string; priceUsd: string }[];
+        expect(sales.length).toBe(50);
+        for (const s of sales) {
+          expect(s.priceUsd, JSON.stringify(s)).toMatch(/^[0-9]+\.[0-9]{2}$/);
+          // ETH between $500 and $20,000 in the demo's walk: the dollars are the price at such a rate.
+          const eth = Number(s.price) / 1e18;
+          expect(Number(s.priceUsd)).toBeGreaterThan(eth * 500 - 0.01);
+          expect(Number(s.priceUsd)).toBeLessThan(eth * 20_000 + 0.01);
+        }
+      }
+    });
+
     it("tells the market's truth (issue 34): tokens minted and moved, no stale open listing, bids under a floor near recent sales", async () => {
       const d = dumpStore(a);
       const transfers = d.transfers as { sender: Buffer }[];

@@ -115,10 +115,11 @@ describe("GET /v1 response shapes", () => {
       washScore: "number",
       marketplaceFee: "string",
       royaltyFee: "string",
+      priceUsd: "string",
     });
     const wash = washAnswers(t.f.sales);
     // The fixture's sales tell no fees: "" (docs/money.md).
-    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending", ...wash.get(`${s.hash}:${s.assetId}`), marketplaceFee: "", royaltyFee: "" })));
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending", ...wash.get(`${s.hash}:${s.assetId}`), marketplaceFee: "", royaltyFee: "", priceUsd: "" })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {

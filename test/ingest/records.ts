@@ -61,6 +61,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
   scores: { name: "Test Apes", contractAddress: C, hype: 70, gains: -2.5, community: 91.25, total: 52.9 },
   reorgs: { fromBlock: 18_500_000, blockHashes: [`0x${"be".repeat(32)}`] },
   finality: { block: 18_400_000 },
+  prices: { currency: "ETH", minute: 1_699_999_980, usd: "2042.18" },
 };
 
 /** [kind, field path, bad value, expected reason] — at least one per field. */
@@ -176,6 +177,11 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["reorgs", "blockHashes[0]", "", /64 hex/],
   ["reorgs", "blockHashes", "0xab", /array/],
   ["finality", "block", "18400000", /non-negative integer/],
+  ["prices", "currency", "EUR", /must be a payment token's symbol, one of ETH, WETH, BLUR_POOL, USDC/],
+  ["prices", "minute", 1_699_999_999, /must be a minute's first second/],
+  ["prices", "usd", 2042.18, /positive decimal string of US dollars/],
+  ["prices", "usd", "0.00", /positive decimal string/],
+  ["prices", "usd", "1.0000000000001", /positive decimal string/],
 ];
 
 /** A copy of `record` with the value at a dotted/indexed path replaced. */

@@ -47,6 +47,7 @@ beforeAll(async () => {
   // Export through the API only.
   const exported: Record<Kind, object[]> = {
     collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [], reorgs: [], finality: [],
+    prices: [],
   };
   for (const contractAddress of collections) {
     const q = { contractAddress };

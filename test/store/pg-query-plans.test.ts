@@ -114,6 +114,9 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       await importRecords(db.url, kind, onChain);
       await importRecords(db.url, kind, onChain.map((r) => ({ ...r, removed: true })));
     }
+    // ETH's USD price every hour around the sales (docs/money.md): a sale's point in force is a seek of their key.
+    const hour = Math.floor(1_690_000_000 / 3_600) * 3_600;
+    await importRecords(db.url, "prices", Array.from({ length: 6_000 }, (_, i) => ({ currency: "ETH", minute: hour + i * 3_600, usd: `${2_000 + (i % 500)}.25` })));
     client = new pg.Client({ connectionString: db.url });
     await client.connect();
     await client.query("ANALYZE");

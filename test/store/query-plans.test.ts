@@ -232,6 +232,19 @@ describe("query plans", () => {
     expect(problems).toEqual([]);
   });
 
+  it("a sale's price point in force is one seek of the points' key, bound on its token and the day before the sale (docs/money.md)", () => {
+    const reads = store.preparedSql().filter((sql) => sql.includes("FROM price_points p"));
+    // The sales list (rows and kept JSON), the feeds' sales and removals, a token's last sale.
+    expect(reads.length).toBeGreaterThanOrEqual(3);
+    for (const sql of reads) {
+      // One per table the statement reads sales from (a feed reads its sales and their removals).
+      const seeks = plan(sql).filter((d) => /^SEARCH p /.test(d));
+      expect(seeks.length, sql).toBeGreaterThan(0);
+      for (const s of seeks) expect(s, sql).toBe("SEARCH p USING PRIMARY KEY (currency=? AND minute>? AND minute<?)");
+      expect(plan(sql).filter((d) => /^SCAN p\b/.test(d)), sql).toEqual([]);
+    }
+  });
+
   it("pages after a token seek to the token's position in the index", () => {
     const keyset = store.preparedSql().filter((sql) => /asset_key > \?|asset_key\) > \(|timestamp <= \? AND \(|created_at <= \? AND \(/.test(sql));
     expect(keyset.length).toBeGreaterThanOrEqual(2 + 16 + 8);
@@ -311,11 +324,15 @@ const STATS_EDGE = /FROM sales INDEXED BY sales_by_time WHERE collection_id = \?
 /** A row's finality's seek of its chain's finalized block (store/shared/finality.ts). */
 const FINALITY_OF_ROW = /\(SELECT f\.block FROM finality f WHERE f\.chain = [\w.]+\)|\(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x JOIN finality f ON f\.chain = x\.chain WHERE x\.id = \?\)/g;
 
+/** A sale's price point in force, sought beside it (store/shared/prices.ts usdPointSql). */
+const USD_POINT = /\(SELECT p\.usd FROM price_points p WHERE [\s\S]*? LIMIT 1\)/g;
+
 function mainSearch(sql: string): string {
   // A list of ids drives the loop (json_each CROSS JOIN table): the table is the one joined.
   // The tokens list: its table comes after the latest sale's and listing's subqueries.
   // A record's finality (store/shared/finality.ts) is a seek of its own in the select list, not the statement's table.
-  const stripped = sql.replace(FINALITY_OF_ROW, "");
+  // So is a sale's price point in force (store/shared/prices.ts), checked on its own below.
+  const stripped = sql.replace(FINALITY_OF_ROW, "").replace(USD_POINT, "");
   // A page's finalized block read on its own (sqlite/sales.ts): its collection by key.
   const main = /\bFROM\b/.test(stripped) ? stripped : sql;
   const m =

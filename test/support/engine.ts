@@ -185,8 +185,9 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 31: no sale's payment token or fees (docs/money.md). */
+/** Takes a store's schema back before migration 31: no sale's payment token or fees (docs/money.md), nor price points (32). */
 export async function dropSaleMoney(target: string): Promise<void> {
+  await execSql(target, "DROP TABLE price_points");
   for (const table of ["sales", "sale_removals"]) {
     for (const column of ["currency", "marketplace_fee", "royalty_fee"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
   }

@@ -131,11 +131,14 @@ describe("ready answers of rows", () => {
   it("a sale's are its message's", () => {
     // The kept JSON holds no finality and no wash fields: the reads add the finality (store/shared/finality.ts) and the wash fields as the
     // writer places them, after blockHash and before the fees.
-    expect(saleJson(sale).replace(',"marketplaceFee":', ',"finality":"pending","washFlags":[],"washScore":0,"marketplaceFee":')).toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
+    expect(saleJson(sale).replace(',"marketplaceFee":', ',"finality":"pending","washFlags":[],"washScore":0,"marketplaceFee":').replace(/}$/, ',"priceUsd":""}'))
+      .toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     // A sale paid in WETH with its fees told, and one kept before fees were (migration 31): its fees answer "".
     const told = { ...sale, currency: "WETH", marketplaceFee: "25000000000000000", royaltyFee: "50000000000000000" };
     for (const washMask of [0, 6]) {
       expect(saleJsonWithFinality(saleJson(told), false, washMask)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...told, washMask })));
+      // Its USD price, put in at read (the price points move it, not the sale).
+      expect(saleJsonWithFinality(saleJson({ ...told, priceUsd: "9.99" }), false, washMask, "3421.57")).toBe(compileJsonWriter(SaleSchema)(toSale({ ...told, washMask, priceUsd: "3421.57" })));
       const before31 = saleJson(sale).replace(',"marketplaceFee":"","royaltyFee":""}', "}");
       expect(saleJsonWithFinality(before31, true, washMask)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, finality: "final", washMask })));
     }
@@ -211,12 +214,13 @@ describe("ready answers of rows", () => {
   // update the digest here. (Sale's finality, field 13, and its wash fields, 14 and 15, are
   // no kept fields: the reads add them, from the finality and the wash_flags column; nor are a listing's block and blockHash, 10 and 11, after its status: the whole
   // JSON puts them in from their columns, migration 26, as the binary read does. Sale's fees, 16 and 17, are kept;
-  // a sale kept before them, migration 31, answers them "" at read: fragments.ts saleJsonWithFinality.)
+  // a sale kept before them, migration 31, answers them "" at read: fragments.ts saleJsonWithFinality. Its priceUsd, 18, is
+  // no kept field: the read puts it in from the price points.)
   it("the messages kept in the stores' rows are those the fragments were written for", () => {
     const digest = createHash("sha256");
     for (const schema of [SaleSchema, ListingSchema, SocialUserSchema, TweetSchema, InfluencerSchema]) {
       for (const field of schema.fields) digest.update(`${schema.typeName}.${field.name}=${field.number}:${field.fieldKind}:${field.jsonName};`);
     }
-    expect(digest.digest("hex").slice(0, 16)).toBe("d7513ebd5f2af00c");
+    expect(digest.digest("hex").slice(0, 16)).toBe("5cd16cb785e027b6");
   });
 });

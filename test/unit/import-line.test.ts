@@ -19,7 +19,7 @@ describe("an RPC record as its import line", () => {
       timestamp: 1_700_000_000, block: 18_000_000, price: "10", amountReceived: "9", currency: "ETH", marketplace: "OPENSEA", blockHash: "",
       marketplaceFee: "", royaltyFee: "",
       // An answer's finality and wash fields, taken and dropped by the kind's check.
-      finality: "", washFlags: [], washScore: 0,
+      finality: "", washFlags: [], washScore: 0, priceUsd: "",
     });
   });
 

@@ -125,6 +125,10 @@ export const answeredWashFlags: Check<undefined> = (v) =>
 export const answeredWashScore: Check<undefined> = (v) =>
   typeof v === "number" && v >= 0 && v <= 1 ? undefined : fail(`is answered by the store (a number from 0 to 1), got ${show(v)}`);
 
+/** priceUsd as a sale answers it: accepted and dropped, as the store reads it from the price points (docs/money.md). */
+export const answeredPriceUsd: Check<undefined> = (v) =>
+  typeof v === "string" && /^([0-9]{1,40}\.[0-9]{2})?$/.test(v) ? undefined : fail(`is answered by the store (dollars to the cent, or ""), got ${show(v)}`);
+
 export const txHash: Check<string> = (v) =>
   typeof v === "string" && isTxHash(v) ? v.toLowerCase() : fail(`must be 0x followed by 64 hex characters, got ${show(v)}`);
 
@@ -171,6 +175,12 @@ export const paymentCurrency: Check<string> = (v) =>
   typeof v === "string" && /^([A-Za-z][A-Za-z0-9_]{0,15}|0x[0-9a-fA-F]{40})$/.test(v)
     ? v
     : fail(`must be a payment token's symbol, like "ETH" or "WETH", or its contract address (docs/money.md), got ${show(v)}`);
+
+/** US dollars per whole token: a positive decimal string of at most 15 integer and 12 fractional digits ("3421.57"). */
+export const usdPrice: Check<string> = (v) =>
+  typeof v === "string" && /^(0|[1-9][0-9]{0,14})(\.[0-9]{1,12})?$/.test(v) && /[1-9]/.test(v)
+    ? v
+    : fail(`must be a positive decimal string of US dollars per token, like "3421.57", got ${show(v)}`);
 
 /** A fee taken out of a sale's price, in its currency's smallest unit; "" when its indexer did not tell it. */
 export const fee: Check<string> = (v) => (v === "" ? "" : uint256(v));

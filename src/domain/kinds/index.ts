@@ -12,6 +12,7 @@ import { tokens } from "./tokens.js";
 import { tweets } from "./tweets.js";
 import { reorgs } from "./reorgs.js";
 import { finality } from "./finality.js";
+import { prices } from "./prices.js";
 
 // The record kinds (decisions.md's importable kinds): each declared once, in
 // its own file of this folder (declaration.ts says what a declaration
@@ -20,7 +21,7 @@ import { finality } from "./finality.js";
 // and the engines' statements (docs/architecture.md, "A record kind").
 
 /** Every kind, in the order `marketdata import --help` lists them. */
-const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality] as const;
+const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality, prices] as const;
 
 export type Kind = (typeof DECLARED)[number]["name"];
 /** The kinds the live feeds and the webhooks carry. */

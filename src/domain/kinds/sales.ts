@@ -25,7 +25,8 @@ const shape = f.collectionRecord({
   finality: f.answeredFinality,
   washFlags: f.answeredWashFlags,
   washScore: f.answeredWashScore,
-}, { marketplaceFee: "", royaltyFee: "", blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined });
+  priceUsd: f.answeredPriceUsd,
+}, { marketplaceFee: "", royaltyFee: "", blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined, priceUsd: undefined });
 
 /** A sale: one token's change of hands at a price, in one transaction. */
 export const sales = declareKind({

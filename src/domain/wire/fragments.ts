@@ -92,14 +92,16 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
  * (16, 17), and so they are cut out of the middle here.
  */
 export function saleJson(r: SaleRow): string {
-  const whole = json.sale(toSale(r));
+  const whole = json.sale(toSale({ ...r, priceUsd: "" }));
   const from = whole.lastIndexOf(FINALITY_FIELD);
-  return `${whole.slice(0, from)}${whole.slice(whole.indexOf(FEES_FIELD, from))}`;
+  // Its USD price (field 18, last) follows the price points, not the sale: put in at read too.
+  return `${whole.slice(0, from)}${whole.slice(whole.indexOf(FEES_FIELD, from), whole.lastIndexOf(PRICE_USD_FIELD))}}`;
 }
 
 /** The start of the fields a read puts back (the sale's finality, then its wash flags), and of the fees after them. */
 const FINALITY_FIELD = ',"finality":';
 const FEES_FIELD = ',"marketplaceFee":';
+const PRICE_USD_FIELD = ',"priceUsd":';
 /** The fees of a sale kept before they were told (migration 31): none. */
 const NO_FEES = `${FEES_FIELD}"","royaltyFee":""}`;
 const CLEAN = ',"washFlags":[],"washScore":0';
@@ -115,12 +117,13 @@ const PENDING_MIDDLE = `${FINALITY_FIELD}"pending"${CLEAN}`;
  * substr counts the text's characters twice per row (bench:serve-ab,
  * docs/benchmarks.md).
  */
-export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0): string | null {
+export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0, priceUsd = ""): string | null {
   if (kept === null) return null;
   const middle = washMask === 0 ? (final ? FINAL_MIDDLE : PENDING_MIDDLE) : `${FINALITY_FIELD}"${final ? "final" : "pending"}",${washJson(washMask)}`;
-  // The fees are the last two fields: found from the end, past any text of the fields before them.
+  const usd = `${PRICE_USD_FIELD}"${priceUsd}"}`;
+  // The fees are the kept JSON's last two fields: found from the end, past any text of the fields before them.
   const at = kept.lastIndexOf(FEES_FIELD);
-  return at < 0 ? `${kept.slice(0, -1)}${middle}${NO_FEES}` : `${kept.slice(0, at)}${middle}${kept.slice(at)}`;
+  return at < 0 ? `${kept.slice(0, -1)}${middle}${NO_FEES.slice(0, -1)}${usd}` : `${kept.slice(0, at)}${middle}${kept.slice(at, -1)}${usd}`;
 }
 
 /** `"washFlags":[…],"washScore":x`, as the JSON writer writes them. */

@@ -45,7 +45,8 @@ export const CURRENCY = "ETH";
 
 export function toSale({ washMask = 0, ...r }: SaleRow): Sale {
   return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: r.currency ?? CURRENCY, blockHash: r.blockHash ?? "", finality: r.finality ?? "pending",
-    washFlags: washNames(washMask), washScore: washScore(washMask), marketplaceFee: r.marketplaceFee ?? "", royaltyFee: r.royaltyFee ?? "" };
+    washFlags: washNames(washMask), washScore: washScore(washMask), marketplaceFee: r.marketplaceFee ?? "", royaltyFee: r.royaltyFee ?? "",
+    priceUsd: r.priceUsd ?? "" };
 }
 
 export function toListing(r: ListingRow): Listing {

@@ -1,3 +1,4 @@
+import { usdPointSql } from "../shared/prices.js";
 import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
@@ -14,7 +15,8 @@ import { hexSql } from "./hex.js";
 /** A sale row's columns (of the alias `a`, its collection `c`), as toSale reads them. */
 export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
-  ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality, a.wash_flags, a.currency, a.marketplace_fee, a.royalty_fee`;
+  ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality, a.wash_flags, a.currency, a.marketplace_fee, a.royalty_fee,
+  ${usdPointSql("a")}`;
 
 /** An order's feed columns (of its table or its removal table, as `a`: order-reorgs.ts migration 28), as toListing and toOffer read them. */
 export const LISTING_COLUMNS = `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,

@@ -370,6 +370,14 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     // Every record of the chain may answer another finality (shared/finality.ts).
     touchesAll: true,
   },
+  // A token's USD price at a minute (docs/money.md), by natural key.
+  prices: {
+    stage: [col("currency"), col("minute", "bigint"), col("usd")],
+    row: (r) => [r.currency, r.minute, r.usd],
+    before: [],
+    counted: counted("price_points", ["currency", "minute"], ["usd"], "SELECT st.currency, st.minute, st.usd, st.line FROM stage st"),
+    tables: ["price_points"],
+  },
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
     row: (r) => [r.name, chainOf(r), r.contractAddress, r.hype, r.gains, r.community, r.total],

@@ -1,3 +1,4 @@
+import { PRICE_POINTS_SCHEMA } from "./prices.js";
 import { LISTING_BLOCK_COLUMNS, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
 import { FINAL_WEBHOOKS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
@@ -426,6 +427,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 31: a sale's payment token and fees, as SQLite's 31 (text, as the fees are told: "" for untold).
   `ALTER TABLE sales ADD COLUMN currency text NOT NULL DEFAULT 'ETH', ADD COLUMN marketplace_fee text NOT NULL DEFAULT '', ADD COLUMN royalty_fee text NOT NULL DEFAULT '';
   ALTER TABLE sale_removals ADD COLUMN currency text NOT NULL DEFAULT 'ETH', ADD COLUMN marketplace_fee text NOT NULL DEFAULT '', ADD COLUMN royalty_fee text NOT NULL DEFAULT '';`,
+  // 32: price points, as SQLite's 32.
+  PRICE_POINTS_SCHEMA,
 ];
 
 /**

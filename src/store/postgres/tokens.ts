@@ -1,3 +1,4 @@
+import { usdPointSql } from "../shared/prices.js";
 import type { PgQueries } from "./statements.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
@@ -21,7 +22,7 @@ const SALE_AND_LISTING = `
     SELECT ${hexExpr("s.hash")} AS s_hash, ${hexExpr("s.seller")} AS s_seller, ${hexExpr("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
       s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace,
       ${hexExpr("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", finalizedOfChain("c.chain"))} AS s_finality, s.wash_flags AS s_wash_flags,
-      s.currency AS s_currency, s.marketplace_fee AS s_marketplace_fee, s.royalty_fee AS s_royalty_fee
+      s.currency AS s_currency, s.marketplace_fee AS s_marketplace_fee, s.royalty_fee AS s_royalty_fee, ${usdPointSql("s", "s_usd_point")}
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (

@@ -1,5 +1,6 @@
 import type { AppraisalRow, Finality, InfluencerRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
 import { CURRENCY } from "../../domain/wire/messages.js";
+import { usdValue } from "../../domain/money.js";
 
 // Result rows to domain records, for both engines: their queries name the
 // columns alike (SQLite's 0/1 booleans and PostgreSQL's booleans, SQLite's
@@ -133,6 +134,7 @@ export function toSale(r: Row): SaleRow {
     marketplace: r.marketplace as string,
     marketplaceFee: (r.marketplace_fee as string | undefined) ?? "",
     royaltyFee: (r.royalty_fee as string | undefined) ?? "",
+    priceUsd: usdValue(String(r.price), (r.currency as string | undefined) ?? CURRENCY, r.usd_point as string | null | undefined),
     blockHash: hexOrNone(r.block_hash),
     finality: r.finality as Finality | undefined,
     washMask: Number(r.wash_flags ?? 0),

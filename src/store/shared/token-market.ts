@@ -1,5 +1,6 @@
 import { hexOf, hexOrNone } from "./rows.js";
 import { CURRENCY } from "../../domain/wire/messages.js";
+import { usdValue } from "../../domain/money.js";
 import type { TokenSort } from "../ports/market.js";
 import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeyValue } from "../../domain/rows.js";
@@ -21,6 +22,7 @@ function saleOf(r: Row): SaleRow | undefined {
     timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
     currency: (r.s_currency as string | undefined) ?? CURRENCY, marketplace: r.s_marketplace as string,
     marketplaceFee: (r.s_marketplace_fee as string | undefined) ?? "", royaltyFee: (r.s_royalty_fee as string | undefined) ?? "",
+    priceUsd: usdValue(String(r.s_price), (r.s_currency as string | undefined) ?? CURRENCY, r.s_usd_point as string | null | undefined),
     blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
     washMask: Number(r.s_wash_flags ?? 0),
   };

@@ -44,6 +44,8 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   reorgs: { ...at(TABLES.reorg), write: (s, r) => s.removeBlocks(as(r)) },
   // Only forward: a record at or below the chain's finalized block is unchanged.
   finality: { table: "finality", key: ["chain"], write: (s, r) => s.finalize(as(r)) },
+  // A token's USD price at a minute (docs/money.md), by natural key.
+  prices: tableWrites({ table: "price_points", key: ["currency", "minute"], values: ["usd"] }, (r) => ({ currency: r.currency, minute: r.minute, usd: r.usd })),
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));

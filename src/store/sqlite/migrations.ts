@@ -1,3 +1,4 @@
+import { PRICE_POINTS_SCHEMA } from "./prices.js";
 // Versioned schema. PRAGMA user_version holds the number of migrations
 // applied; each migration runs once, in its own transaction.
 //
@@ -373,6 +374,8 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE sale_removals ADD COLUMN currency TEXT NOT NULL DEFAULT 'ETH';
   ALTER TABLE sale_removals ADD COLUMN marketplace_fee TEXT NOT NULL DEFAULT '';
   ALTER TABLE sale_removals ADD COLUMN royalty_fee TEXT NOT NULL DEFAULT '';`,
+  // 32: price points, a token's USD price by minute (docs/money.md): a sale's priceUsd is read from the latest at or before it.
+  PRICE_POINTS_SCHEMA,
 ];
 
 

@@ -1,3 +1,5 @@
+import { usdValue } from "../../domain/money.js";
+import { usdPointSql } from "../shared/prices.js";
 import type { SaleRow, SalesSummary } from "../../domain/rows.js";
 import type { Row } from "../shared/rows.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
@@ -37,7 +39,7 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee, ${usdPointSql("s")}`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     const finalized = finalizedOf(this.s, collectionId);
     // Set on the row read (no object made per row: a spread per row showed in the profile's garbage collection).
@@ -54,10 +56,11 @@ export class SqliteSales implements SalesRepository {
     // The kept JSON with the sale's finality as it is now (shared/finality.ts): every one pending on a chain with no finality
     // (the most common case: no block read at all), and its wash flags.
     const finalized = finalizedOf(this.s, collectionId);
-    const { sql, params } = pageQuery(finalized < 0 ? "s.id, s.wire_json, s.wash_flags" : "s.id, s.wire_json, s.wash_flags, s.block", collectionId, filter, page);
+    const { sql, params } = pageQuery(`s.id, s.wire_json, s.wash_flags, s.block, s.price, s.currency, ${usdPointSql("s")}`, collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
-    const wire = (v: unknown[]) => saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number);
+    const wire = (v: unknown[]) =>
+      saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number, usdValue(v[4] as string, v[5] as string, v[6] as string | null));
     const ready = readyPage(this.s.values(sql, params), page.limit, wire, (v) => key.get(v[0]) as KeyValue[]);
     return ready ?? encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
   }
