@@ -66,16 +66,14 @@ export function paymentToken(chain: Chain, currency: string): PaymentToken | und
 
 /**
  * Why `currency` cannot be a record's on `chain`, or undefined when it can:
- * unknown there, or a token whose amounts are not wei of ETH.
+ * unknown there, or a token whose amounts are not wei of ETH. `token`:
+ * paymentToken's answer, when the caller has it already.
  */
-export function refusedCurrency(chain: Chain, currency: string): string | undefined {
-  const token = paymentToken(chain, currency);
+export function refusedCurrency(chain: Chain, currency: string, token = paymentToken(chain, currency)): string | undefined {
+  if (token?.ethUnit === true) return undefined;
   const accepted = PAYMENT_TOKENS[chain].filter((t) => t.ethUnit).map((t) => t.symbol);
   if (token === undefined) {
     return `must be one of ${chain}'s payment tokens, ${accepted.join(", ")}, by symbol or contract (docs/money.md), got ${JSON.stringify(currency.slice(0, 42))}`;
   }
-  if (!token.ethUnit) {
-    return `${token.symbol} is not taken yet: its amounts are not wei of ETH, and the ETH figures cannot add them until they are converted (docs/money.md); accepted: ${accepted.join(", ")}`;
-  }
-  return undefined;
+  return `${token.symbol} is not taken yet: its amounts are not wei of ETH, and the ETH figures cannot add them until they are converted (docs/money.md); accepted: ${accepted.join(", ")}`;
 }

@@ -189,7 +189,8 @@ export function tweetOf(t: Tweet): Record<string, unknown> {
  * wei of ETH, is refused by name.
  */
 export function paymentCurrency(r: { chain: Chain; currency: string }, problems: Problem[]): void {
-  const why = refusedCurrency(r.chain, r.currency);
-  if (why !== undefined) problems.push({ field: "currency", reason: why });
-  else r.currency = paymentToken(r.chain, r.currency)!.symbol;
+  // One lookup per record (every sale's check): the refusal's message is built only for a refusal.
+  const token = paymentToken(r.chain, r.currency);
+  if (token?.ethUnit === true) r.currency = token.symbol;
+  else problems.push({ field: "currency", reason: refusedCurrency(r.chain, r.currency, token)! });
 }

@@ -1,9 +1,9 @@
-import { PAYMENT_TOKENS } from "../currencies.js";
+import { PRICED_AS } from "../money.js";
 import { declareKind, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
 
 /** The symbols a price point can name: every chain's payment tokens (domain/currencies.ts). */
-const SYMBOLS: ReadonlySet<string> = new Set(Object.values(PAYMENT_TOKENS).flatMap((tokens) => tokens.map((t) => t.symbol)));
+const SYMBOLS: ReadonlySet<string> = new Set(PRICED_AS.keys());
 
 /** A record's fields and their checks. */
 const shape = f.object({
