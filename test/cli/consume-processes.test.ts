@@ -86,8 +86,10 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
     const duplicates = lines.reduce((n, l) => n + Number(/(\d+) duplicates/.exec(l.slice(l.indexOf("stopped:")))?.[1] ?? 0), 0);
     expect(kills).toBe(2);
     // What the killed consumer had taken without acknowledging came again: to the survivors, counted as duplicates where it had been committed.
+    // Every sale is published once, so a duplicate can only come in a redelivered message (of at most PER_MESSAGE sales).
+    // How many are redelivered depends on the machine's load (a 2 s ack wait lapses on a busy one), so that is the bound, not SALES.
     expect(redelivered).toBeGreaterThan(0);
-    expect(duplicates).toBeLessThanOrEqual(SALES);
+    expect(duplicates).toBeLessThanOrEqual(redelivered * PER_MESSAGE);
 
     // The store: every sale once, the stats exact.
     ctx.server = await startTestServer(ctx.db, { rateLimit: 0 });
