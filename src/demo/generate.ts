@@ -124,6 +124,11 @@ function paidIn(marketplace: string, hash: string): string {
   return marketplace === "BLUR" ? "BLUR_POOL" : hash.endsWith("0") ? "WETH" : "ETH";
 }
 
+/** An offer's payment token: a bid is made from a wrapped balance a marketplace can draw on, Blur's pool on Blur, WETH elsewhere. */
+function bidIn(marketplace: string): string {
+  return marketplace === "BLUR" ? "BLUR_POOL" : "WETH";
+}
+
 /** The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none). */
 export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores", "prices"] as const satisfies readonly Kind[];
 export type DemoKind = (typeof DEMO_KINDS)[number];
@@ -325,7 +330,7 @@ function offers(rnd: Random, address: string, tokens: Token[], floor: (t: number
     const expired = r < 0.15;
     out.push({
       marketplaceId: id, marketplace, contractAddress: address, ...scope, maker: rnd.pick(wallets),
-      price: (BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH).toString(), currency: "ETH",
+      price: (BigInt(Math.max(1, Math.round(eth * 1e6))) * WEI_PER_MICRO_ETH).toString(), currency: bidIn(marketplace),
       createdAt: t, lastUpdatedAt: r >= 0.15 && r < 0.25 ? Math.min(end, t + rnd.int(60, 86_400)) : t,
       expiresAt: expired ? Math.min(end, t + rnd.int(3_600, 7 * 86_400)) : 0,
       status: r >= 0.15 && r < 0.25 ? "CANCELLED" : "CREATED",

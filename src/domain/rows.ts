@@ -78,6 +78,8 @@ export interface OfferRow {
   traitValue: string;
   maker: string;
   price: string;
+  /** Its payment token's symbol (domain/currencies.ts); absent: ETH. */
+  currency?: string;
   createdAt: number;
   lastUpdatedAt: number;
   /** 0: no expiry. */
@@ -96,6 +98,8 @@ export interface ListingRow {
   createdAt: number;
   lastUpdatedAt: number;
   price: string;
+  /** As OfferRow's. */
+  currency?: string;
   /** As OfferRow's. */
   block?: number;
   blockHash?: string;

@@ -1,6 +1,7 @@
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
 
 // A sale's payment token and fees (issue 53, docs/money.md), on either
@@ -8,7 +9,9 @@ import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js
 // through every read of a sale (the REST JSON kept per row, the binary
 // encoded from the columns, a token's last sale, a sale taken back); the
 // tokens whose amounts are wei of ETH count in the ETH figures as ETH does,
-// and one whose amounts are not is refused by name.
+// and one whose amounts are not is refused by name. Listings and offers
+// carry theirs as sales do, through a replay of an order's log and an order
+// taken back whole.
 
 const s = useEmptyStoreServer({ ingestRateLimit: 0 });
 
@@ -85,5 +88,67 @@ describe("a sale's payment token and fees", () => {
     expect(await refused({ marketplaceFee: "1001" })).toMatch(/marketplaceFee: must not exceed price \(1000\)/);
     expect(await refused({ marketplaceFee: "600", royaltyFee: "500" })).toMatch(/royaltyFee: marketplaceFee and royaltyFee together must not exceed price/);
     expect(await refused({ royaltyFee: 5 })).toMatch(/royaltyFee: must be a canonical unsigned decimal/);
+  });
+});
+
+describe("an order's payment token", () => {
+  const CO = "0x00000000000000000000000000000000000000d2";
+  const listing = (id: string, price: string, block: number, extra: object = {}) => ({
+    marketplaceId: id, marketplace: "OPENSEA", contractAddress: CO, assetId: id, createdAt: NOW, lastUpdatedAt: NOW + (block % 100),
+    price, currency: "ETH", status: "CREATED", block, ...(block === 0 ? {} : { blockHash: hash(block) }), ...extra,
+  });
+  const offer = (id: string, price: string, block: number, extra: object = {}) => ({
+    marketplaceId: id, marketplace: "OPENSEA", contractAddress: CO, assetId: "1", maker: ALICE, price, currency: "WETH",
+    createdAt: NOW, lastUpdatedAt: NOW, status: "CREATED", block, ...(block === 0 ? {} : { blockHash: hash(block) }), ...extra,
+  });
+  type Order = { marketplaceId: string; price: string; currency: string };
+  const told = (orders: Order[]) => orders.map((o) => [o.marketplaceId, o.price, o.currency]).sort();
+
+  it("is taken by symbol or contract and answered on every read of listings and offers, through a replay and a removal", async () => {
+    expect((await post("tokens", ["1", "2", "3"].map((assetId) => ({ contractAddress: CO, assetId, currentOwner: "", attributes: [] })))).status).toBe(200);
+    expect((await post("listings", [
+      listing("1", "10", 0, { currency: WETH_CONTRACT }),
+      listing("2", "20", 0, { currency: "blur_pool", marketplace: "BLUR" }),
+      listing("3", "30", 0),
+    ])).status).toBe(200);
+    expect((await post("offers", [offer("4", "5", 0), offer("5", "6", 0, { currency: "ETH", assetId: "2" })])).status).toBe(200);
+
+    const listings = [["1", "10", "WETH"], ["2", "20", "BLUR_POOL"], ["3", "30", "ETH"]];
+    const offers = [["4", "5", "WETH"], ["5", "6", "ETH"]];
+    // The REST JSON (a listing's kept answer, an offer's columns) and the binary.
+    expect(told((await get("/v1/asset/listings", { contractAddress: CO })).body.data as Order[])).toEqual(listings);
+    expect(told((await get("/v1/asset/offers", { contractAddress: CO })).body.data as Order[])).toEqual(offers);
+    const asset = createClient(AssetService, transportFor("grpc", s.server.baseUrl));
+    const headers = { headers: { "x-api-key": s.read } };
+    expect(told((await asset.listListings({ contractAddress: CO }, headers)).data)).toEqual(listings);
+    expect(told((await asset.listOffers({ contractAddress: CO }, headers)).data)).toEqual(offers);
+    // A token's cheapest listing.
+    const tokens = (await get("/v1/asset/tokens", { contractAddress: CO })).body.data as { listing: Order | null }[];
+    expect(told(tokens.flatMap((t) => (t.listing ? [t.listing] : [])))).toEqual(listings);
+    const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
+    const market = await collection.getCollectionFloor({ contractAddress: CO }, headers);
+    // WETH and Blur's pool ETH are wei of ETH: the cheapest is the floor whatever it was paid in; the floor is an ETH figure.
+    expect(market.data?.floor).toMatchObject({ marketplaceId: "1", price: "10", currency: "ETH" });
+
+    // An order's log keeps each record's token: listing 1 repriced on-chain in ETH, that record taken back, it is its WETH record again.
+    expect((await post("listings", [listing("1", "9", 6001, { currency: "ETH" })])).status).toBe(200);
+    expect(told((await get("/v1/asset/listings", { contractAddress: CO, assetId: "1" })).body.data as Order[])).toEqual([["1", "9", "ETH"]]);
+    expect((await post("listings", [listing("1", "9", 6001, { currency: "ETH", removed: true })])).body).toMatchObject({ accepted: 1 });
+    expect(told((await get("/v1/asset/listings", { contractAddress: CO, assetId: "1" })).body.data as Order[])).toEqual([["1", "10", "WETH"]]);
+    // An order taken back whole keeps it: the activity list reads it back with includeRemoved.
+    expect((await post("offers", [offer("6", "7", 6002)])).status).toBe(200);
+    expect((await post("offers", [offer("6", "7", 6002, { removed: true })])).body).toMatchObject({ accepted: 1 });
+    const activity = (await get("/v1/collection/activity", { contractAddress: CO, types: "offer", includeRemoved: "true" })).body.data as
+      { removed: { offer: Order | null } | null }[];
+    expect(told(activity.flatMap((e) => (e.removed?.offer ? [e.removed.offer] : [])))).toEqual([["6", "7", "WETH"]]);
+  });
+
+  it("refuses a token the chain has not, or one whose amounts are not wei of ETH, by name", async () => {
+    const l = await post("listings", [listing("9", "1", 0, { currency: "USDC" })]);
+    expect(l.status).toBe(400);
+    expect(JSON.stringify(l.body)).toMatch(/currency: USDC is not taken yet: its amounts are not wei of ETH/);
+    const o = await post("offers", [offer("9", "1", 0, { currency: "BLUR_POOL", chain: "base" })]);
+    expect(o.status).toBe(400);
+    expect(JSON.stringify(o.body)).toMatch(/currency: must be one of base's payment tokens, ETH, WETH/);
   });
 });

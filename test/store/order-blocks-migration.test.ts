@@ -40,6 +40,8 @@ async function answers(target: string): Promise<unknown> {
 
 /** Takes the store back to schema 25: no block columns, and each listing's whole JSON as migration 17 (SQLite) or 15 (PostgreSQL) made it. */
 async function asBeforeMigration26(engine: Engine, target: string): Promise<void> {
+  // The later migrations' first, last first: 29's on (the sales' wash flags, ..., 33's orders' payment token).
+  await dropWashFlags(target);
   const dropColumns = [
     ...["listings", "offers"].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN block`, `ALTER TABLE ${t} DROP COLUMN block_hash`]),
     // And migration 28's tables (the orders' logs), which follow.
@@ -72,8 +74,6 @@ async function asBeforeMigration26(engine: Engine, target: string): Promise<void
       await client.end();
     }
   }
-  // And migration 29's (the sales' wash flags).
-  await dropWashFlags(target);
   await setSchemaVersion(target, 25);
 }
 

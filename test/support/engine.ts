@@ -1,5 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
+import { ORDER_KINDS, ORDER_LOGS } from "../../src/store/shared/order-log.js";
+import { REMOVAL_TABLES } from "../../src/store/shared/removals.js";
 import { skipPg } from "./pg.js";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -185,8 +187,16 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 31: no sale's payment token or fees (docs/money.md), nor price points (32). */
+/** Takes a store's schema back before migration 33: no order's payment token (docs/money.md). */
+export async function dropOrderCurrency(target: string): Promise<void> {
+  for (const table of [...ORDER_KINDS, ORDER_LOGS.listings, ORDER_LOGS.offers, REMOVAL_TABLES.listings, REMOVAL_TABLES.offers]) {
+    await execSql(target, `ALTER TABLE ${table} DROP COLUMN currency`);
+  }
+}
+
+/** Takes a store's schema back before migration 31: no sale's payment token or fees (docs/money.md), nor price points (32), nor what came after. */
 export async function dropSaleMoney(target: string): Promise<void> {
+  await dropOrderCurrency(target);
   await execSql(target, "DROP TABLE price_points");
   for (const table of ["sales", "sale_removals"]) {
     for (const column of ["currency", "marketplace_fee", "royalty_fee"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);

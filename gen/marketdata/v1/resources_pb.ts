@@ -436,6 +436,9 @@ export type Listing = Message<"marketdata.v1.Listing"> & {
   price: string;
 
   /**
+   * The payment token by symbol, as a sale's (docs/money.md); price is in
+   * its smallest unit.
+   *
    * @generated from field: string currency = 8;
    */
   currency: string;
@@ -520,13 +523,16 @@ export type Offer = Message<"marketdata.v1.Offer"> & {
   maker: string;
 
   /**
-   * Wei, canonical decimal string.
+   * Canonical decimal string, in the smallest unit of currency (wei).
    *
    * @generated from field: string price = 8;
    */
   price: string;
 
   /**
+   * The payment token by symbol, as a sale's: a bid is made from a wrapped
+   * balance, WETH, or BLUR_POOL on Blur (docs/money.md).
+   *
    * @generated from field: string currency = 9;
    */
   currency: string;

@@ -3,7 +3,7 @@ import type { ListingRow } from "../rows.js";
 import { toListing } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, removalNamesBlock, statusOf, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord({
@@ -14,7 +14,7 @@ const shape = f.collectionRecord({
   createdAt: f.epochSeconds,
   lastUpdatedAt: f.epochSeconds,
   price: f.uint256,
-  currency: f.currency,
+  currency: f.paymentCurrency,
   ...onChainEvent,
   status: f.listingStatus,
 }, OFF_CHAIN);
@@ -25,6 +25,7 @@ export const listings = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
+    paymentCurrency(r, problems);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
     notAhead("createdAt", r.createdAt, ctx, problems);

@@ -3,7 +3,7 @@ import type { OfferRow } from "../rows.js";
 import { toOffer } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, removalNamesBlock, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
+import { hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord(
@@ -16,7 +16,7 @@ const shape = f.collectionRecord(
     traitValue,
     maker: f.address,
     price: f.uint256,
-    currency: f.currency,
+    currency: f.paymentCurrency,
     createdAt: f.epochSeconds,
     lastUpdatedAt: f.epochSeconds,
     expiresAt: f.count,
@@ -32,6 +32,7 @@ export const offers = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
+    paymentCurrency(r, problems);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
     if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {

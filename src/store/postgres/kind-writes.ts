@@ -213,16 +213,16 @@ const REORGS: KindSpec = {
 
 /** A listing's record columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
 const LISTING_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, st.asset_id, st.created_at,
-  st.last_updated_at AS record_updated_at, st.price, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
+  st.last_updated_at AS record_updated_at, st.price, st.currency, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
   st.wire_json_head, st.wire_json_middle, st.wire_pb`);
 
 const LISTINGS: KindSpec = {
   stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
-    col("last_updated_at", "bigint"), col("price", "numeric"), col("status"), col("block", "bigint"), col("block_hash"), col("removed", "boolean"),
+    col("last_updated_at", "bigint"), col("price", "numeric"), col("currency"), col("status"), col("block", "bigint"), col("block_hash"), col("removed", "boolean"),
     ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
   row: (r) => {
     const wire = listingFragments(r as unknown as ListingRow);
-    return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.status,
+    return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.currency ?? CURRENCY, r.status,
       r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
   },
   // The orders that may be taken back logged (order-reorgs.ts) before and after the merge.
@@ -230,7 +230,7 @@ const LISTINGS: KindSpec = {
   // What the records said; the answer (status, last_updated_at) follows it
   // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
   counted: counted("listings", ["marketplace", "marketplace_id"],
-      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
       LISTING_SOURCE, undefined, true),
   after: [...KEEP_LISTING_HISTORY, orderLogAppended("listings", LISTING_SOURCE)],
   afterward: [KNOW_MARKETPLACES],
@@ -242,17 +242,17 @@ const LISTINGS: KindSpec = {
 
 /** An offer's columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
 const OFFER_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, nullif(st.asset_id, '')::numeric AS asset_id, st.trait_type,
-  st.trait_value, st.maker, st.price, st.created_at, st.last_updated_at, st.expires_at, st.status, st.block, ${bytes("block_hash")} AS block_hash`);
+  st.trait_value, st.maker, st.price, st.currency, st.created_at, st.last_updated_at, st.expires_at, st.status, st.block, ${bytes("block_hash")} AS block_hash`);
 
 const OFFERS: KindSpec = {
   stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id"), col("trait_type"), col("trait_value"), col("maker"),
-    col("price", "numeric"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status"),
+    col("price", "numeric"), col("currency"), col("created_at", "bigint"), col("last_updated_at", "bigint"), col("expires_at", "bigint"), col("status"),
     col("block", "bigint"), col("block_hash"), col("removed", "boolean")],
-  row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price,
+  row: (r) => [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.traitType, r.traitValue, String(r.maker).toLowerCase(), r.price, r.currency ?? CURRENCY,
     r.createdAt, r.lastUpdatedAt, r.expiresAt, r.status, r.block, r.blockHash || null, r.removed === true],
   before: [REGISTER_COLLECTIONS, ...orderLogBegun("offers")],
   counted: counted("offers", ["marketplace", "marketplace_id"],
-      ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
+      ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
       OFFER_SOURCE, undefined, true),
   after: [orderLogAppended("offers", OFFER_SOURCE)],
   afterward: [KNOW_MARKETPLACES],

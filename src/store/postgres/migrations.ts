@@ -8,6 +8,7 @@ import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
+import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
@@ -429,6 +430,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   ALTER TABLE sale_removals ADD COLUMN currency text NOT NULL DEFAULT 'ETH', ADD COLUMN marketplace_fee text NOT NULL DEFAULT '', ADD COLUMN royalty_fee text NOT NULL DEFAULT '';`,
   // 32: price points, as SQLite's 32.
   PRICE_POINTS_SCHEMA,
+  // 33: an order's payment token, as SQLite's 33.
+  ORDER_CURRENCY_MIGRATION("text"),
 ];
 
 /**

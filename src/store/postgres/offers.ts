@@ -36,7 +36,7 @@ export const OFFERS_MIGRATION = `
 `;
 
 const COLUMNS = `c.address, o.marketplace_id, o.marketplace, coalesce(o.asset_id::text, '') AS asset_id, o.trait_type, o.trait_value, o.maker,
-  o.price::text AS price, o.created_at, o.last_updated_at, o.expires_at, o.block, ${hexSql("o.block_hash", "block_hash")}, o.status`;
+  o.price::text AS price, o.currency, o.created_at, o.last_updated_at, o.expires_at, o.block, ${hexSql("o.block_hash", "block_hash")}, o.status`;
 
 export class PgOffers implements OffersRepository {
   constructor(private readonly q: PgQueries) {}

@@ -18,6 +18,7 @@
 // records can be taken back (the chain's finality passed them).
 
 import type { ListingRow, ListingStatusName, OfferRow } from "../../domain/rows.js";
+import { REMOVAL_TABLES } from "./removals.js";
 
 /** The order kinds and their tables. */
 export const ORDER_KINDS = ["listings", "offers"] as const;
@@ -30,10 +31,15 @@ export const LISTING_LOG_VERSIONS = "listing_log_versions";
 /** The order key of a log, as `(marketplace, marketplace_id)` of the alias `x`. */
 export const orderKeyIs = (x: string, marketplace: string, marketplaceId: string) => `${x}.marketplace = ${marketplace} AND ${x}.marketplace_id = ${marketplaceId}`;
 
+/** Migration 33 on either engine (its text type `text`): an order's payment token, in each table that holds an order's record; every order before was in ETH. */
+export const ORDER_CURRENCY_MIGRATION = (text: string): string =>
+  [...ORDER_KINDS, ORDER_LOGS.listings, ORDER_LOGS.offers, REMOVAL_TABLES.listings, REMOVAL_TABLES.offers]
+    .map((t) => `ALTER TABLE ${t} ADD COLUMN currency ${text} NOT NULL DEFAULT 'ETH';`).join("\n");
+
 /** The columns of a listing's and an offer's feed (and of their removal tables), after collection_id and the asset. */
 export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "block", "block_hash", "status"],
-  offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
+  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "currency", "block", "block_hash", "status"],
+  offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
 };
 
 /**
@@ -49,6 +55,8 @@ export function orderRecordOf(kind: OrderKind, e: Record<string, unknown>): (Lis
     contractAddress: String(e.address),
     assetId: e.asset_id === null ? "" : String(e.asset_id),
     price: String(e.price),
+    // A log begun before migration 33 has no currency: every order then was in ETH.
+    currency: e.currency === undefined || e.currency === null ? "ETH" : String(e.currency),
     createdAt: Number(e.created_at),
     block: Number(e.block),
     blockHash: e.block_hash_hex === null || e.block_hash_hex === undefined ? "" : String(e.block_hash_hex),

@@ -54,9 +54,15 @@ export function toListing(r: Row): ListingRow {
     createdAt: r.created_at as number,
     lastUpdatedAt: r.last_updated_at as number,
     price: r.price as string,
+    ...orderCurrency(r),
     ...orderBlock(r),
     status: r.status as ListingStatusName,
   };
+}
+
+/** An order's payment token (column currency), when its query selects it. */
+function orderCurrency(r: Row): { currency?: string } {
+  return r.currency === undefined ? {} : { currency: r.currency as string };
 }
 
 /** A listing's or an offer's on-chain block and its hash (columns block, block_hash), when its query selects them. */
@@ -78,6 +84,7 @@ export function toOffer(r: Row): OfferRow {
     traitValue: r.trait_value as string,
     maker: r.maker as string,
     price: r.price as string,
+    ...orderCurrency(r),
     createdAt: Number(r.created_at),
     lastUpdatedAt: Number(r.last_updated_at),
     expiresAt: Number(r.expires_at),

@@ -34,6 +34,7 @@ function listingOf(r: Row): ListingRow | undefined {
   return {
     marketplaceId: r.l_marketplace_id as string, marketplace: r.l_marketplace as string, contractAddress: r.address as string,
     assetId: r.asset_id as string, createdAt: Number(r.l_created_at), lastUpdatedAt: Number(r.l_last_updated_at), price: String(r.l_price),
+    ...(r.l_currency === undefined ? {} : { currency: r.l_currency as string }),
     block: Number(r.l_block), blockHash: hexOrNone(r.l_block_hash), status: r.l_status as ListingStatusName,
   };
 }

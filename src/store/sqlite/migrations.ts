@@ -10,6 +10,7 @@ import { PRICE_POINTS_SCHEMA } from "./prices.js";
 import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import { ORDER_LOG_SCHEMA } from "./order-reorgs.js";
+import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
@@ -376,6 +377,9 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE sale_removals ADD COLUMN royalty_fee TEXT NOT NULL DEFAULT '';`,
   // 32: price points, a token's USD price by minute (docs/money.md): a sale's priceUsd is read from the latest at or before it.
   PRICE_POINTS_SCHEMA,
+  // 33: an order's payment token (docs/money.md), in its table, its log and its removal table: every order before was in ETH.
+  // Its kept JSON already says ETH; one written since says its own (fragments.ts listingFragments).
+  ORDER_CURRENCY_MIGRATION("TEXT"),
 ];
 
 

@@ -38,7 +38,7 @@ export const OFFERS_SCHEMA = `
 `;
 
 const COLUMNS = `c.address, o.marketplace_id, o.marketplace, substr(o.asset_key, 3) AS asset_id, o.trait_type, o.trait_value, o.maker,
-  o.price, o.created_at, o.last_updated_at, o.expires_at, o.block, o.block_hash, o.status`;
+  o.price, o.currency, o.created_at, o.last_updated_at, o.expires_at, o.block, o.block_hash, o.status`;
 
 /** The best standing offer of one scope (asset_key, trait_type, trait_value bound) at time ?: highest price, then marketplace, then its id. */
 const BEST_OFFER = `SELECT ${COLUMNS} FROM offers o INDEXED BY offers_open_by_price JOIN collections c ON c.id = o.collection_id

@@ -95,7 +95,7 @@ export const TABLES = {
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "currency", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
     // wire_json: the whole answer as inserted; a trigger keeps it as the answer moves (wire-rows.ts).
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"], ["wire_json", "wire_json_inserted"]],
     feed: true,
@@ -103,7 +103,7 @@ export const TABLES = {
   offer: {
     table: "offers",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "trait_type", "trait_value", "maker", "price", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
+    values: ["collection_id", "asset_key", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
     feed: true,
   },
   socialUser: {
@@ -351,6 +351,7 @@ export class WriteStore {
       trait_value: r.traitValue,
       maker: r.maker.toLowerCase(),
       price: r.price,
+      currency: r.currency ?? CURRENCY,
       created_at: r.createdAt,
       last_updated_at: r.lastUpdatedAt,
       expires_at: r.expiresAt,
@@ -506,6 +507,7 @@ export class WriteStore {
       created_at: r.createdAt,
       record_updated_at: r.lastUpdatedAt,
       price: r.price,
+      currency: r.currency ?? CURRENCY,
       record_status: r.status,
       block: r.block ?? 0,
       block_hash: blockHashBytes(r.blockHash),
