@@ -18,14 +18,16 @@ import { writeSales } from "./sales-file.js";
 // bench/results/history.md, "Collection stats"): latency of every window shape against a
 // GROUP BY over the raw rows in the same run, throughput under load with
 // rotating windows next to /v1/collection/scores, and import speed with and
-// without keeping the aggregates.
+// without keeping the aggregates; `--parts usd`: stats in US dollars
+// (currency=usd, read from the window's sales with a point's seek each:
+// docs/money.md) beside the default in wei, per window shape.
 
 const program = withLoadOptions(
   new Command("bench:stats")
     .description("benchmark collection stats: latency per window, throughput under load, import cost of the aggregates")
     .option("--sales <n>", "sales in the generated collection", "1000000")
     .option("--stores <list>", "large (the large demo store's largest collection), generated", "large,generated")
-    .option("--parts <list>", "latency,load,import", "latency,load,import")
+    .option("--parts <list>", "latency,load,import,usd (usd: stats in dollars, read from the sales, beside the default from the aggregates)", "latency,load,import")
     .option("--samples <n>", "stats calls per window shape", "1000")
     .option("--import-rows <list>", "sales per import round, one comparison per size (spread over two years like the generated collection)", "1000000,200000"),
 ).parse();
@@ -135,6 +137,23 @@ function time(samples: number, budgetMs: number, fn: (i: number) => unknown): { 
   return { ...percentiles(ms), n: ms.length };
 }
 
+type Window = { since?: number; until?: number };
+
+/**
+ * Each window shape, of the whole collection and then of its hottest asset:
+ * SAMPLES windows placed at random (the same for every part), the filter of
+ * the i-th, and the asset's label.
+ */
+function eachShape(s: Subject, body: (label: string, asset: boolean, windows: Window[], filter: (i: number) => Window & { assetId?: string }, who: string) => void): void {
+  for (const asset of [false, true]) {
+    for (const [label, length] of WINDOW_SHAPES) {
+      const rnd = new Random(length ?? 0);
+      const windows = Array.from({ length: SAMPLES }, () => randomWindow(s.first, s.last, length, rnd));
+      body(label, asset, windows, (i) => ({ ...windows[i]!, assetId: asset ? s.hotAsset : undefined }), asset ? `${s.hotAsset} (${s.hotAssetSales} sales)` : "-");
+    }
+  }
+}
+
 function latency(s: Subject): void {
   const db = openReadOnly(s.db);
   const store = sqliteRepositories(db);
@@ -150,24 +169,41 @@ function latency(s: Subject): void {
   log("| window | assetId | stats p50 ms | stats p99 ms | GROUP BY p50 ms | GROUP BY p99 ms | GROUP BY / stats (p50) |");
   log("|---|---|---|---|---|---|---|");
   const rows: unknown[] = [];
-  for (const asset of [false, true]) {
-    for (const [label, length] of WINDOW_SHAPES) {
-      const rnd = new Random(length ?? 0);
-      const windows = Array.from({ length: SAMPLES }, () => randomWindow(s.first, s.last, length, rnd));
-      const filter = (i: number) => ({ ...windows[i]!, assetId: asset ? s.hotAsset : undefined });
-      const stats = time(SAMPLES, 20_000, (i) => store.sales.salesSummary(id, filter(i)));
-      const stmt = groupBy(asset);
-      const raw = time(SAMPLES, 5_000, (i) => {
-        const w = windows[i]!;
-        const args = [id, ...(asset ? [assetKey] : []), w.since ?? 0, w.until ?? Number.MAX_SAFE_INTEGER];
-        stmt.all(...args);
-      });
-      const who = asset ? `${s.hotAsset} (${s.hotAssetSales} sales)` : "-";
-      log(`| ${label} | ${who} | ${stats.p50.toFixed(3)} | ${stats.p99.toFixed(3)} | ${raw.p50.toFixed(2)} | ${raw.p99.toFixed(2)} | ${(raw.p50 / stats.p50).toFixed(0)}x |`);
-      rows.push({ window: label, asset, stats, groupBy: raw });
-    }
-  }
+  eachShape(s, (label, asset, windows, filter, who) => {
+    const stats = time(SAMPLES, 20_000, (i) => store.sales.salesSummary(id, filter(i)));
+    const stmt = groupBy(asset);
+    const raw = time(SAMPLES, 5_000, (i) => {
+      const w = windows[i]!;
+      const args = [id, ...(asset ? [assetKey] : []), w.since ?? 0, w.until ?? Number.MAX_SAFE_INTEGER];
+      stmt.all(...args);
+    });
+    log(`| ${label} | ${who} | ${stats.p50.toFixed(3)} | ${stats.p99.toFixed(3)} | ${raw.p50.toFixed(2)} | ${raw.p99.toFixed(2)} | ${(raw.p50 / stats.p50).toFixed(0)}x |`);
+    rows.push({ window: label, asset, stats, groupBy: raw });
+  });
   results[`${s.name} latency`] = rows;
+  db.close();
+}
+
+/** Stats in dollars (read from the window's sales) beside stats in wei (from the aggregates), on the same windows. */
+function usd(s: Subject): void {
+  const db = openReadOnly(s.db);
+  const store = sqliteRepositories(db);
+  const id = store.collections.collectionId(s.address)!;
+  const points = db.prepare("SELECT count(*) FROM price_points").pluck().get() as number;
+  log(`\n## ${s.name}: stats in USD (currency=usd) beside stats in wei, ${SAMPLES} windows per shape placed at random (${points} price points in the store)\n`);
+  log("| window | assetId | sales in window (median) | wei p50 ms | USD p50 ms | USD p99 ms | USD µs per sale |");
+  log("|---|---|---|---|---|---|---|");
+  const rows: unknown[] = [];
+  eachShape(s, (label, asset, _windows, filter, who) => {
+    // Fewer samples of the longer windows (a whole history is every sale): the budget bounds each row.
+    const counts: number[] = [];
+    const dollars = time(SAMPLES, 10_000, (i) => counts.push(store.sales.salesUsdSummary(id, filter(i)).totalNumSales));
+    const wei = time(dollars.n, 5_000, (i) => store.sales.salesSummary(id, filter(i)));
+    const n = median(counts);
+    log(`| ${label} | ${who} | ${n} | ${wei.p50.toFixed(3)} | ${dollars.p50.toFixed(3)} | ${dollars.p99.toFixed(3)} | ${n === 0 ? "-" : ((dollars.p50 * 1000) / n).toFixed(2)} |`);
+    rows.push({ window: label, asset, sales: n, wei, usd: dollars });
+  });
+  results[`${s.name} usd`] = rows;
   db.close();
 }
 
@@ -265,6 +301,7 @@ if (stores.includes("generated")) {
 for (const s of subjects) {
   if (PARTS.has("latency")) latency(s);
   if (PARTS.has("load")) await underLoad(s);
+  if (PARTS.has("usd")) usd(s);
 }
 if (PARTS.has("import")) for (const rows of opts.importRows.split(",")) await importCost(Number(rows));
 writeFileSync(`${ROOT}data/bench-stats.json`, JSON.stringify(results, null, 2));

@@ -21,11 +21,88 @@ const USD_SCALE = 12;
  */
 export function usdValue(amount: string, symbol: string, usd: string | null | undefined): string {
   if (usd === null || usd === undefined || usd === "") return "";
-  const decimals = DECIMALS.get(symbol) ?? 18;
-  const [whole, fraction = ""] = usd.split(".");
-  const perToken = BigInt(`${whole}${fraction.padEnd(USD_SCALE, "0")}`);
+  return dollars(toCents(BigInt(amount) * scaled(usd), decimalsOf(symbol)));
+}
+
+const decimalsOf = (symbol: string): number => DECIMALS.get(symbol) ?? 18;
+
+/** A non-negative decimal text ("3421.57", "12", "0.000001"), times 10^USD_SCALE, exact (more fractional digits are cut: a point has at most USD_SCALE). */
+function scaled(decimal: string): bigint {
+  const [whole, fraction = ""] = decimal.split(".");
+  return BigInt(`${whole}${fraction.slice(0, USD_SCALE).padEnd(USD_SCALE, "0")}`);
+}
+
+/** Cents, half up, of `product` (amounts in a token of `decimals` decimals times dollars per whole token, times 10^USD_SCALE). */
+function toCents(product: bigint, decimals: number): bigint {
   const divisor = 10n ** BigInt(decimals + USD_SCALE - 2);
-  const cents = (BigInt(amount) * perToken + divisor / 2n) / divisor;
+  return (product + divisor / 2n) / divisor;
+}
+
+/** Cents as dollars to the cent ("3421.57"). */
+function dollars(cents: bigint): string {
   const s = cents.toString().padStart(3, "0");
   return `${s.slice(0, -2)}.${s.slice(-2)}`;
+}
+
+/** A window's USD volume of one marketplace, or of all: sales counted, dollars to the cent, and how many of the sales had no point in force. */
+export interface UsdTotals {
+  totalNumSales: number;
+  totalVolume: string;
+  unpricedNumSales: number;
+}
+
+export interface UsdSummary extends UsdTotals {
+  /** By volume descending, then marketplace, as the summary in wei (rows.ts summarize). */
+  groups: (UsdTotals & { marketplace: string })[];
+}
+
+/**
+ * A window's sales summed in US dollars (docs/money.md, "Stats in USD"):
+ * each sale's price times its point in force, exact; each marketplace's
+ * sum rounded to the cent once, and the total the sum of its groups, as
+ * the wei total is. A sale with no point in force is counted, and told as
+ * unpriced, but adds nothing.
+ */
+export class UsdVolumes {
+  readonly #by = new Map<string, { n: number; unpriced: number; cents: Map<number, bigint> }>();
+
+  /** One sale: `amount` of token `symbol` at `usd` dollars per whole token (null: no point in force). */
+  sale(marketplace: string, amount: string, symbol: string, usd: string | null | undefined): void {
+    const priced = usd !== null && usd !== undefined && usd !== "";
+    this.add(marketplace, symbol, 1, priced ? 0 : 1, priced ? BigInt(amount) * scaled(usd) : 0n);
+  }
+
+  /**
+   * `n` sales of token `symbol`, `unpriced` of them without a point, the
+   * others' amounts times their points summed: `sum` as decimal text (an
+   * engine's exact product, PostgreSQL's numeric) or a BigInt already
+   * times 10^USD_SCALE.
+   */
+  add(marketplace: string, symbol: string, n: number, unpriced: number, sum: bigint | string | null): void {
+    const m = this.#by.get(marketplace) ?? { n: 0, unpriced: 0, cents: new Map<number, bigint>() };
+    m.n += n;
+    m.unpriced += unpriced;
+    // Summed by decimals, each rounded once (a token's decimals set its scale).
+    const decimals = decimalsOf(symbol);
+    const exact = sum === null ? 0n : typeof sum === "bigint" ? sum : scaled(sum);
+    m.cents.set(decimals, (m.cents.get(decimals) ?? 0n) + exact);
+    this.#by.set(marketplace, m);
+  }
+
+  summary(): UsdSummary {
+    const groups = [...this.#by].map(([marketplace, m]) => {
+      let cents = 0n;
+      for (const [decimals, exact] of m.cents) cents += toCents(exact, decimals);
+      return { marketplace, n: m.n, unpriced: m.unpriced, cents };
+    });
+    groups.sort((a, b) => (a.cents === b.cents ? (a.marketplace < b.marketplace ? -1 : 1) : a.cents > b.cents ? -1 : 1));
+    const total = { n: 0, unpriced: 0, cents: 0n };
+    for (const g of groups) {
+      total.n += g.n;
+      total.unpriced += g.unpriced;
+      total.cents += g.cents;
+    }
+    const totals = (t: { n: number; unpriced: number; cents: bigint }): UsdTotals => ({ totalNumSales: t.n, totalVolume: dollars(t.cents), unpricedNumSales: t.unpriced });
+    return { ...totals(total), groups: groups.map((g) => ({ marketplace: g.marketplace, ...totals(g) })) };
+  }
 }

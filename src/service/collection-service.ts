@@ -9,6 +9,7 @@ import {
   ListTweetsResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { ReadRepositories } from "../store/ports/reads.js";
+import type { SalesSummary } from "../domain/rows.js";
 import { createAnalyticsMethods } from "./analytics.js";
 import { createCollectionListMethods } from "./collection-list.js";
 import { createActivityMethods } from "./activity.js";
@@ -17,6 +18,13 @@ import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "../domain/wire/messages.js";
 import { listAnswer, type LocalCall, wireForm } from "./local-call.js";
+
+/** The units stats answer in: wei of ETH (the default, api.md's), or US dollars. */
+const STATS_CURRENCIES = ["eth", "usd"] as const;
+const USD = "USD";
+
+/** A summary in wei (SalesSummary) or in dollars (UsdSummary, which tells the sales without a point). */
+type Summary = Omit<SalesSummary, "groups"> & { unpricedNumSales?: number; groups: (SalesSummary["groups"][number] & { unpricedNumSales?: number })[] };
 
 export function createCollectionService(store: ReadRepositories, feeds: FeedHub): ServiceImpl<typeof CollectionService> {
   return {
@@ -28,20 +36,21 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
       const { address, ref } = p.collection(req);
       // Wash trades left out unless asked for (docs/wash-trades.md).
       const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until), includeWash: req.includeWash };
-      const summary = await store.sales.salesSummary(await knownCollection(store.collections, ref), filter);
+      const unit = p.choice(req.currency.toLowerCase(), STATS_CURRENCIES, "currency");
+      const collection = await knownCollection(store.collections, ref);
+      // In dollars (docs/money.md, "Stats in USD"): read from the sales, with the sales without a point told.
+      const summary: Summary = unit === "usd" ? await store.sales.salesUsdSummary(collection, filter) : await store.sales.salesSummary(collection, filter);
+      const currency = unit === "usd" ? USD : CURRENCY;
+      const unpriced = (t: { unpricedNumSales?: number | undefined }) => (t.unpricedNumSales === undefined ? {} : { unpricedNumSales: BigInt(t.unpricedNumSales) });
       return create(GetCollectionStatsResponseSchema, {
         successful: 1,
         data: {
           contractAddress: address,
           totalNumSales: BigInt(summary.totalNumSales),
           totalVolume: summary.totalVolume,
-          currency: CURRENCY,
-          groups: summary.groups.map((g) => ({
-            marketplace: g.marketplace,
-            totalNumSales: BigInt(g.totalNumSales),
-            totalVolume: g.totalVolume,
-            currency: CURRENCY,
-          })),
+          currency,
+          groups: summary.groups.map((g) => ({ marketplace: g.marketplace, totalNumSales: BigInt(g.totalNumSales), totalVolume: g.totalVolume, currency, ...unpriced(g) })),
+          ...unpriced(summary),
         },
       });
     },

@@ -88,6 +88,10 @@ describe("a sale's payment token and fees", () => {
     expect(await refused({ marketplaceFee: "1001" })).toMatch(/marketplaceFee: must not exceed price \(1000\)/);
     expect(await refused({ marketplaceFee: "600", royaltyFee: "500" })).toMatch(/royaltyFee: marketplaceFee and royaltyFee together must not exceed price/);
     expect(await refused({ royaltyFee: 5 })).toMatch(/royaltyFee: must be a canonical unsigned decimal/);
+    // Stats answer in wei of ETH or in dollars, nothing else.
+    const stats = await get("/v1/collection/stats", { contractAddress: C, currency: "btc" });
+    expect(stats.status).toBe(400);
+    expect(JSON.stringify(stats.body)).toMatch(/currency must be one of eth, usd, got \\"btc\\"/);
   });
 });
 

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { IngestPricesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { Random } from "../../src/demo/random.js";
 import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
@@ -12,7 +13,10 @@ import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js
 // RPC), every sale answers priceUsd = price × the point in force at its
 // time (ETH's for ETH, WETH and Blur's pool ETH: the latest at or before it,
 // within a day), to the cent, or "" with none; on the REST JSON kept per
-// row, on the binary encoded from its columns and on a token's last sale.
+// row, on the binary encoded from its columns and on a token's last sale;
+// and stats with currency=usd sum each marketplace's sales at their points
+// exactly, rounded once (docs/money.md, "Stats in USD"), for any window and
+// one asset, with the sales that have no point counted and told.
 
 const s = useEmptyStoreServer({ ingestRateLimit: 0 });
 
@@ -21,7 +25,7 @@ const ALICE = "0x000000000000000000000000000000000000a11c";
 const BOB = "0x0000000000000000000000000000000000000b0b";
 const CURRENCIES = ["ETH", "WETH", "BLUR_POOL"];
 
-interface SaleLine { hash: string; assetId: string; contractAddress: string; timestamp: number; price: string; currency: string }
+interface SaleLine { hash: string; assetId: string; contractAddress: string; timestamp: number; price: string; currency: string; marketplace: string }
 interface Point { currency: string; minute: number; usd: string }
 
 async function post(kind: string, records: readonly object[]): Promise<void> {
@@ -33,23 +37,56 @@ async function post(kind: string, records: readonly object[]): Promise<void> {
   expect(r.status, await r.clone().text()).toBe(200);
 }
 
-/** The oracle: price × the latest point at or before the sale, within a day, half up to the cent (in BigInt, apart from the code under test). */
-function expectedUsd(sale: SaleLine, points: ReadonlyMap<number, string>): string {
+/** The oracle's exact product: price (wei) × the latest point at or before the sale, within a day, in millionths of a dollar; undefined with none. */
+function exactUsd(sale: SaleLine, points: ReadonlyMap<number, string>): bigint | undefined {
   let best: number | undefined;
   for (const minute of points.keys()) if (minute <= sale.timestamp && minute > sale.timestamp - DAY && (best === undefined || minute > best)) best = minute;
-  if (best === undefined) return "";
+  if (best === undefined) return undefined;
   const [whole, fraction = ""] = points.get(best)!.split(".");
-  const micro = BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, "0"));
-  const cents = (BigInt(sale.price) * micro + 5n * 10n ** 21n) / 10n ** 22n;
+  return BigInt(sale.price) * (BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, "0")));
+}
+
+/** The oracle's dollars to the cent, half up, of an exact product (in BigInt, apart from the code under test). */
+function toDollars(exact: bigint): string {
+  const cents = (exact + 5n * 10n ** 21n) / 10n ** 22n;
   return `${cents / 100n}.${(cents % 100n).toString().padStart(2, "0")}`;
 }
+
+function expectedUsd(sale: SaleLine, points: ReadonlyMap<number, string>): string {
+  const exact = exactUsd(sale, points);
+  return exact === undefined ? "" : toDollars(exact);
+}
+
+type UsdStats = { totalNumSales: number; totalVolume: string; currency: string; unpricedNumSales: number; groups: { marketplace: string; totalNumSales: number; totalVolume: string; currency: string; unpricedNumSales: number }[] };
+
+/** The oracle's stats in USD of `sales`: each marketplace's exact sum rounded once, by volume then marketplace, the total their sum. */
+function expectedUsdStats(sales: readonly SaleLine[], points: ReadonlyMap<number, string>): Omit<UsdStats, "currency" | "groups"> & { groups: Omit<UsdStats["groups"][number], "currency">[] } {
+  const by = new Map<string, { n: number; unpriced: number; exact: bigint }>();
+  for (const x of sales) {
+    const m = by.get(x.marketplace) ?? { n: 0, unpriced: 0, exact: 0n };
+    const exact = exactUsd(x, points);
+    by.set(x.marketplace, { n: m.n + 1, unpriced: m.unpriced + (exact === undefined ? 1 : 0), exact: m.exact + (exact ?? 0n) });
+  }
+  const cents = (d: string) => BigInt(d.replace(".", ""));
+  const groups = [...by].map(([marketplace, m]) => ({ marketplace, totalNumSales: m.n, totalVolume: toDollars(m.exact), unpricedNumSales: m.unpriced }))
+    .sort((a, b) => (cents(a.totalVolume) === cents(b.totalVolume) ? (a.marketplace < b.marketplace ? -1 : 1) : cents(a.totalVolume) > cents(b.totalVolume) ? -1 : 1));
+  const total = groups.reduce((t, g) => t + cents(g.totalVolume), 0n);
+  return {
+    totalNumSales: sales.length, totalVolume: toDollars(total * 10n ** 22n), unpricedNumSales: groups.reduce((n, g) => n + g.unpricedNumSales, 0), groups,
+  };
+}
+
+const MARKETPLACES = ["OPENSEA", "BLUR", "X2Y2"];
 
 describe("price points: a sale's priceUsd is its price times the point in force, in any arrival order", () => {
   it("holds on the REST JSON, the binary and a token's last sale, over rounds of shuffled sales and points", async () => {
     const ingest = createClient(IngestService, transportFor("connect", s.server.baseUrl));
     const asset = createClient(AssetService, transportFor("grpc", s.server.baseUrl));
+    const collection = createClient(CollectionService, transportFor("connect", s.server.baseUrl));
     const points = new Map<number, string>();
     const sales: SaleLine[] = [];
+    // Some sale is flagged (a price its neighbours did not follow), so the default stats differ from includeWash's.
+    let washSeen = false;
     // Rounds far apart in time: each round's points are the only ones within a day of its sales.
     const start = Math.floor(Date.now() / 1000 / 60) * 60 - 40 * DAY;
     for (let round = 0; round < 4; round++) {
@@ -59,6 +96,7 @@ describe("price points: a sale's priceUsd is its price times the point in force,
       const roundSales: SaleLine[] = Array.from({ length: 30 }, (_, i) => ({
         hash: `0x${(round * 1000 + i).toString(16).padStart(64, "0")}`, assetId: String(i), contractAddress,
         timestamp: from + rnd.int(0, 3 * DAY), price: (BigInt(rnd.int(1, 50_000)) * 10n ** 14n + BigInt(rnd.int(0, 999))).toString(), currency: rnd.pick(CURRENCIES),
+        marketplace: MARKETPLACES[i % MARKETPLACES.length]!,
       }));
       // Points over the round and a day before it (some sales have none in force: the first points come later than them), a few minutes sent twice.
       const roundPoints: Point[] = Array.from({ length: 12 }, () => ({
@@ -79,7 +117,7 @@ describe("price points: a sale's priceUsd is its price times the point in force,
       }
       for (const [n, b] of batches.entries()) {
         if (b.kind === "sales") {
-          await post("sales", b.records.map((x) => ({ ...x, from: ALICE, to: BOB, block: 100, amountReceived: (x as SaleLine).price, marketplace: "OPENSEA" })));
+          await post("sales", b.records.map((x) => ({ ...x, from: ALICE, to: BOB, block: 100, amountReceived: (x as SaleLine).price })));
         } else if (n % 2 === 0) {
           await post("prices", b.records);
         } else {
@@ -96,17 +134,49 @@ describe("price points: a sale's priceUsd is its price times the point in force,
       for (const c of new Set(sales.map((x) => x.contractAddress))) {
         const mine = sales.filter((x) => x.contractAddress === c);
         const want = new Map(mine.map((x) => [`${x.hash}:${x.assetId}`, expectedUsd(x, points)]));
-        const rest = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: c, limit: "50" }, s.read)).body.data as { hash: string; assetId: string; priceUsd: string }[];
+        const rest = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: c, limit: "50" }, s.read)).body.data as
+          { hash: string; assetId: string; priceUsd: string; washFlags: string[] }[];
         expect(rest).toHaveLength(mine.length);
         expect(new Map(rest.map((x) => [`${x.hash}:${x.assetId}`, x.priceUsd]))).toEqual(want);
         const rpc = await asset.listSales({ contractAddress: c, limit: 50 }, { headers: { "x-api-key": s.read } });
         expect(new Map(rpc.data.map((x) => [`${x.hash}:${x.assetId}`, x.priceUsd]))).toEqual(want);
         const tokens = (await restGet(s.server.baseUrl, "/v1/asset/tokens", { contractAddress: c, limit: "50" }, s.read)).body.data as { lastSale: { hash: string; assetId: string; priceUsd: string } }[];
         for (const t of tokens) expect(t.lastSale.priceUsd).toBe(want.get(`${t.lastSale.hash}:${t.lastSale.assetId}`));
+
+        // Stats in USD: the whole history, a window, one asset; over REST and the RPC; without the sales a wash rule flags (some prices are
+        // far outside their neighbours'), and with them.
+        const flagged = new Set(rest.filter((x) => x.washFlags.length > 0).map((x) => `${x.hash}:${x.assetId}`));
+        const rnd = new Random(round * 7 + mine.length);
+        const times = mine.map((x) => x.timestamp).sort((a, b) => a - b);
+        const since = times[rnd.int(0, times.length - 1)]!;
+        const until = since + rnd.int(0, 2 * DAY);
+        const oneAsset = rnd.pick(mine).assetId;
+        washSeen ||= flagged.size > 0;
+        const clean = mine.filter((x) => !flagged.has(`${x.hash}:${x.assetId}`));
+        for (const [query, which] of [
+          [{}, clean],
+          [{ includeWash: "true" }, mine],
+          [{ since: String(since), until: String(until) }, clean.filter((x) => x.timestamp >= since && x.timestamp <= until)],
+          [{ assetId: oneAsset, includeWash: "true" }, mine.filter((x) => x.assetId === oneAsset)],
+        ] as const) {
+          const want = expectedUsdStats(which, points);
+          const rest = (await restGet(s.server.baseUrl, "/v1/collection/stats", { contractAddress: c, currency: "usd", ...query }, s.read)).body.data as UsdStats;
+          expect(rest).toEqual({ contractAddress: c, ...want, currency: "USD", groups: want.groups.map((g) => ({ ...g, currency: "USD" })) });
+          const window = "since" in query ? { since: BigInt(since), until: BigInt(until) } : {};
+          const rpc = await collection.getCollectionStats({ contractAddress: c, currency: "USD", assetId: "assetId" in query ? query.assetId : "", includeWash: "includeWash" in query, ...window },
+            { headers: { "x-api-key": s.read } });
+          expect([rpc.data?.totalVolume, Number(rpc.data?.unpricedNumSales), rpc.data?.groups.map((g) => [g.marketplace, g.totalVolume, Number(g.unpricedNumSales)])])
+            .toEqual([want.totalVolume, want.unpricedNumSales, want.groups.map((g) => [g.marketplace, g.totalVolume, g.unpricedNumSales])]);
+        }
+        // Without the parameter, api.md's answer: its fields, in wei, no more.
+        const plain = (await restGet(s.server.baseUrl, "/v1/collection/stats", { contractAddress: c }, s.read)).body.data as Record<string, unknown>;
+        expect(Object.keys(plain)).toEqual(["contractAddress", "totalNumSales", "totalVolume", "currency", "groups"]);
+        expect(plain.totalVolume).toBe(clean.reduce((v, x) => v + BigInt(x.price), 0n).toString());
       }
     }
     // Both kinds of answer occur: sales with a point in force and sales with none.
     const all = sales.map((x) => expectedUsd(x, points));
     expect(all.some((x) => x === "") && all.some((x) => x !== "")).toBe(true);
+    expect(washSeen).toBe(true);
   });
 });

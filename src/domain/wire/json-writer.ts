@@ -17,6 +17,13 @@ export type JsonWriter = (message: Message) => string;
 
 const INT64_TYPES = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.FIXED64, ScalarType.SFIXED64, ScalarType.SINT64]);
 
+/**
+ * Fields a parameter's answer appends, left out when not set so that an
+ * answer without the parameter keeps api.md's shape byte for byte (the
+ * stats' count of sales without a USD price, currency=usd: docs/money.md).
+ */
+const ONLY_WHEN_ASKED = new Set(["field marketdata.v1.CollectionStats.unpriced_num_sales", "field marketdata.v1.MarketplaceStats.unpriced_num_sales"]);
+
 /** Runtime helpers the generated code calls. */
 const helpers = {
   // JSON has no NaN or Infinity; protobuf JSON writes them as strings.
@@ -74,8 +81,10 @@ export function compileJsonWriter(root: DescMessage): JsonWriter {
   const valueExpr = (field: DescField, v: string): string => {
     switch (field.fieldKind) {
       case "scalar":
-        // A proto3 `optional` scalar not set is null, as an unset message is.
-        return field.presence === FeatureSet_FieldPresence.EXPLICIT ? `(${v} === undefined ? null : ${scalarExpr(field.scalar, v)})` : scalarExpr(field.scalar, v);
+        // A proto3 `optional` scalar not set is null, as an unset message is;
+        // one answered only when a parameter asks for it is left out (JSON.stringify drops undefined).
+        if (field.presence !== FeatureSet_FieldPresence.EXPLICIT) return scalarExpr(field.scalar, v);
+        return `(${v} === undefined ? ${ONLY_WHEN_ASKED.has(field.toString()) ? "undefined" : "null"} : ${scalarExpr(field.scalar, v)})`;
       case "enum":
         return enumExpr(field, v);
       case "message":

@@ -1,3 +1,4 @@
+import type { UsdSummary } from "../../domain/money.js";
 import type { Fragment, WireForm } from "../../domain/wire/fragments.js";
 import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, SalesSummary, ScoreRow, TransferRow, TweetRow } from "../../domain/rows.js";
 import type { FeedKind, FeedRepository } from "./feed.js";
@@ -74,6 +75,12 @@ export interface SalesRepository {
   salesPage(collectionId: number, filter: SalesFilter, page: PageRequest, form?: WireForm): MaybePromise<Page<SaleRow> | Page<Fragment>>;
   /** A window's totals from one snapshot of the store, in a bounded number of index seeks. */
   salesSummary(collectionId: number, filter: StatsFilter): MaybePromise<SalesSummary>;
+  /**
+   * A window's sales summed in US dollars, each at its point in force
+   * (docs/money.md, "Stats in USD"): read from the window's sales, a point's
+   * seek each, not from aggregates; its cost grows with the window's sales.
+   */
+  salesUsdSummary(collectionId: number, filter: StatsFilter): MaybePromise<UsdSummary>;
 }
 
 export interface ListingsRepository {

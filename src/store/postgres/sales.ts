@@ -1,4 +1,4 @@
-import { usdValue } from "../../domain/money.js";
+import { type UsdSummary, usdValue, UsdVolumes } from "../../domain/money.js";
 import { usdPointSql } from "../shared/prices.js";
 import { type SaleRow, type SalesSummary, summarize } from "../../domain/rows.js";
 import type { PgQueries } from "./statements.js";
@@ -177,4 +177,21 @@ export class PgSales implements SalesRepository {
     }
     return summarize([...totals]);
   }
+
+  /** The window's sales (or the asset's), each times its point in force, summed exactly in numeric by marketplace and token: one statement. */
+  async salesUsdSummary(collectionId: number, filter: StatsFilter): Promise<UsdSummary> {
+    type Row = { marketplace: string; currency: string; n: number; unpriced: number; v: string | null };
+    const rows = await this.q.rows<Row>(PG_USD_STATS_SQL(filter.assetId !== undefined),
+      [collectionId, filter.since ?? 0, filter.until ?? END_OF_TIME, filter.includeWash === true, ...(filter.assetId === undefined ? [] : [filter.assetId])]);
+    const volumes = new UsdVolumes();
+    for (const r of rows) volumes.add(r.marketplace, r.currency, r.n, r.unpriced, r.v);
+    return volumes.summary();
+  }
 }
+
+/** A window's sales ($1 collection, [$2, $3], $4: flagged ones too, $5: the asset, if `asset`) with their points in force, summed by marketplace and token. */
+const PG_USD_STATS_SQL = (asset: boolean) => `
+  SELECT marketplace, currency, count(*)::int AS n, (count(*) - count(usd_point))::int AS unpriced, sum(price * usd_point::numeric)::text AS v
+  FROM (SELECT s.marketplace, s.currency, s.price, ${usdPointSql("s")} FROM sales s
+    WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND ($4 OR s.wash_flags = 0)${asset ? " AND s.asset_id = $5" : ""}) x
+  GROUP BY marketplace, currency`;

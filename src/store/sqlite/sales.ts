@@ -1,4 +1,4 @@
-import { usdValue } from "../../domain/money.js";
+import { type UsdSummary, usdValue, UsdVolumes } from "../../domain/money.js";
 import { usdPointSql } from "../shared/prices.js";
 import type { SaleRow, SalesSummary } from "../../domain/rows.js";
 import type { Row } from "../shared/rows.js";
@@ -13,6 +13,7 @@ import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { finalityOf } from "../shared/finality.js";
 import { finalizedOf } from "./collections.js";
 import { SalesStatsReader } from "./sales-stats.js";
+import { CLEAN } from "./wash.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 
@@ -72,6 +73,24 @@ export class SqliteSales implements SalesRepository {
    */
   salesSummary(collectionId: number, filter: StatsFilter): SalesSummary {
     return this.#stats.summary(collectionId, filter);
+  }
+
+  /** The window's sales in time order (or the asset's), each with its point in force, summed as they are read: one statement, one snapshot. */
+  salesUsdSummary(collectionId: number, filter: StatsFilter): UsdSummary {
+    const where = ["s.collection_id = ?"];
+    const params: unknown[] = [collectionId];
+    if (filter.assetId !== undefined) {
+      where.push("s.asset_key = ?");
+      params.push(assetKey(filter.assetId));
+    }
+    where.push("s.timestamp >= ?", "s.timestamp <= ?");
+    params.push(filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER);
+    if (filter.includeWash !== true) where.push(`s.${CLEAN}`);
+    const index = filter.assetId === undefined ? "sales_by_time" : "sales_by_asset";
+    const read = this.s.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY ${index} WHERE ${where.join(" AND ")}`).raw();
+    const volumes = new UsdVolumes();
+    for (const [marketplace, price, currency, usd] of read.iterate(...params) as Iterable<[string, string, string, string | null]>) volumes.sale(marketplace, price, currency, usd);
+    return volumes.summary();
   }
 }
 
