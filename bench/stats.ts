@@ -197,7 +197,7 @@ function usd(s: Subject): void {
   eachShape(s, (label, asset, _windows, filter, who) => {
     // Fewer samples of the longer windows (a whole history is every sale): the budget bounds each row.
     const counts: number[] = [];
-    const dollars = time(SAMPLES, 10_000, (i) => counts.push(store.sales.salesUsdSummary(id, filter(i)).totalNumSales));
+    const dollars = time(SAMPLES, 10_000, (i) => counts.push(store.sales.salesUsdSummary(id, filter(i), Number.MAX_SAFE_INTEGER)!.totalNumSales));
     const wei = time(dollars.n, 5_000, (i) => store.sales.salesSummary(id, filter(i)));
     const n = median(counts);
     log(`| ${label} | ${who} | ${n} | ${wei.p50.toFixed(3)} | ${dollars.p50.toFixed(3)} | ${dollars.p99.toFixed(3)} | ${n === 0 ? "-" : ((dollars.p50 * 1000) / n).toFixed(2)} |`);

@@ -10,6 +10,7 @@ import {
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { ReadRepositories } from "../store/ports/reads.js";
 import type { SalesSummary } from "../domain/rows.js";
+import { USD_STATS_MAX_SALES } from "../domain/money.js";
 import { createAnalyticsMethods } from "./analytics.js";
 import { createCollectionListMethods } from "./collection-list.js";
 import { createActivityMethods } from "./activity.js";
@@ -39,7 +40,12 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
       const unit = p.choice(req.currency.toLowerCase(), STATS_CURRENCIES, "currency");
       const collection = await knownCollection(store.collections, ref);
       // In dollars (docs/money.md, "Stats in USD"): read from the sales, with the sales without a point told.
-      const summary: Summary = unit === "usd" ? await store.sales.salesUsdSummary(collection, filter) : await store.sales.salesSummary(collection, filter);
+      const summary: Summary | undefined = unit === "usd"
+        ? await store.sales.salesUsdSummary(collection, filter, USD_STATS_MAX_SALES)
+        : await store.sales.salesSummary(collection, filter);
+      if (summary === undefined) {
+        throw p.invalid(`currency=usd sums at most ${USD_STATS_MAX_SALES} sales per call (docs/money.md, "Stats in USD"), and this window holds more: narrow it with since and until`);
+      }
       const currency = unit === "usd" ? USD : CURRENCY;
       const unpriced = (t: { unpricedNumSales?: number | undefined }) => (t.unpricedNumSales === undefined ? {} : { unpricedNumSales: BigInt(t.unpricedNumSales) });
       return create(GetCollectionStatsResponseSchema, {

@@ -9,6 +9,7 @@ import { type SqliteRepositories, sqliteRepositories } from "../../src/store/sql
 import { rpcInterceptors } from "../../src/transport/rpc/interceptors.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { bySaleOrder } from "../support/oracle.js";
+import { USD_STATS_MAX_SALES } from "../../src/domain/money.js";
 
 // The services and interceptors in-process, without a network server.
 
@@ -42,6 +43,17 @@ describe("services over an in-process transport", () => {
     const res = await client.listSales({ contractAddress: COLLECTION, limit: 50 }, { headers });
     expect(res.data.map((s) => s.hash)).toEqual(bySaleOrder(f.sales).slice(0, 50).map((s) => s.hash));
     expect(res.success).toBe(1);
+  });
+
+  it("refuse stats in USD past their bound as the caller's to narrow, passing the store the bound", async () => {
+    const store = sqliteRepositories(db);
+    const spy = vi.spyOn(store.sales, "salesUsdSummary").mockImplementation(() => undefined);
+    const client = createClient(CollectionService, transport(store).transport);
+    await expect(client.getCollectionStats({ contractAddress: COLLECTION, currency: "usd" }, { headers })).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: expect.stringMatching(/currency=usd sums at most 50000 sales per call .* narrow it with since and until/),
+    });
+    expect(spy.mock.calls[0]?.[2]).toBe(USD_STATS_MAX_SALES);
   });
 
   it("check the key before touching the store", async () => {

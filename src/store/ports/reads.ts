@@ -78,9 +78,10 @@ export interface SalesRepository {
   /**
    * A window's sales summed in US dollars, each at its point in force
    * (docs/money.md, "Stats in USD"): read from the window's sales, a point's
-   * seek each, not from aggregates; its cost grows with the window's sales.
+   * seek each, not from aggregates; its cost grows with the window's sales,
+   * so it reads at most `maxSales` of them: undefined when there are more.
    */
-  salesUsdSummary(collectionId: number, filter: StatsFilter): MaybePromise<UsdSummary>;
+  salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): MaybePromise<UsdSummary | undefined>;
 }
 
 export interface ListingsRepository {

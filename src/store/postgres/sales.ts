@@ -179,19 +179,25 @@ export class PgSales implements SalesRepository {
   }
 
   /** The window's sales (or the asset's), each times its point in force, summed exactly in numeric by marketplace and token: one statement. */
-  async salesUsdSummary(collectionId: number, filter: StatsFilter): Promise<UsdSummary> {
+  async salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): Promise<UsdSummary | undefined> {
     type Row = { marketplace: string; currency: string; n: number; unpriced: number; v: string | null };
     const rows = await this.q.rows<Row>(PG_USD_STATS_SQL(filter.assetId !== undefined),
-      [collectionId, filter.since ?? 0, filter.until ?? END_OF_TIME, filter.includeWash === true, ...(filter.assetId === undefined ? [] : [filter.assetId])]);
+      [collectionId, filter.since ?? 0, filter.until ?? END_OF_TIME, filter.includeWash === true, maxSales + 1, ...(filter.assetId === undefined ? [] : [filter.assetId])]);
+    if (rows.reduce((n, r) => n + r.n, 0) > maxSales) return undefined;
     const volumes = new UsdVolumes();
     for (const r of rows) volumes.add(r.marketplace, r.currency, r.n, r.unpriced, r.v);
     return volumes.summary();
   }
 }
 
-/** A window's sales ($1 collection, [$2, $3], $4: flagged ones too, $5: the asset, if `asset`) with their points in force, summed by marketplace and token. */
+/**
+ * A window's sales ($1 collection, [$2, $3], $4: flagged ones too, $6: the
+ * asset, if `asset`), at most $5 of them (the caller's bound and one: more
+ * is refused, so no point is sought past it), with their points in force,
+ * summed by marketplace and token.
+ */
 const PG_USD_STATS_SQL = (asset: boolean) => `
   SELECT marketplace, currency, count(*)::int AS n, (count(*) - count(usd_point))::int AS unpriced, sum(price * usd_point::numeric)::text AS v
-  FROM (SELECT s.marketplace, s.currency, s.price, ${usdPointSql("s")} FROM sales s
-    WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND ($4 OR s.wash_flags = 0)${asset ? " AND s.asset_id = $5" : ""}) x
+  FROM (SELECT w.marketplace, w.currency, w.price, ${usdPointSql("w")} FROM (SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s
+    WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND ($4 OR s.wash_flags = 0)${asset ? " AND s.asset_id = $6" : ""} LIMIT $5) w) x
   GROUP BY marketplace, currency`;

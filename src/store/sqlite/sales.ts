@@ -76,7 +76,7 @@ export class SqliteSales implements SalesRepository {
   }
 
   /** The window's sales in time order (or the asset's), each with its point in force, summed as they are read: one statement, one snapshot. */
-  salesUsdSummary(collectionId: number, filter: StatsFilter): UsdSummary {
+  salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): UsdSummary | undefined {
     const where = ["s.collection_id = ?"];
     const params: unknown[] = [collectionId];
     if (filter.assetId !== undefined) {
@@ -89,7 +89,12 @@ export class SqliteSales implements SalesRepository {
     const index = filter.assetId === undefined ? "sales_by_time" : "sales_by_asset";
     const read = this.s.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY ${index} WHERE ${where.join(" AND ")}`).raw();
     const volumes = new UsdVolumes();
-    for (const [marketplace, price, currency, usd] of read.iterate(...params) as Iterable<[string, string, string, string | null]>) volumes.sale(marketplace, price, currency, usd);
+    let n = 0;
+    // Leaving the loop early closes the statement's iterator: the read stops at the bound's next sale.
+    for (const [marketplace, price, currency, usd] of read.iterate(...params) as Iterable<[string, string, string, string | null]>) {
+      if (++n > maxSales) return undefined;
+      volumes.sale(marketplace, price, currency, usd);
+    }
     return volumes.summary();
   }
 }
