@@ -15,7 +15,7 @@ import { DEFAULT_LIMIT, MAX_ADDRESSES, MAX_ASSET_IDS, MAX_LIMIT } from "../src/s
 import { MAX_BATCH_BYTES, MAX_BATCH_RECORDS } from "../src/domain/ingest-limits.js";
 import { type NdjsonRoute, ndjsonRoutes, restRoutes, type SseRoute, sseRoutes } from "../src/transport/rest/http-rules.js";
 import { HEARTBEAT_SECONDS, RETRY_MS, SSE_KEY_PARAM } from "../src/service/feed-limits.js";
-import { shortEnumName } from "../src/domain/wire/json-dialect.js";
+import { onlyWhenAsked, shortEnumName } from "../src/domain/wire/json-dialect.js";
 import { CHAINS, DEFAULT_CHAIN } from "../src/domain/chains.js";
 import { declarationOf, isKind } from "../src/domain/kinds/index.js";
 
@@ -138,7 +138,8 @@ class Document {
     switch (field.fieldKind) {
       case "scalar": {
         const s = this.protoJson && is64Bit(field.scalar) ? { type: "string", format: "int64" } : scalarSchema(field.scalar);
-        return withDoc(field.proto.proto3Optional ? { ...s, type: [s.type, "null"] } : s);
+        // Null when not set, unless the field is left out instead (it is then not required: #message).
+        return withDoc(field.proto.proto3Optional && !onlyWhenAsked(field) ? { ...s, type: [s.type, "null"] } : s);
       }
       case "enum":
         return withDoc({ type: "string", enum: enumValues(field.enum) });
@@ -160,7 +161,7 @@ class Document {
       type: "object",
       ...(doc ? { description: doc } : {}),
       // The dialect writes every field, defaults included; Connect's JSON leaves defaults out.
-      required: this.protoJson ? [] : message.fields.map((f) => f.jsonName),
+      required: this.protoJson ? [] : message.fields.filter((f) => !onlyWhenAsked(f)).map((f) => f.jsonName),
       properties: Object.fromEntries(
         message.fields.map((f) => [
           f.jsonName,

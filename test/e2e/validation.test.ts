@@ -89,7 +89,7 @@ const cases: Case[] = [
     { name: `${name}: since not a number`, path, query: { contractAddress: C, since: "yesterday" }, message: 'since must be an integer, got "yesterday"' },
     { name: `${name}: until beyond int64`, path, query: { contractAddress: C, until: "99999999999999999999" }, message: /^until is out of range/ },
   ]),
-  { name: "stats: unknown parameter", path: "/v1/collection/stats", query: { contractAddress: C, limit: 5 }, message: "unknown query parameter \"limit\"; accepted: contractAddress, assetId, since, until, chain, includeWash" },
+  { name: "stats: unknown parameter", path: "/v1/collection/stats", query: { contractAddress: C, limit: 5 }, message: "unknown query parameter \"limit\"; accepted: contractAddress, assetId, since, until, chain, includeWash, currency" },
   { name: "sales: marketplace not an identifier", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "open-sea" }, message: 'marketplace must be a marketplace identifier matching [A-Z0-9_]{1,32} (any case), got "open-sea"', rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "open-sea" }, { headers: h }) },
   // A well-formed name no record of the store names (issue 49, item 20): the names there are, not an empty list.
   { name: "sales: marketplace the store has no record of", path: "/v1/asset/sales", query: { contractAddress: C, marketplace: "nope" }, message: /^marketplace "NOPE" is not one this store has records of; known: .*OPENSEA/, rpc: (c, h) => c.asset.listSales({ contractAddress: C, marketplace: "NOPE" }, { headers: h }) },

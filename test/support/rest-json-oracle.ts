@@ -8,14 +8,15 @@ import {
 import { isReflectMessage, reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { enumName } from "../../src/domain/wire/json-dialect.js";
+import { enumName, onlyWhenAsked } from "../../src/domain/wire/json-dialect.js";
 
 // The /v1 JSON dialect by reflection, as the server wrote it before its
 // writer was compiled: the oracle the compiled writer must equal. From
 // descriptors alone:
 // lowerCamelCase names; every field present, defaults included; 64-bit
 // integers as JSON numbers; enum values without their shared prefix; unset
-// singular message fields as null.
+// singular message fields as null; a field only a parameter's answer
+// carries left out when not set.
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
 
@@ -26,6 +27,7 @@ export function toRestJson(desc: DescMessage, message: Message): { [k: string]: 
 function writeMessage(r: ReflectMessage): { [k: string]: JsonValue } {
   const out: { [k: string]: JsonValue } = {};
   for (const field of r.fields) {
+    if (onlyWhenAsked(field) && !r.isSet(field)) continue;
     out[field.jsonName] = writeField(r, field);
   }
   return out;

@@ -1,7 +1,7 @@
 import { type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import { enumName } from "./json-dialect.js";
+import { enumName, onlyWhenAsked } from "./json-dialect.js";
 
 // The /v1 JSON dialect (decisions.md; json-dialect.ts says what it is),
 // compiled per response type at startup into straight-line code, the way
@@ -16,13 +16,6 @@ import { enumName } from "./json-dialect.js";
 export type JsonWriter = (message: Message) => string;
 
 const INT64_TYPES = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.FIXED64, ScalarType.SFIXED64, ScalarType.SINT64]);
-
-/**
- * Fields a parameter's answer appends, left out when not set so that an
- * answer without the parameter keeps api.md's shape byte for byte (the
- * stats' count of sales without a USD price, currency=usd: docs/money.md).
- */
-const ONLY_WHEN_ASKED = new Set(["field marketdata.v1.CollectionStats.unpriced_num_sales", "field marketdata.v1.MarketplaceStats.unpriced_num_sales"]);
 
 /** Runtime helpers the generated code calls. */
 const helpers = {
@@ -84,7 +77,7 @@ export function compileJsonWriter(root: DescMessage): JsonWriter {
         // A proto3 `optional` scalar not set is null, as an unset message is;
         // one answered only when a parameter asks for it is left out (JSON.stringify drops undefined).
         if (field.presence !== FeatureSet_FieldPresence.EXPLICIT) return scalarExpr(field.scalar, v);
-        return `(${v} === undefined ? ${ONLY_WHEN_ASKED.has(field.toString()) ? "undefined" : "null"} : ${scalarExpr(field.scalar, v)})`;
+        return `(${v} === undefined ? ${onlyWhenAsked(field) ? "undefined" : "null"} : ${scalarExpr(field.scalar, v)})`;
       case "enum":
         return enumExpr(field, v);
       case "message":
