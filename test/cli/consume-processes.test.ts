@@ -86,10 +86,12 @@ describe.skipIf(skipNats("consume from NATS JetStream"))("marketdata consume", (
     const duplicates = lines.reduce((n, l) => n + Number(/(\d+) duplicates/.exec(l.slice(l.indexOf("stopped:")))?.[1] ?? 0), 0);
     expect(kills).toBe(2);
     // What the killed consumer had taken without acknowledging came again: to the survivors, counted as duplicates where it had been committed.
-    // Every sale is published once, so a duplicate can only come in a redelivered message (of at most PER_MESSAGE sales).
-    // How many are redelivered depends on the machine's load (a 2 s ack wait lapses on a busy one), so that is the bound, not SALES.
+    // The duplicates have no upper bound that these counts can check: on a loaded machine the 2 s ack wait lapses, a message is delivered
+    // again while its first delivery is still being written, and either copy can be the one counted (the first copy's counts die with a
+    // killed consumer's output). Bounds of SALES and of redelivered × PER_MESSAGE each failed correct runs in CI; exactly-once is what the
+    // store's checks below hold the consumers to.
     expect(redelivered).toBeGreaterThan(0);
-    expect(duplicates).toBeLessThanOrEqual(redelivered * PER_MESSAGE);
+    expect(Number.isInteger(duplicates) && duplicates >= 0).toBe(true);
 
     // The store: every sale once, the stats exact.
     ctx.server = await startTestServer(ctx.db, { rateLimit: 0 });
