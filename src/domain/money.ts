@@ -21,7 +21,7 @@ const USD_SCALE = 12;
  */
 export function usdValue(amount: string, symbol: string, usd: string | null | undefined): string {
   if (usd === null || usd === undefined || usd === "") return "";
-  return dollars(toCents(BigInt(amount) * scaled(usd), decimalsOf(symbol)));
+  return dollars(toCents(BigInt(amount) * scaledPoint(usd), decimalsOf(symbol)));
 }
 
 const decimalsOf = (symbol: string): number => DECIMALS.get(symbol) ?? 18;
@@ -32,12 +32,17 @@ const SCALED_KEPT = 1024;
 
 /** A non-negative decimal text ("3421.57", "12", "0.000001"), times 10^USD_SCALE, exact (more fractional digits are cut: a point has at most USD_SCALE). */
 function scaled(decimal: string): bigint {
-  let v = SCALED.get(decimal);
-  if (v !== undefined) return v;
   const [whole, fraction = ""] = decimal.split(".");
-  v = BigInt(`${whole}${fraction.slice(0, USD_SCALE).padEnd(USD_SCALE, "0")}`);
+  return BigInt(`${whole}${fraction.slice(0, USD_SCALE).padEnd(USD_SCALE, "0")}`);
+}
+
+/** A point's usd scaled, kept: points repeat across sales, sums (PostgreSQL's, UsdVolumes.add) do not and are scaled without it. */
+function scaledPoint(usd: string): bigint {
+  let v = SCALED.get(usd);
+  if (v !== undefined) return v;
+  v = scaled(usd);
   if (SCALED.size >= SCALED_KEPT) SCALED.clear();
-  SCALED.set(decimal, v);
+  SCALED.set(usd, v);
   return v;
 }
 
@@ -94,7 +99,7 @@ export class UsdVolumes {
   /** One sale: `amount` of token `symbol` at `usd` dollars per whole token (null: no point in force). */
   sale(marketplace: string, amount: string, symbol: string, usd: string | null | undefined): void {
     const priced = usd !== null && usd !== undefined && usd !== "";
-    this.add(marketplace, symbol, 1, priced ? 0 : 1, priced ? BigInt(amount) * scaled(usd) : 0n);
+    this.add(marketplace, symbol, 1, priced ? 0 : 1, priced ? BigInt(amount) * scaledPoint(usd) : 0n);
   }
 
   /**
