@@ -176,23 +176,33 @@ describe.skipIf(skipSharedRedis)("across servers sharing a Redis", () => {
         // Each server looks the key up once (counted against the address, as any key it has not seen valid), then knows it.
         await Promise.all(servers.map((s) => get(s.url, key)));
         await new Promise((r) => setTimeout(r, 1100));
+        const sent = performance.now();
         const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => get(servers[i % 2]!.url, key)));
+        // Redis's window opens at the key's first request and lasts 1 s: a
+        // burst that took longer (CI's loaded run took more) may have been
+        // counted in two windows and proves nothing either.
+        const spanned = performance.now() - sent >= 1000;
         const fellBack = await Promise.all(servers.map(async (s) => ((await (await fetch(`${s.url}/readyz`)).json()) as { status: string }).status === "degraded"));
-        return { burst, fellBack: fellBack.some(Boolean) };
+        return { burst, inconclusive: fellBack.some(Boolean) || spanned };
       };
-      let { burst: results, fellBack } = await round();
-      for (let retry = 0; fellBack && retry < 3; retry++) {
-        console.log("a server counted in memory during the round (Redis slower than its deadline): running it again");
+      let { burst: results, inconclusive } = await round();
+      for (let retry = 0; inconclusive && retry < 3; retry++) {
+        console.log("a server counted in memory during the round (Redis slower than its deadline), or the burst outlasted the window: running it again");
         await new Promise((r) => setTimeout(r, 1100));
-        ({ burst: results, fellBack } = await round());
+        ({ burst: results, inconclusive } = await round());
       }
-      expect(fellBack).toBe(false);
+      expect(inconclusive).toBe(false);
       expect(results.filter((r) => r.status === 200)).toHaveLength(10);
       expect(results.filter((r) => r.status === 429)).toHaveLength(20);
       const remaining = results.filter((r) => r.status === 200).map((r) => Number(r.remaining));
       expect(remaining.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-      await new Promise((r) => setTimeout(r, 1100));
-      const anonymous = await Promise.all(Array.from({ length: 10 }, (_, i) => get(servers[i % 2]!.url, "mdk_bad")));
+      let anonymous: Awaited<ReturnType<typeof get>>[] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await new Promise((r) => setTimeout(r, 1100));
+        const sent = performance.now();
+        anonymous = await Promise.all(Array.from({ length: 10 }, (_, i) => get(servers[i % 2]!.url, "mdk_bad")));
+        if (performance.now() - sent < 1000) break;
+      }
       expect(anonymous.filter((r) => r.status === 401)).toHaveLength(4);
       expect(anonymous.filter((r) => r.status === 429)).toHaveLength(6);
     } finally {
