@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WASH_SQL, WASHED, WASHED_FROM } from "../../src/store/sqlite/wash.js";
+import { LATEST_POINT_SQL } from "../../src/store/sqlite/prices.js";
 import { openReadOnly, openWritable, refreshPlannerStats, type Db } from "../../src/store/sqlite/database.js";
 import { WriteStore } from "../../src/store/sqlite/record-writes.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
@@ -234,8 +235,11 @@ describe("query plans", () => {
 
   it("a sale's price point in force is one seek of the points' key, bound on its token and the day before the sale (docs/money.md)", () => {
     const reads = store.preparedSql().filter((sql) => sql.includes("FROM price_points p"));
-    // The sales list (rows and kept JSON), the feeds' sales and removals, a token's last sale.
+    // The feeds' sales and removals, a token's last sale.
     expect(reads.length).toBeGreaterThanOrEqual(3);
+    // The sales list (rows and kept JSON) seeks a token's latest point per point its page meets (sqlite/prices.ts PointsInForce).
+    expect(store.preparedSql()).toContain(LATEST_POINT_SQL);
+    expect(plan(LATEST_POINT_SQL)).toEqual(["SEARCH price_points USING PRIMARY KEY (currency=? AND minute<?)"]);
     for (const sql of reads) {
       // One per table the statement reads sales from (a feed reads its sales and their removals).
       const seeks = plan(sql).filter((d) => /^SEARCH p /.test(d));
@@ -368,6 +372,8 @@ function requiredBindings(sql: string): string[][] {
   if (/^SELECT \(SELECT coalesce\(max\(f\.block\), -1\) FROM collections x/.test(sql)) return [["rowid"]];
   // A ready page's key, read for its last row alone: that row by its rowid (sqlite/sales.ts, a ready page).
   if (/FROM (sales|listings) WHERE id = \?$/.test(sql)) return [["rowid"]];
+  // A page's price points, found as its sales are read newest first (sqlite/prices.ts PointsInForce): a token's latest at or before a time.
+  if (sql === LATEST_POINT_SQL) return [["currency", "minute"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.
   if (/feed_seq > \?/.test(sql)) return [["collection_id", "feed_seq"]];
   const has = (col: string) => new RegExp(`\\b${col} = \\?`).test(sql);

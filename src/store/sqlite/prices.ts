@@ -1,5 +1,10 @@
+import type { Statement } from "better-sqlite3";
+import { PRICED_AS } from "../../domain/money.js";
+import { POINT_IN_FORCE_SECONDS } from "../shared/prices.js";
+
 // Migration 32 (docs/money.md): price points, a token's USD price by
-// minute, read by shared/prices.ts usdPointSql (the key is its seek).
+// minute, read by shared/prices.ts usdPointSql (the key is its seek) and,
+// for the sales lists, by PointsInForce.
 export const PRICE_POINTS_SCHEMA = `
   CREATE TABLE price_points (
     currency TEXT NOT NULL,
@@ -7,3 +12,38 @@ export const PRICE_POINTS_SCHEMA = `
     usd TEXT NOT NULL,
     PRIMARY KEY (currency, minute)
   ) WITHOUT ROWID;`;
+
+/** The latest point of a token at or before a time: one seek of the key, however old (whether it is in force is the caller's test). */
+export const LATEST_POINT_SQL = "SELECT minute, usd FROM price_points WHERE currency = ? AND minute <= ? ORDER BY minute DESC LIMIT 1";
+
+/**
+ * The point in force for each sale of a page read newest first (the sales
+ * lists' order), with one seek per point the page meets rather than one per
+ * sale (a correlated seek per row was a third of the cold sales list's added
+ * cost, docs/benchmarks.md). A sale at or after the latest point found for a
+ * newer sale has that point too: no point lies between them. Its being in
+ * force (no older than a day) is tested per sale. Any order is answered
+ * right; another order only seeks more.
+ */
+export class PointsInForce {
+  /**
+   * Per priced-as symbol, the last point found: its minute (-Infinity: none
+   * at or before), its usd, and the time it was sought at (it is the latest
+   * point of every time from its minute to that one).
+   */
+  readonly #found = new Map<string, { minute: number; usd: string | null; soughtAt: number }>();
+
+  constructor(private readonly latest: Statement) {}
+
+  /** The usd of the point in force for a sale in `currency` at `timestamp`, or null. */
+  usdAt(currency: string, timestamp: number): string | null {
+    const as = PRICED_AS.get(currency) ?? currency;
+    let point = this.#found.get(as);
+    if (point === undefined || timestamp < point.minute || timestamp > point.soughtAt) {
+      const row = this.latest.get(as, timestamp) as [number, string] | undefined;
+      point = row === undefined ? { minute: -Infinity, usd: null, soughtAt: timestamp } : { minute: row[0], usd: row[1], soughtAt: timestamp };
+      this.#found.set(as, point);
+    }
+    return point.minute > timestamp - POINT_IN_FORCE_SECONDS ? point.usd : null;
+  }
+}

@@ -16,6 +16,7 @@ import { SalesStatsReader } from "./sales-stats.js";
 import { CLEAN } from "./wash.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
+import { LATEST_POINT_SQL, PointsInForce } from "./prices.js";
 
 // Sales newest first (decisions.md's order), in keyset pages that cost the
 // same however deep they are, and a window's stats from the hourly running
@@ -25,6 +26,7 @@ export class SqliteSales implements SalesRepository {
   readonly #stats: SalesStatsReader;
   /** A sale's page key by id (a ready page reads it for a page's last row only). */
   #saleKey: Statement | undefined;
+  #latestPoint: Statement | undefined;
 
   constructor(private readonly s: SqliteStatements) {
     this.#stats = new SalesStatsReader((sql) => s.prepare(sql), s.snapshot);
@@ -40,12 +42,14 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee, ${usdPointSql("s")}`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     const finalized = finalizedOf(this.s, collectionId);
+    const points = this.#points();
     // Set on the row read (no object made per row: a spread per row showed in the profile's garbage collection).
     const sale = (r: Row) => {
       r.finality = finalityOf(r.block as number, finalized);
+      r.usd_point = points.usdAt(r.currency as string, r.timestamp as number);
       return toSale(r);
     };
     return toPage(this.s.rows(sql, params), page.limit, sale, saleKey);
@@ -57,13 +61,23 @@ export class SqliteSales implements SalesRepository {
     // The kept JSON with the sale's finality as it is now (shared/finality.ts): every one pending on a chain with no finality
     // (the most common case: no block read at all), and its wash flags.
     const finalized = finalizedOf(this.s, collectionId);
-    const { sql, params } = pageQuery(`s.id, s.wire_json, s.wash_flags, s.block, s.price, s.currency, ${usdPointSql("s")}`, collectionId, filter, page);
+    const { sql, params } = pageQuery("s.id, s.wire_json, s.wash_flags, s.block, s.price, s.currency, s.timestamp", collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
-    const wire = (v: unknown[]) =>
-      saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number, usdValue(v[4] as string, v[5] as string, v[6] as string | null));
+    const points = this.#points();
+    const wire = (v: unknown[]) => {
+      const currency = v[5] as string;
+      const usd = usdValue(v[4] as string, currency, points.usdAt(currency, v[6] as number));
+      return saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number, usd);
+    };
     const ready = readyPage(this.s.values(sql, params), page.limit, wire, (v) => key.get(v[0]) as KeyValue[]);
     return ready ?? encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
+  }
+
+  /** A page's points in force, found as its rows are read newest first (prices.ts). */
+  #points(): PointsInForce {
+    this.#latestPoint ??= this.s.prepare(LATEST_POINT_SQL).raw();
+    return new PointsInForce(this.#latestPoint);
   }
 
   /**
