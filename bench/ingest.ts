@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromJson } from "@bufbuild/protobuf";
@@ -11,6 +11,7 @@ import { type Sale, SaleSchema } from "../gen/marketdata/v1/resources_pb.js";
 import { runCliSync } from "../src/cli/run-sync.js";
 import { derivedLines, load, log, median, percentiles, pacedWriters, startCli, type Target, withEngineOptions } from "./harness.js";
 import { saleLines, tokenLines } from "./sales-file.js";
+import { type CpuProfile, reportProfile } from "./cpu-profile.js";
 
 // npm run bench:ingest — the ingest API through `marketdata serve` at its
 // defaults (one worker, logging at info, metrics on; the ingest limit off,
@@ -29,8 +30,9 @@ const opts = withEngineOptions(new Command("bench:ingest").description("ingest t
   .option("--batch <n>", "sales per batch in the throughput runs", "1000")
   .option("--parts <list>", "throughput,latency,freshness,stage (stage: PostgreSQL's staging table per transaction against per connection)", "throughput,latency,freshness")
   .option("--baseline <dir>", "throughput also through a built checkout of another revision, alternating with this build, each on a base store it made (see bench:serve-ab --help)")
+  .option("--profile", "serve runs under node --cpu-prof: after each run, where its CPU went, in µs per sale (bench/cpu-profile.ts)", false)
   .parse()
-  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string; baseline?: string }>();
+  .opts<{ engines: string; pg: string; seconds: string; rounds: string; batch: string; parts: string; baseline?: string; profile: boolean }>();
 
 /** This build, and with --baseline the other revision's: each serves a base store it filled itself (its own schema). */
 type Build = "this" | "baseline";
@@ -63,6 +65,9 @@ function batches(sales: number, size: number, address = WRITE_COLLECTION): strin
   return out;
 }
 
+/** Sales sent so far (a profile's unit of work). */
+let salesSent = 0;
+
 async function postBatch(url: string, key: string, lines: string[]): Promise<{ ok: boolean; sales: number }> {
   const r = await fetch(`${url}/v1/ingest/sales`, {
     method: "POST",
@@ -70,6 +75,7 @@ async function postBatch(url: string, key: string, lines: string[]): Promise<{ o
     body: lines.join("\n"),
   });
   const body = (await r.json()) as { accepted?: number; duplicates?: number };
+  salesSent += lines.length;
   return { ok: r.status === 200, sales: (body.accepted ?? 0) + (body.duplicates ?? 0) };
 }
 
@@ -109,7 +115,11 @@ async function grpcThroughput(url: string, key: string, streams: number): Promis
   await Promise.all(
     Array.from({ length: streams }, async () => {
       async function* messages(): AsyncGenerator<{ records: Sale[] }> {
-        while (performance.now() < end && next < pool.length) yield { records: pool[next++]! };
+        while (performance.now() < end && next < pool.length) {
+          const records = pool[next++]!;
+          salesSent += records.length;
+          yield { records };
+        }
       }
       const r = await client.streamSales(messages(), { headers: { "x-api-key": key } });
       done += r.accepted + r.duplicates;
@@ -244,12 +254,26 @@ async function onFreshStore<T>(engine: Engine, run: (server: Target) => Promise<
   // first requests at once, before the key's first lookup returns on
   // PostgreSQL, would otherwise meet the per-address limit).
   const limits = ["--rate-limit", "0", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"];
-  const server = await startCli(store.db, 1, 64, [...limits, ...(derive ? [] : ["--no-derive-refresh"])], binOf(build));
+  const profiles = opts.profile ? mkdtempSync(join(tmpdir(), "bench-ingest-profile-")) : undefined;
+  const nodeArgs = profiles === undefined ? undefined : ["--cpu-prof", `--cpu-prof-dir=${profiles}`];
+  const server = await startCli(store.db, 1, 64, [...limits, ...(derive ? [] : ["--no-derive-refresh"])], binOf(build), nodeArgs);
+  const sentBefore = salesSent;
   try {
     return await run(server);
   } finally {
     await server.stop();
     await store.drop();
+    if (profiles !== undefined) {
+      // One file per thread: the main thread's (HTTP, parsing) and the SQLite writer's (store/sqlite/ingest-worker.ts).
+      const files = readdirSync(profiles).filter((f) => f.endsWith(".cpuprofile"));
+      if (files.length === 0) log(`\n${build}'s serve wrote no profile`);
+      for (const file of files) {
+        const thread = Number(/\.(\d+)\.\d+\.cpuprofile$/.exec(file)?.[1] ?? 0);
+        log(`\nprofile of ${build}'s serve, ${thread === 0 ? "main thread" : `worker thread ${thread}`} (${salesSent - sentBefore} sales sent):`);
+        reportProfile(JSON.parse(readFileSync(join(profiles, file), "utf8")) as CpuProfile, salesSent - sentBefore, "sale", 25);
+      }
+      rmSync(profiles, { recursive: true, force: true });
+    }
   }
 }
 

@@ -183,6 +183,8 @@ export class WriteStore {
    */
   #feedSeq: number | undefined;
   #refeedListings: Statement | undefined;
+  /** A sale's hash by id: a sale cleared of its flags enters the series with it (their first and last sale name it). */
+  #saleHash: Statement | undefined;
   /** A sale's owner and listings statements (SALE_OWNER_ADDED, SALE_LISTINGS_MOVED), prepared at the first sale. */
   #saleMoves: Statement[] | undefined;
   /** In bulk mode the market is recomputed at the end (market-triggers.ts), not row by row. */
@@ -246,14 +248,21 @@ export class WriteStore {
   beforeCommit(): void {
     // Wash flags first: the aggregates will leave flagged sales out.
     if (this.#washMarks.pending) {
-      // A sale flagged or cleared moves out of or into the aggregates: one this transaction inserted (a rowid past
-      // those it began with) and a rule flags is taken back out of what it added; any other's hour and intervals
-      // are summed again.
+      // A sale flagged or cleared moves out of or into the aggregates, exactly: one this transaction inserted (a
+      // rowid past those it began with) and a rule flags is taken back out of what it added; one stored before
+      // leaves them or enters them as a sale would. Only a sale this transaction inserted and cleared again has its
+      // hour and intervals summed again.
       const inserted = (id: number) => this.#salesBefore !== undefined && id > this.#salesBefore;
       this.#wash.evaluate(this.#washMarks.take(), (c, sale, flagged) => {
         if (this.#maintainStats) {
-          if (flagged && inserted(sale.id)) this.#aggregates.unadd(c, sale.marketplace, sale);
-          else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
+          if (flagged) {
+            if (inserted(sale.id)) this.#aggregates.unadd(c, sale.marketplace, sale);
+            else this.#aggregates.leave(c, sale.marketplace, sale);
+          } else if (!inserted(sale.id)) {
+            this.#saleHash ??= this.#db.prepare("SELECT hash FROM sales WHERE id = ?").pluck();
+            const hash = `0x${(this.#saleHash.get(sale.id) as Buffer).toString("hex")}`;
+            this.#aggregates.enter(c, sale.marketplace, { timestamp: sale.timestamp, block: sale.block, hash, assetId: sale.assetId, price: sale.price });
+          } else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
         }
         this.#touched.add(c);
       });

@@ -49,7 +49,14 @@ interface Mark {
   m: string;
   span: StoredSpan;
   bucket: number;
-  added: BucketTotals | undefined;
+  /**
+   * The sales added, by their place (saleAt), summed at flush: a sale a wash
+   * rule flags before the commit comes out of them exactly (unadd), where a
+   * running sum could not say which sale is its next lowest or first.
+   */
+  added: Map<string, SalePoint[]> | undefined;
+  /** Stored sales that left the interval (SalesSeries.leave), taken off at flush if none may be its edge. */
+  left: { timestamp: number; price: bigint }[] | undefined;
   recompute: boolean;
 }
 
@@ -138,10 +145,13 @@ export class SalesSeries {
 
   /** A new sale: added to each interval holding it. */
   add(c: number, m: string, sale: SalePoint): void {
+    const at = saleAt(sale);
     for (const mark of this.#marksOf(c, m, sale.timestamp)) {
       if (mark.recompute) continue;
-      const one = bucketOfSale(mark.bucket, sale);
-      mark.added = mark.added === undefined ? one : combine(mark.added, one);
+      mark.added ??= new Map();
+      const same = mark.added.get(at);
+      if (same === undefined) mark.added.set(at, [sale]);
+      else same.push(sale);
     }
   }
 
@@ -150,25 +160,42 @@ export class SalesSeries {
     for (const mark of this.#marksOf(c, m, timestamp)) {
       mark.recompute = true;
       mark.added = undefined;
+      mark.left = undefined;
     }
   }
 
   /**
    * A sale add()ed since the marks were made leaves them (a wash rule flagged
-   * it before the commit): its count and volume come off what was added, or,
-   * where it may be the interval's lowest, highest, first or last (the sums
-   * cannot say which sale is next), the interval is summed again.
+   * it before the commit): taken out of what was added, exact. Should two
+   * added sales share its place and price (they differ in their hash, which
+   * the wash read does not carry), the interval is summed again.
    */
-  unadd(c: number, m: string, sale: { timestamp: number; price: bigint }): void {
+  unadd(c: number, m: string, sale: { timestamp: number; block: number; assetId: string; price: bigint }): void {
+    const at = saleAt(sale);
     for (const mark of this.#marksOf(c, m, sale.timestamp)) {
-      const a = mark.added;
-      if (mark.recompute || a === undefined) continue;
-      if (a.n === 1 || sale.price === a.min || sale.price === a.max || sale.timestamp === a.first.timestamp || sale.timestamp === a.last.timestamp) {
+      if (mark.recompute) continue;
+      const same = mark.added?.get(at);
+      const i = same?.findIndex((x) => x.price === sale.price) ?? -1;
+      if (same !== undefined && i >= 0 && same.findLastIndex((x) => x.price === sale.price) === i) {
+        same.splice(i, 1);
+      } else {
         mark.recompute = true;
         mark.added = undefined;
-      } else {
-        mark.added = { ...a, n: a.n - 1, volume: a.volume - sale.price };
+        mark.left = undefined;
       }
+    }
+  }
+
+  /**
+   * A sale of the stored intervals leaves them (a wash rule now flags it):
+   * taken off at flush, when the interval's sums say it is none of its
+   * lowest, highest, first or last (leaveAll); else the interval is summed
+   * again.
+   */
+  leave(c: number, m: string, sale: { timestamp: number; price: bigint }): void {
+    for (const mark of this.#marksOf(c, m, sale.timestamp)) {
+      if (mark.recompute) continue;
+      (mark.left ??= []).push(sale);
     }
   }
 
@@ -177,6 +204,7 @@ export class SalesSeries {
     for (const mark of this.#marks.values()) {
       mark.recompute = true;
       mark.added = undefined;
+      mark.left = undefined;
     }
   }
 
@@ -197,12 +225,14 @@ export class SalesSeries {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const remove = this.prepare("DELETE FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket = ?");
-    for (const { c, m, span, bucket, added, recompute } of marks.values()) {
+    for (const { c, m, span, bucket, added, left, recompute } of marks.values()) {
       const old = stored.get(c, m, span, bucket) as StoredRow | undefined;
       const before = old === undefined ? undefined : fromRow(old);
-      let now: BucketTotals | undefined;
-      if (recompute) now = this.#sum(c, m, span, bucket);
-      else now = before === undefined ? added : added === undefined ? before : combine(before, added);
+      // null: summed again from the raw sales.
+      const sum = added === undefined ? undefined : addedTotals(bucket, added);
+      const kept = recompute ? null : before === undefined ? sum : sum === undefined ? before : combine(before, sum);
+      const exact = kept === null || left === undefined ? kept : leaveAll(kept, left);
+      const now = exact === null ? this.#sum(c, m, span, bucket) : exact;
       if (now === undefined || now.n === 0) {
         if (old !== undefined) {
           remove.run(c, m, span, bucket);
@@ -261,11 +291,45 @@ export class SalesSeries {
     const key = `${c}\t${m}\t${span}\t${bucket}`;
     let mark = this.#marks.get(key);
     if (mark === undefined) {
-      mark = { c, m, span, bucket, added: undefined, recompute: false };
+      mark = { c, m, span, bucket, added: undefined, left: undefined, recompute: false };
       this.#marks.set(key, mark);
     }
     return mark;
   }
+}
+
+/** A sale's place in its intervals' added sales: its time, block and token (the wash read has no hash). */
+const saleAt = (s: { timestamp: number; block: number; assetId: string }) => `${s.timestamp}\t${s.block}\t${s.assetId}`;
+
+/** The sums of the sales added to an interval, none if every one was taken out again. */
+function addedTotals(bucket: number, added: Map<string, SalePoint[]>): BucketTotals | undefined {
+  let sum: BucketTotals | undefined;
+  for (const sales of added.values()) {
+    for (const sale of sales) {
+      const one = bucketOfSale(bucket, sale);
+      sum = sum === undefined ? one : combine(sum, one);
+    }
+  }
+  return sum;
+}
+
+/**
+ * An interval's sums without sales that left it, or null when one of them
+ * may be its lowest, highest, first or last sale: the sums cannot say which
+ * sale is next (the caller sums the interval again). A price strictly
+ * between the lowest and the highest, at a time strictly between the first's
+ * and the last's, is none of them.
+ */
+function leaveAll(now: BucketTotals | undefined, left: readonly { timestamp: number; price: bigint }[]): BucketTotals | null {
+  if (now === undefined) return null;
+  let n = now.n;
+  let volume = now.volume;
+  for (const sale of left) {
+    if (sale.price <= now.min || sale.price >= now.max || sale.timestamp <= now.first.timestamp || sale.timestamp >= now.last.timestamp) return null;
+    n--;
+    volume -= sale.price;
+  }
+  return { ...now, n, volume };
 }
 
 function toRow(b: BucketTotals): StoredRow {

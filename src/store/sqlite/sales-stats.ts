@@ -375,16 +375,38 @@ export class SalesAggregates extends StatsQueries {
 
   /**
    * Takes a sale add()ed since the marks were made back out of them (a wash
-   * rule flagged it before the commit): exact for its hour, and for its
-   * intervals where the sums allow (SalesSeries.unadd).
+   * rule flagged it before the commit): exact for its hour and its
+   * intervals (SalesSeries.unadd keeps the added sales until the flush).
    */
-  unadd(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
+  unadd(collectionId: number, marketplace: string, sale: { timestamp: number; block: number; assetId: string; price: bigint }): void {
+    this.#takeOut(collectionId, marketplace, sale);
+    this.#series.unadd(collectionId, marketplace, sale);
+  }
+
+  /**
+   * A sale stored before this transaction leaves the aggregates (a wash rule
+   * now flags it: a price's neighbours moved, a later leg came): its hour
+   * loses its count and amount, exact, and its intervals too where the sums
+   * allow (SalesSeries.leave). Summing its hour and day again from the raw
+   * rows instead cost a live feed the whole day's sales per commit
+   * (bench:ingest, docs/benchmarks.md).
+   */
+  leave(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
+    this.#takeOut(collectionId, marketplace, sale);
+    this.#series.leave(collectionId, marketplace, sale);
+  }
+
+  /** A sale stored before this transaction enters the aggregates (no rule flags it any more): as a new sale does, exact. */
+  enter(collectionId: number, marketplace: string, sale: SalePoint): void {
+    this.add(collectionId, marketplace, sale);
+  }
+
+  #takeOut(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
     const mark = this.#mark(collectionId, marketplace, sale.timestamp);
     if (!mark.recompute) {
       mark.n--;
       mark.volume -= sale.price;
     }
-    this.#series.unadd(collectionId, marketplace, sale);
   }
 
   /**
