@@ -57,9 +57,18 @@ export function freshSeriesSql(filter: string, table = "sales"): string {
  * key's values (collection_id, hash, asset_id, marketplace, timestamp,
  * block, price).
  */
-/** The series' marks of a transaction's sales (a removal's too: reorgs.ts), applied by APPLY_SERIES_MARKS. */
+/**
+ * The series' marks of a transaction's sales (a removal's too: reorgs.ts),
+ * applied by APPLY_SERIES_MARKS: a sale `added` (with its values), a stored
+ * sale `leaving` (with its values: a wash rule flags it now, wash.ts), or,
+ * neither, where a changed sale lay (its intervals summed again).
+ */
 export const SERIES_MARKS_TABLE = `CREATE TEMP TABLE IF NOT EXISTS series_marks (collection_id integer, marketplace text, timestamp bigint, block bigint, hash bytea,
-       asset_id numeric, price numeric, added boolean) ON COMMIT DROP`;
+       asset_id numeric, price numeric, added boolean, leaving boolean NOT NULL DEFAULT false) ON COMMIT DROP`;
+
+/** Each mark of `where` in the intervals holding it: of its marketplace and of every one (''), per span. */
+const markIntervals = (where: string) => `SELECT k.*, mk.m, sp.span, (k.timestamp / sp.span) * sp.span AS bucket
+  FROM series_marks k CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (k.marketplace), ('')) mk(m) WHERE ${where}`;
 
 export function seriesMarksSql(latest: string): string[] {
   return [
@@ -95,13 +104,24 @@ const takeIf = (side: "first" | "last") =>
  * raw sales; the new sales of the others are combined with their rows.
  */
 export const APPLY_SERIES_MARKS: readonly string[] = [
+  // Summed again: the intervals a changed sale lay in, and those a leaving sale may be an edge of (its lowest, highest,
+  // first or last: the sums cannot say which sale is next). A price strictly between the stored lowest and highest, at a
+  // time strictly between the first's and the last's, is none of them, and comes off by its delta below.
   `CREATE TEMP TABLE series_redo ON COMMIT DROP AS
-   SELECT DISTINCT k.collection_id, mk.m AS marketplace, sp.span, (k.timestamp / sp.span) * sp.span AS bucket
-   FROM series_marks k CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (k.marketplace), ('')) mk(m) WHERE NOT k.added`,
+   SELECT k.collection_id, k.m AS marketplace, k.span, k.bucket FROM (${markIntervals("NOT k.added AND NOT k.leaving")}) k
+   UNION
+   SELECT k.collection_id, k.m, k.span, k.bucket FROM (${markIntervals("k.leaving")}) k
+     LEFT JOIN sales_series t ON (t.collection_id, t.marketplace, t.span, t.bucket) = (k.collection_id, k.m, k.span, k.bucket)
+   WHERE t.collection_id IS NULL OR k.price <= t.min_price OR k.price >= t.max_price OR k.timestamp <= t.first_timestamp OR k.timestamp >= t.last_timestamp`,
   // Statistics for the planner (autovacuum never sees a temporary table): without them it
   // guessed hundreds of intervals and hash-joined every sale of the store to find theirs
   // (bench:reorg, 1M sales: half of a reorganisation's 470 ms).
   "ANALYZE series_redo",
+  // The leaving sales of the intervals not summed again: their count and volume come off.
+  `UPDATE sales_series t SET num_sales = t.num_sales - l.n, volume = t.volume - l.v
+   FROM (SELECT k.collection_id, k.m, k.span, k.bucket, count(*) AS n, sum(k.price) AS v FROM (${markIntervals("k.leaving")}) k GROUP BY 1, 2, 3, 4) l
+   WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (l.collection_id, l.m, l.span, l.bucket)
+     AND NOT EXISTS (SELECT 1 FROM series_redo r WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (l.collection_id, l.m, l.span, l.bucket))`,
   `INSERT INTO sales_series AS t (${SERIES_KEY}, ${SERIES_VALUES})
    SELECT * FROM (${seriesOf(pointsOf("SELECT * FROM series_marks WHERE added"))}) n
    WHERE NOT EXISTS (SELECT 1 FROM series_redo r

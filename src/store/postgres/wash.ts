@@ -172,8 +172,14 @@ export async function moveAggregates(client: pg.PoolClient, flips: Flip[]): Prom
   await client.query(["ANALYZE hour_deltas", ...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS].join(";\n"));
 }
 
-/** The flips' hour deltas (one row per hour), and marks of the intervals of those `recount` says to sum again. */
-async function addFlips(client: pg.PoolClient, flips: Flip[], recount: (f: Flip) => boolean): Promise<void> {
+/**
+ * The flips' hour deltas (one row per hour), and the series marks of those
+ * `moves` names: a sale flagged leaves its intervals, by its delta where it is
+ * none of their edges (sales-series.ts APPLY_SERIES_MARKS); one cleared enters
+ * them as a new sale does. Summing its intervals again instead cost a live
+ * feed the day's sales per commit (bench:ingest).
+ */
+async function addFlips(client: pg.PoolClient, flips: Flip[], moves: (f: Flip) => boolean): Promise<void> {
   const column = <T>(list: Flip[], f: (x: Flip) => T) => list.map(f);
   await client.query(
     `INSERT INTO hour_deltas SELECT c, m, t / ${BUCKET_SECONDS}, sum(n), sum(v)
@@ -181,9 +187,11 @@ async function addFlips(client: pg.PoolClient, flips: Flip[], recount: (f: Flip)
     [column(flips, (x) => x.c), column(flips, (x) => x.sale.marketplace), column(flips, (x) => x.sale.timestamp), column(flips, (x) => x.sign),
       column(flips, (x) => (x.sign === 1 ? x.sale.price : -x.sale.price).toString())],
   );
-  const marked = flips.filter(recount);
+  const marked = flips.filter(moves);
   await client.query(
-    `INSERT INTO series_marks SELECT c, m, t, NULL, NULL, NULL, NULL, false FROM unnest($1::int[], $2::text[], $3::bigint[]) u(c, m, t)`,
-    [column(marked, (x) => x.c), column(marked, (x) => x.sale.marketplace), column(marked, (x) => x.sale.timestamp)],
+    `INSERT INTO series_marks SELECT c, m, t, b, decode(h, 'hex'), a, p, sign = 1, sign = -1
+     FROM unnest($1::int[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::numeric[], $7::numeric[], $8::int[]) u(c, m, t, b, h, a, p, sign)`,
+    [column(marked, (x) => x.c), column(marked, (x) => x.sale.marketplace), column(marked, (x) => x.sale.timestamp), column(marked, (x) => x.sale.block),
+      column(marked, (x) => x.sale.hash), column(marked, (x) => x.sale.assetId), column(marked, (x) => x.sale.price.toString()), column(marked, (x) => x.sign)],
   );
 }
