@@ -6,9 +6,10 @@ import { importBatch, useHarness } from "../support/property-store.js";
 // leg of a back-and-forth) leaves the kept aggregates, and enters them again
 // when that leg is taken back (a reorganisation), exactly: the stats and the
 // series answer the clean sales, and what was kept equals a rebuild from the
-// raw sales. On SQLite a sale that is none of its intervals' lowest, highest,
-// first or last leaves by its delta, the intervals not summed again
-// (sqlite/sales-series.ts leave); one that is an edge has them summed again.
+// raw sales. A sale that is none of its intervals' lowest, highest, first or
+// last leaves by its delta, the intervals not summed again (SQLite:
+// sqlite/sales-series.ts leave; PostgreSQL: postgres/sales-series.ts, its
+// leaving marks); one that is an edge has them summed again.
 
 const HOUR = 3_600;
 const DAY = 86_400;
