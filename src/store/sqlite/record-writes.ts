@@ -261,7 +261,8 @@ export class WriteStore {
           } else if (!inserted(sale.id)) {
             this.#saleHash ??= this.#db.prepare("SELECT hash FROM sales WHERE id = ?").pluck();
             const hash = `0x${(this.#saleHash.get(sale.id) as Buffer).toString("hex")}`;
-            this.#aggregates.enter(c, sale.marketplace, { timestamp: sale.timestamp, block: sale.block, hash, assetId: sale.assetId, price: sale.price });
+            // Cleared: it enters the aggregates as a new sale does.
+            this.#aggregates.add(c, sale.marketplace, { timestamp: sale.timestamp, block: sale.block, hash, assetId: sale.assetId, price: sale.price });
           } else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
         }
         this.#touched.add(c);

@@ -31,8 +31,10 @@ import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
 //
 // Writers add each new sale to the intervals holding it (combined with the
 // stored row at flush: no raw rows read), and mark those a changed sale
-// left or entered, which are summed again from the raw sales. Like the
-// hours, an extra recompute costs time, never correctness.
+// left or entered, which are summed again from the raw sales. A sale a wash
+// rule flags or clears leaves or enters by its own amount (unadd, leave,
+// add), summed again only where it may be an edge. Like the hours, an extra
+// recompute costs time, never correctness.
 
 type Prepare = (sql: string) => Statement;
 

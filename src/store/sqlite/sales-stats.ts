@@ -396,11 +396,6 @@ export class SalesAggregates extends StatsQueries {
     this.#series.leave(collectionId, marketplace, sale);
   }
 
-  /** A sale stored before this transaction enters the aggregates (no rule flags it any more): as a new sale does, exact. */
-  enter(collectionId: number, marketplace: string, sale: SalePoint): void {
-    this.add(collectionId, marketplace, sale);
-  }
-
   #takeOut(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
     const mark = this.#mark(collectionId, marketplace, sale.timestamp);
     if (!mark.recompute) {
