@@ -1,4 +1,5 @@
 import { PAYMENT_TOKENS } from "./currencies.js";
+import type { ListingRow, OfferRow, SaleRow } from "./rows.js";
 
 // A sale's amount in US dollars (docs/money.md): price, in its token's
 // smallest unit, times the token's USD price point in force, exact in
@@ -11,6 +12,51 @@ const DECIMALS = new Map(Object.values(PAYMENT_TOKENS).flatMap((tokens) => token
 export const PRICED_AS: ReadonlyMap<string, string> = new Map(
   Object.values(PAYMENT_TOKENS).flatMap((tokens) => tokens.map((t) => [t.symbol, t.ethUnit ? "ETH" : t.symbol] as const)),
 );
+
+/** The units a read answers amounts in: the record's own token (the default, api.md's), or US dollars (`currency=usd`). */
+export const AMOUNT_UNITS = ["eth", "usd"] as const;
+export type AmountUnit = (typeof AMOUNT_UNITS)[number];
+
+/** The currency an answer in US dollars names. */
+export const USD = "USD";
+
+/** The token a record is paid in, named (absent: ETH, as every record stored before tokens were told apart). */
+const tokenOf = (currency: string | undefined) => currency ?? "ETH";
+
+/** The symbol whose points price a record in `currency` (absent: ETH). */
+export const pricedAs = (currency: string | undefined): string => {
+  const symbol = tokenOf(currency);
+  return PRICED_AS.get(symbol) ?? symbol;
+};
+
+/**
+ * A sale with its amounts in US dollars (docs/money.md, "Amounts in USD"):
+ * price, amountReceived and the fees each times the point in force at its
+ * time (the one its priceUsd is read at), each rounded to the cent; "" for
+ * every amount when no point is in force, and for a fee its indexer did
+ * not tell.
+ */
+export function saleInUsd(r: SaleRow): SaleRow {
+  const symbol = tokenOf(r.currency);
+  const usd = (amount: string | undefined) => (amount === undefined || amount === "" ? "" : usdValue(amount, symbol, r.usdPoint));
+  return {
+    ...r,
+    price: usd(r.price),
+    amountReceived: usd(r.amountReceived),
+    marketplaceFee: usd(r.marketplaceFee),
+    royaltyFee: usd(r.royaltyFee),
+    currency: USD,
+  };
+}
+
+/**
+ * A listing or an offer with its price in US dollars at `usd`, the point
+ * in force when it is read (an order is a price asked or bid now); "" with
+ * none (docs/money.md, "Amounts in USD").
+ */
+export function orderInUsd<T extends ListingRow | OfferRow>(r: T, usdBySymbol: ReadonlyMap<string, string | null>): T {
+  return { ...r, price: usdValue(r.price, tokenOf(r.currency), usdBySymbol.get(pricedAs(r.currency))), currency: USD };
+}
 
 /** Fractional digits a price point's usd carries at most (fields.ts usdPrice). */
 const USD_SCALE = 12;

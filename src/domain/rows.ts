@@ -44,6 +44,8 @@ export interface SaleRow {
   royaltyFee?: string;
   /** US dollars at its time, to the cent (docs/money.md), as read; "" or absent when no price point is in force. */
   priceUsd?: string;
+  /** The usd of the price point in force at its time, as read (null: none); what its other amounts are converted at (money.ts saleInUsd). */
+  usdPoint?: string | null;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
   /** As read (absent on a record being written: its kept JSON holds no finality). */

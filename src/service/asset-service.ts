@@ -18,13 +18,14 @@ import type { FeedHub } from "./feed-hub.js";
 import { createWatchMethods } from "./watch.js";
 import { listAnswer, type LocalCall, wireForm } from "./local-call.js";
 import type { Fragment } from "../domain/wire/fragments.js";
-import type { ListingRow, SaleRow } from "../domain/rows.js";
+import type { ListingRow, OfferRow, SaleRow } from "../domain/rows.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
 import { toAppraisal, toListing, toOffer, toRarity, toSale, toToken } from "../domain/wire/messages.js";
 import { finalPage } from "./finality.js";
+import { orderInUsd, pricedAs, saleInUsd } from "../domain/money.js";
 
 export function createAssetService(store: ReadRepositories, hub: FeedHub, checkMarketplace = marketplaceCheck(store.collections)): ServiceImpl<typeof AssetService> {
   /** A keyset page of `list`, its token bound to the collection and filters. */
@@ -64,6 +65,13 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
     }
     const { rows, token } = await keysetPage(list, req, ref, {}, keySpec, (c, _f, page) => read.page(c, page));
     return { rows, nextPage: token };
+  }
+
+  /** Orders with their prices in US dollars at the points in force at `now` (docs/money.md, "Amounts in USD"): one seek per token the page names. */
+  async function ordersInUsd<T extends ListingRow | OfferRow>(rows: readonly T[], now: number): Promise<T[]> {
+    const symbols = [...new Set(rows.map((r) => pricedAs(r.currency)))];
+    const points = symbols.length === 0 ? new Map<string, string | null>() : await store.prices.pointsInForce(symbols, now);
+    return rows.map((r) => orderInUsd(r, points));
   }
 
   return {
@@ -113,9 +121,11 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
     async listOffers(req) {
       const { ref } = p.collection(req);
       const filter = { assetId: p.optionalAssetId(req.assetId), status: p.listingStatus(req.status) };
+      const usd = p.amountUnit(req.currency) === "usd";
       const now = nowSeconds();
       const { rows, token } = await keysetPage("offers", req, ref, filter, OFFER_KEY, (c, f, page) => store.offers.offersPage(c, f, page, now));
-      return create(ListOffersResponseSchema, { success: 1, cursor: token, data: rows.map((r) => toOffer(r, now)) });
+      const answered = usd ? await ordersInUsd(rows, now) : rows;
+      return create(ListOffersResponseSchema, { success: 1, cursor: token, data: answered.map((r) => toOffer(r, now)) });
     },
 
     async listSales(req, call?: HandlerContext | LocalCall) {
@@ -130,13 +140,16 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
         // In the cursor's digest; the finalized block is looked up per page (finality.ts).
         ...(final ? { final } : {}),
       };
+      const usd = p.amountUnit(req.currency) === "usd";
       await checkMarketplace(filter.marketplace);
-      const wire = wireForm(call);
+      // In dollars, the rows are converted: their kept answers (in the token's unit) are not used.
+      const wire = usd ? undefined : wireForm(call);
       const { rows, token } = await keysetPage<typeof filter, SaleRow | Fragment>("sales", req, ref, filter, SALE_KEY, (c, f, page) =>
         final
           ? finalPage(store, p.chain(req.chain), { rows: [], nextKey: null }, (maxBlock) => store.sales.salesPage(c, { ...f, maxBlock }, page, wire))
           : store.sales.salesPage(c, f, page, wire));
-      return listAnswer(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, rows, toSale);
+      const answered = usd ? (rows as SaleRow[]).map(saleInUsd) : rows;
+      return listAnswer(create(ListSalesResponseSchema, { success: 1, cursor: token }), ListSalesResponseSchema.field.data, wire, answered, toSale);
     },
 
     async listListings(req, call?: HandlerContext | LocalCall) {
@@ -146,12 +159,14 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
         marketplace: p.marketplace(req.marketplace),
         status: p.listingStatus(req.status),
       };
+      const usd = p.amountUnit(req.currency) === "usd";
       await checkMarketplace(filter.marketplace);
-      const wire = wireForm(call);
+      const wire = usd ? undefined : wireForm(call);
       const { rows, token } = await keysetPage<typeof filter, ListingRow | Fragment>("listings", req, ref, filter, LISTING_KEY, (c, f, page) =>
         store.listings.listingsPage(c, f, page, wire),
       );
-      return listAnswer(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, rows, toListing);
+      const answered = usd ? await ordersInUsd(rows as ListingRow[], nowSeconds()) : rows;
+      return listAnswer(create(ListListingsResponseSchema, { success: 1, cursor: token }), ListListingsResponseSchema.field.data, wire, answered, toListing);
     },
   };
 }

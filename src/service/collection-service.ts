@@ -10,7 +10,7 @@ import {
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { ReadRepositories } from "../store/ports/reads.js";
 import type { SalesSummary } from "../domain/rows.js";
-import { USD_STATS_MAX_SALES } from "../domain/money.js";
+import { USD, USD_STATS_MAX_SALES } from "../domain/money.js";
 import { createAnalyticsMethods } from "./analytics.js";
 import { createCollectionListMethods } from "./collection-list.js";
 import { createActivityMethods } from "./activity.js";
@@ -19,10 +19,6 @@ import { knownCollection } from "./collections.js";
 import * as p from "./params.js";
 import { CURRENCY, toInfluencer, toTweet } from "../domain/wire/messages.js";
 import { listAnswer, type LocalCall, wireForm } from "./local-call.js";
-
-/** The units stats answer in: wei of ETH (the default, api.md's), or US dollars. */
-const STATS_CURRENCIES = ["eth", "usd"] as const;
-const USD = "USD";
 
 /** A summary in wei (SalesSummary) or in dollars (UsdSummary, which tells the sales without a point). */
 type Summary = Omit<SalesSummary, "groups"> & { unpricedNumSales?: number; groups: (SalesSummary["groups"][number] & { unpricedNumSales?: number })[] };
@@ -37,7 +33,7 @@ export function createCollectionService(store: ReadRepositories, feeds: FeedHub)
       const { address, ref } = p.collection(req);
       // Wash trades left out unless asked for (docs/wash-trades.md).
       const filter = { assetId: p.optionalAssetId(req.assetId), ...p.timeWindow(req.since, req.until), includeWash: req.includeWash };
-      const unit = p.choice(req.currency.toLowerCase(), STATS_CURRENCIES, "currency");
+      const unit = p.amountUnit(req.currency);
       const collection = await knownCollection(store.collections, ref);
       // In dollars (docs/money.md, "Stats in USD"): read from the sales, with the sales without a point told.
       const summary: Summary | undefined = unit === "usd"

@@ -5,6 +5,7 @@ import { type Chain, collectionRef, DEFAULT_CHAIN, isChain, unknownChain } from 
 import { SERIES_INTERVALS, type SeriesInterval } from "../domain/series.js";
 import { LISTING_STATUSES, type ListingStatusName } from "../domain/rows.js";
 import { ListingStatus } from "../../gen/marketdata/v1/resources_pb.js";
+import { AMOUNT_UNITS, type AmountUnit } from "../domain/money.js";
 
 // Request validation shared by every RPC, whatever protocol carried it.
 // Messages name the parameter by its JSON (query) name and quote the value.
@@ -156,6 +157,11 @@ export function choice<T extends string>(value: string, choices: readonly T[], p
   const found = choices.find((c) => c === value);
   if (found === undefined) throw invalid(`${param} must be one of ${choices.join(", ")}, got ${q(value)}`);
   return found;
+}
+
+/** The unit a read answers amounts in (docs/money.md): "eth" or "" (the record's own token), or "usd"; any case. */
+export function amountUnit(value: string): AmountUnit {
+  return choice(value.toLowerCase(), AMOUNT_UNITS, "currency");
 }
 
 /** The longest text the collections list searches for. */

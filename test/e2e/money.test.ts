@@ -147,6 +147,43 @@ describe("an order's payment token", () => {
     expect(told(activity.flatMap((e) => (e.removed?.offer ? [e.removed.offer] : [])))).toEqual([["6", "7", "WETH"]]);
   });
 
+  it("answers its price in US dollars at the point in force when read, with currency=usd, over REST and the RPC", async () => {
+    const CU = "0x00000000000000000000000000000000000000d3";
+    const ETH = 10n ** 18n;
+    expect((await post("listings", [
+      listing("31", String(3n * ETH / 2n), 0, { contractAddress: CU, currency: WETH_CONTRACT }),
+      listing("32", String(2n * ETH), 0, { contractAddress: CU, currency: "BLUR_POOL", marketplace: "BLUR" }),
+    ])).status).toBe(200);
+    expect((await post("offers", [offer("33", String(ETH / 4n), 0, { contractAddress: CU })])).status).toBe(200);
+    const asset = createClient(AssetService, transportFor("connect", s.server.baseUrl));
+    const headers = { headers: { "x-api-key": s.read } };
+    const read = async () => {
+      const listings = told((await get("/v1/asset/listings", { contractAddress: CU, currency: "usd" })).body.data as Order[]);
+      const offers = told((await get("/v1/asset/offers", { contractAddress: CU, currency: "USD" })).body.data as Order[]);
+      // The RPC answers the same.
+      expect(told((await asset.listListings({ contractAddress: CU, currency: "usd" }, headers)).data)).toEqual(listings);
+      expect(told((await asset.listOffers({ contractAddress: CU, currency: "usd" }, headers)).data)).toEqual(offers);
+      return [...listings, ...offers];
+    };
+    const minute = (t: number) => Math.floor(t / 60) * 60;
+    const now = Math.floor(Date.now() / 1000);
+    // No point yet, then only one older than a day and one after now: none is in force.
+    expect(await read()).toEqual([["31", "", "USD"], ["32", "", "USD"], ["33", "", "USD"]]);
+    expect((await post("prices", [{ currency: "ETH", minute: minute(now - 2 * 86_400), usd: "1000" }, { currency: "ETH", minute: minute(now + 3600), usd: "9999" }])).status).toBe(200);
+    expect(await read()).toEqual([["31", "", "USD"], ["32", "", "USD"], ["33", "", "USD"]]);
+    // The latest point at or before now prices every token that is wei of ETH: 1.5, 2 and 0.25 ETH at $2000.50.
+    expect((await post("prices", [{ currency: "ETH", minute: minute(now - 7200), usd: "1990" }, { currency: "ETH", minute: minute(now - 3600), usd: "2000.5" }])).status).toBe(200);
+    expect(await read()).toEqual([["31", "3000.75", "USD"], ["32", "4001.00", "USD"], ["33", "500.13", "USD"]]);
+    // Without the parameter, the token's own unit, as before.
+    expect(told((await get("/v1/asset/listings", { contractAddress: CU })).body.data as Order[])).toEqual([["31", String(3n * ETH / 2n), "WETH"], ["32", String(2n * ETH), "BLUR_POOL"]]);
+    // Any other unit is refused by name, on every list.
+    for (const path of ["/v1/asset/listings", "/v1/asset/offers", "/v1/asset/sales"]) {
+      const r = await get(path, { contractAddress: CU, currency: "btc" });
+      expect(r.status).toBe(400);
+      expect(JSON.stringify(r.body)).toMatch(/currency must be one of eth, usd, got \\"btc\\"/);
+    }
+  });
+
   it("refuses a token the chain has not, or one whose amounts are not wei of ETH, by name", async () => {
     const l = await post("listings", [listing("9", "1", 0, { currency: "USDC" })]);
     expect(l.status).toBe(400);

@@ -25,7 +25,10 @@ const ALICE = "0x000000000000000000000000000000000000a11c";
 const BOB = "0x0000000000000000000000000000000000000b0b";
 const CURRENCIES = ["ETH", "WETH", "BLUR_POOL"];
 
-interface SaleLine { hash: string; assetId: string; contractAddress: string; timestamp: number; price: string; currency: string; marketplace: string }
+interface SaleLine {
+  hash: string; assetId: string; contractAddress: string; timestamp: number; price: string; amountReceived: string; currency: string; marketplace: string;
+  marketplaceFee?: string; royaltyFee?: string;
+}
 interface Point { currency: string; minute: number; usd: string }
 
 async function post(kind: string, records: readonly object[]): Promise<void> {
@@ -37,13 +40,13 @@ async function post(kind: string, records: readonly object[]): Promise<void> {
   expect(r.status, await r.clone().text()).toBe(200);
 }
 
-/** The oracle's exact product: price (wei) × the latest point at or before the sale, within a day, in millionths of a dollar; undefined with none. */
-function exactUsd(sale: SaleLine, points: ReadonlyMap<number, string>): bigint | undefined {
+/** The oracle's exact product: an amount of the sale (wei: its price unless told) × the latest point at or before the sale, within a day, in millionths of a dollar; undefined with none. */
+function exactUsd(sale: SaleLine, points: ReadonlyMap<number, string>, amount = sale.price): bigint | undefined {
   let best: number | undefined;
   for (const minute of points.keys()) if (minute <= sale.timestamp && minute > sale.timestamp - DAY && (best === undefined || minute > best)) best = minute;
   if (best === undefined) return undefined;
   const [whole, fraction = ""] = points.get(best)!.split(".");
-  return BigInt(sale.price) * (BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, "0")));
+  return BigInt(amount) * (BigInt(whole!) * 1_000_000n + BigInt(fraction.padEnd(6, "0")));
 }
 
 /** The oracle's dollars to the cent, half up, of an exact product (in BigInt, apart from the code under test). */
@@ -52,10 +55,18 @@ function toDollars(exact: bigint): string {
   return `${cents / 100n}.${(cents % 100n).toString().padStart(2, "0")}`;
 }
 
-function expectedUsd(sale: SaleLine, points: ReadonlyMap<number, string>): string {
-  const exact = exactUsd(sale, points);
+function expectedUsd(sale: SaleLine, points: ReadonlyMap<number, string>, amount = sale.price): string {
+  const exact = exactUsd(sale, points, amount);
   return exact === undefined ? "" : toDollars(exact);
 }
+
+/** The oracle's sale amounts with currency=usd: each at the sale's point, "" with none, an untold fee "". */
+function expectedInUsd(x: SaleLine, points: ReadonlyMap<number, string>): string[] {
+  const usd = (amount: string | undefined) => (amount === undefined ? "" : expectedUsd(x, points, amount));
+  return [usd(x.price), usd(x.amountReceived), usd(x.marketplaceFee), usd(x.royaltyFee), "USD", usd(x.price)];
+}
+type UsdAmounts = { hash: string; assetId: string; price: string; amountReceived: string; marketplaceFee: string; royaltyFee: string; currency: string; priceUsd: string };
+const inUsd = (x: UsdAmounts) => [x.price, x.amountReceived, x.marketplaceFee, x.royaltyFee, x.currency, x.priceUsd];
 
 type UsdStats = { totalNumSales: number; totalVolume: string; currency: string; unpricedNumSales: number; groups: { marketplace: string; totalNumSales: number; totalVolume: string; currency: string; unpricedNumSales: number }[] };
 
@@ -93,11 +104,17 @@ describe("price points: a sale's priceUsd is its price times the point in force,
       const rnd = new Random(53 + round);
       const contractAddress = `0x${(0xd100 + round).toString(16).padStart(40, "0")}`;
       const from = start + round * 8 * DAY;
-      const roundSales: SaleLine[] = Array.from({ length: 30 }, (_, i) => ({
-        hash: `0x${(round * 1000 + i).toString(16).padStart(64, "0")}`, assetId: String(i), contractAddress,
-        timestamp: from + rnd.int(0, 3 * DAY), price: (BigInt(rnd.int(1, 50_000)) * 10n ** 14n + BigInt(rnd.int(0, 999))).toString(), currency: rnd.pick(CURRENCIES),
-        marketplace: MARKETPLACES[i % MARKETPLACES.length]!,
-      }));
+      const roundSales: SaleLine[] = Array.from({ length: 30 }, (_, i) => {
+        const price = BigInt(rnd.int(1, 50_000)) * 10n ** 14n + BigInt(rnd.int(0, 999));
+        // Half of them tell their fees (a fortieth to the marketplace, a twentieth in royalty), the others not.
+        const fees = i % 2 === 0 ? { marketplaceFee: String(price / 40n), royaltyFee: String(price / 20n) } : {};
+        const received = price - BigInt(fees.marketplaceFee ?? 0) - BigInt(fees.royaltyFee ?? 0);
+        return {
+          hash: `0x${(round * 1000 + i).toString(16).padStart(64, "0")}`, assetId: String(i), contractAddress,
+          timestamp: from + rnd.int(0, 3 * DAY), price: String(price), amountReceived: String(received), currency: rnd.pick(CURRENCIES),
+          marketplace: MARKETPLACES[i % MARKETPLACES.length]!, ...fees,
+        };
+      });
       // Points over the round and a day before it (some sales have none in force: the first points come later than them), a few minutes sent twice.
       const roundPoints: Point[] = Array.from({ length: 12 }, () => ({
         currency: "ETH", minute: from - DAY + rnd.int(0, 4 * 24 * 60) * 60, usd: `${rnd.int(800, 5000)}.${String(rnd.int(0, 999_999)).padStart(6, "0")}`,
@@ -117,7 +134,7 @@ describe("price points: a sale's priceUsd is its price times the point in force,
       }
       for (const [n, b] of batches.entries()) {
         if (b.kind === "sales") {
-          await post("sales", b.records.map((x) => ({ ...x, from: ALICE, to: BOB, block: 100, amountReceived: (x as SaleLine).price })));
+          await post("sales", b.records.map((x) => ({ ...x, from: ALICE, to: BOB, block: 100 })));
         } else if (n % 2 === 0) {
           await post("prices", b.records);
         } else {
@@ -140,6 +157,16 @@ describe("price points: a sale's priceUsd is its price times the point in force,
         expect(new Map(rest.map((x) => [`${x.hash}:${x.assetId}`, x.priceUsd]))).toEqual(want);
         const rpc = await asset.listSales({ contractAddress: c, limit: 50 }, { headers: { "x-api-key": s.read } });
         expect(new Map(rpc.data.map((x) => [`${x.hash}:${x.assetId}`, x.priceUsd]))).toEqual(want);
+        // currency=usd: every amount of a sale at its point, over REST (converted from the rows, not the kept answers) and the RPC; a page
+        // boundary on the way (its cursor is the same query's).
+        const wantUsd = new Map(mine.map((x) => [`${x.hash}:${x.assetId}`, expectedInUsd(x, points)]));
+        const first = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: c, limit: "20", currency: "usd" }, s.read)).body as { data: UsdAmounts[]; cursor: string };
+        const second = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: c, limit: "50", currency: "USD", cursor: first.cursor }, s.read)).body as { data: UsdAmounts[] };
+        const restUsd = [...first.data, ...second.data];
+        expect(restUsd.map((x) => `${x.hash}:${x.assetId}`)).toEqual(rest.map((x) => `${x.hash}:${x.assetId}`));
+        expect(new Map(restUsd.map((x) => [`${x.hash}:${x.assetId}`, inUsd(x)]))).toEqual(wantUsd);
+        const rpcUsd = await asset.listSales({ contractAddress: c, limit: 50, currency: "usd" }, { headers: { "x-api-key": s.read } });
+        expect(new Map(rpcUsd.data.map((x) => [`${x.hash}:${x.assetId}`, inUsd(x)]))).toEqual(wantUsd);
         const tokens = (await restGet(s.server.baseUrl, "/v1/asset/tokens", { contractAddress: c, limit: "50" }, s.read)).body.data as { lastSale: { hash: string; assetId: string; priceUsd: string } }[];
         for (const t of tokens) expect(t.lastSale.priceUsd).toBe(want.get(`${t.lastSale.hash}:${t.lastSale.assetId}`));
 
@@ -174,6 +201,13 @@ describe("price points: a sale's priceUsd is its price times the point in force,
         expect(plain.totalVolume).toBe(clean.reduce((v, x) => v + BigInt(x.price), 0n).toString());
       }
     }
+    // A point sent again after the reads reprices them at once: the answers the server remembered (its response cache) are forgotten.
+    const priced = sales.find((x) => expectedUsd(x, points) !== "")!;
+    const [minute] = [...points.keys()].filter((m) => m <= priced.timestamp && m > priced.timestamp - DAY).sort((a, b) => b - a);
+    await post("prices", [{ currency: "ETH", minute, usd: "12345.678" }]);
+    points.set(minute!, "12345.678");
+    const again = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: priced.contractAddress, limit: "50" }, s.read)).body.data as { hash: string; assetId: string; priceUsd: string }[];
+    expect(again.find((x) => x.hash === priced.hash && x.assetId === priced.assetId)?.priceUsd).toBe(expectedUsd(priced, points));
     // Both kinds of answer occur: sales with a point in force and sales with none.
     const all = sales.map((x) => expectedUsd(x, points));
     expect(all.some((x) => x === "") && all.some((x) => x !== "")).toBe(true);

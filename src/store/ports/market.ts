@@ -99,6 +99,16 @@ export interface OfferScope {
   traitValue?: string;
 }
 
+/** Price points (docs/money.md): a token's USD price by minute. */
+export interface PricesRepository {
+  /**
+   * The usd of each symbol's point in force at second `at` (its latest at
+   * or before, no older than a day), null with none: one seek each, one
+   * snapshot. `symbols` are those points are kept under (money.ts PRICED_AS).
+   */
+  pointsInForce(symbols: readonly string[], at: number): MaybePromise<Map<string, string | null>>;
+}
+
 export interface OffersRepository {
   /** `now`: the second a status filter is answered at (a CREATED offer past its expiresAt is EXPIRED). */
   offersPage(collectionId: number, filter: OffersFilter, page: PageRequest, now: number): MaybePromise<Page<OfferRow>>;

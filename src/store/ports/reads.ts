@@ -3,7 +3,7 @@ import type { Fragment, WireForm } from "../../domain/wire/fragments.js";
 import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, SalesSummary, ScoreRow, TransferRow, TweetRow } from "../../domain/rows.js";
 import type { FeedKind, FeedRepository } from "./feed.js";
 import type { KeysRepository } from "./keys.js";
-import type { AnalyticsRepository, CollectionListRepository, OffersRepository, TokensRepository } from "./market.js";
+import type { AnalyticsRepository, CollectionListRepository, OffersRepository, PricesRepository, TokensRepository } from "./market.js";
 import type { KeySpec, MaybePromise, Page, PageRequest, TimeWindow } from "./paging.js";
 
 // The server's reads: a repository per resource, the store's own state
@@ -179,6 +179,7 @@ export interface ReadRepositories {
   removals: RemovalsRepository;
   tokens: TokensRepository;
   offers: OffersRepository;
+  prices: PricesRepository;
   analytics: AnalyticsRepository;
   social: SocialRepository;
   keys: KeysRepository;

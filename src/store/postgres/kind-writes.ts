@@ -377,6 +377,8 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     before: [],
     counted: counted("price_points", ["currency", "minute"], ["usd"], "SELECT st.currency, st.minute, st.usd, st.line FROM stage st"),
     tables: ["price_points"],
+    // A point reprices the sales of its minutes in any collection (priceUsd, the amounts in USD).
+    touchesAll: true,
   },
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],

@@ -8,6 +8,7 @@ import { PgKeyVerifier } from "./key-verifier.js";
 import { PgListings } from "./listings.js";
 import { PgTransfers } from "./transfers.js";
 import { PgRemovalsRead } from "./removals.js";
+import { PgPrices } from "./prices.js";
 import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { PgSales } from "./sales.js";
 import { PgSocial } from "./social.js";
@@ -49,6 +50,7 @@ export function pgRepositories(pool: pg.Pool, url: string): PgRepositories {
     removals: new PgRemovalsRead(q),
     tokens: new PgTokens(q),
     offers: new PgOffers(q),
+    prices: new PgPrices(q),
     analytics: new PgAnalytics(q),
     social: new PgSocial(q),
     keys: new PgKeyVerifier(q),

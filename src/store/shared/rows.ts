@@ -142,6 +142,7 @@ export function toSale(r: Row): SaleRow {
     marketplaceFee: (r.marketplace_fee as string | undefined) ?? "",
     royaltyFee: (r.royalty_fee as string | undefined) ?? "",
     priceUsd: usdValue(String(r.price), (r.currency as string | undefined) ?? CURRENCY, r.usd_point as string | null | undefined),
+    usdPoint: (r.usd_point as string | null | undefined) ?? null,
     blockHash: hexOrNone(r.block_hash),
     finality: r.finality as Finality | undefined,
     washMask: Number(r.wash_flags ?? 0),

@@ -1,6 +1,8 @@
 import type { Statement } from "better-sqlite3";
 import { PRICED_AS } from "../../domain/money.js";
 import { POINT_IN_FORCE_SECONDS } from "../shared/prices.js";
+import type { PricesRepository } from "../ports/market.js";
+import type { SqliteStatements } from "./statements.js";
 
 // Migration 32 (docs/money.md): price points, a token's USD price by
 // minute, read by shared/prices.ts usdPointSql (the key is its seek) and,
@@ -45,5 +47,19 @@ export class PointsInForce {
       this.#found.set(as, point);
     }
     return point.minute > timestamp - POINT_IN_FORCE_SECONDS ? point.usd : null;
+  }
+}
+
+/** Price points read on their own (the orders' amounts in USD). */
+export class SqlitePrices implements PricesRepository {
+  constructor(private readonly s: SqliteStatements) {}
+
+  pointsInForce(symbols: readonly string[], at: number): Map<string, string | null> {
+    // Synchronous reads on one connection: no write lands between the seeks.
+    const latest = this.s.prepare(LATEST_POINT_SQL).raw();
+    return new Map(symbols.map((symbol) => {
+      const row = latest.get(symbol, at) as [number, string] | undefined;
+      return [symbol, row !== undefined && row[0] > at - POINT_IN_FORCE_SECONDS ? row[1] : null];
+    }));
   }
 }

@@ -10,6 +10,7 @@ import { SqliteListings } from "./listings.js";
 import { SqliteTransfers } from "./transfers.js";
 import { SqliteRemovalsRead } from "./removals.js";
 import { MIGRATIONS } from "./migrations.js";
+import { SqlitePrices } from "./prices.js";
 import type { ReadRepositories, StoreInfo } from "../ports/reads.js";
 import { SqliteSales } from "./sales.js";
 import { SqliteSocial } from "./social.js";
@@ -30,6 +31,7 @@ export interface SqliteRepositories extends ReadRepositories {
   removals: SqliteRemovalsRead;
   tokens: SqliteTokens;
   offers: SqliteOffers;
+  prices: SqlitePrices;
   analytics: SqliteAnalytics;
   social: SqliteSocial;
   keys: ApiKeyVerifier;
@@ -72,6 +74,7 @@ export function sqliteRepositories(db: Db, keys: Db = openKeys(db.name, { readon
     removals: new SqliteRemovalsRead(statements),
     tokens: new SqliteTokens(statements),
     offers: new SqliteOffers(statements),
+    prices: new SqlitePrices(statements),
     analytics: new SqliteAnalytics(statements),
     social: new SqliteSocial(statements),
     keys: new ApiKeyVerifier(keys),

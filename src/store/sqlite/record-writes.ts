@@ -44,6 +44,8 @@ export interface TableSpec {
   feed?: true;
   /** Columns an insert sets from a value column ([column, value column]) and an update leaves to the triggers. */
   insertAlso?: readonly (readonly [string, string])[];
+  /** A changed row may change any collection's answers (a price point reprices every sale of its minutes: docs/money.md). */
+  touchesAll?: true;
 }
 
 interface Upserter {
@@ -777,7 +779,7 @@ export class WriteStore {
     else if (spec === TABLES.collection) this.#touched.add(this.collectionId(collectionRef(row.chain as string, row.address as string)));
     // A user's new profile shows in every collection's influencers and tweets
     // that name them; a new user is named only by rows of this write.
-    else if (spec === TABLES.socialUser && result === "updated") this.#touched.all = true;
+    else if ((spec === TABLES.socialUser && result === "updated") || spec.touchesAll === true) this.#touched.all = true;
   }
 
   #upserter(spec: TableSpec): Upserter {
