@@ -129,8 +129,12 @@ function bidIn(marketplace: string): string {
   return marketplace === "BLUR" ? "BLUR_POOL" : "WETH";
 }
 
-/** The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none). */
-export const DEMO_KINDS = ["collections", "tokens", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores", "prices"] as const satisfies readonly Kind[];
+/**
+ * The kinds the demo makes records of, in the order it imports them (appraisals and rarity are derived; a kind declared later has none):
+ * the price points before the sales they price, which then add their dollars as they are written rather than each point moving an
+ * hour of them (docs/money.md, "USD kept with the series").
+ */
+export const DEMO_KINDS = ["collections", "tokens", "prices", "sales", "listings", "transfers", "offers", "influencers", "tweets", "scores"] as const satisfies readonly Kind[];
 export type DemoKind = (typeof DEMO_KINDS)[number];
 export type DemoRecords = Record<DemoKind, object[]>;
 

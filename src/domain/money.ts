@@ -13,6 +13,11 @@ export const PRICED_AS: ReadonlyMap<string, string> = new Map(
   Object.values(PAYMENT_TOKENS).flatMap((tokens) => tokens.map((t) => [t.symbol, t.ethUnit ? "ETH" : t.symbol] as const)),
 );
 
+/** The tokens whose sales `symbol`'s points price (its own, and WETH's and Blur's pool ETH's for ETH). */
+export function tokensPricedAs(symbol: string): string[] {
+  return [...new Set([symbol, ...[...PRICED_AS].filter(([, as]) => as === symbol).map(([token]) => token)])];
+}
+
 /** The units a read answers amounts in: the record's own token (the default, api.md's), or US dollars (`currency=usd`). */
 export const AMOUNT_UNITS = ["eth", "usd"] as const;
 export type AmountUnit = (typeof AMOUNT_UNITS)[number];
@@ -90,6 +95,28 @@ function scaledPoint(usd: string): bigint {
   if (SCALED.size >= SCALED_KEPT) SCALED.clear();
   SCALED.set(usd, v);
   return v;
+}
+
+/**
+ * Kept USD sums (the series' and the summaries' volumeUsd) are of one scale
+ * whatever the token: amounts as if of 18 decimals (USD_SUM_DECIMALS) times
+ * dollars times 10^USD_SCALE, exact.
+ */
+const USD_SUM_DECIMALS = 18;
+
+/** Per token, what its amount times a point's usd is multiplied by to be at the kept sums' scale (10^(USD_SCALE + 18 - decimals)): PostgreSQL's sums (shared/prices.ts exactUsdSql). */
+export const USD_SUM_FACTORS: ReadonlyMap<string, bigint> = new Map([...DECIMALS].map(([symbol, decimals]) => [symbol, 10n ** BigInt(USD_SCALE + USD_SUM_DECIMALS - decimals)]));
+
+/** `amount` of token `symbol` at `usd` dollars per whole token, exact at the kept sums' scale; null without a point. */
+export function exactUsd(amount: bigint, symbol: string, usd: string | null | undefined): bigint | null {
+  if (usd === null || usd === undefined || usd === "") return null;
+  const decimals = decimalsOf(symbol);
+  return amount * scaledPoint(usd) * 10n ** BigInt(USD_SUM_DECIMALS - decimals);
+}
+
+/** A kept exact USD sum (exactUsd's scale) as dollars to the cent, half up. */
+export function dollarsOfExact(exact: bigint): string {
+  return dollars(toCents(exact, USD_SUM_DECIMALS));
 }
 
 /** Per token decimals, the divisor from a product to cents and its half, made once rather than a BigInt power per sale. */

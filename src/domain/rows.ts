@@ -245,6 +245,10 @@ export interface CollectionSummaryRow {
   volume1d: string;
   volume7d: string;
   volume30d: string;
+  /** US dollars to the cent of the same sales, each at its price point in force (those with none add nothing: docs/money.md). */
+  volumeUsd1d: string;
+  volumeUsd7d: string;
+  volumeUsd30d: string;
   sales1d: number;
   sales7d: number;
   sales30d: number;

@@ -44,6 +44,8 @@ export interface SalePoint {
   /** Canonical decimal. */
   assetId: string;
   price: bigint;
+  /** Its price in US dollars at its point in force, exact (money.ts exactUsd); null: no point in force. */
+  usd: bigint | null;
 }
 
 /** True when `a` is later than `b`: the sales list shows it before `b`. */
@@ -64,6 +66,9 @@ export interface BucketTotals {
   max: bigint;
   first: SalePoint;
   last: SalePoint;
+  /** The sales' US dollars at their points, exact (money.ts exactUsd), and how many had no point (adding nothing). */
+  usd: bigint;
+  unpriced: number;
 }
 
 /**
@@ -80,6 +85,9 @@ export interface SeriesBucket {
   max: string;
   firstPrice: string;
   lastPrice: string;
+  /** The exact USD sum (money.ts exactUsd's scale) as decimal text, and the sales without a point. */
+  volumeUsd: string;
+  unpriced: number;
 }
 
 export function toSeriesBucket(b: BucketTotals): SeriesBucket {
@@ -91,12 +99,14 @@ export function toSeriesBucket(b: BucketTotals): SeriesBucket {
     max: b.max.toString(),
     firstPrice: b.first.price.toString(),
     lastPrice: b.last.price.toString(),
+    volumeUsd: b.usd.toString(),
+    unpriced: b.unpriced,
   };
 }
 
 /** An interval holding one sale. */
 export function bucketOfSale(start: number, sale: SalePoint): BucketTotals {
-  return { start, n: 1, volume: sale.price, min: sale.price, max: sale.price, first: sale, last: sale };
+  return { start, n: 1, volume: sale.price, min: sale.price, max: sale.price, first: sale, last: sale, usd: sale.usd ?? 0n, unpriced: sale.usd === null ? 1 : 0 };
 }
 
 /** Two sets of an interval's sales (disjoint) as one. */
@@ -109,6 +119,8 @@ export function combine(a: BucketTotals, b: BucketTotals): BucketTotals {
     max: a.max > b.max ? a.max : b.max,
     first: isLater(a.first, b.first) ? b.first : a.first,
     last: isLater(a.last, b.last) ? a.last : b.last,
+    usd: a.usd + b.usd,
+    unpriced: a.unpriced + b.unpriced,
   };
 }
 

@@ -9,6 +9,7 @@ import {
   GetCollectionMarketResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
+import { dollarsOfExact, USD } from "../domain/money.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
 import type { FloorListingRow } from "../domain/rows.js";
 import type { KeySpec } from "../store/ports/paging.js";
@@ -116,6 +117,8 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
         // Wash trades left out unless asked for (docs/wash-trades.md); the cursor is bound to the choice.
         includeWash: req.includeWash,
       };
+      // The unit changes the amounts, not the intervals a page holds: not in the cursor's digest.
+      const usd = p.amountUnit(req.currency) === "usd";
       const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
       await checkMarketplace(filter.marketplace);
       const collection = await knownCollection(store.collections, ref);
@@ -131,7 +134,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
       let i = 0;
       for (let b = start; b <= end; b += length) {
         const found = buckets[i]?.start === b ? buckets[i++] : undefined;
-        data.push(toStatsBucket(b, length, found));
+        data.push(usd ? toUsdStatsBucket(b, length, found) : toStatsBucket(b, length, found));
       }
       const next = end < range.last ? [end + length] : null;
       return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: encodePageToken(digest, next), data });
@@ -168,6 +171,22 @@ function toStatsBucket(start: number, length: number, b: SeriesBucket | undefine
     firstPrice: price(b?.firstPrice),
     lastPrice: price(b?.lastPrice),
     currency: CURRENCY,
+  } as StatsBucket;
+}
+
+/** An interval in US dollars (docs/money.md, "USD kept with the series"): its volume and its sales without a point; no prices. */
+function toUsdStatsBucket(start: number, length: number, b: SeriesBucket | undefined) {
+  return {
+    start: BigInt(start),
+    end: BigInt(start + length - 1),
+    totalNumSales: BigInt(b?.n ?? 0),
+    totalVolume: dollarsOfExact(BigInt(b?.volumeUsd ?? 0)),
+    minPrice: "",
+    maxPrice: "",
+    firstPrice: "",
+    lastPrice: "",
+    currency: USD,
+    unpricedNumSales: BigInt(b?.unpriced ?? 0),
   } as StatsBucket;
 }
 

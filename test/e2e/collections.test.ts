@@ -78,6 +78,8 @@ describe("GET /v1/collections", () => {
       topBid: expect.objectContaining({ price: "700", marketplaceId: "7" }),
       volume1d: ETH, volume7d: `3${ETH.slice(1)}`, volume30d: `7${ETH.slice(1)}`, sales1d: 1, sales7d: 2, sales30d: 3,
       floorChange1d: -0.2, currency: "ETH", chain: "ethereum",
+      // No price point: the dollars are none (docs/money.md; test/e2e/price-points.property.test.ts has them with points).
+      volumeUsd1d: "0.00", volumeUsd7d: "0.00", volumeUsd30d: "0.00",
     });
     expect(b).toMatchObject({ contractAddress: B, name: "Beta Birds", totalTokens: 1, numHolders: 1, floor: null, topBid: null, floorChange1d: null, volume1d: `3${ETH.slice(1)}` });
 

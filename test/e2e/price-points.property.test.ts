@@ -6,6 +6,7 @@ import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb
 import { IngestPricesRequestSchema, IngestService } from "../../gen/marketdata/v1/ingest_service_pb.js";
 import { Random } from "../../src/demo/random.js";
 import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
+import { intervalStart, type SeriesInterval } from "../../src/domain/series.js";
 
 // Price points (docs/money.md), on either engine: whatever order the sales
 // and the points arrive in (points before and after the sales they price,
@@ -88,6 +89,50 @@ function expectedUsdStats(sales: readonly SaleLine[], points: ReadonlyMap<number
 }
 
 const MARKETPLACES = ["OPENSEA", "BLUR", "X2Y2"];
+
+type UsdBucket = { start: number; totalNumSales: number; totalVolume: string; minPrice: string; currency: string; unpricedNumSales: number };
+
+/** The oracle's series in USD of `sales`: per interval with sales, the count, the exact sum rounded once, the sales without a point. */
+function expectedUsdSeries(sales: readonly SaleLine[], points: ReadonlyMap<number, string>, interval: SeriesInterval): Map<number, [number, string, number]> {
+  const by = new Map<number, { n: number; exact: bigint; unpriced: number }>();
+  for (const x of sales) {
+    const start = intervalStart(interval, x.timestamp);
+    const b = by.get(start) ?? { n: 0, exact: 0n, unpriced: 0 };
+    const exact = exactUsd(x, points);
+    by.set(start, { n: b.n + 1, exact: b.exact + (exact ?? 0n), unpriced: b.unpriced + (exact === undefined ? 1 : 0) });
+  }
+  return new Map([...by].map(([start, b]) => [start, [b.n, toDollars(b.exact), b.unpriced]]));
+}
+
+/**
+ * The series in USD (currency=usd) and the collections list's dollars, kept
+ * with the aggregates, against the oracle: every interval of each span with
+ * and without the flagged sales, over REST; the list's three windows.
+ */
+async function expectKeptUsd(c: string, mine: readonly SaleLine[], clean: readonly SaleLine[], points: ReadonlyMap<number, string>): Promise<void> {
+  for (const interval of ["hour", "day", "week"] as const) {
+    for (const [includeWash, which] of [[false, clean], [true, mine]] as const) {
+      const answer = await restGet(s.server.baseUrl, "/v1/collection/stats/series", { contractAddress: c, interval, currency: "usd", ...(includeWash ? { includeWash: "true" } : {}) }, s.read);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const got = answer.body as { data: UsdBucket[] };
+      const withSales = new Map(got.data.filter((b) => b.totalNumSales > 0).map((b) => [Number(b.start), [b.totalNumSales, b.totalVolume, b.unpricedNumSales] as [number, string, number]]));
+      expect(withSales, `${c} ${interval} includeWash=${includeWash}`).toEqual(expectedUsdSeries(which, points, interval));
+      expect(got.data.every((b) => b.currency === "USD" && b.minPrice === "")).toBe(true);
+    }
+    // Without the parameter, the series' answer as before: in wei, no count of unpriced sales.
+    const plain = (await restGet(s.server.baseUrl, "/v1/collection/stats/series", { contractAddress: c, interval }, s.read)).body as { data: Record<string, unknown>[] };
+    expect(Object.keys(plain.data[0]!)).toEqual(["start", "end", "totalNumSales", "totalVolume", "minPrice", "maxPrice", "firstPrice", "lastPrice", "currency"]);
+  }
+  for (const includeWash of [false, true]) {
+    const list = (await restGet(s.server.baseUrl, "/v1/collections", { query: c, ...(includeWash ? { includeWash: "true" } : {}) }, s.read)).body as
+      { windowsEnd: number; data: { contractAddress: string; volumeUsd1d: string; volumeUsd7d: string; volumeUsd30d: string }[] };
+    const hour = Number(list.windowsEnd) / 3600 - 1;
+    const within = (days: number) => (includeWash ? mine : clean).filter((x) => Math.floor(x.timestamp / 3600) >= hour - days * 24 + 1);
+    const sum = (xs: readonly SaleLine[]) => toDollars(xs.reduce((t, x) => t + (exactUsd(x, points) ?? 0n), 0n));
+    expect(list.data.map((x) => [x.contractAddress, x.volumeUsd1d, x.volumeUsd7d, x.volumeUsd30d]), `${c} list includeWash=${includeWash}`)
+      .toEqual([[c, sum(within(1)), sum(within(7)), sum(within(30))]]);
+  }
+}
 
 describe("price points: a sale's priceUsd is its price times the point in force, in any arrival order", () => {
   it("holds on the REST JSON, the binary and a token's last sale, over rounds of shuffled sales and points", async () => {
@@ -195,6 +240,7 @@ describe("price points: a sale's priceUsd is its price times the point in force,
           expect([rpc.data?.totalVolume, Number(rpc.data?.unpricedNumSales), rpc.data?.groups.map((g) => [g.marketplace, g.totalVolume, Number(g.unpricedNumSales)])])
             .toEqual([want.totalVolume, want.unpricedNumSales, want.groups.map((g) => [g.marketplace, g.totalVolume, g.unpricedNumSales])]);
         }
+        await expectKeptUsd(c, mine, clean, points);
         // Without the parameter, api.md's answer: its fields, in wei, no more.
         const plain = (await restGet(s.server.baseUrl, "/v1/collection/stats", { contractAddress: c }, s.read)).body.data as Record<string, unknown>;
         expect(Object.keys(plain)).toEqual(["contractAddress", "totalNumSales", "totalVolume", "currency", "groups"]);
@@ -208,6 +254,10 @@ describe("price points: a sale's priceUsd is its price times the point in force,
     points.set(minute!, "12345.678");
     const again = (await restGet(s.server.baseUrl, "/v1/asset/sales", { contractAddress: priced.contractAddress, limit: "50" }, s.read)).body.data as { hash: string; assetId: string; priceUsd: string }[];
     expect(again.find((x) => x.hash === priced.hash && x.assetId === priced.assetId)?.priceUsd).toBe(expectedUsd(priced, points));
+    // The kept dollars moved with it.
+    const againFlagged = new Set(again.filter((x) => (x as unknown as { washFlags: string[] }).washFlags.length > 0).map((x) => `${x.hash}:${x.assetId}`));
+    const itsSales = sales.filter((x) => x.contractAddress === priced.contractAddress);
+    await expectKeptUsd(priced.contractAddress, itsSales, itsSales.filter((x) => !againFlagged.has(`${x.hash}:${x.assetId}`)), points);
     // Both kinds of answer occur: sales with a point in force and sales with none.
     const all = sales.map((x) => expectedUsd(x, points));
     expect(all.some((x) => x === "") && all.some((x) => x !== "")).toBe(true);

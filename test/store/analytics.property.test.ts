@@ -43,6 +43,12 @@ const saleArb: fc.Arbitrary<Sale> = fc.record({
   back: fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
 });
 
+/** ETH's USD price at a minute of the sales' span (or the day before it), written between the batches of sales: it reprices sales already kept. */
+const pointArb = fc.record({
+  minute: fc.integer({ min: Math.floor((T0 - DAY) / 60), max: Math.floor((T0 + SPAN) / 60) }).map((m) => m * 60),
+  usd: fc.tuple(fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 0, max: 999_999 })).map(([w, f]) => `${w}.${String(f).padStart(6, "0")}`),
+}).map((p) => ({ currency: "ETH", ...p }));
+
 const saleRecord = (address: string) => (s: Sale) => ({
   hash: hashOf(s.key),
   from: `0x${(s.back ? "2" : "1").repeat(40)}`,
@@ -260,13 +266,16 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
     it("every series equals buckets summed from the raw sales, each one GetCollectionStats of its window", async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(batchOf(saleArb, 30), { minLength: 1, maxLength: 4 }), fc.array(seriesQueryArb, { minLength: 3, maxLength: 3 }), async (batches, queries) => {
+        fc.asyncProperty(fc.array(batchOf(saleArb, 30), { minLength: 1, maxLength: 4 }), fc.array(seriesQueryArb, { minLength: 3, maxLength: 3 }),
+          fc.array(fc.array(pointArb, { maxLength: 3 }), { minLength: 4, maxLength: 4 }), async (batches, queries, points) => {
           const address = nextAddress();
           const truth = new Map<number, Sale>();
-          for (const b of batches) {
+          for (const [i, b] of batches.entries()) {
             if (await importBatch(h.store, "sales", b.items.map(saleRecord(address)), b.badLine, b.skipInvalid)) {
               for (const s of b.items) truth.set(s.key, s);
             }
+            // Price points after the sales they price (their dollars kept with the series move: checked by the rebuild below).
+            if (points[i]!.length > 0) expect(await importBatch(h.store, "prices", points[i]!)).toBe(true);
             if (truth.size === 0) continue;
             for (const q of queries) {
               const got: Bucket[] = [];
@@ -296,7 +305,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
         }),
         { numRuns: engine === "sqlite" ? 60 : 30 },
       );
-      // What writes kept equals what a rebuild from the raw sales computes.
+      // What writes kept equals what a rebuild from the raw sales computes: their dollars too, at the points written since.
       expect((await h.store.rebuildStats(undefined, true)).changed).toBe(0);
     }, 240_000);
 

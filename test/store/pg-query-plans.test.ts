@@ -1,4 +1,5 @@
 import pg from "pg";
+import { REPRICED_BEFORE } from "../../src/store/postgres/sales-series.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/domain/kinds/index.js";
 import { LISTING_STATUSES } from "../../src/domain/rows.js";
@@ -306,6 +307,22 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     expect(conds).toMatch(/sales_hourly_pkey: \(\(collection_id = \d+\) AND \(marketplace = m\.marketplace\) AND \(hour < '\d+'::bigint\)\)/);
     expect(conds).toMatch(/sales_by_marketplace: \(\(collection_id = \d+\) AND \(marketplace = m\.marketplace\) AND \("timestamp" >= '\d+'::bigint\) AND \("timestamp" <= '\d+'::bigint\)\)/);
     expect(conds).toMatch(/sales_by_time: \(\(collection_id = \d+\) AND \("timestamp" > '\d+'::bigint\) AND \("timestamp" <= '\d+'::bigint\)\)/);
+  });
+
+  it("a price point finds the sales it reprices by the series' hours, then each collection's time range (docs/money.md)", async () => {
+    const hour = Number((await client.query<{ h: string }>("SELECT max(bucket) AS h FROM sales_series WHERE span = 3600", [])).rows[0]!.h);
+    await client.query("BEGIN");
+    try {
+      // What a merge of price points runs before its merge (postgres/sales-series.ts REPRICED_BEFORE): the changed points, a point of the last hour.
+      await client.query(`CREATE TEMP TABLE point_changes ON COMMIT DROP AS SELECT 'ETH'::text AS currency, ${hour + 600}::bigint AS minute, '2000'::text AS usd; ANALYZE point_changes`);
+      const repriced = await planOf(REPRICED_BEFORE[2]!.replace(/^CREATE TEMP TABLE repriced ON COMMIT DROP AS/, ""), []);
+      expect(repriced.filter((n) => n["Node Type"] === "Seq Scan" && ["sales", "sales_series", "price_points"].includes(n["Relation Name"] ?? "")), JSON.stringify(repriced)).toEqual([]);
+      const conds = repriced.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+      expect(conds).toMatch(/sales_series_by_hour: \(\(span = 3600\) AND \(bucket >= /);
+      expect(conds).toMatch(/sales_by_\w+: \(\(collection_id = h\.collection_id\)( AND \(marketplace = \S+\))? AND \("timestamp" >= /);
+    } finally {
+      await client.query("ROLLBACK");
+    }
   });
 
   it("pages after a token seek to the token's position: the index condition bounds the sort key", async () => {

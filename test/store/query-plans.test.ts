@@ -53,6 +53,8 @@ beforeAll(async () => {
   const aggregates = new SalesAggregates(w);
   w.exec("BEGIN");
   aggregates.rebuild();
+  // A price point written: the sales it prices are found by the series' hours, then each collection's time range.
+  aggregates.repriced("ETH", 1_700_000_000 - 60, null, "2000");
   w.exec("ROLLBACK");
   aggregateSql = aggregates.preparedSql();
   w.close();
@@ -223,7 +225,7 @@ describe("query plans", () => {
       if (/^INSERT /.test(sql.trim())) continue;
       if (/^SELECT (DISTINCT collection_id, marketplace FROM sales_hourly|id FROM collections|collection_id, marketplace, span, bucket FROM sales_series)\s*$/.test(sql.trim())) continue;
       // So does a rebuild of every collection's running totals, and the check that the store has them.
-      if (/^SELECT collection_id FROM stats_hours UNION SELECT collection_id FROM sales_hourly$|FROM sqlite_master/.test(sql.trim())) continue;
+      if (/^SELECT collection_id FROM stats_hours UNION SELECT collection_id FROM sales_hourly$|FROM sqlite_master|FROM pragma_table_info/.test(sql.trim())) continue;
       const bound = boundColumns(mainSearch(sql));
       const need = requiredBindings(sql);
       if (!need.some((cols) => cols.every((c) => bound.includes(c)))) problems.push(`binds [${bound}] needs ${JSON.stringify(need)} in ${sql.replace(/\s+/g, " ")}`);
@@ -374,6 +376,10 @@ function requiredBindings(sql: string): string[][] {
   if (/FROM (sales|listings) WHERE id = \?$/.test(sql)) return [["rowid"]];
   // A page's price points, found as its sales are read newest first (sqlite/prices.ts PointsInForce): a token's latest at or before a time.
   if (sql === LATEST_POINT_SQL) return [["currency", "minute"]];
+  // A price point's neighbours (sqlite/sales-series.ts repriced): the next and the previous of its token.
+  if (/^SELECT (minute|minute, usd) FROM price_points WHERE currency = \? AND minute [<>] \?/.test(sql)) return [["currency", "minute"]];
+  // The collections with sales in a point's hours: the every-marketplace hours by time.
+  if (/sales_series INDEXED BY sales_series_by_hour/.test(sql)) return [["span", "bucket"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.
   if (/feed_seq > \?/.test(sql)) return [["collection_id", "feed_seq"]];
   const has = (col: string) => new RegExp(`\\b${col} = \\?`).test(sql);

@@ -9,7 +9,9 @@ import { importBatch, useHarness } from "../support/property-store.js";
 // raw sales. A sale that is none of its intervals' lowest, highest, first or
 // last leaves by its delta, the intervals not summed again (SQLite:
 // sqlite/sales-series.ts leave; PostgreSQL: postgres/sales-series.ts, its
-// leaving marks); one that is an edge has them summed again.
+// leaving marks); one that is an edge has them summed again. Their US
+// dollars (price points written after the sales they price) leave and
+// enter with them, and a rebuild finds nothing to change.
 
 const HOUR = 3_600;
 const DAY = 86_400;
@@ -36,19 +38,28 @@ for (const engine of ["sqlite", "postgres"] as const) {
         const sales = morning(address);
         await importBatch(h.store, "collections", [{ contractAddress: address, name: "back and forth" }]);
         await importBatch(h.store, "sales", sales);
+        // Price points after the sales they price: tokens 1 and 2 at the first, 3 to 5 at the second (their dollars move: repriced).
+        await importBatch(h.store, "prices", [{ currency: "ETH", minute: T0, usd: "2000.5" }, { currency: "ETH", minute: T0 + 1800, usd: "1999.25" }]);
+        const usdOf = (s: (typeof sales)[number]) => BigInt(s.price) * (s.timestamp >= T0 + 1800 ? 199_925n : 200_050n);
         const leg = sales[token - 1]!;
         const answers = async () => {
           const stats = await h.client.getCollectionStats({ contractAddress: address });
           const series = await Promise.all((["hour", "day"] as const).map(async (interval) =>
             (await h.client.getCollectionStatsSeries({ contractAddress: address, interval, since: BigInt(T0), until: BigInt(T0 + HOUR - 1) })).data.map((b) =>
               [Number(b.totalNumSales), b.totalVolume, b.minPrice, b.maxPrice, b.firstPrice, b.lastPrice])));
-          return { n: Number(stats.data!.totalNumSales), volume: stats.data!.totalVolume, series };
+          const usd = await Promise.all((["hour", "day"] as const).map(async (interval) =>
+            (await h.client.getCollectionStatsSeries({ contractAddress: address, interval, since: BigInt(T0), until: BigInt(T0 + HOUR - 1), currency: "usd" })).data.map((b) =>
+              [Number(b.totalNumSales), b.totalVolume, Number(b.unpricedNumSales)])));
+          return { n: Number(stats.data!.totalNumSales), volume: stats.data!.totalVolume, series, usd };
         };
         const of = (kept: typeof sales) => {
           const prices = kept.map((s) => BigInt(s.price));
           const sum = prices.reduce((a, b) => a + b, 0n).toString();
           const bucket = [kept.length, sum, prices.reduce((a, b) => (b < a ? b : a)).toString(), prices.reduce((a, b) => (b > a ? b : a)).toString(), kept[0]!.price, kept.at(-1)!.price];
-          return { n: kept.length, volume: sum, series: [[bucket], [bucket]] };
+          // Dollars to the cent of hundredths of a dollar times wei: exact, then half up.
+          const cents = (kept.reduce((a, s) => a + usdOf(s), 0n) + 5n * 10n ** 17n) / 10n ** 18n;
+          const dollars = `${cents / 100n}.${String(cents % 100n).padStart(2, "0")}`;
+          return { n: kept.length, volume: sum, series: [[bucket], [bucket]], usd: [[[kept.length, dollars, 0]], [[kept.length, dollars, 0]]] };
         };
         expect(await answers()).toEqual(of(sales));
 

@@ -47,7 +47,7 @@ async function asBefore29(target: string): Promise<void> {
     await client.connect();
     try {
       await client.query(`DELETE FROM sales_hourly; INSERT INTO sales_hourly ${freshHourlySql("true")};
-        DELETE FROM sales_series; INSERT INTO sales_series ${freshSeriesSql("true")}`);
+        DELETE FROM sales_series; INSERT INTO sales_series ${freshSeriesSql("true", "sales", false)}`);
     } finally {
       await client.end();
     }

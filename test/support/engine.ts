@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
+import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { ORDER_KINDS, ORDER_LOGS } from "../../src/store/shared/order-log.js";
 import { REMOVAL_TABLES } from "../../src/store/shared/removals.js";
 import { skipPg } from "./pg.js";
@@ -187,8 +187,18 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 33: no order's payment token (docs/money.md). */
+/** Takes a store's schema back before migration 34: no US dollars kept with the series and the summaries (docs/money.md). */
+export async function dropUsdSeries(target: string): Promise<void> {
+  await execSql(target, "DROP INDEX sales_series_by_hour");
+  for (const column of ["volume_usd", "unpriced"]) await execSql(target, `ALTER TABLE sales_series DROP COLUMN ${column}`);
+  for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
+    for (const w of ["1d", "7d", "30d"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN volume_usd_${w}`);
+  }
+}
+
+/** Takes a store's schema back before migration 33: no order's payment token (docs/money.md), nor what came after. */
 export async function dropOrderCurrency(target: string): Promise<void> {
+  await dropUsdSeries(target);
   for (const table of [...ORDER_KINDS, ORDER_LOGS.listings, ORDER_LOGS.offers, REMOVAL_TABLES.listings, REMOVAL_TABLES.offers]) {
     await execSql(target, `ALTER TABLE ${table} DROP COLUMN currency`);
   }

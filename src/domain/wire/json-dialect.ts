@@ -21,9 +21,14 @@ export function shortEnumName(desc: DescEnum, name: string): string {
  * Fields a parameter's answer appends, left out when not set (where a
  * proto3 `optional` scalar is otherwise null), so that an answer without the
  * parameter keeps api.md's shape byte for byte: the stats' count of sales
- * without a USD price (currency=usd, docs/money.md). The writer, its oracle
+ * without a USD price, and the series' (currency=usd, docs/money.md). The writer, its oracle
  * and the OpenAPI document read this list.
  */
-const ONLY_WHEN_ASKED = new Set(["marketdata.v1.CollectionStats.unpriced_num_sales", "marketdata.v1.MarketplaceStats.unpriced_num_sales"]);
+const ONLY_WHEN_ASKED = new Set([
+  "marketdata.v1.CollectionStats.unpriced_num_sales",
+  "marketdata.v1.MarketplaceStats.unpriced_num_sales",
+  // The series' (currency=usd: docs/money.md, "USD kept with the series").
+  "marketdata.v1.StatsBucket.unpriced_num_sales",
+]);
 
 export const onlyWhenAsked = (field: DescField): boolean => ONLY_WHEN_ASKED.has(`${field.parent.typeName}.${field.name}`);

@@ -1,3 +1,4 @@
+import { exactUsdSql, usdPointOf } from "../shared/prices.js";
 import {
   type BucketTotals,
   DAY,
@@ -30,12 +31,21 @@ interface PriceRow {
   max: string;
   first_price: string;
   last_price: string;
+  /** Exact (money.ts exactUsd's scale), as text; the sales without a point. */
+  volume_usd: string;
+  unpriced: string;
 }
 
 /** An interval's sums, as every series row has them. */
 function toSeriesRow(r: PriceRow): SeriesBucket {
-  return { start: Number(r.bucket), n: Number(r.n), volume: r.volume, min: r.min, max: r.max, firstPrice: r.first_price, lastPrice: r.last_price };
+  return {
+    start: Number(r.bucket), n: Number(r.n), volume: r.volume, min: r.min, max: r.max, firstPrice: r.first_price, lastPrice: r.last_price,
+    volumeUsd: r.volume_usd, unpriced: Number(r.unpriced),
+  };
 }
+
+/** A series row's dollars, as SQL giving PriceRow's columns. */
+const USD_COLUMNS = "volume_usd::text AS volume_usd, unpriced";
 
 interface SeriesRow extends PriceRow {
   first_timestamp: string;
@@ -54,6 +64,8 @@ const toPoint = (r: SeriesRow, side: "first" | "last") => ({
   block: Number(r[`${side}_block`]),
   hash: r[`${side}_hash`],
   assetId: r[`${side}_asset_id`],
+  // An interval's edges carry no dollars of their own: its sums do.
+  usd: null,
 });
 
 /**
@@ -147,11 +159,12 @@ export class PgAnalytics implements AnalyticsRepository {
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
       const clean = f.includeWash === true ? "" : "AND wash_flags = 0";
       const rows = await this.q.rows<PriceRow>(
-        `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket FROM sales s
+        `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
                     WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
          SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
            (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,
-           (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price
+           (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price,
+           coalesce(sum(usd) OVER g, 0)::text AS volume_usd, count(*) OVER g - count(usd) OVER g AS unpriced
          FROM x
          WINDOW g AS (PARTITION BY bucket), a AS (g ORDER BY timestamp, block, hash DESC, asset_id DESC),
            d AS (g ORDER BY timestamp DESC, block DESC, hash, asset_id)
@@ -167,11 +180,12 @@ export class PgAnalytics implements AnalyticsRepository {
       const washedMarket = f.marketplace === undefined ? "" : "AND marketplace = $2";
       const one = (c: string) => `price::text AS ${c}_price, timestamp AS ${c}_timestamp, block AS ${c}_block, '0x' || encode(hash, 'hex') AS ${c}_hash, asset_id::text AS ${c}_asset_id`;
       const rows = await this.q.rows<SeriesRow>(
-        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
+        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}, ${USD_COLUMNS}
          FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
          UNION ALL
-         SELECT timestamp, 1, price::text, price::text, price::text, ${one("first")}, ${one("last")}
-         FROM sales WHERE collection_id = $1 AND wash_flags <> 0 AND timestamp >= $4 AND timestamp <= $5 ${washedMarket}`,
+         SELECT w.timestamp, 1, w.price::text, w.price::text, w.price::text, ${one("first")}, ${one("last")}, coalesce(w.usd, 0)::text, (w.usd IS NULL)::int
+         FROM (SELECT s.*, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
+               WHERE s.collection_id = $1 AND s.wash_flags <> 0 AND s.timestamp >= $4 AND s.timestamp <= $5 ${washedMarket}) w`,
         [collectionId, marketplace, f.interval === "hour" ? HOUR : DAY, f.from, f.to + length - 1],
       );
       const buckets = rows.map(toBucket).sort((a, b) => a.start - b.start);
@@ -180,7 +194,7 @@ export class PgAnalytics implements AnalyticsRepository {
     if (f.interval === "week") {
       // Days, with their first and last sale's place in time, folded.
       const days = await this.q.rows<SeriesRow>(
-        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}
+        `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max, ${point("first")}, ${point("last")}, ${USD_COLUMNS}
          FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
          ORDER BY bucket`,
         [collectionId, marketplace, DAY, f.from, f.to + WEEK - DAY],
@@ -190,7 +204,7 @@ export class PgAnalytics implements AnalyticsRepository {
     // Hours and days as stored: their prices are all the answer needs.
     const rows = await this.q.rows<PriceRow>(
       `SELECT bucket, num_sales AS n, volume::text AS volume, min_price::text AS min, max_price::text AS max,
-         first_price::text AS first_price, last_price::text AS last_price
+         first_price::text AS first_price, last_price::text AS last_price, ${USD_COLUMNS}
        FROM sales_series WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket <= $5
        ORDER BY bucket`,
       [collectionId, marketplace, length, f.from, f.to],
@@ -218,5 +232,7 @@ function toBucket(r: SeriesRow): BucketTotals {
     max: BigInt(r.max),
     first: toPoint(r, "first"),
     last: toPoint(r, "last"),
+    usd: BigInt(r.volume_usd),
+    unpriced: Number(r.unpriced),
   };
 }

@@ -2,7 +2,10 @@ import type pg from "pg";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
 import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
-import { CLEAN_SUMMARIES, hourOf, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES } from "../shared/collection-summaries.js";
+import {
+  addFlaggedUsd, CLEAN_SUMMARIES, hourOf, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES, windowStarts,
+} from "../shared/collection-summaries.js";
+import { usdPointSql } from "../shared/prices.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./statements.js";
 import { HOUR } from "../../domain/series.js";
@@ -50,7 +53,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
   CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
   UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR});
-  ${keepSql("true", WINDOWS_HOUR)};
+  ${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false)};
 `;
 
 /**
@@ -60,6 +63,11 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
  * of the summaries made from them).
  */
 export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, false)}`;
+
+/** Migration 34's columns of the summaries (docs/money.md, "USD kept with the series"), kept again for every collection. */
+export const USD_SUMMARIES_MIGRATION = `${[CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) =>
+  `ALTER TABLE ${t} ${["1d", "7d", "30d"].map((w) => `ADD COLUMN volume_usd_${w} numeric NOT NULL DEFAULT 0`).join(", ")};`).join("\n")}
   WITH clean AS (${keepSql("true", WINDOWS_HOUR)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
 
 /**
@@ -68,23 +76,26 @@ export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
  * expression): of the hours of clean sales, plus, for the summaries with
  * wash, the flagged sales themselves (the partial index sales_washed).
  */
-export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES): string {
+export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true): string {
   const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
-  const hours = `SELECT s.bucket, s.volume, s.num_sales FROM sales_series s
+  // The clean sales' dollars in both tables (shared/collection-summaries.ts: the flagged ones' are added when read).
+  const hours = `SELECT s.bucket, s.volume, s.num_sales, ${usd ? "s.volume_usd" : "0"} FROM sales_series s
       WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR} AND s.bucket >= ${start(30)}`;
-  const flagged = `SELECT x.timestamp, x.price, 1 FROM sales x WHERE x.collection_id = c.id AND x.wash_flags <> 0 AND x.timestamp >= ${start(30)}`;
+  const flagged = `SELECT x.timestamp, x.price, 1, 0 FROM sales x WHERE x.collection_id = c.id AND x.wash_flags <> 0 AND x.timestamp >= ${start(30)}`;
+  const dollars = usd ? ", w.u1, w.u7, w.u30" : "";
   return `
   INSERT INTO ${table}
   SELECT c.id, c.address, w.v1, w.v7, w.v30, w.n1, w.n7, w.n30,
     f.marketplace, f.marketplace_id, f.asset_id, f.price, f.created_at,
     ${descendingKeyOf("w.v1")}, ${descendingKeyOf("w.v7")},
-    coalesce(lpad(length(f.price::text)::text, 2, '0') || f.price::text, '${NO_ASK}'), ${descendingKeyOf("w.n1")}
+    coalesce(lpad(length(f.price::text)::text, 2, '0') || f.price::text, '${NO_ASK}'), ${descendingKeyOf("w.n1")}${dollars}
   FROM collections c
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(s.volume) ${inWindow(1)}, 0) AS v1, coalesce(sum(s.volume) ${inWindow(7)}, 0) AS v7, coalesce(sum(s.volume), 0) AS v30,
-      coalesce(sum(s.num_sales) ${inWindow(1)}, 0) AS n1, coalesce(sum(s.num_sales) ${inWindow(7)}, 0) AS n7, coalesce(sum(s.num_sales), 0) AS n30
-    FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales)) w
+      coalesce(sum(s.num_sales) ${inWindow(1)}, 0) AS n1, coalesce(sum(s.num_sales) ${inWindow(7)}, 0) AS n7, coalesce(sum(s.num_sales), 0) AS n30,
+      coalesce(sum(s.usd) ${inWindow(1)}, 0) AS u1, coalesce(sum(s.usd) ${inWindow(7)}, 0) AS u7, coalesce(sum(s.usd), 0) AS u30
+    FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales, usd)) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
     WHERE l.collection_id = c.id AND l.status = 'CREATED' ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
@@ -95,7 +106,8 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     floor_marketplace = EXCLUDED.floor_marketplace, floor_marketplace_id = EXCLUDED.floor_marketplace_id,
     floor_asset_id = EXCLUDED.floor_asset_id, floor_price = EXCLUDED.floor_price, floor_created_at = EXCLUDED.floor_created_at,
     volume_1d_key = EXCLUDED.volume_1d_key, volume_7d_key = EXCLUDED.volume_7d_key,
-    floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key`;
+    floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key${usd ? `,
+    volume_usd_1d = EXCLUDED.volume_usd_1d, volume_usd_7d = EXCLUDED.volume_usd_7d, volume_usd_30d = EXCLUDED.volume_usd_30d` : ""}`;
 }
 
 /** The hour the windows move to: the clock's. */
@@ -139,6 +151,7 @@ export class PgCollectionList implements CollectionListRepository {
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
          s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, c.chain, h.tokens, h.holders,
+         s.volume_usd_1d::text AS volume_usd_1d, s.volume_usd_7d::text AS volume_usd_7d, s.volume_usd_30d::text AS volume_usd_30d,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id
        LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
@@ -147,6 +160,18 @@ export class PgCollectionList implements CollectionListRepository {
       values,
     );
     const hour = Number(rows[0]?.windows_hour ?? (await this.q.rows<{ h: string }>("SELECT windows_hour AS h FROM store_state WHERE id = 1", []))[0]?.h ?? 0);
+    if (filter.includeWash && rows.length > 0) {
+      // The flagged sales' dollars (the kept ones are the clean sales'): the page's only, one statement, a point seek each.
+      const shown = rows.slice(0, page.limit);
+      const flagged = await this.q.rows<{ c: number; t: string; price: string; currency: string; usd: string | null }>(
+        `SELECT s.collection_id AS c, s.timestamp AS t, s.price::text AS price, s.currency, ${usdPointSql("s", "usd")} FROM sales s
+         WHERE s.collection_id = ANY($1::integer[]) AND s.wash_flags <> 0 AND s.timestamp >= $2`,
+        [shown.map((r) => r.collection_id), windowStarts(hour).d30 * HOUR],
+      );
+      for (const r of shown) {
+        addFlaggedUsd(r, hour, flagged.filter((x) => x.c === Number(r.collection_id)).map((x) => [Number(x.t), x.price, x.currency, x.usd] as const));
+      }
+    }
     return {
       windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR,
       page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),

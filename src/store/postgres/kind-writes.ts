@@ -17,7 +17,7 @@ import {
 } from "./record-writes.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "./sales-stats.js";
 import { evaluateWash, evaluateWashThenApply, REMOVED_WASH_MARKS, washMarksOf } from "./wash.js";
-import { APPLY_SERIES_MARKS, seriesMarksSql } from "./sales-series.js";
+import { APPLY_SERIES_MARKS, REPRICED_BEFORE, REPRICED_SERIES, seriesMarksSql } from "./sales-series.js";
 import { REMOVED_COLLECTIONS, REMOVED_TOKENS, removedPerBatch, refuseFinal, removeStagedBlocks, salesRemoved, SALES_REMOVED_MARKS, transfersRemoved } from "./reorgs.js";
 
 // Each record kind's writes on PostgreSQL (the kinds are declared in
@@ -374,11 +374,14 @@ const BUILT_IN: Record<Kind, KindSpec> = {
   prices: {
     stage: [col("currency"), col("minute", "bigint"), col("usd")],
     row: (r) => [r.currency, r.minute, r.usd],
-    before: [],
+    // The sales its changed points will price, with the dollars they had (sales-series.ts REPRICED_BEFORE): the series move by the difference.
+    before: REPRICED_BEFORE,
     counted: counted("price_points", ["currency", "minute"], ["usd"], "SELECT st.currency, st.minute, st.usd, st.line FROM stage st"),
+    after: [REPRICED_SERIES],
     tables: ["price_points"],
-    // A point reprices the sales of its minutes in any collection (priceUsd, the amounts in USD).
+    // A point reprices the sales of its minutes in any collection (priceUsd, the amounts in USD); those whose series moved are stamped (their summaries kept).
     touchesAll: true,
+    touches: "SELECT DISTINCT collection_id AS id FROM repriced",
   },
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],

@@ -1,4 +1,5 @@
 import { DAY, HOUR } from "../../domain/series.js";
+import { exactUsdSql, pricedAsSql, usdPointOf } from "../shared/prices.js";
 
 // Sales series (store/sqlite/sales-series.ts explains them) on PostgreSQL,
 // kept by set-based statements around each merge of sales: a new sale is
@@ -7,22 +8,31 @@ import { DAY, HOUR } from "../../domain/series.js";
 // interval a changed sale left or entered is summed again from the raw
 // sales, those no wash rule flags (docs/wash-trades.md). `stats rebuild`
 // sums them afresh.
+//
+// Each interval keeps its sales' US dollars too (migration 34: volume_usd,
+// exact at money.ts exactUsd's scale; unpriced, the sales with no point in
+// force), as SQLite's: a new sale adds its dollars at the point in force when
+// the marks are applied, a leaving one takes them off, and a price point
+// written moves the dollars of the sales it now prices by their difference
+// (REPRICED_SERIES).
 
 const SPANS = `(VALUES (${HOUR}), (${DAY})) sp(span)`;
 
 /** The columns of sales_series after its key. */
-export const SERIES_VALUES = `num_sales, volume, min_price, max_price,
+const SERIES_VALUES_BEFORE_USD = `num_sales, volume, min_price, max_price,
   first_price, first_timestamp, first_block, first_hash, first_asset_id,
   last_price, last_timestamp, last_block, last_hash, last_asset_id`;
+export const SERIES_VALUES = `${SERIES_VALUES_BEFORE_USD}, volume_usd, unpriced`;
 const SERIES_KEY = "collection_id, marketplace, span, bucket";
 
 /**
  * The series rows of the sales `points` gives (collection_id, m: the
- * marketplace the row is of, timestamp, block, hash, asset_id, price, and
- * span), one per (collection, m, span, interval): the sums, and the first
- * and last sale in the sales list's order.
+ * marketplace the row is of, timestamp, block, hash, asset_id, price, span,
+ * and usd: its dollars, exact, NULL without a point), one per (collection,
+ * m, span, interval): the sums, the first and last sale in the sales list's
+ * order, and the dollars (`usd` false: a store before migration 34, none).
  */
-function seriesOf(points: string): string {
+function seriesOf(points: string, usd = true): string {
   const key = "collection_id, m, span, bucket";
   const point = (side: "first" | "last", w: string) =>
     ["price", "timestamp", "block", "hash", "asset_id"].map((c) => `first_value(${c}) OVER ${w} AS ${side}_${c}`).join(", ");
@@ -31,7 +41,7 @@ function seriesOf(points: string): string {
   // took minutes on 20,000 sales.
   return `SELECT DISTINCT ON (${key}) collection_id, m AS marketplace, span, bucket,
       count(*) OVER g AS num_sales, sum(price) OVER g AS volume, min(price) OVER g AS min_price, max(price) OVER g AS max_price,
-      ${point("first", "a")}, ${point("last", "d")}
+      ${point("first", "a")}, ${point("last", "d")}${usd ? ", coalesce(sum(usd) OVER g, 0) AS volume_usd, count(*) OVER g - count(usd) OVER g AS unpriced" : ""}
     FROM (SELECT p.*, (p.timestamp / p.span) * p.span AS bucket FROM (${points}) p) x
     WINDOW g AS (PARTITION BY ${key}),
       a AS (g ORDER BY timestamp, block, hash DESC, asset_id DESC),
@@ -39,15 +49,22 @@ function seriesOf(points: string): string {
     ORDER BY ${key}`;
 }
 
-/** Each sale of `sales` (a query of the sales' columns) as the points of its marketplace's rows and of every marketplace's, per span. */
-function pointsOf(sales: string): string {
-  return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span
+/** A sale of alias `s` (its price, currency and time) at its point in force now, exact: a point's column. */
+const saleUsd = (s: string) => exactUsdSql(s, usdPointOf(s));
+
+/**
+ * Each sale of `sales` (a query of the sales' columns, with their currency
+ * unless `usd` is false) as the points of its marketplace's rows and of
+ * every marketplace's, per span.
+ */
+function pointsOf(sales: string, usd = true): string {
+  return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span${usd ? `, ${saleUsd("s")} AS usd` : ""}
     FROM (${sales}) s CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
 }
 
-/** The series rows of the raw sales of `table` that `filter` selects, computed afresh. */
-export function freshSeriesSql(filter: string, table = "sales"): string {
-  return seriesOf(pointsOf(`SELECT * FROM ${table} WHERE ${filter}`));
+/** The series rows of the raw sales of `table` that `filter` selects, computed afresh (`usd` false: without the dollars, before migration 34). */
+export function freshSeriesSql(filter: string, table = "sales", usd = true): string {
+  return seriesOf(pointsOf(`SELECT * FROM ${table} WHERE ${filter}`, usd), usd);
 }
 
 /**
@@ -103,7 +120,15 @@ const takeIf = (side: "first" | "last") =>
  * Run after the merge: the intervals marked to be summed again are, from the
  * raw sales; the new sales of the others are combined with their rows.
  */
-export const APPLY_SERIES_MARKS: readonly string[] = [
+export const APPLY_SERIES_MARKS: readonly string[] = applySeriesMarks(true);
+
+/** APPLY_SERIES_MARKS of a store with (`usd`) or before (migration 29's) the dollars of migration 34. */
+export function applySeriesMarks(usd: boolean): string[] {
+  const added = usd
+    ? `SELECT k.*, s.currency FROM series_marks k JOIN sales s ON s.hash = k.hash AND s.collection_id = k.collection_id AND s.asset_id = k.asset_id WHERE k.added`
+    : "SELECT * FROM series_marks WHERE added";
+  const raw = (m: string) => `s.collection_id, ${m}, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span${usd ? `, ${saleUsd("s")} AS usd` : ""}`;
+  return [
   // Summed again: the intervals a changed sale lay in, and those a leaving sale may be an edge of (its lowest, highest,
   // first or last: the sums cannot say which sale is next). A price strictly between the stored lowest and highest, at a
   // time strictly between the first's and the last's, is none of them, and comes off by its delta below.
@@ -117,28 +142,35 @@ export const APPLY_SERIES_MARKS: readonly string[] = [
   // guessed hundreds of intervals and hash-joined every sale of the store to find theirs
   // (bench:reorg, 1M sales: half of a reorganisation's 470 ms).
   "ANALYZE series_redo",
-  // The leaving sales of the intervals not summed again: their count and volume come off.
-  `UPDATE sales_series t SET num_sales = t.num_sales - l.n, volume = t.volume - l.v
+  // The leaving sales of the intervals not summed again: their count and volume come off, their dollars at their point now.
+  usd
+    ? `UPDATE sales_series t SET num_sales = t.num_sales - l.n, volume = t.volume - l.v, volume_usd = t.volume_usd - l.u, unpriced = t.unpriced - l.unpriced
+   FROM (SELECT k.collection_id, k.m, k.span, k.bucket, count(*) AS n, sum(k.price) AS v, coalesce(sum(k.usd), 0) AS u, count(*) - count(k.usd) AS unpriced
+         FROM (SELECT k.*, ${saleUsd("s")} AS usd FROM (${markIntervals("k.leaving")}) k
+               JOIN sales s ON s.hash = k.hash AND s.collection_id = k.collection_id AND s.asset_id = k.asset_id) k GROUP BY 1, 2, 3, 4) l
+   WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (l.collection_id, l.m, l.span, l.bucket)
+     AND NOT EXISTS (SELECT 1 FROM series_redo r WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (l.collection_id, l.m, l.span, l.bucket))`
+    : `UPDATE sales_series t SET num_sales = t.num_sales - l.n, volume = t.volume - l.v
    FROM (SELECT k.collection_id, k.m, k.span, k.bucket, count(*) AS n, sum(k.price) AS v FROM (${markIntervals("k.leaving")}) k GROUP BY 1, 2, 3, 4) l
    WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (l.collection_id, l.m, l.span, l.bucket)
      AND NOT EXISTS (SELECT 1 FROM series_redo r WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (l.collection_id, l.m, l.span, l.bucket))`,
-  `INSERT INTO sales_series AS t (${SERIES_KEY}, ${SERIES_VALUES})
-   SELECT * FROM (${seriesOf(pointsOf("SELECT * FROM series_marks WHERE added"))}) n
+  `INSERT INTO sales_series AS t (${SERIES_KEY}, ${usd ? SERIES_VALUES : SERIES_VALUES_BEFORE_USD})
+   SELECT * FROM (${seriesOf(pointsOf(added, usd), usd)}) n
    WHERE NOT EXISTS (SELECT 1 FROM series_redo r
                      WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (n.collection_id, n.marketplace, n.span, n.bucket))
    ON CONFLICT (${SERIES_KEY}) DO UPDATE SET
      num_sales = t.num_sales + EXCLUDED.num_sales, volume = t.volume + EXCLUDED.volume,
      min_price = least(t.min_price, EXCLUDED.min_price), max_price = greatest(t.max_price, EXCLUDED.max_price),
-     ${takeIf("first")}, ${takeIf("last")}`,
+     ${takeIf("first")}, ${takeIf("last")}${usd ? ", volume_usd = t.volume_usd + EXCLUDED.volume_usd, unpriced = t.unpriced + EXCLUDED.unpriced" : ""}`,
   `DELETE FROM sales_series t USING series_redo r
    WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (r.collection_id, r.marketplace, r.span, r.bucket)`,
   // Each interval's raw sales: of one marketplace, or (m = '') of all.
-  `INSERT INTO sales_series (${SERIES_KEY}, ${SERIES_VALUES})
-   ${seriesOf(`SELECT s.collection_id, r.marketplace AS m, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
+  `INSERT INTO sales_series (${SERIES_KEY}, ${usd ? SERIES_VALUES : SERIES_VALUES_BEFORE_USD})
+   ${seriesOf(`SELECT ${raw("r.marketplace AS m")}
      FROM series_redo r JOIN sales s ON s.collection_id = r.collection_id AND s.marketplace = r.marketplace
        AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0
      UNION ALL
-     SELECT s.collection_id, '', s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span
+     SELECT ${raw("''")}
      FROM series_redo r
      -- A seek of sales_by_marketplace per marketplace (lateral): guessing a large share of
      -- the collection for a range it cannot see, the planner read the collection's whole
@@ -147,5 +179,44 @@ export const APPLY_SERIES_MARKS: readonly string[] = [
      CROSS JOIN (SELECT name FROM marketplaces UNION SELECT marketplace FROM series_marks) mk
      CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = r.collection_id AND s.marketplace = mk.name
        AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0 OFFSET 0) s
-     WHERE r.marketplace = ''`)}`,
+     WHERE r.marketplace = ''`, usd)}`,
+  ];
+}
+
+/**
+ * A price points' merge (kind-writes.ts prices): before it, the points that
+ * change (point_changes: the last staged record of each minute whose usd
+ * differs) and the clean sales they will price, with the usd of the point
+ * they had (repriced). A changed point prices its token's sales from its
+ * minute up to the next point, stored or staged, within a day: found by the
+ * every-marketplace hours of the series (sales_series_by_hour), then each
+ * collection's sales of those hours.
+ */
+export const REPRICED_BEFORE: readonly string[] = [
+  `CREATE TEMP TABLE point_changes ON COMMIT DROP AS
+   SELECT DISTINCT ON (st.currency, st.minute) st.currency, st.minute, st.usd FROM stage st ORDER BY st.currency, st.minute, st.line DESC`,
+  "DELETE FROM point_changes pc USING price_points p WHERE p.currency = pc.currency AND p.minute = pc.minute AND p.usd = pc.usd",
+  `CREATE TEMP TABLE repriced ON COMMIT DROP AS
+   SELECT s.collection_id, s.marketplace, s.timestamp, s.price, s.currency, ${usdPointOf("s")} AS old_usd
+   FROM point_changes pc
+   CROSS JOIN LATERAL (SELECT least(
+       (SELECT min(p.minute) FROM price_points p WHERE p.currency = pc.currency AND p.minute > pc.minute),
+       (SELECT min(x.minute) FROM point_changes x WHERE x.currency = pc.currency AND x.minute > pc.minute),
+       pc.minute + ${DAY}) AS until) r
+   -- Laterals (OFFSET 0: not flattened), so that the hours are sought by time and each one's sales by collection and time: joined
+   -- freely, the planner hashed every sale of the store on its token (test/store/pg-query-plans.test.ts).
+   CROSS JOIN LATERAL (SELECT h.collection_id, h.bucket FROM sales_series h
+     WHERE h.span = ${HOUR} AND h.marketplace = '' AND h.bucket >= (pc.minute / ${HOUR}) * ${HOUR} AND h.bucket < r.until OFFSET 0) h
+   CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = h.collection_id
+     AND s.timestamp >= greatest(h.bucket, pc.minute) AND s.timestamp < least(h.bucket + ${HOUR}, r.until) AND s.wash_flags = 0 OFFSET 0) s
+   WHERE ${pricedAsSql("s")} = pc.currency`,
 ];
+
+/** After the merge: each interval of the repriced sales moves by their dollars now less those they had. */
+export const REPRICED_SERIES = `UPDATE sales_series t SET volume_usd = t.volume_usd + d.usd, unpriced = t.unpriced + d.unpriced
+  FROM (SELECT r.collection_id, mk.m, sp.span, (r.timestamp / sp.span) * sp.span AS bucket,
+          sum(coalesce(${exactUsdSql("r", "r.new_usd")}, 0) - coalesce(${exactUsdSql("r", "r.old_usd")}, 0)) AS usd,
+          sum((r.new_usd IS NULL)::int - (r.old_usd IS NULL)::int) AS unpriced
+        FROM (SELECT x.*, ${usdPointOf("x")} AS new_usd FROM repriced x) r CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (r.marketplace), ('')) mk(m)
+        GROUP BY 1, 2, 3, 4) d
+  WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (d.collection_id, d.m, d.span, d.bucket) AND (d.usd <> 0 OR d.unpriced <> 0)`;

@@ -21,7 +21,8 @@ export async function washFlagsMigration(client: pg.PoolClient): Promise<void> {
     for (const sale of flagged) flips.push({ c, sale, sign: -1 });
   }
   await client.query(WASH_INDEXES);
-  if (flips.length > 0) await moveAggregates(client, flips);
+  // The series as this migration finds them: without the dollars (migration 34).
+  if (flips.length > 0) await moveAggregates(client, flips, false);
 }
 
 /** Migration 29's indexes: the flagged sales by time (partial: the few), and the marketplace index carrying the flags for its clean sums. */

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
-import { APPLY_SERIES_MARKS, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
+import { APPLY_SERIES_MARKS, applySeriesMarks, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
 import { RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan } from "../shared/wash-scope.js";
 
 // Wash flags on PostgreSQL, as SQLite's (store/sqlite/wash.ts; what is read
@@ -176,10 +176,10 @@ export async function setMasks(client: pg.PoolClient, c: number, masks: [StoredW
  * The flips' hour deltas and interval marks, applied: the merge's own were
  * applied already, so the transaction's tables are emptied first.
  */
-export async function moveAggregates(client: pg.PoolClient, flips: Flip[]): Promise<void> {
+export async function moveAggregates(client: pg.PoolClient, flips: Flip[], usd = true): Promise<void> {
   await client.query(`${HOUR_DELTAS_TABLE}; ${SERIES_MARKS_TABLE}; DELETE FROM hour_deltas; DELETE FROM series_marks; DROP TABLE IF EXISTS series_redo`);
   await addFlips(client, flips, () => true);
-  await client.query(["ANALYZE hour_deltas", ...APPLY_HOUR_DELTAS, ...APPLY_SERIES_MARKS].join(";\n"));
+  await client.query(["ANALYZE hour_deltas", ...APPLY_HOUR_DELTAS, ...applySeriesMarks(usd)].join(";\n"));
 }
 
 /**

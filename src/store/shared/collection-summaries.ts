@@ -3,6 +3,7 @@ import type { CollectionSort } from "../ports/market.js";
 import type { CollectionSummaryRow } from "../../domain/rows.js";
 import { NO_ASK } from "./token-market.js";
 import type { Row } from "./rows.js";
+import { dollarsOfExact, exactUsd } from "../../domain/money.js";
 
 // What both engines keep of each collection for the collections list
 // (sqlite/collection-summaries.ts, postgres/collection-summaries.ts): its
@@ -21,6 +22,13 @@ import type { Row } from "./rows.js";
 // Each collection is kept twice (migration 30): of its clean sales, and of
 // every sale (the flagged ones added, for includeWash), so that either
 // ranking is one index range.
+//
+// Each keeps its windows' US dollars too (migration 34: volume_usd_*, exact
+// sums of the series' hours, docs/money.md "USD kept with the series"), of
+// the clean sales in both tables: the flagged sales' dollars are added when
+// a page is read with includeWash (addFlaggedUsd), a seek of each one's
+// point, since keeping them would seek every flagged sale of 30 days at
+// every write.
 
 /** The summaries of clean sales (the default), and of every sale (includeWash: docs/wash-trades.md). */
 export const CLEAN_SUMMARIES = "collection_summaries";
@@ -82,9 +90,33 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     volume1d: String(r.volume_1d),
     volume7d: String(r.volume_7d),
     volume30d: String(r.volume_30d),
+    volumeUsd1d: dollarsOfExact(BigInt(String(r.volume_usd_1d ?? 0))),
+    volumeUsd7d: dollarsOfExact(BigInt(String(r.volume_usd_7d ?? 0))),
+    volumeUsd30d: dollarsOfExact(BigInt(String(r.volume_usd_30d ?? 0))),
     sales1d: Number(r.sales_1d),
     sales7d: Number(r.sales_7d),
     sales30d: Number(r.sales_30d),
     key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
   };
+}
+
+/**
+ * Adds to a summaries row read with includeWash (its volume_usd_* the clean
+ * sales') the dollars of its flagged sales in the windows that end with
+ * hour `hour`: each sale as [timestamp, price, currency, usd of its point].
+ */
+export function addFlaggedUsd(r: Row, hour: number, flagged: Iterable<readonly [number, string, string, string | null]>): void {
+  const starts = windowStarts(hour);
+  const sums = { d1: 0n, d7: 0n, d30: 0n };
+  for (const [timestamp, price, currency, usd] of flagged) {
+    const exact = exactUsd(BigInt(price), currency, usd) ?? 0n;
+    const h = hourOf(Number(timestamp));
+    if (h < starts.d30) continue;
+    sums.d30 += exact;
+    if (h >= starts.d7) sums.d7 += exact;
+    if (h >= starts.d1) sums.d1 += exact;
+  }
+  r.volume_usd_1d = String(BigInt(String(r.volume_usd_1d ?? 0)) + sums.d1);
+  r.volume_usd_7d = String(BigInt(String(r.volume_usd_7d ?? 0)) + sums.d7);
+  r.volume_usd_30d = String(BigInt(String(r.volume_usd_30d ?? 0)) + sums.d30);
 }

@@ -2,7 +2,9 @@ import type { Statement } from "better-sqlite3";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
 import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
+import { usdPointSql } from "../shared/prices.js";
 import {
+  addFlaggedUsd,
   ascendingKey,
   CLEAN_SUMMARIES,
   descendingKey,
@@ -83,7 +85,9 @@ export const KEEPER_SQL = {
     return `count(*) ${f}, sum(price_hi) ${f}, sum(price_lo) ${f}, count(price_hi) ${f}`;
   }).join(", ")} FROM sales INDEXED BY sales_washed WHERE collection_id = @id AND wash_flags <> 0 AND timestamp >= @d30`,
   flagged: "SELECT timestamp, price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?",
-  hours: "SELECT bucket, num_sales, volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
+  hours: "SELECT bucket, num_sales, volume, volume_usd FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
+  /** Before migration 34 (the dollars): the hours without them. */
+  hoursBeforeUsd: "SELECT bucket, num_sales, volume, '0' FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
   floor: `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
        WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
 } as const;
@@ -95,6 +99,10 @@ interface Windows {
   n1: number;
   n7: number;
   n30: number;
+  /** The clean sales' US dollars, exact (money.ts exactUsd): kept in both tables, the flagged sales' added when read (SqliteCollectionList). */
+  u1: bigint;
+  u7: bigint;
+  u30: bigint;
 }
 
 /**
@@ -112,6 +120,8 @@ export class SummaryKeeper {
   readonly #hours: Statement;
   readonly #floor: Statement;
   readonly #upsert: Statement;
+  /** Whether the summaries keep the dollars (migration 34 on). */
+  readonly #usd: boolean;
 
   constructor(db: Db) {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
@@ -120,10 +130,11 @@ export class SummaryKeeper {
     const withWash = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(WASH_SUMMARIES) !== undefined;
     // The summaries with wash hold a collection whenever the clean ones do: theirs is the rolling set.
     this.#rolling = db.prepare(KEEPER_SQL.rolling(withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
-    this.#hours = db.prepare(KEEPER_SQL.hours).raw();
+    this.#usd = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'volume_usd_1d'`).get() !== undefined;
+    this.#hours = db.prepare(this.#usd ? KEEPER_SQL.hours : KEEPER_SQL.hoursBeforeUsd).raw();
     this.#floor = db.prepare(KEEPER_SQL.floor).raw();
     const upsert = (table: SummariesTable) =>
-      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM collections WHERE id = ?`);
+      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""} FROM collections WHERE id = ?`);
     this.#upsert = upsert(CLEAN_SUMMARIES);
     if (withWash) {
       this.#flaggedSums = db.prepare(KEEPER_SQL.flaggedSums).raw().safeIntegers(true);
@@ -150,9 +161,9 @@ export class SummaryKeeper {
 
   #keepOne(collectionId: number, hour: number): void {
     const starts = windowStarts(hour);
-    const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0 };
-    for (const [bucket, n, v] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string][]) {
-      addTo(w, hourOf(bucket), starts, n, BigInt(v));
+    const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0, u1: 0n, u7: 0n, u30: 0n };
+    for (const [bucket, n, v, u] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string, string][]) {
+      addTo(w, hourOf(bucket), starts, n, BigInt(v), BigInt(u));
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
     this.#write(this.#upsert, collectionId, w, floor);
@@ -195,22 +206,26 @@ export class SummaryKeeper {
       v1, v7, v30, w.n1, w.n7, w.n30,
       ...(floor ?? [null, null, null, null, null]),
       descendingKey(v1), descendingKey(v7), ascendingKey(floor?.[3]), descendingKey(String(w.n1)),
+      ...(this.#usd ? [String(w.u1), String(w.u7), String(w.u30)] : []),
       collectionId,
     );
   }
 }
 
-/** Adds `n` sales of `volume` at hour `h` to the windows that hold it. */
-function addTo(w: Windows, h: number, starts: ReturnType<typeof windowStarts>, n: number, volume: bigint): void {
+/** Adds `n` sales of `volume` (and `usd` dollars, exact) at hour `h` to the windows that hold it. */
+function addTo(w: Windows, h: number, starts: ReturnType<typeof windowStarts>, n: number, volume: bigint, usd = 0n): void {
   w.v30 += volume;
   w.n30 += n;
+  w.u30 += usd;
   if (h >= starts.d7) {
     w.v7 += volume;
     w.n7 += n;
+    w.u7 += usd;
   }
   if (h >= starts.d1) {
     w.v1 += volume;
     w.n1 += n;
+    w.u1 += usd;
   }
 }
 
@@ -244,6 +259,14 @@ export class SqliteCollectionList implements CollectionListRepository {
     return this.s.snapshot(() => {
       const hour = this.s.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck().get() as number;
       const rows = this.s.rows(sql, params);
+      if (filter.includeWash) {
+        // The flagged sales' dollars (the kept ones are the clean sales'): the page's only, one point seek each.
+        const flagged = this.s.prepare(`SELECT s.timestamp, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_washed
+          WHERE s.collection_id = ? AND s.wash_flags <> 0 AND s.timestamp >= ?`).raw();
+        for (const r of rows.slice(0, page.limit)) {
+          addFlaggedUsd(r, hour, flagged.iterate(r.collection_id, windowStarts(hour).d30 * HOUR) as Iterable<[number, string, string, string | null]>);
+        }
+      }
       return {
         windowsEnd: hour === 0 ? 0 : (hour + 1) * HOUR,
         page: toPage(rows, page.limit, (r) => toCollectionSummary(r, filter.sort), (r) => r.key),

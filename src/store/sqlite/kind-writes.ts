@@ -45,7 +45,7 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   // Only forward: a record at or below the chain's finalized block is unchanged.
   finality: { table: "finality", key: ["chain"], write: (s, r) => s.finalize(as(r)) },
   // A token's USD price at a minute (docs/money.md), by natural key.
-  prices: tableWrites({ table: "price_points", key: ["currency", "minute"], values: ["usd"], touchesAll: true }, (r) => ({ currency: r.currency, minute: r.minute, usd: r.usd })),
+  prices: { ...at(TABLES.pricePoint), write: (s, r) => s.upsertPricePoint(as(r)) },
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));

@@ -11,6 +11,7 @@ import { SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_SCHEMA, REMOVALS_BY_TIME_SCHEMA, REMOVALS_SCHEMA, REORGS_SCHEMA } from "./reorgs.js";
 import { ORDER_LOG_SCHEMA } from "./order-reorgs.js";
 import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
+import { usdSeriesMigration } from "./usd-migration.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import type { Db } from "./db.js";
 import { DEFAULT_CHAIN } from "../../domain/chains.js";
@@ -380,6 +381,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 33: an order's payment token (docs/money.md), in its table, its log and its removal table: every order before was in ETH.
   // Its kept JSON already says ETH; one written since says its own (fragments.ts listingFragments).
   ORDER_CURRENCY_MIGRATION("TEXT"),
+  // 34: the series and the collections list's summaries keep their sales' US dollars (usd-migration.ts; docs/money.md).
+  usdSeriesMigration,
 ];
 
 

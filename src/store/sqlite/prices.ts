@@ -37,6 +37,11 @@ export class PointsInForce {
 
   constructor(private readonly latest: Statement) {}
 
+  /** Forgets the points found: a point was written (or a write rolled back). */
+  forget(): void {
+    this.#found.clear();
+  }
+
   /** The usd of the point in force for a sale in `currency` at `timestamp`, or null. */
   usdAt(currency: string, timestamp: number): string | null {
     const as = PRICED_AS.get(currency) ?? currency;

@@ -129,6 +129,7 @@ export const TABLES = {
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
   collection: { table: "collections", key: ["chain", "address"], values: ["name"] },
   reorg: { table: "reorgs", key: ["chain", "from_block"], values: ["block_hashes"] },
+  pricePoint: { table: "price_points", key: ["currency", "minute"], values: ["usd"], touchesAll: true },
 } satisfies Record<string, TableSpec>;
 
 /** The order kinds' tables. */
@@ -187,6 +188,7 @@ export class WriteStore {
   #refeedListings: Statement | undefined;
   /** A sale's hash by id: a sale cleared of its flags enters the series with it (their first and last sale name it). */
   #saleHash: Statement | undefined;
+  #pointBefore: Statement | undefined;
   /** A sale's owner and listings statements (SALE_OWNER_ADDED, SALE_LISTINGS_MOVED), prepared at the first sale. */
   #saleMoves: Statement[] | undefined;
   /** In bulk mode the market is recomputed at the end (market-triggers.ts), not row by row. */
@@ -257,14 +259,17 @@ export class WriteStore {
       const inserted = (id: number) => this.#salesBefore !== undefined && id > this.#salesBefore;
       this.#wash.evaluate(this.#washMarks.take(), (c, sale, flagged) => {
         if (this.#maintainStats) {
+          // Its hash and token (its dollars are its price at its token's point in force).
+          const stored = () => (this.#saleHash ??= this.#db.prepare("SELECT hash, currency FROM sales WHERE id = ?").raw()).get(sale.id) as [Buffer, string];
           if (flagged) {
-            if (inserted(sale.id)) this.#aggregates.unadd(c, sale.marketplace, sale);
-            else this.#aggregates.leave(c, sale.marketplace, sale);
+            const [, currency] = stored();
+            if (inserted(sale.id)) this.#aggregates.unadd(c, sale.marketplace, sale, currency);
+            else this.#aggregates.leave(c, sale.marketplace, sale, currency);
           } else if (!inserted(sale.id)) {
-            this.#saleHash ??= this.#db.prepare("SELECT hash FROM sales WHERE id = ?").pluck();
-            const hash = `0x${(this.#saleHash.get(sale.id) as Buffer).toString("hex")}`;
+            const [hashBytes, currency] = stored();
+            const hash = `0x${hashBytes.toString("hex")}`;
             // Cleared: it enters the aggregates as a new sale does.
-            this.#aggregates.add(c, sale.marketplace, { timestamp: sale.timestamp, block: sale.block, hash, assetId: sale.assetId, price: sale.price });
+            this.#aggregates.add(c, sale.marketplace, { timestamp: sale.timestamp, block: sale.block, hash, assetId: sale.assetId, price: sale.price }, currency);
           } else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
         }
         this.#touched.add(c);
@@ -495,7 +500,7 @@ export class WriteStore {
       if (result === "inserted") {
         this.#aggregates.add(collectionId, r.marketplace, {
           timestamp: r.timestamp, block: r.block, hash: r.hash, assetId: r.assetId, price,
-        });
+        }, row.currency);
       }
       else if (result === "updated") {
         this.#aggregates.touch(collectionId, before![0], before![1]);
@@ -691,6 +696,18 @@ export class WriteStore {
       wire_json_tail: wire.jsonTail,
       wire_pb: wire.binary,
     });
+  }
+
+  /**
+   * A token's USD price at a minute (docs/money.md): the sales it now prices
+   * move their dollars in the series (SalesAggregates.repriced), and their
+   * collections' summaries are kept again.
+   */
+  upsertPricePoint(r: { currency: string; minute: number; usd: string }): UpsertResult {
+    const before = ((this.#pointBefore ??= this.#db.prepare("SELECT usd FROM price_points WHERE currency = ? AND minute = ?").pluck()).get(r.currency, r.minute) as string | undefined) ?? null;
+    const result = this.#upsert(TABLES.pricePoint, { currency: r.currency, minute: r.minute, usd: r.usd });
+    if (result !== "unchanged" && this.#maintainStats) for (const c of this.#aggregates.repriced(r.currency, r.minute, before, r.usd)) this.#touched.add(c);
+    return result;
   }
 
   upsertScore(r: ScoreRow): UpsertResult {

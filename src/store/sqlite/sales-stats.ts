@@ -366,11 +366,11 @@ export class SalesAggregates extends StatsQueries {
    * Adds a newly inserted sale to its hour: the hour's totals become its
    * stored totals plus what was added, with no need to read the rows again.
    */
-  add(collectionId: number, marketplace: string, sale: SalePoint): void {
+  add(collectionId: number, marketplace: string, sale: Omit<SalePoint, "usd">, currency: string): void {
     const mark = this.#mark(collectionId, marketplace, sale.timestamp);
     mark.n++;
     mark.volume += sale.price;
-    this.#series.add(collectionId, marketplace, sale);
+    this.#series.add(collectionId, marketplace, { ...sale, usd: this.#series.usdOf(currency, sale.timestamp, sale.price) });
   }
 
   /**
@@ -378,9 +378,9 @@ export class SalesAggregates extends StatsQueries {
    * rule flagged it before the commit): exact for its hour and its
    * intervals (SalesSeries.unadd keeps the added sales until the flush).
    */
-  unadd(collectionId: number, marketplace: string, sale: { timestamp: number; block: number; assetId: string; price: bigint }): void {
+  unadd(collectionId: number, marketplace: string, sale: { timestamp: number; block: number; assetId: string; price: bigint }, currency: string): void {
     this.#takeOut(collectionId, marketplace, sale);
-    this.#series.unadd(collectionId, marketplace, sale);
+    this.#series.unadd(collectionId, marketplace, { ...sale, usd: this.#series.usdOf(currency, sale.timestamp, sale.price) });
   }
 
   /**
@@ -391,9 +391,14 @@ export class SalesAggregates extends StatsQueries {
    * rows instead cost a live feed the whole day's sales per commit
    * (bench:ingest, docs/benchmarks.md).
    */
-  leave(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
+  leave(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }, currency: string): void {
     this.#takeOut(collectionId, marketplace, sale);
-    this.#series.leave(collectionId, marketplace, sale);
+    this.#series.leave(collectionId, marketplace, { ...sale, usd: this.#series.usdOf(currency, sale.timestamp, sale.price) });
+  }
+
+  /** A price point written: the series move the dollars of the sales it now prices (SalesSeries.repriced); returns their collections. */
+  repriced(symbol: string, minute: number, before: string | null, after: string): Set<number> {
+    return this.#series.repriced(symbol, minute, before, after);
   }
 
   #takeOut(collectionId: number, marketplace: string, sale: { timestamp: number; price: bigint }): void {
