@@ -19,7 +19,8 @@ import { writeSales } from "./sales-file.js";
 // GROUP BY over the raw rows in the same run, throughput under load with
 // rotating windows next to /v1/collection/scores, and import speed with and
 // without keeping the aggregates; `--parts usd`: stats in US dollars
-// (currency=usd, read from the window's sales with a point's seek each:
+// (currency=usd: a collection's whole days and hours from the series'
+// dollars, its edges' sales, and an asset's sales, with a point's seek each:
 // docs/money.md) beside the default in wei, per window shape.
 
 const program = withLoadOptions(
@@ -27,7 +28,7 @@ const program = withLoadOptions(
     .description("benchmark collection stats: latency per window, throughput under load, import cost of the aggregates")
     .option("--sales <n>", "sales in the generated collection", "1000000")
     .option("--stores <list>", "large (the large demo store's largest collection), generated", "large,generated")
-    .option("--parts <list>", "latency,load,import,usd (usd: stats in dollars, read from the sales, beside the default from the aggregates)", "latency,load,import")
+    .option("--parts <list>", "latency,load,import,usd (usd: stats in dollars, from the series' dollars and the edges' sales, beside the default from the aggregates)", "latency,load,import")
     .option("--samples <n>", "stats calls per window shape", "1000")
     .option("--import-rows <list>", "sales per import round, one comparison per size (spread over two years like the generated collection)", "1000000,200000"),
 ).parse();
@@ -184,7 +185,7 @@ function latency(s: Subject): void {
   db.close();
 }
 
-/** Stats in dollars (read from the window's sales) beside stats in wei (from the aggregates), on the same windows. */
+/** Stats in dollars (the series' dollars and the edges' sales) beside stats in wei (from the aggregates), on the same windows. */
 function usd(s: Subject): void {
   const db = openReadOnly(s.db);
   const store = sqliteRepositories(db);

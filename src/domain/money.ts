@@ -140,9 +140,11 @@ function dollars(cents: bigint): string {
 }
 
 /**
- * The most sales one stats answer in USD sums (docs/money.md, "Stats in
- * USD"): it reads each (about 3 µs with its point, bench:stats --parts usd),
- * so 50,000 hold a call to about 150 ms; a wider window is refused, to be
+ * The most raw sales one stats answer in USD reads (docs/money.md, "Stats in
+ * USD"): a collection's window's edges (its whole days and hours are read
+ * from the series' dollars), its flagged sales with includeWash, or one
+ * asset's sales. Each costs a point's seek (about 3 µs, bench:stats --parts
+ * usd), so 50,000 hold a call to about 150 ms; more is refused, to be
  * narrowed with since/until.
  */
 export const USD_STATS_MAX_SALES = 50_000;

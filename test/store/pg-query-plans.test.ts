@@ -154,6 +154,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
         await repos.sales.salesPage(id, filter, { limit: 5, after: [1_700_500_000, 18_000_100, "0x00", "1"] }, form);
       }
       await repos.sales.salesSummary(id, filter);
+      // In dollars: whole days and hours from the series' dollars, the edges' (and flagged) sales at their points (docs/money.md).
+      for (const includeWash of [false, true]) await repos.sales.salesUsdSummary(id, { ...filter, includeWash }, 1_000_000);
     }
     for (const assetId of [undefined, "7"])
       for (const marketplace of [undefined, "BLUR"])
@@ -315,7 +317,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     try {
       // What a merge of price points runs before its merge (postgres/sales-series.ts REPRICED_BEFORE): the changed points, a point of the last hour.
       await client.query(`CREATE TEMP TABLE point_changes ON COMMIT DROP AS SELECT 'ETH'::text AS currency, ${hour + 600}::bigint AS minute, '2000'::text AS usd; ANALYZE point_changes`);
-      const repriced = await planOf(REPRICED_BEFORE[2]!.replace(/^CREATE TEMP TABLE repriced ON COMMIT DROP AS/, ""), []);
+      const repriced = await planOf(REPRICED_BEFORE.find((q) => q.startsWith("CREATE TEMP TABLE repriced"))!.replace(/^CREATE TEMP TABLE repriced ON COMMIT DROP AS/, ""), []);
       expect(repriced.filter((n) => n["Node Type"] === "Seq Scan" && ["sales", "sales_series", "price_points"].includes(n["Relation Name"] ?? "")), JSON.stringify(repriced)).toEqual([]);
       const conds = repriced.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
       expect(conds).toMatch(/sales_series_by_hour: \(\(span = 3600\) AND \(bucket >= /);

@@ -91,6 +91,8 @@ beforeAll(async () => {
     }
     store.sales.salesSummary(id, filter);
     store.sales.salesSummary(store.collections.collectionId(`0x${"e".repeat(40)}`)!, filter);
+    // In dollars: whole days and hours from the series' dollars, the edges' (and flagged) sales at their points (docs/money.md).
+    for (const includeWash of [false, true]) store.sales.salesUsdSummary(id, { ...filter, includeWash }, 1_000_000);
   }
   for (const assetId of [undefined, "7"])
     for (const marketplace of [undefined, "BLUR"])
@@ -378,6 +380,8 @@ function requiredBindings(sql: string): string[][] {
   if (sql === LATEST_POINT_SQL) return [["currency", "minute"]];
   // A price point's neighbours (sqlite/sales-series.ts repriced): the next and the previous of its token.
   if (/^SELECT (minute|minute, usd) FROM price_points WHERE currency = \? AND minute [<>] \?/.test(sql)) return [["currency", "minute"]];
+  // A collection's marketplaces in its series (stats in dollars): a loose index scan, one seek per marketplace.
+  if (/^SELECT marketplace FROM sales_series WHERE collection_id = \? AND marketplace > \?/.test(sql)) return [["collection_id", "marketplace"]];
   // The collections with sales in a point's hours: the every-marketplace hours by time.
   if (/sales_series INDEXED BY sales_series_by_hour/.test(sql)) return [["span", "bucket"]];
   // A feed's rows above a position: the seek starts at the position, whatever the collection holds below it.

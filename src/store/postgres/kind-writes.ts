@@ -378,7 +378,9 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     before: REPRICED_BEFORE,
     counted: counted("price_points", ["currency", "minute"], ["usd"], "SELECT st.currency, st.minute, st.usd, st.line FROM stage st"),
     after: [REPRICED_SERIES],
-    tables: ["price_points"],
+    tables: ["price_points", "sales_series"],
+    // The series it moves are the sales merges' too: one at a time, or a sale merged meanwhile would keep its old point's dollars.
+    serialized: true,
     // A point reprices the sales of its minutes in any collection (priceUsd, the amounts in USD); those whose series moved are stamped (their summaries kept).
     touchesAll: true,
     touches: "SELECT DISTINCT collection_id AS id FROM repriced",

@@ -12,7 +12,8 @@ import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
-import { COLLECTION_SUMMARIES_MIGRATION, USD_SUMMARIES_MIGRATION, WASH_SUMMARIES_MIGRATION } from "./collection-summaries.js";
+import { COLLECTION_SUMMARIES_MIGRATION, WASH_SUMMARIES_MIGRATION } from "./collection-summaries.js";
+import { USD_SERIES_MIGRATION } from "./usd-migration.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
 import { FILLABLE_BACKFILL, spansOf } from "./listing-history.js";
@@ -432,14 +433,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   PRICE_POINTS_SCHEMA,
   // 33: an order's payment token, as SQLite's 33.
   ORDER_CURRENCY_MIGRATION("text"),
-  // 34: the series and the collections list's summaries keep their sales' US dollars (sales-series.ts; docs/money.md,
-  // "USD kept with the series"), as SQLite's: with no price point stored every sale is unpriced, else the series are summed again.
-  `ALTER TABLE sales_series ADD COLUMN volume_usd numeric NOT NULL DEFAULT 0, ADD COLUMN unpriced bigint NOT NULL DEFAULT 0;
-  CREATE INDEX sales_series_by_hour ON sales_series (span, bucket) WHERE marketplace = '';
-  UPDATE sales_series SET unpriced = num_sales WHERE NOT EXISTS (SELECT 1 FROM price_points);
-  DELETE FROM sales_series WHERE EXISTS (SELECT 1 FROM price_points);
-  INSERT INTO sales_series SELECT * FROM (${freshSeriesSql("wash_flags = 0")}) f WHERE EXISTS (SELECT 1 FROM price_points);
-  ${USD_SUMMARIES_MIGRATION}`,
+  // 34: the series and the collections list's summaries keep their sales' US dollars (usd-migration.ts; docs/money.md), as SQLite's 34.
+  USD_SERIES_MIGRATION,
 ];
 
 /**

@@ -193,6 +193,7 @@ export function applySeriesMarks(usd: boolean): string[] {
  * collection's sales of those hours.
  */
 export const REPRICED_BEFORE: readonly string[] = [
+  "DROP TABLE IF EXISTS point_changes, repriced",
   `CREATE TEMP TABLE point_changes ON COMMIT DROP AS
    SELECT DISTINCT ON (st.currency, st.minute) st.currency, st.minute, st.usd FROM stage st ORDER BY st.currency, st.minute, st.line DESC`,
   "DELETE FROM point_changes pc USING price_points p WHERE p.currency = pc.currency AND p.minute = pc.minute AND p.usd = pc.usd",

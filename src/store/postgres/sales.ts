@@ -1,5 +1,6 @@
 import { type UsdSummary, usdValue, UsdVolumes } from "../../domain/money.js";
 import { usdPointSql } from "../shared/prices.js";
+import { usdWindowParts } from "../shared/usd-window.js";
 import { type SaleRow, type SalesSummary, summarize } from "../../domain/rows.js";
 import type { PgQueries } from "./statements.js";
 import { hexSql, hexToBytes } from "./hex.js";
@@ -178,14 +179,29 @@ export class PgSales implements SalesRepository {
     return summarize([...totals]);
   }
 
-  /** The window's sales (or the asset's), each times its point in force, summed exactly in numeric by marketplace and token: one statement. */
+  /**
+   * A window's stats in US dollars, in one statement: of the collection, its
+   * whole days and hours from the series' dollars and its edges' sales (and
+   * flagged ones, with includeWash) at their points (shared/usd-window.ts);
+   * of an asset, its sales at their points. Sums exact in numeric, by
+   * marketplace and token.
+   */
   async salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): Promise<UsdSummary | undefined> {
-    type Row = { marketplace: string; currency: string; n: number; unpriced: number; v: string | null };
-    const rows = await this.q.rows<Row>(PG_USD_STATS_SQL(filter.assetId !== undefined),
-      [collectionId, filter.since ?? 0, filter.until ?? END_OF_TIME, filter.includeWash === true, maxSales + 1, ...(filter.assetId === undefined ? [] : [filter.assetId])]);
-    if (rows.reduce((n, r) => n + r.n, 0) > maxSales) return undefined;
+    type Row = { marketplace: string; currency: string; n: number; unpriced: number; v: string | null; kept: boolean };
+    const since = filter.since ?? 0;
+    const until = filter.until ?? END_OF_TIME;
+    let rows: Row[];
+    if (filter.assetId !== undefined) {
+      rows = await this.q.rows<Row>(PG_USD_STATS_SQL(true), [collectionId, since, until, filter.includeWash === true, maxSales + 1, filter.assetId]);
+    } else {
+      const parts = usdWindowParts(since, until);
+      rows = await this.q.rows<Row>(PG_USD_WINDOW_SQL, [collectionId, parts.kept.map((p) => p.span), parts.kept.map((p) => p.from), parts.kept.map((p) => p.to),
+        parts.raw.map((r) => r.from), parts.raw.map((r) => r.to), filter.includeWash === true, since, until, maxSales + 1]);
+    }
+    if (rows.filter((r) => !r.kept).reduce((n, r) => n + r.n, 0) > maxSales) return undefined;
     const volumes = new UsdVolumes();
-    for (const r of rows) volumes.add(r.marketplace, r.currency, r.n, r.unpriced, r.v);
+    // The series' dollars are exact at a sale of 18 decimals' scale (money.ts exactUsd), as ETH's; the raw sums a numeric product.
+    for (const r of rows) volumes.add(r.marketplace, r.kept ? "ETH" : r.currency, r.n, r.unpriced, r.kept ? BigInt(r.v ?? 0) : r.v);
     return volumes.summary();
   }
 }
@@ -200,4 +216,34 @@ const PG_USD_STATS_SQL = (asset: boolean) => `
   SELECT marketplace, currency, count(*)::int AS n, (count(*) - count(usd_point))::int AS unpriced, sum(price * usd_point::numeric)::text AS v
   FROM (SELECT w.marketplace, w.currency, w.price, ${usdPointSql("w")} FROM (SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s
     WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND ($4 OR s.wash_flags = 0)${asset ? " AND s.asset_id = $6" : ""} LIMIT $5) w) x
+  GROUP BY marketplace, currency`;
+
+/**
+ * A collection's window in US dollars ($1): the series' dollars of each
+ * of its marketplaces in the parts ($2 spans, [$3, $4) buckets), and at most
+ * $10 raw sales at their points: the clean ones of the edges ([$5, $6]
+ * inclusive) and, if $7, the flagged ones of [$8, $9].
+ */
+const PG_USD_WINDOW_SQL = `
+  WITH RECURSIVE mk(name) AS (
+    -- The collection's marketplaces in its series: a loose index scan, one seek each.
+    (SELECT marketplace FROM sales_series WHERE collection_id = $1 AND marketplace > '' ORDER BY marketplace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.marketplace FROM sales_series t WHERE t.collection_id = $1 AND t.marketplace > mk.name ORDER BY t.marketplace LIMIT 1)
+    FROM mk WHERE mk.name IS NOT NULL)
+  -- A row per marketplace and part (added up by the caller: a GROUP BY here sorted them).
+  SELECT mk.name AS marketplace, 'ETH' AS currency, k.num_sales::int AS n, k.unpriced::int AS unpriced, k.volume_usd::text AS v, true AS kept
+  FROM mk CROSS JOIN unnest($2::int[], $3::bigint[], $4::bigint[]) p(span, lo, hi)
+  -- Summed in the lateral (an aggregate is not pulled up into a join): one seek of each marketplace's intervals per part.
+  CROSS JOIN LATERAL (SELECT sum(t.num_sales) AS num_sales, sum(t.unpriced) AS unpriced, sum(t.volume_usd) AS volume_usd FROM sales_series t
+    WHERE t.collection_id = $1 AND t.marketplace = mk.name AND t.span = p.span AND t.bucket >= p.lo AND t.bucket < p.hi) k
+  WHERE mk.name IS NOT NULL AND k.num_sales IS NOT NULL
+  UNION ALL
+  SELECT marketplace, currency, count(*)::int, (count(*) - count(usd_point))::int, sum(price * usd_point::numeric)::text, false
+  FROM (SELECT w.marketplace, w.currency, w.price, ${usdPointSql("w")} FROM (
+    SELECT s.marketplace, s.currency, s.price, s.timestamp FROM unnest($5::bigint[], $6::bigint[]) e(lo, hi)
+      CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= e.lo AND s.timestamp <= e.hi AND s.wash_flags = 0) s
+    UNION ALL
+    SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s WHERE $7 AND s.collection_id = $1 AND s.wash_flags <> 0 AND s.timestamp >= $8 AND s.timestamp <= $9
+    LIMIT $10) w) x
   GROUP BY marketplace, currency`;

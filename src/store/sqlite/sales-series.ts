@@ -131,7 +131,7 @@ export class SalesSeries {
   /** `clean`: the condition of the sales the aggregates hold (sales-stats.ts StatsQueries). */
   /** Whether the store keeps the dollars (migration 34 on). */
   #usd: boolean | undefined;
-  /** The points in force for the sales written, forgotten whenever a point is written. */
+  /** The points in force for the sales written, forgotten whenever a point is written and at each flush (a transaction's end). */
   #points: PointsInForce | undefined;
 
   constructor(private readonly prepare: Prepare, private readonly clean: () => string = () => CLEAN) {}
@@ -323,6 +323,8 @@ export class SalesSeries {
     const marks = this.#marks;
     this.#marks = new Map();
     this.#marked = new Set();
+    // The points found serve one transaction: another process may write points between this one's.
+    this.#points?.forget();
     let changed = 0;
     const usd = this.#keepsUsd;
     const columns = usd ? COLUMNS : COLUMNS_BEFORE_USD;

@@ -8,6 +8,9 @@ import type { StatsFilter } from "../ports/reads.js";
 import type { SalePoint } from "../../domain/series.js";
 import { SalesSeries } from "./sales-series.js";
 import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
+import { type UsdSummary, UsdVolumes } from "../../domain/money.js";
+import { usdPointSql } from "../shared/prices.js";
+import { usdWindowParts } from "../shared/usd-window.js";
 
 // Collection stats from aggregates kept at write time.
 //
@@ -129,6 +132,48 @@ export class SalesStatsReader extends StatsQueries {
       }
       return totals;
     }));
+  }
+
+  /**
+   * A window's stats in US dollars (docs/money.md, "Stats in USD"), in one
+   * snapshot: its whole days and hours from the series' dollars (of each
+   * marketplace: a seek of its intervals per part), its edges' sales and,
+   * with includeWash, its flagged sales read at their points. Undefined
+   * when those raw sales are more than `maxSales`.
+   */
+  usdSummary(collectionId: number, filter: StatsFilter, maxSales: number): UsdSummary | undefined {
+    const parts = usdWindowParts(filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER);
+    return this.snapshot(() => {
+      const volumes = new UsdVolumes();
+      const kept = this.prepare(
+        "SELECT num_sales, volume_usd, unpriced FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket >= ? AND bucket < ?",
+      ).raw();
+      for (const m of this.distinctMarketplaces("sales_series", collectionId)) {
+        for (const part of parts.kept) {
+          // Exact at the scale of a sale of 18 decimals (money.ts exactUsd), as ETH's.
+          for (const [n, usd, unpriced] of kept.iterate(collectionId, m, part.span, part.from, part.to) as Iterable<[number, string, number]>) volumes.add(m, "ETH", n, unpriced, BigInt(usd));
+        }
+      }
+      const raw = this.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_by_time
+        WHERE s.collection_id = ? AND s.timestamp >= ? AND s.timestamp <= ? AND s.${this.clean()}`).raw();
+      type Sale = [string, string, string, string | null];
+      // Each read started when the one before it ended (a statement iterates once at a time).
+      const reads = parts.raw.map((r) => () => raw.iterate(collectionId, r.from, r.to) as Iterable<Sale>);
+      if (filter.includeWash === true) {
+        const flagged = this.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_washed
+          WHERE s.collection_id = ? AND s.wash_flags <> 0 AND s.timestamp >= ? AND s.timestamp <= ?`).raw();
+        reads.push(() => flagged.iterate(collectionId, filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER) as Iterable<Sale>);
+      }
+      let n = 0;
+      for (const read of reads) {
+        // Leaving the loop early closes the statement's iterator: the read stops at the bound's next sale.
+        for (const [marketplace, price, currency, usd] of read()) {
+          if (++n > maxSales) return undefined;
+          volumes.sale(marketplace, price, currency, usd);
+        }
+      }
+      return volumes.summary();
+    });
   }
 
   /**

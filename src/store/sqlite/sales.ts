@@ -89,19 +89,17 @@ export class SqliteSales implements SalesRepository {
     return this.#stats.summary(collectionId, filter);
   }
 
-  /** The window's sales in time order (or the asset's), each with its point in force, summed as they are read: one statement, one snapshot. */
+  /**
+   * A window's stats in US dollars: of the collection, from the series'
+   * dollars and the edges' sales (SalesStatsReader.usdSummary); of an asset,
+   * its sales each with its point in force, summed as they are read (one
+   * statement, one snapshot).
+   */
   salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): UsdSummary | undefined {
-    const where = ["s.collection_id = ?"];
-    const params: unknown[] = [collectionId];
-    if (filter.assetId !== undefined) {
-      where.push("s.asset_key = ?");
-      params.push(assetKey(filter.assetId));
-    }
-    where.push("s.timestamp >= ?", "s.timestamp <= ?");
-    params.push(filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER);
-    if (filter.includeWash !== true) where.push(`s.${CLEAN}`);
-    const index = filter.assetId === undefined ? "sales_by_time" : "sales_by_asset";
-    const read = this.s.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY ${index} WHERE ${where.join(" AND ")}`).raw();
+    if (filter.assetId === undefined) return this.#stats.usdSummary(collectionId, filter, maxSales);
+    const where = ["s.collection_id = ?", "s.asset_key = ?", "s.timestamp >= ?", "s.timestamp <= ?", ...(filter.includeWash === true ? [] : [`s.${CLEAN}`])];
+    const params = [collectionId, assetKey(filter.assetId), filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER];
+    const read = this.s.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_by_asset WHERE ${where.join(" AND ")}`).raw();
     const volumes = new UsdVolumes();
     let n = 0;
     // Leaving the loop early closes the statement's iterator: the read stops at the bound's next sale.
