@@ -30,8 +30,9 @@ const opts = new Command("bench:import")
   .option("--listings <n>", "with --chain-fields: also n listings, plain and with chain, block and blockHash in every line (an on-chain order's event)")
   .option("--final", "with --listings: the on-chain listings' blocks already final (a finality sent first: a backfill, which keeps no order log), not pending (live)")
   .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
+  .option("--prices", "first import ETH's USD price every hour of the sales' span into each store (docs/money.md: every sale then has a point, its dollars kept with the series)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; final?: boolean; baseline?: string }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; final?: boolean; baseline?: string; prices?: boolean }>();
 const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
 if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
@@ -43,6 +44,8 @@ const n = Number(opts.sales);
 const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-import-"));
 const file = join(dir, "sales.ndjson");
+/** ETH's hourly USD price over the generated sales' two years (sales-file.ts saleLines), for --prices. */
+const pricesFile = join(dir, "prices.ndjson");
 
 /** The CLI's own rows/s figure of one import (by this build, or by `bin`'s) of `from` (the sales file, or a file of `kind`). */
 function importRate(db: string, bin?: string, from = file, kind = "sales"): number {
@@ -80,6 +83,9 @@ async function withStore(engine: string, round: number, fn: (db: string) => void
 try {
   log(`generating ${n} sales...`);
   await writeSales(file, n, 11, ADDRESS);
+  if (opts.prices === true) {
+    await writeLines(pricesFile, Array.from({ length: 2 * 365 * 24 + 1 }, (_, i) => JSON.stringify({ currency: "ETH", minute: 1_640_995_200 + i * 3600, usd: (2000 + (i % 97) * 7.31).toFixed(2) })));
+  }
   if (opts.chainFields) {
     await chainFieldsRounds("sales", file, n, (sale) => ({ chain: "base", blockHash: blockHashOf(sale.block as number) }));
     if (opts.listings !== undefined) {
@@ -108,6 +114,8 @@ try {
       const builds = baselineBin === undefined ? [undefined] : round % 2 === 1 ? [baselineBin, undefined] : [undefined, baselineBin];
       for (const bin of builds) {
         await withStore(engine, round, (db) => {
+          // The points before the sales they price, as a feed sends them: not timed.
+          if (opts.prices === true) importRate(db, bin, pricesFile, "prices");
           const fresh = importRate(db, bin);
           const again = importRate(db, bin);
           (bin === undefined ? r.fresh : r.baseline).push(fresh);

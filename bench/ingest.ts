@@ -229,15 +229,25 @@ interface Engine {
 /** Sales already in the written collection before each run: the issue's "10,000 tokens and 100,000 sales" scale. */
 const BASE_SALES = 100_000;
 
-/** The base store: this build's schema, an ingest key, 10,000 tokens and BASE_SALES in the written collection and 2,000 sales in the read one. */
+/**
+ * The base store: this build's schema, an ingest key, 10,000 tokens, ETH's
+ * USD price every hour of the sales' 30 days (so that every sale written
+ * has a price point in force, as a live market's has: docs/money.md), and
+ * BASE_SALES in the written collection and 2,000 sales in the read one.
+ */
 async function fillBase(db: string, bin?: string): Promise<string> {
   runCliSync(["migrate", "--db", db], undefined, bin);
   const key = runCliSync(["keys", "create", "--db", db, "--name", "bench:ingest", "--scope", "ingest"], undefined, bin).stdout.trim().split("\n").pop()!;
   const tokens = join(dir, "tokens.ndjson");
   writeFileSync(tokens, `${[...tokenLines(10_000, WRITE_COLLECTION)].join("\n")}\n`);
   runCliSync(["import", "tokens", tokens, "--db", db], 600_000, bin);
-  const file = join(dir, "base.ndjson");
   const now = Math.floor(Date.now() / 1000);
+  // Before the sales they price, as a live feed sends them.
+  const prices = join(dir, "prices.ndjson");
+  const firstHour = Math.floor((now - 31 * 86400) / 3600) * 3600;
+  writeFileSync(prices, `${Array.from({ length: 31 * 24 + 1 }, (_, i) => JSON.stringify({ currency: "ETH", minute: firstHour + i * 3600, usd: (2000 + (i % 97) * 7.31).toFixed(2) })).join("\n")}\n`);
+  runCliSync(["import", "prices", prices, "--db", db], 600_000, bin);
+  const file = join(dir, "base.ndjson");
   writeFileSync(file, `${[...saleLines(BASE_SALES, 99, WRITE_COLLECTION, { start: now - 30 * 86400, span: 30 * 86400 - 7200 }), ...saleLines(2000, 98, READ_COLLECTION, { start: now - 86400, span: 80000 })].join("\n")}\n`);
   runCliSync(["import", "sales", file, "--db", db], 600_000, bin);
   return key;

@@ -111,7 +111,9 @@ export const USD_SUM_FACTORS: ReadonlyMap<string, bigint> = new Map([...DECIMALS
 export function exactUsd(amount: bigint, symbol: string, usd: string | null | undefined): bigint | null {
   if (usd === null || usd === undefined || usd === "") return null;
   const decimals = decimalsOf(symbol);
-  return amount * scaledPoint(usd) * 10n ** BigInt(USD_SUM_DECIMALS - decimals);
+  const product = amount * scaledPoint(usd);
+  // A power of ten per sale was a writer's cost (a profile of an import): 18 decimals, the usual case, needs none.
+  return decimals === USD_SUM_DECIMALS ? product : product * 10n ** BigInt(USD_SUM_DECIMALS - decimals);
 }
 
 /** A kept exact USD sum (exactUsd's scale) as dollars to the cent, half up. */

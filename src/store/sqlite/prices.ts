@@ -18,6 +18,9 @@ export const PRICE_POINTS_SCHEMA = `
 /** The latest point of a token at or before a time: one seek of the key, however old (whether it is in force is the caller's test). */
 export const LATEST_POINT_SQL = "SELECT minute, usd FROM price_points WHERE currency = ? AND minute <= ? ORDER BY minute DESC LIMIT 1";
 
+/** The next point of a token after a minute: one seek of the key. */
+export const NEXT_POINT_SQL = "SELECT minute FROM price_points WHERE currency = ? AND minute > ? ORDER BY minute LIMIT 1";
+
 /**
  * The point in force for each sale of a page read newest first (the sales
  * lists' order), with one seek per point the page meets rather than one per
@@ -25,7 +28,9 @@ export const LATEST_POINT_SQL = "SELECT minute, usd FROM price_points WHERE curr
  * cost, docs/benchmarks.md). A sale at or after the latest point found for a
  * newer sale has that point too: no point lies between them. Its being in
  * force (no older than a day) is tested per sale. Any order is answered
- * right; another order only seeks more.
+ * right; another order only seeks more. Given `next` (the writer's: sales
+ * written oldest first), a point found is also known to hold up to the
+ * next point, so sales written in time order seek once per point too.
  */
 export class PointsInForce {
   /**
@@ -35,7 +40,7 @@ export class PointsInForce {
    */
   readonly #found = new Map<string, { minute: number; usd: string | null; soughtAt: number }>();
 
-  constructor(private readonly latest: Statement) {}
+  constructor(private readonly latest: Statement, private readonly next?: Statement) {}
 
   /** Forgets the points found: a point was written (or a write rolled back). */
   forget(): void {
@@ -49,6 +54,11 @@ export class PointsInForce {
     if (point === undefined || timestamp < point.minute || timestamp > point.soughtAt) {
       const row = this.latest.get(as, timestamp) as [number, string] | undefined;
       point = row === undefined ? { minute: -Infinity, usd: null, soughtAt: timestamp } : { minute: row[0], usd: row[1], soughtAt: timestamp };
+      if (this.next !== undefined) {
+        // The latest point of every time up to the next one's minute (or of every later time: there is none).
+        const next = this.next.get(as, row === undefined ? Number.MIN_SAFE_INTEGER : row[0]) as number | undefined;
+        point.soughtAt = next === undefined ? Number.POSITIVE_INFINITY : next - 1;
+      }
       this.#found.set(as, point);
     }
     return point.minute > timestamp - POINT_IN_FORCE_SECONDS ? point.usd : null;

@@ -21,8 +21,8 @@ import type { SeriesFilter } from "../ports/market.js";
 import { assetKey } from "./asset-key.js";
 import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
 import { exactUsd, tokensPricedAs } from "../../domain/money.js";
-import { POINT_IN_FORCE_SECONDS, usdPointSql } from "../shared/prices.js";
-import { LATEST_POINT_SQL, PointsInForce } from "./prices.js";
+import { POINT_IN_FORCE_SECONDS } from "../shared/prices.js";
+import { LATEST_POINT_SQL, NEXT_POINT_SQL, PointsInForce } from "./prices.js";
 
 // Sales series from aggregates kept at write time: sales_series holds, per
 // collection, marketplace ('' for all of them), span (hour, day) and
@@ -116,11 +116,13 @@ function rawPoints(prepare: Prepare, from: string, where: string, params: unknow
     const rows = prepare(`SELECT price, timestamp, block, hash, asset_key FROM ${from} WHERE ${where}`).raw().all(...params) as [string, number, number, Buffer, string][];
     return rows.map((r) => point(r[0], r[1], r[2], r[3], r[4]));
   }
-  const rows = prepare(`SELECT x.price, x.timestamp, x.block, x.hash, x.asset_key, x.currency, ${usdPointSql("x")}
-    FROM (SELECT price, timestamp, block, hash, asset_key, currency FROM ${from} WHERE ${where}) x`).raw().all(...params) as [
-    string, number, number, Buffer, string, string, string | null,
+  const rows = prepare(`SELECT price, timestamp, block, hash, asset_key, currency FROM ${from} WHERE ${where}`).raw().all(...params) as [
+    string, number, number, Buffer, string, string,
   ][];
-  return rows.map((r) => point(r[0], r[1], r[2], r[3], r[4], exactUsd(BigInt(r[0]), r[5], r[6])));
+  // Each sale's point found once per point the range meets, not a seek per sale (prices.ts PointsInForce: the time
+  // indexes read newest first): a seek per sale was most of an import's added cost (docs/benchmarks.md).
+  const points = new PointsInForce(prepare(LATEST_POINT_SQL).raw());
+  return rows.map((r) => point(r[0], r[1], r[2], r[3], r[4], exactUsd(BigInt(r[0]), r[5], points.usdAt(r[5], r[1]))));
 }
 
 export class SalesSeries {
@@ -190,7 +192,7 @@ export class SalesSeries {
   /** A sale of `currency`'s dollars at the point in force now: null with none (or in a store before migration 34). */
   usdOf(currency: string, timestamp: number, price: bigint): bigint | null {
     if (!this.#keepsUsd) return null;
-    this.#points ??= new PointsInForce(this.prepare(LATEST_POINT_SQL).raw());
+    this.#points ??= new PointsInForce(this.prepare(LATEST_POINT_SQL).raw(), this.prepare(NEXT_POINT_SQL).pluck());
     return exactUsd(price, currency, this.#points.usdAt(currency, timestamp));
   }
 
@@ -332,9 +334,13 @@ export class SalesSeries {
     const stored = this.prepare(
       `SELECT ${columns} FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket = ?`,
     ).raw();
+    // An upsert, not INSERT OR REPLACE: a replace deletes the row and inserts it again, its entry in
+    // sales_series_by_hour too; an update of its values leaves the index as it is.
+    const values = columns.split(",").map((c) => c.trim()).filter((c) => c !== "bucket");
     const put = this.prepare(
-      `INSERT OR REPLACE INTO sales_series (collection_id, marketplace, span, ${columns})
-       VALUES (?, ?, ?, ${Array(width).fill("?").join(", ")})`,
+      `INSERT INTO sales_series (collection_id, marketplace, span, ${columns})
+       VALUES (?, ?, ?, ${Array(width).fill("?").join(", ")})
+       ON CONFLICT (collection_id, marketplace, span, bucket) DO UPDATE SET ${values.map((c) => `${c} = excluded.${c}`).join(", ")}`,
     );
     const remove = this.prepare("DELETE FROM sales_series WHERE collection_id = ? AND marketplace = ? AND span = ? AND bucket = ?");
     for (const { c, m, span, bucket, added, left, usdDelta, recompute } of marks.values()) {
