@@ -58,11 +58,11 @@ const COLUMNS = `${COLUMNS_BEFORE_USD}, volume_usd, unpriced`;
 type StoredRow = [number, number, string, string, string, string, number, number, Buffer, string, string, number, number, Buffer, string, string, number];
 
 /** A sale's dollars as the sums count them: exact, and 1 when it had no point. */
-export interface UsdPart {
+interface UsdPart {
   usd: bigint;
   unpriced: number;
 }
-export const usdPart = (usd: bigint | null): UsdPart => ({ usd: usd ?? 0n, unpriced: usd === null ? 1 : 0 });
+const usdPart = (usd: bigint | null): UsdPart => ({ usd: usd ?? 0n, unpriced: usd === null ? 1 : 0 });
 
 /** One interval's marks: sales added since the stored row, or the whole interval to sum again. */
 interface Mark {
