@@ -168,8 +168,15 @@ export class PgCollectionList implements CollectionListRepository {
          WHERE s.collection_id = ANY($1::integer[]) AND s.wash_flags <> 0 AND s.timestamp >= $2`,
         [shown.map((r) => r.collection_id), windowStarts(hour).d30 * HOUR],
       );
+      // Each collection's flagged sales, grouped once (not one pass over all of them per row).
+      const byCollection = new Map<number, typeof flagged>();
+      for (const x of flagged) {
+        const of = byCollection.get(x.c);
+        if (of === undefined) byCollection.set(x.c, [x]);
+        else of.push(x);
+      }
       for (const r of shown) {
-        addFlaggedUsd(r, hour, flagged.filter((x) => x.c === Number(r.collection_id)).map((x) => [Number(x.t), x.price, x.currency, x.usd] as const));
+        addFlaggedUsd(r, hour, (byCollection.get(Number(r.collection_id)) ?? []).map((x) => [Number(x.t), x.price, x.currency, x.usd] as const));
       }
     }
     return {

@@ -70,11 +70,8 @@ export class SqlitePrices implements PricesRepository {
   constructor(private readonly s: SqliteStatements) {}
 
   pointsInForce(symbols: readonly string[], at: number): Map<string, string | null> {
-    // Synchronous reads on one connection: no write lands between the seeks.
-    const latest = this.s.prepare(LATEST_POINT_SQL).raw();
-    return new Map(symbols.map((symbol) => {
-      const row = latest.get(symbol, at) as [number, string] | undefined;
-      return [symbol, row !== undefined && row[0] > at - POINT_IN_FORCE_SECONDS ? row[1] : null];
-    }));
+    // Synchronous reads on one connection: no write lands between the seeks. The rule of a point in force is PointsInForce's.
+    const points = new PointsInForce(this.s.prepare(LATEST_POINT_SQL).raw());
+    return new Map(symbols.map((symbol) => [symbol, points.usdAt(symbol, at)]));
   }
 }
