@@ -102,9 +102,9 @@ const UPSERT_USERS = upsertSql(
      verified, statuses_count, favourites_count, protected, user_wire_json AS wire_json, user_wire_pb AS wire_pb, line FROM stage`,
 );
 
-/** Each staged sale's key and values as the merge will write them: the last line of each key (of the live lines, with removals). */
+/** Each staged sale's key and values as the merge will write them (its currency: its series' dollars): the last line of each key (of the live lines, with removals). */
 const latestSales = (live: string) => `SELECT DISTINCT ON (${bytes("hash")}, c.id, st.asset_id) ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id,
-    st.marketplace, st.timestamp, st.block, st.price
+    st.marketplace, st.timestamp, st.block, st.price, st.currency
   FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address${live === "" ? "" : ` WHERE ${live}`}
   ORDER BY ${bytes("hash")}, c.id, st.asset_id, st.line DESC`;
 

@@ -5,9 +5,10 @@ import { exactUsdSql, pricedAsSql, usdPointOf } from "../shared/prices.js";
 // kept by set-based statements around each merge of sales: a new sale is
 // combined with the stored row of each interval holding it (count and
 // volume added, lowest and highest kept, first and last compared); an
-// interval a changed sale left or entered is summed again from the raw
-// sales, those no wash rule flags (docs/wash-trades.md). `stats rebuild`
-// sums them afresh.
+// interval a changed sale left or entered is summed again: an hour of one
+// marketplace from its raw sales, those no wash rule flags
+// (docs/wash-trades.md), every marketplace's hour and a day from their
+// hours' rows. `stats rebuild` sums them afresh.
 //
 // Each interval keeps its sales' US dollars too (migration 34: volume_usd,
 // exact at money.ts exactUsd's scale; unpriced, the sales with no point in
@@ -58,8 +59,18 @@ const saleUsd = (s: string) => exactUsdSql(s, usdPointOf(s));
  * every marketplace's, per span.
  */
 function pointsOf(sales: string, usd = true): string {
-  return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span${usd ? `, ${saleUsd("s")} AS usd` : ""}
-    FROM (${sales}) s CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
+  return `SELECT s.collection_id, mk.m, s.timestamp, s.block, s.hash, s.asset_id, s.price, sp.span${usd ? ", s.usd" : ""}
+    FROM ${usd ? withUsd(sales) : `(${sales})`} s CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (s.marketplace), ('')) mk(m)`;
+}
+
+/**
+ * The sales of `sales` with their dollars (usd), each sought once: OFFSET 0
+ * keeps the subquery whole, since flattened into the span rows and windows
+ * above it the point was sought once per reference per row (bench:ingest: 8
+ * seeks a sale, a second a commit).
+ */
+function withUsd(sales: string): string {
+  return `(SELECT s.collection_id, s.marketplace, s.timestamp, s.block, s.hash, s.asset_id, s.price, ${saleUsd("s")} AS usd FROM (${sales}) s OFFSET 0)`;
 }
 
 /** The series rows of the raw sales of `table` that `filter` selects, computed afresh (`usd` false: without the dollars, before migration 34). */
@@ -68,38 +79,40 @@ export function freshSeriesSql(filter: string, table = "sales", usd = true): str
 }
 
 /**
- * Run before the merge (it reads the old rows): series_marks holds each
- * staged sale that is new (`added`, with its values), and where a changed
- * sale lay and will lie (to be summed again). `latest` gives each staged
- * key's values (collection_id, hash, asset_id, marketplace, timestamp,
- * block, price).
- */
-/**
  * The series' marks of a transaction's sales (a removal's too: reorgs.ts),
- * applied by APPLY_SERIES_MARKS: a sale `added` (with its values), a stored
+ * applied by APPLY_SERIES_MARKS: a sale `added` (with its values, and its
+ * currency where the merge knows it), a stored
  * sale `leaving` (with its values: a wash rule flags it now, wash.ts), or,
  * neither, where a changed sale lay (its intervals summed again).
  */
 export const SERIES_MARKS_TABLE = `CREATE TEMP TABLE IF NOT EXISTS series_marks (collection_id integer, marketplace text, timestamp bigint, block bigint, hash bytea,
-       asset_id numeric, price numeric, added boolean, leaving boolean NOT NULL DEFAULT false) ON COMMIT DROP`;
+       asset_id numeric, price numeric, added boolean, leaving boolean NOT NULL DEFAULT false, currency text) ON COMMIT DROP`;
 
 /** Each mark of `where` in the intervals holding it: of its marketplace and of every one (''), per span. */
 const markIntervals = (where: string) => `SELECT k.*, mk.m, sp.span, (k.timestamp / sp.span) * sp.span AS bucket
   FROM series_marks k CROSS JOIN ${SPANS} CROSS JOIN LATERAL (VALUES (k.marketplace), ('')) mk(m) WHERE ${where}`;
 
+/**
+ * Run before the merge (it reads the old rows): series_marks holds each
+ * staged sale that is new (`added`, with its values), and where a changed
+ * sale lay and will lie (to be summed again: a new currency changes its
+ * dollars). `latest` gives each staged key's values (collection_id, hash,
+ * asset_id, marketplace, timestamp, block, price, currency).
+ */
 export function seriesMarksSql(latest: string): string[] {
   return [
     SERIES_MARKS_TABLE,
     `WITH l AS (${latest}),
-       o AS (SELECT l.*, s.marketplace AS old_marketplace, s.timestamp AS old_timestamp, s.block AS old_block, s.price AS old_price
+       o AS (SELECT l.*, s.marketplace AS old_marketplace, s.timestamp AS old_timestamp, s.block AS old_block, s.price AS old_price,
+               s.currency AS old_currency
              FROM l LEFT JOIN sales s ON s.hash = l.hash AND s.collection_id = l.collection_id AND s.asset_id = l.asset_id)
      INSERT INTO series_marks
-     SELECT collection_id, marketplace, timestamp, block, hash, asset_id, price, true FROM o WHERE old_timestamp IS NULL
+     SELECT collection_id, marketplace, timestamp, block, hash, asset_id, price, true, false, currency FROM o WHERE old_timestamp IS NULL
      UNION ALL
-     SELECT collection_id, m, t, NULL, NULL, NULL, NULL, false FROM o
+     SELECT collection_id, m, t, NULL, NULL, NULL, NULL, false, false, NULL FROM o
        CROSS JOIN LATERAL (VALUES (o.marketplace, o.timestamp), (o.old_marketplace, o.old_timestamp)) v(m, t)
      WHERE old_timestamp IS NOT NULL
-       AND (old_marketplace, old_timestamp, old_block, old_price) IS DISTINCT FROM (marketplace, timestamp, block, price)`,
+       AND (old_marketplace, old_timestamp, old_block, old_price, old_currency) IS DISTINCT FROM (marketplace, timestamp, block, price, currency)`,
   ];
 }
 
@@ -113,6 +126,24 @@ function earlier(side: "first" | "last"): string {
 }
 
 const POINT = ["price", "timestamp", "block", "hash", "asset_id"];
+/** An hour of one marketplace's clean sales (series_redo r's). */
+const HOUR_SALES = `SELECT * FROM sales s WHERE s.collection_id = r.collection_id AND s.marketplace = r.marketplace
+  AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0 OFFSET 0`;
+
+/**
+ * Series rows combined into the row of a wider interval or of every
+ * marketplace: `rows` gives sales_series rows, each with the row it goes into
+ * (m, into_span, into_bucket). Sums add, extremes hold, and the first (last)
+ * of the firsts (lasts) in the sales list's order is the whole's.
+ */
+function combined(rows: string, usd = true): string {
+  const pick = (side: "first" | "last", order: string) => POINT.map((c) => `(array_agg(${side}_${c} ORDER BY ${order}))[1]`).join(", ");
+  return `SELECT collection_id, m, into_span, into_bucket, sum(num_sales), sum(volume), min(min_price), max(max_price),
+      ${pick("first", "first_timestamp, first_block, first_hash DESC, first_asset_id DESC")},
+      ${pick("last", "last_timestamp DESC, last_block DESC, last_hash, last_asset_id")}${usd ? ", sum(volume_usd), sum(unpriced)" : ""}
+    FROM (${rows}) x GROUP BY collection_id, m, into_span, into_bucket`;
+}
+
 const takeIf = (side: "first" | "last") =>
   POINT.map((c) => `${side}_${c} = CASE WHEN ${earlier(side)} THEN EXCLUDED.${side}_${c} ELSE t.${side}_${c} END`).join(", ");
 
@@ -125,9 +156,12 @@ export const APPLY_SERIES_MARKS: readonly string[] = applySeriesMarks(true);
 /** APPLY_SERIES_MARKS of a store with (`usd`) or before (migration 29's) the dollars of migration 34. */
 export function applySeriesMarks(usd: boolean): string[] {
   const added = usd
-    ? `SELECT k.*, s.currency FROM series_marks k JOIN sales s ON s.hash = k.hash AND s.collection_id = k.collection_id AND s.asset_id = k.asset_id WHERE k.added`
+    // A merge's marks carry their currency; a sale a wash rule cleared (wash.ts) has its own read.
+    ? `SELECT k.collection_id, k.marketplace, k.timestamp, k.block, k.hash, k.asset_id, k.price,
+         coalesce(k.currency, (SELECT s.currency FROM sales s WHERE s.hash = k.hash AND s.collection_id = k.collection_id AND s.asset_id = k.asset_id)) AS currency
+       FROM series_marks k WHERE k.added`
     : "SELECT * FROM series_marks WHERE added";
-  const raw = (m: string) => `s.collection_id, ${m}, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span${usd ? `, ${saleUsd("s")} AS usd` : ""}`;
+  const values = usd ? SERIES_VALUES : SERIES_VALUES_BEFORE_USD;
   return [
   // Summed again: the intervals a changed sale lay in, and those a leaving sale may be an edge of (its lowest, highest,
   // first or last: the sums cannot say which sale is next). A price strictly between the stored lowest and highest, at a
@@ -154,7 +188,7 @@ export function applySeriesMarks(usd: boolean): string[] {
    FROM (SELECT k.collection_id, k.m, k.span, k.bucket, count(*) AS n, sum(k.price) AS v FROM (${markIntervals("k.leaving")}) k GROUP BY 1, 2, 3, 4) l
    WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (l.collection_id, l.m, l.span, l.bucket)
      AND NOT EXISTS (SELECT 1 FROM series_redo r WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (l.collection_id, l.m, l.span, l.bucket))`,
-  `INSERT INTO sales_series AS t (${SERIES_KEY}, ${usd ? SERIES_VALUES : SERIES_VALUES_BEFORE_USD})
+  `INSERT INTO sales_series AS t (${SERIES_KEY}, ${values})
    SELECT * FROM (${seriesOf(pointsOf(added, usd), usd)}) n
    WHERE NOT EXISTS (SELECT 1 FROM series_redo r
                      WHERE (r.collection_id, r.marketplace, r.span, r.bucket) = (n.collection_id, n.marketplace, n.span, n.bucket))
@@ -164,22 +198,26 @@ export function applySeriesMarks(usd: boolean): string[] {
      ${takeIf("first")}, ${takeIf("last")}${usd ? ", volume_usd = t.volume_usd + EXCLUDED.volume_usd, unpriced = t.unpriced + EXCLUDED.unpriced" : ""}`,
   `DELETE FROM sales_series t USING series_redo r
    WHERE (t.collection_id, t.marketplace, t.span, t.bucket) = (r.collection_id, r.marketplace, r.span, r.bucket)`,
-  // Each interval's raw sales: of one marketplace, or (m = '') of all.
-  `INSERT INTO sales_series (${SERIES_KEY}, ${usd ? SERIES_VALUES : SERIES_VALUES_BEFORE_USD})
-   ${seriesOf(`SELECT ${raw("r.marketplace AS m")}
-     FROM series_redo r JOIN sales s ON s.collection_id = r.collection_id AND s.marketplace = r.marketplace
-       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0
-     UNION ALL
-     SELECT ${raw("''")}
-     FROM series_redo r
-     -- A seek of sales_by_marketplace per marketplace (lateral): guessing a large share of
-     -- the collection for a range it cannot see, the planner read the collection's whole
-     -- sales_by_asset instead (bench:reorg, 1M sales: the other half). Every sale's
-     -- marketplace is known to the store, or one of this transaction's marks.
+  // Only an hour of one marketplace is summed from its raw sales. Every marketplace's hour, and a day, are its hours'
+  // rows combined (each of them exact by now: summed again here, or moved above): a flag flipped at a live feed's edge
+  // summed the day's every sale again, twice (bench:ingest: seconds a commit).
+  `INSERT INTO sales_series (${SERIES_KEY}, ${values})
+   ${seriesOf(`SELECT s.collection_id, r.marketplace AS m, s.timestamp, s.block, s.hash, s.asset_id, s.price, r.span${usd ? ", s.usd" : ""}
+     FROM series_redo r CROSS JOIN LATERAL ${usd ? withUsd(HOUR_SALES) : `(${HOUR_SALES})`} s
+     WHERE r.span = ${HOUR} AND r.marketplace <> ''`, usd)}`,
+  `INSERT INTO sales_series (${SERIES_KEY}, ${values})
+   ${combined(`SELECT h.*, '' AS m, h.span AS into_span, h.bucket AS into_bucket
+     FROM (SELECT DISTINCT collection_id, bucket FROM series_redo WHERE span = ${HOUR} AND marketplace = '') r
+     -- A seek per marketplace: every sale's is known to the store, or one of this transaction's marks.
      CROSS JOIN (SELECT name FROM marketplaces UNION SELECT marketplace FROM series_marks) mk
-     CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = r.collection_id AND s.marketplace = mk.name
-       AND s.timestamp >= r.bucket AND s.timestamp < r.bucket + r.span AND s.wash_flags = 0 OFFSET 0) s
-     WHERE r.marketplace = ''`, usd)}`,
+     CROSS JOIN LATERAL (SELECT * FROM sales_series h WHERE h.collection_id = r.collection_id AND h.marketplace = mk.name
+       AND h.span = ${HOUR} AND h.bucket = r.bucket OFFSET 0) h
+     WHERE mk.name <> ''`, usd)}`,
+  `INSERT INTO sales_series (${SERIES_KEY}, ${values})
+   ${combined(`SELECT h.*, r.marketplace AS m, r.span AS into_span, r.bucket AS into_bucket
+     FROM series_redo r CROSS JOIN LATERAL (SELECT * FROM sales_series h WHERE h.collection_id = r.collection_id AND h.marketplace = r.marketplace
+       AND h.span = ${HOUR} AND h.bucket >= r.bucket AND h.bucket < r.bucket + ${DAY} OFFSET 0) h
+     WHERE r.span = ${DAY}`, usd)}`,
   ];
 }
 

@@ -35,9 +35,13 @@ export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SEL
 
 // In the rules' order, the sales list's index (sales_by_time) read backwards:
 // no sort, here or in shared/wash-scope.ts washChanges.
-export const WASH_COLUMNS = `encode(hash, 'hex') AS hash, asset_id::text AS "assetId", encode(seller, 'hex') AS seller, encode(buyer, 'hex') AS buyer,
-  timestamp::float8 AS timestamp, block::float8 AS block, price::text AS price, wash_flags AS mask, marketplace`;
-export const WASH_ORDER = "ORDER BY timestamp, block, hash DESC, asset_id DESC";
+export const WASH_COLUMNS = `encode(s.hash, 'hex') AS hash, s.asset_id::text AS "assetId", encode(s.seller, 'hex') AS seller, encode(s.buyer, 'hex') AS buyer,
+  s.timestamp::float8 AS timestamp, s.block::float8 AS block, s.price::text AS price, s.wash_flags AS mask, s.marketplace`;
+// By the stored columns (alias s), not the answer's: ordered by the hex text and the doubles, every read was sorted,
+// on disk past work_mem (bench:ingest: a live commit's tokens, 160,000 sales, 1.5 s).
+export const WASH_ORDER = "ORDER BY s.timestamp, s.block, s.hash DESC, s.asset_id DESC";
+/** Each token's sales in WASH_ORDER, the tokens one after another (washChanges takes each token's list alone). */
+const TOKEN_ORDER = "ORDER BY s.asset_id, s.timestamp, s.block, s.hash DESC";
 
 export type WashRead = Omit<StoredWashSale<string>, "price" | "id"> & { price: string };
 export const asWashSale = (r: WashRead): StoredWashSale<string> => ({ ...r, id: `${r.hash}:${r.assetId}`, price: BigInt(r.price) });
@@ -61,17 +65,9 @@ export async function evaluateWash(client: pg.PoolClient): Promise<void> {
  * the pending deltas and marks, applied once.
  */
 export async function evaluateWashThenApply(client: pg.PoolClient): Promise<void> {
-  const flips = await evaluated(client);
+  const flips = await evaluated(client, true);
   if (flips.length > 0) {
-    const flagged = flips.filter((f) => f.sign === -1);
-    // The sales this merge added: their pending "added" marks go.
-    const added = new Set((await client.query<{ id: string }>(
-      `DELETE FROM series_marks k USING unnest($1::int[], $2::text[], $3::numeric[]) u(c, h, a)
-       WHERE k.added AND k.collection_id = u.c AND k.hash = decode(u.h, 'hex') AND k.asset_id = u.a
-       RETURNING encode(k.hash, 'hex') || ':' || k.asset_id::text AS id`,
-      [flagged.map((f) => f.c), flagged.map((f) => f.sale.hash), flagged.map((f) => f.sale.assetId)],
-    )).rows.map((r) => r.id));
-    await addFlips(client, flips, (f) => !added.has(f.sale.id));
+    await addFlips(client, flips, (f) => !f.fresh);
     // One row per hour again (a flip's delta may share one with the merge's).
     await client.query(`WITH d AS (DELETE FROM hour_deltas RETURNING *)
       INSERT INTO hour_deltas SELECT c, m, h, sum(n), sum(v) FROM d GROUP BY c, m, h HAVING sum(n) <> 0 OR sum(v) <> 0`);
@@ -81,10 +77,11 @@ export async function evaluateWashThenApply(client: pg.PoolClient): Promise<void
 
 /**
  * The masks evaluated around the transaction's marks and written; the flips,
- * but for those of collections rebuilt whole. The kinds that call it made
+ * but for those of collections rebuilt whole (after a merge, `merged`, its
+ * added sales flagged are told fresh: markFresh). The kinds that call it made
  * wash_marks in their statements (washMarksOf, REMOVED_WASH_MARKS).
  */
-async function evaluated(client: pg.PoolClient): Promise<Flip[]> {
+async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]> {
   const scope = new WashScope();
   const rows = (await client.query<{ c: number; a: string; t: string }>("DELETE FROM wash_marks RETURNING collection_id AS c, asset_id::text AS a, timestamp::text AS t")).rows;
   for (const r of rows) scope.mark(r.c, r.a, Number(r.t));
@@ -92,14 +89,31 @@ async function evaluated(client: pg.PoolClient): Promise<Flip[]> {
   for (const [c, m] of scope.take()) {
     const own: Flip[] = [];
     await evaluateCollection(client, c, m, own);
+    if (merged) await markFresh(client, own);
     // Many flips for the collection's size (a backfill's): its aggregates summed afresh in two set-based statements,
     // rather than each flip's hour and intervals found again (22 s for 19,000 flips of 100,000 sales, against under
     // one). A rebuild costs the collection's sales: a live feed's flips, a few hundred a commit into a large
     // collection, move by their deltas (bench:ingest: 4.6 s a commit rebuilding 100,000 sales).
-    if (own.length > REBUILD_FLIPS && own.length * REBUILD_SHARE > (await keptSales(client, c))) await rebuildAggregates(client, c);
+    // A sale the merge added and a rule flags is no move (its mark is dropped): a live feed's commit of 30,000 sales, a fifth
+    // of them flagged as they came, rebuilt its collection (bench:ingest, 10 s).
+    const moves = own.filter((f) => !f.fresh).length;
+    if (moves > REBUILD_FLIPS && moves * REBUILD_SHARE > (await keptSales(client, c))) await rebuildAggregates(client, c);
     else flips.push(...own);
   }
   return flips;
+}
+
+/** The flagged flips of sales this merge added, told `fresh`: their pending "added" series marks go, so that they are never added. */
+async function markFresh(client: pg.PoolClient, flips: Flip[]): Promise<void> {
+  const flagged = flips.filter((f) => f.sign === -1);
+  if (flagged.length === 0) return;
+  const added = new Set((await client.query<{ id: string }>(
+    `DELETE FROM series_marks k USING unnest($1::int[], $2::text[], $3::numeric[]) u(c, h, a)
+     WHERE k.added AND k.collection_id = u.c AND k.hash = decode(u.h, 'hex') AND k.asset_id = u.a
+     RETURNING encode(k.hash, 'hex') || ':' || k.asset_id::text AS id`,
+    [flagged.map((f) => f.c), flagged.map((f) => f.sale.hash), flagged.map((f) => f.sale.assetId)],
+  )).rows.map((r) => r.id));
+  for (const f of flagged) if (added.has(f.sale.id)) f.fresh = true;
 }
 
 /** Past this many flips in one transaction, and a 1/REBUILD_SHARE of the collection's kept sales, its aggregates are rebuilt rather than moved (bench:import). */
@@ -129,6 +143,8 @@ export interface Flip {
   c: number;
   sale: StoredWashSale<string>;
   sign: 1 | -1;
+  /** Flagged, and added by this transaction's merge: its hour's delta taken back, its series never given it. */
+  fresh?: boolean;
 }
 
 async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks, flips: Flip[]): Promise<void> {
@@ -140,7 +156,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
   const runFrom = lo === undefined ? Number.MIN_SAFE_INTEGER : Number(lo);
   const runTo = hi === undefined ? Number.MAX_SAFE_INTEGER : Number(hi);
   const span = async (from: number, to: number) =>
-    (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = $1 AND timestamp >= $2 AND timestamp <= $3 ${WASH_ORDER}`, [c, from, to])).rows.map(asWashSale);
+    (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 ${WASH_ORDER}`, [c, from, to])).rows.map(asWashSale);
   let tokens = new Map<string, StoredWashSale<string>[]>();
   let run: StoredWashSale<string>[];
   if (readsWide(m)) {
@@ -154,7 +170,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
     const ids = [...m.tokens.keys()];
     const reads = ids.map((a) => tokenReadSpan(m.tokens.get(a)!));
     const found = (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
-        ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1 ${WASH_ORDER}`,
+        ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1 ${TOKEN_ORDER}`,
       [c, ids, reads.map((r) => r.from), reads.map((r) => r.to)])).rows.map(asWashSale);
     for (const a of ids) tokens.set(a, []);
     for (const x of found) tokens.get(x.assetId)!.push(x);
