@@ -1,5 +1,5 @@
 import pg from "pg";
-import { REPRICED_BEFORE } from "../../src/store/postgres/sales-series.js";
+import { APPLY_SERIES_MARKS, REPRICED_BEFORE, SERIES_MARKS_TABLE } from "../../src/store/postgres/sales-series.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Kind } from "../../src/domain/kinds/index.js";
 import { LISTING_STATUSES } from "../../src/domain/rows.js";
@@ -322,6 +322,33 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       const conds = repriced.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
       expect(conds).toMatch(/sales_series_by_hour: \(\(span = 3600\) AND \(bucket >= /);
       expect(conds).toMatch(/sales_by_\w+: \(\(collection_id = h\.collection_id\)( AND \(marketplace = \S+\))? AND \("timestamp" >= /);
+    } finally {
+      await client.query("ROLLBACK");
+    }
+  });
+
+  it("an interval summed again reads an hour of one marketplace's sales; every marketplace's hour and a day seek their hours' rows", async () => {
+    const id = (await repos.collections.collectionId(TARGET))!;
+    const hour = Number((await client.query<{ h: string }>("SELECT max(bucket) AS h FROM sales_series WHERE span = 3600 AND collection_id = $1", [id])).rows[0]!.h);
+    await client.query("BEGIN");
+    try {
+      // What a merge runs after a sale changed (postgres/sales-series.ts APPLY_SERIES_MARKS): its marks, and the intervals to sum again.
+      await client.query(SERIES_MARKS_TABLE);
+      await client.query("INSERT INTO series_marks VALUES ($1, $2, $3, NULL, NULL, NULL, NULL, false, false, NULL)", [id, MARKETPLACES[0], hour + 60]);
+      await client.query("ANALYZE series_marks");
+      await client.query(APPLY_SERIES_MARKS[0]!);
+      await client.query(APPLY_SERIES_MARKS[1]!);
+      const [raw, everyMarketplace, days] = APPLY_SERIES_MARKS.slice(-3);
+      const conds = async (q: string) => {
+        const plan = await planOf(q!, []);
+        expect(plan.filter((n) => n["Node Type"] === "Seq Scan" && ["sales", "sales_series"].includes(n["Relation Name"] ?? "")), one(q)).toEqual([]);
+        return plan.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+      };
+      // An hour of the marketplace: its sales by (collection, marketplace, time), not the day's, nor every marketplace's.
+      expect(await conds(raw!)).toMatch(/sales_by_marketplace: \(\(collection_id = r\.collection_id\) AND \(marketplace = r\.marketplace\) AND \("timestamp" >= r\.bucket\) AND \("timestamp" < \(r\.bucket \+ r\.span\)\)\)/);
+      // Every marketplace's hour: each marketplace's hour row; a day: its hours' rows of one marketplace.
+      expect(await conds(everyMarketplace!)).toMatch(/sales_series_pkey: \(\(collection_id = \w+\.collection_id\) AND \(marketplace = \w+\.name\) AND \(span = 3600\) AND \(bucket = \w+\.bucket\)\)/);
+      expect(await conds(days!)).toMatch(/sales_series_pkey: \(\(collection_id = r\.collection_id\) AND \(marketplace = r\.marketplace\) AND \(span = 3600\) AND \(bucket >= r\.bucket\) AND \(bucket < \(r\.bucket \+ 86400\)\)\)/);
     } finally {
       await client.query("ROLLBACK");
     }
