@@ -11,15 +11,18 @@ export const MARKETPLACES = ["OPENSEA", "BLUR", "LOOKSRARE", "X2Y2", "SUDOSWAP",
 /**
  * n sales on six marketplaces, in time order from `start` over `span`
  * seconds (by default two years from 2022-01-01), as NDJSON lines; every
- * 100th sale is of asset 0 (10,000 of 1M).
+ * 100th sale is of asset 0 (10,000 of 1M). Prices are heavy-tailed at the
+ * bottom (a fifth under a tenth of the median: flagged as outliers,
+ * docs/wash-trades.md), or with `narrow`, 5 to 15 ETH (none).
  */
-export function* saleLines(n: number, seed: number, address: string, time: { start?: number; span?: number } = {}): Generator<string> {
+export function* saleLines(n: number, seed: number, address: string, time: { start?: number; span?: number; narrow?: boolean } = {}): Generator<string> {
   const rnd = new Random(seed);
   const wallets = Array.from({ length: 2000 }, () => `0x${rnd.hex(40)}`);
   const start = time.start ?? 1_640_995_200;
   const step = (time.span ?? 2 * YEAR) / n;
   for (let i = 0; i < n; i++) {
-    const price = BigInt(Math.round((0.5 + rnd.next() ** 3 * 80) * 1e6)) * 10n ** 12n;
+    const u = rnd.next();
+    const price = BigInt(Math.round((time.narrow === true ? 5 + u * 10 : 0.5 + u ** 3 * 80) * 1e6)) * 10n ** 12n;
     yield JSON.stringify({
       hash: `0x${rnd.hex(64)}`,
       from: rnd.pick(wallets),
