@@ -3,7 +3,8 @@ import { DAY, HOUR, type StoredSpan } from "../../domain/series.js";
 // Stats in US dollars from the series (docs/money.md, "Stats in USD"): a
 // window [since, until] (inclusive seconds) is its whole days, read as the
 // series keep them, the whole hours at its ends, and the seconds at its
-// edges (less than an hour each), read from the raw sales at their points.
+// edges (less than an hour each; a window holding no whole hour, under two
+// hours, is read whole), read from the raw sales at their points.
 // Each part's dollars are exact, so their sum is the window's, rounded once
 // per marketplace as a sum of the sales one by one would be.
 
