@@ -11,6 +11,7 @@ import { keepSql } from "../../src/store/postgres/collection-summaries.js";
 import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-stats.js";
+import { ALONE_SQL } from "../../src/store/postgres/wash.js";
 import { importRecords } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { VALID } from "../ingest/records.js";
@@ -352,6 +353,18 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     } finally {
       await client.query("ROLLBACK");
     }
+  });
+
+  it("a token whose marks are all new sales asks the asset index its sales from a time on, and a sale of the window its buyer sold (migration 35)", async () => {
+    const id = (await repos.collections.collectionId(TARGET))!;
+    const [a, t] = Object.values((await client.query("SELECT asset_id::text, timestamp::text FROM sales WHERE collection_id = $1 LIMIT 1", [id])).rows[0]!) as string[];
+    const held = await planOf(ALONE_SQL.heldFrom, [id, [a], [t]]);
+    const sold = await planOf(ALONE_SQL.soldBy, [id, [a], [Number(t) - 86_400], [t], ["00".repeat(20)], ["00".repeat(32)]]);
+    for (const plan of [held, sold]) expect(plan.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "sales")).toEqual([]);
+    const conds = (plan: PlanNode[]) => plan.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Node Type"]} ${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    expect(conds(held)).toMatch(/Index Only Scan sales_by_asset: \(\(collection_id = \d+\) AND \(asset_id = u\.a\) AND \("timestamp" >= u\.f\)\)/);
+    // The seller in the index (INCLUDE), read off it: not a row of the table per sale of the window.
+    expect(conds(sold)).toMatch(/Index Only Scan sales_by_asset: \(\(collection_id = \d+\) AND \(asset_id = u\.a\) AND \("timestamp" >= u\.f\) AND \("timestamp" <= u\.t\)\)/);
   });
 
   it("pages after a token seek to the token's position: the index condition bounds the sort key", async () => {

@@ -149,6 +149,9 @@ describe("query plans", () => {
     // The run and a token's sales in the rules' order: the list indexes read backwards, no sort.
     expect(plan(WASH_SQL.span)).toEqual(["SEARCH sales USING INDEX sales_by_time (collection_id=? AND timestamp>? AND timestamp<?)"]);
     expect(plan(WASH_SQL.token)).toEqual(["SEARCH sales USING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp>? AND timestamp<?)"]);
+    // A token whose marks are all new sales: its sales from a time on, and a sale of the window its buyer sold, from the index alone (migration 35).
+    expect(plan(WASH_SQL.heldFrom)).toEqual(["SEARCH sales USING COVERING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp>?)"]);
+    expect(plan(WASH_SQL.soldBy)).toEqual(["SEARCH sales USING COVERING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp>? AND timestamp<?)"]);
     // What includeWash adds: the window's flagged sales, from the partial index of them.
     expect(plan(`SELECT marketplace, price FROM ${WASHED_FROM} WHERE ${WASHED}`)).toEqual(["SEARCH sales USING INDEX sales_washed (collection_id=? AND timestamp>? AND timestamp<?)"]);
   });

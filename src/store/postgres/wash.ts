@@ -2,7 +2,10 @@ import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, applySeriesMarks, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
-import { RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan } from "../shared/wash-scope.js";
+import {
+  insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan,
+  windowBefore,
+} from "../shared/wash-scope.js";
 
 // Wash flags on PostgreSQL, as SQLite's (store/sqlite/wash.ts; what is read
 // and why: shared/wash-scope.ts). A merge of sales (kind-writes.ts) marks,
@@ -11,8 +14,8 @@ import { RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf
 // the merge, evaluateWash reads the sales around the marks and writes the
 // masks that changed, in one UPDATE per collection.
 
-/** The transaction's marks (collection, asset, time), dropped at its end. */
-export const WASH_MARKS_TABLE = "CREATE TEMP TABLE IF NOT EXISTS wash_marks (collection_id integer, asset_id numeric, timestamp bigint) ON COMMIT DROP";
+/** The transaction's marks (collection, asset, time, and a sale new to the store's hash), dropped at its end. */
+export const WASH_MARKS_TABLE = "CREATE TEMP TABLE IF NOT EXISTS wash_marks (collection_id integer, asset_id numeric, timestamp bigint, new_hash bytea) ON COMMIT DROP";
 
 /**
  * The marks of a merge of `source` (rows with the sale's key and values):
@@ -22,16 +25,16 @@ export const WASH_MARKS_TABLE = "CREATE TEMP TABLE IF NOT EXISTS wash_marks (col
 export function washMarksOf(source: string): string[] {
   return [
     WASH_MARKS_TABLE,
-    `WITH o AS (SELECT x.collection_id, x.asset_id, x.timestamp, s.timestamp AS old_t FROM (${source}) x
+    `WITH o AS (SELECT x.collection_id, x.asset_id, x.timestamp, x.hash, s.timestamp AS old_t FROM (${source}) x
        LEFT JOIN sales s ON s.hash = x.hash AND s.collection_id = x.collection_id AND s.asset_id = x.asset_id
        WHERE s.hash IS NULL OR (s.seller, s.buyer, s.timestamp, s.block, s.price) IS DISTINCT FROM (x.seller, x.buyer, x.timestamp, x.block, x.price))
-     INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp FROM o
-     UNION ALL SELECT collection_id, asset_id, old_t FROM o WHERE old_t IS NOT NULL`,
+     INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp, CASE WHEN old_t IS NULL THEN hash END FROM o
+     UNION ALL SELECT collection_id, asset_id, old_t, NULL FROM o WHERE old_t IS NOT NULL`,
   ];
 }
 
 /** The marks of sales taken back (reorgs.ts removed_sales). */
-export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp FROM removed_sales"];
+export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SELECT collection_id, asset_id, timestamp, NULL FROM removed_sales"];
 
 // In the rules' order, the sales list's index (sales_by_time) read backwards:
 // no sort, here or in shared/wash-scope.ts washChanges.
@@ -83,12 +86,19 @@ export async function evaluateWashThenApply(client: pg.PoolClient): Promise<void
  */
 async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]> {
   const scope = new WashScope();
-  const rows = (await client.query<{ c: number; a: string; t: string }>("DELETE FROM wash_marks RETURNING collection_id AS c, asset_id::text AS a, timestamp::text AS t")).rows;
-  for (const r of rows) scope.mark(r.c, r.a, Number(r.t));
+  const rows = (await client.query<{ c: number; a: string; t: string; h: string | null }>(
+    "DELETE FROM wash_marks RETURNING collection_id AS c, asset_id::text AS a, timestamp::text AS t, encode(new_hash, 'hex') AS h",
+  )).rows;
+  // The sales new to the store, by the id a read gives them (asWashSale).
+  const inserted = new Set<string>();
+  for (const r of rows) {
+    scope.mark(r.c, r.a, Number(r.t), r.h !== null);
+    if (r.h !== null) inserted.add(`${r.h}:${r.a}`);
+  }
   const flips: Flip[] = [];
   for (const [c, m] of scope.take()) {
     const own: Flip[] = [];
-    await evaluateCollection(client, c, m, own);
+    await evaluateCollection(client, c, m, own, inserted);
     if (merged) await markFresh(client, own);
     // Many flips for the collection's size (a backfill's): its aggregates summed afresh in two set-based statements,
     // rather than each flip's hour and intervals found again (22 s for 19,000 flips of 100,000 sales, against under
@@ -147,7 +157,7 @@ export interface Flip {
   fresh?: boolean;
 }
 
-async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks, flips: Flip[]): Promise<void> {
+async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks, flips: Flip[], inserted: ReadonlySet<string>): Promise<void> {
   const bound = async (cmp: "<" | ">", t: number) =>
     (await client.query<{ t: string }>(`SELECT timestamp::text AS t FROM sales WHERE collection_id = $1 AND timestamp ${cmp} $2
       ORDER BY timestamp ${cmp === "<" ? "DESC" : "ASC"} LIMIT 1 OFFSET ${RUN_MARGIN - 1}`, [c, t])).rows[0]?.t;
@@ -166,8 +176,11 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
     tokens = tokenSalesOf(m, all);
   } else {
     run = await span(runFrom, runTo);
-    // Every marked token's sales in one statement: each token's own span.
-    const ids = [...m.tokens.keys()];
+    // A live feed's tokens whose marks are all new sales: two questions of the index for all of them, rather than their
+    // months of sales read (shared/wash-scope.ts newSalesAlone).
+    for (const [assetId, sales] of await newAlone(client, c, insertedOnly(m, run, (x) => inserted.has(x.id)))) tokens.set(assetId, sales);
+    // Every other marked token's sales in one statement: each token's own span.
+    const ids = [...m.tokens.keys()].filter((a) => !tokens.has(a));
     const reads = ids.map((a) => tokenReadSpan(m.tokens.get(a)!));
     const found = (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
         ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1 ${TOKEN_ORDER}`,
@@ -178,6 +191,28 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
   const changes = washChanges(m, { sales: run, complete: { first: lo === undefined, last: hi === undefined } }, tokens);
   await setMasks(client, c, changes.map(([sale, mask]) => [sale, mask]));
   for (const [sale, mask] of changes) if ((sale.mask === 0) !== (mask === 0)) flips.push({ c, sale, sign: mask === 0 ? 1 : -1 });
+}
+
+/** What newSalesAlone asks, for every token at once (exported for the query-plan test): each token's sales from a time on, and the new sales whose window before them holds one their buyer sold. */
+export const ALONE_SQL = {
+  heldFrom: `SELECT u.a::text AS a, (SELECT count(*) FROM sales s WHERE s.collection_id = $1 AND s.asset_id = u.a AND s.timestamp >= u.f)::int AS n
+    FROM unnest($2::numeric[], $3::bigint[]) u(a, f)`,
+  soldBy: `SELECT u.h || ':' || u.a::text AS id FROM unnest($2::numeric[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) u(a, f, t, b, h)
+    WHERE EXISTS (SELECT 1 FROM sales s WHERE s.collection_id = $1 AND s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t
+      AND s.seller = decode(u.b, 'hex') AND s.hash <> decode(u.h, 'hex'))`,
+} as const;
+
+/** The tokens of `found` (insertedOnly) whose new sales are alone (newSalesAlone), with those sales. */
+async function newAlone(client: pg.PoolClient, c: number, found: Map<string, StoredWashSale<string>[]>): Promise<Map<string, StoredWashSale<string>[]>> {
+  if (found.size === 0) return found;
+  const tokens = [...found];
+  const held = new Map((await client.query<{ a: string; n: number }>(ALONE_SQL.heldFrom,
+    [c, tokens.map(([a]) => a), tokens.map(([, sales]) => sales[0]!.timestamp)])).rows.map((r) => [r.a, r.n]));
+  const sales = tokens.flatMap(([, list]) => list);
+  const windows = sales.map(windowBefore);
+  const sold = new Set((await client.query<{ id: string }>(ALONE_SQL.soldBy,
+    [c, sales.map((x) => x.assetId), windows.map((w) => w.from), windows.map((w) => w.to), sales.map((x) => x.buyer), sales.map((x) => x.hash)])).rows.map((r) => r.id));
+  return new Map(tokens.filter(([a, list]) => newSalesAlone(list, () => held.get(a) ?? 0, (x) => sold.has(x.id))));
 }
 
 /** Writes each sale's new mask: one statement. */

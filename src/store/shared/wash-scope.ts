@@ -27,10 +27,16 @@ interface Span {
   to: number;
 }
 
+/** A token's marks: their span, how many were sales the transaction inserted, and whether any was another write (a sale changed or taken back). */
+interface TokenMarks extends Span {
+  inserts: number;
+  changed: boolean;
+}
+
 /** One collection's marks: their time span, and each token's. */
 export interface WashMarks {
   span: Span;
-  tokens: Map<string, Span>;
+  tokens: Map<string, TokenMarks>;
 }
 
 /** Per collection, how many sales the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
@@ -57,14 +63,16 @@ export class WashScope {
     return this.#marks.size > 0;
   }
 
-  /** A sale of `assetId` (canonical decimal) at `timestamp` was written, changed or taken back. */
-  mark(collectionId: number, assetId: string, timestamp: number): void {
+  /** A sale of `assetId` (canonical decimal) at `timestamp` was written (`inserted`: new to the store), changed or taken back. */
+  mark(collectionId: number, assetId: string, timestamp: number, inserted = false): void {
     let m = this.#marks.get(collectionId);
     if (!m) this.#marks.set(collectionId, (m = { span: { from: timestamp, to: timestamp }, tokens: new Map() }));
     widen(m.span, timestamp);
-    const t = m.tokens.get(assetId);
+    let t = m.tokens.get(assetId);
     if (t) widen(t, timestamp);
-    else m.tokens.set(assetId, { from: timestamp, to: timestamp });
+    else m.tokens.set(assetId, (t = { from: timestamp, to: timestamp, inserts: 0, changed: false }));
+    if (inserted) t.inserts++;
+    else t.changed = true;
   }
 
   /** The marks so far, by collection; the scope is emptied. */
@@ -83,6 +91,47 @@ export class WashScope {
 function widen(span: Span, t: number): void {
   if (t < span.from) span.from = t;
   if (t > span.to) span.to = t;
+}
+
+/**
+ * The tokens whose marks are all sales the transaction inserted, each with
+ * those sales out of the run (`isNew` tells them; the run holds every marked
+ * sale), when all of them are there (a batch rolled back within the
+ * transaction leaves marks of sales that are not). For such a token the
+ * engine asks two questions (newSalesAlone) instead of reading its sales.
+ *
+ * The token rules only add flags as sales are added (every rule is a pair of
+ * sales within the window, the later one's buyer the earlier one's seller;
+ * a sale between them can only make a loop of them), and the stored masks
+ * were exact before the transaction. So when no sale held before lies at or
+ * after the new sales' first time, and none of the window before a new sale
+ * was sold by its buyer, no pair has a new sale as its later one, none spans
+ * one, and the held sales' flags stand: the new sales' token flags are
+ * theirs alone (tokenWashMasks of the new sales), with nothing else to read.
+ */
+export function insertedOnly<Id>(marks: WashMarks, run: readonly StoredWashSale<Id>[], isNew: (s: StoredWashSale<Id>) => boolean): Map<string, StoredWashSale<Id>[]> {
+  const found = new Map<string, StoredWashSale<Id>[]>();
+  for (const [assetId, t] of marks.tokens) if (!t.changed) found.set(assetId, []);
+  if (found.size === 0) return found;
+  for (const s of run) if (isNew(s)) found.get(s.assetId)?.push(s);
+  for (const [assetId, list] of found) if (list.length !== marks.tokens.get(assetId)!.inserts) found.delete(assetId);
+  return found;
+}
+
+/**
+ * What an engine asks of a token insertedOnly found, in the store (its new
+ * sales included): how many of its sales lie at or after `from` (the new
+ * sales' first time; more than the new sales: one held before does), and,
+ * per new sale, whether one in its window before it was sold by its buyer.
+ */
+export function newSalesAlone<Id>(sales: readonly StoredWashSale<Id>[], heldFrom: (from: number) => number, soldBy: (s: StoredWashSale<Id>, window: Span) => boolean): boolean {
+  if (heldFrom(sales[0]!.timestamp) !== sales.length) return false;
+  return sales.every((s) => !soldBy(s, windowBefore(s)));
+}
+
+/** The window before a new sale in which a sale sold by its buyer would pair with it (newSalesAlone). */
+export function windowBefore(s: { timestamp: number }): Span {
+  return { from: s.timestamp - WASH_WINDOW_SECONDS, to: s.timestamp };
 }
 
 /** The span a token's sales are read over for its marks. */

@@ -273,7 +273,7 @@ export class WriteStore {
           } else this.#aggregates.touch(c, sale.marketplace, sale.timestamp);
         }
         this.#touched.add(c);
-      });
+      }, this.#salesBefore);
     }
     this.#salesBefore = undefined;
     if (this.#aggregates.pending) this.#aggregates.flush();
@@ -491,7 +491,7 @@ export class WriteStore {
       const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
       for (const s of this.#saleMoves) s.run(at);
     }
-    if (result === "inserted") this.#washMarks.mark(collectionId, r.assetId, r.timestamp);
+    if (result === "inserted") this.#washMarks.mark(collectionId, r.assetId, r.timestamp, true);
     else if (result === "updated") {
       this.#washMarks.mark(collectionId, r.assetId, before![1]);
       this.#washMarks.mark(collectionId, r.assetId, r.timestamp);

@@ -1,7 +1,9 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { assetKey } from "./asset-key.js";
-import { RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan } from "../shared/wash-scope.js";
+import {
+  insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan,
+} from "../shared/wash-scope.js";
 
 /** The sales the aggregates hold: those no wash rule flags (docs/wash-trades.md); sales_by_marketplace carries the flags, so its sums stay covered. */
 export const CLEAN = "wash_flags = 0";
@@ -34,6 +36,10 @@ export const WASH_SQL = {
   // time index for a token's sales, its order matching, and read the collection once per token (bench: 25x the import).
   span: `SELECT ${WASH_COLUMNS} FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp >= ? AND timestamp <= ? ${WASH_ORDER}`,
   token: `SELECT ${WASH_COLUMNS} FROM sales INDEXED BY sales_by_asset WHERE collection_id = ? AND asset_key = ? AND timestamp >= ? AND timestamp <= ? ${WASH_ORDER}`,
+  // A token whose marks are all new sales (shared/wash-scope.ts newSalesAlone): its sales from a time on (the index alone),
+  // and whether one in a new sale's window before it, other than itself, was sold by its buyer.
+  heldFrom: "SELECT count(*) FROM sales INDEXED BY sales_by_asset WHERE collection_id = ? AND asset_key = ? AND timestamp >= ?",
+  soldBy: "SELECT 1 FROM sales INDEXED BY sales_by_asset WHERE collection_id = ? AND asset_key = ? AND timestamp >= ? AND timestamp <= ? AND seller = unhex(?) AND id <> ? LIMIT 1",
 } as const;
 
 export type WashRead = [number, string, string, string, number, number, string, number, string];
@@ -44,7 +50,7 @@ export const asWashSale = (r: WashRead): StoredWashSale<number> => ({
 
 export class SqliteWash {
   readonly #db: Db;
-  #statements: Record<"before" | "after" | "span" | "token" | "set", Statement> | undefined;
+  #statements: Record<"before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "set", Statement> | undefined;
 
   constructor(db: Db) {
     this.#db = db;
@@ -56,6 +62,8 @@ export class SqliteWash {
       after: this.#db.prepare(WASH_SQL.after).pluck(),
       span: this.#db.prepare(WASH_SQL.span).raw(),
       token: this.#db.prepare(WASH_SQL.token).raw(),
+      heldFrom: this.#db.prepare(WASH_SQL.heldFrom).pluck(),
+      soldBy: this.#db.prepare(WASH_SQL.soldBy).pluck(),
       set: this.#db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?"),
     });
   }
@@ -63,9 +71,10 @@ export class SqliteWash {
   /**
    * Evaluates the rules around every mark and writes the masks that changed;
    * `flipped` hears of each sale that became flagged or clean (the aggregates
-   * hold clean sales only). Returns how many masks changed.
+   * hold clean sales only). Returns how many masks changed. The sales with an
+   * id past `insertedAfter` are the transaction's own (undefined: none known).
    */
-  evaluate(marks: Map<number, WashMarks>, flipped: (collectionId: number, sale: StoredWashSale<number>, flagged: boolean) => void): number {
+  evaluate(marks: Map<number, WashMarks>, flipped: (collectionId: number, sale: StoredWashSale<number>, flagged: boolean) => void, insertedAfter?: number): number {
     let changed = 0;
     for (const [collectionId, m] of marks) {
       const s = this.#s;
@@ -83,7 +92,17 @@ export class SqliteWash {
         tokens = tokenSalesOf(m, all);
       } else {
         run = (s.span.all(collectionId, runFrom, runTo) as WashRead[]).map(asWashSale);
+        // A live feed's tokens: two seeks of the index each, rather than their months of sales read (bench:ingest).
+        if (insertedAfter !== undefined) {
+          for (const [assetId, sales] of insertedOnly(m, run, (x) => x.id > insertedAfter)) {
+            const key = assetKey(assetId);
+            const alone = newSalesAlone(sales, (from) => s.heldFrom.get(collectionId, key, from) as number,
+              (x, w) => s.soldBy.get(collectionId, key, w.from, w.to, x.buyer, x.id) !== undefined);
+            if (alone) tokens.set(assetId, sales);
+          }
+        }
         for (const [assetId, span] of m.tokens) {
+          if (tokens.has(assetId)) continue;
           const read = tokenReadSpan(span);
           tokens.set(assetId, (s.token.all(collectionId, assetKey(assetId), read.from, read.to) as WashRead[]).map(asWashSale));
         }
