@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { handlerFor } from "../../src/domain/kinds/index.js";
 import type { Problem } from "../../src/domain/kinds/fields.js";
-import { washFlagsOf, washNames, washScore, type WashSale } from "../../src/domain/wash.js";
+import fc from "fast-check";
+import { compareSales, tokenWashMasks, WASH_WINDOW_SECONDS, washFlagsOf, washNames, washScore, type WashSale } from "../../src/domain/wash.js";
 
 // The wash rules of docs/wash-trades.md, one example each way: what hits a
 // rule and what just misses it.
@@ -57,6 +58,30 @@ describe("wash rules", () => {
         expect(masks.get(s.id) === 8, `${prices.join(",")} at ${i}`).toBe(expected);
       });
     }
+  });
+
+  it("the token rules equal the documented pairs, every pair of the window compared, on random tokens (tokenWashMasks looks them up in one pass)", () => {
+    // The rules as docs/wash-trades.md states them: i before j within 30 days, j's buyer i's seller; a back-and-forth when j's seller is
+    // i's buyer (both legs), a loop when a sale lies between them (every sale from i to j).
+    const reference = (sales: readonly WashSale[]) => {
+      const masks = sales.map((s) => (s.seller === s.buyer ? 1 : 0));
+      for (let i = 0; i < sales.length; i++) {
+        for (let j = i + 1; j < sales.length && sales[j]!.timestamp - sales[i]!.timestamp <= WASH_WINDOW_SECONDS; j++) {
+          if (sales[j]!.buyer !== sales[i]!.seller) continue;
+          if (sales[j]!.seller === sales[i]!.buyer) masks[i]! |= 2, masks[j]! |= 2;
+          if (j - i >= 2) for (let k = i; k <= j; k++) masks[k]! |= 4;
+        }
+      }
+      return masks;
+    };
+    const leg = fc.record({ seller: fc.constantFrom(A, B, C, D), buyer: fc.constantFrom(A, B, C, D), day: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constantFrom(0, 30, 60)) });
+    fc.assert(
+      fc.property(fc.array(leg, { maxLength: 60 }), (legs) => {
+        const sales = legs.map((l) => sale(l.seller, l.buyer, l.day)).sort(compareSales);
+        expect(tokenWashMasks(sales)).toEqual(reference(sales));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it("scores 1 - Π(1 - weight) over the rules hit, to 2 decimals", () => {
