@@ -38,16 +38,24 @@ export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SEL
 
 // In the rules' order, the sales list's index (sales_by_time) read backwards:
 // no sort, here or in shared/wash-scope.ts washChanges.
-export const WASH_COLUMNS = `encode(s.hash, 'hex') AS hash, s.asset_id::text AS "assetId", encode(s.seller, 'hex') AS seller, encode(s.buyer, 'hex') AS buyer,
-  s.timestamp::float8 AS timestamp, s.block::float8 AS block, s.price::text AS price, s.wash_flags AS mask, s.marketplace`;
+export const WASH_COLUMNS = `encode(s.hash, 'hex'), s.asset_id::text, encode(s.seller, 'hex'), encode(s.buyer, 'hex'),
+  s.timestamp::float8, s.block::float8, s.price::text, s.wash_flags, s.marketplace`;
 // By the stored columns (alias s), not the answer's: ordered by the hex text and the doubles, every read was sorted,
 // on disk past work_mem (bench:ingest: a live commit's tokens, 160,000 sales, 1.5 s).
 export const WASH_ORDER = "ORDER BY s.timestamp, s.block, s.hash DESC, s.asset_id DESC";
 /** Each token's sales in WASH_ORDER, the tokens one after another (washChanges takes each token's list alone). */
 const TOKEN_ORDER = "ORDER BY s.asset_id, s.timestamp, s.block, s.hash DESC";
 
-export type WashRead = Omit<StoredWashSale<string>, "price" | "id"> & { price: string };
-export const asWashSale = (r: WashRead): StoredWashSale<string> => ({ ...r, id: `${r.hash}:${r.assetId}`, price: BigInt(r.price) });
+/** A row of WASH_COLUMNS, read as an array (a live commit's run is thousands of rows: no object per row made and spread again). */
+export type WashRead = [string, string, string, string, number, number, string, number, string];
+export const asWashSale = (r: WashRead): StoredWashSale<string> => ({
+  id: `${r[0]}:${r[1]}`, hash: r[0], assetId: r[1], seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], price: BigInt(r[6]), mask: r[7], marketplace: r[8],
+});
+
+/** A wash read (WASH_COLUMNS) of `text`, as sales. */
+export async function washSales(client: pg.PoolClient, text: string, values: unknown[]): Promise<StoredWashSale<string>[]> {
+  return (await client.query<WashRead>({ text, values, rowMode: "array" })).rows.map(asWashSale);
+}
 
 /**
  * Evaluates the rules around the transaction's marks and writes the masks
@@ -166,7 +174,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
   const runFrom = lo === undefined ? Number.MIN_SAFE_INTEGER : Number(lo);
   const runTo = hi === undefined ? Number.MAX_SAFE_INTEGER : Number(hi);
   const span = async (from: number, to: number) =>
-    (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 ${WASH_ORDER}`, [c, from, to])).rows.map(asWashSale);
+    await washSales(client, `SELECT ${WASH_COLUMNS} FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 ${WASH_ORDER}`, [c, from, to]);
   let tokens = new Map<string, StoredWashSale<string>[]>();
   let run: StoredWashSale<string>[];
   if (readsWide(m)) {
@@ -182,9 +190,9 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
     // Every other marked token's sales in one statement: each token's own span.
     const ids = [...m.tokens.keys()].filter((a) => !tokens.has(a));
     const reads = ids.map((a) => tokenReadSpan(m.tokens.get(a)!));
-    const found = (await client.query<WashRead>(`SELECT ${WASH_COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
+    const found = await washSales(client, `SELECT ${WASH_COLUMNS} FROM sales s JOIN unnest($2::numeric[], $3::bigint[], $4::bigint[]) u(a, f, t)
         ON s.asset_id = u.a AND s.timestamp >= u.f AND s.timestamp <= u.t WHERE s.collection_id = $1 ${TOKEN_ORDER}`,
-      [c, ids, reads.map((r) => r.from), reads.map((r) => r.to)])).rows.map(asWashSale);
+      [c, ids, reads.map((r) => r.from), reads.map((r) => r.to)]);
     for (const a of ids) tokens.set(a, []);
     for (const x of found) tokens.get(x.assetId)!.push(x);
   }
