@@ -75,6 +75,11 @@ export class WashScope {
     else t.changed = true;
   }
 
+  /** The collections marked by a write other than a new sale (a sale changed or taken back). */
+  changedCollections(): number[] {
+    return [...this.#marks].filter(([, m]) => [...m.tokens.values()].some((t) => t.changed)).map(([c]) => c);
+  }
+
   /** The marks so far, by collection; the scope is emptied. */
   take(): Map<number, WashMarks> {
     const taken = new Map(this.#marks);

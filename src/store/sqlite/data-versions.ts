@@ -15,6 +15,8 @@ import { SummaryKeeper } from "./collection-summaries.js";
 /** What a transaction changed, collected as it writes. */
 export class TouchedCollections {
   readonly ids = new Set<number>();
+  /** Of those, the collections whose flagged sales may have changed (a mask flipped, a sale changed or taken back): their summaries with wash are summed again (collection-summaries.ts). */
+  readonly washed = new Set<number>();
   all = false;
 
   add(collectionId: number): void {
@@ -27,6 +29,7 @@ export class TouchedCollections {
 
   clear(): void {
     this.ids.clear();
+    this.washed.clear();
     this.all = false;
   }
 }
@@ -43,7 +46,7 @@ export function stampVersions(db: Db, touched: TouchedCollections): void {
   if (touched.empty) return;
   let keeper = keepers.get(db);
   if (keeper === undefined) keepers.set(db, (keeper = new SummaryKeeper(db)));
-  keeper.keep(touched.ids);
+  keeper.keep(touched.ids, undefined, touched.washed);
   const v = (db.prepare("UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version").pluck().get() as number);
   if (touched.all) db.prepare("UPDATE store_state SET all_version = ? WHERE id = 1").run(v);
   const stamp = db.prepare("UPDATE collections SET data_version = ? WHERE id = ?");

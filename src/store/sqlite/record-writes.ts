@@ -257,7 +257,9 @@ export class WriteStore {
       // leaves them or enters them as a sale would. Only a sale this transaction inserted and cleared again has its
       // hour and intervals summed again.
       const inserted = (id: number) => this.#salesBefore !== undefined && id > this.#salesBefore;
+      for (const c of this.#washMarks.changedCollections()) this.#touched.washed.add(c);
       this.#wash.evaluate(this.#washMarks.take(), (c, sale, flagged) => {
+        this.#touched.washed.add(c);
         if (this.#maintainStats) {
           // Its hash and token (its dollars are its price at its token's point in force).
           const stored = () => (this.#saleHash ??= this.#db.prepare("SELECT hash, currency FROM sales WHERE id = ?").raw()).get(sale.id) as [Buffer, string];

@@ -14,7 +14,11 @@ export function rebuildStats(db: Db, collectionId: number | undefined, check: bo
     if (changed > 0 && !check) {
       const touched = new TouchedCollections();
       if (collectionId === undefined) touched.all = true;
-      else touched.add(collectionId);
+      else {
+        touched.add(collectionId);
+        // A repair: its summary with wash summed again too (collection-summaries.ts keep).
+        touched.washed.add(collectionId);
+      }
       stampVersions(db, touched);
     }
     db.exec(check ? "ROLLBACK" : "COMMIT");
