@@ -95,6 +95,13 @@ export const KEEPER_SQL = {
        WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
 } as const;
 
+/** A sale whose mask flipped: its time and price, and whether it became flagged (+1) or clean (-1). */
+export interface Flipped {
+  timestamp: number;
+  price: bigint;
+  sign: 1 | -1;
+}
+
 interface Windows {
   v1: bigint;
   v7: bigint;
@@ -152,13 +159,14 @@ export class SummaryKeeper {
    * Inside the caller's write transaction: moves the windows to the hour
    * of `now` when they are behind (every summary with sales in its 30-day
    * window is kept again), and keeps the summaries of `ids`. The flagged
-   * sales are summed again for those of `washed` (all when not told), and
-   * whenever the windows moved; for the others, what they added to the
-   * kept summary is added again (a live feed's commit: two rows read, where
-   * summing the 30 days' flagged sales cost a collection with many of them
-   * 7 µs a sale of a 1,000-sale commit, bench:ingest).
+   * sales are summed again for those of `flagged.washed` (all when not
+   * told), and whenever the windows moved; for the others, what they added
+   * to the kept summary is added again, moved by the commit's flips (a live
+   * feed's commit: two rows read, where summing the 30 days' flagged sales
+   * cost a collection with many of them 7 µs a sale of a 1,000-sale commit,
+   * bench:ingest).
    */
-  keep(ids: Iterable<number>, now = Date.now() / 1000, washed?: ReadonlySet<number>): void {
+  keep(ids: Iterable<number>, now = Date.now() / 1000, flagged?: { washed: ReadonlySet<number>; flips: ReadonlyMap<number, readonly Flipped[]> }): void {
     const kept = this.#windowsHour.get() as number;
     const hour = Math.max(kept, hourOf(now));
     const todo = new Set(ids);
@@ -167,10 +175,11 @@ export class SummaryKeeper {
       this.#setWindowsHour.run(hour);
       for (const id of this.#rolling.all() as number[]) todo.add(id);
     }
-    for (const id of todo) this.#keepOne(id, hour, moved || washed === undefined || washed.has(id));
+    for (const id of todo) this.#keepOne(id, hour, moved || flagged === undefined || flagged.washed.has(id) ? undefined : (flagged.flips.get(id) ?? []));
   }
 
-  #keepOne(collectionId: number, hour: number, washed: boolean): void {
+  /** `flips`: the collection's flagged sales moved by these alone since its summaries were kept (undefined: they are summed again). */
+  #keepOne(collectionId: number, hour: number, flips: readonly Flipped[] | undefined): void {
     const starts = windowStarts(hour);
     const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0, u1: 0n, u7: 0n, u30: 0n };
     for (const [bucket, n, v, u] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string, string][]) {
@@ -178,7 +187,7 @@ export class SummaryKeeper {
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
     // Read before the clean summary is written again.
-    const flagged = washed || this.#flaggedKept === undefined ? undefined : (this.#flaggedKept.get(collectionId) as (string | number)[] | undefined);
+    const flagged = flips === undefined || this.#flaggedKept === undefined ? undefined : (this.#flaggedKept.get(collectionId) as (string | number)[] | undefined);
     this.#write(this.#upsert, collectionId, w, floor);
     if (this.#upsertWash === undefined) return;
     if (flagged === undefined) this.#addFlagged(collectionId, starts, w);
@@ -190,6 +199,7 @@ export class SummaryKeeper {
       w.n1 += Number(wn1) - Number(cn1);
       w.n7 += Number(wn7) - Number(cn7);
       w.n30 += Number(wn30) - Number(cn30);
+      for (const f of flips!) if (f.timestamp >= starts.d30 * HOUR) addTo(w, hourOf(f.timestamp), starts, f.sign, BigInt(f.sign) * f.price);
     }
     this.#write(this.#upsertWash, collectionId, w, floor);
   }

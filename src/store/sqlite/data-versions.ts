@@ -2,7 +2,7 @@ import { refSql } from "../shared/collection-ref.js";
 import type { Statement } from "better-sqlite3";
 import type { StoreChanges } from "../ports/reads.js";
 import type { Db } from "./db.js";
-import { SummaryKeeper } from "./collection-summaries.js";
+import { type Flipped, SummaryKeeper } from "./collection-summaries.js";
 
 // Data versions on SQLite (migration 5). A write transaction, just before it
 // commits, takes the next store version and stamps with it each collection
@@ -15,8 +15,10 @@ import { SummaryKeeper } from "./collection-summaries.js";
 /** What a transaction changed, collected as it writes. */
 export class TouchedCollections {
   readonly ids = new Set<number>();
-  /** Of those, the collections whose flagged sales may have changed (a mask flipped, a sale changed or taken back): their summaries with wash are summed again (collection-summaries.ts). */
+  /** Of those, the collections whose flagged sales may have changed otherwise than by `flips` (a sale changed or taken back): their summaries with wash are summed again (collection-summaries.ts). */
   readonly washed = new Set<number>();
+  /** The sales whose mask flipped, by collection: +1 flagged, -1 cleared (the summaries with wash move by them). */
+  readonly flips = new Map<number, Flipped[]>();
   all = false;
 
   add(collectionId: number): void {
@@ -27,9 +29,22 @@ export class TouchedCollections {
     return !this.all && this.ids.size === 0;
   }
 
+  flipped(collectionId: number, f: Flipped): void {
+    const list = this.flips.get(collectionId);
+    if (list === undefined) this.flips.set(collectionId, [f]);
+    else list.push(f);
+  }
+
+  /** The flips of a transaction rolled back are not what its next commit moved: their collections are summed again. */
+  distrustFlips(): void {
+    for (const c of this.flips.keys()) this.washed.add(c);
+    this.flips.clear();
+  }
+
   clear(): void {
     this.ids.clear();
     this.washed.clear();
+    this.flips.clear();
     this.all = false;
   }
 }
@@ -46,7 +61,7 @@ export function stampVersions(db: Db, touched: TouchedCollections): void {
   if (touched.empty) return;
   let keeper = keepers.get(db);
   if (keeper === undefined) keepers.set(db, (keeper = new SummaryKeeper(db)));
-  keeper.keep(touched.ids, undefined, touched.washed);
+  keeper.keep(touched.ids, undefined, touched);
   const v = (db.prepare("UPDATE store_state SET version = version + 1 WHERE id = 1 RETURNING version").pluck().get() as number);
   if (touched.all) db.prepare("UPDATE store_state SET all_version = ? WHERE id = 1").run(v);
   const stamp = db.prepare("UPDATE collections SET data_version = ? WHERE id = ?");

@@ -237,6 +237,7 @@ export class WriteStore {
       else {
         this.#feedSeq = undefined;
         this.#washMarks.clear();
+        this.#touched.distrustFlips();
         this.#salesBefore = undefined;
       }
       throw err;
@@ -259,7 +260,7 @@ export class WriteStore {
       const inserted = (id: number) => this.#salesBefore !== undefined && id > this.#salesBefore;
       for (const c of this.#washMarks.changedCollections()) this.#touched.washed.add(c);
       this.#wash.evaluate(this.#washMarks.take(), (c, sale, flagged) => {
-        this.#touched.washed.add(c);
+        this.#touched.flipped(c, { timestamp: sale.timestamp, price: sale.price, sign: flagged ? 1 : -1 });
         if (this.#maintainStats) {
           // Its hash and token (its dollars are its price at its token's point in force).
           const stored = () => (this.#saleHash ??= this.#db.prepare("SELECT hash, currency FROM sales WHERE id = ?").raw()).get(sale.id) as [Buffer, string];
