@@ -365,6 +365,9 @@ export interface FlushResult {
   changed: number;
 }
 
+/** Each connection's statements of the aggregates (SalesAggregates). */
+const STATEMENTS = new WeakMap<Db, Map<string, Statement>>();
+
 /** Write side: marks what writes touched, and brings the aggregates up to date. */
 export class SalesAggregates extends StatsQueries {
   readonly #statements: Map<string, Statement>;
@@ -375,14 +378,17 @@ export class SalesAggregates extends StatsQueries {
   #hasRunning: boolean | undefined;
 
   constructor(db: Db) {
-    const statements = new Map<string, Statement>();
+    // The connection's, not this object's: group commit makes a write store per commit, and preparing every statement
+    // again each time cost a live feed's commit of 1,000 sales 2 ms (bench:ingest --profile).
+    let statements = STATEMENTS.get(db);
+    if (statements === undefined) STATEMENTS.set(db, (statements = new Map<string, Statement>()));
     let clean: string | undefined;
     super(
       (sql) => {
-        let s = statements.get(sql);
+        let s = statements!.get(sql);
         if (!s) {
           s = db.prepare(sql);
-          statements.set(sql, s);
+          statements!.set(sql, s);
         }
         return s;
       },

@@ -48,16 +48,26 @@ export const asWashSale = (r: WashRead): StoredWashSale<number> => ({
   id: r[0], assetId: r[1].slice(2), seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], hash: "", price: BigInt(r[6]), mask: r[7], marketplace: r[8],
 });
 
+type WashStatement = "before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "set";
+const WASH_STATEMENTS = new WeakMap<Db, Record<WashStatement, Statement>>();
+
 export class SqliteWash {
   readonly #db: Db;
-  #statements: Record<"before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "set", Statement> | undefined;
+  #statements: Record<WashStatement, Statement> | undefined;
 
   constructor(db: Db) {
     this.#db = db;
   }
 
   get #s() {
-    return (this.#statements ??= {
+    // The connection's (one write store a commit under group commit: prepared once, not every commit).
+    this.#statements ??= WASH_STATEMENTS.get(this.#db);
+    if (this.#statements === undefined) WASH_STATEMENTS.set(this.#db, this.#statements = this.#prepared());
+    return this.#statements;
+  }
+
+  #prepared(): Record<WashStatement, Statement> {
+    return ({
       before: this.#db.prepare(WASH_SQL.before).pluck(),
       after: this.#db.prepare(WASH_SQL.after).pluck(),
       span: this.#db.prepare(WASH_SQL.span).raw(),
