@@ -435,7 +435,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   ORDER_CURRENCY_MIGRATION("text"),
   // 34: the series and the collections list's summaries keep their sales' US dollars (usd-migration.ts; docs/money.md), as SQLite's 34.
   USD_SERIES_MIGRATION,
-  // 35: a sale's seller in its token's index, as SQLite's 35 (wash.ts SOLD_BY: a new sale's window asked of the index alone).
+  // 35: a sale's seller in its token's index, as SQLite's 35 (wash.ts ALONE_SQL.soldBy: a new sale's window asked of the index alone).
   `DROP INDEX sales_by_asset;
   CREATE INDEX sales_by_asset ON sales (collection_id, asset_id, timestamp DESC, block DESC, hash) INCLUDE (marketplace, price, seller);`,
 ];

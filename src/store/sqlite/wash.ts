@@ -53,29 +53,27 @@ const WASH_STATEMENTS = new WeakMap<Db, Record<WashStatement, Statement>>();
 
 export class SqliteWash {
   readonly #db: Db;
-  #statements: Record<WashStatement, Statement> | undefined;
 
   constructor(db: Db) {
     this.#db = db;
   }
 
-  get #s() {
-    // The connection's (one write store a commit under group commit: prepared once, not every commit).
-    this.#statements ??= WASH_STATEMENTS.get(this.#db);
-    if (this.#statements === undefined) WASH_STATEMENTS.set(this.#db, this.#statements = this.#prepared());
-    return this.#statements;
-  }
-
-  #prepared(): Record<WashStatement, Statement> {
-    return ({
-      before: this.#db.prepare(WASH_SQL.before).pluck(),
-      after: this.#db.prepare(WASH_SQL.after).pluck(),
-      span: this.#db.prepare(WASH_SQL.span).raw(),
-      token: this.#db.prepare(WASH_SQL.token).raw(),
-      heldFrom: this.#db.prepare(WASH_SQL.heldFrom).pluck(),
-      soldBy: this.#db.prepare(WASH_SQL.soldBy).pluck(),
-      set: this.#db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?"),
-    });
+  get #s(): Record<WashStatement, Statement> {
+    // The connection's, prepared once: group commit makes a write store (and so an evaluator) per commit.
+    let statements = WASH_STATEMENTS.get(this.#db);
+    if (statements === undefined) {
+      const db = this.#db;
+      WASH_STATEMENTS.set(db, (statements = {
+        before: db.prepare(WASH_SQL.before).pluck(),
+        after: db.prepare(WASH_SQL.after).pluck(),
+        span: db.prepare(WASH_SQL.span).raw(),
+        token: db.prepare(WASH_SQL.token).raw(),
+        heldFrom: db.prepare(WASH_SQL.heldFrom).pluck(),
+        soldBy: db.prepare(WASH_SQL.soldBy).pluck(),
+        set: db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?"),
+      }));
+    }
+    return statements;
   }
 
   /**
