@@ -7,8 +7,8 @@ import { openPool } from "../../src/store/postgres/database.js";
 import { type PgRepositories, pgRepositories } from "../../src/store/postgres/read-repositories.js";
 import type { ListingsFilter, SalesFilter } from "../../src/store/ports/reads.js";
 import { exerciseAnalytics, exerciseCollectionList, exerciseTokens } from "../support/analytics-reads.js";
-import { keepSql } from "../../src/store/postgres/collection-summaries.js";
-import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
+import { keepSql, WASH_MOVES_TABLE } from "../../src/store/postgres/collection-summaries.js";
+import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-stats.js";
 import { ALONE_SQL } from "../../src/store/postgres/wash.js";
@@ -283,6 +283,12 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     const washConds = keepWash.map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
     expect(washConds).toMatch(/sales_washed: \(\(collection_id = c\.id\) AND \("timestamp" >= /);
     expect(washConds).toMatch(/sales_series_pkey: \(\(collection_id = c\.id\) AND \(marketplace = ''::text\) AND \(span = 3600\) AND \(bucket >= /);
+    // A commit's keep of it (the windows where they were): the two summaries kept before, a seek of each by the collection.
+    await client.query(WASH_MOVES_TABLE);
+    const byMoves = await planOf(keepSql("c.data_version = $2", "$1::bigint", WASH_SUMMARIES, true, true), [500_000, 1]);
+    const movesConds = byMoves.map((n) => `${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    expect(movesConds).toMatch(new RegExp(`${WASH_SUMMARIES}_pkey: \\(collection_id = c\\.id\\)`));
+    expect(movesConds).toMatch(new RegExp(`${CLEAN_SUMMARIES}_pkey: \\(collection_id = (c|ow)\\.(id|collection_id)\\)`));
   });
 
   it("a batch's hour deltas seek their hour rows, and the derive's count of sales reads the running totals (issue 50: both grew with the store)", async () => {

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { WRITE_LOCK } from "./record-writes.js";
 import { stampVersions } from "./data-versions.js";
+import { recordWashMoves } from "./collection-summaries.js";
 import { freshHourlySql } from "./sales-stats.js";
 import { freshSeriesSql, SERIES_VALUES } from "./sales-series.js";
 
@@ -40,6 +41,8 @@ export async function rebuildStatsPg(pool: pg.Pool, collectionId: number | undef
       await client.query("INSERT INTO sales_hourly (collection_id, marketplace, hour, cum_num_sales, cum_volume) SELECT * FROM fresh");
       await client.query(`DELETE FROM sales_series WHERE ${scope}`);
       await client.query("INSERT INTO sales_series SELECT * FROM fresh_series");
+      // Its flagged sales summed again for its summary with wash, as every other part of it is.
+      if (collectionId !== undefined) await recordWashMoves(client, [collectionId], []);
       await stampVersions(client, collectionId === undefined ? { all: true } : { ids: [collectionId] });
     }
     const rows = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM sales_hourly");

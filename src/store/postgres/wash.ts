@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
+import { recordWashMoves } from "./collection-summaries.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, applySeriesMarks, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
 import {
@@ -104,6 +105,9 @@ async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]>
     if (r.h !== null) inserted.add(`${r.h}:${r.a}`);
   }
   const flips: Flip[] = [];
+  // The summaries with wash sum again the flagged sales of a collection with a sale changed or taken back, or rebuilt;
+  // the others' move by the flips (collection-summaries.ts keepSql).
+  const resummed = new Set(scope.changedCollections());
   for (const [c, m] of scope.take()) {
     const own: Flip[] = [];
     await evaluateCollection(client, c, m, own, inserted);
@@ -115,9 +119,12 @@ async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]>
     // A sale the merge added and a rule flags is no move (its mark is dropped): a live feed's commit of 30,000 sales, a fifth
     // of them flagged as they came, rebuilt its collection (bench:ingest, 10 s).
     const moves = own.filter((f) => !f.fresh).length;
-    if (moves > REBUILD_FLIPS && moves * REBUILD_SHARE > (await keptSales(client, c))) await rebuildAggregates(client, c);
-    else flips.push(...own);
+    if (moves > REBUILD_FLIPS && moves * REBUILD_SHARE > (await keptSales(client, c))) {
+      await rebuildAggregates(client, c);
+      resummed.add(c);
+    } else flips.push(...own);
   }
+  await recordWashMoves(client, [...resummed], flips.filter((f) => !resummed.has(f.c)).map((f) => ({ c: f.c, timestamp: f.sale.timestamp, price: f.sale.price, n: f.sign === -1 ? 1 : -1 })));
   return flips;
 }
 
