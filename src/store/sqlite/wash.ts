@@ -3,6 +3,7 @@ import type { Db } from "./db.js";
 import { assetKey } from "./asset-key.js";
 import {
   insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan,
+  windowBefore,
 } from "../shared/wash-scope.js";
 
 /** The sales the aggregates hold: those no wash rule flags (docs/wash-trades.md); sales_by_marketplace carries the flags, so its sums stay covered. */
@@ -40,6 +41,10 @@ export const WASH_SQL = {
   // and whether one in a new sale's window before it, other than itself, was sold by its buyer.
   heldFrom: "SELECT count(*) FROM sales INDEXED BY sales_by_asset WHERE collection_id = ? AND asset_key = ? AND timestamp >= ?",
   soldBy: "SELECT 1 FROM sales INDEXED BY sales_by_asset WHERE collection_id = ? AND asset_key = ? AND timestamp >= ? AND timestamp <= ? AND seller = unhex(?) AND id <> ? LIMIT 1",
+  // Both questions of a token with one new sale (a live feed's usual token), in one range of the index from its window
+  // on: a statement a token less (bench:ingest --profile: each cost the writer about 3 µs a sale).
+  oneAlone: `SELECT count(*) FILTER (WHERE timestamp >= @t), count(*) FILTER (WHERE timestamp <= @t AND seller = unhex(@buyer) AND id <> @id)
+    FROM sales INDEXED BY sales_by_asset WHERE collection_id = @c AND asset_key = @k AND timestamp >= @from`,
 } as const;
 
 export type WashRead = [number, string, string, string, number, number, string, number, string];
@@ -48,7 +53,7 @@ export const asWashSale = (r: WashRead): StoredWashSale<number> => ({
   id: r[0], assetId: r[1].slice(2), seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], hash: "", price: BigInt(r[6]), mask: r[7], marketplace: r[8],
 });
 
-type WashStatement = "before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "set";
+type WashStatement = "before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "oneAlone" | "set";
 const WASH_STATEMENTS = new WeakMap<Db, Record<WashStatement, Statement>>();
 
 export class SqliteWash {
@@ -70,6 +75,7 @@ export class SqliteWash {
         token: db.prepare(WASH_SQL.token).raw(),
         heldFrom: db.prepare(WASH_SQL.heldFrom).pluck(),
         soldBy: db.prepare(WASH_SQL.soldBy).pluck(),
+        oneAlone: db.prepare(WASH_SQL.oneAlone).raw(),
         set: db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?"),
       }));
     }
@@ -104,8 +110,15 @@ export class SqliteWash {
         if (insertedAfter !== undefined) {
           for (const [assetId, sales] of insertedOnly(m, run, (x) => x.id > insertedAfter)) {
             const key = assetKey(assetId);
-            const alone = newSalesAlone(sales, (from) => s.heldFrom.get(collectionId, key, from) as number,
-              (x, w) => s.soldBy.get(collectionId, key, w.from, w.to, x.buyer, x.id) !== undefined);
+            let alone: boolean;
+            if (sales.length === 1) {
+              const x = sales[0]!;
+              const [held, sold] = s.oneAlone.get({ c: collectionId, k: key, t: x.timestamp, buyer: x.buyer, id: x.id, from: windowBefore(x).from }) as [number, number];
+              alone = newSalesAlone(sales, () => held, () => sold > 0);
+            } else {
+              alone = newSalesAlone(sales, (from) => s.heldFrom.get(collectionId, key, from) as number,
+                (x, w) => s.soldBy.get(collectionId, key, w.from, w.to, x.buyer, x.id) !== undefined);
+            }
             if (alone) tokens.set(assetId, sales);
           }
         }
