@@ -6,10 +6,11 @@ import type { Chain } from "./chains.js";
 // token's smallest unit. The tokens whose unit is ETH's wei, one for one
 // (ETH itself, WETH, Blur's pool ETH), are the ones every ETH figure
 // (volumes, floors, series, rankings, appraisals) adds up: a sale in WETH
-// is a sale at that many wei of ETH, as marketplaces count it. Tokens of
-// another unit are named here so that a record naming one is told why it is
-// refused, not that its currency is unknown: their amounts cannot be added
-// to wei until they are converted (issue 53, "Left").
+// is a sale at that many wei of ETH, as marketplaces count it. A sale in a
+// token of another unit (USDC, DAI, APE) is taken and answered in that unit,
+// priced in dollars by its own points, and counted in no figure in wei
+// (domain/wash.ts OTHER_UNIT); an order in one is refused by name: a floor,
+// an ask or a bid in wei cannot hold its price.
 
 /** The address a record names for a chain's own coin (no contract). */
 export const NATIVE = "0x0000000000000000000000000000000000000000";
@@ -64,16 +65,20 @@ export function paymentToken(chain: Chain, currency: string): PaymentToken | und
   return PAYMENT_TOKENS[chain].find((t) => t.symbol === name || t.contract === address);
 }
 
+/** The symbols of the tokens whose amounts are not wei of ETH, on any chain: a sale in one is counted in no figure in wei (domain/wash.ts OTHER_UNIT). */
+export const OTHER_UNIT_SYMBOLS: ReadonlySet<string> = new Set(Object.values(PAYMENT_TOKENS).flatMap((tokens) => tokens.filter((t) => !t.ethUnit).map((t) => t.symbol)));
+
 /**
  * Why `currency` cannot be a record's on `chain`, or undefined when it can:
- * unknown there, or a token whose amounts are not wei of ETH. `token`:
- * paymentToken's answer, when the caller has it already.
+ * unknown there, or, for an order (`ethUnitOnly`), a token whose amounts are
+ * not wei of ETH. `token`: paymentToken's answer, when the caller has it
+ * already.
  */
-export function refusedCurrency(chain: Chain, currency: string, token = paymentToken(chain, currency)): string | undefined {
-  if (token?.ethUnit === true) return undefined;
-  const accepted = PAYMENT_TOKENS[chain].filter((t) => t.ethUnit).map((t) => t.symbol);
+export function refusedCurrency(chain: Chain, currency: string, token = paymentToken(chain, currency), ethUnitOnly = false): string | undefined {
+  if (token !== undefined && (token.ethUnit || !ethUnitOnly)) return undefined;
+  const accepted = PAYMENT_TOKENS[chain].filter((t) => t.ethUnit || !ethUnitOnly).map((t) => t.symbol);
   if (token === undefined) {
     return `must be one of ${chain}'s payment tokens, ${accepted.join(", ")}, by symbol or contract (docs/money.md), got ${JSON.stringify(currency.slice(0, 42))}`;
   }
-  return `${token.symbol} is not taken yet: its amounts are not wei of ETH, and the ETH figures cannot add them until they are converted (docs/money.md); accepted: ${accepted.join(", ")}`;
+  return `${token.symbol} is not taken for a listing or an offer: its amounts are not wei of ETH, and a floor, an ask or a bid in wei cannot hold them (docs/money.md); accepted: ${accepted.join(", ")}`;
 }

@@ -28,6 +28,17 @@ export const WASH_RULES = [
 
 export type WashRuleName = (typeof WASH_RULES)[number]["name"];
 
+/**
+ * Not a rule: a stored mask's mark of a sale paid in a token whose amounts
+ * are not wei of ETH (USDC, DAI, APE: domain/currencies.ts). Set by the same
+ * evaluation as the rules' bits, from the sale's own currency, it keeps the
+ * sale out of every figure in wei as a flag does (the aggregates hold the
+ * sales whose mask is 0) and out of what includeWash adds back; the outlier
+ * rule neither judges it nor counts it among the neighbours. washNames and
+ * washScore read the rules' bits alone: no answer shows it.
+ */
+export const OTHER_UNIT = 1 << 30;
+
 /** The back-and-forth and closed-loop window: 30 days. */
 export const WASH_WINDOW_SECONDS = 30 * 86_400;
 /** The outlier rule's neighbours: 10 sales before and 10 after (fewer at a collection's ends; none judged with under OUTLIER_MIN_NEIGHBOURS). */
@@ -45,6 +56,8 @@ export interface WashSale<Id = unknown> {
   block: number;
   hash: string;
   price: bigint;
+  /** Paid in a token whose amounts are not wei of ETH (OTHER_UNIT). */
+  otherUnit?: boolean;
 }
 
 /**
@@ -173,12 +186,14 @@ export function outlierMasks(sales: readonly WashSale[], complete: { first: bool
 /**
  * Every sale's mask, from a whole collection's sales in any order (or, told
  * `sorted`, already in compareSales order, as a store reads them): the rules
- * as documented (the tests' oracle, and the backfill).
+ * as documented, and OTHER_UNIT (the tests' oracle, and the backfill).
  */
 export function washFlagsOf<Id>(sales: readonly WashSale<Id>[], { sorted: given = false } = {}): Map<Id, number> {
   const sorted = given ? sales : [...sales].sort(compareSales);
   const masks = new Map<Id, number>();
-  outlierMasks(sorted, { first: true, last: true }).forEach((m, i) => masks.set(sorted[i]!.id, m!));
+  for (const s of sorted) masks.set(s.id, s.otherUnit === true ? OTHER_UNIT : 0);
+  const priced = sorted.filter((s) => s.otherUnit !== true);
+  outlierMasks(priced, { first: true, last: true }).forEach((m, i) => masks.set(priced[i]!.id, m!));
   const byToken = new Map<string, WashSale<Id>[]>();
   for (const s of sorted) {
     let list = byToken.get(s.assetId);

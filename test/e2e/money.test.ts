@@ -9,7 +9,8 @@ import { restGet, transportFor, useEmptyStoreServer } from "../support/server.js
 // through every read of a sale (the REST JSON kept per row, the binary
 // encoded from the columns, a token's last sale, a sale taken back); the
 // tokens whose amounts are wei of ETH count in the ETH figures as ETH does,
-// and one whose amounts are not is refused by name. Listings and offers
+// and a sale in one whose amounts are not is listed in its unit and counted
+// in no figure in wei (an order in one is refused by name). Listings and offers
 // carry theirs as sales do, through a replay of an order's log and an order
 // taken back whole.
 
@@ -77,13 +78,34 @@ describe("a sale's payment token and fees", () => {
     expect(removed.map(money)).toEqual([expected[2]]);
   });
 
-  it("refuses a token the chain has not, one whose amounts are not wei of ETH, and fees past the price, each by name", async () => {
+  it("takes a sale in a token of another unit (USDC): answered in its unit, priced by its own points, in no figure in wei, with wash or not", async () => {
+    const CX = "0x00000000000000000000000000000000000000d3";
+    const at = (n: number, price: string, extra: object = {}) => ({ ...sale(n, price, extra), contractAddress: CX });
+    // 2,500 USDC (6 decimals), by its contract, and 1 ETH.
+    const posted = await post("sales", [at(11, "2500000000", { currency: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", amountReceived: "2437500000" }), at(12, "1000000000000000000")]);
+    expect(posted.status, JSON.stringify(posted.body)).toBe(200);
+    expect((await post("prices", [{ currency: "USDC", minute: NOW - (NOW % 60), usd: "0.9998" }])).status).toBe(200);
+    const listed = (await get("/v1/asset/sales", { contractAddress: CX })).body.data as (Money & { priceUsd: string; washFlags: string[]; washScore: number })[];
+    expect(listed.map((x) => [x.assetId, x.currency, x.price, x.priceUsd, x.washFlags, x.washScore])).toEqual([
+      ["12", "ETH", "1000000000000000000", "", [], 0],
+      ["11", "USDC", "2500000000", "2499.50", [], 0],
+    ]);
+    // Every figure in wei holds the sale in ETH alone: stats with wash or not, the collections list with wash or not.
+    for (const includeWash of ["false", "true"]) {
+      const stats = (await get("/v1/collection/stats", { contractAddress: CX, includeWash })).body.data as { totalNumSales: number; totalVolume: string };
+      expect(stats, includeWash).toMatchObject({ totalNumSales: 1, totalVolume: "1000000000000000000" });
+      const list = (await get("/v1/collections", { query: CX.slice(-6), includeWash })).body.data as { sales30d: number; volume30d: string }[];
+      expect(list.map((c) => [c.sales30d, c.volume30d]), includeWash).toEqual([[1, "1000000000000000000"]]);
+    }
+  });
+
+  it("refuses a token the chain has not, and fees past the price, each by name", async () => {
     const refused = async (extra: object) => {
       const r = await post("sales", [sale(9, "1000", extra)]);
       expect(r.status).toBe(400);
       return JSON.stringify(r.body);
     };
-    expect(await refused({ currency: "USDC" })).toMatch(/currency: USDC is not taken yet: its amounts are not wei of ETH/);
+    expect(await refused({ currency: "USDC", chain: "polygon" })).toMatch(/currency: must be one of polygon's payment tokens, ETH, WETH/);
     expect(await refused({ currency: "BLUR_POOL", chain: "base" })).toMatch(/currency: must be one of base's payment tokens, ETH, WETH/);
     expect(await refused({ marketplaceFee: "1001" })).toMatch(/marketplaceFee: must not exceed price \(1000\)/);
     expect(await refused({ marketplaceFee: "600", royaltyFee: "500" })).toMatch(/royaltyFee: marketplaceFee and royaltyFee together must not exceed price/);
@@ -187,7 +209,7 @@ describe("an order's payment token", () => {
   it("refuses a token the chain has not, or one whose amounts are not wei of ETH, by name", async () => {
     const l = await post("listings", [listing("9", "1", 0, { currency: "USDC" })]);
     expect(l.status).toBe(400);
-    expect(JSON.stringify(l.body)).toMatch(/currency: USDC is not taken yet: its amounts are not wei of ETH/);
+    expect(JSON.stringify(l.body)).toMatch(/currency: USDC is not taken for a listing or an offer: its amounts are not wei of ETH/);
     const o = await post("offers", [offer("9", "1", 0, { currency: "BLUR_POOL", chain: "base" })]);
     expect(o.status).toBe(400);
     expect(JSON.stringify(o.body)).toMatch(/currency: must be one of base's payment tokens, ETH, WETH/);

@@ -4,7 +4,7 @@ import { numberedSale } from "../support/sales.js";
 import { type SeriesInterval, DAY, HOUR, intervalSeconds, intervalStart } from "../../src/domain/series.js";
 import { skipPg } from "../support/pg.js";
 import { type Harness, harness, importBatch } from "../support/property-store.js";
-import { washFlagsOf } from "../../src/domain/wash.js";
+import { OTHER_UNIT, washFlagsOf } from "../../src/domain/wash.js";
 
 // Floor, holders and sales series against oracles computed from the raw
 // records of random write histories, through the service in process, on
@@ -25,6 +25,8 @@ interface Sale {
   price: bigint;
   /** Sold back (wallet 2 to wallet 1): with a sale of its token the other way within 30 days, both legs are flagged, the earlier as the later comes. */
   back: boolean;
+  /** Paid in USDC: in no interval, with wash or not (domain/wash.ts OTHER_UNIT). */
+  usdc: boolean;
 }
 const assetOf = (key: number) => String(key % 5);
 // Two keys share each hash (with different assets): ties at one time and block go to hash, then asset.
@@ -41,6 +43,8 @@ const saleArb: fc.Arbitrary<Sale> = fc.record({
   block: fc.integer({ min: 1, max: 3 }),
   price: fc.oneof(fc.bigInt({ min: 0n, max: 10n ** 20n }), fc.bigInt({ min: 2n ** 95n, max: 2n ** 100n })),
   back: fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
+  // Paid in USDC: in no interval, with wash or not (domain/wash.ts OTHER_UNIT).
+  usdc: fc.integer({ min: 0, max: 5 }).map((n) => n === 0),
 });
 
 /** ETH's USD price at a minute of the sales' span (or the day before it), written between the batches of sales: it reprices sales already kept. */
@@ -59,7 +63,7 @@ const saleRecord = (address: string) => (s: Sale) => ({
   block: s.block,
   price: s.price.toString(),
   amountReceived: "0",
-  currency: "ETH",
+  currency: s.usdc ? "USDC" : "ETH",
   marketplace: s.marketplace,
 });
 
@@ -101,15 +105,15 @@ interface Bucket {
  * The series a query should answer, from the raw sales: those no wash rule
  * flags (docs/wash-trades.md: the rules applied to all of them: their
  * prices, and a token sold back between the two wallets), or all with
- * includeWash. A flag a later batch brings moves a stored sale out of the
+ * includeWash all in wei. A flag a later batch brings moves a stored sale out of the
  * kept series: where it is none of an interval's edges, by its delta.
  * Its range is that of every sale.
  */
 function seriesOracle(sales: readonly Sale[], q: SeriesQuery): Bucket[] {
-  const masks = washFlagsOf(sales.map((s) => ({ id: s.key, assetId: assetOf(s.key), seller: s.back ? "2" : "1", buyer: s.back ? "1" : "2", timestamp: s.timestamp, block: s.block, hash: hashOf(s.key).slice(2), price: s.price })));
+  const masks = washFlagsOf(sales.map((s) => ({ id: s.key, assetId: assetOf(s.key), seller: s.back ? "2" : "1", buyer: s.back ? "1" : "2", timestamp: s.timestamp, block: s.block, hash: hashOf(s.key).slice(2), price: s.price, otherUnit: s.usdc })));
   const matching = sales.filter(
     (s) => (q.marketplace === undefined || s.marketplace === q.marketplace) && (q.assetId === undefined || assetOf(s.key) === q.assetId) &&
-      (q.includeWash || masks.get(s.key) === 0),
+      (q.includeWash ? (masks.get(s.key)! & OTHER_UNIT) === 0 : masks.get(s.key) === 0),
   );
   const times = sales.map((s) => s.timestamp);
   let { since, until } = q;

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Kind } from "../../src/domain/kinds/index.js";
-import { washFlagsOf } from "../../src/domain/wash.js";
+import { OTHER_UNIT, washFlagsOf } from "../../src/domain/wash.js";
 import { skipPg } from "../support/pg.js";
 import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
 
@@ -33,7 +33,7 @@ type Wallets = "12" | "21" | "11";
 const wallet = (d: string) => `0x${d.repeat(40)}`;
 
 type Write =
-  | { kind: "sales"; collection: number; hash: number; asset: number; hoursAgo: number; price: number; wallets: Wallets }
+  | { kind: "sales"; collection: number; hash: number; asset: number; hoursAgo: number; price: number; wallets: Wallets; usdc: boolean }
   | { kind: "listings"; collection: number; id: number; asset: number; price: number; open: boolean }
   | { kind: "transfers"; collection: number; hash: number; asset: number };
 
@@ -47,6 +47,8 @@ const writeArb: fc.Arbitrary<Write> = fc.oneof(
     hoursAgo: fc.constantFrom(0, 1, 22, 23, 24, 100, 166, 167, 168, 500, 718, 719, 720, 2000),
     price: fc.integer({ min: 1, max: 5 }),
     wallets: fc.constantFrom<Wallets>("12", "12", "12", "21", "11"),
+    // Paid in USDC: in no window, with wash or not (domain/wash.ts OTHER_UNIT).
+    usdc: fc.constantFrom(false, false, false, false, true),
   }),
   fc.record({
     kind: fc.constant("listings" as const),
@@ -70,7 +72,7 @@ function recordOf(r: number, w: Write): object {
     const timestamp = NOW - w.hoursAgo * HOUR;
     return {
       hash: hex(w.hash, r, 1 + w.collection), contractAddress, assetId: String(w.asset), timestamp, block: 100 + w.hash,
-      from: wallet(w.wallets[0]!), to: wallet(w.wallets[1]!), price: wei(w.price), amountReceived: wei(w.price), currency: "ETH", marketplace: "BLUR",
+      from: wallet(w.wallets[0]!), to: wallet(w.wallets[1]!), price: wei(w.price), amountReceived: wei(w.price), currency: w.usdc ? "USDC" : "ETH", marketplace: "BLUR",
     };
   }
   if (w.kind === "listings") {
@@ -97,17 +99,17 @@ interface Expected {
   floor: string | undefined;
 }
 
-/** The windows ending with `hour` over the latest version of each sale of one collection of run `r`: its clean sales, or all with `includeWash`. */
+/** The windows ending with `hour` over the latest version of each sale of one collection of run `r`: its clean sales, or all in wei with `includeWash`. */
 function windows(r: number, sales: Extract<Write, { kind: "sales" }>[], hour: number, includeWash: boolean): Omit<Expected, "address" | "floor"> {
   const out = { volume1d: 0n, volume7d: 0n, volume30d: 0n, sales1d: 0, sales7d: 0, sales30d: 0 };
   const masks = washFlagsOf(
     sales.map((s) => ({
       id: s, assetId: String(s.asset), seller: wallet(s.wallets[0]!), buyer: wallet(s.wallets[1]!), timestamp: NOW - s.hoursAgo * HOUR,
-      block: 100 + s.hash, hash: hex(s.hash, r, 1 + s.collection).slice(2), price: BigInt(wei(s.price)),
+      block: 100 + s.hash, hash: hex(s.hash, r, 1 + s.collection).slice(2), price: BigInt(wei(s.price)), otherUnit: s.usdc,
     })),
   );
   for (const s of sales) {
-    if (!includeWash && masks.get(s) !== 0) continue;
+    if (includeWash ? (masks.get(s)! & OTHER_UNIT) !== 0 : masks.get(s) !== 0) continue;
     const h = Math.floor((NOW - s.hoursAgo * HOUR) / HOUR);
     const price = BigInt(wei(s.price));
     if (h >= hour - 23) [out.volume1d, out.sales1d] = [out.volume1d + price, out.sales1d + 1];
@@ -201,7 +203,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
     it("sums flagged sales of any amount exactly: past 2^95 wei, and past 2^63 in the limbs' sums", async () => {
       const r = ++run;
       const big = [2n ** 100n, 2n ** 94n, 2n ** 94n, 1n];
-      const records = big.map((price, i) => ({ ...(recordOf(r, { kind: "sales", collection: 0, hash: i, asset: i, hoursAgo: 1, price: 1, wallets: "11" }) as object), price: String(price), amountReceived: String(price) }));
+      const records = big.map((price, i) => ({ ...(recordOf(r, { kind: "sales", collection: 0, hash: i, asset: i, hoursAgo: 1, price: 1, wallets: "11", usdc: false }) as object), price: String(price), amountReceived: String(price) }));
       await importBatch(h.store, "sales", records);
       const total = big.reduce((a, b) => a + b, 0n);
       expect((await listAll(runText(r), "volume1d", true)).rows.map((x) => [x.volume1d, x.volume30d, Number(x.sales1d)])).toEqual([[String(total), String(total), 4]]);
@@ -212,7 +214,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
     it("the windows move on the hour: the next write keeps every summary again", async () => {
       const r = ++run;
-      const sale = (c: number, hash: number, hoursAgo: number): Write => ({ kind: "sales", collection: c, hash, asset: 0, hoursAgo, price: 2, wallets: "12" });
+      const sale = (c: number, hash: number, hoursAgo: number): Write => ({ kind: "sales", collection: c, hash, asset: 0, hoursAgo, price: 2, wallets: "12", usdc: false });
       // Collection 2 has a self trade only: its windows count it with wash only.
       const selfTrade: Write = { ...sale(2, 4, 10), wallets: "11" } as Write;
       await importBatch(h.store, "sales", [sale(0, 1, 1), sale(0, 2, 100), sale(1, 3, 10), selfTrade].map((w) => recordOf(r, w)));

@@ -1,4 +1,4 @@
-import { washFlagsOf } from "../../src/domain/wash.js";
+import { OTHER_UNIT, washFlagsOf } from "../../src/domain/wash.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ImportRejected, importLines } from "../../src/ingest/importer.js";
@@ -29,6 +29,8 @@ interface Sale {
   marketplace: string;
   timestamp: number;
   price: bigint;
+  /** Paid in USDC: in no figure in wei, with wash or not (domain/wash.ts OTHER_UNIT). */
+  usdc: boolean;
 }
 
 const assetOf = (key: number) => String(key % 4);
@@ -50,6 +52,7 @@ const sale: fc.Arbitrary<Sale> = fc.record({
   marketplace: fc.constantFrom(...MARKETPLACES),
   timestamp,
   price,
+  usdc: fc.constantFrom(false, false, false, false, false, true),
 });
 const batch = fc.record({
   sales: fc.array(sale, { minLength: 1, maxLength: 40 }),
@@ -72,7 +75,7 @@ const windowArb = fc
   .map((w) => (w.since !== undefined && w.until !== undefined && w.since > w.until ? { ...w, since: w.until, until: w.since } : w));
 
 function line(s: Sale, contractAddress = C): string {
-  return JSON.stringify({ ...row(s, contractAddress), currency: "ETH" });
+  return JSON.stringify(row(s, contractAddress));
 }
 
 function row(s: Sale, contractAddress = C): SaleRow {
@@ -87,6 +90,7 @@ function row(s: Sale, contractAddress = C): SaleRow {
     price: s.price.toString(),
     amountReceived: "0",
     marketplace: s.marketplace,
+    currency: s.usdc ? "USDC" : "ETH",
   };
 }
 
@@ -97,15 +101,15 @@ async function* linesOf(texts: string[]) {
 /**
  * The window's sums over the raw rows: of those no wash rule flags
  * (docs/wash-trades.md, the rules applied to all of them: the sales share a
- * seller and buyer, so their prices decide), or of all with includeWash.
+ * seller and buyer, so their prices decide), or of all in wei with includeWash.
  */
 function oracle(all: Iterable<Sale>, w: { since?: number | undefined; until?: number | undefined; asset?: string | undefined; includeWash?: boolean }): SalesSummary {
   const sales = [...all];
   const masks = washFlagsOf(sales.map((s) => {
     const r = row(s);
-    return { id: s.key, assetId: r.assetId, seller: r.from, buyer: r.to, timestamp: r.timestamp, block: r.block, hash: r.hash.slice(2), price: s.price };
+    return { id: s.key, assetId: r.assetId, seller: r.from, buyer: r.to, timestamp: r.timestamp, block: r.block, hash: r.hash.slice(2), price: s.price, otherUnit: s.usdc };
   }));
-  const rows = w.includeWash === true ? sales : sales.filter((s) => masks.get(s.key) === 0);
+  const rows = sales.filter((s) => (w.includeWash === true ? (masks.get(s.key)! & OTHER_UNIT) === 0 : masks.get(s.key) === 0));
   const by = new Map<string, { n: number; v: bigint }>();
   for (const s of rows) {
     if (w.since !== undefined && s.timestamp < w.since) continue;
@@ -180,10 +184,10 @@ describe("collection stats from write-time aggregates (property)", () => {
     const db = openWritable(":memory:");
     try {
       const sales: Sale[] = [
-        { key: 1, marketplace: "BLUR", timestamp: T0, price: 5n },
-        { key: 2, marketplace: "BLUR", timestamp: T0 + 10, price: 7n },
-        { key: 3, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS - 1, price: 2n ** 96n },
-        { key: 4, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS, price: 1n },
+        { key: 1, marketplace: "BLUR", timestamp: T0, price: 5n, usdc: false },
+        { key: 2, marketplace: "BLUR", timestamp: T0 + 10, price: 7n, usdc: false },
+        { key: 3, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS - 1, price: 2n ** 96n, usdc: false },
+        { key: 4, marketplace: "OPENSEA", timestamp: T0 + BUCKET_SECONDS, price: 1n, usdc: false },
       ];
       await importLines(new SqliteRecordImport(db), linesOf(sales.map((x) => line(x))), { kind: "sales", skipInvalid: false });
       const read = sqliteRepositories(db);

@@ -70,5 +70,23 @@ for (const engine of ["sqlite", "postgres"] as const) {
         expect((await h.store.rebuildStats(undefined, true)).changed).toBe(0);
       });
     }
+
+    it("a new sale's outlier neighbours are the sales in wei before it, past any in another unit (the run's bound counts those in wei)", async () => {
+      const h = harnessed();
+      const address = `0x${(0xf7000 + ++run).toString(16).padStart(40, "0")}`;
+      let n = 0;
+      const sale = (day: number, price: string, currency = "ETH") => ({
+        hash: `0x${(0xb00 + ++n).toString(16).padStart(64, "0")}`, from: wallet(String(n % 10)), to: wallet(String((n + 3) % 10)), contractAddress: address,
+        assetId: String(n), timestamp: T0 + day * DAY, block: 1_000 + day, price, amountReceived: "0", currency, marketplace: "OPENSEA",
+      });
+      // 20 sales in wei, then 15 in USDC: the 21st sale before the spike by time is the sixth in wei from the end.
+      const held = [...Array.from({ length: 20 }, (_, i) => sale(i, "1000")), ...Array.from({ length: 15 }, (_, i) => sale(20 + i, "1", "USDC"))];
+      const spike = sale(40, "10001");
+      await importBatch(h.store, "collections", [{ contractAddress: address, name: "other units" }]);
+      await importBatch(h.store, "sales", held);
+      await importBatch(h.store, "sales", [spike]);
+      const got = (await h.assets.listSales({ contractAddress: address, limit: 1 })).data.map((s) => [s.hash, s.washFlags]);
+      expect(got).toEqual([[spike.hash, ["price_outlier"]]]);
+    });
   });
 }

@@ -25,6 +25,8 @@ interface Version {
   /** Days after T0 (a few sales share a time). */
   day: number;
   price: bigint;
+  /** Paid in USDC: judged by the token rules, neither judged nor counted by the outlier rule (domain/wash.ts OTHER_UNIT). */
+  usdc: boolean;
 }
 
 const version = fc.record({
@@ -34,16 +36,20 @@ const version = fc.record({
   buyer: fc.integer({ min: 0, max: 3 }),
   day: fc.oneof(fc.integer({ min: 0, max: 120 }), fc.constantFrom(0, 30, 60)),
   price: fc.oneof({ weight: 8, arbitrary: fc.bigInt({ min: 900n, max: 1100n }) }, fc.constantFrom(1n, 50n, 20_000n, 1_000_000n)),
+  usdc: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
 });
 
+
+/** A price in USDC's unit is far below one in wei (10^-9 of it, at the market's rate): counted among the sales in wei, each would be an outlier and drag its neighbours' median down. */
+const priceOf = (v: Version) => (v.usdc ? v.price / 1000n + 1n : v.price);
 
 const hashOf = (key: number) => `0x${(0xa000 + key).toString(16).padStart(64, "0")}`;
 
 function record(address: string, v: Version, removed: boolean): object {
   return {
     hash: hashOf(v.key), from: WALLETS[v.seller], to: WALLETS[v.buyer], contractAddress: address, assetId: String(v.asset),
-    timestamp: T0 + v.day * DAY + (v.key % 3), block: 1_000 + v.day, price: v.price.toString(), amountReceived: v.price.toString(),
-    currency: "ETH", marketplace: "OPENSEA", ...(removed ? { removed: true } : {}),
+    timestamp: T0 + v.day * DAY + (v.key % 3), block: 1_000 + v.day, price: priceOf(v).toString(), amountReceived: priceOf(v).toString(),
+    currency: v.usdc ? "USDC" : "ETH", marketplace: "OPENSEA", ...(removed ? { removed: true } : {}),
   };
 }
 
@@ -83,7 +89,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
 
             const oracle = washFlagsOf<number>([...held.values()].map((v): WashSale<number> => {
               const r = record(address, v, false) as { timestamp: number; block: number };
-              return { id: v.key, assetId: String(v.asset), seller: WALLETS[v.seller]!, buyer: WALLETS[v.buyer]!, timestamp: r.timestamp, block: r.block, hash: hashOf(v.key).slice(2), price: v.price };
+              return { id: v.key, assetId: String(v.asset), seller: WALLETS[v.seller]!, buyer: WALLETS[v.buyer]!, timestamp: r.timestamp, block: r.block, hash: hashOf(v.key).slice(2), price: priceOf(v), otherUnit: v.usdc };
             }));
             const answered = new Map<string, { flags: string[]; score: number }>();
             let cursor = "";

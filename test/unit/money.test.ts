@@ -31,7 +31,10 @@ describe("payment tokens", () => {
     expect(paymentToken("ethereum", "0xC02AAA39B223FE8D0A0E5C4F27EAD9083C756CC2")?.symbol).toBe("WETH");
     expect(paymentToken("base", "0x4200000000000000000000000000000000000006")?.symbol).toBe("WETH");
     expect(paymentToken("base", "BLUR_POOL")).toBeUndefined();
-    expect(refusedCurrency("ethereum", "USDC")).toMatch(/not taken yet/);
+    // A sale in USDC is taken (in no figure in wei); a listing or an offer in it is refused by name.
+    expect(refusedCurrency("ethereum", "USDC")).toBeUndefined();
+    expect(refusedCurrency("ethereum", "USDC", undefined, true)).toMatch(/USDC is not taken for a listing or an offer/);
+    expect(refusedCurrency("polygon", "USDC")).toMatch(/must be one of polygon's payment tokens, ETH, WETH/);
     expect(refusedCurrency("ethereum", "ETH")).toBeUndefined();
     expect([PRICED_AS.get("WETH"), PRICED_AS.get("BLUR_POOL"), PRICED_AS.get("ETH"), PRICED_AS.get("USDC")]).toEqual(["ETH", "ETH", "ETH", "USDC"]);
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { handlerFor } from "../../src/domain/kinds/index.js";
 import type { Problem } from "../../src/domain/kinds/fields.js";
 import fc from "fast-check";
-import { compareSales, tokenWashMasks, WASH_WINDOW_SECONDS, washFlagsOf, washNames, washScore, type WashSale } from "../../src/domain/wash.js";
+import { compareSales, OTHER_UNIT, tokenWashMasks, WASH_WINDOW_SECONDS, washFlagsOf, washNames, washScore, type WashSale } from "../../src/domain/wash.js";
 
 // The wash rules of docs/wash-trades.md, one example each way: what hits a
 // rule and what just misses it.
@@ -43,6 +43,25 @@ describe("wash rules", () => {
     // The market follows the price from the spike on: the median of its neighbours moves with it.
     expect(flags(market((i) => (i >= 10 ? 20_000n : 1000n)))[10]).toEqual([]);
     expect(flags(market((i) => (i === 5 ? 50_000n : 1000n), 10))[5]).toEqual([]);
+  });
+
+  it("a sale paid in another unit (USDC) is marked OTHER_UNIT, no outlier and no neighbour of one; the token rules judge it; no answer shows the mark", () => {
+    const market = (over: (i: number) => Partial<WashSale<number>>) => Array.from({ length: 21 }, (_, i) => sale(`w${i}`, `x${i}`, i, { assetId: String(i), ...over(i) }));
+    // 5,000 USDC (6 decimals) among sales of 1,000 wei: counted in wei, a tenth of them; no outlier.
+    const usdc = market((i) => (i === 10 ? { price: 5_000_000_000n, otherUnit: true } : {}));
+    const masks = washFlagsOf(usdc);
+    expect(masks.get(usdc[10]!.id)).toBe(OTHER_UNIT);
+    expect(flags(usdc)[10]).toEqual([]);
+    expect(washScore(OTHER_UNIT)).toBe(0);
+    // Nor a neighbour: ten sales of 1 USDC around a spike leave it ten sales in wei, and their median; in wei, those
+    // ten would make the median theirs.
+    const around = (otherUnit: boolean) => market((i) => (i === 10 ? { price: 10_001n } : i % 2 === 1 ? { price: 1_000_000n, otherUnit } : {}));
+    expect(flags(around(true))[10]).toEqual(["price_outlier"]);
+    expect(flags(around(false))[10]).toEqual([]);
+    // A self trade paid in USDC is one.
+    const self = [sale(A, A, 0, { otherUnit: true })];
+    expect(washFlagsOf(self).get(self[0]!.id)).toBe(OTHER_UNIT | 1);
+    expect(flags(self)).toEqual([["self_trade"]]);
   });
 
   it("price_outlier counts what the documented medians say, on random markets (the medians sorted here)", () => {

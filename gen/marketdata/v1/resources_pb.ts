@@ -253,8 +253,9 @@ export type Sale = Message<"marketdata.v1.Sale"> & {
   amountReceived: string;
 
   /**
-   * The payment token by symbol: ETH, WETH, BLUR_POOL (docs/money.md); price is
-   * in its smallest unit.
+   * The payment token by symbol: ETH, WETH, BLUR_POOL, USDC, DAI, APE
+   * (docs/money.md); price is in its smallest unit. A sale in USDC, DAI or
+   * APE is counted in no figure in wei (stats, series, rankings, appraisals).
    *
    * @generated from field: string currency = 10;
    */

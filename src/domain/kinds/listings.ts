@@ -25,7 +25,7 @@ export const listings = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
-    paymentCurrency(r, problems);
+    paymentCurrency(r, problems, true);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
     notAhead("createdAt", r.createdAt, ctx, problems);

@@ -32,7 +32,7 @@ export const offers = declareKind({
   shape,
   rules: (r, problems, ctx) => {
     updatedAfterCreated(r, problems);
-    paymentCurrency(r, problems);
+    paymentCurrency(r, problems, true);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
     if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {

@@ -185,12 +185,13 @@ export function tweetOf(t: Tweet): Record<string, unknown> {
 /**
  * A record's currency as one of its chain's payment tokens, by symbol
  * (domain/currencies.ts): a contract or a symbol in another case is stored
- * as the token's symbol; one the chain has not, or whose amounts are not
- * wei of ETH, is refused by name.
+ * as the token's symbol; one the chain has not is refused, and so, for an
+ * order (`ethUnitOnly`), is one whose amounts are not wei of ETH, by name.
  */
-export function paymentCurrency(r: { chain: Chain; currency: string }, problems: Problem[]): void {
+export function paymentCurrency(r: { chain: Chain; currency: string }, problems: Problem[], ethUnitOnly = false): void {
   // One lookup per record (every sale's check): the refusal's message is built only for a refusal.
   const token = paymentToken(r.chain, r.currency);
-  if (token?.ethUnit === true) r.currency = token.symbol;
-  else problems.push({ field: "currency", reason: refusedCurrency(r.chain, r.currency, token)! });
+  const refused = token !== undefined && (token.ethUnit || !ethUnitOnly) ? undefined : refusedCurrency(r.chain, r.currency, token, ethUnitOnly);
+  if (refused === undefined) r.currency = token!.symbol;
+  else problems.push({ field: "currency", reason: refused });
 }

@@ -1,3 +1,4 @@
+import { FLAGGED, IN_WEI } from "../shared/wash-scope.js";
 import { exactUsdSql, usdPointOf } from "../shared/prices.js";
 import {
   type BucketTotals,
@@ -157,7 +158,7 @@ export class PgAnalytics implements AnalyticsRepository {
       const values: unknown[] = [collectionId, f.assetId, f.from, f.to + length - 1, length, origin];
       const $ = (v: unknown) => `$${values.push(v)}`;
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
-      const clean = f.includeWash === true ? "" : "AND wash_flags = 0";
+      const clean = `AND ${f.includeWash === true ? IN_WEI : "wash_flags = 0"}`;
       const rows = await this.q.rows<PriceRow>(
         `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
                     WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
@@ -185,7 +186,7 @@ export class PgAnalytics implements AnalyticsRepository {
          UNION ALL
          SELECT w.timestamp, 1, w.price::text, w.price::text, w.price::text, ${one("first")}, ${one("last")}, coalesce(w.usd, 0)::text, (w.usd IS NULL)::int
          FROM (SELECT s.*, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
-               WHERE s.collection_id = $1 AND s.wash_flags <> 0 AND s.timestamp >= $4 AND s.timestamp <= $5 ${washedMarket}) w`,
+               WHERE s.collection_id = $1 AND ${FLAGGED} AND s.timestamp >= $4 AND s.timestamp <= $5 ${washedMarket}) w`,
         [collectionId, marketplace, f.interval === "hour" ? HOUR : DAY, f.from, f.to + length - 1],
       );
       const buckets = rows.map(toBucket).sort((a, b) => a.start - b.start);

@@ -1,3 +1,4 @@
+import { FLAGGED } from "../shared/wash-scope.js";
 import type pg from "pg";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
 import type { PageRequest } from "../ports/paging.js";
@@ -110,7 +111,7 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
   // The clean sales' dollars in both tables (shared/collection-summaries.ts: the flagged ones' are added when read).
   const hours = `SELECT s.bucket, s.volume, s.num_sales, ${usd ? "s.volume_usd" : "0"} FROM sales_series s
       WHERE s.collection_id = c.id AND s.marketplace = '' AND s.span = ${HOUR} AND s.bucket >= ${start(30)}`;
-  const summed = `SELECT x.timestamp, x.price, 1, 0 FROM sales x WHERE x.collection_id = c.id AND x.wash_flags <> 0 AND x.timestamp >= ${start(30)}`;
+  const summed = `SELECT x.timestamp, x.price, 1, 0 FROM sales x WHERE x.collection_id = c.id AND ${FLAGGED} AND x.timestamp >= ${start(30)}`;
   const resum = `(EXISTS (SELECT 1 FROM wash_moves r WHERE r.collection_id = c.id AND r.timestamp IS NULL)
       OR NOT EXISTS (SELECT 1 FROM ${WASH_SUMMARIES} o WHERE o.collection_id = c.id))`;
   const diff = (w: string) => [`(ow.volume_${w} - oc.volume_${w})`, `(ow.sales_${w} - oc.sales_${w})`];
@@ -208,7 +209,7 @@ export class PgCollectionList implements CollectionListRepository {
       const shown = rows.slice(0, page.limit);
       const flagged = await this.q.rows<{ c: number; t: string; price: string; currency: string; usd: string | null }>(
         `SELECT s.collection_id AS c, s.timestamp AS t, s.price::text AS price, s.currency, ${usdPointSql("s", "usd")} FROM sales s
-         WHERE s.collection_id = ANY($1::integer[]) AND s.wash_flags <> 0 AND s.timestamp >= $2`,
+         WHERE s.collection_id = ANY($1::integer[]) AND ${FLAGGED} AND s.timestamp >= $2`,
         [shown.map((r) => r.collection_id), windowStarts(hour).d30 * HOUR],
       );
       // Each collection's flagged sales, grouped once (not one pass over all of them per row).

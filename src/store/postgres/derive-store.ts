@@ -47,10 +47,11 @@ export class PgDeriveStore implements DeriveRepository {
     return r.rows.map((t) => ({ assetId: t.asset_id, currentOwner: t.current_owner, attributes: t.attributes }));
   }
 
+  /** A collection's sales, oldest first; wash trades (and sales in another unit) left out, as SQLite's. */
   async sales(collectionId: number, after: number, until: number): Promise<SaleForModel[]> {
     const r = await this.pool.query<{ asset_id: string; timestamp: number; price: string; buyer: string }>(
       `SELECT s.asset_id::text AS asset_id, s.timestamp, s.price::text AS price, '0x' || encode(s.buyer, 'hex') AS buyer
-       FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
+       FROM sales s WHERE s.collection_id = $1 AND s.timestamp > $2 AND s.timestamp <= $3 AND s.wash_flags = 0 ORDER BY s.timestamp, s.block, s.hash, s.asset_id`,
       [collectionId, after, until],
     );
     return r.rows.map((s) => ({ assetId: s.asset_id, timestamp: s.timestamp, price: BigInt(s.price), buyer: s.buyer }));

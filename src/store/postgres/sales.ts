@@ -1,3 +1,4 @@
+import { FLAGGED, IN_WEI } from "../shared/wash-scope.js";
 import { type UsdSummary, usdValue, UsdVolumes } from "../../domain/money.js";
 import { usdPointSql } from "../shared/prices.js";
 import { usdWindowParts } from "../shared/usd-window.js";
@@ -76,7 +77,7 @@ export function salesSinceValues(collectionId: number, after: number, until: num
 /** One asset's sales in [$3, $4] by marketplace; $5: wash trades counted too (docs/wash-trades.md). */
 export const PG_ASSET_STATS_SQL = `
   SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales
-  WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 AND ($5 OR wash_flags = 0)
+  WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 AND (wash_flags = 0 OR $5 AND ${IN_WEI})
   GROUP BY marketplace`;
 
 /**
@@ -87,7 +88,7 @@ export const PG_ASSET_STATS_SQL = `
 export const PG_WINDOW_WITH_WASH_SQL = `${PG_WINDOW_STATS_SQL}
   UNION ALL
   SELECT marketplace, count(*)::int AS n, sum(price)::text AS v FROM sales
-  WHERE collection_id = $1 AND wash_flags <> 0 AND timestamp >= $8 AND timestamp <= $9
+  WHERE collection_id = $1 AND ${FLAGGED} AND timestamp >= $8 AND timestamp <= $9
   GROUP BY marketplace`;
 
 /** Past every timestamp the API accepts (and within bigint). */
@@ -215,7 +216,7 @@ export class PgSales implements SalesRepository {
 const PG_USD_STATS_SQL = (asset: boolean) => `
   SELECT marketplace, currency, count(*)::int AS n, (count(*) - count(usd_point))::int AS unpriced, sum(price * usd_point::numeric)::text AS v
   FROM (SELECT w.marketplace, w.currency, w.price, ${usdPointSql("w")} FROM (SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s
-    WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND ($4 OR s.wash_flags = 0)${asset ? " AND s.asset_id = $6" : ""} LIMIT $5) w) x
+    WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 AND (s.wash_flags = 0 OR $4 AND ${IN_WEI})${asset ? " AND s.asset_id = $6" : ""} LIMIT $5) w) x
   GROUP BY marketplace, currency`;
 
 /**
@@ -244,6 +245,6 @@ const PG_USD_WINDOW_SQL = `
     SELECT s.marketplace, s.currency, s.price, s.timestamp FROM unnest($5::bigint[], $6::bigint[]) e(lo, hi)
       CROSS JOIN LATERAL (SELECT * FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= e.lo AND s.timestamp <= e.hi AND s.wash_flags = 0) s
     UNION ALL
-    SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s WHERE $7 AND s.collection_id = $1 AND s.wash_flags <> 0 AND s.timestamp >= $8 AND s.timestamp <= $9
+    SELECT s.marketplace, s.currency, s.price, s.timestamp FROM sales s WHERE $7 AND s.collection_id = $1 AND ${FLAGGED} AND s.timestamp >= $8 AND s.timestamp <= $9
     LIMIT $10) w) x
   GROUP BY marketplace, currency`;

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { washFlagsOf } from "../../domain/wash.js";
-import { type Flip, moveAggregates, setMasks, WASH_COLUMNS, WASH_ORDER, washSales } from "./wash.js";
+import { type Flip, moveAggregates, setMasks, WASH_ORDER, washColumns, washSales } from "./wash.js";
 
 /**
  * Migration 29, as SQLite's 29: every sale's wash flags, and a removed
@@ -14,11 +14,12 @@ export async function washFlagsMigration(client: pg.PoolClient): Promise<void> {
   const collections = (await client.query<{ c: number }>("SELECT DISTINCT collection_id AS c FROM sales")).rows;
   const flips: Flip[] = [];
   for (const { c } of collections) {
-    const sales = await washSales(client, `SELECT ${WASH_COLUMNS} FROM sales s WHERE s.collection_id = $1 ${WASH_ORDER}`, [c]);
+    // Every sale in ETH: the payment token came later (migration 31).
+    const sales = await washSales(client, `SELECT ${washColumns("'ETH'")} FROM sales s WHERE s.collection_id = $1 ${WASH_ORDER}`, [c]);
     const masks = washFlagsOf(sales, { sorted: true });
     const flagged = sales.filter((s) => masks.get(s.id) !== 0);
     await setMasks(client, c, flagged.map((s) => [s, masks.get(s.id)!]));
-    for (const sale of flagged) flips.push({ c, sale, sign: -1 });
+    for (const sale of flagged) flips.push({ c, sale, sign: -1, mask: masks.get(sale.id)! });
   }
   await client.query(WASH_INDEXES);
   // The series as this migration finds them: without the dollars (migration 34).

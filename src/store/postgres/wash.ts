@@ -3,8 +3,10 @@ import { BUCKET_SECONDS } from "../shared/sales-buckets.js";
 import { recordWashMoves } from "./collection-summaries.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, applySeriesMarks, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
+import { OTHER_UNIT_SYMBOLS } from "../../domain/currencies.js";
+import { OTHER_UNIT } from "../../domain/wash.js";
 import {
-  insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan,
+  insertedOnly, newSalesAlone, PRICED_IN_WEI, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan,
   windowBefore,
 } from "../shared/wash-scope.js";
 
@@ -39,8 +41,9 @@ export const REMOVED_WASH_MARKS = [WASH_MARKS_TABLE, "INSERT INTO wash_marks SEL
 
 // In the rules' order, the sales list's index (sales_by_time) read backwards:
 // no sort, here or in shared/wash-scope.ts washChanges.
-export const WASH_COLUMNS = `encode(s.hash, 'hex'), s.asset_id::text, encode(s.seller, 'hex'), encode(s.buyer, 'hex'),
-  s.timestamp::float8, s.block::float8, s.price::text, s.wash_flags, s.marketplace`;
+export const washColumns = (currency = "s.currency") => `encode(s.hash, 'hex'), s.asset_id::text, encode(s.seller, 'hex'), encode(s.buyer, 'hex'),
+  s.timestamp::float8, s.block::float8, s.price::text, s.wash_flags, s.marketplace, ${currency}`;
+export const WASH_COLUMNS = washColumns();
 // By the stored columns (alias s), not the answer's: ordered by the hex text and the doubles, every read was sorted,
 // on disk past work_mem (bench:ingest: a live commit's tokens, 160,000 sales, 1.5 s).
 export const WASH_ORDER = "ORDER BY s.timestamp, s.block, s.hash DESC, s.asset_id DESC";
@@ -48,9 +51,10 @@ export const WASH_ORDER = "ORDER BY s.timestamp, s.block, s.hash DESC, s.asset_i
 const TOKEN_ORDER = "ORDER BY s.asset_id, s.timestamp, s.block, s.hash DESC";
 
 /** A row of WASH_COLUMNS, read as an array (a live commit's run is thousands of rows: no object per row made and spread again). */
-export type WashRead = [string, string, string, string, number, number, string, number, string];
+export type WashRead = [string, string, string, string, number, number, string, number, string, string];
 export const asWashSale = (r: WashRead): StoredWashSale<string> => ({
   id: `${r[0]}:${r[1]}`, hash: r[0], assetId: r[1], seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], price: BigInt(r[6]), mask: r[7], marketplace: r[8],
+  otherUnit: OTHER_UNIT_SYMBOLS.has(r[9]),
 });
 
 /** A wash read (WASH_COLUMNS) of `text`, as sales. */
@@ -124,7 +128,9 @@ async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]>
       resummed.add(c);
     } else flips.push(...own);
   }
-  await recordWashMoves(client, [...resummed], flips.filter((f) => !resummed.has(f.c)).map((f) => ({ c: f.c, timestamp: f.sale.timestamp, price: f.sale.price, n: f.sign === -1 ? 1 : -1 })));
+  // The summaries with wash hold the flagged sales in wei: one paid in another unit moves neither (OTHER_UNIT).
+  const moved = flips.filter((f) => !resummed.has(f.c) && ((f.sign === -1 ? f.mask : f.sale.mask) & OTHER_UNIT) === 0);
+  await recordWashMoves(client, [...resummed], moved.map((f) => ({ c: f.c, timestamp: f.sale.timestamp, price: f.sale.price, n: f.sign === -1 ? 1 : -1 })));
   return flips;
 }
 
@@ -168,13 +174,16 @@ export interface Flip {
   c: number;
   sale: StoredWashSale<string>;
   sign: 1 | -1;
+  /** Its new mask. */
+  mask: number;
   /** Flagged, and added by this transaction's merge: its hour's delta taken back, its series never given it. */
   fresh?: boolean;
 }
 
 async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks, flips: Flip[], inserted: ReadonlySet<string>): Promise<void> {
   const bound = async (cmp: "<" | ">", t: number) =>
-    (await client.query<{ t: string }>(`SELECT timestamp::text AS t FROM sales WHERE collection_id = $1 AND timestamp ${cmp} $2
+    // Sales in wei, by their currency (a sale changed into another unit is not yet marked): the outlier rule's neighbours.
+    (await client.query<{ t: string }>(`SELECT timestamp::text AS t FROM sales WHERE collection_id = $1 AND timestamp ${cmp} $2 AND ${PRICED_IN_WEI}
       ORDER BY timestamp ${cmp === "<" ? "DESC" : "ASC"} LIMIT 1 OFFSET ${RUN_MARGIN - 1}`, [c, t])).rows[0]?.t;
   const lo = await bound("<", m.span.from);
   const hi = await bound(">", m.span.to);
@@ -205,7 +214,7 @@ async function evaluateCollection(client: pg.PoolClient, c: number, m: WashMarks
   }
   const changes = washChanges(m, { sales: run, complete: { first: lo === undefined, last: hi === undefined } }, tokens);
   await setMasks(client, c, changes.map(([sale, mask]) => [sale, mask]));
-  for (const [sale, mask] of changes) if ((sale.mask === 0) !== (mask === 0)) flips.push({ c, sale, sign: mask === 0 ? 1 : -1 });
+  for (const [sale, mask] of changes) if ((sale.mask === 0) !== (mask === 0)) flips.push({ c, sale, sign: mask === 0 ? 1 : -1, mask });
 }
 
 /** What newSalesAlone asks, for every token at once (exported for the query-plan test): each token's sales from a time on, and the new sales whose window before them holds one their buyer sold. */

@@ -1,4 +1,5 @@
-import { OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WINDOW_SECONDS, type WashSale } from "../../domain/wash.js";
+import { OTHER_UNIT_SYMBOLS } from "../../domain/currencies.js";
+import { OTHER_UNIT, OUTLIER_NEIGHBOURS, outlierMasks, tokenWashMasks, WASH_WINDOW_SECONDS, type WashSale } from "../../domain/wash.js";
 
 // Which sales a write's wash flags may move, and their new masks
 // (docs/wash-trades.md). Each engine's writer marks every sale it inserts,
@@ -39,7 +40,15 @@ export interface WashMarks {
   tokens: Map<string, TokenMarks>;
 }
 
-/** Per collection, how many sales the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
+/** Every sale in wei, flagged or not (includeWash): all but those paid in another unit (domain/wash.ts OTHER_UNIT). */
+export const IN_WEI = `wash_flags < ${OTHER_UNIT}`;
+/** The flagged sales in wei (what includeWash adds back), in the terms the partial index of flagged sales (migration 29) is chosen by. */
+export const FLAGGED = `wash_flags <> 0 AND ${IN_WEI}`;
+
+/** The condition on a sale's currency (column `currency`) that its amounts are wei of ETH: the sales the outlier rule compares. */
+export const PRICED_IN_WEI = `currency NOT IN (${[...OTHER_UNIT_SYMBOLS].map((c) => `'${c}'`).join(", ")})`;
+
+/** Per collection, how many sales in wei the outlier run reaches past the marks: its 21st neighbour's time bounds the read. */
 export const RUN_MARGIN = OUTLIER_NEIGHBOURS + 1;
 /** Past this many marked tokens, one read of the collection's span may serve them all (readsWide). */
 const TOKEN_SEEKS_UP_TO = 32;
@@ -161,16 +170,24 @@ export function washChanges<Id>(
 ): WashChange<Id>[] {
   // The sales whose mask changes, with their new masks (no object per sale: a bulk import evaluates every one of them).
   const changed = new Map<Id, WashChange<Id>>();
-  outlierMasks(run.sales, run.complete).forEach((m, i) => {
-    const s = run.sales[i]!;
+  // The outlier rule over the sales in wei alone (the run's bounds count those: RUN_MARGIN of them either side).
+  const priced = run.sales.some((s) => s.otherUnit === true) ? run.sales.filter((s) => s.otherUnit !== true) : run.sales;
+  outlierMasks(priced, run.complete).forEach((m, i) => {
+    const s = priced[i]!;
     if (m !== undefined && ((s.mask & ~8) | m) !== s.mask) changed.set(s.id, [s, (s.mask & ~8) | m]);
   });
+  // A sale's unit, from its own currency (every marked sale is in the run): one in another unit is no outlier.
+  for (const s of run.sales) {
+    const was = changed.get(s.id)?.[1] ?? s.mask;
+    const now = s.otherUnit === true ? (was & ~8) | OTHER_UNIT : was & ~OTHER_UNIT;
+    if (now !== was) changed.set(s.id, [s, now]);
+  }
   for (const [assetId, sales] of tokens) {
     const span = marks.tokens.get(assetId)!;
     tokenWashMasks(sales).forEach((m, i) => {
       const s = sales[i]!;
       if (s.timestamp < span.from - WASH_WINDOW_SECONDS || s.timestamp > span.to + WASH_WINDOW_SECONDS) return;
-      const now = ((changed.get(s.id)?.[1] ?? s.mask) & 8) | m;
+      const now = ((changed.get(s.id)?.[1] ?? s.mask) & (8 | OTHER_UNIT)) | m;
       if (now !== s.mask) changed.set(s.id, [s, now]);
       else changed.delete(s.id);
     });

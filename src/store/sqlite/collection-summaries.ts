@@ -17,6 +17,7 @@ import {
 } from "../shared/collection-summaries.js";
 import type { Db } from "./db.js";
 import { limbsToWei } from "./wei.js";
+import { FLAGGED } from "./wash.js";
 import { HOUR } from "../../domain/series.js";
 import type { SqliteStatements } from "./statements.js";
 
@@ -83,8 +84,8 @@ export const KEEPER_SQL = {
   flaggedSums: `SELECT ${["@d1", "@d7", "@d30"].map((d) => {
     const f = `FILTER (WHERE timestamp >= ${d})`;
     return `count(*) ${f}, sum(price_hi) ${f}, sum(price_lo) ${f}, count(price_hi) ${f}`;
-  }).join(", ")} FROM sales INDEXED BY sales_washed WHERE collection_id = @id AND wash_flags <> 0 AND timestamp >= @d30`,
-  flagged: "SELECT timestamp, price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND wash_flags <> 0 AND timestamp >= ?",
+  }).join(", ")} FROM sales INDEXED BY sales_washed WHERE collection_id = @id AND ${FLAGGED} AND timestamp >= @d30`,
+  flagged: `SELECT timestamp, price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND ${FLAGGED} AND timestamp >= ?`,
   // What the flagged sales add to a collection's kept summaries: the summary with wash less the clean one, both of the windows' hour.
   flaggedKept: `SELECT w.volume_1d, w.volume_7d, w.volume_30d, w.sales_1d, w.sales_7d, w.sales_30d, c.volume_1d, c.volume_7d, c.volume_30d, c.sales_1d, c.sales_7d, c.sales_30d
     FROM ${WASH_SUMMARIES} w JOIN ${CLEAN_SUMMARIES} c ON c.collection_id = w.collection_id WHERE w.collection_id = ?`,
@@ -294,7 +295,7 @@ export class SqliteCollectionList implements CollectionListRepository {
       if (filter.includeWash) {
         // The flagged sales' dollars (the kept ones are the clean sales'): the page's only, one point seek each.
         const flagged = this.s.prepare(`SELECT s.timestamp, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_washed
-          WHERE s.collection_id = ? AND s.wash_flags <> 0 AND s.timestamp >= ?`).raw();
+          WHERE s.collection_id = ? AND ${FLAGGED} AND s.timestamp >= ?`).raw();
         for (const r of rows.slice(0, page.limit)) {
           addFlaggedUsd(r, hour, flagged.iterate(r.collection_id, windowStarts(hour).d30 * HOUR) as Iterable<[number, string, string, string | null]>);
         }

@@ -19,7 +19,7 @@ import {
 } from "../../domain/series.js";
 import type { SeriesFilter } from "../ports/market.js";
 import { assetKey } from "./asset-key.js";
-import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
+import { CLEAN, IN_WEI, WASHED, WASHED_FROM } from "./wash.js";
 import { exactUsd, tokensPricedAs } from "../../domain/money.js";
 import { POINT_IN_FORCE_SECONDS } from "../shared/prices.js";
 import { LATEST_POINT_SQL, NEXT_POINT_SQL, PointsInForce } from "./prices.js";
@@ -147,7 +147,7 @@ export class SalesSeries {
     const startOf = (t: number) => intervalStart(f.interval, t);
     const end = f.to + intervalSeconds(f.interval) - 1;
     if (f.assetId !== undefined) {
-      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?", ...(f.includeWash === true ? [] : [CLEAN])];
+      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?", f.includeWash === true ? IN_WEI : CLEAN];
       const params: unknown[] = [collectionId, assetKey(f.assetId), f.from, end];
       if (f.marketplace !== undefined) {
         where.push("marketplace = ?");

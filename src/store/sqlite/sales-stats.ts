@@ -7,7 +7,7 @@ import { type SalesSummary, summarize } from "../../domain/rows.js";
 import type { StatsFilter } from "../ports/reads.js";
 import type { SalePoint } from "../../domain/series.js";
 import { SalesSeries } from "./sales-series.js";
-import { CLEAN, WASHED, WASHED_FROM } from "./wash.js";
+import { CLEAN, FLAGGED, IN_WEI, WASHED, WASHED_FROM } from "./wash.js";
 import { type UsdSummary, UsdVolumes } from "../../domain/money.js";
 import { usdPointSql } from "../shared/prices.js";
 import { usdWindowParts } from "../shared/usd-window.js";
@@ -161,7 +161,7 @@ export class SalesStatsReader extends StatsQueries {
       const reads = parts.raw.map((r) => () => raw.iterate(collectionId, r.from, r.to) as Iterable<Sale>);
       if (filter.includeWash === true) {
         const flagged = this.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_washed
-          WHERE s.collection_id = ? AND s.wash_flags <> 0 AND s.timestamp >= ? AND s.timestamp <= ?`).raw();
+          WHERE s.collection_id = ? AND ${FLAGGED} AND s.timestamp >= ? AND s.timestamp <= ?`).raw();
         reads.push(() => flagged.iterate(collectionId, filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER) as Iterable<Sale>);
       }
       let n = 0;
@@ -248,7 +248,7 @@ export class SalesStatsReader extends StatsQueries {
    * that asset's sales in the window, never the collection's.
    */
   #forAsset(c: number, assetId: string, since: number | undefined, until: number | undefined, includeWash: boolean): Map<string, Totals> {
-    const where = includeWash ? ["collection_id = ?", "asset_key = ?"] : ["collection_id = ?", "asset_key = ?", CLEAN];
+    const where = ["collection_id = ?", "asset_key = ?", includeWash ? IN_WEI : CLEAN];
     const params: unknown[] = [c, assetKey(assetId)];
     if (since !== undefined) {
       where.push("timestamp >= ?");

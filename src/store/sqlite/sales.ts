@@ -13,7 +13,7 @@ import { encodedWhole, readyPage } from "../shared/wire-rows.js";
 import { finalityOf } from "../shared/finality.js";
 import { finalizedOf } from "./collections.js";
 import { SalesStatsReader } from "./sales-stats.js";
-import { CLEAN } from "./wash.js";
+import { CLEAN, IN_WEI } from "./wash.js";
 import { saleKey, toSale } from "../shared/rows.js";
 import type { SqliteStatements } from "./statements.js";
 import { LATEST_POINT_SQL, PointsInForce } from "./prices.js";
@@ -97,7 +97,7 @@ export class SqliteSales implements SalesRepository {
    */
   salesUsdSummary(collectionId: number, filter: StatsFilter, maxSales: number): UsdSummary | undefined {
     if (filter.assetId === undefined) return this.#stats.usdSummary(collectionId, filter, maxSales);
-    const where = ["s.collection_id = ?", "s.asset_key = ?", "s.timestamp >= ?", "s.timestamp <= ?", ...(filter.includeWash === true ? [] : [`s.${CLEAN}`])];
+    const where = ["s.collection_id = ?", "s.asset_key = ?", "s.timestamp >= ?", "s.timestamp <= ?", filter.includeWash === true ? IN_WEI : CLEAN];
     const params = [collectionId, assetKey(filter.assetId), filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER];
     const read = this.s.prepare(`SELECT s.marketplace, s.price, s.currency, ${usdPointSql("s")} FROM sales s INDEXED BY sales_by_asset WHERE ${where.join(" AND ")}`).raw();
     const volumes = new UsdVolumes();

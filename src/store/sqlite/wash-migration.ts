@@ -2,7 +2,7 @@ import { washFlagsOf } from "../../domain/wash.js";
 import { keepEverySummary } from "./collection-summaries.js";
 import type { Db } from "./db.js";
 import { SalesAggregates } from "./sales-stats.js";
-import { asWashSale, WASH_COLUMNS, WASH_ORDER, type WashRead } from "./wash.js";
+import { asWashSale, WASH_ORDER, washColumns, type WashRead } from "./wash.js";
 
 /**
  * Migration 29: every sale's wash flags, and a removed sale's as it had them
@@ -16,7 +16,8 @@ export function washFlagsMigration(db: Db): void {
     ALTER TABLE sale_removals ADD COLUMN wash_flags INTEGER NOT NULL DEFAULT 0;
   `);
   // Each collection's sales read whole, in the rules' order, flagged as the writes would flag them.
-  const read = db.prepare(`SELECT ${WASH_COLUMNS} FROM sales WHERE collection_id = ? ${WASH_ORDER}`).raw();
+  // Every sale in ETH: the payment token came later (migration 31).
+  const read = db.prepare(`SELECT ${washColumns("'ETH'")} FROM sales WHERE collection_id = ? ${WASH_ORDER}`).raw();
   const set = db.prepare("UPDATE sales SET wash_flags = ? WHERE id = ?");
   const aggregates = new SalesAggregates(db);
   for (const c of db.prepare("SELECT DISTINCT collection_id FROM sales").pluck().all() as number[]) {

@@ -1,6 +1,8 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { assetKey } from "./asset-key.js";
+import { OTHER_UNIT_SYMBOLS } from "../../domain/currencies.js";
+import { FLAGGED, PRICED_IN_WEI } from "../shared/wash-scope.js";
 import {
   insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan,
   windowBefore,
@@ -8,9 +10,10 @@ import {
 
 /** The sales the aggregates hold: those no wash rule flags (docs/wash-trades.md); sales_by_marketplace carries the flags, so its sums stay covered. */
 export const CLEAN = "wash_flags = 0";
+export { FLAGGED, IN_WEI } from "../shared/wash-scope.js";
 /** The flagged sales of a collection by time (parameters: collection, from, to): a partial index of the few (migration 29), for what includeWash adds back. */
 export const WASHED_FROM = "sales INDEXED BY sales_washed";
-export const WASHED = "collection_id = ? AND wash_flags <> 0 AND timestamp >= ? AND timestamp <= ?";
+export const WASHED = `collection_id = ? AND ${FLAGGED} AND timestamp >= ? AND timestamp <= ?`;
 
 // Wash flags on SQLite (shared/wash-scope.ts says what is read and why): before
 // a commit, per collection marked, the run of sales around the marks by the
@@ -22,7 +25,8 @@ export const WASHED = "collection_id = ? AND wash_flags <> 0 AND timestamp >= ? 
 // (no sort: shared/wash-scope.ts washChanges takes them as they come, with no
 // hash), the addresses as hex made by SQLite (a third of the cost of a Buffer
 // per blob).
-export const WASH_COLUMNS = "id, asset_key, hex(seller), hex(buyer), timestamp, block, price, wash_flags, marketplace";
+export const washColumns = (currency = "currency") => `id, asset_key, hex(seller), hex(buyer), timestamp, block, price, wash_flags, marketplace, ${currency}`;
+export const WASH_COLUMNS = washColumns();
 export const WASH_ORDER = "ORDER BY timestamp, block, hash DESC, asset_key DESC";
 
 /**
@@ -31,8 +35,9 @@ export const WASH_ORDER = "ORDER BY timestamp, block, hash DESC, asset_key DESC"
  * seek of the time index), the run by time, and a token's sales.
  */
 export const WASH_SQL = {
-  before: `SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp < ? ORDER BY timestamp DESC LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
-  after: `SELECT timestamp FROM sales WHERE collection_id = ? AND timestamp > ? ORDER BY timestamp LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
+  // Sales in wei, by their currency (a sale changed into another unit is not yet marked): the outlier rule's neighbours.
+  before: `SELECT timestamp FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp < ? AND ${PRICED_IN_WEI} ORDER BY timestamp DESC LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
+  after: `SELECT timestamp FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp > ? AND ${PRICED_IN_WEI} ORDER BY timestamp LIMIT 1 OFFSET ${RUN_MARGIN - 1}`,
   // Each names its index: before a commit's statistics (a bulk import's are gathered after it), the planner took the
   // time index for a token's sales, its order matching, and read the collection once per token (bench: 25x the import).
   span: `SELECT ${WASH_COLUMNS} FROM sales INDEXED BY sales_by_time WHERE collection_id = ? AND timestamp >= ? AND timestamp <= ? ${WASH_ORDER}`,
@@ -47,10 +52,11 @@ export const WASH_SQL = {
     FROM sales INDEXED BY sales_by_asset WHERE collection_id = @c AND asset_key = @k AND timestamp >= @from`,
 } as const;
 
-export type WashRead = [number, string, string, string, number, number, string, number, string];
+export type WashRead = [number, string, string, string, number, number, string, number, string, string];
 
 export const asWashSale = (r: WashRead): StoredWashSale<number> => ({
   id: r[0], assetId: r[1].slice(2), seller: r[2], buyer: r[3], timestamp: r[4], block: r[5], hash: "", price: BigInt(r[6]), mask: r[7], marketplace: r[8],
+  otherUnit: OTHER_UNIT_SYMBOLS.has(r[9]),
 });
 
 type WashStatement = "before" | "after" | "span" | "token" | "heldFrom" | "soldBy" | "oneAlone" | "set";
@@ -84,11 +90,11 @@ export class SqliteWash {
 
   /**
    * Evaluates the rules around every mark and writes the masks that changed;
-   * `flipped` hears of each sale that became flagged or clean (the aggregates
-   * hold clean sales only). Returns how many masks changed. The sales with an
+   * `flipped` hears of each sale that became flagged or clean, with its new
+   * mask (the aggregates hold clean sales only). Returns how many masks changed. The sales with an
    * id past `insertedAfter` are the transaction's own (undefined: none known).
    */
-  evaluate(marks: Map<number, WashMarks>, flipped: (collectionId: number, sale: StoredWashSale<number>, flagged: boolean) => void, insertedAfter?: number): number {
+  evaluate(marks: Map<number, WashMarks>, flipped: (collectionId: number, sale: StoredWashSale<number>, mask: number) => void, insertedAfter?: number): number {
     let changed = 0;
     for (const [collectionId, m] of marks) {
       const s = this.#s;
@@ -130,7 +136,7 @@ export class SqliteWash {
       }
       for (const [sale, mask] of washChanges(m, { sales: run, complete }, tokens)) {
         s.set.run(mask, sale.id);
-        if ((sale.mask === 0) !== (mask === 0)) flipped(collectionId, sale, mask !== 0);
+        if ((sale.mask === 0) !== (mask === 0)) flipped(collectionId, sale, mask);
         changed++;
       }
     }
