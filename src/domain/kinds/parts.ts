@@ -189,9 +189,9 @@ export function tweetOf(t: Tweet): Record<string, unknown> {
  * order (`ethUnitOnly`), is one whose amounts are not wei of ETH, by name.
  */
 export function paymentCurrency(r: { chain: Chain; currency: string }, problems: Problem[], ethUnitOnly = false): void {
-  // One lookup per record (every sale's check): the refusal's message is built only for a refusal.
+  // One lookup per record (every sale's check): refusedCurrency builds its message only for a refusal.
   const token = paymentToken(r.chain, r.currency);
-  const refused = token !== undefined && (token.ethUnit || !ethUnitOnly) ? undefined : refusedCurrency(r.chain, r.currency, token, ethUnitOnly);
+  const refused = refusedCurrency(r.chain, r.currency, token, ethUnitOnly);
   if (refused === undefined) r.currency = token!.symbol;
   else problems.push({ field: "currency", reason: refused });
 }

@@ -4,9 +4,8 @@ import { recordWashMoves } from "./collection-summaries.js";
 import { APPLY_HOUR_DELTAS, freshHourlySql, HOUR_DELTAS_TABLE } from "./sales-stats.js";
 import { APPLY_SERIES_MARKS, applySeriesMarks, freshSeriesSql, SERIES_MARKS_TABLE } from "./sales-series.js";
 import { OTHER_UNIT_SYMBOLS } from "../../domain/currencies.js";
-import { OTHER_UNIT } from "../../domain/wash.js";
 import {
-  insertedOnly, newSalesAlone, PRICED_IN_WEI, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan,
+  insertedOnly, movesFlaggedInWei, newSalesAlone, PRICED_IN_WEI, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, WashScope, wideReadSpan,
   windowBefore,
 } from "../shared/wash-scope.js";
 
@@ -128,8 +127,7 @@ async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]>
       resummed.add(c);
     } else flips.push(...own);
   }
-  // The summaries with wash hold the flagged sales in wei: one paid in another unit moves neither (OTHER_UNIT).
-  const moved = flips.filter((f) => !resummed.has(f.c) && ((f.sign === -1 ? f.mask : f.sale.mask) & OTHER_UNIT) === 0);
+  const moved = flips.filter((f) => !resummed.has(f.c) && movesFlaggedInWei(f.sale.mask, f.mask));
   await recordWashMoves(client, [...resummed], moved.map((f) => ({ c: f.c, timestamp: f.sale.timestamp, price: f.sale.price, n: f.sign === -1 ? 1 : -1 })));
   return flips;
 }

@@ -45,6 +45,15 @@ export const IN_WEI = `wash_flags < ${OTHER_UNIT}`;
 /** The flagged sales in wei (what includeWash adds back), in the terms the partial index of flagged sales (migration 29) is chosen by. */
 export const FLAGGED = `wash_flags <> 0 AND ${IN_WEI}`;
 
+/**
+ * Whether a sale whose mask went from `was` to `now` (one of them 0: a flip)
+ * moves the flagged sales in wei, which the summaries with wash add to the
+ * clean ones: not when the flagged mask marks another unit (OTHER_UNIT).
+ */
+export function movesFlaggedInWei(was: number, now: number): boolean {
+  return ((now !== 0 ? now : was) & OTHER_UNIT) === 0;
+}
+
 /** The condition on a sale's currency (column `currency`) that its amounts are wei of ETH: the sales the outlier rule compares. */
 export const PRICED_IN_WEI = `currency NOT IN (${[...OTHER_UNIT_SYMBOLS].map((c) => `'${c}'`).join(", ")})`;
 

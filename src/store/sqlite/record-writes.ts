@@ -1,4 +1,4 @@
-import { OTHER_UNIT } from "../../domain/wash.js";
+import { movesFlaggedInWei } from "../shared/wash-scope.js";
 import { finalizedRemoval } from "../shared/conflicts.js";
 import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
 import { SqliteWash } from "./wash.js";
@@ -262,8 +262,7 @@ export class WriteStore {
       for (const c of this.#washMarks.changedCollections()) this.#touched.washed.add(c);
       this.#wash.evaluate(this.#washMarks.take(), (c, sale, mask) => {
         const flagged = mask !== 0;
-        // The summaries with wash hold the flagged sales in wei: one paid in another unit moves neither (OTHER_UNIT).
-        if (((flagged ? mask : sale.mask) & OTHER_UNIT) === 0) this.#touched.flipped(c, { timestamp: sale.timestamp, price: sale.price, sign: flagged ? 1 : -1 });
+        if (movesFlaggedInWei(sale.mask, mask)) this.#touched.flipped(c, { timestamp: sale.timestamp, price: sale.price, sign: flagged ? 1 : -1 });
         if (this.#maintainStats) {
           // Its hash and token (its dollars are its price at its token's point in force).
           const stored = () => (this.#saleHash ??= this.#db.prepare("SELECT hash, currency FROM sales WHERE id = ?").raw()).get(sale.id) as [Buffer, string];

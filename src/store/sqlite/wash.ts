@@ -2,9 +2,8 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import { assetKey } from "./asset-key.js";
 import { OTHER_UNIT_SYMBOLS } from "../../domain/currencies.js";
-import { FLAGGED, PRICED_IN_WEI } from "../shared/wash-scope.js";
 import {
-  insertedOnly, newSalesAlone, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan,
+  FLAGGED, insertedOnly, newSalesAlone, PRICED_IN_WEI, RUN_MARGIN, type StoredWashSale, readsWide, tokenReadSpan, tokenSalesOf, washChanges, type WashMarks, wideReadSpan,
   windowBefore,
 } from "../shared/wash-scope.js";
 
