@@ -32,6 +32,12 @@ interface Span {
 interface TokenMarks extends Span {
   inserts: number;
   changed: boolean;
+  /**
+   * Whether its first sale inserted was alone (newSalesAlone's answer for
+   * it) in the store as it was written, when the writer asked then: the
+   * answer at the commit as long as it stays the token's only mark.
+   */
+  alone?: boolean;
 }
 
 /** One collection's marks: their time span, and each token's. */
@@ -81,16 +87,20 @@ export class WashScope {
     return this.#marks.size > 0;
   }
 
-  /** A sale of `assetId` (canonical decimal) at `timestamp` was written (`inserted`: new to the store), changed or taken back. */
-  mark(collectionId: number, assetId: string, timestamp: number, inserted = false): void {
+  /**
+   * A sale of `assetId` (canonical decimal) at `timestamp` was written
+   * (`inserted`: new to the store), changed or taken back; `alone`: an
+   * inserted sale's newSalesAlone answer, asked as it was written.
+   */
+  mark(collectionId: number, assetId: string, timestamp: number, inserted = false, alone?: boolean): void {
     let m = this.#marks.get(collectionId);
     if (!m) this.#marks.set(collectionId, (m = { span: { from: timestamp, to: timestamp }, tokens: new Map() }));
     widen(m.span, timestamp);
     let t = m.tokens.get(assetId);
     if (t) widen(t, timestamp);
     else m.tokens.set(assetId, (t = { from: timestamp, to: timestamp, inserts: 0, changed: false }));
-    if (inserted) t.inserts++;
-    else t.changed = true;
+    if (inserted && t.inserts++ === 0) t.alone = alone;
+    else if (!inserted) t.changed = true;
   }
 
   /** The collections marked by a write other than a new sale (a sale changed or taken back). */
@@ -146,6 +156,9 @@ export function insertedOnly<Id>(marks: WashMarks, run: readonly StoredWashSale<
  * sales included): how many of its sales lie at or after `from` (the new
  * sales' first time; more than the new sales: one held before does), and,
  * per new sale, whether one in its window before it was sold by its buyer.
+ * Of a token with one new sale, both ask whether another sale lies in the
+ * index from its window on, at or after its time or sold by its buyer
+ * (SQLite asks as the sale is written: TokenMarks.alone).
  */
 export function newSalesAlone<Id>(sales: readonly StoredWashSale<Id>[], heldFrom: (from: number) => number, soldBy: (s: StoredWashSale<Id>, window: Span) => boolean): boolean {
   if (heldFrom(sales[0]!.timestamp) !== sales.length) return false;

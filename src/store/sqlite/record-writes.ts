@@ -194,6 +194,10 @@ export class WriteStore {
   #saleMoves: Statement[] | undefined;
   /** In bulk mode the market is recomputed at the end (market-triggers.ts), not row by row. */
   #marketDeferred = false;
+  /** Whether a bulk import has dropped the indexes it builds at its end (deferIndexes). */
+  #indexesDeferred = false;
+  /** The row id of the last row #upsert inserted. */
+  #insertedId = 0;
   #listingFeedSeq: Statement | undefined;
   #knowMarketplace: Statement | undefined;
 
@@ -496,7 +500,11 @@ export class WriteStore {
       const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
       for (const s of this.#saleMoves) s.run(at);
     }
-    if (result === "inserted") this.#washMarks.mark(collectionId, r.assetId, r.timestamp, true);
+    // A bulk import's indexes are built after it (deferIndexes), and its marks read wide (wash-scope.ts readsWide): not asked.
+    if (result === "inserted") {
+      const alone = this.#indexesDeferred ? undefined : this.#wash.alone(collectionId, key, { id: this.#insertedId, timestamp: r.timestamp, buyer: row.buyer });
+      this.#washMarks.mark(collectionId, r.assetId, r.timestamp, true, alone);
+    }
     else if (result === "updated") {
       this.#washMarks.mark(collectionId, r.assetId, before![1]);
       this.#washMarks.mark(collectionId, r.assetId, r.timestamp);
@@ -756,9 +764,11 @@ export class WriteStore {
     for (const { name } of indexes) this.#db.exec(`DROP INDEX ${name}`);
     const restoreTriggers = deferMarketTriggers(this.#db, table);
     if (restoreTriggers !== undefined) this.#marketDeferred = true;
+    if (table === "sales") this.#indexesDeferred = true;
     this.#upserters.delete(table);
     return () => {
       for (const { sql } of indexes) this.#db.exec(sql);
+      if (table === "sales") this.#indexesDeferred = false;
       // The collections written so far (not yet stamped: beforeCommit comes after).
       restoreTriggers?.(this.#touched.ids);
       this.#marketDeferred = false;
@@ -781,7 +791,9 @@ export class WriteStore {
     for (let i = 0; i < values.length; i++) params[key.length + i] = row[values[i]!];
     const seq = feed === true ? this.#nextFeedSeq() : undefined;
     const also = insertAlso?.map(([, from]) => row[from]) ?? [];
-    if ((seq === undefined ? u.insert.run(params, also) : u.insert.run(params, also, seq)).changes > 0) {
+    const inserted = seq === undefined ? u.insert.run(params, also) : u.insert.run(params, also, seq);
+    if (inserted.changes > 0) {
+      this.#insertedId = Number(inserted.lastInsertRowid);
       this.#touchedBy(spec, row, "inserted");
       return "inserted";
     }
