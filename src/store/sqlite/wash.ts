@@ -93,7 +93,7 @@ export class SqliteWash {
    * newSalesAlone, of one new sale). Its writer asks as the sale is written,
    * when the index pages it seeks are the ones its insert just wrote: asked
    * before the commit instead, the same seek cost 6.5 µs a sale against
-   * about 2 (bench:ingest --profile, a live feed's 1,000 tokens a commit).
+   * about 4 (the writer's profile, a live feed's 1,000 tokens a commit).
    */
   alone(collectionId: number, key: string, sale: { id: number; timestamp: number; buyer: Uint8Array }): boolean {
     return this.#s.notAlone.get(collectionId, key, windowBefore(sale).from, sale.id, sale.timestamp, sale.buyer) === undefined;
