@@ -9,14 +9,16 @@ import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { jsonLines } from "../support/json-lines.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
-import { EVERY_RPC } from "../support/rpc-names.js";
+import { EVERY_RPC, PAGED_LISTS } from "../support/rpc-names.js";
+import { resolveWebhooks } from "../../src/config/serve.js";
 
 // @marketdata/client as a user gets it: `npm pack ./packages/client`, the
 // tarball installed into a directory outside the repository, and a
 // TypeScript program there (fixtures/program.ts) type-checked by tsc and run
-// by node against a real server: every RPC on every protocol, a list paged
-// to the end, a watch that survives a server restart, and backoff on 429. A
-// misspelt request field must not compile.
+// by node against a real server: every RPC on every protocol (webhook
+// administration with an admin key), every list paged to the end, every
+// feed watched, a watch that survives a server restart, and backoff on 429.
+// A misspelt request field must not compile.
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
@@ -27,11 +29,17 @@ let f: Fixture;
 let server: TestServer;
 let dir: string;
 let ingestKey: string;
+let adminKey: string;
+/** The server's options: webhooks to loopback allowed (the program's go to a local port nothing listens on). */
+const SERVER = { rateLimit: 0, ingestRateLimit: 0, webhooks: resolveWebhooks({ allowPrivateWebhooks: true }) };
 
 beforeAll(async () => {
   f = buildFixture();
-  ingestKey = await withKeys(f.dbPath, async (admin) => (await admin.create("client-test", { scope: "ingest" })).key);
-  server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+  [ingestKey, adminKey] = await withKeys(f.dbPath, async (admin) => [
+    (await admin.create("client-test", { scope: "ingest" })).key,
+    (await admin.create("client-admin", { scope: "admin" })).key,
+  ]);
+  server = await startTestServer(f.dbPath, SERVER);
   dir = mkdtempSync(join(tmpdir(), "marketdata-client-user-"));
   // As the README says, from the repository root (`./`: a bare `packages/client` is read as a GitHub repository).
   execFileSync("npm", ["pack", "./packages/client", "--pack-destination", dir, "--silent"], { cwd: ROOT, stdio: "ignore" });
@@ -87,7 +95,7 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
   });
 
   it("calls every RPC of the contract on Connect, gRPC-Web and gRPC", async () => {
-    const [results] = (await program("every", server.baseUrl, f.key, ingestKey, COLLECTION)) as [Record<string, Record<string, string>>];
+    const [results] = (await program("every", server.baseUrl, f.key, ingestKey, COLLECTION, adminKey)) as [Record<string, Record<string, string>>];
     const expected = Object.fromEntries(EVERY_RPC.map((m) => [m, "ok"]));
     expect(results).toEqual({ connect: expected, "grpc-web": expected, grpc: expected });
   });
@@ -98,6 +106,47 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
     expect(listed.length).toBeGreaterThan(7);
     expect(hashes).toEqual(listed);
   });
+
+  it("pages every list of the contract to the end: the records of the RPC's own pages, in their order", async () => {
+    const [lists] = (await program("lists", server.baseUrl, f.key, ingestKey, COLLECTION, adminKey)) as [Record<string, { paged: string[]; direct: string[] }>];
+    expect(Object.keys(lists).sort()).toEqual(PAGED_LISTS);
+    for (const [method, { paged, direct }] of Object.entries(lists)) {
+      // More than one page of 1 (the program pages by 1; the fixture holds them, and it made 3 webhooks), each record once.
+      expect(direct.length, method).toBeGreaterThan(1);
+      expect(new Set(direct).size, method).toBe(direct.length);
+      expect(paged, method).toEqual(direct);
+    }
+  }, 60_000);
+
+  it("watches every feed: an offer on offers, a sale and an offer on activity, each record as committed", async () => {
+    const at = Math.floor(Date.now() / 1000);
+    const offer = (n: number) => ({
+      marketplaceId: String(7_100_000 + n), marketplace: "BLUR", contractAddress: COLLECTION, maker: `0x${"5".repeat(40)}`, price: "4", currency: "ETH",
+      createdAt: at, lastUpdatedAt: at, expiresAt: at + 86_400 * 30, status: "CREATED",
+    });
+    const watch = (feed: string) => {
+      const child = spawn(process.execPath, [join(dir, "out/program.js"), "feed", server.baseUrl, f.key, ingestKey, COLLECTION, adminKey, feed], { cwd: dir });
+      return { child, lines: jsonLines<{ watching?: string; record?: Record<string, unknown>; resumeToken?: string }>(child.stdout) };
+    };
+    const offers = watch("offers");
+    const activity = watch("activity");
+    try {
+      await expect.poll(() => offers.lines.length + activity.lines.length, { timeout: 15_000 }).toBe(2);
+      await new Promise((r) => setTimeout(r, 500));
+      const sale = numberedSale(0x7f000, COLLECTION);
+      await ingestOk(server, ingestKey, "offers", [offer(1)]);
+      await ingestOk(server, ingestKey, "sales", [sale]);
+      await expect.poll(() => offers.lines.filter((l) => l.record).length, { timeout: 10_000 }).toBe(1);
+      expect(offers.lines[1]!.record!.marketplaceId).toBe("7100001");
+      await expect.poll(() => activity.lines.filter((l) => l.record).length, { timeout: 10_000 }).toBe(2);
+      const events = activity.lines.filter((l) => l.record).map((l) => l.record!);
+      expect(events.map((e) => e.type)).toEqual(["offer", "sale"]);
+      expect([...offers.lines, ...activity.lines].filter((l) => l.record).every((l) => (l.resumeToken ?? "") !== "")).toBe(true);
+    } finally {
+      offers.child.kill();
+      activity.child.kill();
+    }
+  }, 60_000);
 
   it("a watch survives a server restart: every sale once, in order, those committed while it was down included", async () => {
     const port = Number(new URL(server.baseUrl).port);
@@ -111,10 +160,10 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
       await ingestOk(server, ingestKey, "sales", [sale(1), sale(2)]);
       await expect.poll(() => lines.filter((l) => l.hash).length, { timeout: 10_000 }).toBe(2);
       await server.close();
-      const writer = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+      const writer = await startTestServer(f.dbPath, SERVER);
       await ingestOk(writer, ingestKey, "sales", [sale(3)]);
       await writer.close();
-      server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0, port });
+      server = await startTestServer(f.dbPath, { ...SERVER, port });
       await ingestOk(server, ingestKey, "sales", [sale(4), sale(5)]);
       await expect.poll(() => lines.filter((l) => l.hash).length, { timeout: 20_000 }).toBe(5);
       expect(lines.filter((l) => l.hash).map((l) => l.hash)).toEqual([1, 2, 3, 4, 5].map((n) => sale(n).hash));

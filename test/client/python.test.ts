@@ -11,12 +11,14 @@ import { PYTHON, skipPython } from "../support/python.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 import { EVERY_RPC } from "../support/rpc-names.js";
+import { resolveWebhooks } from "../../src/config/serve.js";
 
 // A client in another language from the same contract: Python stubs made by
 // `buf generate` with the repository's Python template
 // (clients/python/buf.gen.yaml: Debian's protoc and its gRPC plugin), used by
 // a program run by Debian's own /usr/bin/python3 with python3-grpcio and
-// python3-protobuf: every RPC over gRPC with a key, a list paged to the end,
+// python3-protobuf: every RPC over gRPC with a key (the webhooks' with an
+// admin key), a list paged to the end,
 // a watch stream. Without those Debian packages the test skips with a
 // visible message, unless MARKETDATA_TEST_PYTHON makes it required (CI
 // installs them: .ci/run).
@@ -29,14 +31,19 @@ let f: Fixture;
 let server: TestServer;
 let stubs: string;
 let ingestKey: string;
+let adminKey: string;
 
 beforeAll(async () => {
   if (skip) return;
   stubs = mkdtempSync(join(tmpdir(), "marketdata-python-"));
   execFileSync("npx", ["buf", "generate", "--template", "clients/python/buf.gen.yaml", "-o", stubs], { cwd: ROOT, stdio: "pipe" });
   f = buildFixture();
-  ingestKey = await withKeys(f.dbPath, async (admin) => (await admin.create("python", { scope: "ingest" })).key);
-  server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+  [ingestKey, adminKey] = await withKeys(f.dbPath, async (admin) => [
+    (await admin.create("python", { scope: "ingest" })).key,
+    (await admin.create("python-admin", { scope: "admin" })).key,
+  ]);
+  // Webhooks to loopback allowed: the program's goes to a local port nothing listens on.
+  server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0, webhooks: resolveWebhooks({ allowPrivateWebhooks: true }) });
 }, 60_000);
 
 afterAll(async () => {
@@ -62,8 +69,8 @@ function python(...args: string[]): Promise<unknown> {
 }
 
 describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpcio and protobuf)", () => {
-  it("calls every RPC over gRPC with a key; without one it is refused", async () => {
-    const results = (await python("every", target(), f.key, ingestKey, COLLECTION)) as Record<string, string>;
+  it("calls every RPC over gRPC with a key (webhook administration with an admin key); without one it is refused", async () => {
+    const results = (await python("every", target(), f.key, ingestKey, COLLECTION, adminKey)) as Record<string, string>;
     const { "no key": noKey, ...calls } = results;
     expect(Object.keys(calls).sort()).toEqual(EVERY_RPC);
     for (const [method, result] of Object.entries(calls)) expect(result, method).toBe("ok");

@@ -1,5 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { createMarketDataClient, type Protocol, type RetryInfo } from "@marketdata/client";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { createClientWith, createMarketDataClient, type Protocol, type RetryInfo, WebhookService } from "@marketdata/client";
 import { describe, expect, it } from "vitest";
 import { MAX_BATCH_BYTES } from "../../src/domain/ingest-limits.js";
 import { withKeys } from "../support/engine.js";
@@ -41,6 +41,37 @@ describe("@marketdata/client retries", () => {
       expect(retries).toEqual([]);
     });
   }
+
+  it("webhook administration: a read that timed out is tried again, a call that changes a webhook is not", async () => {
+    // A server that answers every call with deadline_exceeded (a read's retry, never a write's), counting them.
+    const calls: string[] = [];
+    const timedOut = (name: string) => () => {
+      calls.push(name);
+      throw new ConnectError("took too long", Code.DeadlineExceeded);
+    };
+    const retries: RetryInfo[] = [];
+    const c = createClientWith({ baseUrl: "http://127.0.0.1:1", apiKey: "k", maxAttempts: 3, backoffMs: 1, onRetry: (r) => retries.push(r) }, (_p, _u, interceptors) =>
+      createRouterTransport(({ service }) => {
+        service(WebhookService, {
+          listWebhooks: timedOut("ListWebhooks"),
+          getWebhook: timedOut("GetWebhook"),
+          listWebhookAttempts: timedOut("ListWebhookAttempts"),
+          createWebhook: timedOut("CreateWebhook"),
+          pauseWebhook: timedOut("PauseWebhook"),
+          deleteWebhook: timedOut("DeleteWebhook"),
+        });
+      }, { transport: { interceptors } }));
+    for (const call of [() => c.webhooks.listWebhooks({}), () => c.webhooks.getWebhook({ id: "wh_x" }), () => c.webhooks.listWebhookAttempts({ id: "wh_x" })]) {
+      await expect(call()).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+    }
+    for (const call of [() => c.webhooks.createWebhook({ url: "http://127.0.0.1:9/h" }), () => c.webhooks.pauseWebhook({ id: "wh_x" }), () => c.webhooks.deleteWebhook({ id: "wh_x" })]) {
+      await expect(call()).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+    }
+    expect(calls).toEqual([
+      ...Array(3).fill("ListWebhooks"), ...Array(3).fill("GetWebhook"), ...Array(3).fill("ListWebhookAttempts"), "CreateWebhook", "PauseWebhook", "DeleteWebhook",
+    ]);
+    expect(retries.map((r) => r.procedure)).toEqual(["ListWebhooks", "GetWebhook", "ListWebhookAttempts"].flatMap((m) => Array(2).fill(`/marketdata.v1.WebhookService/${m}`)));
+  });
 
   it("a rate limit (resource_exhausted with Retry-After) is still retried, and then answered", async () => {
     const server = await startTestServer(ctx.target, { rateLimit: 0, ingestRateLimit: 0 });

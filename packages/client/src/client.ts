@@ -3,14 +3,27 @@ import {
   AssetService,
   type ListAppraisalsRequest,
   type ListListingsRequest,
+  type ListOffersRequest,
   type ListRarityRequest,
   type ListSalesRequest,
+  type ListTokensRequest,
   type WatchListingsRequest,
+  type WatchOffersRequest,
   type WatchSalesRequest,
 } from "./gen/marketdata/v1/asset_service_pb.js";
-import { CollectionService } from "./gen/marketdata/v1/collection_service_pb.js";
+import {
+  CollectionService,
+  type GetCollectionStatsSeriesRequest,
+  type ListCollectionActivityRequest,
+  type ListCollectionHoldersRequest,
+  type ListCollectionsRequest,
+  type WatchCollectionActivityRequest,
+} from "./gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "./gen/marketdata/v1/ingest_service_pb.js";
-import type { Appraisal, AssetRarity, Listing, Removal, Sale } from "./gen/marketdata/v1/resources_pb.js";
+import type {
+  ActivityEvent, Appraisal, AssetRarity, CollectionSummary, Holder, Listing, Offer, Removal, Sale, StatsBucket, Token,
+} from "./gen/marketdata/v1/resources_pb.js";
+import { type ListWebhooksRequest, type Webhook, WebhookService } from "./gen/marketdata/v1/webhook_service_pb.js";
 
 // The client of the marketdata service, whatever carries it: connect-es
 // clients of the contract's services, the API key on every call, retries
@@ -48,19 +61,70 @@ export interface RetryInfo {
   error: ConnectError;
 }
 
-/** The lists `pages` follows to the end, and what each yields. */
+/** A list's request, without the cursor `pages` follows. */
+type PageRequest<R> = Omit<Partial<R>, "cursor" | "$typeName">;
+
+/** Every list of the contract that pages (11), the service it is on, and what `pages` yields of it. */
 export interface PagedLists {
-  listAppraisals: { request: Omit<Partial<ListAppraisalsRequest>, "cursor" | "$typeName">; record: Appraisal };
-  listRarity: { request: Omit<Partial<ListRarityRequest>, "cursor" | "$typeName">; record: AssetRarity };
-  listSales: { request: Omit<Partial<ListSalesRequest>, "cursor" | "$typeName">; record: Sale };
-  listListings: { request: Omit<Partial<ListListingsRequest>, "cursor" | "$typeName">; record: Listing };
+  listAppraisals: { request: PageRequest<ListAppraisalsRequest>; record: Appraisal };
+  listRarity: { request: PageRequest<ListRarityRequest>; record: AssetRarity };
+  listSales: { request: PageRequest<ListSalesRequest>; record: Sale };
+  listListings: { request: PageRequest<ListListingsRequest>; record: Listing };
+  listTokens: { request: PageRequest<ListTokensRequest>; record: Token };
+  listOffers: { request: PageRequest<ListOffersRequest>; record: Offer };
+  /** Each holder (its page's `data.holders`). */
+  listCollectionHolders: { request: PageRequest<ListCollectionHoldersRequest>; record: Holder };
+  getCollectionStatsSeries: { request: PageRequest<GetCollectionStatsSeriesRequest>; record: StatsBucket };
+  listCollections: { request: PageRequest<ListCollectionsRequest>; record: CollectionSummary };
+  listCollectionActivity: { request: PageRequest<ListCollectionActivityRequest>; record: ActivityEvent };
+  /** With an admin key. */
+  listWebhooks: { request: PageRequest<ListWebhooksRequest>; record: Webhook };
 }
 
-/** The live feeds `watch` follows, and what each yields. */
+/** A page as `pages` reads it: its records, wherever the list keeps them, and its next cursor (`cursor` or `next_page`). */
+interface AnyPage {
+  data?: unknown;
+  webhooks?: unknown[];
+  cursor?: string;
+  nextPage?: string;
+}
+
+/** Where each list is, and where its page keeps its records. */
+const LISTS: { [M in keyof PagedLists]: { service: "asset" | "collection" | "webhooks"; records?: (page: AnyPage) => unknown[] } } = {
+  listAppraisals: { service: "asset" },
+  listRarity: { service: "asset" },
+  listSales: { service: "asset" },
+  listListings: { service: "asset" },
+  listTokens: { service: "asset" },
+  listOffers: { service: "asset" },
+  listCollectionHolders: { service: "collection", records: (page) => (page.data as { holders?: Holder[] } | undefined)?.holders ?? [] },
+  getCollectionStatsSeries: { service: "collection" },
+  listCollections: { service: "collection" },
+  listCollectionActivity: { service: "collection" },
+  listWebhooks: { service: "webhooks", records: (page) => page.webhooks ?? [] },
+};
+
+/** The live feeds `watch` follows (every stream of the contract), and what each yields. */
 export interface Feeds {
   sales: { request: Omit<Partial<WatchSalesRequest>, "$typeName">; record: Sale };
   listings: { request: Omit<Partial<WatchListingsRequest>, "$typeName">; record: Listing };
+  offers: { request: Omit<Partial<WatchOffersRequest>, "$typeName">; record: Offer };
+  /** A collection's sales, listings, offers and transfers in one feed (WatchCollectionActivity); a removal is an event of type "removed". */
+  activity: { request: Omit<Partial<WatchCollectionActivityRequest>, "$typeName">; record: ActivityEvent };
 }
+
+/** A feed's message, whichever RPC sent it. */
+interface FeedMessage {
+  resumeToken: string;
+  sale?: Sale;
+  listing?: Listing;
+  offer?: Offer;
+  event?: ActivityEvent;
+  removed?: Removal;
+}
+
+/** The WebhookService RPCs that only read: retried as reads are; the others change a webhook, and are retried as writes. */
+const WEBHOOK_READS = new Set(["ListWebhooks", "GetWebhook", "ListWebhookAttempts"]);
 
 export interface FeedEvent<R> {
   record: R;
@@ -78,10 +142,13 @@ export interface MarketDataClient {
   asset: Client<typeof AssetService>;
   collection: Client<typeof CollectionService>;
   ingest: Client<typeof IngestService>;
+  /** Webhook administration (WebhookService): a client made with an admin key. */
+  webhooks: Client<typeof WebhookService>;
   /** Every record of a list, page after page, to the end (or until `signal` aborts). */
   pages<M extends keyof PagedLists>(method: M, request: PagedLists[M]["request"], options?: { signal?: AbortSignal }): AsyncIterable<PagedLists[M]["record"]>;
   /**
-   * A live feed (WatchSales, WatchListings): each record as it is committed,
+   * A live feed (WatchSales, WatchListings, WatchOffers,
+   * WatchCollectionActivity): each record as it is committed,
    * from `request.cursor` (a resumeToken) or from now. After a disconnect it
    * reconnects with backoff from the last token it saw: exactly once, in
    * commit order. Ends when `signal` aborts; throws what cannot succeed by
@@ -139,7 +206,7 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
   const retrying: Interceptor = (next) => async (req) => {
     if (req.stream) return next(req);
     // Every read is idempotent; a write is retried only when the server said it may be.
-    const read = req.service.typeName !== IngestService.typeName;
+    const read = req.service.typeName === WebhookService.typeName ? WEBHOOK_READS.has(req.method.name) : req.service.typeName !== IngestService.typeName;
     for (let attempt = 1; ; attempt++) {
       try {
         return await next(req);
@@ -163,30 +230,52 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
   const asset = createClient(AssetService, transport);
   const collection = createClient(CollectionService, transport);
   const ingest = createClient(IngestService, transport);
+  const webhooks = createClient(WebhookService, transport);
+  const services = { asset, collection, webhooks };
 
-  async function* pages<M extends keyof PagedLists>(method: M, request: PagedLists[M]["request"], opts: { signal?: AbortSignal } = {}) {
+  async function* pages<M extends keyof PagedLists>(method: M, request: PagedLists[M]["request"], opts: { signal?: AbortSignal } = {}): AsyncGenerator<PagedLists[M]["record"]> {
+    const list = LISTS[method];
+    const call = (services[list.service] as unknown as Record<string, (r: object, c: { signal?: AbortSignal }) => Promise<AnyPage>>)[method]!;
     let cursor = "";
     do {
-      const call = asset[method] as unknown as (r: object, c: { signal?: AbortSignal }) => Promise<{ data: PagedLists[M]["record"][]; cursor?: string; nextPage?: string }>;
       const page = await call({ ...request, cursor }, opts.signal === undefined ? {} : { signal: opts.signal });
-      yield* page.data;
+      yield* (list.records?.(page) ?? (page.data as unknown[])) as PagedLists[M]["record"][];
       cursor = page.nextPage ?? page.cursor ?? "";
     } while (cursor !== "" && opts.signal?.aborted !== true);
   }
 
+  /** A feed's stream from `cursor`, with no deadline. */
+  const open = (feed: keyof Feeds, request: object, cursor: string, signal?: AbortSignal): AsyncIterable<FeedMessage> => {
+    const r = { ...request, cursor };
+    const o = { signal, timeoutMs: 0 };
+    switch (feed) {
+      case "sales":
+        return asset.watchSales(r, o);
+      case "listings":
+        return asset.watchListings(r, o);
+      case "offers":
+        return asset.watchOffers(r, o);
+      case "activity":
+        return collection.watchCollectionActivity(r, o);
+    }
+  };
+  const FEED_RPC: Record<keyof Feeds, string> = {
+    sales: `${AssetService.typeName}/WatchSales`,
+    listings: `${AssetService.typeName}/WatchListings`,
+    offers: `${AssetService.typeName}/WatchOffers`,
+    activity: `${CollectionService.typeName}/WatchCollectionActivity`,
+  };
+
   async function* watch<K extends keyof Feeds>(feed: K, request: Feeds[K]["request"], opts: { signal?: AbortSignal } = {}): AsyncGenerator<FeedEvent<Feeds[K]["record"]>> {
     let cursor = request.cursor ?? "";
-    const procedure = `/${AssetService.typeName}/${feed === "sales" ? "WatchSales" : "WatchListings"}`;
+    const procedure = `/${FEED_RPC[feed]}`;
     for (let attempt = 1; opts.signal?.aborted !== true; ) {
       try {
-        const stream =
-          feed === "sales"
-            ? asset.watchSales({ ...(request as Feeds["sales"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 })
-            : asset.watchListings({ ...(request as Feeds["listings"]["request"]), cursor }, { signal: opts.signal, timeoutMs: 0 });
-        for await (const m of stream as AsyncIterable<{ resumeToken: string; sale?: Sale; listing?: Listing; removed?: Removal }>) {
+        for await (const m of open(feed, request, cursor, opts.signal)) {
           attempt = 1;
           cursor = m.resumeToken;
-          const record = m.sale ?? m.listing;
+          // A message with no record only says where the stream stands (activity's): its token is kept all the same.
+          const record = m.sale ?? m.listing ?? m.offer ?? m.event;
           if (record !== undefined) yield { record: record as Feeds[K]["record"], resumeToken: m.resumeToken };
           else if (m.removed?.sale !== undefined) {
             const { originalId, originalPosition } = m.removed;
@@ -216,7 +305,7 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
     }
   }
 
-  return { asset, collection, ingest, pages, watch };
+  return { asset, collection, ingest, webhooks, pages, watch };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
