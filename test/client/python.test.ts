@@ -11,6 +11,7 @@ import { PYTHON, skipPython } from "../support/python.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 import { EVERY_RPC } from "../support/rpc-names.js";
+import { expectEveryListPaged, type ListReads, offerNow } from "../support/client-lists.js";
 import { resolveWebhooks } from "../../src/config/serve.js";
 
 // A client in another language from the same contract: Python stubs made by
@@ -18,13 +19,16 @@ import { resolveWebhooks } from "../../src/config/serve.js";
 // (clients/python/buf.gen.yaml: Debian's protoc and its gRPC plugin), used by
 // a program run by Debian's own /usr/bin/python3 with python3-grpcio and
 // python3-protobuf: every RPC over gRPC with a key (the webhooks' with an
-// admin key), a list paged to the end,
-// a watch stream. Without those Debian packages the test skips with a
+// admin key), a list paged to the end, a watch stream; and the helpers next
+// to the stubs (clients/python/marketdata_client.py): every list paged,
+// feeds watched across a server restart. Without those Debian packages the test skips with a
 // visible message, unless MARKETDATA_TEST_PYTHON makes it required (CI
 // installs them: .ci/run).
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PROGRAM = fileURLToPath(new URL("./fixtures/client.py", import.meta.url));
+/** The stubs, and the helpers next to them (clients/python/marketdata_client.py), as a user puts them on the path. */
+const pythonPath = () => `${stubs}:${join(ROOT, "clients/python")}`;
 const skip = skipPython("the Python client test");
 
 let f: Fixture;
@@ -57,7 +61,7 @@ const target = () => new URL(server.baseUrl).host;
 /** Runs the program (not synchronously: the server answering it runs in this process) and parses its last line. */
 function python(...args: string[]): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [PROGRAM, ...args], { env: { ...process.env, PYTHONPATH: stubs } });
+    const child = spawn(PYTHON, [PROGRAM, ...args], { env: { ...process.env, PYTHONPATH: pythonPath() } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -83,8 +87,47 @@ describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpci
     expect(keys).toEqual(listed);
   });
 
+  it("marketdata_client.pages follows every list that pages to the end: the records of the RPC's own pages, in their order", async () => {
+    const lists = (await python("lists", target(), f.key, ingestKey, COLLECTION, adminKey)) as ListReads;
+    expectEveryListPaged(lists);
+  }, 60_000);
+
+  it("marketdata_client.watch follows offers and activity, and resumes a feed after the server restarts", async () => {
+    const offer = (n: number) => offerNow(7_200_000 + n, COLLECTION);
+    const watch = (feed: string) => {
+      const child = spawn(PYTHON, [PROGRAM, "feed", target(), f.key, ingestKey, COLLECTION, feed], { env: { ...process.env, PYTHONPATH: pythonPath() } });
+      return { child, lines: jsonLines<{ watching?: string; type?: string; id?: string; token?: string }>(child.stdout) };
+    };
+    const offers = watch("offers");
+    const activity = watch("activity");
+    const records = (w: ReturnType<typeof watch>) => w.lines.filter((l) => l.type !== undefined);
+    try {
+      await expect.poll(() => offers.lines.length + activity.lines.length, { timeout: 15_000 }).toBe(2);
+      await new Promise((r) => setTimeout(r, 500));
+      await ingestOk(server, ingestKey, "offers", [offer(1)]);
+      const sale = numberedSale(0x9f000, COLLECTION);
+      await ingestOk(server, ingestKey, "sales", [sale]);
+      await expect.poll(() => records(activity).length, { timeout: 10_000 }).toBe(2);
+      expect(records(activity).map((l) => [l.type, l.id])).toEqual([["offer", "7200001"], ["sale", sale.hash]]);
+      // The server goes away and comes back on its port; an offer made meanwhile arrives once, after the first.
+      const port = Number(new URL(server.baseUrl).port);
+      await server.close();
+      const writer = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0 });
+      await ingestOk(writer, ingestKey, "offers", [offer(2)]);
+      await writer.close();
+      server = await startTestServer(f.dbPath, { rateLimit: 0, ingestRateLimit: 0, webhooks: resolveWebhooks({ allowPrivateWebhooks: true }), port });
+      await ingestOk(server, ingestKey, "offers", [offer(3)]);
+      await expect.poll(() => records(offers).length, { timeout: 20_000 }).toBe(3);
+      expect(records(offers).map((l) => l.id)).toEqual(["7200001", "7200002", "7200003"]);
+      expect([...records(offers), ...records(activity)].every((l) => typeof l.token === "string" && l.token !== "")).toBe(true);
+    } finally {
+      offers.child.kill();
+      activity.child.kill();
+    }
+  }, 60_000);
+
   it("reads a watch stream: the sales committed after it opened, with their resume tokens", async () => {
-    const child = spawn(PYTHON, [PROGRAM, "watch", target(), f.key, ingestKey, COLLECTION, "3"], { env: { ...process.env, PYTHONPATH: stubs } });
+    const child = spawn(PYTHON, [PROGRAM, "watch", target(), f.key, ingestKey, COLLECTION, "3"], { env: { ...process.env, PYTHONPATH: pythonPath() } });
     const lines = jsonLines<{ watching?: string; hash?: string; token?: string }>(child.stdout);
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {

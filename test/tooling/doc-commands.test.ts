@@ -204,9 +204,10 @@ describe("the commands the README and docs show", () => {
       expect(wrong.join("\n")).toBe("");
       if (skipPy) return;
       for (const program of python) {
-        // The page's program, with the C and KEY the shell has, on this server's port, using the stubs generated above.
+        // The page's program, with the C and KEY the shell has, on this server's port, using the stubs generated above and
+        // the helpers next to them (as docs/clients.md puts them on the path).
         const source = `import os\nC = os.environ["C"]\nKEY = os.environ["KEY"]\n${localised(program)}\n`;
-        const { code, stderr } = await bash(`PYTHONPATH=${join(dir, "py")} ${PYTHON} - <<'PYTHON'\n${source}PYTHON`);
+        const { code, stderr } = await bash(`PYTHONPATH=${join(dir, "py")}:${join(ROOT, "clients/python")} ${PYTHON} - <<'PYTHON'\n${source}PYTHON`);
         expect(code, `${_page}: the Python program failed: ${stderr}`).toBe(0);
       }
     },
