@@ -113,6 +113,14 @@ export interface Feeds {
   activity: { request: Omit<Partial<WatchCollectionActivityRequest>, "$typeName">; record: ActivityEvent };
 }
 
+/** Each feed's RPC, and the client of its service. */
+const FEEDS = {
+  sales: { service: "asset", method: AssetService.method.watchSales },
+  listings: { service: "asset", method: AssetService.method.watchListings },
+  offers: { service: "asset", method: AssetService.method.watchOffers },
+  activity: { service: "collection", method: CollectionService.method.watchCollectionActivity },
+} as const satisfies Record<keyof Feeds, { service: "asset" | "collection"; method: { localName: string } }>;
+
 /** A feed's message, whichever RPC sent it. */
 interface FeedMessage {
   resumeToken: string;
@@ -244,34 +252,16 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
     } while (cursor !== "" && opts.signal?.aborted !== true);
   }
 
-  /** A feed's stream from `cursor`, with no deadline. */
-  const open = (feed: keyof Feeds, request: object, cursor: string, signal?: AbortSignal): AsyncIterable<FeedMessage> => {
-    const r = { ...request, cursor };
-    const o = { signal, timeoutMs: 0 };
-    switch (feed) {
-      case "sales":
-        return asset.watchSales(r, o);
-      case "listings":
-        return asset.watchListings(r, o);
-      case "offers":
-        return asset.watchOffers(r, o);
-      case "activity":
-        return collection.watchCollectionActivity(r, o);
-    }
-  };
-  const FEED_RPC: Record<keyof Feeds, string> = {
-    sales: `${AssetService.typeName}/WatchSales`,
-    listings: `${AssetService.typeName}/WatchListings`,
-    offers: `${AssetService.typeName}/WatchOffers`,
-    activity: `${CollectionService.typeName}/WatchCollectionActivity`,
-  };
 
   async function* watch<K extends keyof Feeds>(feed: K, request: Feeds[K]["request"], opts: { signal?: AbortSignal } = {}): AsyncGenerator<FeedEvent<Feeds[K]["record"]>> {
     let cursor = request.cursor ?? "";
-    const procedure = `/${FEED_RPC[feed]}`;
+    const { service, method } = FEEDS[feed];
+    const procedure = `/${method.parent.typeName}/${method.name}`;
+    const client = services[service] as unknown as Record<string, (r: object, o: { signal?: AbortSignal; timeoutMs: number }) => AsyncIterable<FeedMessage>>;
     for (let attempt = 1; opts.signal?.aborted !== true; ) {
       try {
-        for await (const m of open(feed, request, cursor, opts.signal)) {
+        // The stream from `cursor`, with no deadline.
+        for await (const m of client[method.localName]!({ ...request, cursor }, { signal: opts.signal, timeoutMs: 0 })) {
           attempt = 1;
           cursor = m.resumeToken;
           // A message with no record only says where the stream stands (activity's): its token is kept all the same.

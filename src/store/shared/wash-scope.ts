@@ -99,8 +99,8 @@ export class WashScope {
     let t = m.tokens.get(assetId);
     if (t) widen(t, timestamp);
     else m.tokens.set(assetId, (t = { from: timestamp, to: timestamp, inserts: 0, changed: false }));
-    if (inserted && t.inserts++ === 0) t.alone = alone;
-    else if (!inserted) t.changed = true;
+    if (!inserted) t.changed = true;
+    else if (t.inserts++ === 0) t.alone = alone;
   }
 
   /** The collections marked by a write other than a new sale (a sale changed or taken back). */

@@ -123,7 +123,8 @@ export class SqliteWash {
         tokens = tokenSalesOf(m, all);
       } else {
         run = (s.span.all(collectionId, runFrom, runTo) as WashRead[]).map(asWashSale);
-        // A live feed's tokens: two seeks of the index each, rather than their months of sales read (bench:ingest).
+        // A live feed's tokens: a seek of the index each (for one new sale, asked as it was written), rather than their
+        // months of sales read (bench:ingest).
         if (insertedAfter !== undefined) {
           for (const [assetId, sales] of insertedOnly(m, run, (x) => x.id > insertedAfter)) {
             const key = assetKey(assetId);
