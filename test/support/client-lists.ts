@@ -8,8 +8,8 @@ import { PAGED_LISTS } from "./rpc-names.js";
 export type ListReads = Record<string, { paged: string[]; direct: string[] }>;
 
 /**
- * Every list that pages was read, with more than one page of 1 (the programs
- * page by 1; the fixture holds the records, and the programs make 3 webhooks),
+ * Every list that pages was read, with more than one page (the programs page
+ * by a third of a list; the fixture holds the records, and the programs make 3 webhooks),
  * each record once, and the helper's records are the RPC's own, in order.
  */
 export function expectEveryListPaged(lists: ListReads): void {
