@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { jsonLines } from "../support/json-lines.js";
+import { jsonLines, runJsonLines } from "../support/json-lines.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
 import { EVERY_RPC } from "../support/rpc-names.js";
@@ -73,16 +73,7 @@ function tsc(file: string): { ok: boolean; output: string } {
 
 /** Runs the compiled program; resolves with its JSON lines once it exits. */
 function program(...args: string[]): Promise<unknown[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(dir, "out/program.js"), ...args], { cwd: dir });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("exit", (code) =>
-      code === 0 ? resolve(stdout.trim().split("\n").map((l) => JSON.parse(l) as unknown)) : reject(new Error(`program exited ${code}: ${stderr}`)),
-    );
-  });
+  return runJsonLines(process.execPath, [join(dir, "out/program.js"), ...args], { cwd: dir });
 }
 
 describe("@marketdata/client, packed and installed as a user installs it", () => {

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withKeys } from "../support/engine.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
-import { jsonLines } from "../support/json-lines.js";
+import { jsonLines, runJsonLines } from "../support/json-lines.js";
 import { PYTHON, skipPython } from "../support/python.js";
 import { numberedSale } from "../support/sales.js";
 import { ingestOk, restListAll, startTestServer, type TestServer } from "../support/server.js";
@@ -59,17 +59,8 @@ afterAll(async () => {
 const target = () => new URL(server.baseUrl).host;
 
 /** Runs the program (not synchronously: the server answering it runs in this process) and parses its last line. */
-function python(...args: string[]): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [PROGRAM, ...args], { env: { ...process.env, PYTHONPATH: pythonPath() } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("exit", (code) =>
-      code === 0 ? resolve(JSON.parse(stdout.trim().split("\n").pop()!) as unknown) : reject(new Error(`python exited ${code}: ${stderr}`)),
-    );
-  });
+async function python(...args: string[]): Promise<unknown> {
+  return (await runJsonLines(PYTHON, [PROGRAM, ...args], { env: { ...process.env, PYTHONPATH: pythonPath() } })).at(-1);
 }
 
 describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpcio and protobuf)", () => {
