@@ -185,11 +185,14 @@ class Document {
     // What the kind's declaration lets a line leave out, and the chain it may name (docs/chains.md).
     if (!isKind(kind)) throw new Error(`${message.typeName}: ${kind} is no importable kind`);
     const { optional, fields } = declarationOf(kind).shape;
+    // A field the line names as its proto field, not in camel case (a token's OpenSea metadata: animation_url).
+    const lineName = new Map(message.fields.filter((f) => f.jsonName !== f.name && !fields.includes(f.jsonName) && fields.includes(f.name)).map((f) => [f.jsonName, f.name]));
+    const named = (name: string) => lineName.get(name) ?? name;
     return {
       ...schema,
-      required: schema.required.filter((name) => !optional.includes(name)),
+      required: schema.required.map(named).filter((name) => !optional.includes(name)),
       properties: {
-        ...schema.properties,
+        ...Object.fromEntries(Object.entries(schema.properties).map(([name, s]) => [named(name), s])),
         ...(fields.includes("chain")
           ? { chain: { type: "string", enum: [...CHAINS], default: DEFAULT_CHAIN, description: "Its collection's chain; the batch's (?chain=) when absent, else ethereum" } }
           : {}),

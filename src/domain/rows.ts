@@ -211,8 +211,14 @@ export interface TokenRow {
   assetId: string;
   /** "" when unknown. */
   owner: string;
-  /** The token record's attributes, values as text. */
-  attributes: { traitType: string; value: string }[];
+  /** The token record's attributes, values as text, display types "" where it gave none. */
+  attributes: { traitType: string; value: string; displayType: string }[];
+  /** Its record's OpenSea metadata, "" where untold (docs/data.md, "Metadata"). */
+  name: string;
+  description: string;
+  image: string;
+  animationUrl: string;
+  externalUrl: string;
   /** 0: no rarity row. */
   rarityRank: number;
   /** Its latest sale (sales list order), if any. */
@@ -252,5 +258,11 @@ export interface CollectionSummaryRow {
   sales1d: number;
   sales7d: number;
   sales30d: number;
+  /** Its collection record's metadata, "" where untold (docs/data.md, "Metadata"). */
+  description: string;
+  image: string;
+  externalUrl: string;
+  twitter: string;
+  discord: string;
   key: KeyValue[];
 }

@@ -68,6 +68,11 @@ function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: s
     sales30d: BigInt(row.sales30d),
     floorChange1d: row.floor === undefined || then === undefined ? undefined : floorChange(row.floor.price, then),
     currency: CURRENCY,
+    description: row.description,
+    image: row.image,
+    externalUrl: row.externalUrl,
+    twitter: row.twitter,
+    discord: row.discord,
   });
 }
 

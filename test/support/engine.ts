@@ -1,3 +1,4 @@
+import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { ORDER_KINDS, ORDER_LOGS } from "../../src/store/shared/order-log.js";
@@ -187,8 +188,15 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 34: no US dollars kept with the series and the summaries (docs/money.md). */
+/** Takes a store's schema back before migration 36: no token or collection metadata (docs/data.md, "Metadata"). */
+export async function dropMetadata(target: string): Promise<void> {
+  for (const c of TOKEN_METADATA_COLUMNS) await execSql(target, `ALTER TABLE tokens DROP COLUMN ${c}`);
+  for (const c of COLLECTION_METADATA_COLUMNS) await execSql(target, `ALTER TABLE collections DROP COLUMN ${c}`);
+}
+
+/** Takes a store's schema back before migration 34: no US dollars kept with the series and the summaries (docs/money.md), nor what came after. */
 export async function dropUsdSeries(target: string): Promise<void> {
+  await dropMetadata(target);
   await execSql(target, "DROP INDEX sales_series_by_hour");
   for (const column of ["volume_usd", "unpriced"]) await execSql(target, `ALTER TABLE sales_series DROP COLUMN ${column}`);
   for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {

@@ -2,10 +2,21 @@ import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 import { TEXT_LIMITS } from "./parts.js";
 
-/** A record's fields and their checks. */
-const shape = f.collectionRecord({ contractAddress: f.address, name: f.text(TEXT_LIMITS.name) });
+/** A record's fields and their checks: its name and what a page about it shows (docs/data.md, "Metadata"). */
+const shape = f.collectionRecord(
+  {
+    contractAddress: f.address,
+    name: f.text(TEXT_LIMITS.name),
+    description: f.text(TEXT_LIMITS.metadataDescription),
+    image: f.mediaUri,
+    externalUrl: f.optionalUrl,
+    twitter: f.optionalUrl,
+    discord: f.optionalUrl,
+  },
+  { description: "", image: "", externalUrl: "", twitter: "", discord: "" },
+);
 
-/** A collection's name, by its contract. */
+/** A collection's name and metadata, by its contract: a record replaces the one before whole. */
 export const collections = declareKind({
   name: "collections",
   shape,

@@ -199,6 +199,33 @@ export const url: Check<string> = (v) => {
   return fail(`must be an http(s) URL, got ${show(v)}`);
 };
 
+/** A link a metadata record may leave out: an http(s) URL, or "" when untold. */
+export const optionalUrl: Check<string> = (v) => (v === "" ? "" : url(v));
+
+/**
+ * The longest data: URI taken as an image or animation (an on-chain SVG):
+ * more would make every tokens page that shows it that much longer
+ * (docs/limits.md, "Ingest and import records").
+ */
+export const MAX_DATA_URI_CHARS = 32_768;
+
+/** Schemes a token's media is fetched by: the web, IPFS and Arweave (OpenSea's metadata standard). */
+const MEDIA_URI = /^(https?:\/\/|ipfs:\/\/|ar:\/\/)\S+$/;
+const DATA_URI = /^data:[a-z]+\/[a-z0-9.+-]+(;[a-z0-9=.+-]+)*,\S*$/i;
+
+/** A token's or a collection's image or animation: an http(s), ipfs:// or ar:// URI, a data: URI, or "" when untold. */
+export const mediaUri: Check<string> = (v) => {
+  if (v === "") return "";
+  if (typeof v === "string" && v.startsWith("data:")) {
+    if (v.length > MAX_DATA_URI_CHARS) fail(`a data: URI must be at most ${MAX_DATA_URI_CHARS} characters, got ${v.length}`);
+    if (DATA_URI.test(v)) return v;
+    return fail(`must be a data: URI with a media type ("data:image/svg+xml;base64,..."), got ${show(v.slice(0, 64))}`);
+  }
+  if (typeof v === "string" && v.length > MAX_URL_CHARS) fail(`must be at most ${MAX_URL_CHARS} characters, got ${v.length}`);
+  if (typeof v === "string" && MEDIA_URI.test(v) && URL.canParse(v)) return v;
+  return fail(`must be an http(s), ipfs:// or ar:// URI, a data: URI or "", got ${show(v)}`);
+};
+
 const WEEKDAY = "(Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
 const MONTH = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)";
 const TWITTER_TIME = new RegExp(`^${WEEKDAY} ${MONTH} [0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-6][0-9] [+-][0-9]{4} [0-9]{4}$`);

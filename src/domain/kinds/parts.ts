@@ -22,6 +22,8 @@ export const TEXT_LIMITS = {
   name: 256,
   location: 256,
   description: 1024,
+  /** A token's or a collection's description (OpenSea metadata: Markdown, often several paragraphs). */
+  metadataDescription: 10_000,
   source: 1024,
   tweet: 25_000,
   lang: 16,
@@ -29,6 +31,19 @@ export const TEXT_LIMITS = {
   traitValue: 1024,
   displayType: 64,
 } as const;
+
+/**
+ * A token's OpenSea metadata beyond its attributes (docs/data.md,
+ * "Metadata"), each "" when untold: the standard's own field names.
+ */
+export const tokenMetadata = {
+  name: f.text(TEXT_LIMITS.name),
+  description: f.text(TEXT_LIMITS.metadataDescription),
+  image: f.mediaUri,
+  animation_url: f.mediaUri,
+  external_url: f.optionalUrl,
+};
+export const NO_TOKEN_METADATA = { name: "", description: "", image: "", animation_url: "", external_url: "" };
 
 /** Attributes of one token at most. */
 export const MAX_ATTRIBUTES = 1000;

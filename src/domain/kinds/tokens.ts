@@ -1,7 +1,7 @@
 import type { TokenAttribute, TokenRecord } from "../../../gen/marketdata/v1/ingest_service_pb.js";
 import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
-import { attribute, MAX_ATTRIBUTES } from "./parts.js";
+import { attribute, MAX_ATTRIBUTES, NO_TOKEN_METADATA, tokenMetadata } from "./parts.js";
 
 const attributeOf = (a: TokenAttribute) => ({
   trait_type: a.traitType,
@@ -17,11 +17,12 @@ const shape = f.collectionRecord(
     assetId: f.uint256,
     currentOwner: f.ownerAddress,
     attributes: f.arrayOf(attribute, MAX_ATTRIBUTES),
+    ...tokenMetadata,
   },
-  { currentOwner: "" },
+  { currentOwner: "", ...NO_TOKEN_METADATA },
 );
 
-/** A token: its attributes and the owner its record names (until a sale or transfer moves it). */
+/** A token: its attributes, its metadata and the owner its record names (until a sale or transfer moves it). */
 export const tokens = declareKind({
   name: "tokens",
   shape,
@@ -30,6 +31,11 @@ export const tokens = declareKind({
     assetId: r.assetId,
     currentOwner: r.currentOwner,
     attributes: r.attributes.map(attributeOf),
+    name: r.name,
+    description: r.description,
+    image: r.image,
+    animation_url: r.animationUrl,
+    external_url: r.externalUrl,
   }),
   naturalKey: ["contractAddress", "assetId"],
   moves: ["owners", "traits", "asks", "rarity-inputs"],

@@ -140,10 +140,15 @@ export function toToken(r: TokenRow): Token {
     contractAddress: r.contractAddress,
     assetId: r.assetId,
     owner: r.owner,
-    attributes: r.attributes.map((a) => ({ $typeName: "marketdata.v1.TokenTrait", traitType: a.traitType, value: a.value })),
+    attributes: r.attributes.map((a) => ({ $typeName: "marketdata.v1.TokenTrait", traitType: a.traitType, value: a.value, displayType: a.displayType })),
     rarityRank: BigInt(r.rarityRank),
     lastSale: r.lastSale && toSale(r.lastSale),
     listing: r.listing && toListing(r.listing),
+    name: r.name,
+    description: r.description,
+    image: r.image,
+    animationUrl: r.animationUrl,
+    externalUrl: r.externalUrl,
   };
 }
 

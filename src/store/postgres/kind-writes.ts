@@ -1,3 +1,4 @@
+import { COLLECTION_METADATA_COLUMNS, collectionMetadataValues, metadataSql, TOKEN_METADATA_COLUMNS, tokenMetadataValues } from "../shared/metadata.js";
 import { chainOf, describeRef } from "../../domain/chains.js";
 import { refSql } from "../shared/collection-ref.js";
 import type pg from "pg";
@@ -280,20 +281,21 @@ function withOrderRemovals(kind: OrderKind, spec: KindSpec): KindSpec {
 
 const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
-    stage: [col("chain"), col("address"), col("name")],
-    row: (r) => [chainOf(r), r.contractAddress, r.name],
+    stage: [col("chain"), col("address"), col("name"), ...COLLECTION_METADATA_COLUMNS.map((c) => col(c))],
+    row: (r) => [chainOf(r), r.contractAddress, r.name, ...collectionMetadataValues(r)],
     before: [],
-    counted: counted("collections", ["chain", "address"], ["name"], "SELECT chain, address, name, line FROM stage"),
+    counted: counted("collections", ["chain", "address"], ["name", ...COLLECTION_METADATA_COLUMNS],
+        `SELECT chain, address, name, ${COLLECTION_METADATA_COLUMNS.join(", ")}, line FROM stage`),
     tables: ["collections"],
   },
   tokens: {
-    stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb")],
-    row: (r) => [chainOf(r), r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes)],
+    stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb"), ...TOKEN_METADATA_COLUMNS.map((c) => col(c))],
+    row: (r) => [chainOf(r), r.contractAddress, r.assetId, r.currentOwner, JSON.stringify(r.attributes), ...tokenMetadataValues(r)],
     // A new token row takes its ask from the listings (token-market.ts): none may commit meanwhile.
     before: [REGISTER_COLLECTIONS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`],
     // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
-    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded"],
-        withCollection("c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded")),
+    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS],
+        withCollection(`c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded, ${metadataSql("st", "tokens")}`)),
     after: [ownersFound(STAGED_TOKENS)],
     tables: ["collections", "tokens", "token_owners", "collection_holdings", "token_traits", "trait_values"],
     serialized: true,

@@ -1,3 +1,4 @@
+import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 import { LISTING_BLOCK_COLUMNS, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
@@ -438,6 +439,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 35: a sale's seller in its token's index, as SQLite's 35 (wash.ts ALONE_SQL.soldBy: a new sale's window asked of the index alone).
   `DROP INDEX sales_by_asset;
   CREATE INDEX sales_by_asset ON sales (collection_id, asset_id, timestamp DESC, block DESC, hash) INCLUDE (marketplace, price, seller);`,
+  // 36: a token's and a collection's metadata, as SQLite's 36.
+  METADATA_MIGRATION("text"),
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import type { PgQueries } from "./statements.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
@@ -80,7 +81,7 @@ export class PgTokens implements TokensRepository {
     // latest sale and cheapest listing; the joins need not keep its order,
     // so the rows are put back in it here.
     const rows = await this.q.rows(
-      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, t.ask_key,
+      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, t.ask_key,
          ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*
        FROM (SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
        JOIN collections c ON c.id = t.collection_id

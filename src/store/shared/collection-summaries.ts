@@ -96,6 +96,11 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     sales1d: Number(r.sales_1d),
     sales7d: Number(r.sales_7d),
     sales30d: Number(r.sales_30d),
+    description: String(r.description ?? ""),
+    image: String(r.image ?? ""),
+    externalUrl: String(r.external_url ?? ""),
+    twitter: String(r.twitter ?? ""),
+    discord: String(r.discord ?? ""),
     key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
   };
 }

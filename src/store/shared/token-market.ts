@@ -51,13 +51,18 @@ function traitText(value: unknown): string {
 
 /** A token record's attributes (SQLite's JSON text, PostgreSQL's parsed jsonb) as the tokens list shows them. */
 export function attributesOf(attributes: unknown): TokenRow["attributes"] {
-  const list = (typeof attributes === "string" ? JSON.parse(attributes) : attributes) as { trait_type?: unknown; value?: unknown }[];
-  return list.map((a) => ({ traitType: String(a.trait_type ?? ""), value: a.value === null || a.value === undefined ? "" : traitText(a.value) }));
+  const list = (typeof attributes === "string" ? JSON.parse(attributes) : attributes) as { trait_type?: unknown; value?: unknown; display_type?: unknown }[];
+  return list.map((a) => ({
+    traitType: String(a.trait_type ?? ""),
+    value: a.value === null || a.value === undefined ? "" : traitText(a.value),
+    displayType: String(a.display_type ?? ""),
+  }));
 }
 
 /**
  * A tokens-list row (both engines name its columns alike: address,
- * asset_id, collection_id, current_owner, attributes, ask_key, move_block,
+ * asset_id, collection_id, current_owner, attributes, its metadata
+ * (shared/metadata.ts TOKEN_METADATA_COLUMNS), ask_key, move_block,
  * move_log, rank, its latest sale's s_* and cheapest listing's l_*
  * columns), with its page key in the order `sort`.
  */
@@ -78,6 +83,11 @@ export function toToken(r: Row, sort: TokenSort): TokenRow {
     rarityRank: rank === UNRANKED ? 0 : rank,
     lastSale: saleOf(r),
     listing: listingOf(r),
+    name: String(r.name ?? ""),
+    description: String(r.description ?? ""),
+    image: String(r.image ?? ""),
+    animationUrl: String(r.animation_url ?? ""),
+    externalUrl: String(r.external_url ?? ""),
     key: keys[sort],
   };
 }

@@ -1,3 +1,4 @@
+import { metadataSql } from "../shared/metadata.js";
 import type { Statement } from "better-sqlite3";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
 import type { PageRequest } from "../ports/paging.js";
@@ -284,7 +285,7 @@ export class SqliteCollectionList implements CollectionListRepository {
       params.push(filter.query, filter.query);
     }
     const table = filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES;
-    const sql = `SELECT s.*, c.name, c.chain, h.tokens, h.holders
+    const sql = `SELECT s.*, c.name, ${metadataSql("c", "collections")}, c.chain, h.tokens, h.holders
       FROM ${table} s INDEXED BY ${table}_by_${column.replace(/_key$/, "")}
       JOIN collections c ON c.id = s.collection_id LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
       WHERE ${where.join(" AND ")} ORDER BY s.${column}, s.address LIMIT ?`;

@@ -1,3 +1,4 @@
+import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 // Versioned schema. PRAGMA user_version holds the number of migrations
 // applied; each migration runs once, in its own transaction.
@@ -387,6 +388,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // token in the window before it is asked of the index alone (bench:ingest: a table row read per sale of the window).
   `DROP INDEX sales_by_asset;
   CREATE INDEX sales_by_asset ON sales (collection_id, asset_key, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo, seller);`,
+  // 36: a token's and a collection's metadata (docs/data.md, "Metadata"), "" where untold.
+  METADATA_MIGRATION("TEXT"),
 ];
 
 

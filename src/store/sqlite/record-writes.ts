@@ -1,3 +1,4 @@
+import { COLLECTION_METADATA_COLUMNS, type CollectionMetadata, collectionMetadataValues, TOKEN_METADATA_COLUMNS, type TokenMetadata, tokenMetadataValues } from "../shared/metadata.js";
 import { movesFlaggedInWei } from "../shared/wash-scope.js";
 import { finalizedRemoval } from "../shared/conflicts.js";
 import { type RemovedSale, SqliteRemovals } from "./reorgs.js";
@@ -57,6 +58,23 @@ interface Upserter {
   compared: number;
 }
 
+/** A statement cache's name for a spec: its table and columns. */
+const upserterId = (spec: TableSpec) => `${spec.table}(${spec.values.join(",")})`;
+
+/** A collection record as its declaration checked it (domain/kinds/collections.ts). */
+export interface CollectionRecord extends Partial<CollectionMetadata> {
+  contractAddress: string;
+  name: string;
+}
+
+/** A token record as its declaration checked it (domain/kinds/tokens.ts): its attributes and OpenSea metadata. */
+export interface TokenRecord extends Partial<TokenMetadata> {
+  contractAddress: string;
+  assetId: string;
+  currentOwner: string;
+  attributes: readonly { trait_type: string; value: unknown; display_type?: string }[];
+}
+
 /** The built-in kinds' tables (and social users', which influencers and tweets write). */
 export const TABLES = {
   // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
@@ -66,7 +84,7 @@ export const TABLES = {
   token: {
     table: "tokens",
     key: ["collection_id", "asset_key"],
-    values: ["record_owner", "attributes", "recorded"],
+    values: ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS],
     insertAlso: [["current_owner", "record_owner"]],
   },
   appraisal: {
@@ -128,7 +146,9 @@ export const TABLES = {
     ],
   },
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
-  collection: { table: "collections", key: ["chain", "address"], values: ["name"] },
+  collection: { table: "collections", key: ["chain", "address"], values: ["name", ...COLLECTION_METADATA_COLUMNS] },
+  // A score's name names its collection, leaving its metadata as it is.
+  collectionName: { table: "collections", key: ["chain", "address"], values: ["name"] },
   reorg: { table: "reorgs", key: ["chain", "from_block"], values: ["block_hashes"] },
   pricePoint: { table: "price_points", key: ["currency", "minute"], values: ["usd"], touchesAll: true },
 } satisfies Record<string, TableSpec>;
@@ -327,24 +347,23 @@ export class WriteStore {
     return this.collectionId(refOf(r));
   }
 
-  upsertCollection(r: { contractAddress: string; name: string }): UpsertResult {
+  upsertCollection(r: CollectionRecord): UpsertResult {
     const { chain, address } = refParts(refOf(r));
-    return this.#upsert(TABLES.collection, { chain, address, name: r.name });
+    const row: Columns = { chain, address, name: r.name };
+    collectionMetadataValues(r).forEach((v, i) => (row[COLLECTION_METADATA_COLUMNS[i]!] = v));
+    return this.#upsert(TABLES.collection, row);
   }
 
-  upsertToken(r: {
-    contractAddress: string;
-    assetId: string;
-    currentOwner: string;
-    attributes: readonly { trait_type: string; value: unknown }[];
-  }): UpsertResult {
-    return this.#upsert(TABLES.token, {
+  upsertToken(r: TokenRecord): UpsertResult {
+    const row: Columns = {
       collection_id: this.collectionOf(r),
       asset_key: assetKey(r.assetId),
       record_owner: r.currentOwner,
       attributes: JSON.stringify(r.attributes),
       recorded: 1,
-    });
+    };
+    tokenMetadataValues(r).forEach((v, i) => (row[TOKEN_METADATA_COLUMNS[i]!] = v));
+    return this.#upsert(TABLES.token, row);
   }
 
   /** A transfer: it moves its token's owner when it is the latest (triggers, ownership.ts). */
@@ -724,7 +743,10 @@ export class WriteStore {
   }
 
   upsertScore(r: ScoreRow): UpsertResult {
-    if (r.name !== "") this.upsertCollection({ contractAddress: refOf(r), name: r.name });
+    if (r.name !== "") {
+      const { chain, address } = refParts(refOf(r));
+      this.#upsert(TABLES.collectionName, { chain, address, name: r.name });
+    }
     return this.#upsert(TABLES.score, {
       collection_id: this.collectionOf(r),
       hype: r.hype,
@@ -765,14 +787,14 @@ export class WriteStore {
     const restoreTriggers = deferMarketTriggers(this.#db, table);
     if (restoreTriggers !== undefined) this.#marketDeferred = true;
     if (table === "sales") this.#indexesDeferred = true;
-    this.#upserters.delete(table);
+    this.#dropUpserters(table);
     return () => {
       for (const { sql } of indexes) this.#db.exec(sql);
       if (table === "sales") this.#indexesDeferred = false;
       // The collections written so far (not yet stamped: beforeCommit comes after).
       restoreTriggers?.(this.#touched.ids);
       this.#marketDeferred = false;
-      this.#upserters.delete(table);
+      this.#dropUpserters(table);
     };
   }
 
@@ -810,14 +832,21 @@ export class WriteStore {
   /** Which collections a changed row changes the answers of. */
   #touchedBy(spec: TableSpec, row: Columns, result: "inserted" | "updated"): void {
     if (typeof row.collection_id === "number") this.#touched.add(row.collection_id);
-    else if (spec === TABLES.collection) this.#touched.add(this.collectionId(collectionRef(row.chain as string, row.address as string)));
+    else if (spec.table === TABLES.collection.table) this.#touched.add(this.collectionId(collectionRef(row.chain as string, row.address as string)));
     // A user's new profile shows in every collection's influencers and tweets
     // that name them; a new user is named only by rows of this write.
     else if ((spec === TABLES.socialUser && result === "updated") || spec.touchesAll === true) this.#touched.all = true;
   }
 
+  /** Forgets a table's statements (its indexes were dropped or rebuilt). */
+  #dropUpserters(table: string): void {
+    for (const [id, u] of this.#upserters) if (u.spec.table === table) this.#upserters.delete(id);
+  }
+
   #upserter(spec: TableSpec): Upserter {
-    let u = this.#upserters.get(spec.table);
+    // By table and columns: a table may be written by more than one spec (collections, collectionName).
+    const id = upserterId(spec);
+    let u = this.#upserters.get(id);
     if (!u) {
       const all = [...spec.key, ...spec.values, ...(spec.insertAlso ?? []).map(([c]) => c), ...(spec.feed === true ? ["feed_seq"] : [])];
       const marks = (n: number) => Array(n).fill("?").join(", ");
@@ -835,7 +864,7 @@ export class WriteStore {
              AND (${compared.join(", ")}) IS NOT (${marks(compared.length)})`,
         ),
       };
-      this.#upserters.set(spec.table, u);
+      this.#upserters.set(id, u);
     }
     return u;
   }

@@ -1,3 +1,4 @@
+import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
@@ -125,7 +126,7 @@ export class SqliteTokens implements TokensRepository {
         }
         break;
     }
-    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, t.ask_key,
+    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, t.ask_key,
         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
         ${SALE_AND_LISTING.columns}
       FROM ${from} JOIN collections c ON c.id = t.collection_id

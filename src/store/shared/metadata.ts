@@ -1,0 +1,44 @@
+// A token's and a collection's metadata (docs/data.md, "Metadata") as both
+// engines keep it: one text column per field, "" where the record left it
+// untold, named as the token record names it (OpenSea's metadata standard)
+// and as the collection record's fields in snake case.
+
+/** A token row's metadata columns: the token record's own field names. */
+export const TOKEN_METADATA_COLUMNS = ["name", "description", "image", "animation_url", "external_url"] as const;
+
+/** A collection row's metadata columns beside its name (the record's externalUrl as external_url). */
+export const COLLECTION_METADATA_COLUMNS = ["description", "image", "external_url", "twitter", "discord"] as const;
+
+/** Migration 36 on either engine (its text type): the metadata columns of tokens and collections. */
+export const METADATA_MIGRATION = (text: string): string =>
+  [
+    ...TOKEN_METADATA_COLUMNS.map((c) => `ALTER TABLE tokens ADD COLUMN ${c} ${text} NOT NULL DEFAULT ''`),
+    ...COLLECTION_METADATA_COLUMNS.map((c) => `ALTER TABLE collections ADD COLUMN ${c} ${text} NOT NULL DEFAULT ''`),
+  ].join(";\n") + ";";
+
+/** A token record's metadata fields (domain/kinds/parts.ts tokenMetadata). */
+export type TokenMetadata = Readonly<Record<(typeof TOKEN_METADATA_COLUMNS)[number], string>>;
+
+/** A collection record's metadata fields (domain/kinds/collections.ts). */
+export interface CollectionMetadata {
+  description: string;
+  image: string;
+  externalUrl: string;
+  twitter: string;
+  discord: string;
+}
+
+/** A token record's metadata as its row's columns, in TOKEN_METADATA_COLUMNS order ("" for a field left out). */
+export function tokenMetadataValues(r: Partial<TokenMetadata>): string[] {
+  return TOKEN_METADATA_COLUMNS.map((c) => r[c] ?? "");
+}
+
+/** A collection record's metadata as its row's columns, in COLLECTION_METADATA_COLUMNS order ("" for a field left out). */
+export function collectionMetadataValues(r: Partial<CollectionMetadata>): string[] {
+  return [r.description, r.image, r.externalUrl, r.twitter, r.discord].map((v) => v ?? "");
+}
+
+/** A row's metadata columns (of its table as `alias`), as a select list. */
+export function metadataSql(alias: string, table: "tokens" | "collections"): string {
+  return (table === "tokens" ? TOKEN_METADATA_COLUMNS : COLLECTION_METADATA_COLUMNS).map((c) => `${alias}.${c}`).join(", ");
+}
