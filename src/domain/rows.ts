@@ -219,6 +219,9 @@ export interface TokenRow {
   image: string;
   animationUrl: string;
   externalUrl: string;
+  /** Flagged (docs/data.md, "Spam and flags"), and the reason its flag record gave. */
+  isFlagged: boolean;
+  flagReason: string;
   /** 0: no rarity row. */
   rarityRank: number;
   /** Its latest sale (sales list order), if any. */
@@ -264,5 +267,8 @@ export interface CollectionSummaryRow {
   externalUrl: string;
   twitter: string;
   discord: string;
+  /** Marked spam (docs/data.md, "Spam and flags"), and the reason its spam record gave. */
+  isSpam: boolean;
+  spamReason: string;
   key: KeyValue[];
 }

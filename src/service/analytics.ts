@@ -36,7 +36,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
   return {
     async getCollectionFloor(req) {
       const { address, ref } = p.collection(req);
-      const filter = { marketplace: p.marketplace(req.marketplace), at: p.epochSeconds(req.at, "at") };
+      const filter = { marketplace: p.marketplace(req.marketplace), at: p.epochSeconds(req.at, "at"), includeFlagged: req.includeFlagged };
       await checkMarketplace(filter.marketplace);
       // In code-point order of marketplace whatever the engine's collation.
       const groups = (await store.analytics.floors(await knownCollection(store.collections, ref), filter)).sort((a, b) =>
@@ -77,7 +77,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     async listCollectionTraits(req) {
       const { ref } = p.collection(req);
       const collection = await knownCollection(store.collections, ref);
-      const values = await store.tokens.traits(collection);
+      const values = await store.tokens.traits(collection, req.includeFlagged);
       // In code-point order of type, then value, whatever the engine's collation.
       values.sort((a, b) => compare(a.traitType, b.traitType) || compare(a.value, b.value));
       // Each value's best trait offer, and the collection's (any token fills it): the better one.
@@ -92,7 +92,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
       const collection = await knownCollection(store.collections, ref);
       const now = nowSeconds();
       const [floor, [bid]] = await Promise.all([
-        Promise.resolve(store.analytics.floors(collection, {})).then((groups) => lowest(groups)),
+        Promise.resolve(store.analytics.floors(collection, { includeFlagged: req.includeFlagged })).then((groups) => lowest(groups)),
         Promise.resolve(store.offers.bestOffers(collection, [{}], now)),
       ]);
       return create(GetCollectionMarketResponseSchema, {

@@ -24,7 +24,7 @@ export function createCollectionListMethods(store: ReadRepositories): Pick<Servi
     async listCollections(req) {
       const chain = p.chain(req.chain);
       // includeWash only when asked: the pages' tokens without it are those from before it.
-      const filter = { chain, query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort"), includeWash: req.includeWash || undefined };
+      const filter = { chain, query: p.optionalQuery(req.query), sort: p.choice(req.sort, COLLECTION_SORTS, "sort"), includeWash: req.includeWash || undefined, includeSpam: req.includeSpam || undefined };
       const limit = p.limit(req.limit);
       // The default chain's pages keep the tokens they had before chains (its name is not in them).
       const digest = queryDigest(["collections", chain === DEFAULT_CHAIN ? { ...filter, chain: undefined } : filter]);
@@ -73,6 +73,8 @@ function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: s
     externalUrl: row.externalUrl,
     twitter: row.twitter,
     discord: row.discord,
+    isSpam: row.isSpam,
+    spamReason: row.spamReason,
   });
 }
 

@@ -238,5 +238,7 @@ export function createIngestService(ingest: Ingest) {
     ingestReorgs: unary("reorgs"),
     ingestFinality: unary("finality"),
     ingestPrices: unary("prices"),
+    ingestSpam: unary("spam"),
+    ingestFlags: unary("flags"),
   };
 }

@@ -81,7 +81,7 @@ describe("GET /v1/collections", () => {
       // No price point: the dollars are none (docs/money.md; test/e2e/price-points.property.test.ts has them with points).
       volumeUsd1d: "0.00", volumeUsd7d: "0.00", volumeUsd30d: "0.00",
       // No metadata told (test/e2e/metadata.test.ts has it).
-      description: "", image: "", externalUrl: "", twitter: "", discord: "",
+      description: "", image: "", externalUrl: "", twitter: "", discord: "", isSpam: false, spamReason: "",
     });
     expect(b).toMatchObject({ contractAddress: B, name: "Beta Birds", totalTokens: 1, numHolders: 1, floor: null, topBid: null, floorChange1d: null, volume1d: `3${ETH.slice(1)}` });
 

@@ -60,7 +60,7 @@ describe("the tokens and traits lists", () => {
       attributes: [{ traitType: "Hat", value: "Cap", displayType: "" }, { traitType: "Level", value: "2", displayType: "" }],
       rarityRank: 1, lastSale: null,
       // No metadata told (test/e2e/metadata.test.ts has it).
-      name: "", description: "", image: "", animationUrl: "", externalUrl: "",
+      name: "", description: "", image: "", animationUrl: "", externalUrl: "", isFlagged: false, flagReason: "",
       listing: {
         marketplaceId: "2", marketplace: "OPENSEA", contractAddress: C, assetId: "2", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000,
         price: "800", currency: "ETH", block: 0, blockHash: "", status: "CREATED",

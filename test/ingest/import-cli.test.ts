@@ -82,7 +82,7 @@ describe("marketdata import", () => {
 
   it("refuses an unknown kind and a missing file clearly", () => {
     const db = join(dir, "usage.sqlite");
-    expect(runCli(["import", "--db", db, "trades", "x.ndjson"]).stderr).toMatch(/KIND must be one of collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality, prices, got "trades"/);
+    expect(runCli(["import", "--db", db, "trades", "x.ndjson"]).stderr).toMatch(/KIND must be one of collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality, prices, spam, flags, got "trades"/);
     expect(runCli(["import", "--db", db, "sales", join(dir, "missing.ndjson")]).stderr).toMatch(/cannot read .*missing\.ndjson: no such file/);
   });
 

@@ -33,8 +33,14 @@ const TWEET = {
 };
 
 export const VALID: Record<string, Record<string, unknown>> = {
-  collections: { contractAddress: C, name: "Test Apes" },
-  tokens: { contractAddress: C, assetId: "42", currentOwner: `0x${"1".repeat(40)}`, attributes: [{ trait_type: "Fur", value: "Gold" }, { trait_type: "Level", value: 3, display_type: "number" }] },
+  collections: {
+    contractAddress: C, name: "Test Apes", description: "Apes for tests.", image: "ipfs://QmTestApes", externalUrl: "https://example.com",
+    twitter: "https://x.com/testapes", discord: "https://discord.gg/testapes",
+  },
+  tokens: {
+    contractAddress: C, assetId: "42", currentOwner: `0x${"1".repeat(40)}`, attributes: [{ trait_type: "Fur", value: "Gold" }, { trait_type: "Level", value: 3, display_type: "number" }],
+    name: "Test Ape #42", description: "A test ape.", image: "https://example.com/42.png", animation_url: "data:video/mp4;base64,AAAA", external_url: "https://example.com/42",
+  },
   appraisals: { contractAddress: C, assetId: "42", fairMarketValue: "12000000000000000000", confidence: "0.8731", currency: "ETH" },
   rarity: { contractAddress: C, assetId: "42", currentOwner: "", rarityScore: 1.25, statisticalRarity: -12.5, rarityRank: 7 },
   sales: {
@@ -62,12 +68,31 @@ export const VALID: Record<string, Record<string, unknown>> = {
   reorgs: { fromBlock: 18_500_000, blockHashes: [`0x${"be".repeat(32)}`] },
   finality: { block: 18_400_000 },
   prices: { currency: "ETH", minute: 1_699_999_980, usd: "2042.18" },
+  spam: { contractAddress: C, isSpam: true, reason: "airdrop spam" },
+  flags: { contractAddress: C, assetId: "42", isFlagged: true, reason: "reported stolen" },
 };
 
 /** [kind, field path, bad value, expected reason] — at least one per field. */
 export const INVALID: [string, string, unknown, RegExp][] = [
   ["collections", "contractAddress", "0x123", /must be 0x followed by 40 hex characters/],
   ["collections", "name", 7, /must be a string/],
+  ["collections", "description", "x".repeat(10_001), /at most 10000 characters/],
+  ["collections", "image", "javascript:alert(1)", /ipfs:\/\/ or ar:\/\/ URI/],
+  ["collections", "externalUrl", "ipfs://Qm", /must be an http\(s\) URL/],
+  ["collections", "twitter", "@testapes", /must be an http\(s\) URL/],
+  ["collections", "discord", 7, /must be an http\(s\) URL/],
+  ["tokens", "name", "x".repeat(257), /at most 256 characters/],
+  ["tokens", "description", null, /must be a string/],
+  ["tokens", "image", "ftp://example.com/42.png", /ipfs:\/\/ or ar:\/\/ URI/],
+  ["tokens", "animation_url", "data:,nothing", /data: URI with a media type/],
+  ["tokens", "external_url", "example.com", /must be an http\(s\) URL/],
+  ["spam", "contractAddress", "0x12", /must be 0x followed by 40 hex/],
+  ["spam", "isSpam", "true", /must be true or false/],
+  ["spam", "reason", 1, /must be a string/],
+  ["flags", "contractAddress", "0x12", /must be 0x followed by 40 hex/],
+  ["flags", "assetId", "-1", /canonical unsigned decimal/],
+  ["flags", "isFlagged", 1, /must be true or false/],
+  ["flags", "reason", "x".repeat(1025), /at most 1024 characters/],
   ["tokens", "contractAddress", "abc", /must be 0x followed by 40 hex/],
   ["tokens", "assetId", "007", /canonical unsigned decimal/],
   ["tokens", "assetId", 42, /canonical unsigned decimal/],

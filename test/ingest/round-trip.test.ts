@@ -48,7 +48,7 @@ beforeAll(async () => {
 
   // Export through the API only (but the price points, above).
   const exported: Record<Kind, object[]> = {
-    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [], reorgs: [], finality: [],
+    collections: [], tokens: [], appraisals: [], rarity: [], sales: [], listings: [], transfers: [], offers: [], influencers: [], tweets: [], scores: [], reorgs: [], finality: [], spam: [], flags: [],
     prices: points,
   };
   for (const contractAddress of collections) {

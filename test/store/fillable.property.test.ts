@@ -1,9 +1,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kind } from "../../src/domain/kinds/index.js";
 import { listingFragment } from "../../src/domain/wire/fragments.js";
 import { skipPg } from "../support/pg.js";
-import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
+import { importHistory, eventRecord, type EventWrite, type Harness, harness } from "../support/property-store.js";
 
 // Listings that can no longer be filled are not active (decisions.md,
 // "Fillable listings"): after any history of listing records, sales and
@@ -146,12 +145,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
         fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 20 }), fc.boolean(), async (writes, bulk) => {
           const address = C(++run);
           runPrefix = String(run);
-          const taken: Write[] = [];
-          for (const batch of batchesByKind(writes, 4)) {
-            // bulk: SQLite's set-based recompute after a bulk import; else its triggers, row by row.
-            await importBatch(h.store, batch[0]!.kind as Kind, batch.map((w) => recordOf(address, w)), false, false, bulk);
-            taken.push(...batch);
-          }
+          const taken = await importHistory(h.store, writes, (w) => recordOf(address, w), bulk);
           const truth = truthOf(taken);
           const id = await h.read.collections.collectionId(address);
           if (id === undefined) return;

@@ -1,8 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kind } from "../../src/domain/kinds/index.js";
 import { skipPg } from "../support/pg.js";
-import { batchesByKind, eventRecord, type EventWrite, type Harness, harness, importBatch } from "../support/property-store.js";
+import { importHistory, eventRecord, type EventWrite, type Harness, harness } from "../support/property-store.js";
 
 // Tokens and traits kept at write time (sqlite/token-market.ts,
 // postgres/token-market.ts): after any history of token records, listings,
@@ -163,11 +162,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
         fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 24 }), fc.boolean(), async (writes, bulk) => {
           const address = C(++run);
           runPrefix = String(run);
-          const taken: Write[] = [];
-          for (const batch of batchesByKind(writes, 4)) {
-            await importBatch(h.store, batch[0]!.kind as Kind, batch.map((w) => recordOf(address, w)), false, false, bulk);
-            taken.push(...batch);
-          }
+          const taken = await importHistory(h.store, writes, (w) => recordOf(address, w), bulk);
           if ((await h.read.collections.collectionId(address)) === undefined) return;
           const want = oracle(taken);
           const story = JSON.stringify(taken);

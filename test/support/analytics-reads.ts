@@ -5,7 +5,9 @@ import type { ReadRepositories } from "../../src/store/ports/reads.js";
 /** Every read path of the analytics repository and filter combination, for the query-plan tests of both engines. */
 export async function exerciseAnalytics(store: ReadRepositories, id: number): Promise<void> {
   for (const marketplace of [undefined, "BLUR"]) {
-    for (const at of [undefined, 1_700_500_000]) await store.analytics.floors(id, { marketplace, at });
+    for (const at of [undefined, 1_700_500_000]) {
+      for (const includeFlagged of [undefined, true]) await store.analytics.floors(id, { marketplace, at, includeFlagged });
+    }
   }
   await store.analytics.holders(id, { limit: 5, after: null });
   await store.analytics.holders(id, { limit: 5, after: [2, "0x00"] });
@@ -31,6 +33,7 @@ export async function exerciseTokens(store: ReadRepositories, id: number): Promi
   await store.tokens.tokensPage({ owner: `0x${"7".repeat(40)}`, sort: "id" }, { limit: 5, after: [id, "40"] });
   await store.tokens.tokensPage({ collectionId: id, assetId: "41", sort: "id" }, { limit: 5, after: null });
   await store.tokens.traits(id);
+  await store.tokens.traits(id, true);
 }
 
 /** Every read path of the collections list (each order, with and without a text, of clean sales and with wash, first pages and pages after a key; each row's top bid and floor then), for the query-plan tests of both engines. */
@@ -43,5 +46,7 @@ export async function exerciseCollectionList(store: ReadRepositories, id: number
         for (const after of [null, ["50", `0x${"d".repeat(40)}`]]) await store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort, query, includeWash }, { limit: 5, after });
       }
     }
+    // Spam collections listed too (docs/data.md, "Spam and flags"): the same range, no mark asked.
+    await store.collectionList.collectionsPage({ chain: DEFAULT_CHAIN, sort, includeSpam: true }, { limit: 5, after: null });
   }
 }

@@ -188,8 +188,14 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 36: no token or collection metadata (docs/data.md, "Metadata"). */
+/** Takes a store's schema back before migration 37: no spam or flag marks (docs/data.md, "Spam and flags"). */
+export async function dropFlags(target: string): Promise<void> {
+  for (const table of ["token_flags", "collection_flags"]) await execSql(target, `DROP TABLE ${table}`);
+}
+
+/** Takes a store's schema back before migration 36: no token or collection metadata (docs/data.md, "Metadata"), nor what came after. */
 export async function dropMetadata(target: string): Promise<void> {
+  await dropFlags(target);
   for (const c of TOKEN_METADATA_COLUMNS) await execSql(target, `ALTER TABLE tokens DROP COLUMN ${c}`);
   for (const c of COLLECTION_METADATA_COLUMNS) await execSql(target, `ALTER TABLE collections DROP COLUMN ${c}`);
 }

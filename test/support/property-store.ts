@@ -50,6 +50,21 @@ export function batchesByKind<W extends { kind: Kind }>(writes: readonly W[], si
   return out;
 }
 
+/**
+ * Imports a property test's history of writes (consecutive ones of a kind as
+ * one import of at most 4: batchesByKind), each as `recordOf` makes it; the
+ * writes taken, in order. `bulk`: SQLite's set-based recompute after a bulk
+ * import, or its triggers row by row (importBatch).
+ */
+export async function importHistory<W extends { kind: Kind }>(store: WritableStore, writes: readonly W[], recordOf: (w: W) => object, bulk?: boolean): Promise<W[]> {
+  const taken: W[] = [];
+  for (const batch of batchesByKind(writes, 4)) {
+    await importBatch(store, batch[0]!.kind, batch.map(recordOf), false, false, bulk);
+    taken.push(...batch);
+  }
+  return taken;
+}
+
 export interface Harness {
   store: WritableStore;
   read: ReadRepositories;

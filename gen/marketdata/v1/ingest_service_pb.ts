@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/ingest_service.proto.
  */
 export const file_marketdata_v1_ingest_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIpYBChBDb2xsZWN0aW9uUmVjb3JkEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRINCgVpbWFnZRgEIAEoCRIUCgxleHRlcm5hbF91cmwYBSABKAkSDwoHdHdpdHRlchgGIAEoCRIPCgdkaXNjb3JkGAcgASgJInEKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIuIBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUSDAoEbmFtZRgFIAEoCRITCgtkZXNjcmlwdGlvbhgGIAEoCRINCgVpbWFnZRgHIAEoCRIVCg1hbmltYXRpb25fdXJsGAggASgJEhQKDGV4dGVybmFsX3VybBgJIAEoCSJnChNJbmdlc3RUb2tlbnNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlRva2VuUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJwChJJbmdlc3RTYWxlc1JlcXVlc3QSJAoHcmVjb3JkcxgBIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkSDwoHcmVtb3ZlZBgEIAEoCCJ2ChVJbmdlc3RMaXN0aW5nc1JlcXVlc3QSJwoHcmVjb3JkcxgBIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkSDwoHcmVtb3ZlZBgEIAEoCCJ4ChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCRIPCgdyZW1vdmVkGAQgASgIInIKE0luZ2VzdE9mZmVyc1JlcXVlc3QSJQoHcmVjb3JkcxgBIAMoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJEg8KB3JlbW92ZWQYBCABKAgiaQoXSW5nZXN0QXBwcmFpc2Fsc1JlcXVlc3QSKQoHcmVjb3JkcxgBIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJnChNJbmdlc3RSYXJpdHlSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLkFzc2V0UmFyaXR5EhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJkChBJbmZsdWVuY2VyUmVjb3JkEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSJwoEdXNlchgCIAEoCzIZLm1hcmtldGRhdGEudjEuU29jaWFsVXNlchINCgVzY29yZRgDIAEoASJxChhJbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLm1hcmtldGRhdGEudjEuSW5mbHVlbmNlclJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiTAoLVHdlZXRSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIjCgV0d2VldBgCIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQiZwoTSW5nZXN0VHdlZXRzUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ud2VldFJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiawoTSW5nZXN0U2NvcmVzUmVxdWVzdBIvCgdyZWNvcmRzGAEgAygLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uU2NvcmUSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJIkYKC1Jlb3JnUmVjb3JkEg0KBWNoYWluGAEgASgJEhIKCmZyb21fYmxvY2sYAiABKAMSFAoMYmxvY2tfaGFzaGVzGAMgAygJImcKE0luZ2VzdFJlb3Jnc1JlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuUmVvcmdSZWNvcmQSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJIi4KDkZpbmFsaXR5UmVjb3JkEg0KBWNoYWluGAEgASgJEg0KBWJsb2NrGAIgASgDImwKFUluZ2VzdEZpbmFsaXR5UmVxdWVzdBIuCgdyZWNvcmRzGAEgAygLMh0ubWFya2V0ZGF0YS52MS5GaW5hbGl0eVJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiOwoKUHJpY2VQb2ludBIQCghjdXJyZW5jeRgBIAEoCRIOCgZtaW51dGUYAiABKAMSCwoDdXNkGAMgASgJIlcKE0luZ2VzdFByaWNlc1JlcXVlc3QSKgoHcmVjb3JkcxgBIAMoCzIZLm1hcmtldGRhdGEudjEuUHJpY2VQb2ludBIUCgxza2lwX2ludmFsaWQYAiABKAgyqw8KDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxJ4CgxJbmdlc3RPZmZlcnMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdE9mZmVyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvb2ZmZXJzEoQBChBJbmdlc3RBcHByYWlzYWxzEiYubWFya2V0ZGF0YS52MS5Jbmdlc3RBcHByYWlzYWxzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiKZACAoLT5JMCIDoHcmVjb3JkcyIVL3YxL2luZ2VzdC9hcHByYWlzYWxzEngKDEluZ2VzdFJhcml0eRIiLm1hcmtldGRhdGEudjEuSW5nZXN0UmFyaXR5UmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC9yYXJpdHkShwEKEUluZ2VzdEluZmx1ZW5jZXJzEicubWFya2V0ZGF0YS52MS5Jbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvaW5mbHVlbmNlcnMSeAoMSW5nZXN0VHdlZXRzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUd2VldHNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3R3ZWV0cxJ4CgxJbmdlc3RSZW9yZ3MSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlb3Jnc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3QvcmVvcmdzEn4KDkluZ2VzdEZpbmFsaXR5EiQubWFya2V0ZGF0YS52MS5Jbmdlc3RGaW5hbGl0eVJlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIieQAgKC0+STAh46B3JlY29yZHMiEy92MS9pbmdlc3QvZmluYWxpdHkSeAoMSW5nZXN0UHJpY2VzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RQcmljZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3ByaWNlcxJ4CgxJbmdlc3RTY29yZXMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFNjb3Jlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvc2NvcmVzYgZwcm90bzM", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiJtYXJrZXRkYXRhL3YxL2luZ2VzdF9zZXJ2aWNlLnByb3RvEg1tYXJrZXRkYXRhLnYxImgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgNEhIKCmR1cGxpY2F0ZXMYAiABKA0SMAoIcmVqZWN0ZWQYAyADKAsyHi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlamVjdGlvbiIwCg9Jbmdlc3RSZWplY3Rpb24SDAoEbGluZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJIpYBChBDb2xsZWN0aW9uUmVjb3JkEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRINCgVpbWFnZRgEIAEoCRIUCgxleHRlcm5hbF91cmwYBSABKAkSDwoHdHdpdHRlchgGIAEoCRIPCgdkaXNjb3JkGAcgASgJInEKGEluZ2VzdENvbGxlY3Rpb25zUmVxdWVzdBIwCgdyZWNvcmRzGAEgAygLMh8ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSKJAQoOVG9rZW5BdHRyaWJ1dGUSEgoKdHJhaXRfdHlwZRgBIAEoCRIWCgxzdHJpbmdfdmFsdWUYAiABKAlIABIWCgxudW1iZXJfdmFsdWUYAyABKAFIABIUCgpib29sX3ZhbHVlGAQgASgISAASFAoMZGlzcGxheV90eXBlGAUgASgJQgcKBXZhbHVlIuIBCgtUb2tlblJlY29yZBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSMQoKYXR0cmlidXRlcxgEIAMoCzIdLm1hcmtldGRhdGEudjEuVG9rZW5BdHRyaWJ1dGUSDAoEbmFtZRgFIAEoCRITCgtkZXNjcmlwdGlvbhgGIAEoCRINCgVpbWFnZRgHIAEoCRIVCg1hbmltYXRpb25fdXJsGAggASgJEhQKDGV4dGVybmFsX3VybBgJIAEoCSJnChNJbmdlc3RUb2tlbnNSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLlRva2VuUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJwChJJbmdlc3RTYWxlc1JlcXVlc3QSJAoHcmVjb3JkcxgBIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZRIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkSDwoHcmVtb3ZlZBgEIAEoCCJ2ChVJbmdlc3RMaXN0aW5nc1JlcXVlc3QSJwoHcmVjb3JkcxgBIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkSDwoHcmVtb3ZlZBgEIAEoCCJ4ChZJbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0EigKB3JlY29yZHMYASADKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCRIPCgdyZW1vdmVkGAQgASgIInIKE0luZ2VzdE9mZmVyc1JlcXVlc3QSJQoHcmVjb3JkcxgBIAMoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJEg8KB3JlbW92ZWQYBCABKAgiaQoXSW5nZXN0QXBwcmFpc2Fsc1JlcXVlc3QSKQoHcmVjb3JkcxgBIAMoCzIYLm1hcmtldGRhdGEudjEuQXBwcmFpc2FsEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJnChNJbmdlc3RSYXJpdHlSZXF1ZXN0EisKB3JlY29yZHMYASADKAsyGi5tYXJrZXRkYXRhLnYxLkFzc2V0UmFyaXR5EhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJkChBJbmZsdWVuY2VyUmVjb3JkEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSJwoEdXNlchgCIAEoCzIZLm1hcmtldGRhdGEudjEuU29jaWFsVXNlchINCgVzY29yZRgDIAEoASJxChhJbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLm1hcmtldGRhdGEudjEuSW5mbHVlbmNlclJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiTAoLVHdlZXRSZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIjCgV0d2VldBgCIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQiZwoTSW5nZXN0VHdlZXRzUmVxdWVzdBIrCgdyZWNvcmRzGAEgAygLMhoubWFya2V0ZGF0YS52MS5Ud2VldFJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiawoTSW5nZXN0U2NvcmVzUmVxdWVzdBIvCgdyZWNvcmRzGAEgAygLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uU2NvcmUSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJIkcKClNwYW1SZWNvcmQSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIPCgdpc19zcGFtGAIgASgIEg4KBnJlYXNvbhgDIAEoCSJkChFJbmdlc3RTcGFtUmVxdWVzdBIqCgdyZWNvcmRzGAEgAygLMhkubWFya2V0ZGF0YS52MS5TcGFtUmVjb3JkEhQKDHNraXBfaW52YWxpZBgCIAEoCBINCgVjaGFpbhgDIAEoCSJcCgpGbGFnUmVjb3JkEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEgoKaXNfZmxhZ2dlZBgDIAEoCBIOCgZyZWFzb24YBCABKAkiZQoSSW5nZXN0RmxhZ3NSZXF1ZXN0EioKB3JlY29yZHMYASADKAsyGS5tYXJrZXRkYXRhLnYxLkZsYWdSZWNvcmQSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJIkYKC1Jlb3JnUmVjb3JkEg0KBWNoYWluGAEgASgJEhIKCmZyb21fYmxvY2sYAiABKAMSFAoMYmxvY2tfaGFzaGVzGAMgAygJImcKE0luZ2VzdFJlb3Jnc1JlcXVlc3QSKwoHcmVjb3JkcxgBIAMoCzIaLm1hcmtldGRhdGEudjEuUmVvcmdSZWNvcmQSFAoMc2tpcF9pbnZhbGlkGAIgASgIEg0KBWNoYWluGAMgASgJIi4KDkZpbmFsaXR5UmVjb3JkEg0KBWNoYWluGAEgASgJEg0KBWJsb2NrGAIgASgDImwKFUluZ2VzdEZpbmFsaXR5UmVxdWVzdBIuCgdyZWNvcmRzGAEgAygLMh0ubWFya2V0ZGF0YS52MS5GaW5hbGl0eVJlY29yZBIUCgxza2lwX2ludmFsaWQYAiABKAgSDQoFY2hhaW4YAyABKAkiOwoKUHJpY2VQb2ludBIQCghjdXJyZW5jeRgBIAEoCRIOCgZtaW51dGUYAiABKAMSCwoDdXNkGAMgASgJIlcKE0luZ2VzdFByaWNlc1JlcXVlc3QSKgoHcmVjb3JkcxgBIAMoCzIZLm1hcmtldGRhdGEudjEuUHJpY2VQb2ludBIUCgxza2lwX2ludmFsaWQYAiABKAgylhEKDUluZ2VzdFNlcnZpY2UShwEKEUluZ2VzdENvbGxlY3Rpb25zEicubWFya2V0ZGF0YS52MS5Jbmdlc3RDb2xsZWN0aW9uc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvY29sbGVjdGlvbnMSeAoMSW5nZXN0VG9rZW5zEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUb2tlbnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3Rva2VucxJ1CgtJbmdlc3RTYWxlcxIhLm1hcmtldGRhdGEudjEuSW5nZXN0U2FsZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIkkAICgtPkkwIbOgdyZWNvcmRzIhAvdjEvaW5nZXN0L3NhbGVzElMKC1N0cmVhbVNhbGVzEiEubWFya2V0ZGF0YS52MS5Jbmdlc3RTYWxlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARJ+Cg5Jbmdlc3RMaXN0aW5ncxIkLm1hcmtldGRhdGEudjEuSW5nZXN0TGlzdGluZ3NSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSInkAICgtPkkwIeOgdyZWNvcmRzIhMvdjEvaW5nZXN0L2xpc3RpbmdzElkKDlN0cmVhbUxpc3RpbmdzEiQubWFya2V0ZGF0YS52MS5Jbmdlc3RMaXN0aW5nc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIgAoARKBAQoPSW5nZXN0VHJhbnNmZXJzEiUubWFya2V0ZGF0YS52MS5Jbmdlc3RUcmFuc2ZlcnNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIokAICgtPkkwIfOgdyZWNvcmRzIhQvdjEvaW5nZXN0L3RyYW5zZmVycxJ4CgxJbmdlc3RPZmZlcnMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdE9mZmVyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvb2ZmZXJzEoQBChBJbmdlc3RBcHByYWlzYWxzEiYubWFya2V0ZGF0YS52MS5Jbmdlc3RBcHByYWlzYWxzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiKZACAoLT5JMCIDoHcmVjb3JkcyIVL3YxL2luZ2VzdC9hcHByYWlzYWxzEngKDEluZ2VzdFJhcml0eRIiLm1hcmtldGRhdGEudjEuSW5nZXN0UmFyaXR5UmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJZACAoLT5JMCHDoHcmVjb3JkcyIRL3YxL2luZ2VzdC9yYXJpdHkShwEKEUluZ2VzdEluZmx1ZW5jZXJzEicubWFya2V0ZGF0YS52MS5Jbmdlc3RJbmZsdWVuY2Vyc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiqQAgKC0+STAiE6B3JlY29yZHMiFi92MS9pbmdlc3QvaW5mbHVlbmNlcnMSeAoMSW5nZXN0VHdlZXRzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RUd2VldHNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3R3ZWV0cxJ4CgxJbmdlc3RSZW9yZ3MSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlb3Jnc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3QvcmVvcmdzEn4KDkluZ2VzdEZpbmFsaXR5EiQubWFya2V0ZGF0YS52MS5Jbmdlc3RGaW5hbGl0eVJlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIieQAgKC0+STAh46B3JlY29yZHMiEy92MS9pbmdlc3QvZmluYWxpdHkSeAoMSW5nZXN0UHJpY2VzEiIubWFya2V0ZGF0YS52MS5Jbmdlc3RQcmljZXNSZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIlkAICgtPkkwIcOgdyZWNvcmRzIhEvdjEvaW5nZXN0L3ByaWNlcxJ4CgxJbmdlc3RTY29yZXMSIi5tYXJrZXRkYXRhLnYxLkluZ2VzdFNjb3Jlc1JlcXVlc3QaHS5tYXJrZXRkYXRhLnYxLkluZ2VzdFJlc3BvbnNlIiWQAgKC0+STAhw6B3JlY29yZHMiES92MS9pbmdlc3Qvc2NvcmVzEnIKCkluZ2VzdFNwYW0SIC5tYXJrZXRkYXRhLnYxLkluZ2VzdFNwYW1SZXF1ZXN0Gh0ubWFya2V0ZGF0YS52MS5Jbmdlc3RSZXNwb25zZSIjkAICgtPkkwIaOgdyZWNvcmRzIg8vdjEvaW5nZXN0L3NwYW0SdQoLSW5nZXN0RmxhZ3MSIS5tYXJrZXRkYXRhLnYxLkluZ2VzdEZsYWdzUmVxdWVzdBodLm1hcmtldGRhdGEudjEuSW5nZXN0UmVzcG9uc2UiJJACAoLT5JMCGzoHcmVjb3JkcyIQL3YxL2luZ2VzdC9mbGFnc2IGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * What a batch (or a whole stream) did.
@@ -649,6 +649,132 @@ export const IngestScoresRequestSchema: GenMessage<IngestScoresRequest> = /*@__P
   messageDesc(file_marketdata_v1_ingest_service, 17);
 
 /**
+ * Whether a collection is spam, and why (a record replaces the one before).
+ *
+ * @generated from message marketdata.v1.SpamRecord
+ */
+export type SpamRecord = Message<"marketdata.v1.SpamRecord"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * @generated from field: bool is_spam = 2;
+   */
+  isSpam: boolean;
+
+  /**
+   * Why (free text, up to 1,024 characters): "" when untold.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message marketdata.v1.SpamRecord.
+ * Use `create(SpamRecordSchema)` to create a new message.
+ */
+export const SpamRecordSchema: GenMessage<SpamRecord> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_ingest_service, 18);
+
+/**
+ * @generated from message marketdata.v1.IngestSpamRequest
+ */
+export type IngestSpamRequest = Message<"marketdata.v1.IngestSpamRequest"> & {
+  /**
+   * @generated from field: repeated marketdata.v1.SpamRecord records = 1;
+   */
+  records: SpamRecord[];
+
+  /**
+   * @generated from field: bool skip_invalid = 2;
+   */
+  skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
+};
+
+/**
+ * Describes the message marketdata.v1.IngestSpamRequest.
+ * Use `create(IngestSpamRequestSchema)` to create a new message.
+ */
+export const IngestSpamRequestSchema: GenMessage<IngestSpamRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_ingest_service, 19);
+
+/**
+ * Whether a token is flagged (stolen, suspicious), and why (a record
+ * replaces the one before).
+ *
+ * @generated from message marketdata.v1.FlagRecord
+ */
+export type FlagRecord = Message<"marketdata.v1.FlagRecord"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * @generated from field: string asset_id = 2;
+   */
+  assetId: string;
+
+  /**
+   * @generated from field: bool is_flagged = 3;
+   */
+  isFlagged: boolean;
+
+  /**
+   * Why (free text, up to 1,024 characters): "" when untold.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message marketdata.v1.FlagRecord.
+ * Use `create(FlagRecordSchema)` to create a new message.
+ */
+export const FlagRecordSchema: GenMessage<FlagRecord> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_ingest_service, 20);
+
+/**
+ * @generated from message marketdata.v1.IngestFlagsRequest
+ */
+export type IngestFlagsRequest = Message<"marketdata.v1.IngestFlagsRequest"> & {
+  /**
+   * @generated from field: repeated marketdata.v1.FlagRecord records = 1;
+   */
+  records: FlagRecord[];
+
+  /**
+   * @generated from field: bool skip_invalid = 2;
+   */
+  skipInvalid: boolean;
+
+  /**
+   * The chain of every record that names none (docs/chains.md); "" for ethereum.
+   *
+   * @generated from field: string chain = 3;
+   */
+  chain: string;
+};
+
+/**
+ * Describes the message marketdata.v1.IngestFlagsRequest.
+ * Use `create(IngestFlagsRequestSchema)` to create a new message.
+ */
+export const IngestFlagsRequestSchema: GenMessage<IngestFlagsRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_ingest_service, 21);
+
+/**
  * A reorganisation of one chain: its blocks from from_block on are no
  * longer the chain's (docs/chains.md).
  *
@@ -680,7 +806,7 @@ export type ReorgRecord = Message<"marketdata.v1.ReorgRecord"> & {
  * Use `create(ReorgRecordSchema)` to create a new message.
  */
 export const ReorgRecordSchema: GenMessage<ReorgRecord> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 18);
+  messageDesc(file_marketdata_v1_ingest_service, 22);
 
 /**
  * @generated from message marketdata.v1.IngestReorgsRequest
@@ -709,7 +835,7 @@ export type IngestReorgsRequest = Message<"marketdata.v1.IngestReorgsRequest"> &
  * Use `create(IngestReorgsRequestSchema)` to create a new message.
  */
 export const IngestReorgsRequestSchema: GenMessage<IngestReorgsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 19);
+  messageDesc(file_marketdata_v1_ingest_service, 23);
 
 /**
  * A chain's finalized block: its blocks up to this one are final.
@@ -735,7 +861,7 @@ export type FinalityRecord = Message<"marketdata.v1.FinalityRecord"> & {
  * Use `create(FinalityRecordSchema)` to create a new message.
  */
 export const FinalityRecordSchema: GenMessage<FinalityRecord> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 20);
+  messageDesc(file_marketdata_v1_ingest_service, 24);
 
 /**
  * @generated from message marketdata.v1.IngestFinalityRequest
@@ -764,7 +890,7 @@ export type IngestFinalityRequest = Message<"marketdata.v1.IngestFinalityRequest
  * Use `create(IngestFinalityRequestSchema)` to create a new message.
  */
 export const IngestFinalityRequestSchema: GenMessage<IngestFinalityRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 21);
+  messageDesc(file_marketdata_v1_ingest_service, 25);
 
 /**
  * A payment token's USD price at a minute (docs/money.md).
@@ -799,7 +925,7 @@ export type PricePoint = Message<"marketdata.v1.PricePoint"> & {
  * Use `create(PricePointSchema)` to create a new message.
  */
 export const PricePointSchema: GenMessage<PricePoint> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 22);
+  messageDesc(file_marketdata_v1_ingest_service, 26);
 
 /**
  * @generated from message marketdata.v1.IngestPricesRequest
@@ -821,7 +947,7 @@ export type IngestPricesRequest = Message<"marketdata.v1.IngestPricesRequest"> &
  * Use `create(IngestPricesRequestSchema)` to create a new message.
  */
 export const IngestPricesRequestSchema: GenMessage<IngestPricesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_ingest_service, 23);
+  messageDesc(file_marketdata_v1_ingest_service, 27);
 
 /**
  * Writes from the services that index the market: each RPC takes a batch of
@@ -1003,6 +1129,28 @@ export const IngestService: GenService<{
   ingestScores: {
     methodKind: "unary";
     input: typeof IngestScoresRequestSchema;
+    output: typeof IngestResponseSchema;
+  },
+  /**
+   * Marks collections as spam, or not (docs/data.md, "Spam and flags"): the
+   * collections list leaves a spam collection out unless include_spam.
+   *
+   * @generated from rpc marketdata.v1.IngestService.IngestSpam
+   */
+  ingestSpam: {
+    methodKind: "unary";
+    input: typeof IngestSpamRequestSchema;
+    output: typeof IngestResponseSchema;
+  },
+  /**
+   * Flags tokens (stolen, suspicious), or clears them: floors and trait
+   * floors leave a flagged token's listings out unless include_flagged.
+   *
+   * @generated from rpc marketdata.v1.IngestService.IngestFlags
+   */
+  ingestFlags: {
+    methodKind: "unary";
+    input: typeof IngestFlagsRequestSchema;
     output: typeof IngestResponseSchema;
   },
 }> = /*@__PURE__*/

@@ -13,6 +13,8 @@ import { tweets } from "./tweets.js";
 import { reorgs } from "./reorgs.js";
 import { finality } from "./finality.js";
 import { prices } from "./prices.js";
+import { spam } from "./spam.js";
+import { flags } from "./flags.js";
 
 // The record kinds (decisions.md's importable kinds): each declared once, in
 // its own file of this folder (declaration.ts says what a declaration
@@ -21,7 +23,7 @@ import { prices } from "./prices.js";
 // and the engines' statements (docs/architecture.md, "A record kind").
 
 /** Every kind, in the order `marketdata import --help` lists them. */
-const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality, prices] as const;
+const DECLARED = [collections, tokens, appraisals, rarity, sales, listings, transfers, offers, influencers, tweets, scores, reorgs, finality, prices, spam, flags] as const;
 
 export type Kind = (typeof DECLARED)[number]["name"];
 /** The kinds the live feeds and the webhooks carry. */

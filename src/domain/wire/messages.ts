@@ -149,6 +149,8 @@ export function toToken(r: TokenRow): Token {
     image: r.image,
     animationUrl: r.animationUrl,
     externalUrl: r.externalUrl,
+    isFlagged: r.isFlagged,
+    flagReason: r.flagReason,
   };
 }
 

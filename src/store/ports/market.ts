@@ -11,6 +11,8 @@ export interface FloorFilter {
   marketplace?: string | undefined;
   /** Epoch seconds: the floor then, from the listings' history; undefined: now (status CREATED). */
   at?: number | undefined;
+  /** Count flagged tokens' listings too; default: they are no floor (docs/data.md, "Spam and flags"; flagged as of now, for `at` too). */
+  includeFlagged?: boolean | undefined;
 }
 
 export interface HoldersPage {
@@ -77,8 +79,8 @@ export interface TokensFilter {
 
 export interface TokensRepository {
   tokensPage(filter: TokensFilter, page: PageRequest): MaybePromise<Page<TokenRow>>;
-  /** Every trait value of the collection, by type then value (code-point order), with its token count and floor. */
-  traits(collectionId: number): MaybePromise<TraitValueRow[]>;
+  /** Every trait value of the collection, by type then value (code-point order), with its token count and floor (of unflagged tokens unless includeFlagged). */
+  traits(collectionId: number, includeFlagged?: boolean): MaybePromise<TraitValueRow[]>;
 }
 
 // offers: bids for a token, a trait or the collection.
@@ -141,6 +143,8 @@ export interface CollectionsListFilter {
   sort: CollectionSort;
   /** The windows (and so the ranking) of every sale, flagged ones included; default: clean sales only (docs/wash-trades.md). */
   includeWash?: boolean | undefined;
+  /** List spam collections too; default: a collection marked spam is not listed (docs/data.md, "Spam and flags"). */
+  includeSpam?: boolean | undefined;
 }
 
 export interface CollectionsPage {

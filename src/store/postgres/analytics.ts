@@ -1,3 +1,4 @@
+import { notFlagged } from "./flags.js";
 import { FLAGGED, IN_WEI } from "../shared/wash-scope.js";
 import { exactUsdSql, usdPointOf } from "../shared/prices.js";
 import {
@@ -76,9 +77,12 @@ const toPoint = (r: SeriesRow, side: "first" | "last") => ({
  * (marketplace, price, listing_id). The marketplaces with entries in the
  * index are found by a loose index scan (one seek each).
  */
-function marketplaceFloors(c: string, at: string | undefined, marketplace?: string): string {
+function marketplaceFloors(c: string, at: string | undefined, marketplace?: string, includeFlagged = false): string {
   const [table, active, id] =
     at === undefined ? ["listings", "status = 'CREATED'", "id"] : ["listing_spans", `active_from <= ${at} AND active_until > ${at}`, "listing_id"];
+  // A flagged token's listings are no floor (flags.ts): a listing's own token, a span's through its listing.
+  const unflagged = includeFlagged ? "" : at === undefined ? ` AND ${notFlagged("s")}`
+    : ` AND NOT EXISTS (SELECT 1 FROM listings y WHERE y.id = s.listing_id AND NOT ${notFlagged("y")})`;
   const marketplaces =
     marketplace !== undefined
       ? `SELECT ${marketplace}::text AS marketplace`
@@ -91,7 +95,7 @@ function marketplaceFloors(c: string, at: string | undefined, marketplace?: stri
          SELECT marketplace FROM m WHERE marketplace IS NOT NULL`;
   return `SELECT f.marketplace, f.price, f.${id} AS listing_id FROM (${marketplaces}) m
      CROSS JOIN LATERAL (
-       SELECT * FROM ${table} WHERE collection_id = ${c} AND marketplace = m.marketplace AND ${active}
+       SELECT * FROM ${table} s WHERE collection_id = ${c} AND marketplace = m.marketplace AND ${active}${unflagged}
        ORDER BY price, marketplace_id COLLATE "C" LIMIT 1) f`;
 }
 
@@ -106,7 +110,7 @@ export class PgAnalytics implements AnalyticsRepository {
     return this.q.rows<FloorListingRow>(
       `SELECT l.marketplace, l.marketplace_id AS "marketplaceId", l.asset_id::text AS "assetId", f.price::text AS price,
          l.created_at::float8 AS "createdAt"
-       FROM (${marketplaceFloors("$1", at, marketplace)}) f
+       FROM (${marketplaceFloors("$1", at, marketplace, filter.includeFlagged)}) f
        JOIN listings l ON l.id = f.listing_id`,
       values,
     );

@@ -1,3 +1,4 @@
+import { notFlagged, notSpam, SPAM_COLUMNS } from "./flags.js";
 import { metadataSql } from "../shared/metadata.js";
 import { FLAGGED } from "../shared/wash-scope.js";
 import type pg from "pg";
@@ -55,7 +56,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
   CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
   UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR});
-  ${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false)};
+  ${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, false)};
 `;
 
 /**
@@ -65,12 +66,12 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
  * of the summaries made from them).
  */
 export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
-  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, false)}`;
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, false, false, false)}`;
 
 /** Migration 34's columns of the summaries (docs/money.md, "USD kept with the series"), kept again for every collection. */
 export const USD_SUMMARIES_MIGRATION = `${[CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) =>
   `ALTER TABLE ${t} ${["1d", "7d", "30d"].map((w) => `ADD COLUMN volume_usd_${w} numeric NOT NULL DEFAULT 0`).join(", ")};`).join("\n")}
-  WITH clean AS (${keepSql("true", WINDOWS_HOUR)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, true, false, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, true, false, false)}`;
 
 /**
  * The transaction's moves of flagged sales, read by the summaries with wash
@@ -107,7 +108,7 @@ export async function recordWashMoves(client: pg.ClientBase, resummed: readonly 
  * commit 14 ms (15.5 against 1.2 ms: a collection with 19,000 of them, the
  * bench:ingest store).
  */
-export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true, byMoves = false): string {
+export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true, byMoves = false, unflagged = true): string {
   const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
   // The clean sales' dollars in both tables (shared/collection-summaries.ts: the flagged ones' are added when read).
@@ -141,7 +142,7 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales, usd)) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
-    WHERE l.collection_id = c.id AND l.status = 'CREATED' ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
+    WHERE l.collection_id = c.id AND l.status = 'CREATED'${unflagged ? ` AND ${notFlagged("l")}` : ""} ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
   WHERE ${which}
   ON CONFLICT (collection_id) DO UPDATE SET
     volume_1d = EXCLUDED.volume_1d, volume_7d = EXCLUDED.volume_7d, volume_30d = EXCLUDED.volume_30d,
@@ -187,6 +188,7 @@ export class PgCollectionList implements CollectionListRepository {
     // The chain's rows as the sort's index walks (SQLite's collection-summaries.ts).
     const where: string[] = [`c.chain = ${$(filter.chain)}`];
     if (page.after) where.push(`(s.${column}, s.address) > (${$(page.after[0])}::text COLLATE "C", ${$(page.after[1])}::text COLLATE "C")`);
+    if (!filter.includeSpam) where.push(notSpam("s"));
     if (filter.query !== undefined) {
       const q = $(filter.query);
       where.push(`(strpos(lower(c.name), ${q}) > 0 OR strpos(s.address, ${q}) > 0)`);
@@ -196,7 +198,7 @@ export class PgCollectionList implements CollectionListRepository {
     const rows = await this.q.rows(
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, ${metadataSql("c", "collections")}, c.chain, h.tokens, h.holders,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
          s.volume_usd_1d::text AS volume_usd_1d, s.volume_usd_7d::text AS volume_usd_7d, s.volume_usd_30d::text AS volume_usd_30d,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id

@@ -387,6 +387,8 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     touchesAll: true,
     touches: "SELECT DISTINCT collection_id AS id FROM repriced",
   },
+  spam: flagWrites("collection_flags", ["collection_id"], "is_spam", "isSpam", [], []),
+  flags: flagWrites("token_flags", ["collection_id", "asset_id"], "is_flagged", "isFlagged", [col("asset_id", "numeric")], ["st.asset_id"]),
   scores: {
     stage: [col("name"), col("chain"), col("address"), col("hype", "float8"), col("gains", "float8"), col("community", "float8"), col("total", "float8")],
     row: (r) => [r.name, chainOf(r), r.contractAddress, r.hype, r.gains, r.community, r.total],
@@ -430,6 +432,17 @@ export function tableWrites(spec: {
     counted: counted(spec.table, spec.key, spec.values, withCollection(spec.select)),
     tables: ["collections", spec.table],
   });
+}
+
+/** The spam and flags kinds' writes (flags.ts): a mark and its reason, by collection or by token. */
+function flagWrites(table: string, key: string[], mark: string, field: string, stage: StageColumn[], select: string[]): KindSpec {
+  return {
+    stage: [col("chain"), col("address"), ...stage, col(mark, "boolean"), col("reason")],
+    row: (r) => [chainOf(r), r.contractAddress, ...(stage.length > 0 ? [r.assetId] : []), r[field], r.reason],
+    before: [REGISTER_COLLECTIONS],
+    counted: counted(table, key, [mark, "reason"], withCollection(["c.id AS collection_id", ...select, `st.${mark}`, "st.reason"].join(", "))),
+    tables: ["collections", table],
+  };
 }
 
 /** Adds a kind's writes beside the built-in ones until the returned function is called (domain/kinds registerKind). */

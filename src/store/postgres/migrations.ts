@@ -1,3 +1,4 @@
+import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 import { LISTING_BLOCK_COLUMNS, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
@@ -441,6 +442,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   CREATE INDEX sales_by_asset ON sales (collection_id, asset_id, timestamp DESC, block DESC, hash) INCLUDE (marketplace, price, seller);`,
   // 36: a token's and a collection's metadata, as SQLite's 36.
   METADATA_MIGRATION("text"),
+  // 37: spam collections and flagged tokens (flags.ts), as SQLite's 37.
+  FLAGS_SCHEMA,
 ];
 
 /**

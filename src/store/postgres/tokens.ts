@@ -1,3 +1,4 @@
+import { notFlagged, TOKEN_FLAG_COLUMNS } from "./flags.js";
 import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import type { PgQueries } from "./statements.js";
@@ -81,7 +82,7 @@ export class PgTokens implements TokensRepository {
     // latest sale and cheapest listing; the joins need not keep its order,
     // so the rows are put back in it here.
     const rows = await this.q.rows(
-      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, t.ask_key,
+      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
          ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*
        FROM (SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
        JOIN collections c ON c.id = t.collection_id
@@ -92,13 +93,13 @@ export class PgTokens implements TokensRepository {
     return toPage(tokens, page.limit, (t) => t, (t) => t.key);
   }
 
-  async traits(collectionId: number): Promise<TraitValueRow[]> {
+  async traits(collectionId: number, includeFlagged = false): Promise<TraitValueRow[]> {
     return this.q.rows(
       `SELECT v.trait_type, v.value, v.tokens, l.marketplace, l.marketplace_id, l.asset_id::text AS asset_id, l.price::text AS price, l.created_at
        FROM trait_values v
        LEFT JOIN LATERAL (
          SELECT tt.asset_id FROM token_traits tt
-         WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'
+         WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'${includeFlagged ? "" : ` AND ${notFlagged("tt")}`}
          ORDER BY tt.ask_key, tt.asset_id LIMIT 1) f ON true
        LEFT JOIN LATERAL (
          SELECT l.* FROM listings l WHERE l.collection_id = v.collection_id AND l.asset_id = f.asset_id AND l.status = 'CREATED'

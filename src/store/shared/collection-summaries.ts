@@ -101,6 +101,9 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     externalUrl: String(r.external_url ?? ""),
     twitter: String(r.twitter ?? ""),
     discord: String(r.discord ?? ""),
+    // SQLite's 0/1, PostgreSQL's boolean.
+    isSpam: r.is_spam === 1 || r.is_spam === true,
+    spamReason: String(r.spam_reason ?? ""),
     key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
   };
 }

@@ -88,6 +88,9 @@ export function toToken(r: Row, sort: TokenSort): TokenRow {
     image: String(r.image ?? ""),
     animationUrl: String(r.animation_url ?? ""),
     externalUrl: String(r.external_url ?? ""),
+    // SQLite's 0/1, PostgreSQL's boolean.
+    isFlagged: r.is_flagged === 1 || r.is_flagged === true,
+    flagReason: String(r.flag_reason ?? ""),
     key: keys[sort],
   };
 }

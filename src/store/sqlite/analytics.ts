@@ -5,6 +5,7 @@ import { type PageRequest, toPage } from "../ports/paging.js";
 import { SalesSeries } from "./sales-series.js";
 import type { SqliteStatements } from "./statements.js";
 import { lowestPrice } from "../shared/listing-prices.js";
+import { notFlagged } from "./flags.js";
 
 // Floor, holders and sales series (migration 7 keeps what they read): each
 // answer a bounded number of index seeks, read in one snapshot.
@@ -47,7 +48,7 @@ export class SqliteAnalytics implements AnalyticsRepository {
         const row = this.s.row(
           `SELECT f.marketplace, f.marketplace_id, substr(l.asset_key, 3) AS asset_id, l.created_at, f.price
            FROM ${source.table} JOIN listings l ON ${source.listing}
-           WHERE f.collection_id = ? AND f.marketplace = ? AND ${source.active}
+           WHERE f.collection_id = ? AND f.marketplace = ? AND ${source.active}${filter.includeFlagged ? "" : ` AND ${notFlagged("l")}`}
            ORDER BY length(f.price), f.price, f.marketplace_id LIMIT 1`,
           [collectionId, m, ...at],
         );

@@ -1,3 +1,4 @@
+import { notFlagged, notSpam, SPAM_COLUMNS, SPAM_JOIN } from "./flags.js";
 import { metadataSql } from "../shared/metadata.js";
 import type { Statement } from "better-sqlite3";
 import type { CollectionListRepository, CollectionsListFilter, CollectionsPage } from "../ports/market.js";
@@ -93,8 +94,9 @@ export const KEEPER_SQL = {
   hours: "SELECT bucket, num_sales, volume, volume_usd FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
   /** Before migration 34 (the dollars): the hours without them. */
   hoursBeforeUsd: "SELECT bucket, num_sales, volume, '0' FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
-  floor: `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
-       WHERE collection_id = ? AND status = 'CREATED' ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
+  /** The floor of the list: an unflagged token's (flags.ts), from migration 37 on (`unflagged`). */
+  floor: (unflagged: boolean) => `SELECT marketplace, marketplace_id, substr(asset_key, 3), price, created_at FROM listings INDEXED BY listings_open_floor
+       WHERE collection_id = ? AND status = 'CREATED'${unflagged ? ` AND ${notFlagged("listings")}` : ""} ORDER BY length(price), price, marketplace, marketplace_id LIMIT 1`,
 } as const;
 
 /** A sale whose mask flipped: its time and price, and whether it became flagged (+1) or clean (-1). */
@@ -145,7 +147,8 @@ export class SummaryKeeper {
     this.#rolling = db.prepare(KEEPER_SQL.rolling(withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
     this.#usd = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'volume_usd_1d'`).get() !== undefined;
     this.#hours = db.prepare(this.#usd ? KEEPER_SQL.hours : KEEPER_SQL.hoursBeforeUsd).raw();
-    this.#floor = db.prepare(KEEPER_SQL.floor).raw();
+    const flags = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'token_flags'").get() !== undefined;
+    this.#floor = db.prepare(KEEPER_SQL.floor(flags)).raw();
     const upsert = (table: SummariesTable) =>
       db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""} FROM collections WHERE id = ?`);
     this.#upsert = upsert(CLEAN_SUMMARIES);
@@ -285,9 +288,11 @@ export class SqliteCollectionList implements CollectionListRepository {
       params.push(filter.query, filter.query);
     }
     const table = filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES;
-    const sql = `SELECT s.*, c.name, ${metadataSql("c", "collections")}, c.chain, h.tokens, h.holders
+    if (!filter.includeSpam) where.push(notSpam("s"));
+    const sql = `SELECT s.*, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders
       FROM ${table} s INDEXED BY ${table}_by_${column.replace(/_key$/, "")}
       JOIN collections c ON c.id = s.collection_id LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
+      ${SPAM_JOIN}
       WHERE ${where.join(" AND ")} ORDER BY s.${column}, s.address LIMIT ?`;
     params.push(page.limit + 1);
     return this.s.snapshot(() => {

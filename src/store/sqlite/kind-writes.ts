@@ -1,4 +1,6 @@
 import type { Kind } from "../../domain/kinds/index.js";
+import { assetKey } from "./asset-key.js";
+import { FLAG_TABLES } from "./flags.js";
 import type { ImportRecord } from "../ports/writes.js";
 import { type Columns, TABLES, type TableSpec, type TweetRecord, type UpsertResult, type WriteStore } from "./record-writes.js";
 
@@ -46,6 +48,10 @@ const BUILT_IN: { [K in Kind]: SqliteKindWrites } = {
   finality: { table: "finality", key: ["chain"], write: (s, r) => s.finalize(as(r)) },
   // A token's USD price at a minute (docs/money.md), by natural key.
   prices: { ...at(TABLES.pricePoint), write: (s, r) => s.upsertPricePoint(as(r)) },
+  spam: tableWrites(FLAG_TABLES.spam, (r, s) => ({ collection_id: s.collectionOf(as(r)), is_spam: r.isSpam ? 1 : 0, reason: r.reason })),
+  flags: tableWrites(FLAG_TABLES.flags, (r, s) => ({
+    collection_id: s.collectionOf(as(r)), asset_key: assetKey(r.assetId as string), is_flagged: r.isFlagged ? 1 : 0, reason: r.reason,
+  })),
 };
 
 const REGISTRY = new Map<string, SqliteKindWrites>(Object.entries(BUILT_IN));

@@ -1,3 +1,4 @@
+import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 // Versioned schema. PRAGMA user_version holds the number of migrations
@@ -390,6 +391,8 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX sales_by_asset ON sales (collection_id, asset_key, timestamp DESC, block DESC, hash, marketplace, price_hi, price_lo, seller);`,
   // 36: a token's and a collection's metadata (docs/data.md, "Metadata"), "" where untold.
   METADATA_MIGRATION("TEXT"),
+  // 37: spam collections and flagged tokens (flags.ts; docs/data.md, "Spam and flags"): a row per record, marked or cleared.
+  FLAGS_SCHEMA,
 ];
 
 

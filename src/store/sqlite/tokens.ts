@@ -1,3 +1,4 @@
+import { notFlagged, TOKEN_FLAG_COLUMNS, TOKEN_FLAG_JOIN } from "./flags.js";
 import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
@@ -39,9 +40,9 @@ const SALE_AND_LISTING = {
       LEFT JOIN listings ll ON ll.id = ${CHEAPEST_LISTING("t.collection_id", "t.asset_key")}`,
 };
 
-/** The first token of the trait value row `v` by ask: its floor's token. */
-const FLOOR_TOKEN = `(SELECT tt.asset_key FROM token_traits tt INDEXED BY token_traits_by_ask
-    WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'
+/** The first token of the trait value row `v` by ask (unflagged unless `includeFlagged`): its floor's token. */
+const floorToken = (includeFlagged: boolean) => `(SELECT tt.asset_key FROM token_traits tt INDEXED BY token_traits_by_ask
+    WHERE tt.collection_id = v.collection_id AND tt.trait_type = v.trait_type AND tt.value = v.value AND tt.ask_key < '${NO_ASK}'${includeFlagged ? "" : ` AND ${notFlagged("tt")}`}
     ORDER BY tt.ask_key, tt.asset_key LIMIT 1)`;
 
 const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
@@ -126,10 +127,11 @@ export class SqliteTokens implements TokensRepository {
         }
         break;
     }
-    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, t.ask_key,
+    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
         ${SALE_AND_LISTING.columns}
       FROM ${from} JOIN collections c ON c.id = t.collection_id
+      ${TOKEN_FLAG_JOIN}
       ${SALE_AND_LISTING.joins}
       WHERE ${where.join(" AND ")}
       ORDER BY ${order} LIMIT ?`;
@@ -137,11 +139,11 @@ export class SqliteTokens implements TokensRepository {
     return toPage(this.s.rows(sql, params), page.limit, (r) => toToken(r, filter.sort), (t) => t.key);
   }
 
-  traits(collectionId: number): TraitValueRow[] {
+  traits(collectionId: number, includeFlagged = false): TraitValueRow[] {
     // Each value's floor: the first of its tokens by ask (one seek in
     // token_traits_by_ask), then that token's cheapest listing.
     const sql = `SELECT v.trait_type, v.value, v.tokens, l.marketplace, l.marketplace_id, ${assetIdSql("l.")}, l.price, l.created_at
-      FROM trait_values v LEFT JOIN listings l ON l.id = ${CHEAPEST_LISTING("v.collection_id", FLOOR_TOKEN)}
+      FROM trait_values v LEFT JOIN listings l ON l.id = ${CHEAPEST_LISTING("v.collection_id", floorToken(includeFlagged))}
       WHERE v.collection_id = ? ORDER BY v.trait_type, v.value`;
     return this.s.rows(sql, [collectionId]).map(toTraitValue);
   }
