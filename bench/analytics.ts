@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { Command } from "commander";
 import pg from "pg";
 import {
+  GetCollectionCandlesRequestSchema,
   GetCollectionFloorRequestSchema,
   GetCollectionStatsSeriesRequestSchema,
   ListCollectionHoldersRequestSchema,
@@ -24,8 +25,8 @@ import type { ReadRepositories } from "../src/store/ports/reads.js";
 import { log, logTimings, percentiles, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES, saleLines, writeLines, YEAR } from "./sales-file.js";
 
-// npm run bench:analytics — floor, holders, sales series, traits and the
-// tokens list in process (the RPC handler called directly: validation,
+// npm run bench:analytics — floor, holders, sales series, candles, traits and
+// the tokens list in process (the RPC handler called directly: validation,
 // store reads, gap filling and the response message; no transport) on a
 // collection of 1M sales over two years, 100,000 active listings (and
 // 50,000 ended ones) and 10,000 tokens with the real BAYC attributes
@@ -35,7 +36,7 @@ import { MARKETPLACES, saleLines, writeLines, YEAR } from "./sales-file.js";
 
 const program = withEngineOptions(
   new Command("bench:analytics")
-    .description("benchmark floor, holders, sales series, traits and tokens in process, on SQLite and PostgreSQL")
+    .description("benchmark floor, holders, sales series, candles, traits and tokens in process, on SQLite and PostgreSQL")
     .option("--sales <n>", "sales in the collection (two years)", "1000000")
     .option("--listings <n>", "active listings (half as many more have ended)", "100000")
     .option("--samples <n>", "calls per figure", "500"),
@@ -126,12 +127,21 @@ async function measure(engine: string, store: ReadRepositories, raw: (since: num
   rows.push(["series: a year of days, one marketplace", await time((i) => series(yearStarts[i]!, { marketplace: MARKETPLACES[i % 6] }))]);
   rows.push(["series: a year of weeks", await time((i) => series(yearStarts[i]!, { interval: "week" }))]);
   rows.push(["series: 1,000 hours", await time((i) => series(yearStarts[i]!, { interval: "hour", until: BigInt(yearStarts[i]! + 1000 * 3600 - 1) }))]);
+  const candles = (interval: string, since: number, span: number) =>
+    service.getCollectionCandles(
+      create(GetCollectionCandlesRequestSchema, { contractAddress: ADDRESS, interval, since: BigInt(since), until: BigInt(since + span - 1) }),
+      context,
+    );
+  // A page of 1,000 candles of each interval at a random place in the history (1m: summed from the raw sales, ~1 a minute here).
+  rows.push(["candles 1m: a page of 1,000 minutes", await time((i) => candles("1m", yearStarts[i]!, 1000 * 60))]);
+  rows.push(["candles 1h: a page of 1,000 hours", await time((i) => candles("1h", yearStarts[i]!, 1000 * 3600))]);
+  rows.push(["candles 1d: a year of days", await time((i) => candles("1d", yearStarts[i]!, YEAR))]);
   rows.push(["series store read alone: a year of days", await time((i) => store.analytics.series(id, { interval: "day", from: Math.floor(yearStarts[i]! / 86_400) * 86_400, to: Math.floor(yearStarts[i]! / 86_400) * 86_400 + 364 * 86_400 }))]);
   const floor = (extra: object) => service.getCollectionFloor(create(GetCollectionFloorRequestSchema, { contractAddress: ADDRESS, ...extra }), context);
   rows.push(["floor now (every marketplace)", await time(() => floor({}))]);
   rows.push(["floor now, one marketplace", await time((i) => floor({ marketplace: MARKETPLACES[i % 6] }))]);
   rows.push(["floor at a random time (listing history)", await time((i) => floor({ at: BigInt(times[i]!) }))]);
-  rows.push(["holders: first page of 20", await time(() => service.listCollectionHolders(create(ListCollectionHoldersRequestSchema, { contractAddress: ADDRESS }), context))]);
+  rows.push(["holders: first page of 20, and the distribution", await time(() => service.listCollectionHolders(create(ListCollectionHoldersRequestSchema, { contractAddress: ADDRESS }), context))]);
   rows.push(["traits: every value, its count and floor", await time(() => service.listCollectionTraits(create(ListCollectionTraitsRequestSchema, { contractAddress: ADDRESS }), context))]);
   // A trait value per call, drawn in proportion to its tokens (as buyers browse).
   const values = (await service.listCollectionTraits(create(ListCollectionTraitsRequestSchema, { contractAddress: ADDRESS }), context)).data ?? [];

@@ -206,6 +206,17 @@ export interface HolderRow {
   tokens: number;
 }
 
+/** The wallets holding from `min` to `max` tokens (max 0: no bound) of a collection, and the tokens they hold. */
+export interface HolderBucketRow {
+  min: number;
+  max: number;
+  wallets: number;
+  tokens: number;
+}
+
+/** The holder distribution's buckets (docs/endpoints.md, "Holders"): [min, max] tokens a wallet holds, max 0 for no bound. */
+export const HOLDER_BUCKETS: readonly (readonly [number, number])[] = [[1, 1], [2, 5], [6, 20], [21, 0]];
+
 export interface TokenRow {
   contractAddress: string;
   assetId: string;
@@ -270,5 +281,7 @@ export interface CollectionSummaryRow {
   /** Marked spam (docs/data.md, "Spam and flags"), and the reason its spam record gave. */
   isSpam: boolean;
   spamReason: string;
+  /** Wei: the floor's price times the tokens; "" without a floor. */
+  marketCap: string;
   key: KeyValue[];
 }

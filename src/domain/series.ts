@@ -3,10 +3,16 @@
 // combined. Pure: the stores keep these per hour and per day at write time
 // and fold raw sales with them; the service folds days into weeks.
 
-export type SeriesInterval = "hour" | "day" | "week";
-export const SERIES_INTERVALS: readonly SeriesInterval[] = ["hour", "day", "week"];
+export type SeriesInterval = "minute" | "hour" | "day" | "week";
+export const SERIES_INTERVALS: readonly SeriesInterval[] = ["minute", "hour", "day", "week"];
 
-/** The spans the stores keep aggregates of (seconds); weeks are folded from days. */
+/**
+ * The spans the stores keep aggregates of (seconds); weeks are folded from
+ * days. Minutes are not kept: a minute holds a sale or two, so a kept row
+ * would cost each write what it saves a read, which sums the range's sales
+ * (docs/decisions.md, issue 54).
+ */
+export const MINUTE = 60;
 export const HOUR = 3600;
 export const DAY = 86_400;
 export const WEEK = 7 * DAY;
@@ -20,8 +26,11 @@ export const EVERY_MARKETPLACE = "";
 const WEEK_ORIGIN = -3 * DAY;
 
 export function intervalSeconds(interval: SeriesInterval): number {
-  return interval === "hour" ? HOUR : interval === "day" ? DAY : WEEK;
+  return interval === "minute" ? MINUTE : interval === "hour" ? HOUR : interval === "day" ? DAY : WEEK;
 }
+
+/** Whether a series of `interval` is summed from the raw sales (no stored span holds it). */
+export const fromRawSales = (interval: SeriesInterval): boolean => interval === "minute";
 
 /** The start of the interval holding `t` (UTC; weeks from Monday 00:00). */
 export function intervalStart(interval: SeriesInterval, t: number): number {

@@ -3,12 +3,13 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import {
   type CollectionService,
   GetCollectionFloorResponseSchema,
+  GetCollectionCandlesResponseSchema,
   GetCollectionStatsSeriesResponseSchema,
   ListCollectionHoldersResponseSchema,
   ListCollectionTraitsResponseSchema,
   GetCollectionMarketResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
-import type { StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
+import { type Candle, CandleSchema, type StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
 import { dollarsOfExact, USD } from "../domain/money.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
 import type { FloorListingRow } from "../domain/rows.js";
@@ -22,14 +23,14 @@ import { nowSeconds } from "../domain/formats.js";
 import { CURRENCY, toFloorListing, toOffer, toTraitValue } from "../domain/wire/messages.js";
 import type { OfferRow } from "../domain/rows.js";
 
-// The analytics RPCs of CollectionService: floor, market, holders, traits and sales series.
+// The analytics RPCs of CollectionService: floor, market, holders, traits, sales series and candles.
 
 /** Buckets per series page: a year of days fits one. */
 export const SERIES_LIMITS = { fallback: 1000, max: 1000 };
 /** A series page token: the start of the next page's first interval. */
 const SERIES_KEY: KeySpec = ["int"];
 
-type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "listCollectionTraits" | "getCollectionMarket"
+type AnalyticsMethods = Pick<ServiceImpl<typeof CollectionService>, "getCollectionFloor" | "listCollectionHolders" | "getCollectionStatsSeries" | "getCollectionCandles" | "listCollectionTraits" | "getCollectionMarket"
 >;
 
 export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace = marketplaceCheck(store.collections)): AnalyticsMethods {
@@ -61,7 +62,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
       const collection = await knownCollection(store.collections, ref);
       const digest = queryDigest(["holders", ref]);
       const after = decodePageToken("cursor", req.cursor, digest, HOLDER_KEY);
-      const { totalTokens, numHolders, page } = await store.analytics.holders(collection, { limit, after });
+      const { totalTokens, numHolders, page, distribution } = await store.analytics.holders(collection, { limit, after });
       return create(ListCollectionHoldersResponseSchema, {
         successful: 1,
         nextPage: encodePageToken(digest, page.nextKey),
@@ -70,6 +71,7 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
           totalTokens: BigInt(totalTokens),
           numHolders: BigInt(numHolders),
           holders: page.rows.map((h) => ({ address: h.address, tokenCount: BigInt(h.tokens) })),
+          distribution: distribution.map((b) => ({ minTokens: BigInt(b.min), maxTokens: BigInt(b.max), wallets: BigInt(b.wallets), tokens: BigInt(b.tokens) })),
         },
       });
     },
@@ -108,38 +110,88 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     },
 
     async getCollectionStatsSeries(req) {
-      const { ref } = p.collection(req);
-      const interval = p.seriesInterval(req.interval);
-      const filter = {
-        marketplace: p.marketplace(req.marketplace),
-        assetId: p.optionalAssetId(req.assetId),
-        ...p.timeWindow(req.since, req.until),
-        // Wash trades left out unless asked for (docs/wash-trades.md); the cursor is bound to the choice.
-        includeWash: req.includeWash,
-      };
-      // The unit changes the amounts, not the intervals a page holds: not in the cursor's digest.
       const usd = p.amountUnit(req.currency) === "usd";
-      const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
-      await checkMarketplace(filter.marketplace);
-      const collection = await knownCollection(store.collections, ref);
-      const digest = queryDigest(["series", ref, interval, filter]);
-      const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
-      const range = await seriesRange(store, collection, interval, filter);
-      if (range === undefined) return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: "", data: [] });
-      const length = intervalSeconds(interval);
-      const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
-      const end = Math.min(range.last, start + (limit - 1) * length);
-      const buckets = await store.analytics.series(collection, { ...filter, interval, from: start, to: end });
-      const data: StatsBucket[] = [];
-      let i = 0;
-      for (let b = start; b <= end; b += length) {
-        const found = buckets[i]?.start === b ? buckets[i++] : undefined;
-        data.push(usd ? toUsdStatsBucket(b, length, found) : toStatsBucket(b, length, found));
-      }
-      const next = end < range.last ? [end + length] : null;
-      return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: encodePageToken(digest, next), data });
+      const page = await seriesPage(store, checkMarketplace, req, p.seriesInterval(req.interval), "series", p.optionalAssetId(req.assetId));
+      const data = page.intervals.map(([b, found]) => (usd ? toUsdStatsBucket(b, page.length, found) : toStatsBucket(b, page.length, found)));
+      return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: page.nextPage, data });
+    },
+
+    async getCollectionCandles(req) {
+      const interval = CANDLE_INTERVALS[p.requiredChoice(req.interval, CANDLE_INTERVAL_NAMES, "interval")];
+      const page = await seriesPage(store, checkMarketplace, req, interval, "candles", undefined);
+      const data = page.intervals.map(([b, found]) => toCandle(b, page.length, found));
+      return create(GetCollectionCandlesResponseSchema, { successful: 1, nextPage: page.nextPage, data });
     },
   };
+}
+
+/** The candles' intervals by their names (GetCollectionCandles). */
+const CANDLE_INTERVALS = { "1m": "minute", "1h": "hour", "1d": "day" } as const satisfies Record<string, SeriesInterval>;
+const CANDLE_INTERVAL_NAMES = Object.keys(CANDLE_INTERVALS) as (keyof typeof CANDLE_INTERVALS)[];
+
+interface SeriesRequest {
+  contractAddress: string;
+  chain: string;
+  marketplace: string;
+  since?: bigint | undefined;
+  until?: bigint | undefined;
+  limit?: number | undefined;
+  cursor: string;
+  includeWash: boolean;
+}
+
+/**
+ * One page of a series (the stats series, the candles): every interval of
+ * the window from the cursor on, each with its sales' totals (undefined
+ * when it has none), and the next page's token. The cursor is bound to the
+ * list (`list`), the collection, the interval and the filter.
+ */
+async function seriesPage(
+  store: ReadRepositories,
+  checkMarketplace: (m: string | undefined) => Promise<void>,
+  req: SeriesRequest,
+  interval: SeriesInterval,
+  list: "series" | "candles",
+  assetId: string | undefined,
+): Promise<{ length: number; intervals: [number, SeriesBucket | undefined][]; nextPage: string }> {
+  const { ref } = p.collection(req);
+  const filter = {
+    marketplace: p.marketplace(req.marketplace),
+    assetId,
+    ...p.timeWindow(req.since, req.until),
+    // Wash trades left out unless asked for (docs/wash-trades.md); the cursor is bound to the choice.
+    includeWash: req.includeWash,
+  };
+  const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
+  await checkMarketplace(filter.marketplace);
+  const collection = await knownCollection(store.collections, ref);
+  // The stats series' tokens as they were before the candles (no list name in them).
+  const digest = queryDigest(list === "series" ? ["series", ref, interval, filter] : [list, ref, interval, filter]);
+  const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
+  const length = intervalSeconds(interval);
+  const range = await seriesRange(store, collection, interval, filter);
+  if (range === undefined) return { length, intervals: [], nextPage: "" };
+  const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
+  const end = Math.min(range.last, start + (limit - 1) * length);
+  const buckets = await store.analytics.series(collection, { ...filter, interval, from: start, to: end });
+  const intervals: [number, SeriesBucket | undefined][] = [];
+  let i = 0;
+  for (let b = start; b <= end; b += length) intervals.push([b, buckets[i]?.start === b ? buckets[i++] : undefined]);
+  return { length, intervals, nextPage: encodePageToken(digest, end < range.last ? [end + length] : null) };
+}
+
+function toCandle(start: number, length: number, b: SeriesBucket | undefined): Candle {
+  return create(CandleSchema, {
+    start: BigInt(start),
+    end: BigInt(start + length - 1),
+    open: b?.firstPrice ?? "",
+    high: b?.max ?? "",
+    low: b?.min ?? "",
+    close: b?.lastPrice ?? "",
+    volume: b?.volume ?? "0",
+    sales: BigInt(b?.n ?? 0),
+    currency: CURRENCY,
+  });
 }
 
 /** The starts of the first and last interval a series covers: the window's, or the collection's sales' when a bound is absent. */

@@ -75,6 +75,7 @@ function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: s
     discord: row.discord,
     isSpam: row.isSpam,
     spamReason: row.spamReason,
+    marketCap: row.marketCap,
   });
 }
 

@@ -92,10 +92,13 @@ export function limit(value: number | undefined, param = "limit", bounds = { fal
 
 /** A series' interval: one of SERIES_INTERVALS, required. */
 export function seriesInterval(value: string, param = "interval"): SeriesInterval {
-  if (value === "") throw invalid(`${param} is required: one of ${SERIES_INTERVALS.join(", ")}`);
-  const found = SERIES_INTERVALS.find((i) => i === value);
-  if (found === undefined) throw invalid(`${param} must be one of ${SERIES_INTERVALS.join(", ")}, got ${q(value)}`);
-  return found;
+  return requiredChoice(value, SERIES_INTERVALS, param);
+}
+
+/** One of `choices`, which the caller must name ("" is refused: no default). */
+export function requiredChoice<T extends string>(value: string, choices: readonly T[], param: string): T {
+  if (value === "") throw invalid(`${param} is required: one of ${choices.join(", ")}`);
+  return choice(value, choices, param);
 }
 
 export function epochSeconds(value: bigint | undefined, param: string): number | undefined {

@@ -31,6 +31,7 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   ListCollections: { sort: "volume7d", limit: 2 },
   ListCollectionActivity: { contractAddress: COLLECTION, types: "sale,listing", limit: 30 },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "day", since: 1_700_010_000, limit: 50 },
+  GetCollectionCandles: { contractAddress: COLLECTION, interval: "1h", since: 1_700_010_000, limit: 50 },
 };
 
 const routes = restRoutes(SERVICES);

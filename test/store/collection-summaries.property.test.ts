@@ -21,7 +21,7 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 
 const HOUR = 3600;
 const NOW = Math.floor(Date.now() / 1000);
-const SORTS = ["volume1d", "volume7d", "floor", "sales"] as const;
+const SORTS = ["volume1d", "volume7d", "floor", "sales", "marketCap"] as const;
 
 let run = 0;
 /** Collection `i` of run `r`: its address holds the run's text (`runText`). */
@@ -97,10 +97,12 @@ interface Expected {
   sales7d: number;
   sales30d: number;
   floor: string | undefined;
+  /** The floor's price times the tokens ("" without a floor). */
+  marketCap: string;
 }
 
 /** The windows ending with `hour` over the latest version of each sale of one collection of run `r`: its clean sales, or all in wei with `includeWash`. */
-function windows(r: number, sales: Extract<Write, { kind: "sales" }>[], hour: number, includeWash: boolean): Omit<Expected, "address" | "floor"> {
+function windows(r: number, sales: Extract<Write, { kind: "sales" }>[], hour: number, includeWash: boolean): Omit<Expected, "address" | "floor" | "marketCap"> {
   const out = { volume1d: 0n, volume7d: 0n, volume30d: 0n, sales1d: 0, sales7d: 0, sales30d: 0 };
   const masks = washFlagsOf(
     sales.map((s) => ({
@@ -129,6 +131,8 @@ const ORDERS: Record<(typeof SORTS)[number], (a: Expected, b: Expected) => numbe
     (a.floor !== undefined && b.floor !== undefined ? desc(BigInt(b.floor), BigInt(a.floor)) : 0) ||
     byAddress(a, b),
   sales: (a, b) => b.sales1d - a.sales1d || byAddress(a, b),
+  // Highest first; without a floor as zero (after every one with a cap).
+  marketCap: (a, b) => desc(BigInt(a.marketCap || "0"), BigInt(b.marketCap || "0")) || byAddress(a, b),
 };
 
 for (const engine of ["sqlite", "postgres"] as const) {
@@ -181,13 +185,15 @@ for (const engine of ["sqlite", "postgres"] as const) {
             for (const c of kinds) {
               const a = address(r, c);
               const floor = (await h.client.getCollectionFloor({ contractAddress: a })).data!.floor?.price;
-              expected.push({ address: a, floor, ...windows(r, [...latest.values()].filter((s) => s.collection === c), hour, includeWash) });
+              const tokens = (await h.client.listCollectionHolders({ contractAddress: a })).data!.totalTokens;
+              const marketCap = floor === undefined ? "" : (BigInt(floor) * tokens).toString();
+              expected.push({ address: a, floor, marketCap, ...windows(r, [...latest.values()].filter((s) => s.collection === c), hour, includeWash) });
             }
             expected.sort(ORDERS[sort]);
             expect(
               rows.map((x) => ({
                 address: x.contractAddress, volume1d: BigInt(x.volume1d), volume7d: BigInt(x.volume7d), volume30d: BigInt(x.volume30d),
-                sales1d: Number(x.sales1d), sales7d: Number(x.sales7d), sales30d: Number(x.sales30d), floor: x.floor?.price,
+                sales1d: Number(x.sales1d), sales7d: Number(x.sales7d), sales30d: Number(x.sales30d), floor: x.floor?.price, marketCap: x.marketCap,
               })),
               `${sort}${includeWash ? " includeWash" : ""}: ${story}`,
             ).toEqual(expected);

@@ -106,6 +106,7 @@ async function holdersOf(h: Harness, address: string) {
     tokens: Number(res.data!.totalTokens),
     numHolders: Number(res.data!.numHolders),
     holders: res.data!.holders.map((x) => ({ address: x.address, n: Number(x.tokenCount) })).sort((a, b) => (a.address < b.address ? -1 : 1)),
+    distribution: res.data!.distribution.map((b) => [Number(b.minTokens), Number(b.maxTokens), Number(b.wallets), Number(b.tokens)]),
   };
 }
 
@@ -116,6 +117,11 @@ function expectedHolders(owners: Map<number, string>) {
     tokens: owners.size,
     numHolders: counts.size,
     holders: [...counts].map(([address, n]) => ({ address, n })).sort((a, b) => (a.address < b.address ? -1 : 1)),
+    // Wallets holding 1, 2-5, 6-20 and 21+ (max 0: no bound), and their tokens.
+    distribution: [[1, 1], [2, 5], [6, 20], [21, 0]].map(([min, max]) => {
+      const inside = [...counts.values()].filter((n) => n >= min! && (max === 0 || n <= max!));
+      return [min, max, inside.length, inside.reduce((a, b) => a + b, 0)];
+    }),
   };
 }
 

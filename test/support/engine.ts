@@ -188,8 +188,17 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 37: no spam or flag marks (docs/data.md, "Spam and flags"). */
+/** Takes a store's schema back before migration 38: no market cap kept with the collections list's summaries. */
+export async function dropMarketCap(target: string): Promise<void> {
+  for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
+    await execSql(target, `DROP INDEX ${table}_by_market_cap`);
+    for (const column of ["market_cap", "market_cap_key"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
+  }
+}
+
+/** Takes a store's schema back before migration 37: no spam or flag marks (docs/data.md, "Spam and flags"), nor what came after. */
 export async function dropFlags(target: string): Promise<void> {
+  await dropMarketCap(target);
   for (const table of ["token_flags", "collection_flags"]) await execSql(target, `DROP TABLE ${table}`);
 }
 

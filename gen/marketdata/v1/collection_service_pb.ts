@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { ActivityEvent, CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, CollectionSummary, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
+import type { ActivityEvent, Candle, CollectionFloor, CollectionHolders, CollectionMarket, CollectionScore, CollectionStats, CollectionSummary, Influencer, StatsBucket, TraitValue, Tweet } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/collection_service.proto.
  */
 export const file_marketdata_v1_collection_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSK6AQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARINCgVjaGFpbhgFIAEoCRIUCgxpbmNsdWRlX3dhc2gYBiABKAgSEAoIY3VycmVuY3kYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbCJeChpHZXRDb2xsZWN0aW9uU3RhdHNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiABKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TdGF0cyJfChZMaXN0SW5mbHVlbmNlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARINCgVjaGFpbhgDIAEoCUIICgZfbGltaXQiUwoXTGlzdEluZmx1ZW5jZXJzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRInCgRkYXRhGAIgAygLMhkubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyIloKEUxpc3RUd2VldHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARINCgVjaGFpbhgDIAEoCUIICgZfbGltaXQiSQoSTGlzdFR3ZWV0c1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSIgoEZGF0YRgCIAMoCzIULm1hcmtldGRhdGEudjEuVHdlZXQiPAoRTGlzdFNjb3Jlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAMoCRINCgVjaGFpbhgCIAEoCSJWChJMaXN0U2NvcmVzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgAygLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uU2NvcmUiigEKGUdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRITCgttYXJrZXRwbGFjZRgCIAEoCRIPCgJhdBgDIAEoA0gAiAEBEg0KBWNoYWluGAQgASgJEhcKD2luY2x1ZGVfZmxhZ2dlZBgFIAEoCEIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IidQocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJEg0KBWNoYWluGAQgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyKVAgofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCRINCgVjaGFpbhgJIAEoCRIUCgxpbmNsdWRlX3dhc2gYCiABKAgSEAoIY3VycmVuY3kYCyABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQicwogR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKAoEZGF0YRgDIAMoCzIaLm1hcmtldGRhdGEudjEuU3RhdHNCdWNrZXQiXwobTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFY2hhaW4YAiABKAkSFwoPaW5jbHVkZV9mbGFnZ2VkGAMgASgIIlsKHExpc3RDb2xsZWN0aW9uVHJhaXRzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRInCgRkYXRhGAIgAygLMhkubWFya2V0ZGF0YS52MS5UcmFpdFZhbHVlIl4KGkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFY2hhaW4YAiABKAkSFwoPaW5jbHVkZV9mbGFnZ2VkGAMgASgIImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQingEKFkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDAoEc29ydBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEg4KBmN1cnNvchgEIAEoCRINCgVjaGFpbhgFIAEoCRIUCgxpbmNsdWRlX3dhc2gYBiABKAgSFAoMaW5jbHVkZV9zcGFtGAcgASgIQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkisAEKHUxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFdHlwZXMYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkSEAoIZmluYWxpdHkYBiABKAkSFwoPaW5jbHVkZV9yZW1vdmVkGAcgASgIQggKBl9saW1pdCJzCh5MaXN0Q29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKgoEZGF0YRgDIAMoCzIcLm1hcmtldGRhdGEudjEuQWN0aXZpdHlFdmVudCJ6Ch5XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRINCgV0eXBlcxgCIAMoCRIOCgZjdXJzb3IYAyABKAkSDQoFY2hhaW4YBCABKAkSEAoIZmluYWxpdHkYBSABKAkiZAofV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZRIrCgVldmVudBgBIAEoCzIcLm1hcmtldGRhdGEudjEuQWN0aXZpdHlFdmVudBIUCgxyZXN1bWVfdG9rZW4YAiABKAkyxg0KEUNvbGxlY3Rpb25TZXJ2aWNlEooBChJHZXRDb2xsZWN0aW9uU3RhdHMSKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1JlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL3N0YXRzEocBCg9MaXN0SW5mbHVlbmNlcnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9jb2xsZWN0aW9uL2luZmx1ZW5jZXJzEnMKCkxpc3RUd2VldHMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHdlZXRzEnMKCkxpc3RTY29yZXMSIC5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vc2NvcmVzEooBChJHZXRDb2xsZWN0aW9uRmxvb3ISKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL2Zsb29yEpUBChVMaXN0Q29sbGVjdGlvbkhvbGRlcnMSKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1JlcXVlc3QaLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi92MS9jb2xsZWN0aW9uL2hvbGRlcnMSjgEKE0dldENvbGxlY3Rpb25NYXJrZXQSKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vbWFya2V0EpEBChRMaXN0Q29sbGVjdGlvblRyYWl0cxIqLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0GisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3RyYWl0cxJ8Cg9MaXN0Q29sbGVjdGlvbnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9jb2xsZWN0aW9ucxKZAQoWTGlzdENvbGxlY3Rpb25BY3Rpdml0eRIsLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QaLS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZSIikAIBgtPkkwIZEhcvdjEvY29sbGVjdGlvbi9hY3Rpdml0eRKlAQoXV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHkSLS5tYXJrZXRkYXRhLnYxLldhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVxdWVzdBouLm1hcmtldGRhdGEudjEuV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZSIpkAIBgtPkkwIgEh4vdjEvY29sbGVjdGlvbi9hY3Rpdml0eS9zdHJlYW0wARKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXNiBnByb3RvMw", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiZtYXJrZXRkYXRhL3YxL2NvbGxlY3Rpb25fc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSK6AQoZR2V0Q29sbGVjdGlvblN0YXRzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARINCgVjaGFpbhgFIAEoCRIUCgxpbmNsdWRlX3dhc2gYBiABKAgSEAoIY3VycmVuY3kYByABKAlCCAoGX3NpbmNlQggKBl91bnRpbCJeChpHZXRDb2xsZWN0aW9uU3RhdHNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEiwKBGRhdGEYAiABKAsyHi5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25TdGF0cyJfChZMaXN0SW5mbHVlbmNlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARINCgVjaGFpbhgDIAEoCUIICgZfbGltaXQiUwoXTGlzdEluZmx1ZW5jZXJzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRInCgRkYXRhGAIgAygLMhkubWFya2V0ZGF0YS52MS5JbmZsdWVuY2VyIloKEUxpc3RUd2VldHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARINCgVjaGFpbhgDIAEoCUIICgZfbGltaXQiSQoSTGlzdFR3ZWV0c1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSIgoEZGF0YRgCIAMoCzIULm1hcmtldGRhdGEudjEuVHdlZXQiPAoRTGlzdFNjb3Jlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAMoCRINCgVjaGFpbhgCIAEoCSJWChJMaXN0U2NvcmVzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgAygLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uU2NvcmUiigEKGUdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRITCgttYXJrZXRwbGFjZRgCIAEoCRIPCgJhdBgDIAEoA0gAiAEBEg0KBWNoYWluGAQgASgJEhcKD2luY2x1ZGVfZmxhZ2dlZBgFIAEoCEIFCgNfYXQiXgoaR2V0Q29sbGVjdGlvbkZsb29yUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIsCgRkYXRhGAIgASgLMh4ubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uRmxvb3IidQocTGlzdENvbGxlY3Rpb25Ib2xkZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESDgoGY3Vyc29yGAMgASgJEg0KBWNoYWluGAQgASgJQggKBl9saW1pdCJ2Ch1MaXN0Q29sbGVjdGlvbkhvbGRlcnNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIuCgRkYXRhGAMgASgLMiAubWFya2V0ZGF0YS52MS5Db2xsZWN0aW9uSG9sZGVycyKVAgofR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRIQCghhc3NldF9pZBgGIAEoCRISCgVsaW1pdBgHIAEoBUgCiAEBEg4KBmN1cnNvchgIIAEoCRINCgVjaGFpbhgJIAEoCRIUCgxpbmNsdWRlX3dhc2gYCiABKAgSEAoIY3VycmVuY3kYCyABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQicwogR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKAoEZGF0YRgDIAMoCzIaLm1hcmtldGRhdGEudjEuU3RhdHNCdWNrZXQi7QEKG0dldENvbGxlY3Rpb25DYW5kbGVzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGludGVydmFsGAIgASgJEhIKBXNpbmNlGAMgASgDSACIAQESEgoFdW50aWwYBCABKANIAYgBARITCgttYXJrZXRwbGFjZRgFIAEoCRISCgVsaW1pdBgGIAEoBUgCiAEBEg4KBmN1cnNvchgHIAEoCRINCgVjaGFpbhgIIAEoCRIUCgxpbmNsdWRlX3dhc2gYCSABKAhCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiagocR2V0Q29sbGVjdGlvbkNhbmRsZXNSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEhEKCW5leHRfcGFnZRgCIAEoCRIjCgRkYXRhGAMgAygLMhUubWFya2V0ZGF0YS52MS5DYW5kbGUiXwobTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFY2hhaW4YAiABKAkSFwoPaW5jbHVkZV9mbGFnZ2VkGAMgASgIIlsKHExpc3RDb2xsZWN0aW9uVHJhaXRzUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRInCgRkYXRhGAIgAygLMhkubWFya2V0ZGF0YS52MS5UcmFpdFZhbHVlIl4KGkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFY2hhaW4YAiABKAkSFwoPaW5jbHVkZV9mbGFnZ2VkGAMgASgIImAKG0dldENvbGxlY3Rpb25NYXJrZXRSZXNwb25zZRISCgpzdWNjZXNzZnVsGAEgASgFEi0KBGRhdGEYAiABKAsyHy5tYXJrZXRkYXRhLnYxLkNvbGxlY3Rpb25NYXJrZXQingEKFkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QSDQoFcXVlcnkYASABKAkSDAoEc29ydBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEg4KBmN1cnNvchgEIAEoCRINCgVjaGFpbhgFIAEoCRIUCgxpbmNsdWRlX3dhc2gYBiABKAgSFAoMaW5jbHVkZV9zcGFtGAcgASgIQggKBl9saW1pdCKFAQoXTGlzdENvbGxlY3Rpb25zUmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSEwoLd2luZG93c19lbmQYAyABKAMSLgoEZGF0YRgEIAMoCzIgLm1hcmtldGRhdGEudjEuQ29sbGVjdGlvblN1bW1hcnkisAEKHUxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDQoFdHlwZXMYAiADKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkSEAoIZmluYWxpdHkYBiABKAkSFwoPaW5jbHVkZV9yZW1vdmVkGAcgASgIQggKBl9saW1pdCJzCh5MaXN0Q29sbGVjdGlvbkFjdGl2aXR5UmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKgoEZGF0YRgDIAMoCzIcLm1hcmtldGRhdGEudjEuQWN0aXZpdHlFdmVudCJ6Ch5XYXRjaENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRINCgV0eXBlcxgCIAMoCRIOCgZjdXJzb3IYAyABKAkSDQoFY2hhaW4YBCABKAkSEAoIZmluYWxpdHkYBSABKAkiZAofV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZRIrCgVldmVudBgBIAEoCzIcLm1hcmtldGRhdGEudjEuQWN0aXZpdHlFdmVudBIUCgxyZXN1bWVfdG9rZW4YAiABKAky2w4KEUNvbGxlY3Rpb25TZXJ2aWNlEooBChJHZXRDb2xsZWN0aW9uU3RhdHMSKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1JlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25TdGF0c1Jlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL3N0YXRzEocBCg9MaXN0SW5mbHVlbmNlcnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RJbmZsdWVuY2Vyc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9jb2xsZWN0aW9uL2luZmx1ZW5jZXJzEnMKCkxpc3RUd2VldHMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUd2VldHNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VHdlZXRzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vdHdlZXRzEnMKCkxpc3RTY29yZXMSIC5tYXJrZXRkYXRhLnYxLkxpc3RTY29yZXNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0U2NvcmVzUmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vc2NvcmVzEooBChJHZXRDb2xsZWN0aW9uRmxvb3ISKC5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlcXVlc3QaKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25GbG9vclJlc3BvbnNlIh+QAgGC0+STAhYSFC92MS9jb2xsZWN0aW9uL2Zsb29yEpUBChVMaXN0Q29sbGVjdGlvbkhvbGRlcnMSKy5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1JlcXVlc3QaLC5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uSG9sZGVyc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi92MS9jb2xsZWN0aW9uL2hvbGRlcnMSjgEKE0dldENvbGxlY3Rpb25NYXJrZXQSKS5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25NYXJrZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uTWFya2V0UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2NvbGxlY3Rpb24vbWFya2V0EpEBChRMaXN0Q29sbGVjdGlvblRyYWl0cxIqLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25UcmFpdHNSZXF1ZXN0GisubWFya2V0ZGF0YS52MS5MaXN0Q29sbGVjdGlvblRyYWl0c1Jlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9jb2xsZWN0aW9uL3RyYWl0cxJ8Cg9MaXN0Q29sbGVjdGlvbnMSJS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1JlcXVlc3QaJi5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uc1Jlc3BvbnNlIhqQAgGC0+STAhESDy92MS9jb2xsZWN0aW9ucxKZAQoWTGlzdENvbGxlY3Rpb25BY3Rpdml0eRIsLm1hcmtldGRhdGEudjEuTGlzdENvbGxlY3Rpb25BY3Rpdml0eVJlcXVlc3QaLS5tYXJrZXRkYXRhLnYxLkxpc3RDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZSIikAIBgtPkkwIZEhcvdjEvY29sbGVjdGlvbi9hY3Rpdml0eRKlAQoXV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHkSLS5tYXJrZXRkYXRhLnYxLldhdGNoQ29sbGVjdGlvbkFjdGl2aXR5UmVxdWVzdBouLm1hcmtldGRhdGEudjEuV2F0Y2hDb2xsZWN0aW9uQWN0aXZpdHlSZXNwb25zZSIpkAIBgtPkkwIgEh4vdjEvY29sbGVjdGlvbi9hY3Rpdml0eS9zdHJlYW0wARKjAQoYR2V0Q29sbGVjdGlvblN0YXRzU2VyaWVzEi4ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXF1ZXN0Gi8ubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uU3RhdHNTZXJpZXNSZXNwb25zZSImkAIBgtPkkwIdEhsvdjEvY29sbGVjdGlvbi9zdGF0cy9zZXJpZXMSkgEKFEdldENvbGxlY3Rpb25DYW5kbGVzEioubWFya2V0ZGF0YS52MS5HZXRDb2xsZWN0aW9uQ2FuZGxlc1JlcXVlc3QaKy5tYXJrZXRkYXRhLnYxLkdldENvbGxlY3Rpb25DYW5kbGVzUmVzcG9uc2UiIZACAYLT5JMCGBIWL3YxL2NvbGxlY3Rpb24vY2FuZGxlc2IGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.GetCollectionStatsRequest
@@ -393,7 +393,7 @@ export type GetCollectionStatsSeriesRequest = Message<"marketdata.v1.GetCollecti
   contractAddress: string;
 
   /**
-   * "hour", "day" or "week".
+   * "minute", "hour", "day" or "week".
    *
    * @generated from field: string interval = 2;
    */
@@ -503,6 +503,108 @@ export const GetCollectionStatsSeriesResponseSchema: GenMessage<GetCollectionSta
   messageDesc(file_marketdata_v1_collection_service, 13);
 
 /**
+ * @generated from message marketdata.v1.GetCollectionCandlesRequest
+ */
+export type GetCollectionCandlesRequest = Message<"marketdata.v1.GetCollectionCandlesRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * "1m", "1h" or "1d".
+   *
+   * @generated from field: string interval = 2;
+   */
+  interval: string;
+
+  /**
+   * Inclusive bounds, epoch seconds: every interval that overlaps them.
+   * Absent: from the collection's first sale, to its last.
+   *
+   * @generated from field: optional int64 since = 3;
+   */
+  since?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 until = 4;
+   */
+  until?: bigint | undefined;
+
+  /**
+   * One upper-case marketplace identifier, or "" for all.
+   *
+   * @generated from field: string marketplace = 5;
+   */
+  marketplace: string;
+
+  /**
+   * Candles per page: 1 to 1000, default 1000.
+   *
+   * @generated from field: optional int32 limit = 6;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 8;
+   */
+  chain: string;
+
+  /**
+   * Count the sales flagged as wash trades too (docs/wash-trades.md); by
+   * default they are left out.
+   *
+   * @generated from field: bool include_wash = 9;
+   */
+  includeWash: boolean;
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionCandlesRequest.
+ * Use `create(GetCollectionCandlesRequestSchema)` to create a new message.
+ */
+export const GetCollectionCandlesRequestSchema: GenMessage<GetCollectionCandlesRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 14);
+
+/**
+ * @generated from message marketdata.v1.GetCollectionCandlesResponse
+ */
+export type GetCollectionCandlesResponse = Message<"marketdata.v1.GetCollectionCandlesResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.Candle data = 3;
+   */
+  data: Candle[];
+};
+
+/**
+ * Describes the message marketdata.v1.GetCollectionCandlesResponse.
+ * Use `create(GetCollectionCandlesResponseSchema)` to create a new message.
+ */
+export const GetCollectionCandlesResponseSchema: GenMessage<GetCollectionCandlesResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_collection_service, 15);
+
+/**
  * @generated from message marketdata.v1.ListCollectionTraitsRequest
  */
 export type ListCollectionTraitsRequest = Message<"marketdata.v1.ListCollectionTraitsRequest"> & {
@@ -531,7 +633,7 @@ export type ListCollectionTraitsRequest = Message<"marketdata.v1.ListCollectionT
  * Use `create(ListCollectionTraitsRequestSchema)` to create a new message.
  */
 export const ListCollectionTraitsRequestSchema: GenMessage<ListCollectionTraitsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 14);
+  messageDesc(file_marketdata_v1_collection_service, 16);
 
 /**
  * @generated from message marketdata.v1.ListCollectionTraitsResponse
@@ -553,7 +655,7 @@ export type ListCollectionTraitsResponse = Message<"marketdata.v1.ListCollection
  * Use `create(ListCollectionTraitsResponseSchema)` to create a new message.
  */
 export const ListCollectionTraitsResponseSchema: GenMessage<ListCollectionTraitsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 15);
+  messageDesc(file_marketdata_v1_collection_service, 17);
 
 /**
  * @generated from message marketdata.v1.GetCollectionMarketRequest
@@ -584,7 +686,7 @@ export type GetCollectionMarketRequest = Message<"marketdata.v1.GetCollectionMar
  * Use `create(GetCollectionMarketRequestSchema)` to create a new message.
  */
 export const GetCollectionMarketRequestSchema: GenMessage<GetCollectionMarketRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 16);
+  messageDesc(file_marketdata_v1_collection_service, 18);
 
 /**
  * @generated from message marketdata.v1.GetCollectionMarketResponse
@@ -606,7 +708,7 @@ export type GetCollectionMarketResponse = Message<"marketdata.v1.GetCollectionMa
  * Use `create(GetCollectionMarketResponseSchema)` to create a new message.
  */
 export const GetCollectionMarketResponseSchema: GenMessage<GetCollectionMarketResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 17);
+  messageDesc(file_marketdata_v1_collection_service, 19);
 
 /**
  * @generated from message marketdata.v1.ListCollectionsRequest
@@ -622,8 +724,9 @@ export type ListCollectionsRequest = Message<"marketdata.v1.ListCollectionsReque
 
   /**
    * "volume1d" (the default: highest first), "volume7d", "floor" (cheapest
-   * first, collections without one last) or "sales" (1-day sales, most
-   * first); ties by address.
+   * first, collections without one last), "sales" (1-day sales, most
+   * first) or "marketCap" (floor times tokens, highest first, collections
+   * without a floor last); ties by address.
    *
    * @generated from field: string sort = 2;
    */
@@ -672,7 +775,7 @@ export type ListCollectionsRequest = Message<"marketdata.v1.ListCollectionsReque
  * Use `create(ListCollectionsRequestSchema)` to create a new message.
  */
 export const ListCollectionsRequestSchema: GenMessage<ListCollectionsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 18);
+  messageDesc(file_marketdata_v1_collection_service, 20);
 
 /**
  * @generated from message marketdata.v1.ListCollectionsResponse
@@ -710,7 +813,7 @@ export type ListCollectionsResponse = Message<"marketdata.v1.ListCollectionsResp
  * Use `create(ListCollectionsResponseSchema)` to create a new message.
  */
 export const ListCollectionsResponseSchema: GenMessage<ListCollectionsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 19);
+  messageDesc(file_marketdata_v1_collection_service, 21);
 
 /**
  * @generated from message marketdata.v1.ListCollectionActivityRequest
@@ -775,7 +878,7 @@ export type ListCollectionActivityRequest = Message<"marketdata.v1.ListCollectio
  * Use `create(ListCollectionActivityRequestSchema)` to create a new message.
  */
 export const ListCollectionActivityRequestSchema: GenMessage<ListCollectionActivityRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 20);
+  messageDesc(file_marketdata_v1_collection_service, 22);
 
 /**
  * @generated from message marketdata.v1.ListCollectionActivityResponse
@@ -804,7 +907,7 @@ export type ListCollectionActivityResponse = Message<"marketdata.v1.ListCollecti
  * Use `create(ListCollectionActivityResponseSchema)` to create a new message.
  */
 export const ListCollectionActivityResponseSchema: GenMessage<ListCollectionActivityResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 21);
+  messageDesc(file_marketdata_v1_collection_service, 23);
 
 /**
  * @generated from message marketdata.v1.WatchCollectionActivityRequest
@@ -850,7 +953,7 @@ export type WatchCollectionActivityRequest = Message<"marketdata.v1.WatchCollect
  * Use `create(WatchCollectionActivityRequestSchema)` to create a new message.
  */
 export const WatchCollectionActivityRequestSchema: GenMessage<WatchCollectionActivityRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 22);
+  messageDesc(file_marketdata_v1_collection_service, 24);
 
 /**
  * @generated from message marketdata.v1.WatchCollectionActivityResponse
@@ -874,7 +977,7 @@ export type WatchCollectionActivityResponse = Message<"marketdata.v1.WatchCollec
  * Use `create(WatchCollectionActivityResponseSchema)` to create a new message.
  */
 export const WatchCollectionActivityResponseSchema: GenMessage<WatchCollectionActivityResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_collection_service, 23);
+  messageDesc(file_marketdata_v1_collection_service, 25);
 
 /**
  * Collection-wide market, social and score data.
@@ -1006,7 +1109,7 @@ export const CollectionService: GenService<{
     output: typeof WatchCollectionActivityResponseSchema;
   },
   /**
-   * Sales per hour, day or week (UTC; weeks from Monday), oldest first, every
+   * Sales per minute, hour, day or week (UTC; weeks from Monday), oldest first, every
    * interval present (empty ones with zeros), paged by next_page.
    *
    * @generated from rpc marketdata.v1.CollectionService.GetCollectionStatsSeries
@@ -1015,6 +1118,19 @@ export const CollectionService: GenService<{
     methodKind: "unary";
     input: typeof GetCollectionStatsSeriesRequestSchema;
     output: typeof GetCollectionStatsSeriesResponseSchema;
+  },
+  /**
+   * Candles of sale prices per minute, hour or day (UTC): open, high, low
+   * and close, volume and sales, oldest first, every interval present
+   * (empty ones with "" prices), paged by next_page (docs/endpoints.md,
+   * "Candles").
+   *
+   * @generated from rpc marketdata.v1.CollectionService.GetCollectionCandles
+   */
+  getCollectionCandles: {
+    methodKind: "unary";
+    input: typeof GetCollectionCandlesRequestSchema;
+    output: typeof GetCollectionCandlesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_marketdata_v1_collection_service, 0);

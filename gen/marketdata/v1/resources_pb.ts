@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/resources.proto.
  */
 export const file_marketdata_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyLVAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMSHwoSdW5wcmljZWRfbnVtX3NhbGVzGAYgASgDSACIAQFCFQoTX3VucHJpY2VkX251bV9zYWxlcyKgAQoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEh8KEnVucHJpY2VkX251bV9zYWxlcxgFIAEoA0gAiAEBQhUKE191bnByaWNlZF9udW1fc2FsZXMi2gIKBFNhbGUSDAoEaGFzaBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEhgKEGNvbnRyYWN0X2FkZHJlc3MYBCABKAkSEAoIYXNzZXRfaWQYBSABKAkSEQoJdGltZXN0YW1wGAYgASgDEg0KBWJsb2NrGAcgASgDEg0KBXByaWNlGAggASgJEhcKD2Ftb3VudF9yZWNlaXZlZBgJIAEoCRIQCghjdXJyZW5jeRgKIAEoCRITCgttYXJrZXRwbGFjZRgLIAEoCRISCgpibG9ja19oYXNoGAwgASgJEhAKCGZpbmFsaXR5GA0gASgJEhIKCndhc2hfZmxhZ3MYDiADKAkSEgoKd2FzaF9zY29yZRgPIAEoARIXCg9tYXJrZXRwbGFjZV9mZWUYECABKAkSEwoLcm95YWx0eV9mZWUYESABKAkSEQoJcHJpY2VfdXNkGBIgASgJIrkBCghUcmFuc2ZlchIMCgRoYXNoGAEgASgJEhEKCWxvZ19pbmRleBgCIAEoAxIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhgKEGNvbnRyYWN0X2FkZHJlc3MYBSABKAkSEAoIYXNzZXRfaWQYBiABKAkSEQoJdGltZXN0YW1wGAcgASgDEg0KBWJsb2NrGAggASgDEhIKCmJsb2NrX2hhc2gYCSABKAkSEAoIZmluYWxpdHkYCiABKAkigQIKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSDQoFYmxvY2sYCiABKAMSEgoKYmxvY2tfaGFzaBgLIAEoCSLLAgoFT2ZmZXISFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgp0cmFpdF90eXBlGAUgASgJEhMKC3RyYWl0X3ZhbHVlGAYgASgJEg0KBW1ha2VyGAcgASgJEg0KBXByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJEhIKCmNyZWF0ZWRfYXQYCiABKAMSFwoPbGFzdF91cGRhdGVkX2F0GAsgASgDEhIKCmV4cGlyZXNfYXQYDCABKAMSLAoGc3RhdHVzGA0gASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg0KBWJsb2NrGA4gASgDEhIKCmJsb2NrX2hhc2gYDyABKAki7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMigAEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlciIuCgZIb2xkZXISDwoHYWRkcmVzcxgBIAEoCRITCgt0b2tlbl9jb3VudBgCIAEoAyLxAQoLU3RhdHNCdWNrZXQSDQoFc3RhcnQYASABKAMSCwoDZW5kGAIgASgDEhcKD3RvdGFsX251bV9zYWxlcxgDIAEoAxIUCgx0b3RhbF92b2x1bWUYBCABKAkSEQoJbWluX3ByaWNlGAUgASgJEhEKCW1heF9wcmljZRgGIAEoCRITCgtmaXJzdF9wcmljZRgHIAEoCRISCgpsYXN0X3ByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJEh8KEnVucHJpY2VkX251bV9zYWxlcxgKIAEoA0gAiAEBQhUKE191bnByaWNlZF9udW1fc2FsZXMi3wIKBVRva2VuEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSDQoFb3duZXIYAyABKAkSLQoKYXR0cmlidXRlcxgEIAMoCzIZLm1hcmtldGRhdGEudjEuVG9rZW5UcmFpdBITCgtyYXJpdHlfcmFuaxgFIAEoAxImCglsYXN0X3NhbGUYBiABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSJwoHbGlzdGluZxgHIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIMCgRuYW1lGAggASgJEhMKC2Rlc2NyaXB0aW9uGAkgASgJEg0KBWltYWdlGAogASgJEhUKDWFuaW1hdGlvbl91cmwYCyABKAkSFAoMZXh0ZXJuYWxfdXJsGAwgASgJEhIKCmlzX2ZsYWdnZWQYDSABKAgSEwoLZmxhZ19yZWFzb24YDiABKAkiRQoKVG9rZW5UcmFpdBISCgp0cmFpdF90eXBlGAEgASgJEg0KBXZhbHVlGAIgASgJEhQKDGRpc3BsYXlfdHlwZRgDIAEoCSKZAQoKVHJhaXRWYWx1ZRISCgp0cmFpdF90eXBlGAEgASgJEg0KBXZhbHVlGAIgASgJEhMKC3Rva2VuX2NvdW50GAMgASgDEioKBWZsb29yGAQgASgLMhsubWFya2V0ZGF0YS52MS5GbG9vckxpc3RpbmcSJwoJdG9wX29mZmVyGAUgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlciKhAQoQQ29sbGVjdGlvbk1hcmtldBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEioKBWZsb29yGAIgASgLMhsubWFya2V0ZGF0YS52MS5GbG9vckxpc3RpbmcSJQoHdG9wX2JpZBgDIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISDgoGc3ByZWFkGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIsUEChFDb2xsZWN0aW9uU3VtbWFyeRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMdG90YWxfdG9rZW5zGAMgASgDEhMKC251bV9ob2xkZXJzGAQgASgDEioKBWZsb29yGAUgASgLMhsubWFya2V0ZGF0YS52MS5GbG9vckxpc3RpbmcSJQoHdG9wX2JpZBgGIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISEQoJdm9sdW1lXzFkGAcgASgJEhEKCXZvbHVtZV83ZBgIIAEoCRISCgp2b2x1bWVfMzBkGAkgASgJEhAKCHNhbGVzXzFkGAogASgDEhAKCHNhbGVzXzdkGAsgASgDEhEKCXNhbGVzXzMwZBgMIAEoAxIcCg9mbG9vcl9jaGFuZ2VfMWQYDSABKAFIAIgBARIQCghjdXJyZW5jeRgOIAEoCRINCgVjaGFpbhgPIAEoCRIVCg12b2x1bWVfdXNkXzFkGBAgASgJEhUKDXZvbHVtZV91c2RfN2QYESABKAkSFgoOdm9sdW1lX3VzZF8zMGQYEiABKAkSEwoLZGVzY3JpcHRpb24YEyABKAkSDQoFaW1hZ2UYFCABKAkSFAoMZXh0ZXJuYWxfdXJsGBUgASgJEg8KB3R3aXR0ZXIYFiABKAkSDwoHZGlzY29yZBgXIAEoCRIPCgdpc19zcGFtGBggASgIEhMKC3NwYW1fcmVhc29uGBkgASgJQhIKEF9mbG9vcl9jaGFuZ2VfMWQi9QEKDUFjdGl2aXR5RXZlbnQSDAoEdHlwZRgBIAEoCRIRCgl0aW1lc3RhbXAYAiABKAMSIQoEc2FsZRgDIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRInCgdsaXN0aW5nGAQgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEiMKBW9mZmVyGAUgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIpCgh0cmFuc2ZlchgGIAEoCzIXLm1hcmtldGRhdGEudjEuVHJhbnNmZXISJwoHcmVtb3ZlZBgHIAEoCzIWLm1hcmtldGRhdGEudjEuUmVtb3ZhbCLjAQoHUmVtb3ZhbBIMCgR0eXBlGAEgASgJEhMKC29yaWdpbmFsX2lkGAIgASgJEhkKEW9yaWdpbmFsX3Bvc2l0aW9uGAMgASgDEiEKBHNhbGUYBCABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSKQoIdHJhbnNmZXIYBSABKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEicKB2xpc3RpbmcYBiABKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmcSIwoFb2ZmZXIYByABKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyKqMBCg1MaXN0aW5nU3RhdHVzEh4KGkxJU1RJTkdfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTElTVElOR19TVEFUVVNfQ1JFQVRFRBABEhwKGExJU1RJTkdfU1RBVFVTX0ZVTEZJTExFRBACEhwKGExJU1RJTkdfU1RBVFVTX0NBTkNFTExFRBADEhoKFkxJU1RJTkdfU1RBVFVTX0VYUElSRUQQBGIGcHJvdG8z");
+  fileDesc("Ch1tYXJrZXRkYXRhL3YxL3Jlc291cmNlcy5wcm90bxINbWFya2V0ZGF0YS52MSJ4CglBcHByYWlzYWwSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRIZChFmYWlyX21hcmtldF92YWx1ZRgDIAEoCRISCgpjb25maWRlbmNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJIpcBCgtBc3NldFJhcml0eRIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhUKDWN1cnJlbnRfb3duZXIYAyABKAkSFAoMcmFyaXR5X3Njb3JlGAQgASgBEhoKEnN0YXRpc3RpY2FsX3Jhcml0eRgFIAEoARITCgtyYXJpdHlfcmFuaxgGIAEoAyLVAQoPQ29sbGVjdGlvblN0YXRzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFwoPdG90YWxfbnVtX3NhbGVzGAIgASgDEhQKDHRvdGFsX3ZvbHVtZRgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIvCgZncm91cHMYBSADKAsyHy5tYXJrZXRkYXRhLnYxLk1hcmtldHBsYWNlU3RhdHMSHwoSdW5wcmljZWRfbnVtX3NhbGVzGAYgASgDSACIAQFCFQoTX3VucHJpY2VkX251bV9zYWxlcyKgAQoQTWFya2V0cGxhY2VTdGF0cxITCgttYXJrZXRwbGFjZRgBIAEoCRIXCg90b3RhbF9udW1fc2FsZXMYAiABKAMSFAoMdG90YWxfdm9sdW1lGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEh8KEnVucHJpY2VkX251bV9zYWxlcxgFIAEoA0gAiAEBQhUKE191bnByaWNlZF9udW1fc2FsZXMi2gIKBFNhbGUSDAoEaGFzaBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEhgKEGNvbnRyYWN0X2FkZHJlc3MYBCABKAkSEAoIYXNzZXRfaWQYBSABKAkSEQoJdGltZXN0YW1wGAYgASgDEg0KBWJsb2NrGAcgASgDEg0KBXByaWNlGAggASgJEhcKD2Ftb3VudF9yZWNlaXZlZBgJIAEoCRIQCghjdXJyZW5jeRgKIAEoCRITCgttYXJrZXRwbGFjZRgLIAEoCRISCgpibG9ja19oYXNoGAwgASgJEhAKCGZpbmFsaXR5GA0gASgJEhIKCndhc2hfZmxhZ3MYDiADKAkSEgoKd2FzaF9zY29yZRgPIAEoARIXCg9tYXJrZXRwbGFjZV9mZWUYECABKAkSEwoLcm95YWx0eV9mZWUYESABKAkSEQoJcHJpY2VfdXNkGBIgASgJIrkBCghUcmFuc2ZlchIMCgRoYXNoGAEgASgJEhEKCWxvZ19pbmRleBgCIAEoAxIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhgKEGNvbnRyYWN0X2FkZHJlc3MYBSABKAkSEAoIYXNzZXRfaWQYBiABKAkSEQoJdGltZXN0YW1wGAcgASgDEg0KBWJsb2NrGAggASgDEhIKCmJsb2NrX2hhc2gYCSABKAkSEAoIZmluYWxpdHkYCiABKAkigQIKB0xpc3RpbmcSFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgDEhcKD2xhc3RfdXBkYXRlZF9hdBgGIAEoAxINCgVwcmljZRgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIsCgZzdGF0dXMYCSABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSDQoFYmxvY2sYCiABKAMSEgoKYmxvY2tfaGFzaBgLIAEoCSLLAgoFT2ZmZXISFgoObWFya2V0cGxhY2VfaWQYASABKAkSEwoLbWFya2V0cGxhY2UYAiABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgDIAEoCRIQCghhc3NldF9pZBgEIAEoCRISCgp0cmFpdF90eXBlGAUgASgJEhMKC3RyYWl0X3ZhbHVlGAYgASgJEg0KBW1ha2VyGAcgASgJEg0KBXByaWNlGAggASgJEhAKCGN1cnJlbmN5GAkgASgJEhIKCmNyZWF0ZWRfYXQYCiABKAMSFwoPbGFzdF91cGRhdGVkX2F0GAsgASgDEhIKCmV4cGlyZXNfYXQYDCABKAMSLAoGc3RhdHVzGA0gASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg0KBWJsb2NrGA4gASgDEhIKCmJsb2NrX2hhc2gYDyABKAki7QEKClNvY2lhbFVzZXISCgoCaWQYASABKAkSEwoLc2NyZWVuX25hbWUYAiABKAkSGQoRcHJvZmlsZV9pbWFnZV91cmwYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEbmFtZRgFIAEoCRIQCghsb2NhdGlvbhgGIAEoCRIXCg9mb2xsb3dlcnNfY291bnQYByABKAMSEAoIdmVyaWZpZWQYCCABKAgSFgoOc3RhdHVzZXNfY291bnQYCSABKAMSGAoQZmF2b3VyaXRlc19jb3VudBgKIAEoAxIRCglwcm90ZWN0ZWQYCyABKAgiRAoKSW5mbHVlbmNlchInCgR1c2VyGAEgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg0KBXNjb3JlGAIgASgBIt4CCgVUd2VldBIKCgJpZBgBIAEoCRInCgR1c2VyGAIgASgLMhkubWFya2V0ZGF0YS52MS5Tb2NpYWxVc2VyEg4KBnNvdXJjZRgDIAEoCRIMCgR0ZXh0GAQgASgJEhUKDXJldHdlZXRfY291bnQYBSABKAMSFgoOZmF2b3JpdGVfY291bnQYBiABKAMSGgoScG9zc2libHlfc2Vuc2l0aXZlGAcgASgIEgwKBGxhbmcYCCABKAkSLgoQcmV0d2VldGVkX3N0YXR1cxgJIAEoCzIULm1hcmtldGRhdGEudjEuVHdlZXQSEgoKY3JlYXRlZF9hdBgKIAEoCRIMCgRkYXRlGAsgASgJEhMKC29yaWdpbmFsX2lkGAwgASgJEhUKDW9yaWdpbmFsX3RleHQYDSABKAkSFgoOb3JpZ2luYWxfdHdlZXQYDiABKAgSEwoLaW50ZXJhY3Rpb24YDyABKAMieAoPQ29sbGVjdGlvblNjb3JlEgwKBG5hbWUYASABKAkSGAoQY29udHJhY3RfYWRkcmVzcxgCIAEoCRIMCgRoeXBlGAMgASgBEg0KBWdhaW5zGAQgASgBEhEKCWNvbW11bml0eRgFIAEoARINCgV0b3RhbBgGIAEoASKiAQoPQ29sbGVjdGlvbkZsb29yEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSCgoCYXQYAiABKAMSKgoFZmxvb3IYAyABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIrCgZncm91cHMYBCADKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIQCghjdXJyZW5jeRgFIAEoCSKCAQoMRmxvb3JMaXN0aW5nEhMKC21hcmtldHBsYWNlGAEgASgJEhYKDm1hcmtldHBsYWNlX2lkGAIgASgJEhAKCGFzc2V0X2lkGAMgASgJEg0KBXByaWNlGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAMiswEKEUNvbGxlY3Rpb25Ib2xkZXJzEhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSFAoMdG90YWxfdG9rZW5zGAIgASgDEhMKC251bV9ob2xkZXJzGAMgASgDEiYKB2hvbGRlcnMYBCADKAsyFS5tYXJrZXRkYXRhLnYxLkhvbGRlchIxCgxkaXN0cmlidXRpb24YBSADKAsyGy5tYXJrZXRkYXRhLnYxLkhvbGRlckJ1Y2tldCJXCgxIb2xkZXJCdWNrZXQSEgoKbWluX3Rva2VucxgBIAEoAxISCgptYXhfdG9rZW5zGAIgASgDEg8KB3dhbGxldHMYAyABKAMSDgoGdG9rZW5zGAQgASgDIi4KBkhvbGRlchIPCgdhZGRyZXNzGAEgASgJEhMKC3Rva2VuX2NvdW50GAIgASgDIvEBCgtTdGF0c0J1Y2tldBINCgVzdGFydBgBIAEoAxILCgNlbmQYAiABKAMSFwoPdG90YWxfbnVtX3NhbGVzGAMgASgDEhQKDHRvdGFsX3ZvbHVtZRgEIAEoCRIRCgltaW5fcHJpY2UYBSABKAkSEQoJbWF4X3ByaWNlGAYgASgJEhMKC2ZpcnN0X3ByaWNlGAcgASgJEhIKCmxhc3RfcHJpY2UYCCABKAkSEAoIY3VycmVuY3kYCSABKAkSHwoSdW5wcmljZWRfbnVtX3NhbGVzGAogASgDSACIAQFCFQoTX3VucHJpY2VkX251bV9zYWxlcyKNAQoGQ2FuZGxlEg0KBXN0YXJ0GAEgASgDEgsKA2VuZBgCIAEoAxIMCgRvcGVuGAMgASgJEgwKBGhpZ2gYBCABKAkSCwoDbG93GAUgASgJEg0KBWNsb3NlGAYgASgJEg4KBnZvbHVtZRgHIAEoCRINCgVzYWxlcxgIIAEoAxIQCghjdXJyZW5jeRgJIAEoCSLfAgoFVG9rZW4SGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRINCgVvd25lchgDIAEoCRItCgphdHRyaWJ1dGVzGAQgAygLMhkubWFya2V0ZGF0YS52MS5Ub2tlblRyYWl0EhMKC3Jhcml0eV9yYW5rGAUgASgDEiYKCWxhc3Rfc2FsZRgGIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRInCgdsaXN0aW5nGAcgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEgwKBG5hbWUYCCABKAkSEwoLZGVzY3JpcHRpb24YCSABKAkSDQoFaW1hZ2UYCiABKAkSFQoNYW5pbWF0aW9uX3VybBgLIAEoCRIUCgxleHRlcm5hbF91cmwYDCABKAkSEgoKaXNfZmxhZ2dlZBgNIAEoCBITCgtmbGFnX3JlYXNvbhgOIAEoCSJFCgpUb2tlblRyYWl0EhIKCnRyYWl0X3R5cGUYASABKAkSDQoFdmFsdWUYAiABKAkSFAoMZGlzcGxheV90eXBlGAMgASgJIpkBCgpUcmFpdFZhbHVlEhIKCnRyYWl0X3R5cGUYASABKAkSDQoFdmFsdWUYAiABKAkSEwoLdG9rZW5fY291bnQYAyABKAMSKgoFZmxvb3IYBCABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxInCgl0b3Bfb2ZmZXIYBSABKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyIqEBChBDb2xsZWN0aW9uTWFya2V0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSKgoFZmxvb3IYAiABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIlCgd0b3BfYmlkGAMgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIOCgZzcHJlYWQYBCABKAkSEAoIY3VycmVuY3kYBSABKAki2QQKEUNvbGxlY3Rpb25TdW1tYXJ5EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSDAoEbmFtZRgCIAEoCRIUCgx0b3RhbF90b2tlbnMYAyABKAMSEwoLbnVtX2hvbGRlcnMYBCABKAMSKgoFZmxvb3IYBSABKAsyGy5tYXJrZXRkYXRhLnYxLkZsb29yTGlzdGluZxIlCgd0b3BfYmlkGAYgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIRCgl2b2x1bWVfMWQYByABKAkSEQoJdm9sdW1lXzdkGAggASgJEhIKCnZvbHVtZV8zMGQYCSABKAkSEAoIc2FsZXNfMWQYCiABKAMSEAoIc2FsZXNfN2QYCyABKAMSEQoJc2FsZXNfMzBkGAwgASgDEhwKD2Zsb29yX2NoYW5nZV8xZBgNIAEoAUgAiAEBEhAKCGN1cnJlbmN5GA4gASgJEg0KBWNoYWluGA8gASgJEhUKDXZvbHVtZV91c2RfMWQYECABKAkSFQoNdm9sdW1lX3VzZF83ZBgRIAEoCRIWCg52b2x1bWVfdXNkXzMwZBgSIAEoCRITCgtkZXNjcmlwdGlvbhgTIAEoCRINCgVpbWFnZRgUIAEoCRIUCgxleHRlcm5hbF91cmwYFSABKAkSDwoHdHdpdHRlchgWIAEoCRIPCgdkaXNjb3JkGBcgASgJEg8KB2lzX3NwYW0YGCABKAgSEwoLc3BhbV9yZWFzb24YGSABKAkSEgoKbWFya2V0X2NhcBgaIAEoCUISChBfZmxvb3JfY2hhbmdlXzFkIvUBCg1BY3Rpdml0eUV2ZW50EgwKBHR5cGUYASABKAkSEQoJdGltZXN0YW1wGAIgASgDEiEKBHNhbGUYAyABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSJwoHbGlzdGluZxgEIAEoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZxIjCgVvZmZlchgFIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISKQoIdHJhbnNmZXIYBiABKAsyFy5tYXJrZXRkYXRhLnYxLlRyYW5zZmVyEicKB3JlbW92ZWQYByABKAsyFi5tYXJrZXRkYXRhLnYxLlJlbW92YWwi4wEKB1JlbW92YWwSDAoEdHlwZRgBIAEoCRITCgtvcmlnaW5hbF9pZBgCIAEoCRIZChFvcmlnaW5hbF9wb3NpdGlvbhgDIAEoAxIhCgRzYWxlGAQgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEikKCHRyYW5zZmVyGAUgASgLMhcubWFya2V0ZGF0YS52MS5UcmFuc2ZlchInCgdsaXN0aW5nGAYgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEiMKBW9mZmVyGAcgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlciqjAQoNTGlzdGluZ1N0YXR1cxIeChpMSVNUSU5HX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkxJU1RJTkdfU1RBVFVTX0NSRUFURUQQARIcChhMSVNUSU5HX1NUQVRVU19GVUxGSUxMRUQQAhIcChhMSVNUSU5HX1NUQVRVU19DQU5DRUxMRUQQAxIaChZMSVNUSU5HX1NUQVRVU19FWFBJUkVEEARiBnByb3RvMw");
 
 /**
  * A fair market value estimate for one asset (api.md 2.2).
@@ -954,11 +954,21 @@ export type CollectionHolders = Message<"marketdata.v1.CollectionHolders"> & {
   numHolders: bigint;
 
   /**
-   * This page of holders: token count descending, then address.
+   * This page of holders: token count descending, then address (the first
+   * page: the top holders).
    *
    * @generated from field: repeated marketdata.v1.Holder holders = 4;
    */
   holders: Holder[];
+
+  /**
+   * The wallets holding 1, 2 to 5, 6 to 20 and 21 or more of the
+   * collection's tokens, and the tokens they hold (docs/endpoints.md,
+   * "Holders"): the same on every page.
+   *
+   * @generated from field: repeated marketdata.v1.HolderBucket distribution = 5;
+   */
+  distribution: HolderBucket[];
 };
 
 /**
@@ -967,6 +977,44 @@ export type CollectionHolders = Message<"marketdata.v1.CollectionHolders"> & {
  */
 export const CollectionHoldersSchema: GenMessage<CollectionHolders> = /*@__PURE__*/
   messageDesc(file_marketdata_v1_resources, 14);
+
+/**
+ * Wallets holding from min_tokens to max_tokens tokens each.
+ *
+ * @generated from message marketdata.v1.HolderBucket
+ */
+export type HolderBucket = Message<"marketdata.v1.HolderBucket"> & {
+  /**
+   * @generated from field: int64 min_tokens = 1;
+   */
+  minTokens: bigint;
+
+  /**
+   * 0: no upper bound.
+   *
+   * @generated from field: int64 max_tokens = 2;
+   */
+  maxTokens: bigint;
+
+  /**
+   * Wallets in the bucket, and the tokens they hold together.
+   *
+   * @generated from field: int64 wallets = 3;
+   */
+  wallets: bigint;
+
+  /**
+   * @generated from field: int64 tokens = 4;
+   */
+  tokens: bigint;
+};
+
+/**
+ * Describes the message marketdata.v1.HolderBucket.
+ * Use `create(HolderBucketSchema)` to create a new message.
+ */
+export const HolderBucketSchema: GenMessage<HolderBucket> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 15);
 
 /**
  * @generated from message marketdata.v1.Holder
@@ -990,7 +1038,7 @@ export type Holder = Message<"marketdata.v1.Holder"> & {
  * Use `create(HolderSchema)` to create a new message.
  */
 export const HolderSchema: GenMessage<Holder> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 15);
+  messageDesc(file_marketdata_v1_resources, 16);
 
 /**
  * One interval of a sales series: totals equal those GetCollectionStats
@@ -1067,7 +1115,73 @@ export type StatsBucket = Message<"marketdata.v1.StatsBucket"> & {
  * Use `create(StatsBucketSchema)` to create a new message.
  */
 export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 16);
+  messageDesc(file_marketdata_v1_resources, 17);
+
+/**
+ * One interval's candle of sale prices (GetCollectionCandles), in wei.
+ *
+ * @generated from message marketdata.v1.Candle
+ */
+export type Candle = Message<"marketdata.v1.Candle"> & {
+  /**
+   * First and last second of the interval (epoch seconds, inclusive).
+   *
+   * @generated from field: int64 start = 1;
+   */
+  start: bigint;
+
+  /**
+   * @generated from field: int64 end = 2;
+   */
+  end: bigint;
+
+  /**
+   * The price of its first sale in time, its highest, its lowest and its
+   * last (as StatsBucket's first, max, min and last): "" when it has none.
+   *
+   * @generated from field: string open = 3;
+   */
+  open: string;
+
+  /**
+   * @generated from field: string high = 4;
+   */
+  high: string;
+
+  /**
+   * @generated from field: string low = 5;
+   */
+  low: string;
+
+  /**
+   * @generated from field: string close = 6;
+   */
+  close: string;
+
+  /**
+   * Exact wei sum of its sales' prices ("0" when none), and their count.
+   *
+   * @generated from field: string volume = 7;
+   */
+  volume: string;
+
+  /**
+   * @generated from field: int64 sales = 8;
+   */
+  sales: bigint;
+
+  /**
+   * @generated from field: string currency = 9;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message marketdata.v1.Candle.
+ * Use `create(CandleSchema)` to create a new message.
+ */
+export const CandleSchema: GenMessage<Candle> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_resources, 18);
 
 /**
  * One token of a collection (ListTokens).
@@ -1171,7 +1285,7 @@ export type Token = Message<"marketdata.v1.Token"> & {
  * Use `create(TokenSchema)` to create a new message.
  */
 export const TokenSchema: GenMessage<Token> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 17);
+  messageDesc(file_marketdata_v1_resources, 19);
 
 /**
  * One attribute of a token as the lists show it.
@@ -1205,7 +1319,7 @@ export type TokenTrait = Message<"marketdata.v1.TokenTrait"> & {
  * Use `create(TokenTraitSchema)` to create a new message.
  */
 export const TokenTraitSchema: GenMessage<TokenTrait> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 18);
+  messageDesc(file_marketdata_v1_resources, 20);
 
 /**
  * One trait value of a collection (ListCollectionTraits).
@@ -1255,7 +1369,7 @@ export type TraitValue = Message<"marketdata.v1.TraitValue"> & {
  * Use `create(TraitValueSchema)` to create a new message.
  */
 export const TraitValueSchema: GenMessage<TraitValue> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 19);
+  messageDesc(file_marketdata_v1_resources, 21);
 
 /**
  * A collection's market now (GetCollectionMarket).
@@ -1303,7 +1417,7 @@ export type CollectionMarket = Message<"marketdata.v1.CollectionMarket"> & {
  * Use `create(CollectionMarketSchema)` to create a new message.
  */
 export const CollectionMarketSchema: GenMessage<CollectionMarket> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 20);
+  messageDesc(file_marketdata_v1_resources, 22);
 
 /**
  * A collection in the collections list (ListCollections).
@@ -1461,6 +1575,14 @@ export type CollectionSummary = Message<"marketdata.v1.CollectionSummary"> & {
    * @generated from field: string spam_reason = 25;
    */
   spamReason: string;
+
+  /**
+   * Wei, decimal string: the floor's price times total_tokens (the
+   * marketCap order); "" when there is no floor.
+   *
+   * @generated from field: string market_cap = 26;
+   */
+  marketCap: string;
 };
 
 /**
@@ -1468,7 +1590,7 @@ export type CollectionSummary = Message<"marketdata.v1.CollectionSummary"> & {
  * Use `create(CollectionSummarySchema)` to create a new message.
  */
 export const CollectionSummarySchema: GenMessage<CollectionSummary> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 21);
+  messageDesc(file_marketdata_v1_resources, 23);
 
 /**
  * One event of a collection's activity: a sale, a listing, an offer or a
@@ -1527,7 +1649,7 @@ export type ActivityEvent = Message<"marketdata.v1.ActivityEvent"> & {
  * Use `create(ActivityEventSchema)` to create a new message.
  */
 export const ActivityEventSchema: GenMessage<ActivityEvent> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 22);
+  messageDesc(file_marketdata_v1_resources, 24);
 
 /**
  * A sale or transfer a reorganisation took back, or an order none of whose
@@ -1590,7 +1712,7 @@ export type Removal = Message<"marketdata.v1.Removal"> & {
  * Use `create(RemovalSchema)` to create a new message.
  */
 export const RemovalSchema: GenMessage<Removal> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_resources, 23);
+  messageDesc(file_marketdata_v1_resources, 25);
 
 /**
  * State of a marketplace listing (api.md 3).

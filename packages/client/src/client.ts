@@ -13,6 +13,7 @@ import {
 } from "./gen/marketdata/v1/asset_service_pb.js";
 import {
   CollectionService,
+  type GetCollectionCandlesRequest,
   type GetCollectionStatsSeriesRequest,
   type ListCollectionActivityRequest,
   type ListCollectionHoldersRequest,
@@ -21,7 +22,7 @@ import {
 } from "./gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "./gen/marketdata/v1/ingest_service_pb.js";
 import type {
-  ActivityEvent, Appraisal, AssetRarity, CollectionSummary, Holder, Listing, Offer, Removal, Sale, StatsBucket, Token,
+  ActivityEvent, Appraisal, AssetRarity, Candle, CollectionSummary, Holder, Listing, Offer, Removal, Sale, StatsBucket, Token,
 } from "./gen/marketdata/v1/resources_pb.js";
 import { type ListWebhooksRequest, type Webhook, WebhookService } from "./gen/marketdata/v1/webhook_service_pb.js";
 
@@ -64,7 +65,7 @@ export interface RetryInfo {
 /** A list's request, without the cursor `pages` follows. */
 type PageRequest<R> = Omit<Partial<R>, "cursor" | "$typeName">;
 
-/** Every list of the contract that pages (11), the service it is on, and what `pages` yields of it. */
+/** Every list of the contract that pages (12), the service it is on, and what `pages` yields of it. */
 export interface PagedLists {
   listAppraisals: { request: PageRequest<ListAppraisalsRequest>; record: Appraisal };
   listRarity: { request: PageRequest<ListRarityRequest>; record: AssetRarity };
@@ -75,6 +76,7 @@ export interface PagedLists {
   /** Each holder (its page's `data.holders`). */
   listCollectionHolders: { request: PageRequest<ListCollectionHoldersRequest>; record: Holder };
   getCollectionStatsSeries: { request: PageRequest<GetCollectionStatsSeriesRequest>; record: StatsBucket };
+  getCollectionCandles: { request: PageRequest<GetCollectionCandlesRequest>; record: Candle };
   listCollections: { request: PageRequest<ListCollectionsRequest>; record: CollectionSummary };
   listCollectionActivity: { request: PageRequest<ListCollectionActivityRequest>; record: ActivityEvent };
   /** With an admin key. */
@@ -99,6 +101,7 @@ const LISTS: { [M in keyof PagedLists]: { service: "asset" | "collection" | "web
   listOffers: { service: "asset" },
   listCollectionHolders: { service: "collection", records: (page) => (page.data as { holders?: Holder[] } | undefined)?.holders ?? [] },
   getCollectionStatsSeries: { service: "collection" },
+  getCollectionCandles: { service: "collection" },
   listCollections: { service: "collection" },
   listCollectionActivity: { service: "collection" },
   listWebhooks: { service: "webhooks", records: (page) => page.webhooks ?? [] },

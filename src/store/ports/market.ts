@@ -1,5 +1,5 @@
 import type { SeriesBucket, SeriesInterval } from "../../domain/series.js";
-import type { CollectionSummaryRow, FloorListingRow, HolderRow, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { CollectionSummaryRow, FloorListingRow, HolderBucketRow, HolderRow, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { KeySpec, MaybePromise, Page, PageRequest } from "./paging.js";
 
 // The market's reads kept at write time: analytics (floor, holders,
@@ -19,6 +19,8 @@ export interface HoldersPage {
   totalTokens: number;
   numHolders: number;
   page: Page<HolderRow>;
+  /** The wallets of each of HOLDER_BUCKETS (domain/rows.ts), in its order, read in the page's snapshot. */
+  distribution: HolderBucketRow[];
 }
 
 export interface SeriesFilter {
@@ -127,10 +129,10 @@ export interface OffersRepository {
 // collections: the list to discover them by, from a summary each writer keeps
 // (sqlite/collection-summaries.ts, postgres/collection-summaries.ts).
 
-/** Orders of the collections list: 1-day volume, 7-day volume (both highest first), floor (cheapest first, none last), 1-day sales (most first); ties by address. */
-export type CollectionSort = "volume1d" | "volume7d" | "floor" | "sales";
+/** Orders of the collections list: 1-day volume, 7-day volume (both highest first), floor (cheapest first, none last), 1-day sales (most first), market cap (floor × tokens, highest first, none last); ties by address. */
+export type CollectionSort = "volume1d" | "volume7d" | "floor" | "sales" | "marketCap";
 
-export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7d", "floor", "sales"];
+export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7d", "floor", "sales", "marketCap"];
 
 /** The page key of every order: the order's kept sort key (text), then the address. */
 export const COLLECTION_KEY: KeySpec = ["text", "text"];

@@ -6,6 +6,7 @@ import {
   DAY,
   EVERY_MARKETPLACE,
   foldBuckets,
+  fromRawSales,
   HOUR,
   intervalSeconds,
   intervalStart,
@@ -14,7 +15,7 @@ import {
   WEEK,
 } from "../../domain/series.js";
 import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
-import type { FloorListingRow } from "../../domain/rows.js";
+import { type FloorListingRow, HOLDER_BUCKETS } from "../../domain/rows.js";
 import { type PageRequest, toPage } from "../ports/paging.js";
 import type { PgQueries } from "./statements.js";
 
@@ -99,6 +100,12 @@ function marketplaceFloors(c: string, at: string | undefined, marketplace?: stri
        ORDER BY price, marketplace_id COLLATE "C" LIMIT 1) f`;
 }
 
+/** Each of HOLDER_BUCKETS' wallets and tokens, as one array (wallets, tokens, ...): one pass over the collection's holders (token_owners_by_count). */
+const DISTRIBUTION = `ARRAY[${HOLDER_BUCKETS.map(([min, max]) => {
+  const inBucket = `o.tokens >= ${min}${max === 0 ? "" : ` AND o.tokens <= ${max}`}`;
+  return `count(*) FILTER (WHERE ${inBucket}), coalesce(sum(o.tokens) FILTER (WHERE ${inBucket}), 0)`;
+}).join(", ")}]::text[]`;
+
 export class PgAnalytics implements AnalyticsRepository {
   constructor(private readonly q: PgQueries) {}
 
@@ -135,18 +142,21 @@ export class PgAnalytics implements AnalyticsRepository {
     let after = "";
     if (page.after) after = `AND (o.tokens, ${$(page.after[1])}::text COLLATE "C") < (${$(page.after[0])}, o.owner COLLATE "C")`;
     // One statement: the counts and the page from one snapshot.
-    const rows = await this.q.rows<{ owner: string | null; tokens: string | null; total: string; holders: string }>(
+    const rows = await this.q.rows<{ owner: string | null; tokens: string | null; total: string; holders: string; distribution: string[] }>(
       `WITH page AS (
          SELECT o.owner, o.tokens FROM token_owners o WHERE o.collection_id = $1 ${after}
          ORDER BY o.tokens DESC, o.owner COLLATE "C" LIMIT ${$(page.limit + 1)})
        SELECT p.owner, p.tokens,
          coalesce((SELECT tokens FROM collection_holdings WHERE collection_id = $1), 0) AS total,
-         coalesce((SELECT holders FROM collection_holdings WHERE collection_id = $1), 0) AS holders
+         coalesce((SELECT holders FROM collection_holdings WHERE collection_id = $1), 0) AS holders,
+         (SELECT ${DISTRIBUTION} FROM token_owners o WHERE o.collection_id = $1 AND o.tokens > 0) AS distribution
        FROM (SELECT 1) one LEFT JOIN page p ON true`,
       values,
     );
     const holders = rows.filter((r) => r.owner !== null).map((r) => ({ address: r.owner!, tokens: Number(r.tokens) }));
+    const counts = rows[0]?.distribution ?? HOLDER_BUCKETS.flatMap(() => ["0", "0"]);
     return {
+      distribution: HOLDER_BUCKETS.map(([min, max], i) => ({ min, max, wallets: Number(counts[2 * i]), tokens: Number(counts[2 * i + 1]) })),
       totalTokens: Number(rows[0]?.total ?? 0),
       numHolders: Number(rows[0]?.holders ?? 0),
       page: toPage(holders, page.limit, (h) => h, (h) => [h.tokens, h.address]),
@@ -155,17 +165,17 @@ export class PgAnalytics implements AnalyticsRepository {
 
   async series(collectionId: number, f: SeriesFilter): Promise<SeriesBucket[]> {
     const length = intervalSeconds(f.interval);
-    if (f.assetId !== undefined) {
-      // An asset's raw sales (sales_by_asset), summed per interval in SQL:
-      // bucket = the start of the interval (weeks from Monday: an origin).
+    if (f.assetId !== undefined || fromRawSales(f.interval)) {
+      // An asset's raw sales (sales_by_asset), or minutes (no span keeps them: sales_by_time), summed per interval in
+      // SQL: bucket = the start of the interval (weeks from Monday: an origin).
       const origin = intervalStart(f.interval, 0);
-      const values: unknown[] = [collectionId, f.assetId, f.from, f.to + length - 1, length, origin];
+      const values: unknown[] = [collectionId, f.assetId ?? null, f.from, f.to + length - 1, length, origin];
       const $ = (v: unknown) => `$${values.push(v)}`;
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
       const clean = `AND ${f.includeWash === true ? IN_WEI : "wash_flags = 0"}`;
       const rows = await this.q.rows<PriceRow>(
         `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
-                    WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
+                    WHERE collection_id = $1 AND ${f.assetId !== undefined ? "asset_id = $2" : "$2::numeric IS NULL"} AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
          SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
            (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,
            (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price,

@@ -6,7 +6,7 @@ import type { CollectionListRepository, CollectionsListFilter, CollectionsPage }
 import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
 import {
-  addFlaggedUsd, CLEAN_SUMMARIES, hourOf, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES, windowStarts,
+  addFlaggedUsd, CLEAN_SUMMARIES, hourOf, marketCapKey, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES, windowStarts,
 } from "../shared/collection-summaries.js";
 import { usdPointSql } from "../shared/prices.js";
 import { NO_ASK } from "../shared/token-market.js";
@@ -56,7 +56,7 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
   CREATE INDEX listings_open_floor ON listings (collection_id, price, marketplace, marketplace_id COLLATE "C") WHERE status = 'CREATED';
   ALTER TABLE store_state ADD COLUMN windows_hour bigint NOT NULL DEFAULT 0;
   UPDATE store_state SET windows_hour = floor(extract(epoch FROM now()) / ${HOUR});
-  ${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, false)};
+  ${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, 12)};
 `;
 
 /**
@@ -66,12 +66,24 @@ export const COLLECTION_SUMMARIES_MIGRATION = `${summariesTableSql(CLEAN_SUMMARI
  * of the summaries made from them).
  */
 export const WASH_SUMMARIES_MIGRATION = `${summariesTableSql(WASH_SUMMARIES)}
-  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, false, false, false)}`;
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, false, false, 30)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, false, false, 30)}`;
 
 /** Migration 34's columns of the summaries (docs/money.md, "USD kept with the series"), kept again for every collection. */
 export const USD_SUMMARIES_MIGRATION = `${[CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) =>
   `ALTER TABLE ${t} ${["1d", "7d", "30d"].map((w) => `ADD COLUMN volume_usd_${w} numeric NOT NULL DEFAULT 0`).join(", ")};`).join("\n")}
-  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, true, false, false)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, true, false, false)}`;
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR, CLEAN_SUMMARIES, true, false, 34)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES, true, false, 34)}`;
+
+/** The schema the summaries are kept in (their last migration): keepSql's default. */
+const LATEST_SUMMARIES = 38;
+
+/** Migration 38's market cap (floor × tokens) of each summary, and its order's index, in both tables. */
+export const MARKET_CAP_MIGRATION = [CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) => `
+  ALTER TABLE ${t} ADD COLUMN market_cap numeric, ADD COLUMN market_cap_key text COLLATE "C" NOT NULL DEFAULT '${marketCapKey(undefined)}';
+  UPDATE ${t} s SET market_cap = x.cap, market_cap_key = ${descendingKeyOf("x.cap")}
+    FROM (SELECT collection_id, floor_price * coalesce((SELECT tokens FROM collection_holdings h WHERE h.collection_id = y.collection_id), 0) AS cap
+          FROM ${t} y WHERE floor_price IS NOT NULL) x
+    WHERE x.collection_id = s.collection_id;
+  CREATE INDEX ${t}_by_market_cap ON ${t} (market_cap_key, address);`).join("\n");
 
 /**
  * The transaction's moves of flagged sales, read by the summaries with wash
@@ -108,7 +120,11 @@ export async function recordWashMoves(client: pg.ClientBase, resummed: readonly 
  * commit 14 ms (15.5 against 1.2 ms: a collection with 19,000 of them, the
  * bench:ingest store).
  */
-export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true, byMoves = false, unflagged = true): string {
+export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true, byMoves = false, schema = LATEST_SUMMARIES): string {
+  // The floor leaves flagged tokens out from migration 37, the market cap is kept from 38 (the migrations before keep their own columns).
+  const unflagged = schema >= 37;
+  const marketCap = schema >= 38;
+  const cap = "f.price * coalesce(h.tokens, 0)";
   const start = (days: number) => `(${hour} - ${days * 24 - 1}) * ${HOUR}`;
   const inWindow = (days: number) => `FILTER (WHERE s.bucket >= ${start(days)})`;
   // The clean sales' dollars in both tables (shared/collection-summaries.ts: the flagged ones' are added when read).
@@ -128,12 +144,13 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
         d (bucket, volume, num_sales)
       WHERE ow.collection_id = c.id AND NOT ${resum}`;
   const dollars = usd ? ", w.u1, w.u7, w.u30" : "";
+  const capColumns = marketCap ? `, ${cap}, ${descendingKeyOf(`coalesce(${cap}, 0)`)}` : "";
   return `
   INSERT INTO ${table}
   SELECT c.id, c.address, w.v1, w.v7, w.v30, w.n1, w.n7, w.n30,
     f.marketplace, f.marketplace_id, f.asset_id, f.price, f.created_at,
     ${descendingKeyOf("w.v1")}, ${descendingKeyOf("w.v7")},
-    coalesce(lpad(length(f.price::text)::text, 2, '0') || f.price::text, '${NO_ASK}'), ${descendingKeyOf("w.n1")}${dollars}
+    coalesce(lpad(length(f.price::text)::text, 2, '0') || f.price::text, '${NO_ASK}'), ${descendingKeyOf("w.n1")}${dollars}${capColumns}
   FROM collections c
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(s.volume) ${inWindow(1)}, 0) AS v1, coalesce(sum(s.volume) ${inWindow(7)}, 0) AS v7, coalesce(sum(s.volume), 0) AS v30,
@@ -142,7 +159,7 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales, usd)) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
-    WHERE l.collection_id = c.id AND l.status = 'CREATED'${unflagged ? ` AND ${notFlagged("l")}` : ""} ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true
+    WHERE l.collection_id = c.id AND l.status = 'CREATED'${unflagged ? ` AND ${notFlagged("l")}` : ""} ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true${marketCap ? " LEFT JOIN collection_holdings h ON h.collection_id = c.id" : ""}
   WHERE ${which}
   ON CONFLICT (collection_id) DO UPDATE SET
     volume_1d = EXCLUDED.volume_1d, volume_7d = EXCLUDED.volume_7d, volume_30d = EXCLUDED.volume_30d,
@@ -151,7 +168,8 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     floor_asset_id = EXCLUDED.floor_asset_id, floor_price = EXCLUDED.floor_price, floor_created_at = EXCLUDED.floor_created_at,
     volume_1d_key = EXCLUDED.volume_1d_key, volume_7d_key = EXCLUDED.volume_7d_key,
     floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key${usd ? `,
-    volume_usd_1d = EXCLUDED.volume_usd_1d, volume_usd_7d = EXCLUDED.volume_usd_7d, volume_usd_30d = EXCLUDED.volume_usd_30d` : ""}`;
+    volume_usd_1d = EXCLUDED.volume_usd_1d, volume_usd_7d = EXCLUDED.volume_usd_7d, volume_usd_30d = EXCLUDED.volume_usd_30d` : ""}${marketCap ? `,
+    market_cap = EXCLUDED.market_cap, market_cap_key = EXCLUDED.market_cap_key` : ""}`;
 }
 
 /** The hour the windows move to: the clock's. */
@@ -198,7 +216,7 @@ export class PgCollectionList implements CollectionListRepository {
     const rows = await this.q.rows(
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-         s.floor_price::text AS floor_price, s.floor_created_at, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.market_cap::text AS market_cap, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
          s.volume_usd_1d::text AS volume_usd_1d, s.volume_usd_7d::text AS volume_usd_7d, s.volume_usd_30d::text AS volume_usd_30d,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id

@@ -65,7 +65,18 @@ export const SORT_COLUMNS: Readonly<Record<CollectionSort, string>> = {
   volume7d: "volume_7d_key",
   floor: "floor_key",
   sales: "sales_1d_key",
+  marketCap: "market_cap_key",
 };
+
+/**
+ * A collection's market cap (migration 38): its floor's price times its
+ * tokens, wei; undefined without a floor. Its key sorts the highest first
+ * and, as zero, a collection without a floor after every one with a cap.
+ */
+export function marketCapOf(floorPrice: string | null | undefined, tokens: number | bigint | null | undefined): string | undefined {
+  return floorPrice === null || floorPrice === undefined ? undefined : (BigInt(floorPrice) * BigInt(tokens ?? 0)).toString();
+}
+export const marketCapKey = (cap: string | undefined): string => descendingKey(cap ?? "0");
 
 /** A collections-list row (both engines name its columns alike), with its page key in the order `sort`. */
 export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSummaryRow {
@@ -104,6 +115,7 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     // SQLite's 0/1, PostgreSQL's boolean.
     isSpam: r.is_spam === 1 || r.is_spam === true,
     spamReason: String(r.spam_reason ?? ""),
+    marketCap: r.market_cap === null || r.market_cap === undefined ? "" : String(r.market_cap),
     key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
   };
 }

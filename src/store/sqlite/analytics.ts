@@ -1,6 +1,6 @@
 import type { SeriesBucket } from "../../domain/series.js";
 import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
-import type { FloorListingRow, HolderRow } from "../../domain/rows.js";
+import { type FloorListingRow, HOLDER_BUCKETS, type HolderBucketRow, type HolderRow } from "../../domain/rows.js";
 import { type PageRequest, toPage } from "../ports/paging.js";
 import { SalesSeries } from "./sales-series.js";
 import type { SqliteStatements } from "./statements.js";
@@ -96,9 +96,17 @@ export class SqliteAnalytics implements AnalyticsRepository {
          WHERE collection_id = ? ${after} ORDER BY tokens DESC, owner LIMIT ?`,
         params,
       );
+      // Each bucket one range of the count index (covering): its wallets and their tokens.
+      const bucket = this.s.prepare(`SELECT count(*), coalesce(sum(tokens), 0) FROM token_owners INDEXED BY token_owners_by_count
+        WHERE collection_id = ? AND tokens >= ? AND tokens <= ?`).raw();
+      const distribution = HOLDER_BUCKETS.map(([min, max]): HolderBucketRow => {
+        const [wallets, tokens] = bucket.get(collectionId, min, max === 0 ? Number.MAX_SAFE_INTEGER : max) as [number, number];
+        return { min, max, wallets, tokens };
+      });
       return {
         totalTokens,
         numHolders,
+        distribution,
         page: toPage(
           rows,
           page.limit,

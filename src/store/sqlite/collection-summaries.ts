@@ -11,6 +11,8 @@ import {
   CLEAN_SUMMARIES,
   descendingKey,
   hourOf,
+  marketCapKey,
+  marketCapOf,
   SORT_COLUMNS,
   type SummariesTable,
   toCollectionSummary,
@@ -137,6 +139,9 @@ export class SummaryKeeper {
   readonly #upsert: Statement;
   /** Whether the summaries keep the dollars (migration 34 on). */
   readonly #usd: boolean;
+  /** Whether the summaries keep the market cap (migration 38 on), and the statement reading a collection's tokens for it. */
+  readonly #marketCap: boolean;
+  readonly #tokens: Statement;
 
   constructor(db: Db) {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
@@ -147,10 +152,12 @@ export class SummaryKeeper {
     this.#rolling = db.prepare(KEEPER_SQL.rolling(withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
     this.#usd = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'volume_usd_1d'`).get() !== undefined;
     this.#hours = db.prepare(this.#usd ? KEEPER_SQL.hours : KEEPER_SQL.hoursBeforeUsd).raw();
+    this.#marketCap = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'market_cap'`).get() !== undefined;
+    this.#tokens = db.prepare("SELECT tokens FROM collection_holdings WHERE collection_id = ?").pluck();
     const flags = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'token_flags'").get() !== undefined;
     this.#floor = db.prepare(KEEPER_SQL.floor(flags)).raw();
     const upsert = (table: SummariesTable) =>
-      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""} FROM collections WHERE id = ?`);
+      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""}${this.#marketCap ? ", ?, ?" : ""} FROM collections WHERE id = ?`);
     this.#upsert = upsert(CLEAN_SUMMARIES);
     if (withWash) {
       this.#flaggedSums = db.prepare(KEEPER_SQL.flaggedSums).raw().safeIntegers(true);
@@ -191,9 +198,10 @@ export class SummaryKeeper {
       addTo(w, hourOf(bucket), starts, n, BigInt(v), BigInt(u));
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
+    const cap = this.#marketCap ? marketCapOf(floor?.[3], this.#tokens.get(collectionId) as number | undefined) : undefined;
     // Read before the clean summary is written again.
     const flagged = flips === undefined || this.#flaggedKept === undefined ? undefined : (this.#flaggedKept.get(collectionId) as (string | number)[] | undefined);
-    this.#write(this.#upsert, collectionId, w, floor);
+    this.#write(this.#upsert, collectionId, w, floor, cap);
     if (this.#upsertWash === undefined) return;
     if (flagged === undefined) this.#addFlagged(collectionId, starts, w);
     else {
@@ -206,7 +214,7 @@ export class SummaryKeeper {
       w.n30 += Number(wn30) - Number(cn30);
       for (const f of flips!) if (f.timestamp >= starts.d30 * HOUR) addTo(w, hourOf(f.timestamp), starts, f.sign, BigInt(f.sign) * f.price);
     }
-    this.#write(this.#upsertWash, collectionId, w, floor);
+    this.#write(this.#upsertWash, collectionId, w, floor, cap);
   }
 
   /**
@@ -237,13 +245,14 @@ export class SummaryKeeper {
     }
   }
 
-  #write(upsert: Statement, collectionId: number, w: Windows, floor: [string, string, string, string, number] | undefined): void {
+  #write(upsert: Statement, collectionId: number, w: Windows, floor: [string, string, string, string, number] | undefined, cap: string | undefined): void {
     const [v1, v7, v30] = [String(w.v1), String(w.v7), String(w.v30)];
     upsert.run(
       v1, v7, v30, w.n1, w.n7, w.n30,
       ...(floor ?? [null, null, null, null, null]),
       descendingKey(v1), descendingKey(v7), ascendingKey(floor?.[3]), descendingKey(String(w.n1)),
       ...(this.#usd ? [String(w.u1), String(w.u7), String(w.u30)] : []),
+      ...(this.#marketCap ? [cap ?? null, marketCapKey(cap)] : []),
       collectionId,
     );
   }
@@ -263,6 +272,26 @@ function addTo(w: Windows, h: number, starts: ReturnType<typeof windowStarts>, n
     w.v1 += volume;
     w.n1 += n;
     w.u1 += usd;
+  }
+}
+
+/**
+ * Migration 38: the market cap (floor × tokens) of each summary, and its
+ * order's index, in both tables; computed here for the summaries held (a
+ * product of two decimals SQL cannot take exactly).
+ */
+export function marketCapMigration(db: Db): void {
+  for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
+    db.exec(`ALTER TABLE ${table} ADD COLUMN market_cap TEXT;
+      ALTER TABLE ${table} ADD COLUMN market_cap_key TEXT NOT NULL DEFAULT '${marketCapKey(undefined)}';`);
+    const update = db.prepare(`UPDATE ${table} SET market_cap = ?, market_cap_key = ? WHERE collection_id = ?`);
+    const rows = db.prepare(`SELECT s.collection_id, s.floor_price, h.tokens FROM ${table} s LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
+      WHERE s.floor_price IS NOT NULL`).raw().all() as [number, string, number | null][];
+    for (const [id, price, tokens] of rows) {
+      const cap = marketCapOf(price, tokens);
+      update.run(cap, marketCapKey(cap), id);
+    }
+    db.exec(`CREATE INDEX ${table}_by_market_cap ON ${table} (market_cap_key, address);`);
   }
 }
 

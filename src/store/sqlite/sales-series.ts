@@ -12,6 +12,7 @@ import {
   intervalStart,
   type SalePoint,
   type SeriesBucket,
+  fromRawSales,
   STORED_SPANS,
   type StoredSpan,
   toSeriesBucket,
@@ -146,14 +147,20 @@ export class SalesSeries {
   read(collectionId: number, f: SeriesFilter): SeriesBucket[] {
     const startOf = (t: number) => intervalStart(f.interval, t);
     const end = f.to + intervalSeconds(f.interval) - 1;
-    if (f.assetId !== undefined) {
-      const where = ["collection_id = ?", "asset_key = ?", "timestamp >= ?", "timestamp <= ?", f.includeWash === true ? IN_WEI : CLEAN];
-      const params: unknown[] = [collectionId, assetKey(f.assetId), f.from, end];
+    if (f.assetId !== undefined || fromRawSales(f.interval)) {
+      // An asset's sales (its index), or minutes (no span keeps them): the range's sales, summed.
+      const where = ["collection_id = ?", "timestamp >= ?", "timestamp <= ?", f.includeWash === true ? IN_WEI : CLEAN];
+      const params: unknown[] = [collectionId, f.from, end];
+      if (f.assetId !== undefined) {
+        where.push("asset_key = ?");
+        params.push(assetKey(f.assetId));
+      }
       if (f.marketplace !== undefined) {
         where.push("marketplace = ?");
         params.push(f.marketplace);
       }
-      return bucketSales(rawPoints(this.prepare, "sales INDEXED BY sales_by_asset", where.join(" AND "), params), startOf).map(toSeriesBucket);
+      const index = f.assetId !== undefined ? "sales_by_asset" : f.marketplace !== undefined ? "sales_by_marketplace" : "sales_by_time";
+      return bucketSales(rawPoints(this.prepare, `sales INDEXED BY ${index}`, where.join(" AND "), params), startOf).map(toSeriesBucket);
     }
     const range = [collectionId, f.marketplace ?? EVERY_MARKETPLACE];
     if (f.includeWash === true) {
