@@ -283,5 +283,7 @@ export interface CollectionSummaryRow {
   spamReason: string;
   /** Wei: the floor's price times the tokens; "" without a floor. */
   marketCap: string;
+  /** Wei, decimal: every sale's volume (of clean sales, or every sale with includeWash). */
+  volumeAll: string;
   key: KeyValue[];
 }

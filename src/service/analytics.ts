@@ -9,7 +9,7 @@ import {
   ListCollectionTraitsResponseSchema,
   GetCollectionMarketResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
-import { type Candle, CandleSchema, type StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
+import { type Candle, type StatsBucket } from "../../gen/marketdata/v1/resources_pb.js";
 import { dollarsOfExact, USD } from "../domain/money.js";
 import { intervalSeconds, intervalStart, type SeriesBucket, type SeriesInterval } from "../domain/series.js";
 import type { FloorListingRow } from "../domain/rows.js";
@@ -111,14 +111,14 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
 
     async getCollectionStatsSeries(req) {
       const usd = p.amountUnit(req.currency) === "usd";
-      const page = await seriesPage(store, checkMarketplace, req, p.seriesInterval(req.interval), "series", p.optionalAssetId(req.assetId));
+      const page = await seriesPage(store, checkMarketplace, req, p.seriesInterval(req.interval), "series", p.optionalAssetId(req.assetId), usd);
       const data = page.intervals.map(([b, found]) => (usd ? toUsdStatsBucket(b, page.length, found) : toStatsBucket(b, page.length, found)));
       return create(GetCollectionStatsSeriesResponseSchema, { successful: 1, nextPage: page.nextPage, data });
     },
 
     async getCollectionCandles(req) {
       const interval = CANDLE_INTERVALS[p.requiredChoice(req.interval, CANDLE_INTERVAL_NAMES, "interval")];
-      const page = await seriesPage(store, checkMarketplace, req, interval, "candles", undefined);
+      const page = await seriesPage(store, checkMarketplace, req, interval, "candles", undefined, false);
       const data = page.intervals.map(([b, found]) => toCandle(b, page.length, found));
       return create(GetCollectionCandlesResponseSchema, { successful: 1, nextPage: page.nextPage, data });
     },
@@ -153,6 +153,7 @@ async function seriesPage(
   interval: SeriesInterval,
   list: "series" | "candles",
   assetId: string | undefined,
+  usd: boolean,
 ): Promise<{ length: number; intervals: [number, SeriesBucket | undefined][]; nextPage: string }> {
   const { ref } = p.collection(req);
   const filter = {
@@ -173,15 +174,18 @@ async function seriesPage(
   if (range === undefined) return { length, intervals: [], nextPage: "" };
   const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
   const end = Math.min(range.last, start + (limit - 1) * length);
-  const buckets = await store.analytics.series(collection, { ...filter, interval, from: start, to: end });
+  // The unit is not the filter's: not in the cursor's digest.
+  const buckets = await store.analytics.series(collection, { ...filter, interval, from: start, to: end, usd });
   const intervals: [number, SeriesBucket | undefined][] = [];
   let i = 0;
   for (let b = start; b <= end; b += length) intervals.push([b, buckets[i]?.start === b ? buckets[i++] : undefined]);
   return { length, intervals, nextPage: encodePageToken(digest, end < range.last ? [end + length] : null) };
 }
 
+/** Built whole, with its $typeName, so that the response takes it as it is (messages.ts: create() copies field by field). */
 function toCandle(start: number, length: number, b: SeriesBucket | undefined): Candle {
-  return create(CandleSchema, {
+  return {
+    $typeName: "marketdata.v1.Candle",
     start: BigInt(start),
     end: BigInt(start + length - 1),
     open: b?.firstPrice ?? "",
@@ -191,7 +195,7 @@ function toCandle(start: number, length: number, b: SeriesBucket | undefined): C
     volume: b?.volume ?? "0",
     sales: BigInt(b?.n ?? 0),
     currency: CURRENCY,
-  });
+  };
 }
 
 /** The starts of the first and last interval a series covers: the window's, or the collection's sales' when a bound is absent. */

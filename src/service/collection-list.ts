@@ -76,6 +76,7 @@ function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: s
     isSpam: row.isSpam,
     spamReason: row.spamReason,
     marketCap: row.marketCap,
+    volumeAll: row.volumeAll,
   });
 }
 

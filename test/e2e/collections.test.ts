@@ -82,8 +82,8 @@ describe("GET /v1/collections", () => {
       volumeUsd1d: "0.00", volumeUsd7d: "0.00", volumeUsd30d: "0.00",
       // No metadata told (test/e2e/metadata.test.ts has it).
       description: "", image: "", externalUrl: "", twitter: "", discord: "", isSpam: false, spamReason: "",
-      // The floor (800 wei) times its six tokens.
-      marketCap: "4800",
+      // The floor (800 wei) times its six tokens; every sale's volume (three, all in the last 30 days).
+      marketCap: "4800", volumeAll: `7${ETH.slice(1)}`,
     });
     expect(b).toMatchObject({ contractAddress: B, name: "Beta Birds", totalTokens: 1, numHolders: 1, floor: null, topBid: null, floorChange1d: null, volume1d: `3${ETH.slice(1)}` });
 
@@ -105,7 +105,7 @@ describe("GET /v1/collections", () => {
   });
 
   it.each([
-    [{ sort: "volume" }, /^sort must be one of volume1d, volume7d, floor, sales, marketCap, got "volume"$/],
+    [{ sort: "volume" }, /^sort must be one of volume1d, volume7d, volumeAll, floor, sales, marketCap, got "volume"$/],
     [{ query: "x".repeat(101) }, /query must be at most 100 characters/],
     [{ limit: "51" }, /limit/],
     [{ cursor: "nonsense!" }, /cursor is not a valid page token/],

@@ -63,7 +63,10 @@ async function expectAnswers(target: string): Promise<void> {
     const id = (await read.collections.collectionId(C))!;
     const holders = await read.analytics.holders(id, { limit: 10, after: null });
     // Token 2's record said OWNER(1), but it was sold to OWNER(2) since (ownership migration).
-    expect(holders).toEqual({ totalTokens: 4, numHolders: 2, page: { rows: [{ address: OWNER(2), tokens: 2 }, { address: OWNER(1), tokens: 1 }], nextKey: null } });
+    expect(holders).toEqual({
+      totalTokens: 4, numHolders: 2, page: { rows: [{ address: OWNER(2), tokens: 2 }, { address: OWNER(1), tokens: 1 }], nextKey: null },
+      distribution: [{ min: 1, max: 1, wallets: 1, tokens: 1 }, { min: 2, max: 5, wallets: 1, tokens: 2 }, { min: 6, max: 20, wallets: 0, tokens: 0 }, { min: 21, max: 0, wallets: 0, tokens: 0 }],
+    });
     const prices = async (at?: number) => (await read.analytics.floors(id, { at })).map((f) => [f.marketplace, f.marketplaceId, f.price]);
     expect(await prices()).toEqual([["BLUR", "2", "70"], ["OPENSEA", "3", "60"]]);
     // Before listing 1 was fulfilled, it was BLUR's floor; before token 1 was sold, listing 4 was.

@@ -21,7 +21,7 @@ import { batchesByKind, type Harness, harness, importBatch } from "../support/pr
 
 const HOUR = 3600;
 const NOW = Math.floor(Date.now() / 1000);
-const SORTS = ["volume1d", "volume7d", "floor", "sales", "marketCap"] as const;
+const SORTS = ["volume1d", "volume7d", "volumeAll", "floor", "sales", "marketCap"] as const;
 
 let run = 0;
 /** Collection `i` of run `r`: its address holds the run's text (`runText`). */
@@ -93,6 +93,7 @@ interface Expected {
   volume1d: bigint;
   volume7d: bigint;
   volume30d: bigint;
+  volumeAll: bigint;
   sales1d: number;
   sales7d: number;
   sales30d: number;
@@ -103,7 +104,7 @@ interface Expected {
 
 /** The windows ending with `hour` over the latest version of each sale of one collection of run `r`: its clean sales, or all in wei with `includeWash`. */
 function windows(r: number, sales: Extract<Write, { kind: "sales" }>[], hour: number, includeWash: boolean): Omit<Expected, "address" | "floor" | "marketCap"> {
-  const out = { volume1d: 0n, volume7d: 0n, volume30d: 0n, sales1d: 0, sales7d: 0, sales30d: 0 };
+  const out = { volume1d: 0n, volume7d: 0n, volume30d: 0n, volumeAll: 0n, sales1d: 0, sales7d: 0, sales30d: 0 };
   const masks = washFlagsOf(
     sales.map((s) => ({
       id: s, assetId: String(s.asset), seller: wallet(s.wallets[0]!), buyer: wallet(s.wallets[1]!), timestamp: NOW - s.hoursAgo * HOUR,
@@ -114,6 +115,7 @@ function windows(r: number, sales: Extract<Write, { kind: "sales" }>[], hour: nu
     if (includeWash ? (masks.get(s)! & OTHER_UNIT) !== 0 : masks.get(s) !== 0) continue;
     const h = Math.floor((NOW - s.hoursAgo * HOUR) / HOUR);
     const price = BigInt(wei(s.price));
+    out.volumeAll += price;
     if (h >= hour - 23) [out.volume1d, out.sales1d] = [out.volume1d + price, out.sales1d + 1];
     if (h >= hour - 167) [out.volume7d, out.sales7d] = [out.volume7d + price, out.sales7d + 1];
     if (h >= hour - 719) [out.volume30d, out.sales30d] = [out.volume30d + price, out.sales30d + 1];
@@ -126,6 +128,7 @@ const desc = (a: bigint, b: bigint) => (a > b ? -1 : a < b ? 1 : 0);
 const ORDERS: Record<(typeof SORTS)[number], (a: Expected, b: Expected) => number> = {
   volume1d: (a, b) => desc(a.volume1d, b.volume1d) || byAddress(a, b),
   volume7d: (a, b) => desc(a.volume7d, b.volume7d) || byAddress(a, b),
+  volumeAll: (a, b) => desc(a.volumeAll, b.volumeAll) || byAddress(a, b),
   floor: (a, b) =>
     (a.floor === undefined ? 1 : 0) - (b.floor === undefined ? 1 : 0) ||
     (a.floor !== undefined && b.floor !== undefined ? desc(BigInt(b.floor), BigInt(a.floor)) : 0) ||
@@ -192,7 +195,7 @@ for (const engine of ["sqlite", "postgres"] as const) {
             expected.sort(ORDERS[sort]);
             expect(
               rows.map((x) => ({
-                address: x.contractAddress, volume1d: BigInt(x.volume1d), volume7d: BigInt(x.volume7d), volume30d: BigInt(x.volume30d),
+                address: x.contractAddress, volume1d: BigInt(x.volume1d), volume7d: BigInt(x.volume7d), volume30d: BigInt(x.volume30d), volumeAll: BigInt(x.volumeAll),
                 sales1d: Number(x.sales1d), sales7d: Number(x.sales7d), sales30d: Number(x.sales30d), floor: x.floor?.price, marketCap: x.marketCap,
               })),
               `${sort}${includeWash ? " includeWash" : ""}: ${story}`,

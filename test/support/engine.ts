@@ -188,11 +188,11 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 38: no market cap kept with the collections list's summaries. */
+/** Takes a store's schema back before migration 38: no market cap or all-time volume kept with the collections list's summaries. */
 export async function dropMarketCap(target: string): Promise<void> {
   for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
-    await execSql(target, `DROP INDEX ${table}_by_market_cap`);
-    for (const column of ["market_cap", "market_cap_key"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
+    for (const index of ["market_cap", "volume_all"]) await execSql(target, `DROP INDEX ${table}_by_${index}`);
+    for (const column of ["market_cap", "market_cap_key", "volume_all", "volume_all_key"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
   }
 }
 

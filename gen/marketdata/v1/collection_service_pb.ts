@@ -723,10 +723,10 @@ export type ListCollectionsRequest = Message<"marketdata.v1.ListCollectionsReque
   query: string;
 
   /**
-   * "volume1d" (the default: highest first), "volume7d", "floor" (cheapest
-   * first, collections without one last), "sales" (1-day sales, most
-   * first) or "marketCap" (floor times tokens, highest first, collections
-   * without a floor last); ties by address.
+   * "volume1d" (the default: highest first), "volume7d", "volumeAll" (all
+   * time), "floor" (cheapest first, collections without one last), "sales"
+   * (1-day sales, most first) or "marketCap" (floor times tokens, highest
+   * first, collections without a floor last); ties by address.
    *
    * @generated from field: string sort = 2;
    */

@@ -32,6 +32,8 @@ export interface SeriesFilter {
   assetId?: string | undefined;
   /** Sales flagged as wash trades counted too (docs/wash-trades.md); left out by default. */
   includeWash?: boolean | undefined;
+  /** The buckets' dollars are not read (false: a sum of raw sales skips each sale's price point); default: they are. */
+  usd?: boolean | undefined;
 }
 
 export interface AnalyticsRepository {
@@ -129,10 +131,10 @@ export interface OffersRepository {
 // collections: the list to discover them by, from a summary each writer keeps
 // (sqlite/collection-summaries.ts, postgres/collection-summaries.ts).
 
-/** Orders of the collections list: 1-day volume, 7-day volume (both highest first), floor (cheapest first, none last), 1-day sales (most first), market cap (floor × tokens, highest first, none last); ties by address. */
-export type CollectionSort = "volume1d" | "volume7d" | "floor" | "sales" | "marketCap";
+/** Orders of the collections list: 1-day, 7-day and all-time volume (highest first), floor (cheapest first, none last), 1-day sales (most first), market cap (floor × tokens, highest first, none last); ties by address. */
+export type CollectionSort = "volume1d" | "volume7d" | "volumeAll" | "floor" | "sales" | "marketCap";
 
-export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7d", "floor", "sales", "marketCap"];
+export const COLLECTION_SORTS: readonly CollectionSort[] = ["volume1d", "volume7d", "volumeAll", "floor", "sales", "marketCap"];
 
 /** The page key of every order: the order's kept sort key (text), then the address. */
 export const COLLECTION_KEY: KeySpec = ["text", "text"];

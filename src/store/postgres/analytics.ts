@@ -174,7 +174,7 @@ export class PgAnalytics implements AnalyticsRepository {
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
       const clean = `AND ${f.includeWash === true ? IN_WEI : "wash_flags = 0"}`;
       const rows = await this.q.rows<PriceRow>(
-        `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
+        `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${f.usd === false ? "NULL::numeric" : exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
                     WHERE collection_id = $1 AND ${f.assetId !== undefined ? "asset_id = $2" : "$2::numeric IS NULL"} AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
          SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
            (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,

@@ -6,12 +6,12 @@ import type { CollectionListRepository, CollectionsListFilter, CollectionsPage }
 import type { PageRequest } from "../ports/paging.js";
 import { toPage } from "../ports/paging.js";
 import {
-  addFlaggedUsd, CLEAN_SUMMARIES, hourOf, marketCapKey, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES, windowStarts,
+  addFlaggedUsd, CLEAN_SUMMARIES, descendingKey, hourOf, marketCapKey, SORT_COLUMNS, type SummariesTable, toCollectionSummary, WASH_SUMMARIES, windowStarts,
 } from "../shared/collection-summaries.js";
 import { usdPointSql } from "../shared/prices.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./statements.js";
-import { HOUR } from "../../domain/series.js";
+import { DAY, HOUR } from "../../domain/series.js";
 
 // The collections list on PostgreSQL, as SQLite's (sqlite/collection-summaries.ts;
 // shared/collection-summaries.ts says what is kept and when the windows
@@ -76,14 +76,13 @@ export const USD_SUMMARIES_MIGRATION = `${[CLEAN_SUMMARIES, WASH_SUMMARIES].map(
 /** The schema the summaries are kept in (their last migration): keepSql's default. */
 const LATEST_SUMMARIES = 38;
 
-/** Migration 38's market cap (floor × tokens) of each summary, and its order's index, in both tables. */
-export const MARKET_CAP_MIGRATION = [CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) => `
-  ALTER TABLE ${t} ADD COLUMN market_cap numeric, ADD COLUMN market_cap_key text COLLATE "C" NOT NULL DEFAULT '${marketCapKey(undefined)}';
-  UPDATE ${t} s SET market_cap = x.cap, market_cap_key = ${descendingKeyOf("x.cap")}
-    FROM (SELECT collection_id, floor_price * coalesce((SELECT tokens FROM collection_holdings h WHERE h.collection_id = y.collection_id), 0) AS cap
-          FROM ${t} y WHERE floor_price IS NOT NULL) x
-    WHERE x.collection_id = s.collection_id;
-  CREATE INDEX ${t}_by_market_cap ON ${t} (market_cap_key, address);`).join("\n");
+/** Migration 38: the market cap (floor × tokens) and the all-time volume of each summary, their orders' indexes, in both tables, kept again for every collection. */
+export const SUMMARY_ORDERS_MIGRATION = `${[CLEAN_SUMMARIES, WASH_SUMMARIES].map((t) => `
+  ALTER TABLE ${t} ADD COLUMN market_cap numeric, ADD COLUMN market_cap_key text COLLATE "C" NOT NULL DEFAULT '${marketCapKey(undefined)}',
+    ADD COLUMN volume_all numeric NOT NULL DEFAULT 0, ADD COLUMN volume_all_key text COLLATE "C" NOT NULL DEFAULT '${descendingKey("0")}';
+  CREATE INDEX ${t}_by_market_cap ON ${t} (market_cap_key, address);
+  CREATE INDEX ${t}_by_volume_all ON ${t} (volume_all_key, address);`).join("\n")}
+  WITH clean AS (${keepSql("true", WINDOWS_HOUR)}) ${keepSql("true", WINDOWS_HOUR, WASH_SUMMARIES)}`;
 
 /**
  * The transaction's moves of flagged sales, read by the summaries with wash
@@ -121,7 +120,7 @@ export async function recordWashMoves(client: pg.ClientBase, resummed: readonly 
  * bench:ingest store).
  */
 export function keepSql(which: string, hour: string, table: SummariesTable = CLEAN_SUMMARIES, usd = true, byMoves = false, schema = LATEST_SUMMARIES): string {
-  // The floor leaves flagged tokens out from migration 37, the market cap is kept from 38 (the migrations before keep their own columns).
+  // The floor leaves flagged tokens out from migration 37, the market cap and all-time volume are kept from 38 (the migrations before keep their own columns).
   const unflagged = schema >= 37;
   const marketCap = schema >= 38;
   const cap = "f.price * coalesce(h.tokens, 0)";
@@ -144,7 +143,14 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
         d (bucket, volume, num_sales)
       WHERE ow.collection_id = c.id AND NOT ${resum}`;
   const dollars = usd ? ", w.u1, w.u7, w.u30" : "";
-  const capColumns = marketCap ? `, ${cap}, ${descendingKeyOf(`coalesce(${cap}, 0)`)}` : "";
+  // All time: the clean sales' days summed (a day row per day with sales), and with wash the flagged sales' part: kept, moved by
+  // the transaction's wash_moves (byMoves), or summed again.
+  const days = `(SELECT coalesce(sum(d.volume), 0) FROM sales_series d WHERE d.collection_id = c.id AND d.marketplace = '' AND d.span = ${DAY})`;
+  const flaggedAll = `(SELECT coalesce(sum(x.price), 0) FROM sales x WHERE x.collection_id = c.id AND ${FLAGGED})`;
+  const flaggedKept = `coalesce((SELECT ow.volume_all - oc.volume_all FROM ${WASH_SUMMARIES} ow JOIN ${CLEAN_SUMMARIES} oc ON oc.collection_id = ow.collection_id
+      WHERE ow.collection_id = c.id), 0) + coalesce((SELECT sum(m.n * m.price) FROM wash_moves m WHERE m.collection_id = c.id AND m.timestamp IS NOT NULL), 0)`;
+  const all = table === CLEAN_SUMMARIES ? days : `${days} + ${byMoves ? `CASE WHEN ${resum} THEN ${flaggedAll} ELSE ${flaggedKept} END` : flaggedAll}`;
+  const capColumns = marketCap ? `, ${cap}, ${descendingKeyOf(`coalesce(${cap}, 0)`)}, a.v, ${descendingKeyOf("a.v")}` : "";
   return `
   INSERT INTO ${table}
   SELECT c.id, c.address, w.v1, w.v7, w.v30, w.n1, w.n7, w.n30,
@@ -159,7 +165,7 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     FROM (${table === WASH_SUMMARIES ? `${hours} UNION ALL ${flagged}` : hours}) s (bucket, volume, num_sales, usd)) w
   LEFT JOIN LATERAL (
     SELECT l.marketplace, l.marketplace_id, l.asset_id, l.price, l.created_at FROM listings l
-    WHERE l.collection_id = c.id AND l.status = 'CREATED'${unflagged ? ` AND ${notFlagged("l")}` : ""} ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true${marketCap ? " LEFT JOIN collection_holdings h ON h.collection_id = c.id" : ""}
+    WHERE l.collection_id = c.id AND l.status = 'CREATED'${unflagged ? ` AND ${notFlagged("l")}` : ""} ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) f ON true${marketCap ? ` LEFT JOIN collection_holdings h ON h.collection_id = c.id CROSS JOIN LATERAL (SELECT ${all} AS v) a` : ""}
   WHERE ${which}
   ON CONFLICT (collection_id) DO UPDATE SET
     volume_1d = EXCLUDED.volume_1d, volume_7d = EXCLUDED.volume_7d, volume_30d = EXCLUDED.volume_30d,
@@ -169,7 +175,7 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
     volume_1d_key = EXCLUDED.volume_1d_key, volume_7d_key = EXCLUDED.volume_7d_key,
     floor_key = EXCLUDED.floor_key, sales_1d_key = EXCLUDED.sales_1d_key${usd ? `,
     volume_usd_1d = EXCLUDED.volume_usd_1d, volume_usd_7d = EXCLUDED.volume_usd_7d, volume_usd_30d = EXCLUDED.volume_usd_30d` : ""}${marketCap ? `,
-    market_cap = EXCLUDED.market_cap, market_cap_key = EXCLUDED.market_cap_key` : ""}`;
+    market_cap = EXCLUDED.market_cap, market_cap_key = EXCLUDED.market_cap_key, volume_all = EXCLUDED.volume_all, volume_all_key = EXCLUDED.volume_all_key` : ""}`;
 }
 
 /** The hour the windows move to: the clock's. */
@@ -216,7 +222,7 @@ export class PgCollectionList implements CollectionListRepository {
     const rows = await this.q.rows(
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-         s.floor_price::text AS floor_price, s.floor_created_at, s.market_cap::text AS market_cap, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.market_cap::text AS market_cap, s.volume_all::text AS volume_all, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
          s.volume_usd_1d::text AS volume_usd_1d, s.volume_usd_7d::text AS volume_usd_7d, s.volume_usd_30d::text AS volume_usd_30d,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id

@@ -14,7 +14,7 @@ import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
 import { washFlagsMigration } from "./wash-migration.js";
 import { hexExpr } from "./hex.js";
 import { OFFERS_MIGRATION } from "./offers.js";
-import { COLLECTION_SUMMARIES_MIGRATION, MARKET_CAP_MIGRATION, WASH_SUMMARIES_MIGRATION } from "./collection-summaries.js";
+import { COLLECTION_SUMMARIES_MIGRATION, SUMMARY_ORDERS_MIGRATION, WASH_SUMMARIES_MIGRATION } from "./collection-summaries.js";
 import { USD_SERIES_MIGRATION } from "./usd-migration.js";
 import { TRANSFERS_FEED_MIGRATION } from "./transfers.js";
 import { OWNERSHIP_MIGRATION } from "./ownership.js";
@@ -444,8 +444,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   METADATA_MIGRATION("text"),
   // 37: spam collections and flagged tokens (flags.ts), as SQLite's 37.
   FLAGS_SCHEMA,
-  // 38: the collections list's market cap order (collection-summaries.ts), as SQLite's 38.
-  MARKET_CAP_MIGRATION,
+  // 38: the collections list's market cap and all-time volume orders (collection-summaries.ts), as SQLite's 38.
+  SUMMARY_ORDERS_MIGRATION,
 ];
 
 /**

@@ -125,7 +125,11 @@ async function evaluated(client: pg.PoolClient, merged = false): Promise<Flip[]>
     if (moves > REBUILD_FLIPS && moves * REBUILD_SHARE > (await keptSales(client, c))) {
       await rebuildAggregates(client, c);
       resummed.add(c);
-    } else flips.push(...own);
+    } else {
+      // One by one: a bulk import's flips can be hundreds of thousands, past the arguments a spread takes (a RangeError:
+      // bench:analytics' 1M-sale import into PostgreSQL).
+      for (const f of own) flips.push(f);
+    }
   }
   const moved = flips.filter((f) => !resummed.has(f.c) && movesFlaggedInWei(f.sale.mask, f.mask));
   await recordWashMoves(client, [...resummed], moved.map((f) => ({ c: f.c, timestamp: f.sale.timestamp, price: f.sale.price, n: f.sign === -1 ? 1 : -1 })));

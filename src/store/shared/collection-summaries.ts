@@ -63,6 +63,7 @@ export function ascendingKey(price: string | undefined): string {
 export const SORT_COLUMNS: Readonly<Record<CollectionSort, string>> = {
   volume1d: "volume_1d_key",
   volume7d: "volume_7d_key",
+  volumeAll: "volume_all_key",
   floor: "floor_key",
   sales: "sales_1d_key",
   marketCap: "market_cap_key",
@@ -116,6 +117,7 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     isSpam: r.is_spam === 1 || r.is_spam === true,
     spamReason: String(r.spam_reason ?? ""),
     marketCap: r.market_cap === null || r.market_cap === undefined ? "" : String(r.market_cap),
+    volumeAll: String(r.volume_all ?? "0"),
     key: [r[SORT_COLUMNS[sort]] as string, r.address as string],
   };
 }

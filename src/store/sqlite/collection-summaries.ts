@@ -93,6 +93,13 @@ export const KEEPER_SQL = {
   // What the flagged sales add to a collection's kept summaries: the summary with wash less the clean one, both of the windows' hour.
   flaggedKept: `SELECT w.volume_1d, w.volume_7d, w.volume_30d, w.sales_1d, w.sales_7d, w.sales_30d, c.volume_1d, c.volume_7d, c.volume_30d, c.sales_1d, c.sales_7d, c.sales_30d
     FROM ${WASH_SUMMARIES} w JOIN ${CLEAN_SUMMARIES} c ON c.collection_id = w.collection_id WHERE w.collection_id = ?`,
+  /** Every day's volume of clean sales (migration 38's all-time volume): a range of the series' key, one row per day with sales. */
+  days: "SELECT volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 86400",
+  /** Every flagged sale's limb sums, and whether each had its limbs (the all-time volume with wash); else their prices (flaggedPrices). */
+  flaggedAll: `SELECT count(*), sum(price_hi), sum(price_lo), count(price_hi) FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND ${FLAGGED}`,
+  flaggedPrices: `SELECT price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND ${FLAGGED}`,
+  /** The all-time volumes kept, with wash and clean (the flagged sales' part moved by a commit's flips). */
+  allKept: `SELECT w.volume_all, c.volume_all FROM ${WASH_SUMMARIES} w JOIN ${CLEAN_SUMMARIES} c ON c.collection_id = w.collection_id WHERE w.collection_id = ?`,
   hours: "SELECT bucket, num_sales, volume, volume_usd FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
   /** Before migration 34 (the dollars): the hours without them. */
   hoursBeforeUsd: "SELECT bucket, num_sales, volume, '0' FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 3600 AND bucket >= ?",
@@ -119,6 +126,8 @@ interface Windows {
   u1: bigint;
   u7: bigint;
   u30: bigint;
+  /** All time (migration 38). */
+  all: bigint;
 }
 
 /**
@@ -139,9 +148,13 @@ export class SummaryKeeper {
   readonly #upsert: Statement;
   /** Whether the summaries keep the dollars (migration 34 on). */
   readonly #usd: boolean;
-  /** Whether the summaries keep the market cap (migration 38 on), and the statement reading a collection's tokens for it. */
-  readonly #marketCap: boolean;
+  /** Whether the summaries keep the market cap and the all-time volume (migration 38 on), and the statements reading them. */
+  readonly #v38: boolean;
   readonly #tokens: Statement;
+  readonly #days: Statement;
+  readonly #flaggedAll: Statement | undefined;
+  readonly #flaggedPrices: Statement | undefined;
+  readonly #allKept: Statement | undefined;
 
   constructor(db: Db) {
     this.#windowsHour = db.prepare("SELECT windows_hour FROM store_state WHERE id = 1").pluck();
@@ -152,12 +165,18 @@ export class SummaryKeeper {
     this.#rolling = db.prepare(KEEPER_SQL.rolling(withWash ? WASH_SUMMARIES : CLEAN_SUMMARIES)).pluck();
     this.#usd = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'volume_usd_1d'`).get() !== undefined;
     this.#hours = db.prepare(this.#usd ? KEEPER_SQL.hours : KEEPER_SQL.hoursBeforeUsd).raw();
-    this.#marketCap = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'market_cap'`).get() !== undefined;
+    this.#v38 = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'market_cap'`).get() !== undefined;
     this.#tokens = db.prepare("SELECT tokens FROM collection_holdings WHERE collection_id = ?").pluck();
+    this.#days = db.prepare(KEEPER_SQL.days).pluck();
+    if (this.#v38 && withWash) {
+      this.#flaggedAll = db.prepare(KEEPER_SQL.flaggedAll).raw().safeIntegers(true);
+      this.#flaggedPrices = db.prepare(KEEPER_SQL.flaggedPrices).pluck();
+      this.#allKept = db.prepare(KEEPER_SQL.allKept).raw();
+    }
     const flags = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'token_flags'").get() !== undefined;
     this.#floor = db.prepare(KEEPER_SQL.floor(flags)).raw();
     const upsert = (table: SummariesTable) =>
-      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""}${this.#marketCap ? ", ?, ?" : ""} FROM collections WHERE id = ?`);
+      db.prepare(`INSERT OR REPLACE INTO ${table} SELECT id, address, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${this.#usd ? ", ?, ?, ?" : ""}${this.#v38 ? ", ?, ?, ?, ?" : ""} FROM collections WHERE id = ?`);
     this.#upsert = upsert(CLEAN_SUMMARIES);
     if (withWash) {
       this.#flaggedSums = db.prepare(KEEPER_SQL.flaggedSums).raw().safeIntegers(true);
@@ -193,16 +212,27 @@ export class SummaryKeeper {
   /** `flips`: the collection's flagged sales moved by these alone since its summaries were kept (undefined: they are summed again). */
   #keepOne(collectionId: number, hour: number, flips: readonly Flipped[] | undefined): void {
     const starts = windowStarts(hour);
-    const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0, u1: 0n, u7: 0n, u30: 0n };
+    const w: Windows = { v1: 0n, v7: 0n, v30: 0n, n1: 0, n7: 0, n30: 0, u1: 0n, u7: 0n, u30: 0n, all: 0n };
     for (const [bucket, n, v, u] of this.#hours.all(collectionId, starts.d30 * HOUR) as [number, number, string, string][]) {
       addTo(w, hourOf(bucket), starts, n, BigInt(v), BigInt(u));
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
-    const cap = this.#marketCap ? marketCapOf(floor?.[3], this.#tokens.get(collectionId) as number | undefined) : undefined;
+    const cap = this.#v38 ? marketCapOf(floor?.[3], this.#tokens.get(collectionId) as number | undefined) : undefined;
+    // All time: the clean sales' days summed (a day row per day with sales).
+    if (this.#v38) for (const v of this.#days.iterate(collectionId) as Iterable<string>) w.all += BigInt(v);
+    const allKept = flips === undefined || this.#allKept === undefined ? undefined : (this.#allKept.get(collectionId) as [string, string] | undefined);
     // Read before the clean summary is written again.
     const flagged = flips === undefined || this.#flaggedKept === undefined ? undefined : (this.#flaggedKept.get(collectionId) as (string | number)[] | undefined);
     this.#write(this.#upsert, collectionId, w, floor, cap);
     if (this.#upsertWash === undefined) return;
+    // With wash, all time: the flagged sales' part kept moved by the commit's flips, or summed again.
+    if (this.#v38) {
+      if (allKept === undefined) w.all += this.#flaggedAllTime(collectionId);
+      else {
+        w.all += BigInt(allKept[0]) - BigInt(allKept[1]);
+        for (const f of flips!) w.all += BigInt(f.sign) * f.price;
+      }
+    }
     if (flagged === undefined) this.#addFlagged(collectionId, starts, w);
     else {
       const [wv1, wv7, wv30, wn1, wn7, wn30, cv1, cv7, cv30, cn1, cn7, cn30] = flagged;
@@ -245,6 +275,19 @@ export class SummaryKeeper {
     }
   }
 
+  /** Every flagged sale's price summed: from the index's limbs (no row read), or the prices themselves when a limb sum cannot be exact. */
+  #flaggedAllTime(collectionId: number): bigint {
+    try {
+      const [n, hi, lo, limbs] = this.#flaggedAll!.get(collectionId) as [bigint, bigint | null, bigint | null, bigint];
+      if (n === limbs) return limbsToWei(hi, lo);
+    } catch (e) {
+      if (!(e instanceof Error && /integer overflow/.test(e.message))) throw e;
+    }
+    let sum = 0n;
+    for (const price of this.#flaggedPrices!.iterate(collectionId) as Iterable<string>) sum += BigInt(price);
+    return sum;
+  }
+
   #write(upsert: Statement, collectionId: number, w: Windows, floor: [string, string, string, string, number] | undefined, cap: string | undefined): void {
     const [v1, v7, v30] = [String(w.v1), String(w.v7), String(w.v30)];
     upsert.run(
@@ -252,7 +295,7 @@ export class SummaryKeeper {
       ...(floor ?? [null, null, null, null, null]),
       descendingKey(v1), descendingKey(v7), ascendingKey(floor?.[3]), descendingKey(String(w.n1)),
       ...(this.#usd ? [String(w.u1), String(w.u7), String(w.u30)] : []),
-      ...(this.#marketCap ? [cap ?? null, marketCapKey(cap)] : []),
+      ...(this.#v38 ? [cap ?? null, marketCapKey(cap), String(w.all), descendingKey(String(w.all))] : []),
       collectionId,
     );
   }
@@ -276,23 +319,20 @@ function addTo(w: Windows, h: number, starts: ReturnType<typeof windowStarts>, n
 }
 
 /**
- * Migration 38: the market cap (floor × tokens) of each summary, and its
- * order's index, in both tables; computed here for the summaries held (a
- * product of two decimals SQL cannot take exactly).
+ * Migration 38: the market cap (floor × tokens) and the all-time volume of
+ * each summary, and their orders' indexes, in both tables; every summary
+ * kept again to fill them.
  */
-export function marketCapMigration(db: Db): void {
+export function summaryOrdersMigration(db: Db): void {
   for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
     db.exec(`ALTER TABLE ${table} ADD COLUMN market_cap TEXT;
-      ALTER TABLE ${table} ADD COLUMN market_cap_key TEXT NOT NULL DEFAULT '${marketCapKey(undefined)}';`);
-    const update = db.prepare(`UPDATE ${table} SET market_cap = ?, market_cap_key = ? WHERE collection_id = ?`);
-    const rows = db.prepare(`SELECT s.collection_id, s.floor_price, h.tokens FROM ${table} s LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
-      WHERE s.floor_price IS NOT NULL`).raw().all() as [number, string, number | null][];
-    for (const [id, price, tokens] of rows) {
-      const cap = marketCapOf(price, tokens);
-      update.run(cap, marketCapKey(cap), id);
-    }
-    db.exec(`CREATE INDEX ${table}_by_market_cap ON ${table} (market_cap_key, address);`);
+      ALTER TABLE ${table} ADD COLUMN market_cap_key TEXT NOT NULL DEFAULT '${marketCapKey(undefined)}';
+      ALTER TABLE ${table} ADD COLUMN volume_all TEXT NOT NULL DEFAULT '0';
+      ALTER TABLE ${table} ADD COLUMN volume_all_key TEXT NOT NULL DEFAULT '${descendingKey("0")}';
+      CREATE INDEX ${table}_by_market_cap ON ${table} (market_cap_key, address);
+      CREATE INDEX ${table}_by_volume_all ON ${table} (volume_all_key, address);`);
   }
+  keepEverySummary(db);
 }
 
 /** Every collection's summary, as of the clock's hour (the migration's backfill). */

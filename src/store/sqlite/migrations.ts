@@ -24,7 +24,7 @@ import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
-import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary, marketCapMigration, washSummariesMigration } from "./collection-summaries.js";
+import { COLLECTION_SUMMARIES_SCHEMA, keepEverySummary, summaryOrdersMigration, washSummariesMigration } from "./collection-summaries.js";
 import { TRANSFERS_FEED_SCHEMA } from "./transfers.js";
 import { backfillWireRows, LISTING_BLOCK_SCHEMA, LISTING_WIRE_JSON_SCHEMA, WIRE_ROWS_SCHEMA } from "./wire-rows.js";
 
@@ -393,8 +393,8 @@ export const MIGRATIONS: readonly Migration[] = [
   METADATA_MIGRATION("TEXT"),
   // 37: spam collections and flagged tokens (flags.ts; docs/data.md, "Spam and flags"): a row per record, marked or cleared.
   FLAGS_SCHEMA,
-  // 38: the collections list's market cap order (floor × tokens: collection-summaries.ts).
-  marketCapMigration,
+  // 38: the collections list's market cap (floor × tokens) and all-time volume orders (collection-summaries.ts).
+  summaryOrdersMigration,
 ];
 
 

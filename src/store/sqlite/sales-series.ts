@@ -160,7 +160,7 @@ export class SalesSeries {
         params.push(f.marketplace);
       }
       const index = f.assetId !== undefined ? "sales_by_asset" : f.marketplace !== undefined ? "sales_by_marketplace" : "sales_by_time";
-      return bucketSales(rawPoints(this.prepare, `sales INDEXED BY ${index}`, where.join(" AND "), params), startOf).map(toSeriesBucket);
+      return bucketSales(rawPoints(this.prepare, `sales INDEXED BY ${index}`, where.join(" AND "), params, f.usd !== false), startOf).map(toSeriesBucket);
     }
     const range = [collectionId, f.marketplace ?? EVERY_MARKETPLACE];
     if (f.includeWash === true) {
