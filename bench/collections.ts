@@ -13,6 +13,7 @@ import { createCollectionService } from "../src/service/collection-service.js";
 import { FeedHub } from "../src/service/feed-hub.js";
 import { openReadRepositories, openWritableStore } from "../src/store/open.js";
 import type { ReadRepositories } from "../src/store/ports/reads.js";
+import { COLLECTION_SORTS } from "../src/store/ports/market.js";
 import type { WritableStore } from "../src/store/ports/writes.js";
 import { log, logTimings, timeCalls, withEngineOptions } from "./harness.js";
 import { MARKETPLACES } from "./sales-file.js";
@@ -112,7 +113,7 @@ async function measure(engine: string, store: ReadRepositories): Promise<void> {
   const context = undefined as never;
   const list = async (extra: object) => (await service.listCollections(create(ListCollectionsRequestSchema, extra), context)) as ListCollectionsResponse;
   const rows: [string, { p50: number; p99: number }][] = [];
-  for (const sort of ["volume1d", "volume7d", "floor", "sales"]) rows.push([`sorted by ${sort}: first page of 20`, await time(() => list({ sort }))]);
+  for (const sort of COLLECTION_SORTS) rows.push([`sorted by ${sort}: first page of 20`, await time(() => list({ sort }))]);
   const deep = (await list({ sort: "volume1d", limit: 50 })).nextPage;
   rows.push(["sorted by volume1d: a page after a cursor", await time(() => list({ sort: "volume1d", cursor: deep }))]);
   rows.push(["found by a word of the name, by volume1d", await time((i) => list({ query: WORDS[i % WORDS.length]!.toLowerCase() }))]);

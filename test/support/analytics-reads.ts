@@ -11,7 +11,7 @@ export async function exerciseAnalytics(store: ReadRepositories, id: number): Pr
   }
   await store.analytics.holders(id, { limit: 5, after: null });
   await store.analytics.holders(id, { limit: 5, after: [2, "0x00"] });
-  for (const interval of ["hour", "day", "week"] as const) {
+  for (const interval of ["minute", "hour", "day", "week"] as const) {
     for (const marketplace of [undefined, "BLUR"]) {
       for (const assetId of [undefined, "7"]) {
         await store.analytics.series(id, { interval, from: 1_699_833_600, to: 1_700_438_400, marketplace, assetId });

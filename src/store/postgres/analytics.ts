@@ -5,11 +5,13 @@ import {
   type BucketTotals,
   DAY,
   EVERY_MARKETPLACE,
+  bucketSales,
   foldBuckets,
   fromRawSales,
   HOUR,
   intervalSeconds,
   intervalStart,
+  type SalePoint,
   type SeriesBucket,
   toSeriesBucket,
   WEEK,
@@ -165,17 +167,18 @@ export class PgAnalytics implements AnalyticsRepository {
 
   async series(collectionId: number, f: SeriesFilter): Promise<SeriesBucket[]> {
     const length = intervalSeconds(f.interval);
-    if (f.assetId !== undefined || fromRawSales(f.interval)) {
-      // An asset's raw sales (sales_by_asset), or minutes (no span keeps them: sales_by_time), summed per interval in
-      // SQL: bucket = the start of the interval (weeks from Monday: an origin).
+    if (f.assetId === undefined && fromRawSales(f.interval)) return this.#minutes(collectionId, f);
+    if (f.assetId !== undefined) {
+      // An asset's raw sales (sales_by_asset), summed per interval in SQL:
+      // bucket = the start of the interval (weeks from Monday: an origin).
       const origin = intervalStart(f.interval, 0);
-      const values: unknown[] = [collectionId, f.assetId ?? null, f.from, f.to + length - 1, length, origin];
+      const values: unknown[] = [collectionId, f.assetId, f.from, f.to + length - 1, length, origin];
       const $ = (v: unknown) => `$${values.push(v)}`;
       const market = f.marketplace === undefined ? "" : `AND marketplace = ${$(f.marketplace)}`;
       const clean = `AND ${f.includeWash === true ? IN_WEI : "wash_flags = 0"}`;
       const rows = await this.q.rows<PriceRow>(
         `WITH x AS (SELECT s.*, ((s.timestamp - $6) / $5) * $5 + $6 AS bucket, ${f.usd === false ? "NULL::numeric" : exactUsdSql("s", usdPointOf("s"))} AS usd FROM sales s
-                    WHERE collection_id = $1 AND ${f.assetId !== undefined ? "asset_id = $2" : "$2::numeric IS NULL"} AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
+                    WHERE collection_id = $1 AND asset_id = $2 AND timestamp >= $3 AND timestamp <= $4 ${market} ${clean})
          SELECT DISTINCT ON (bucket) bucket, count(*) OVER g AS n, (sum(price) OVER g)::text AS volume,
            (min(price) OVER g)::text AS min, (max(price) OVER g)::text AS max,
            (first_value(price) OVER a)::text AS first_price, (first_value(price) OVER d)::text AS last_price,
@@ -225,6 +228,27 @@ export class PgAnalytics implements AnalyticsRepository {
       [collectionId, marketplace, length, f.from, f.to],
     );
     return rows.map(toSeriesRow);
+  }
+
+  /**
+   * Minutes (no span keeps them): the range's sales in the time index's order (no sort, however many a minute holds),
+   * folded here (domain/series.ts bucketSales), as SQLite's are.
+   */
+  async #minutes(collectionId: number, f: SeriesFilter): Promise<SeriesBucket[]> {
+    const values: unknown[] = [collectionId, f.from, f.to + intervalSeconds(f.interval) - 1];
+    const market = f.marketplace === undefined ? "" : `AND s.marketplace = $${values.push(f.marketplace)}`;
+    const usd = f.usd === false ? "NULL" : `${exactUsdSql("s", usdPointOf("s"))}::text`;
+    const rows = await this.q.rows<{ price: string; t: string; block: string; hash: string; asset_id: string; usd: string | null }>(
+      `SELECT s.price::text AS price, s.timestamp AS t, s.block, '0x' || encode(s.hash, 'hex') AS hash, s.asset_id::text AS asset_id, ${usd} AS usd
+       FROM sales s WHERE s.collection_id = $1 AND s.timestamp >= $2 AND s.timestamp <= $3 ${market}
+         AND ${f.includeWash === true ? IN_WEI : "s.wash_flags = 0"}
+       ORDER BY s.timestamp`,
+      values,
+    );
+    const points = rows.map((r): SalePoint => ({
+      timestamp: Number(r.t), block: Number(r.block), hash: r.hash, assetId: r.asset_id, price: BigInt(r.price), usd: r.usd === null ? null : BigInt(r.usd),
+    }));
+    return bucketSales(points, (t) => intervalStart(f.interval, t)).map(toSeriesBucket);
   }
 
   async salesExtent(collectionId: number): Promise<{ first: number; last: number } | undefined> {
