@@ -60,6 +60,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/floor",
           "/v1/collection/holders",
           "/v1/collection/stats/series",
+          "/v1/collection/candles",
           // The market picture (issue 34): tokens, traits, offers, the market.
           "/v1/asset/tokens",
           "/v1/collection/traits",

@@ -42,6 +42,7 @@ const QUERIES: Record<string, Record<string, string>> = {
   "/v1/collection/floor": { contractAddress: COLLECTION },
   "/v1/collection/holders": { contractAddress: COLLECTION, limit: "5" },
   "/v1/collection/stats/series": { contractAddress: COLLECTION, interval: "week", since: "1779000000" },
+  "/v1/collection/candles": { contractAddress: COLLECTION, interval: "1d", since: "1779000000" },
   "/v1/asset/tokens": { contractAddress: COLLECTION, sort: "price", limit: "5" },
   "/v1/collection/traits": { contractAddress: COLLECTION },
   "/v1/collection/market": { contractAddress: COLLECTION },
@@ -77,6 +78,7 @@ const RPC_REQUESTS: Record<string, object> = {
   GetCollectionStats: { contractAddress: COLLECTION },
   GetCollectionFloor: { contractAddress: COLLECTION },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "week", since: 1_779_000_000n },
+  GetCollectionCandles: { contractAddress: COLLECTION, interval: "1d", since: 1_779_000_000n },
 };
 const rpcRequest = (name: string): object => RPC_REQUESTS[name] ?? { contractAddress: COLLECTION, limit: 5 };
 

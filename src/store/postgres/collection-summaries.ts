@@ -11,7 +11,7 @@ import {
 import { usdPointSql } from "../shared/prices.js";
 import { NO_ASK } from "../shared/token-market.js";
 import type { PgQueries } from "./statements.js";
-import { DAY, HOUR } from "../../domain/series.js";
+import { HOUR } from "../../domain/series.js";
 
 // The collections list on PostgreSQL, as SQLite's (sqlite/collection-summaries.ts;
 // shared/collection-summaries.ts says what is kept and when the windows
@@ -143,9 +143,11 @@ export function keepSql(which: string, hour: string, table: SummariesTable = CLE
         d (bucket, volume, num_sales)
       WHERE ow.collection_id = c.id AND NOT ${resum}`;
   const dollars = usd ? ", w.u1, w.u7, w.u30" : "";
-  // All time: the clean sales' days summed (a day row per day with sales), and with wash the flagged sales' part: kept, moved by
-  // the transaction's wash_moves (byMoves), or summed again.
-  const days = `(SELECT coalesce(sum(d.volume), 0) FROM sales_series d WHERE d.collection_id = c.id AND d.marketplace = '' AND d.span = ${DAY})`;
+  // All time: each marketplace's running total of clean sales at the collection's last hour with sales (sales-stats.ts: a
+  // seek of the key each), and with wash the flagged sales' part: kept, moved by the transaction's wash_moves (byMoves), or
+  // summed again. (A sum of the series' days chose their hour index on a store without statistics: a scan per collection.)
+  const days = `(SELECT coalesce(sum(x.cum_volume), 0) FROM marketplaces mk CROSS JOIN LATERAL (
+      SELECT h.cum_volume FROM sales_hourly h WHERE h.collection_id = c.id AND h.marketplace = mk.name ORDER BY h.hour DESC LIMIT 1) x)`;
   const flaggedAll = `(SELECT coalesce(sum(x.price), 0) FROM sales x WHERE x.collection_id = c.id AND ${FLAGGED})`;
   const flaggedKept = `coalesce((SELECT ow.volume_all - oc.volume_all FROM ${WASH_SUMMARIES} ow JOIN ${CLEAN_SUMMARIES} oc ON oc.collection_id = ow.collection_id
       WHERE ow.collection_id = c.id), 0) + coalesce((SELECT sum(m.n * m.price) FROM wash_moves m WHERE m.collection_id = c.id AND m.timestamp IS NOT NULL), 0)`;

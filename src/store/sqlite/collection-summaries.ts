@@ -93,8 +93,8 @@ export const KEEPER_SQL = {
   // What the flagged sales add to a collection's kept summaries: the summary with wash less the clean one, both of the windows' hour.
   flaggedKept: `SELECT w.volume_1d, w.volume_7d, w.volume_30d, w.sales_1d, w.sales_7d, w.sales_30d, c.volume_1d, c.volume_7d, c.volume_30d, c.sales_1d, c.sales_7d, c.sales_30d
     FROM ${WASH_SUMMARIES} w JOIN ${CLEAN_SUMMARIES} c ON c.collection_id = w.collection_id WHERE w.collection_id = ?`,
-  /** Every day's volume of clean sales (migration 38's all-time volume): a range of the series' key, one row per day with sales. */
-  days: "SELECT volume FROM sales_series WHERE collection_id = ? AND marketplace = '' AND span = 86400",
+  /** Every marketplace's running totals of clean sales through the collection's last hour with sales (migration 38's all-time volume): one seek. */
+  running: "SELECT running FROM stats_hours WHERE collection_id = ? ORDER BY hour DESC LIMIT 1",
   /** Every flagged sale's limb sums, and whether each had its limbs (the all-time volume with wash); else their prices (flaggedPrices). */
   flaggedAll: `SELECT count(*), sum(price_hi), sum(price_lo), count(price_hi) FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND ${FLAGGED}`,
   flaggedPrices: `SELECT price FROM sales INDEXED BY sales_washed WHERE collection_id = ? AND ${FLAGGED}`,
@@ -150,8 +150,8 @@ export class SummaryKeeper {
   readonly #usd: boolean;
   /** Whether the summaries keep the market cap and the all-time volume (migration 38 on), and the statements reading them. */
   readonly #v38: boolean;
-  readonly #tokens: Statement;
-  readonly #days: Statement;
+  readonly #tokens: Statement | undefined;
+  readonly #running: Statement | undefined;
   readonly #flaggedAll: Statement | undefined;
   readonly #flaggedPrices: Statement | undefined;
   readonly #allKept: Statement | undefined;
@@ -166,8 +166,10 @@ export class SummaryKeeper {
     this.#usd = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'volume_usd_1d'`).get() !== undefined;
     this.#hours = db.prepare(this.#usd ? KEEPER_SQL.hours : KEEPER_SQL.hoursBeforeUsd).raw();
     this.#v38 = db.prepare(`SELECT 1 FROM pragma_table_info('${CLEAN_SUMMARIES}') WHERE name = 'market_cap'`).get() !== undefined;
-    this.#tokens = db.prepare("SELECT tokens FROM collection_holdings WHERE collection_id = ?").pluck();
-    this.#days = db.prepare(KEEPER_SQL.days).pluck();
+    if (this.#v38) {
+      this.#tokens = db.prepare("SELECT tokens FROM collection_holdings WHERE collection_id = ?").pluck();
+      this.#running = db.prepare(KEEPER_SQL.running).pluck();
+    }
     if (this.#v38 && withWash) {
       this.#flaggedAll = db.prepare(KEEPER_SQL.flaggedAll).raw().safeIntegers(true);
       this.#flaggedPrices = db.prepare(KEEPER_SQL.flaggedPrices).pluck();
@@ -217,9 +219,12 @@ export class SummaryKeeper {
       addTo(w, hourOf(bucket), starts, n, BigInt(v), BigInt(u));
     }
     const floor = this.#floor.get(collectionId) as [string, string, string, string, number] | undefined;
-    const cap = this.#v38 ? marketCapOf(floor?.[3], this.#tokens.get(collectionId) as number | undefined) : undefined;
-    // All time: the clean sales' days summed (a day row per day with sales).
-    if (this.#v38) for (const v of this.#days.iterate(collectionId) as Iterable<string>) w.all += BigInt(v);
+    const cap = this.#v38 ? marketCapOf(floor?.[3], this.#tokens!.get(collectionId) as number | undefined) : undefined;
+    // All time: every marketplace's running total of clean sales at the collection's last hour (sales-stats.ts).
+    if (this.#v38) {
+      const running = this.#running!.get(collectionId) as string | undefined;
+      if (running !== undefined) for (const [, , volume] of JSON.parse(running) as [string, number, string][]) w.all += BigInt(volume);
+    }
     const allKept = flips === undefined || this.#allKept === undefined ? undefined : (this.#allKept.get(collectionId) as [string, string] | undefined);
     // Read before the clean summary is written again.
     const flagged = flips === undefined || this.#flaggedKept === undefined ? undefined : (this.#flaggedKept.get(collectionId) as (string | number)[] | undefined);
