@@ -166,8 +166,8 @@ async function seriesPage(
   const limit = p.limit(req.limit, "limit", SERIES_LIMITS);
   await checkMarketplace(filter.marketplace);
   const collection = await knownCollection(store.collections, ref);
-  // The stats series' tokens as they were before the candles (no list name in them).
-  const digest = queryDigest(list === "series" ? ["series", ref, interval, filter] : [list, ref, interval, filter]);
+  // Bound to the list by its name: "series" as the stats series' tokens were before the candles.
+  const digest = queryDigest([list, ref, interval, filter]);
   const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
   const length = intervalSeconds(interval);
   const range = await seriesRange(store, collection, interval, filter);

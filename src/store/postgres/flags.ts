@@ -25,9 +25,9 @@ export const FLAGS_SCHEMA = `
 export const notFlagged = (alias: string): string =>
   `NOT coalesce((SELECT x.is_flagged FROM token_flags x WHERE x.collection_id = ${alias}.collection_id AND x.asset_id = ${alias}.asset_id), false)`;
 
-/** The collection row `alias` (its id in `column`) is not marked spam. */
-export const notSpam = (alias: string, column = "collection_id"): string =>
-  `NOT coalesce((SELECT x.is_spam FROM collection_flags x WHERE x.collection_id = ${alias}.${column}), false)`;
+/** The summaries row `alias` (its collection_id) is not of a collection marked spam. */
+export const notSpam = (alias: string): string =>
+  `NOT coalesce((SELECT x.is_spam FROM collection_flags x WHERE x.collection_id = ${alias}.collection_id), false)`;
 
 /** A token row's (as `t`) flag and its reason. */
 export const TOKEN_FLAG_COLUMNS = `coalesce((SELECT x.is_flagged FROM token_flags x WHERE x.collection_id = t.collection_id AND x.asset_id = t.asset_id), false) AS is_flagged,

@@ -6,8 +6,12 @@
 /** A token row's metadata columns: the token record's own field names. */
 export const TOKEN_METADATA_COLUMNS = ["name", "description", "image", "animation_url", "external_url"] as const;
 
-/** A collection row's metadata columns beside its name (the record's externalUrl as external_url). */
-export const COLLECTION_METADATA_COLUMNS = ["description", "image", "external_url", "twitter", "discord"] as const;
+/** A collection record's metadata fields beside its name, and the column each is kept in. */
+const COLLECTION_METADATA = { description: "description", image: "image", externalUrl: "external_url", twitter: "twitter", discord: "discord" } as const;
+const COLLECTION_METADATA_FIELDS = Object.keys(COLLECTION_METADATA) as (keyof typeof COLLECTION_METADATA)[];
+
+/** A collection row's metadata columns beside its name, in COLLECTION_METADATA's order. */
+export const COLLECTION_METADATA_COLUMNS = Object.values(COLLECTION_METADATA);
 
 /** Migration 36 on either engine (its text type): the metadata columns of tokens and collections. */
 export const METADATA_MIGRATION = (text: string): string =>
@@ -20,13 +24,7 @@ export const METADATA_MIGRATION = (text: string): string =>
 export type TokenMetadata = Readonly<Record<(typeof TOKEN_METADATA_COLUMNS)[number], string>>;
 
 /** A collection record's metadata fields (domain/kinds/collections.ts). */
-export interface CollectionMetadata {
-  description: string;
-  image: string;
-  externalUrl: string;
-  twitter: string;
-  discord: string;
-}
+export type CollectionMetadata = Readonly<Record<keyof typeof COLLECTION_METADATA, string>>;
 
 /** A token record's metadata as its row's columns, in TOKEN_METADATA_COLUMNS order ("" for a field left out). */
 export function tokenMetadataValues(r: Partial<TokenMetadata>): string[] {
@@ -35,7 +33,7 @@ export function tokenMetadataValues(r: Partial<TokenMetadata>): string[] {
 
 /** A collection record's metadata as its row's columns, in COLLECTION_METADATA_COLUMNS order ("" for a field left out). */
 export function collectionMetadataValues(r: Partial<CollectionMetadata>): string[] {
-  return [r.description, r.image, r.externalUrl, r.twitter, r.discord].map((v) => v ?? "");
+  return COLLECTION_METADATA_FIELDS.map((f) => r[f] ?? "");
 }
 
 /** A row's metadata columns (of its table as `alias`), as a select list. */

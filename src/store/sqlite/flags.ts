@@ -28,9 +28,9 @@ export const FLAG_TABLES = {
 export const notFlagged = (alias: string): string =>
   `NOT EXISTS (SELECT 1 FROM token_flags x WHERE x.collection_id = ${alias}.collection_id AND x.asset_key = ${alias}.asset_key AND x.is_flagged = 1)`;
 
-/** The collection row `alias` (its id in `column`) is not marked spam. */
-export const notSpam = (alias: string, column = "collection_id"): string =>
-  `NOT EXISTS (SELECT 1 FROM collection_flags x WHERE x.collection_id = ${alias}.${column} AND x.is_spam = 1)`;
+/** The summaries row `alias` (its collection_id) is not of a collection marked spam. */
+export const notSpam = (alias: string): string =>
+  `NOT EXISTS (SELECT 1 FROM collection_flags x WHERE x.collection_id = ${alias}.collection_id AND x.is_spam = 1)`;
 
 /** A token row's (as `t`) flag columns, read with a LEFT JOIN of token_flags as `tf`. */
 export const TOKEN_FLAG_COLUMNS = "coalesce(tf.is_flagged, 0) AS is_flagged, coalesce(tf.reason, '') AS flag_reason";
