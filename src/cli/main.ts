@@ -4,6 +4,7 @@ import { consumeConfig, type ConsumeFlags } from "../config/consume.js";
 import { resolveServeConfig, type ServeFlags } from "../config/serve.js";
 import { CONSUME_SETTINGS, readSettings, SERVE_SETTINGS, START_SETTINGS } from "../config/settings.js";
 import { KINDS } from "../domain/kinds/index.js";
+import { EXPORT_KINDS } from "../domain/export-kinds.js";
 import { KEY_SCOPES, type KeyScope } from "../store/ports/keys.js";
 import { errorLine } from "./errors.js";
 import { addSettings, resolveClockSkew, resolveDb, settingOption } from "./setting-options.js";
@@ -175,6 +176,21 @@ program
     const cmd = { db: opts.db, kind, file, skipInvalid: opts.skipInvalid, maxClockSkewSeconds: resolveClockSkew(opts.maxClockSkew, process.env) };
     if (opts.follow) await (await import("./follow.js")).runFollow(cmd);
     else await (await import("./import.js")).runImport(cmd);
+  });
+
+program
+  .command("export")
+  .description("write a collection's records of one kind as the NDJSON `marketdata import KIND` reads, from a store (--db) or a running server (--url), chunk by chunk; each chunk's position is reported, and an export stopped half way goes on with --position")
+  .addOption(storeOption())
+  .requiredOption("--contract <address>", "the collection's contract address")
+  .option("--chain <chain>", "the collection's chain (default ethereum)", "")
+  .option("--out <file>", "where the lines go: a file (appended to with --position), or - for stdout", "-")
+  .option("--position <position>", "go on from the position an earlier export reported (only what comes after it)", "")
+  .option("--url <url>", "read from this server's GET /v1/export/KIND instead of --db (e.g. http://127.0.0.1:8080)")
+  .addOption(new Option("--key <key>", "the API key for --url").env("MARKETDATA_API_KEY"))
+  .argument("<kind>", `one of: ${EXPORT_KINDS.join(", ")}`)
+  .action(async (kind: string, opts: { db: string; contract: string; chain: string; out: string; position: string; url?: string; key?: string }) => {
+    await (await import("./export.js")).runExport({ kind, ...opts });
   });
 
 const consume = program

@@ -11,6 +11,7 @@ import type { IngestWriter } from "../store/ports/writes.js";
 import { createIngestService, Ingest, type IngestOptions } from "./ingest-service.js";
 import { createAssetService } from "./asset-service.js";
 import { createCollectionService } from "./collection-service.js";
+import { Exporter } from "./export.js";
 import { FeedHub } from "./feed-hub.js";
 import type { LocalCall } from "./local-call.js";
 import type { WebhookAdmin } from "./webhooks/admin.js";
@@ -45,6 +46,8 @@ export interface ServiceSet {
   serverStream(method: DescMethodServerStreaming): ServerStreamImpl;
   /** The ingest path, for transports that carry batches in their own form (REST NDJSON). */
   readonly ingest: Ingest;
+  /** A collection's records as import lines (GET /v1/export/KIND). */
+  readonly export: Exporter;
 }
 
 export function createServices(
@@ -82,6 +85,7 @@ export function createServices(
     unary: (method) => implOf(method) as UnaryImpl,
     serverStream: (method) => implOf(method) as ServerStreamImpl,
     ingest,
+    export: new Exporter(store),
   };
 }
 

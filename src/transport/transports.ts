@@ -29,6 +29,7 @@ import type { KeyVerifier } from "./policy/guards.js";
 import { HeldKeys, type HoldKey, KEY_REVOKED } from "./policy/held-keys.js";
 import { PUBLIC_SERVICES } from "./policy/public-services.js";
 import { sseRoutes } from "./rest/http-rules.js";
+import { registerExportRoutes } from "./rest/export.js";
 import { registerIngestRoutes } from "./rest/ingest.js";
 import { registerSseRoutes } from "./rest/sse.js";
 import { type RawGet, registerRestRoutes, successFlags } from "./rest/transcoder.js";
@@ -278,6 +279,7 @@ export function registerTransports(app: FastifyInstance, p: RouteParts): void {
   for (const [path, raw] of registerRestRoutes(app, { services, admission, cache, watch, addresses })) rawGets.set(path, raw);
   registerSseRoutes(app, { services, admission, addresses, stallMs, holdKey, observe: observeHijacked });
   registerIngestRoutes(app, { services, admission, addresses });
+  registerExportRoutes(app, { services, admission, addresses });
   registerConnectGetRoutes(app, { services, admission, cache, watch, addresses });
 }
 

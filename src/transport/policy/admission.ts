@@ -88,16 +88,17 @@ export class Admission {
   /**
    * Admits one more message of a write stream already admitted: each message
    * of StreamSales or StreamListings is a batch, held to the key's ingest
-   * limit as a request is. Over the limit the stream is held back: this
+   * limit as a request is (an export's page of records, `surface` "read", to
+   * its read limit). Over the limit the stream is held back: this
    * waits for the window to reset and asks again, and nothing more is read
    * from the stream meanwhile. A key no longer valid, or no longer allowed
    * to write, ends the stream with its error; so does `signal` (the call
    * ended).
    */
-  async admitMessage(key: string | undefined, address: string, signal: AbortSignal): Promise<void> {
+  async admitMessage(key: string | undefined, address: string, signal: AbortSignal, surface: Surface = "ingest"): Promise<void> {
     for (;;) {
       if (signal.aborted) throw new ConnectError("the call ended", Code.Canceled);
-      const a = await this.admit(key, address, "ingest");
+      const a = await this.admit(key, address, surface);
       if (a.error === undefined) return;
       if (a.error.code !== Code.ResourceExhausted || a.rate === undefined) throw a.error;
       await abortableSleep(Math.max(HOLD_BACK_MIN_MS, a.rate.resetMs), signal);

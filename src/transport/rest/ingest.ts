@@ -129,8 +129,8 @@ export function ndjsonLines(body: Buffer): IngestLine[] {
   return lines;
 }
 
-/** The error form of the ingest routes: {code, message}, plus the rejected lines of a batch refused for them. */
-function fail(reply: FastifyReply, error: ConnectError, status = codeToHttpStatus(error.code)): FastifyReply {
+/** The error form of the NDJSON routes (ingest, export): {code, message}, plus the rejected lines of a batch refused for them. */
+export function fail(reply: FastifyReply, error: ConnectError, status = codeToHttpStatus(error.code)): FastifyReply {
   const detail = rejectionsOf(error);
   const body = {
     code: codeToString(error.code),
