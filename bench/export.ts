@@ -5,15 +5,18 @@
 // (import's rate: the CLI's own rows/s), then exports the collection to a
 // file (export's rate: its records over the command's wall time), and a
 // collection of a hundredth the size beside it, whose peak memory the big
-// one's is held against (memory flat: the ratio near 1). The exported file
-// is checked to hold every sale.
-import { spawnSync } from "node:child_process";
+// one's is held against (memory flat: the ratio near 1). Memory is the
+// process's anonymous resident set (sampled): SQLite maps the store's file
+// for reads, and the pages it touched count in RSS but are page cache. The
+// exported file is checked to hold every sale.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import pg from "pg";
-import { BIN, runCliSync } from "../src/cli/run-sync.js";
+import { BIN } from "../src/cli/run-sync.js";
+import { cliImportRate, withRoundStore } from "./round-store.js";
 import { log, median } from "./harness.js";
 import { writeSales } from "./sales-file.js";
 
@@ -33,48 +36,34 @@ const small = Math.max(1, Math.floor(n / 100));
 const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-export-"));
 
-/** The CLI's own rows/s figure of an import. */
-function importRate(db: string, file: string): number {
-  const out = runCliSync(["import", "--db", db, "sales", file]).stderr;
-  const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
-  if (rate === undefined) throw new Error(`no rate in: ${out}`);
-  return Number(rate);
+/** The process's anonymous resident memory (heap, stacks), kB: not the store's file pages SQLite maps (reclaimable page cache). */
+function anonKb(pid: number): number {
+  try {
+    return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0; // Exited between two samples.
+  }
 }
 
-/** An export's wall seconds and peak resident memory (MB), by /usr/bin/time, and the lines it wrote. */
-function exportRun(db: string, contract: string): { seconds: number; mb: number; lines: number } {
+/** An export's wall seconds and peak anonymous memory (MB, sampled every 50 ms), and the lines it wrote. */
+async function exportRun(db: string, contract: string): Promise<{ seconds: number; mb: number; lines: number }> {
   const out = join(dir, "export.ndjson");
-  const r = spawnSync("/usr/bin/time", ["-f", "%e %M", process.execPath, BIN, "export", "sales", "--db", db, "--contract", contract, "--out", out], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`export failed: ${r.stderr}`);
-  const [seconds, kb] = r.stderr.trim().split("\n").at(-1)!.split(" ").map(Number);
+  const started = performance.now();
+  const child = spawn(process.execPath, [BIN, "export", "sales", "--db", db, "--contract", contract, "--out", out], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, anonKb(child.pid!))), 50);
+  const [code] = (await once(child, "exit")) as [number | null];
+  clearInterval(sampler);
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`export failed: ${stderr}`);
   const lines = readFileSync(out, "utf8").split("\n").length - 1;
   rmSync(out);
-  return { seconds: seconds!, mb: Math.round(kb! / 1024), lines };
+  return { seconds, mb: Math.round(peak / 1024), lines };
 }
 
-async function withStore(engine: string, round: number, fn: (db: string) => void): Promise<void> {
-  if (engine === "sqlite") {
-    const db = join(dir, `round-${round}.sqlite`);
-    try {
-      fn(db);
-    } finally {
-      for (const suffix of ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"]) rmSync(db + suffix, { force: true });
-    }
-    return;
-  }
-  const name = `marketdata_bench_export_${process.pid}_${round}`;
-  const admin = new pg.Client({ connectionString: opts.pg });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(opts.pg);
-    url.pathname = `/${name}`;
-    fn(url.toString());
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
-}
+const withStore = (engine: string, round: number, fn: (db: string) => Promise<void>) => withRoundStore(engine, { dir, pgUrl: opts.pg, name: "export" }, round, fn);
 
 try {
   log(`generating ${n} and ${small} sales...`);
@@ -86,11 +75,11 @@ try {
   for (let round = 1; round <= Number(opts.rounds); round++) {
     for (const engine of round % 2 === 1 ? engines : [...engines].reverse()) {
       const e = (r[engine] ??= { imported: [], exported: [], ratio: [], bigMb: [], smallMb: [] });
-      await withStore(engine, round, (db) => {
-        importRate(db, smallFile);
-        const imported = importRate(db, bigFile);
-        const big = exportRun(db, BIG);
-        const little = exportRun(db, SMALL);
+      await withStore(engine, round, async (db) => {
+        cliImportRate(db, smallFile);
+        const imported = cliImportRate(db, bigFile);
+        const big = await exportRun(db, BIG);
+        const little = await exportRun(db, SMALL);
         if (big.lines !== n || little.lines !== small) throw new Error(`exported ${big.lines} and ${little.lines} sales, not ${n} and ${small}`);
         const exported = Math.round(n / big.seconds);
         e.imported.push(imported);
@@ -98,11 +87,11 @@ try {
         e.ratio.push(exported / imported);
         e.bigMb.push(big.mb);
         e.smallMb.push(little.mb);
-        log(`round ${round} ${engine}: import ${imported} rows/s, export ${exported} rows/s (${(exported / imported).toFixed(2)}); peak memory ${big.mb} MB (${n} sales), ${little.mb} MB (${small})`);
+        log(`round ${round} ${engine}: import ${imported} rows/s, export ${exported} rows/s (${(exported / imported).toFixed(2)}); peak anonymous memory ${big.mb} MB (${n} sales), ${little.mb} MB (${small})`);
       });
     }
   }
-  log(`\n| engine | import, rows/s (median; rounds) | export, rows/s | export / import | peak MB, ${n} sales / ${small} |`);
+  log(`\n| engine | import, rows/s (median; rounds) | export, rows/s | export / import | peak anonymous MB, ${n} sales / ${small} |`);
   log("|---|---|---|---|---|");
   for (const [engine, e] of Object.entries(r)) {
     log(`| ${engine} | ${median(e.imported)} (${e.imported.join(", ")}) | ${median(e.exported)} (${e.exported.join(", ")}) | ${median(e.ratio).toFixed(2)} | ${median(e.bigMb)} / ${median(e.smallMb)} |`);

@@ -13,11 +13,10 @@ import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import pg from "pg";
-import { runCliSync } from "../src/cli/run-sync.js";
 import { hasTool, postgresBulkLoad, sqliteBulkLoad } from "./engine-bulk.js";
 import { log, median } from "./harness.js";
 import { listingLines, writeLines, writeSales } from "./sales-file.js";
+import { cliImportRate, withRoundStore } from "./round-store.js";
 
 const opts = new Command("bench:import")
   .description("bulk import speed of sales NDJSON through the CLI, SQLite beside PostgreSQL")
@@ -48,37 +47,10 @@ const file = join(dir, "sales.ndjson");
 const pricesFile = join(dir, "prices.ndjson");
 
 /** The CLI's own rows/s figure of one import (by this build, or by `bin`'s) of `from` (the sales file, or a file of `kind`). */
-function importRate(db: string, bin?: string, from = file, kind = "sales"): number {
-  const out = runCliSync(["import", "--db", db, kind, from], undefined, bin).stderr;
-  const rate = /\((\d+) rows\/s\)/.exec(out)?.[1];
-  if (rate === undefined) throw new Error(`no rate in: ${out}`);
-  return Number(rate);
-}
+const importRate = (db: string, bin?: string, from = file, kind = "sales"): number => cliImportRate(db, from, kind, bin);
 
 /** A store of its own for one round: a new SQLite file, or a new PostgreSQL database. */
-async function withStore(engine: string, round: number, fn: (db: string) => void | Promise<void>): Promise<void> {
-  if (engine === "sqlite") {
-    const db = join(dir, `round-${round}.sqlite`);
-    try {
-      await fn(db);
-    } finally {
-      for (const suffix of ["", "-wal", "-shm", "-keys", "-keys-wal", "-keys-shm"]) rmSync(db + suffix, { force: true });
-    }
-    return;
-  }
-  const name = `marketdata_bench_import_${process.pid}_${round}`;
-  const admin = new pg.Client({ connectionString: opts.pg });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(opts.pg);
-    url.pathname = `/${name}`;
-    await fn(url.toString());
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
-}
+const withStore = (engine: string, round: number, fn: (db: string) => void | Promise<void>) => withRoundStore(engine, { dir, pgUrl: opts.pg, name: "import" }, round, fn);
 
 try {
   log(`generating ${n} sales...`);

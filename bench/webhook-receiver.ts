@@ -36,6 +36,8 @@ export interface WebhookEventJson {
   listing?: Record<string, unknown>;
   offer?: Record<string, unknown>;
   transfer?: Record<string, unknown>;
+  /** A token whose record was written (type "token"). */
+  token?: Record<string, unknown>;
   /** The chain of the event's collection. */
   chain: string;
   /** A record a reorganisation took back (type "removed"). */

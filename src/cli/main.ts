@@ -113,7 +113,7 @@ webhooks
   .requiredOption("--url <url>", "https:// endpoint that receives batches of events (POST, Standard Webhooks signatures)")
   .requiredOption("--collections <addresses>", "comma-separated contract addresses (up to 100)")
   .option("--chain <name>", "the chain of the collections (docs/chains.md)", "ethereum")
-  .option("--types <types>", "comma-separated: sale, listing, offer, transfer (default: all four)")
+  .option("--types <types>", "comma-separated: sale, listing, offer, transfer, token (a token whose record was written; default: the first four)")
   .requiredOption("--key-id <id>", "the API key it delivers for (from `keys list`): revoking it disables the webhook")
   .option("--from <from>", 'where delivery starts: "now" (default), a position, or a time like 2026-11-26T10:00:00Z')
   .option("--finality <finality>", '"final": each sale and transfer once its block is final, and no removal (docs/chains.md); default: every event as committed')

@@ -243,6 +243,11 @@ export interface TokenRow {
   key: KeyValue[];
 }
 
+/** A token whose record was written, as the live feeds carry it: its tokens-list row, and when its record was written (epoch seconds). */
+export interface TokenEventRow extends TokenRow {
+  fedAt: number;
+}
+
 export interface TraitValueRow {
   traitType: string;
   value: string;

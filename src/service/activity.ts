@@ -6,8 +6,8 @@ import {
   WatchCollectionActivityResponseSchema,
 } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { type ActivityEvent, ActivityEventSchema } from "../../gen/marketdata/v1/resources_pb.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../domain/rows.js";
-import type { FeedEntry, FeedKind } from "../store/ports/feed.js";
+import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../domain/rows.js";
+import type { FeedEntry, FeedKind, RemovableKind } from "../store/ports/feed.js";
 import type { KeySpec, Page, PageRequest } from "../store/ports/paging.js";
 import type { KeyValue } from "../domain/rows.js";
 import type { ReadRepositories, RemovedRecord } from "../store/ports/reads.js";
@@ -17,7 +17,7 @@ import type { FeedHub, FeedItem, Subscription } from "./feed-hub.js";
 import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
-import { FEED_KIND_OF_EVENT, type FeedDeclaration, feedOf } from "../domain/kinds/index.js";
+import { DEFAULT_EVENT_TYPES, FEED_KIND_OF_EVENT, type FeedDeclaration, feedOf } from "../domain/kinds/index.js";
 import { RESUME_TOKEN_HEADER, streamCaller } from "./watch.js";
 import { REMOVED_EVENT, removalOf } from "./feed-events.js";
 import { FinalFeed, FinalGate } from "./finality.js";
@@ -42,23 +42,34 @@ import { FinalFeed, FinalGate } from "./finality.js";
 export type ActivityType = "listing" | "offer" | "sale" | "transfer";
 /** The kinds, in their order at equal times. */
 export const ACTIVITY_TYPES: readonly ActivityType[] = ["listing", "offer", "sale", "transfer"];
+/**
+ * The stream's kinds: the list's, and tokens whose record was written
+ * (sent only when asked for: DEFAULT_EVENT_TYPES). A token's write is no
+ * market event with a time of its own, so the list does not carry it.
+ */
+type StreamType = ActivityType | "token";
+const STREAM_TYPES: readonly StreamType[] = [...ACTIVITY_TYPES, "token"];
 /** Each type's feed kind: the kind declared with that event (domain/kinds). */
-const FEED_OF = FEED_KIND_OF_EVENT as Readonly<Record<ActivityType, FeedKind>>;
+const FEED_OF = FEED_KIND_OF_EVENT as Readonly<Record<StreamType, FeedKind>>;
 /** Each type's event declaration (its time and message), looked up once: the page's sort asks it of every row. */
-const EVENT_OF = Object.fromEntries(ACTIVITY_TYPES.map((t) => [t, feedOf(FEED_OF[t])])) as Readonly<Record<ActivityType, FeedDeclaration<unknown>>>;
+const EVENT_OF = Object.fromEntries(STREAM_TYPES.map((t) => [t, feedOf(FEED_OF[t])])) as Readonly<Record<StreamType, FeedDeclaration<unknown>>>;
 
 /** A page key: time, kind, then two numbers and two texts of the kind's own key (unused ones 0). */
 const ACTIVITY_KEY: KeySpec = ["int", "text", "int", "int", "text", "text"];
-/** A resume token: the store's feed epoch, then a position in each kind's feed (ACTIVITY_TYPES order). */
-const RESUME_KEY: KeySpec = ["text", "int", "int", "int", "int"];
+/** A resume token: the store's feed epoch, then a position in each kind's feed (STREAM_TYPES order). */
+const RESUME_KEY: KeySpec = ["text", ...STREAM_TYPES.map(() => "int" as const)];
+/** A resume token made before tokens were a feed: no token position (its stream could not ask for tokens). */
+const RESUME_KEY_BEFORE_TOKENS: KeySpec = ["text", ...ACTIVITY_TYPES.map(() => "int" as const)];
 
 type Row =
   | { type: "sale"; row: SaleRow }
   | { type: "listing"; row: ListingRow }
   | { type: "offer"; row: OfferRow }
   | { type: "transfer"; row: TransferRow };
+/** A row the stream sends: the list's, or a token whose record was written. */
+type StreamRow = Row | { type: "token"; row: TokenEventRow };
 
-const timeOf = (r: Row) => EVENT_OF[r.type].time(r.row);
+const timeOf = (r: StreamRow) => EVENT_OF[r.type].time(r.row);
 
 /** The list's kinds: the activity types, then (includeRemoved) the records taken back, in their order at equal times. */
 type ListType = ActivityType | typeof REMOVED_EVENT;
@@ -111,23 +122,40 @@ export function resumeKey(type: ListType, after: KeyValue[]): KeyValue[] {
 const removalEntry = (r: RemovedRecord): FeedEntry<unknown> => ({ seq: r.seq, row: r.row, removed: { originalSeq: r.originalSeq } });
 
 /** A record taken back (a removal's feed entry) as an activity event of type "removed" (docs/chains.md, "Removals in the feeds"). */
-function removedEvent(kind: FeedKind, entry: FeedEntry<unknown>, epoch: string, now: number): ActivityEvent {
+function removedEvent(kind: RemovableKind, entry: FeedEntry<unknown>, epoch: string, now: number): ActivityEvent {
   // At its record's time (a sale's or transfer's timestamp, an order's creation).
   return create(ActivityEventSchema, { type: REMOVED_EVENT, timestamp: BigInt(feedOf(kind).time(entry.row)), removed: removalOf(kind, entry, epoch, now) });
 }
 
-export function toActivityEvent(r: Row, now: number): ActivityEvent {
+export function toActivityEvent(r: StreamRow, now: number): ActivityEvent {
   // The event's message in the field named as its type, as its declaration makes it (a webhook's event alike).
   return create(ActivityEventSchema, { type: r.type, timestamp: BigInt(timeOf(r)), [r.type]: EVENT_OF[r.type].toMessage(r.row, now) });
 }
 
-/** Activity types asked ("sale", …; none: all four), in their order, each once. */
-function activityTypes(values: readonly string[]): ActivityType[] {
+/** Types asked of `among` ("sale", …; none: those of DEFAULT_EVENT_TYPES), in their order, each once. */
+function activityTypes<T extends StreamType>(values: readonly string[], among: readonly T[]): T[] {
   const asked = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
   for (const v of asked) {
-    if (!ACTIVITY_TYPES.includes(v as ActivityType)) throw p.invalid(`types must be some of ${ACTIVITY_TYPES.join(", ")}, got ${echo(v)}`);
+    if (!among.includes(v as T)) throw p.invalid(`types must be some of ${among.join(", ")}, got ${echo(v)}`);
   }
-  return asked.length === 0 ? [...ACTIVITY_TYPES] : ACTIVITY_TYPES.filter((t) => asked.includes(t));
+  return among.filter((t) => (asked.length === 0 ? DEFAULT_EVENT_TYPES : asked).includes(t));
+}
+
+/** A resume token's key, one made before tokens were a feed taken too (its token position 0: it could not have asked for tokens). */
+function resumeAfter(token: string, digest: string): KeyValue[] | null {
+  try {
+    return decodePageToken("cursor", token, digest, RESUME_KEY);
+  } catch (err) {
+    const old = (() => {
+      try {
+        return decodePageToken("cursor", token, digest, RESUME_KEY_BEFORE_TOKENS);
+      } catch {
+        return undefined;
+      }
+    })();
+    if (old === undefined || old === null) throw err;
+    return [...old, 0];
+  }
 }
 
 export function createActivityMethods(
@@ -152,11 +180,11 @@ export function createActivityMethods(
   return {
     async listCollectionActivity(req) {
       const { ref } = p.collection(req);
-      const types = activityTypes(req.types);
+      const types = activityTypes(req.types, ACTIVITY_TYPES);
       const limit = p.limit(req.limit);
       const final = p.finalOnly(req.finality);
       // includeRemoved: the records of the types asked that were taken back (never final: none with finality=final).
-      const removedKinds = req.includeRemoved && !final ? types.map((t) => FEED_OF[t]) : [];
+      const removedKinds = req.includeRemoved && !final ? types.map((t) => FEED_OF[t] as RemovableKind) : [];
       const digest = queryDigest(["activity", ref, types, ...(final ? ["final"] : []), ...(req.includeRemoved ? ["removed"] : [])]);
       const after = decodePageToken("cursor", req.cursor, digest, ACTIVITY_KEY);
       if (after !== null && !LIST_TYPES.includes(after[1] as ListType)) throw p.invalid("cursor is not a valid page token");
@@ -189,10 +217,10 @@ export function createActivityMethods(
 
     async *watchCollectionActivity(req, context) {
       const { ref } = p.collection(req);
-      const types = activityTypes(req.types);
+      const types = activityTypes(req.types, STREAM_TYPES);
       const final = p.finalOnly(req.finality);
       const digest = queryDigest(["watch-activity", ref, types, ...(final ? ["final"] : [])]);
-      const after = decodePageToken("cursor", req.cursor, digest, RESUME_KEY);
+      const after = resumeAfter(req.cursor, digest);
       const [collectionId, epoch] = await Promise.all([knownCollection(store.collections, ref), hub.epoch()]);
       if (after !== null && after[0] !== epoch) {
         throw new ConnectError(
@@ -200,32 +228,32 @@ export function createActivityMethods(
           Code.FailedPrecondition,
         );
       }
-      // The position sent last of each kind (ACTIVITY_TYPES order): what the token says.
-      const positions = ACTIVITY_TYPES.map((_, i) => (after === null ? 0 : (after[i + 1] as number)));
+      // The position sent last of each kind (STREAM_TYPES order): what the token says.
+      const positions = STREAM_TYPES.map((_, i) => (after === null ? 0 : (after[i + 1] as number)));
       const token = () => encodePageToken(digest, [epoch, ...positions]);
-      const subs: { type: ActivityType; sub: Subscription<unknown>; final?: FinalFeed<unknown> }[] = [];
+      const subs: { type: StreamType; sub: Subscription<unknown>; final?: FinalFeed<unknown> }[] = [];
       try {
         for (const type of types) {
-          const from = after === null ? undefined : positions[ACTIVITY_TYPES.indexOf(type)];
+          const from = after === null ? undefined : positions[STREAM_TYPES.indexOf(type)];
           const sub = await hub.subscribe<unknown>(FEED_OF[type], { id: collectionId, ref }, () => true, context.values.get(streamCaller), from, subs[0]?.sub);
           // finality=final: sales and transfers held until final (finality.ts).
           const gated = final && (type === "sale" || type === "transfer");
           subs.push({ type, sub, ...(gated ? { final: new FinalFeed(hub, sub, new FinalGate(store, p.chain(req.chain), FEED_OF[type], collectionId)) } : {}) });
         }
-        for (const { type, sub } of subs) positions[ACTIVITY_TYPES.indexOf(type)] = sub.resumePos;
+        for (const { type, sub } of subs) positions[STREAM_TYPES.indexOf(type)] = sub.resumePos;
         yield create(WatchCollectionActivityResponseSchema, { resumeToken: token() });
         const pending = new Map<number, Promise<{ i: number; item: FeedItem<unknown> | undefined }>>();
         for (;;) {
           subs.forEach(({ type, sub, final: gate }, i) => {
             if (pending.has(i)) return;
-            const next = gate === undefined ? hub.next(sub, context.signal) : gate.next(context.signal, positions[ACTIVITY_TYPES.indexOf(type)]!);
+            const next = gate === undefined ? hub.next(sub, context.signal) : gate.next(context.signal, positions[STREAM_TYPES.indexOf(type)]!);
             pending.set(i, next.then((item) => ({ i, item })));
           });
           const { i, item } = await Promise.race(pending.values());
           pending.delete(i);
           if (item === undefined) return;
           const { type } = subs[i]!;
-          const at = ACTIVITY_TYPES.indexOf(type);
+          const at = STREAM_TYPES.indexOf(type);
           if (item.kind === "end") {
             // What another kind's feed took but this stream did not send is sent again on resuming: the token says what was sent.
             positions[at] = item.seq;
@@ -237,13 +265,13 @@ export function createActivityMethods(
             yield create(WatchCollectionActivityResponseSchema, { resumeToken: token() });
             continue;
           }
-          const entry = item.entry as FeedEntry<Row["row"]>;
+          const entry = item.entry as FeedEntry<StreamRow["row"]>;
           positions[at] = entry.seq;
-          const row = { type, row: entry.row } as Row;
+          const row = { type, row: entry.row } as StreamRow;
           // A record a reorganisation took back: a "removed" event at its removal's position (docs/chains.md).
           const event = entry.removed === undefined
             ? toActivityEvent(row, nowSeconds())
-            : removedEvent(FEED_OF[type], entry, epoch, nowSeconds());
+            : removedEvent(FEED_OF[type] as RemovableKind, entry, epoch, nowSeconds());
           yield create(WatchCollectionActivityResponseSchema, { event, resumeToken: token() });
         }
       } finally {

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { CollectionService } from "../../gen/marketdata/v1/collection_service_pb.js";
 import { openSse, type SseStream } from "../../bench/sse-client.js";
 import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
+import { openReadRepositories } from "../../src/store/open.js";
+import { encodePageToken, queryDigest } from "../../src/service/page-token.js";
 
 // The activity feed through the served API (decisions.md, "Activity"):
 // GET /v1/collection/activity answers sales, listings, offers and transfers
@@ -141,5 +143,45 @@ describe("the activity feed", () => {
     abort.abort();
     const wrong = client.watchCollectionActivity({ contractAddress: C, types: ["sale"], cursor: got.resumeToken }, { headers })[Symbol.asyncIterator]();
     await expect(wrong.next()).rejects.toSatisfy((e: unknown) => ConnectError.from(e).code === Code.InvalidArgument);
+  });
+
+  it("sends a token's record written (types=token: a metadata refresh is an event), only when asked; resumes a cursor made before tokens were a feed", async () => {
+    const K = "0xac72ac72ac72ac72ac72ac72ac72ac72ac72ac72";
+    const client = createClient(CollectionService, createGrpcTransport({ baseUrl: ctx.server.baseUrl }));
+    const headers = { "x-api-key": ctx.read };
+    const token = (image: string) => ({ contractAddress: K, assetId: "1", attributes: [], name: "One", image });
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://a")]);
+    const abort = new AbortController();
+    const tokens = client.watchCollectionActivity({ contractAddress: K, types: ["token"] }, { headers, signal: abort.signal })[Symbol.asyncIterator]();
+    const market = client.watchCollectionActivity({ contractAddress: K }, { headers, signal: abort.signal })[Symbol.asyncIterator]();
+    const opening = (await tokens.next()).value!;
+    expect((await market.next()).value!.event).toBeUndefined();
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://a")]);
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://b")]);
+    const got = (await tokens.next()).value!;
+    expect(got.event).toMatchObject({ type: "token", token: { assetId: "1", name: "One", image: "ipfs://b" } });
+    // The market's stream (no types) got nothing: its next message is a sale written after.
+    await ingestOk(ctx.server, ctx.ingest, "sales", [{ ...sale(T), contractAddress: K }]);
+    expect((await market.next()).value!.event?.type).toBe("sale");
+    abort.abort();
+    // From the opening token: the one change since, not the unchanged record.
+    const again = client.watchCollectionActivity({ contractAddress: K, types: ["token"], cursor: opening.resumeToken }, { headers })[Symbol.asyncIterator]();
+    expect((await again.next()).value!.event).toBeUndefined();
+    expect((await again.next()).value!.event?.token?.image).toBe("ipfs://b");
+    await again.return?.();
+    // The list carries no tokens: a token's write is no market event of its own time.
+    const listed = await restGet(ctx.server.baseUrl, "/v1/collection/activity", { contractAddress: K, types: "token" }, ctx.read);
+    expect(listed.status).toBe(400);
+    // A cursor of the stream's four kinds, as made before tokens were a feed (no token position): resumed from it.
+    const store = await openReadRepositories(ctx.target);
+    const [epoch, last] = await Promise.all([store.feed.epoch(), store.feed.last()]);
+    await store.close();
+    const old = encodePageToken(queryDigest(["watch-activity", K, ["listing", "offer", "sale", "transfer"]]), [epoch, last, last, last, last]);
+    const abortOld = new AbortController();
+    const resumed = client.watchCollectionActivity({ contractAddress: K, cursor: old }, { headers, signal: abortOld.signal })[Symbol.asyncIterator]();
+    expect((await resumed.next()).value!.event).toBeUndefined();
+    await ingestOk(ctx.server, ctx.ingest, "sales", [{ ...sale(T), contractAddress: K }]);
+    expect((await resumed.next()).value!.event?.type).toBe("sale");
+    abortOld.abort();
   });
 });

@@ -147,6 +147,34 @@ describe("webhooks", () => {
     expect(ctx.receiver.events(webhook!.id)).toHaveLength(4);
   });
 
+  it("deliver a token's record written (types=token) as the tokens list answers it, at the second it was written; a record sent again unchanged is no event; the default types leave tokens out", async () => {
+    const T = "0xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd";
+    const { webhook } = await subscribe("/tokens", { collections: [T], types: ["token"] });
+    const { webhook: market } = await subscribe("/market", { collections: [T], types: [] });
+    expect(market!.types).toEqual(["sale", "listing", "offer", "transfer"]);
+    const token = (image: string) => ({ contractAddress: T, assetId: "7", attributes: [{ trait_type: "Hat", value: "Cap" }], name: "Seven", image });
+    const before = Math.floor(Date.now() / 1000);
+    const images = () => ctx.receiver.events(webhook!.id).map((e) => [e.type, e.token!.image]);
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://one")]);
+    await ctx.receiver.until(() => images().length >= 1);
+    // The same record again: no event (the market webhook's sale after it is delivered, the token webhook still has one event).
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://one")]);
+    await ingestOk(ctx.server, ctx.ingest, "sales", [numberedSale(++n, T)]);
+    await ctx.receiver.until(() => ctx.receiver.events(market!.id).length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(images()).toEqual([["token", "ipfs://one"]]);
+    // Its metadata refreshed: an event.
+    await ingestOk(ctx.server, ctx.ingest, "tokens", [token("ipfs://two")]);
+    await ctx.receiver.until(() => images().length >= 2);
+    expect(images()).toEqual([["token", "ipfs://one"], ["token", "ipfs://two"]]);
+    const events = ctx.receiver.events(webhook!.id);
+    expect(Number(events[0]!.timestamp)).toBeGreaterThanOrEqual(before);
+    const listed = await restGet(ctx.server.baseUrl, "/v1/asset/tokens", { contractAddress: T }, ctx.read);
+    // The token as the list answers it.
+    expect(events[1]!.token).toEqual((listed.body.data as Record<string, unknown>[]).find((t) => t.assetId === "7"));
+    expect(ctx.receiver.events(market!.id).map((e) => e.type)).toEqual(["sale"]);
+  });
+
   it("with finality=final, deliver each sale once its block is final, never one taken back meanwhile, and listings as they come (docs/chains.md)", async () => {
     // On Base, whose finality no other test moves.
     const { webhook } = await subscribe("/final", { chain: "base", types: ["sale", "listing"], finality: "final" });

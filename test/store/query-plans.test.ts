@@ -129,6 +129,8 @@ beforeAll(async () => {
   store.removals.removalsPage(takenId, ["sales", "transfers", "listings", "offers"], { limit: 5, after: null });
   store.removals.removalsPage(takenId, ["sales", "transfers", "listings", "offers"], { limit: 5, after: [1_700_000_000, 1, 9] });
   store.feed.listings(id, 3, 50);
+  store.feed.tokens(id, 3, 50);
+  store.feed.merged("tokens", [id, id + 1], 3, 50);
   await exerciseAnalytics(store, id);
   await exerciseTokens(store, id);
   await exerciseCollectionList(store, id);
@@ -186,7 +188,7 @@ describe("query plans", () => {
         // A subquery's rows and a constant row are no table.
         const tableScan = /^SCAN /.test(d) && !/USING (COVERING )?INDEX|VIRTUAL TABLE|CONSTANT ROW|^SCAN \(subquery-\d+\)$/.test(d);
         // A feed's page merges its parts' pages (rows, removals; several collections'), each at most LIMIT rows.
-        const feedPage = /^SELECT \* FROM \(SELECT a\.feed_seq/.test(sql) && /ORDER BY feed_seq LIMIT \?$/.test(sql);
+        const feedPage = /^SELECT \* FROM \(SELECT (a|t)\.feed_seq/.test(sql) && /ORDER BY feed_seq LIMIT \?$/.test(sql);
         const sort = /TEMP B-TREE/.test(d) && !boundedByAsset && !feedPage;
         if (tableScan || sort) problems.push(`${d}\n  in: ${sql.replace(/\s+/g, " ")}`);
       }

@@ -49,7 +49,7 @@ for (const [name, open, skip] of engines) {
       const keyId = await withKeys(target, async (a) => (await a.create("k")).id);
       const hook = await hooks.create({
         id: "wh_failing0000000000000", url: "https://hooks.example.com/in?token=secret", collections: [C], kinds: ["sales"], keyId, secret: "whsec_x",
-        epoch: await repos.feed.epoch(), positions: { sales: 0, listings: 0, offers: 0, transfers: 0 },
+        epoch: await repos.feed.epoch(), positions: { sales: 0, listings: 0, offers: 0, transfers: 0, tokens: 0 },
       });
       const run = async (holder: string, attempts: number) => {
         const client = new FailingClient();

@@ -94,7 +94,7 @@ for (const [name, open, skip] of engines) {
           const r = ++run;
           // Each collection has a first sale, so the webhook knows its ids from the start.
           for (const c of [0, 1, 2]) await write({ writer: 0, kind: "sales", collections: [c] }, r);
-          const positions = { sales: await repos.feed.last(), listings: 0, offers: 0, transfers: await repos.feed.last() };
+          const positions = { sales: await repos.feed.last(), listings: 0, offers: 0, transfers: await repos.feed.last(), tokens: 0 };
           const hook = await hooks.create({
             id: `wh_merge${String(r).padStart(14, "0")}`, url: "https://example.com/h", collections: [0, 1, 2].map((c) => address(r, c)),
             kinds: KINDS, keyId, secret: "whsec_x", epoch: await repos.feed.epoch(), positions,

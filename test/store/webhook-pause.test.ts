@@ -39,7 +39,7 @@ for (const [name, open, skip] of engines) {
       const keyId = await withKeys(target, async (a) => (await a.create("k")).id);
       const hook = await hooks.create({
         id: "wh_paused00000000000000", url: "http://127.0.0.1:9/in", collections: [C], kinds: ["sales"], keyId, secret: "whsec_x",
-        epoch: await repos.feed.epoch(), positions: { sales: 0, listings: 0, offers: 0, transfers: 0 },
+        epoch: await repos.feed.epoch(), positions: { sales: 0, listings: 0, offers: 0, transfers: 0, tokens: 0 },
       });
       const sent: string[] = [];
       let paused: Promise<unknown> | undefined;

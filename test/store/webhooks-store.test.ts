@@ -26,7 +26,7 @@ const engines: [string, () => Promise<{ target: string; drop(): Promise<void> }>
   ["PostgreSQL", async () => { const d = await createTestDatabase(); return { target: d.url, drop: d.drop }; }, skipPg],
 ];
 
-const at0 = { sales: 0, listings: 0, offers: 0, transfers: 0 };
+const at0 = { sales: 0, listings: 0, offers: 0, transfers: 0, tokens: 0 };
 const attempt = (n: number): WebhookAttemptRecord => ({
   at: 1_700_000_000_000 + n, messageId: `msg_${n}`, events: 1, firstPosition: n, lastPosition: n, status: 200, latencyMs: 3, error: "", attempt: 1,
 });

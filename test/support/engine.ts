@@ -1,3 +1,4 @@
+import { FED_AT } from "../../src/store/shared/token-feed.js";
 import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
@@ -188,8 +189,16 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 38: no market cap or all-time volume kept with the collections list's summaries. */
+/** Takes a store's schema back before migration 39: tokens in no feed (PostgreSQL's webhooks without a token position). */
+export async function dropTokenFeed(target: string): Promise<void> {
+  await execSql(target, "DROP INDEX tokens_by_feed");
+  for (const column of ["feed_seq", FED_AT]) await execSql(target, `ALTER TABLE tokens DROP COLUMN ${column}`);
+  if (isPostgresUrl(target)) await execSql(target, "ALTER TABLE webhooks DROP COLUMN pos_tokens");
+}
+
+/** Takes a store's schema back before migration 38: no market cap or all-time volume kept with the collections list's summaries, nor what came after. */
 export async function dropMarketCap(target: string): Promise<void> {
+  await dropTokenFeed(target);
   for (const table of [CLEAN_SUMMARIES, WASH_SUMMARIES]) {
     for (const index of ["market_cap", "volume_all"]) await execSql(target, `DROP INDEX ${table}_by_${index}`);
     for (const column of ["market_cap", "market_cap_key", "volume_all", "volume_all_key"]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);

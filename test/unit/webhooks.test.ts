@@ -151,10 +151,10 @@ describe("webhook positions", () => {
   });
 
   it("start a replay just before its position, shown as one number when every kind agrees", () => {
-    expect(positionsBefore(10)).toEqual({ sales: 9, listings: 9, offers: 9, transfers: 9 });
-    expect(positionsBefore(0)).toEqual({ sales: 0, listings: 0, offers: 0, transfers: 0 });
-    expect(positionsText({ sales: 9, listings: 9, offers: 9, transfers: 9 })).toBe("9");
-    expect(positionsText({ sales: 9, listings: 3, offers: 0, transfers: 9 })).toBe("sale:9,listing:3,offer:0,transfer:9");
+    expect(positionsBefore(10)).toEqual({ sales: 9, listings: 9, offers: 9, transfers: 9, tokens: 9 });
+    expect(positionsBefore(0)).toEqual({ sales: 0, listings: 0, offers: 0, transfers: 0, tokens: 0 });
+    expect(positionsText({ sales: 9, listings: 9, offers: 9, transfers: 9, tokens: 9 })).toBe("9");
+    expect(positionsText({ sales: 9, listings: 3, offers: 0, transfers: 9, tokens: 2 })).toBe("sale:9,listing:3,offer:0,transfer:9,token:2");
   });
 });
 

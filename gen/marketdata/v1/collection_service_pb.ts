@@ -919,7 +919,9 @@ export type WatchCollectionActivityRequest = Message<"marketdata.v1.WatchCollect
   contractAddress: string;
 
   /**
-   * As ListCollectionActivity's.
+   * As ListCollectionActivity's, and "token": a token whose record was
+   * written (its metadata refreshed), sent only when named; none for the
+   * first four.
    *
    * @generated from field: repeated string types = 2;
    */

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Listing, Offer, Removal, Sale, Transfer } from "./resources_pb.js";
+import type { Listing, Offer, Removal, Sale, Token, Transfer } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/webhook_service.proto.
  */
 export const file_marketdata_v1_webhook_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYXJrZXRkYXRhL3YxL3dlYmhvb2tfc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSLYAQoHV2ViaG9vaxIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSEwoLY29sbGVjdGlvbnMYAyADKAkSDQoFdHlwZXMYBCADKAkSDgoGa2V5X2lkGAUgASgDEg0KBXN0YXRlGAYgASgJEhQKDHN0YXRlX3JlYXNvbhgHIAEoCRISCgpjcmVhdGVkX2F0GAggASgDEhEKCXBvc2l0aW9ucxgJIAMoAxITCgtsYWdfc2Vjb25kcxgKIAEoAxINCgVjaGFpbhgLIAEoCRIQCghmaW5hbGl0eRgMIAEoCSKGAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSCwoDdXJsGAEgASgJEhMKC2NvbGxlY3Rpb25zGAIgAygJEg0KBXR5cGVzGAMgAygJEg4KBmtleV9pZBgEIAEoAxIMCgRmcm9tGAUgASgJEg0KBWNoYWluGAYgASgJEhAKCGZpbmFsaXR5GAcgASgJIlAKFUNyZWF0ZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rEg4KBnNlY3JldBgCIAEoCSI0ChNMaXN0V2ViaG9va3NSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJQChRMaXN0V2ViaG9va3NSZXNwb25zZRIoCgh3ZWJob29rcxgBIAMoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vaxIOCgZjdXJzb3IYAiABKAkiHwoRR2V0V2ViaG9va1JlcXVlc3QSCgoCaWQYASABKAkiPQoSR2V0V2ViaG9va1Jlc3BvbnNlEicKB3dlYmhvb2sYASABKAsyFi5tYXJrZXRkYXRhLnYxLldlYmhvb2siIQoTUGF1c2VXZWJob29rUmVxdWVzdBIKCgJpZBgBIAEoCSI/ChRQYXVzZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rIiIKFFJlc3VtZVdlYmhvb2tSZXF1ZXN0EgoKAmlkGAEgASgJIkAKFVJlc3VtZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rIiIKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSIoChpSb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBIKCgJpZBgBIAEoCSJWChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USJwoHd2ViaG9vaxgBIAEoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiMAoUUmVwbGF5V2ViaG9va1JlcXVlc3QSCgoCaWQYASABKAkSDAoEZnJvbRgCIAEoCSJAChVSZXBsYXlXZWJob29rUmVzcG9uc2USJwoHd2ViaG9vaxgBIAEoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vayI3ChpMaXN0V2ViaG9va0F0dGVtcHRzUmVxdWVzdBIKCgJpZBgBIAEoCRINCgVsaW1pdBgCIAEoBSJOChtMaXN0V2ViaG9va0F0dGVtcHRzUmVzcG9uc2USLwoIYXR0ZW1wdHMYASADKAsyHS5tYXJrZXRkYXRhLnYxLldlYmhvb2tBdHRlbXB0IrMBCg5XZWJob29rQXR0ZW1wdBIKCgJhdBgBIAEoAxISCgptZXNzYWdlX2lkGAIgASgJEg4KBmV2ZW50cxgDIAEoBRIWCg5maXJzdF9wb3NpdGlvbhgEIAEoAxIVCg1sYXN0X3Bvc2l0aW9uGAUgASgDEg4KBnN0YXR1cxgGIAEoBRISCgpsYXRlbmN5X21zGAcgASgFEg0KBWVycm9yGAggASgJEg8KB2F0dGVtcHQYCSABKAUiXAoOV2ViaG9va1BheWxvYWQSDAoEdHlwZRgBIAEoCRIRCgl0aW1lc3RhbXAYAiABKAkSKQoEZGF0YRgDIAEoCzIbLm1hcmtldGRhdGEudjEuV2ViaG9va0JhdGNoIk8KDFdlYmhvb2tCYXRjaBISCgp3ZWJob29rX2lkGAEgASgJEisKBmV2ZW50cxgCIAMoCzIbLm1hcmtldGRhdGEudjEuV2ViaG9va0V2ZW50IqECCgxXZWJob29rRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIQCghwb3NpdGlvbhgDIAEoAxIRCgl0aW1lc3RhbXAYBCABKAMSIQoEc2FsZRgFIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRInCgdsaXN0aW5nGAYgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEiMKBW9mZmVyGAcgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIpCgh0cmFuc2ZlchgIIAEoCzIXLm1hcmtldGRhdGEudjEuVHJhbnNmZXISDQoFY2hhaW4YCSABKAkSJwoHcmVtb3ZlZBgKIAEoCzIWLm1hcmtldGRhdGEudjEuUmVtb3ZhbDL8BgoOV2ViaG9va1NlcnZpY2USXAoNQ3JlYXRlV2ViaG9vaxIjLm1hcmtldGRhdGEudjEuQ3JlYXRlV2ViaG9va1JlcXVlc3QaJC5tYXJrZXRkYXRhLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZSIAElkKDExpc3RXZWJob29rcxIiLm1hcmtldGRhdGEudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBojLm1hcmtldGRhdGEudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiABJTCgpHZXRXZWJob29rEiAubWFya2V0ZGF0YS52MS5HZXRXZWJob29rUmVxdWVzdBohLm1hcmtldGRhdGEudjEuR2V0V2ViaG9va1Jlc3BvbnNlIgASXAoMUGF1c2VXZWJob29rEiIubWFya2V0ZGF0YS52MS5QYXVzZVdlYmhvb2tSZXF1ZXN0GiMubWFya2V0ZGF0YS52MS5QYXVzZVdlYmhvb2tSZXNwb25zZSIDkAICEl8KDVJlc3VtZVdlYmhvb2sSIy5tYXJrZXRkYXRhLnYxLlJlc3VtZVdlYmhvb2tSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5SZXN1bWVXZWJob29rUmVzcG9uc2UiA5ACAhJfCg1EZWxldGVXZWJob29rEiMubWFya2V0ZGF0YS52MS5EZWxldGVXZWJob29rUmVxdWVzdBokLm1hcmtldGRhdGEudjEuRGVsZXRlV2ViaG9va1Jlc3BvbnNlIgOQAgISbgoTUm90YXRlV2ViaG9va1NlY3JldBIpLm1hcmtldGRhdGEudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaKi5tYXJrZXRkYXRhLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZSIAElwKDVJlcGxheVdlYmhvb2sSIy5tYXJrZXRkYXRhLnYxLlJlcGxheVdlYmhvb2tSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5SZXBsYXlXZWJob29rUmVzcG9uc2UiABJuChNMaXN0V2ViaG9va0F0dGVtcHRzEikubWFya2V0ZGF0YS52MS5MaXN0V2ViaG9va0F0dGVtcHRzUmVxdWVzdBoqLm1hcmtldGRhdGEudjEuTGlzdFdlYmhvb2tBdHRlbXB0c1Jlc3BvbnNlIgBiBnByb3RvMw", [file_marketdata_v1_resources]);
+  fileDesc("CiNtYXJrZXRkYXRhL3YxL3dlYmhvb2tfc2VydmljZS5wcm90bxINbWFya2V0ZGF0YS52MSLYAQoHV2ViaG9vaxIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSEwoLY29sbGVjdGlvbnMYAyADKAkSDQoFdHlwZXMYBCADKAkSDgoGa2V5X2lkGAUgASgDEg0KBXN0YXRlGAYgASgJEhQKDHN0YXRlX3JlYXNvbhgHIAEoCRISCgpjcmVhdGVkX2F0GAggASgDEhEKCXBvc2l0aW9ucxgJIAMoAxITCgtsYWdfc2Vjb25kcxgKIAEoAxINCgVjaGFpbhgLIAEoCRIQCghmaW5hbGl0eRgMIAEoCSKGAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSCwoDdXJsGAEgASgJEhMKC2NvbGxlY3Rpb25zGAIgAygJEg0KBXR5cGVzGAMgAygJEg4KBmtleV9pZBgEIAEoAxIMCgRmcm9tGAUgASgJEg0KBWNoYWluGAYgASgJEhAKCGZpbmFsaXR5GAcgASgJIlAKFUNyZWF0ZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rEg4KBnNlY3JldBgCIAEoCSI0ChNMaXN0V2ViaG9va3NSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJQChRMaXN0V2ViaG9va3NSZXNwb25zZRIoCgh3ZWJob29rcxgBIAMoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vaxIOCgZjdXJzb3IYAiABKAkiHwoRR2V0V2ViaG9va1JlcXVlc3QSCgoCaWQYASABKAkiPQoSR2V0V2ViaG9va1Jlc3BvbnNlEicKB3dlYmhvb2sYASABKAsyFi5tYXJrZXRkYXRhLnYxLldlYmhvb2siIQoTUGF1c2VXZWJob29rUmVxdWVzdBIKCgJpZBgBIAEoCSI/ChRQYXVzZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rIiIKFFJlc3VtZVdlYmhvb2tSZXF1ZXN0EgoKAmlkGAEgASgJIkAKFVJlc3VtZVdlYmhvb2tSZXNwb25zZRInCgd3ZWJob29rGAEgASgLMhYubWFya2V0ZGF0YS52MS5XZWJob29rIiIKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSIoChpSb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBIKCgJpZBgBIAEoCSJWChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USJwoHd2ViaG9vaxgBIAEoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiMAoUUmVwbGF5V2ViaG9va1JlcXVlc3QSCgoCaWQYASABKAkSDAoEZnJvbRgCIAEoCSJAChVSZXBsYXlXZWJob29rUmVzcG9uc2USJwoHd2ViaG9vaxgBIAEoCzIWLm1hcmtldGRhdGEudjEuV2ViaG9vayI3ChpMaXN0V2ViaG9va0F0dGVtcHRzUmVxdWVzdBIKCgJpZBgBIAEoCRINCgVsaW1pdBgCIAEoBSJOChtMaXN0V2ViaG9va0F0dGVtcHRzUmVzcG9uc2USLwoIYXR0ZW1wdHMYASADKAsyHS5tYXJrZXRkYXRhLnYxLldlYmhvb2tBdHRlbXB0IrMBCg5XZWJob29rQXR0ZW1wdBIKCgJhdBgBIAEoAxISCgptZXNzYWdlX2lkGAIgASgJEg4KBmV2ZW50cxgDIAEoBRIWCg5maXJzdF9wb3NpdGlvbhgEIAEoAxIVCg1sYXN0X3Bvc2l0aW9uGAUgASgDEg4KBnN0YXR1cxgGIAEoBRISCgpsYXRlbmN5X21zGAcgASgFEg0KBWVycm9yGAggASgJEg8KB2F0dGVtcHQYCSABKAUiXAoOV2ViaG9va1BheWxvYWQSDAoEdHlwZRgBIAEoCRIRCgl0aW1lc3RhbXAYAiABKAkSKQoEZGF0YRgDIAEoCzIbLm1hcmtldGRhdGEudjEuV2ViaG9va0JhdGNoIk8KDFdlYmhvb2tCYXRjaBISCgp3ZWJob29rX2lkGAEgASgJEisKBmV2ZW50cxgCIAMoCzIbLm1hcmtldGRhdGEudjEuV2ViaG9va0V2ZW50IsYCCgxXZWJob29rRXZlbnQSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIQCghwb3NpdGlvbhgDIAEoAxIRCgl0aW1lc3RhbXAYBCABKAMSIQoEc2FsZRgFIAEoCzITLm1hcmtldGRhdGEudjEuU2FsZRInCgdsaXN0aW5nGAYgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEiMKBW9mZmVyGAcgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIpCgh0cmFuc2ZlchgIIAEoCzIXLm1hcmtldGRhdGEudjEuVHJhbnNmZXISDQoFY2hhaW4YCSABKAkSJwoHcmVtb3ZlZBgKIAEoCzIWLm1hcmtldGRhdGEudjEuUmVtb3ZhbBIjCgV0b2tlbhgLIAEoCzIULm1hcmtldGRhdGEudjEuVG9rZW4y/AYKDldlYmhvb2tTZXJ2aWNlElwKDUNyZWF0ZVdlYmhvb2sSIy5tYXJrZXRkYXRhLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5DcmVhdGVXZWJob29rUmVzcG9uc2UiABJZCgxMaXN0V2ViaG9va3MSIi5tYXJrZXRkYXRhLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaIy5tYXJrZXRkYXRhLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIgASUwoKR2V0V2ViaG9vaxIgLm1hcmtldGRhdGEudjEuR2V0V2ViaG9va1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkdldFdlYmhvb2tSZXNwb25zZSIAElwKDFBhdXNlV2ViaG9vaxIiLm1hcmtldGRhdGEudjEuUGF1c2VXZWJob29rUmVxdWVzdBojLm1hcmtldGRhdGEudjEuUGF1c2VXZWJob29rUmVzcG9uc2UiA5ACAhJfCg1SZXN1bWVXZWJob29rEiMubWFya2V0ZGF0YS52MS5SZXN1bWVXZWJob29rUmVxdWVzdBokLm1hcmtldGRhdGEudjEuUmVzdW1lV2ViaG9va1Jlc3BvbnNlIgOQAgISXwoNRGVsZXRlV2ViaG9vaxIjLm1hcmtldGRhdGEudjEuRGVsZXRlV2ViaG9va1JlcXVlc3QaJC5tYXJrZXRkYXRhLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZSIDkAICEm4KE1JvdGF0ZVdlYmhvb2tTZWNyZXQSKS5tYXJrZXRkYXRhLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0GioubWFya2V0ZGF0YS52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2UiABJcCg1SZXBsYXlXZWJob29rEiMubWFya2V0ZGF0YS52MS5SZXBsYXlXZWJob29rUmVxdWVzdBokLm1hcmtldGRhdGEudjEuUmVwbGF5V2ViaG9va1Jlc3BvbnNlIgASbgoTTGlzdFdlYmhvb2tBdHRlbXB0cxIpLm1hcmtldGRhdGEudjEuTGlzdFdlYmhvb2tBdHRlbXB0c1JlcXVlc3QaKi5tYXJrZXRkYXRhLnYxLkxpc3RXZWJob29rQXR0ZW1wdHNSZXNwb25zZSIAYgZwcm90bzM", [file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.Webhook
@@ -38,7 +38,8 @@ export type Webhook = Message<"marketdata.v1.Webhook"> & {
   collections: string[];
 
   /**
-   * Any of "sale", "listing", "offer", "transfer".
+   * Any of "sale", "listing", "offer", "transfer", "token" (a token whose
+   * record was written: sent only when named).
    *
    * @generated from field: repeated string types = 4;
    */
@@ -74,8 +75,8 @@ export type Webhook = Message<"marketdata.v1.Webhook"> & {
   createdAt: bigint;
 
   /**
-   * The position delivered up to, per kind (sale, listing, offer, transfer
-   * in that order): every event at or below it was acknowledged.
+   * The position delivered up to, per kind (sale, listing, offer, transfer,
+   * token in that order): every event at or below it was acknowledged.
    *
    * @generated from field: repeated int64 positions = 9;
    */
@@ -131,6 +132,8 @@ export type CreateWebhookRequest = Message<"marketdata.v1.CreateWebhookRequest">
   collections: string[];
 
   /**
+   * As Webhook's types; none: "sale", "listing", "offer" and "transfer".
+   *
    * @generated from field: repeated string types = 3;
    */
   types: string[];
@@ -640,8 +643,8 @@ export type WebhookEvent = Message<"marketdata.v1.WebhookEvent"> & {
   id: string;
 
   /**
-   * "sale", "listing", "offer", "transfer" or "removed" (a record a
-   * reorganisation took back): which of the fields below is set.
+   * "sale", "listing", "offer", "transfer", "token" or "removed" (a record
+   * a reorganisation took back): which of the fields below is set.
    *
    * @generated from field: string type = 2;
    */
@@ -656,7 +659,7 @@ export type WebhookEvent = Message<"marketdata.v1.WebhookEvent"> & {
 
   /**
    * The record's time, epoch seconds (a sale's or transfer's timestamp, a
-   * listing's or offer's createdAt).
+   * listing's or offer's createdAt, the second a token's record was written).
    *
    * @generated from field: int64 timestamp = 4;
    */
@@ -696,6 +699,14 @@ export type WebhookEvent = Message<"marketdata.v1.WebhookEvent"> & {
    * @generated from field: marketdata.v1.Removal removed = 10;
    */
   removed?: Removal | undefined;
+
+  /**
+   * Set when type is "token": a token whose record was written, as the
+   * tokens list answers it.
+   *
+   * @generated from field: marketdata.v1.Token token = 11;
+   */
+  token?: Token | undefined;
 };
 
 /**

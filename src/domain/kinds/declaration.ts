@@ -54,6 +54,8 @@ export interface FeedDeclaration<Row> {
   readonly time: (row: Row) => number;
   /** The row as its event's message (`now`: epoch seconds, for kinds whose status depends on it). */
   readonly toMessage: (row: Row, now: number) => Message;
+  /** Sent only where asked for by its type (a webhook's or a stream's `types`), not by default: the market's events are the default. */
+  readonly askedOnly?: true;
 }
 
 export interface KindDeclaration<Name extends string = string, Checked = unknown, Rpc = never, Row = unknown> {

@@ -83,6 +83,9 @@ export function feedOf(kind: FeedKind): FeedDeclaration<unknown> {
 /** The feed kind of each event type ("sale": "sales"). */
 export const FEED_KIND_OF_EVENT: Readonly<Record<string, FeedKind>> = Object.fromEntries(FEED_KINDS.map((k) => [feedOf(k).event, k]));
 
+/** The event types a webhook or a stream sends when it names none: every feed kind's but those sent only when asked (FeedDeclaration.askedOnly). */
+export const DEFAULT_EVENT_TYPES: readonly string[] = FEED_KINDS.filter((k) => feedOf(k).askedOnly !== true).map((k) => feedOf(k).event);
+
 export function isFeedKind(kind: string): kind is FeedKind {
   return (FEED_KINDS as readonly string[]).includes(kind);
 }

@@ -1,4 +1,6 @@
 import type { TokenAttribute, TokenRecord } from "../../../gen/marketdata/v1/ingest_service_pb.js";
+import type { TokenEventRow } from "../rows.js";
+import { toToken } from "../wire/messages.js";
 import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 import { attribute, MAX_ATTRIBUTES, NO_TOKEN_METADATA, tokenMetadata } from "./parts.js";
@@ -39,4 +41,7 @@ export const tokens = declareKind({
   }),
   naturalKey: ["contractAddress", "assetId"],
   moves: ["owners", "traits", "asks", "rarity-inputs"],
+  // A record written (inserted, or changed: metadata refreshed) is an event, at the second it was written: the token as the tokens list answers it.
+  // Asked for by name only: the feeds' default is the market's events.
+  feed: { event: "token", slot: 4, time: (r: TokenEventRow) => r.fedAt, toMessage: (r: TokenEventRow) => toToken(r), askedOnly: true },
 });

@@ -8,7 +8,7 @@ import type { FeedPositions, WebhookAttemptRecord, WebhookRecord, WebhookStore }
 import * as p from "../params.js";
 import { newSecret } from "./delivery.js";
 import { checkWebhookUrl, type DestinationPolicy } from "./destination.js";
-import { FEED_KIND_OF_EVENT, FEED_KINDS } from "../../domain/kinds/index.js";
+import { DEFAULT_EVENT_TYPES, FEED_KIND_OF_EVENT, FEED_KINDS } from "../../domain/kinds/index.js";
 import { collectionHeads, parseStart, positionsBefore, type StartPoint } from "./positions.js";
 
 // What an operator does with webhooks, on either side: the admin RPC
@@ -38,7 +38,7 @@ export interface CreateWebhook {
   collections: readonly string[];
   /** The chain of its collections (domain/chains.ts); "" or absent: the default chain. */
   chain?: string;
-  /** "sale", "listing", "offer", "transfer"; none: all four. */
+  /** "sale", "listing", "offer", "transfer", "token"; none: the first four (DEFAULT_EVENT_TYPES). */
   types: readonly string[];
   keyId: number;
   /** "now" (or ""), a position, or a time. */
@@ -85,9 +85,9 @@ export class WebhookAdmin {
     if (collections.length > MAX_WEBHOOK_COLLECTIONS) throw p.invalid(`collections may name at most ${MAX_WEBHOOK_COLLECTIONS} contract addresses, got ${collections.length}`);
     const types = req.types.flatMap((t) => t.split(",")).map((t) => t.trim()).filter((t) => t !== "");
     const kinds = new Set<FeedKind>();
-    for (const t of types.length === 0 ? Object.keys(FEED_KIND_OF_EVENT) : types) {
+    for (const t of types.length === 0 ? DEFAULT_EVENT_TYPES : types) {
       const kind = FEED_KIND_OF_EVENT[t];
-      if (kind === undefined) throw p.invalid(`types must be among sale, listing, offer, transfer, got ${echo(t)}`);
+      if (kind === undefined) throw p.invalid(`types must be among ${Object.keys(FEED_KIND_OF_EVENT).join(", ")}, got ${echo(t)}`);
       kinds.add(kind);
     }
     if (!Number.isSafeInteger(req.keyId) || req.keyId <= 0) throw p.invalid(`key id must be a positive integer, got ${req.keyId}`);

@@ -1,4 +1,4 @@
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../../domain/rows.js";
 import type { MaybePromise } from "./paging.js";
 
 // Live feeds: the sales, listings, offers and transfers each commit inserted
@@ -7,6 +7,9 @@ import type { MaybePromise } from "./paging.js";
 /** The kinds the feeds carry (their declarations say so: domain/kinds). */
 export type { FeedKind } from "../../domain/kinds/index.js";
 import type { FeedKind } from "../../domain/kinds/index.js";
+
+/** The feed kinds a reorganisation can take back (docs/chains.md): a token's record is no chain event. */
+export type RemovableKind = Exclude<FeedKind, "tokens">;
 
 /**
  * A row of a feed at its position. Every write that inserts or changes a
@@ -36,6 +39,8 @@ export interface FeedRepository {
   listings(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<ListingRow>[]>;
   offers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<OfferRow>[]>;
   transfers(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<TransferRow>[]>;
+  /** The tokens whose record was written (inserted or changed), each at the position of its latest write. */
+  tokens(collectionId: number, after: number, limit: number): MaybePromise<FeedEntry<TokenEventRow>[]>;
   /**
    * Several collections' rows of `kind` above `after`, merged in position
    * order, at most `limit`: read in one statement, so from one snapshot. Reads

@@ -1,7 +1,7 @@
 import type { UsdSummary } from "../../domain/money.js";
 import type { Fragment, WireForm } from "../../domain/wire/fragments.js";
 import type { AppraisalRow, InfluencerRow, ListingRow, ListingStatusName, RarityRow, SaleRow, SalesSummary, ScoreRow, TransferRow, TweetRow } from "../../domain/rows.js";
-import type { FeedKind, FeedRepository } from "./feed.js";
+import type { FeedRepository, RemovableKind } from "./feed.js";
 import type { KeysRepository } from "./keys.js";
 import type { AnalyticsRepository, CollectionListRepository, OffersRepository, PricesRepository, TokensRepository } from "./market.js";
 import type { KeySpec, MaybePromise, Page, PageRequest, TimeWindow } from "./paging.js";
@@ -101,7 +101,7 @@ export interface TransfersRepository {
 
 /** A sale or transfer a reorganisation took back, as kept (docs/chains.md, "Removals in the feeds"). */
 export interface RemovedRecord {
-  kind: FeedKind;
+  kind: RemovableKind;
   /** The record as it was: a SaleRow, TransferRow, ListingRow or OfferRow (kind). */
   row: unknown;
   /** Its time (a sale's or transfer's timestamp, an order's creation) and block: the page's order. */
@@ -117,7 +117,7 @@ export const REMOVAL_KEY: KeySpec = ["int", "int", "int"];
 
 export interface RemovalsRepository {
   /** A collection's records of `kinds` taken back, newest record first (REMOVAL_KEY). */
-  removalsPage(collectionId: number, kinds: readonly FeedKind[], page: PageRequest): MaybePromise<Page<RemovedRecord>>;
+  removalsPage(collectionId: number, kinds: readonly RemovableKind[], page: PageRequest): MaybePromise<Page<RemovedRecord>>;
 }
 
 export interface SocialRepository {

@@ -1,5 +1,7 @@
 import { usdPointSql } from "../shared/prices.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../../domain/rows.js";
+import { toToken } from "../shared/token-market.js";
+import { tokenRowsOf } from "./tokens.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
@@ -28,7 +30,7 @@ export const OFFER_COLUMNS = `c.address, a.marketplace_id, a.marketplace, coales
 const from = (table: string, columns: string) => `${columns} FROM ${table} a JOIN collections c ON c.id = a.collection_id`;
 
 /** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns. */
-const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; removed?: string; row: (r: Record<string, unknown>) => unknown }> = {
+const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; removed?: string; above?: (id: string) => string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
     table: "sales",
     sql: `SELECT a.feed_seq, NULL::bigint AS original_seq, ${from("sales", SALE_COLUMNS)}`,
@@ -57,6 +59,14 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
     removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.offers, OFFER_COLUMNS)}`,
     row: toOffer,
   },
+  // A token whose record was written, as the tokens list answers it (migration 39); never taken back.
+  tokens: {
+    table: "tokens",
+    sql: "",
+    // One range of tokens_by_feed, each row's sale and listing a seek: the index's order (nested loops keep it).
+    above: (id) => tokenRowsOf("tokens t", ` WHERE t.collection_id = ${id} AND t.feed_seq > $2 ORDER BY t.feed_seq LIMIT $3`, "t.feed_seq, NULL::bigint AS original_seq, t.fed_at, "),
+    row: (r): TokenEventRow => ({ ...toToken(r, "id"), fedAt: Number(r.fed_at) }),
+  },
 };
 
 /** A row read as a feed entry (shared/removals.ts). */
@@ -64,7 +74,8 @@ const feedEntry = (kind: FeedKind) => (r: Record<string, unknown>): FeedEntry<un
 
 /** A collection's rows and removals of a kind above a position (`id`: the collection's expression; $2 the position, $3 the limit). */
 function above(kind: FeedKind, id: string): string {
-  const { sql, removed } = SELECT[kind];
+  const { sql, removed, above: own } = SELECT[kind];
+  if (own !== undefined) return own(id);
   const one = (q: string) => `${q} WHERE a.collection_id = ${id} AND a.feed_seq > $2 ORDER BY a.feed_seq LIMIT $3`;
   return removed === undefined ? one(sql) : `(${one(sql)}) UNION ALL (${one(removed)}) ORDER BY feed_seq LIMIT $3`;
 }
@@ -111,6 +122,10 @@ export class PgFeed implements FeedRepository {
 
   offers(collectionId: number, after: number, limit: number): Promise<FeedEntry<OfferRow>[]> {
     return this.#read("offers", collectionId, after, limit);
+  }
+
+  tokens(collectionId: number, after: number, limit: number): Promise<FeedEntry<TokenEventRow>[]> {
+    return this.#read("tokens", collectionId, after, limit);
   }
 
   async merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): Promise<FeedEntry<unknown>[]> {

@@ -1,3 +1,4 @@
+import { FED_AT } from "../shared/token-feed.js";
 import { COLLECTION_METADATA_COLUMNS, collectionMetadataValues, metadataSql, TOKEN_METADATA_COLUMNS, tokenMetadataValues } from "../shared/metadata.js";
 import { chainOf, describeRef } from "../../domain/chains.js";
 import { refSql } from "../shared/collection-ref.js";
@@ -294,8 +295,10 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     // A new token row takes its ask from the listings (token-market.ts): none may commit meanwhile.
     before: [REGISTER_COLLECTIONS, `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`],
     // The record's owner: the token's owner until a sale or transfer moves it (ownership.ts).
-    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS],
-        withCollection(`c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded, ${metadataSql("st", "tokens")}`)),
+    // A record written is an event at its position and second (migration 39: shared/token-feed.ts); TOKENS_LOCK orders the positions' commits.
+    counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS, FED_AT],
+        withCollection(`c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded, ${metadataSql("st", "tokens")},
+          extract(epoch FROM statement_timestamp())::bigint AS ${FED_AT}`), undefined, true),
     after: [ownersFound(STAGED_TOKENS)],
     tables: ["collections", "tokens", "token_owners", "collection_holdings", "token_traits", "trait_values"],
     serialized: true,

@@ -1,5 +1,7 @@
 import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
+import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
+import { TOKEN_POSITION_MIGRATION } from "../shared/webhook-rows.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 import { LISTING_BLOCK_COLUMNS, SALE_JSON_BLOCK_HASH } from "../shared/wire-rows.js";
 import { FINALITY_MIGRATION, REMOVALS_BY_TIME_MIGRATION, REMOVALS_MIGRATION, REORGS_MIGRATION } from "./reorgs.js";
@@ -446,6 +448,9 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   FLAGS_SCHEMA,
   // 38: the collections list's market cap and all-time volume orders (collection-summaries.ts), as SQLite's 38.
   SUMMARY_ORDERS_MIGRATION,
+  // 39: a token's record written is a live-feed event, as SQLite's 39 (shared/token-feed.ts).
+  `${TOKEN_FEED_MIGRATION("bigint")}
+  ${TOKEN_POSITION_MIGRATION("bigint")};`,
 ];
 
 /**

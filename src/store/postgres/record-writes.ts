@@ -1,3 +1,4 @@
+import { comparedColumns } from "../shared/token-feed.js";
 import type pg from "pg";
 
 // How each importable kind lands in PostgreSQL: its records are streamed by
@@ -124,19 +125,11 @@ export function upsertSql(
     up AS (
       INSERT INTO ${table} AS t (${columns}) SELECT ${columns} FROM ${rows}${order === undefined ? "" : ` ORDER BY ${order}`}
       ON CONFLICT (${k}) DO UPDATE SET ${feed ? "feed_seq = EXCLUDED.feed_seq, " : ""}${values.map((v) => `${v} = EXCLUDED.${v}`).join(", ")}
-      WHERE (${compared(values).map((v) => `t.${v}`).join(", ")}) IS DISTINCT FROM (${compared(values).map((v) => `EXCLUDED.${v}`).join(", ")})
+      WHERE (${comparedColumns(values).map((v) => `t.${v}`).join(", ")}) IS DISTINCT FROM (${comparedColumns(values).map((v) => `EXCLUDED.${v}`).join(", ")})
       RETURNING (xmax = 0) AS inserted)
     SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM up`;
 }
 
-/**
- * The value columns a merge compares to tell a changed row from an
- * unchanged one: a row's ready answers (wire_*, wire-rows.ts) are made from
- * the others, so comparing them too would only cost (~1 KB a sale).
- */
-function compared(values: readonly string[]): readonly string[] {
-  return values.filter((v) => !v.startsWith("wire_"));
-}
 
 /** Lines of one batch among several in a stage: its line numbers are batch * BATCH_LINES + its own. */
 export const BATCH_LINES = 1_000_000;
@@ -150,7 +143,7 @@ export const BATCH_LINES = 1_000_000;
  */
 export function classifySql(table: string, key: readonly string[], values: readonly string[], source: string): string {
   const k = key.join(", ");
-  const vals = (alias: string) => `ROW(${compared(values).map((v) => `${alias}.${v}`).join(", ")})`;
+  const vals = (alias: string) => `ROW(${comparedColumns(values).map((v) => `${alias}.${v}`).join(", ")})`;
   return `WITH src AS (
       SELECT DISTINCT ON (x.line / ${BATCH_LINES}, ${key.map((c) => `x.${c}`).join(", ")}) x.*, (x.line / ${BATCH_LINES})::int AS batch_no
       FROM (${source}) x ORDER BY x.line / ${BATCH_LINES}, ${key.map((c) => `x.${c}`).join(", ")}, x.line DESC),

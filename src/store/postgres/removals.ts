@@ -1,7 +1,7 @@
 import type { Page, PageRequest } from "../ports/paging.js";
 import type { RemovalsRepository, RemovedRecord } from "../ports/reads.js";
 import { mergedRemovals, REMOVAL_TABLES, REMOVAL_TIME, removedRecord } from "../shared/removals.js";
-import type { FeedKind } from "../ports/feed.js";
+import type { RemovableKind } from "../ports/feed.js";
 import { LISTING_COLUMNS, OFFER_COLUMNS, SALE_COLUMNS } from "./feed.js";
 import type { PgQueries } from "./statements.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
@@ -10,12 +10,12 @@ import { TRANSFER_COLUMNS } from "./transfers.js";
 // SQLite's removals.ts: each removal table one range of its time index
 // (migrations 25 and 28), from the page's key on.
 
-const COLUMNS: Readonly<Record<FeedKind, string>> = { sales: SALE_COLUMNS, transfers: TRANSFER_COLUMNS("a"), listings: LISTING_COLUMNS, offers: OFFER_COLUMNS };
+const COLUMNS: Readonly<Record<RemovableKind, string>> = { sales: SALE_COLUMNS, transfers: TRANSFER_COLUMNS("a"), listings: LISTING_COLUMNS, offers: OFFER_COLUMNS };
 
 export class PgRemovalsRead implements RemovalsRepository {
   constructor(private readonly q: PgQueries) {}
 
-  async removalsPage(collectionId: number, kinds: readonly FeedKind[], page: PageRequest): Promise<Page<RemovedRecord>> {
+  async removalsPage(collectionId: number, kinds: readonly RemovableKind[], page: PageRequest): Promise<Page<RemovedRecord>> {
     const parts = await Promise.all(kinds.map(async (kind) => {
       const values: unknown[] = [collectionId];
       const $ = (v: unknown) => `$${values.push(v)}`;

@@ -33,6 +33,16 @@ const SALE_AND_LISTING = `
     FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 
+/** A tokens-list row's columns, of the token row `t`, its collection `c` and SALE_AND_LISTING's joins, as shared/token-market.ts toToken reads them. */
+const TOKEN_ROW_COLUMNS = `c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
+         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*`;
+
+/** Tokens-list rows of the tokens `from` names as `t` (the table, or a subquery of its rows) and `where` keeps, `columns` before theirs. */
+export const tokenRowsOf = (from: string, where = "", columns = "") => `SELECT ${columns}${TOKEN_ROW_COLUMNS}
+       FROM ${from}
+       JOIN collections c ON c.id = t.collection_id
+       ${SALE_AND_LISTING}${where}`;
+
 export class PgTokens implements TokensRepository {
   constructor(private readonly q: PgQueries) {}
 
@@ -81,14 +91,7 @@ export class PgTokens implements TokensRepository {
     // wallet's or a trait's tokens sorted), then only its rows read their
     // latest sale and cheapest listing; the joins need not keep its order,
     // so the rows are put back in it here.
-    const rows = await this.q.rows(
-      `SELECT c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
-         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*
-       FROM (SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t
-       JOIN collections c ON c.id = t.collection_id
-       ${SALE_AND_LISTING}`,
-      values,
-    );
+    const rows = await this.q.rows(tokenRowsOf(`(SELECT t.* FROM ${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${$(page.limit + 1)}) t`), values);
     const tokens = rows.map((r) => toToken(r, filter.sort)).sort(TOKEN_ORDER[filter.sort]);
     return toPage(tokens, page.limit, (t) => t, (t) => t.key);
   }

@@ -3,7 +3,8 @@ import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, 
 import { StoreReadOnlyError } from "../ports/errors.js";
 import { WEBHOOK_LOG_SIZE } from "../ports/webhooks.js";
 import { inTransaction } from "./transaction.js";
-import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
+import { ATTEMPT_COLUMNS, attemptValues, POSITION_COLUMNS, positionValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
+import { FEED_KINDS } from "../../domain/kinds/index.js";
 
 // Webhooks of a PostgreSQL store: tables of the store (migration 16), so
 // that every server on it shares them. Leases are judged by the database's
@@ -85,10 +86,10 @@ export class PgWebhookStore implements WebhookStore {
 
   create(w: NewWebhook): Promise<WebhookRecord> {
     return this.#one(
-      `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret, final_only)
-       VALUES ($1, $2, $3, $4, $5, 'active', extract(epoch FROM now())::bigint, $6, $7, $8, $9, $10, $11, $12) RETURNING ${WEBHOOK_COLUMNS}`,
-      [w.id, w.url, JSON.stringify(w.collections), JSON.stringify(w.kinds), w.keyId, w.epoch,
-        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret, w.finalOnly === true],
+      `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, ${POSITION_COLUMNS.join(", ")}, secret, final_only)
+       VALUES ($1, $2, $3, $4, $5, 'active', extract(epoch FROM now())::bigint, $6, ${POSITION_COLUMNS.map((_, i) => `$${7 + i}`).join(", ")},
+         $${7 + POSITION_COLUMNS.length}, $${8 + POSITION_COLUMNS.length}) RETURNING ${WEBHOOK_COLUMNS}`,
+      [w.id, w.url, JSON.stringify(w.collections), JSON.stringify(w.kinds), w.keyId, w.epoch, ...positionValues(w.positions), w.secret, w.finalOnly === true],
     ) as Promise<WebhookRecord>;
   }
 
@@ -118,9 +119,9 @@ export class PgWebhookStore implements WebhookStore {
 
   replay(id: string, epoch: string, p: FeedPositions): Promise<WebhookRecord | undefined> {
     return this.#one(
-      `UPDATE webhooks SET epoch = $1, pos_sales = $2, pos_listings = $3, pos_offers = $4, pos_transfers = $5,
-         generation = generation + 1, state = 'active', state_reason = NULL WHERE id = $6 RETURNING ${WEBHOOK_COLUMNS}`,
-      [epoch, p.sales, p.listings, p.offers, p.transfers, id],
+      `UPDATE webhooks SET epoch = $1, ${POSITION_COLUMNS.map((c, i) => `${c} = $${2 + i}`).join(", ")},
+         generation = generation + 1, state = 'active', state_reason = NULL WHERE id = $${2 + POSITION_COLUMNS.length} RETURNING ${WEBHOOK_COLUMNS}`,
+      [epoch, ...positionValues(p), id],
     );
   }
 
@@ -192,9 +193,9 @@ export class PgWebhookStore implements WebhookStore {
       if (moved.length > 0) {
         const q = (k: keyof FeedPositions) => moved.map((p) => p.positions![k]);
         await c.query(
-          `UPDATE webhooks w SET pos_sales = v.s, pos_listings = v.l, pos_offers = v.o, pos_transfers = v.t
-             FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS v(id, s, l, o, t) WHERE w.id = v.id`,
-          [moved.map((p) => p.id), q("sales"), q("listings"), q("offers"), q("transfers")],
+          `UPDATE webhooks w SET ${POSITION_COLUMNS.map((col, i) => `${col} = v.p${i}`).join(", ")}
+             FROM unnest($1::text[], ${POSITION_COLUMNS.map((_, i) => `$${2 + i}::bigint[]`).join(", ")}) AS v(id, ${POSITION_COLUMNS.map((_, i) => `p${i}`).join(", ")}) WHERE w.id = v.id`,
+          [moved.map((p) => p.id), ...FEED_KINDS.map(q)],
         );
       }
       for (const p of current.filter((x) => x.state !== undefined)) {

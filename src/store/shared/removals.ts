@@ -3,7 +3,7 @@ import { toListing, toOffer, toSale, toTransfer } from "./rows.js";
 import { toPage, type Page } from "../ports/paging.js";
 import type { KeyValue } from "../../domain/rows.js";
 import type { RemovedRecord } from "../ports/reads.js";
-import type { FeedEntry, FeedKind } from "../ports/feed.js";
+import type { FeedEntry, RemovableKind } from "../ports/feed.js";
 
 // The records taken back, newest first, as the activity list reads them
 // with includeRemoved (docs/chains.md): each removal table's page by time
@@ -25,11 +25,11 @@ export function feedEntry(r: Row, row: (r: Row) => unknown): FeedEntry<unknown> 
 export const removalKey = (r: RemovedRecord): KeyValue[] => [r.time, r.block, r.seq];
 
 /** Each kind's removal table: its time column, and its row as the feed reads it. */
-export const REMOVAL_TIME: Readonly<Record<FeedKind, string>> = { sales: "timestamp", transfers: "timestamp", listings: "created_at", offers: "created_at" };
-const ROW_OF: Readonly<Record<FeedKind, (r: Row) => { block?: number }>> = { sales: toSale, transfers: toTransfer, listings: toListing, offers: toOffer };
+export const REMOVAL_TIME: Readonly<Record<RemovableKind, string>> = { sales: "timestamp", transfers: "timestamp", listings: "created_at", offers: "created_at" };
+const ROW_OF: Readonly<Record<RemovableKind, (r: Row) => { block?: number }>> = { sales: toSale, transfers: toTransfer, listings: toListing, offers: toOffer };
 
 /** A removal table's row as a removed record. */
-export function removedRecord(kind: FeedKind, r: Row): RemovedRecord {
+export function removedRecord(kind: RemovableKind, r: Row): RemovedRecord {
   const row = ROW_OF[kind](r);
   return { kind, row, time: Number(r[REMOVAL_TIME[kind]]), block: row.block ?? 0, seq: Number(r.feed_seq), originalSeq: Number(r.original_seq) };
 }

@@ -1,13 +1,23 @@
 import type { FeedKind } from "../ports/feed.js";
-import type { WebhookAttemptRecord, WebhookRecord, WebhookState } from "../ports/webhooks.js";
+import type { FeedPositions, WebhookAttemptRecord, WebhookRecord, WebhookState } from "../ports/webhooks.js";
+import { FEED_KINDS } from "../../domain/kinds/index.js";
 
 // The webhooks' tables as both engines keep them (sqlite/webhooks.ts,
-// postgres/webhooks.ts): one row per webhook with its four positions, its
+// postgres/webhooks.ts): one row per webhook with its position in each feed, its
 // lease and its secrets; a log of attempts; marks of where the feed stood.
+
+/** A webhook's position in each feed kind's feed: a column each (pos_tokens: migration 39), in FEED_KINDS order. */
+export const POSITION_COLUMNS: readonly string[] = FEED_KINDS.map((k) => `pos_${k}`);
+
+/** Positions as POSITION_COLUMNS' values. */
+export const positionValues = (p: FeedPositions): number[] => FEED_KINDS.map((k) => p[k]);
+
+/** A column added to a store's webhooks since they were made: each feed's position after the first four. */
+export const TOKEN_POSITION_MIGRATION = (int: "INTEGER" | "bigint") => `ALTER TABLE webhooks ADD COLUMN pos_tokens ${int} NOT NULL DEFAULT 0`;
 
 /** A webhook row's columns, as toWebhook reads them. */
 export const WEBHOOK_COLUMNS = `id, url, collections, kinds, key_id, state, state_reason, created_at, epoch,
-  pos_sales, pos_listings, pos_offers, pos_transfers, generation, secret, previous_secret, previous_until, final_only`;
+  ${POSITION_COLUMNS.join(", ")}, generation, secret, previous_secret, previous_until, final_only`;
 
 export const ATTEMPT_COLUMNS = `at, message_id, events, first_position, last_position, status, latency_ms, error, attempt`;
 
@@ -22,12 +32,7 @@ export function toWebhook(r: Record<string, unknown>): WebhookRecord {
     stateReason: (r.state_reason as string | null) ?? null,
     createdAt: Number(r.created_at),
     epoch: r.epoch as string,
-    positions: {
-      sales: Number(r.pos_sales),
-      listings: Number(r.pos_listings),
-      offers: Number(r.pos_offers),
-      transfers: Number(r.pos_transfers),
-    },
+    positions: Object.fromEntries(FEED_KINDS.map((k) => [k, Number(r[`pos_${k}`])])) as FeedPositions,
     generation: Number(r.generation),
     secret: r.secret as string,
     previousSecret: (r.previous_secret as string | null) ?? null,

@@ -1,5 +1,7 @@
 import { usdPointSql } from "../shared/prices.js";
-import type { ListingRow, OfferRow, SaleRow, TransferRow } from "../../domain/rows.js";
+import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../../domain/rows.js";
+import { toToken } from "../shared/token-market.js";
+import { TOKEN_ROW } from "./tokens.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
@@ -28,8 +30,8 @@ export const OFFER_COLUMNS = orderColumns("offers");
 const from = (table: string, columns: string) =>
   `${columns} FROM ${table} a INDEXED BY ${table}_by_feed JOIN collections c ON c.id = a.collection_id`;
 
-/** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns. */
-const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<string, unknown>) => unknown }> = {
+/** Each kind's rows and its removals: `feed_seq, original_seq` (NULL for a row), then the kind's columns; the row's alias when not `a`. */
+const SELECT: Record<FeedKind, { sql: string; removed?: string; alias?: string; row: (r: Record<string, unknown>) => unknown }> = {
   sales: {
     sql: `SELECT a.feed_seq, NULL AS original_seq, ${from("sales", SALE_COLUMNS)}`,
     removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.sales, SALE_COLUMNS)}`,
@@ -50,15 +52,22 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; row: (r: Record<
     removed: `SELECT a.feed_seq, a.original_seq, ${from(REMOVAL_TABLES.offers, OFFER_COLUMNS)}`,
     row: toOffer,
   },
+  // A token whose record was written, as the tokens list answers it (migration 39); never taken back.
+  tokens: {
+    sql: `SELECT t.feed_seq, NULL AS original_seq, t.fed_at, ${TOKEN_ROW.columns}
+      FROM tokens t INDEXED BY tokens_by_feed JOIN collections c ON c.id = t.collection_id ${TOKEN_ROW.joins}`,
+    alias: "t",
+    row: (r): TokenEventRow => ({ ...toToken(r, "id"), fedAt: Number(r.fed_at) }),
+  },
 };
 
-/** The rows above a position of one collection. */
-const ONE = " WHERE a.collection_id = ? AND a.feed_seq > ? ORDER BY a.feed_seq LIMIT ?";
+/** The rows above a position of one collection (its row as `alias`). */
+const one = (alias = "a") => ` WHERE ${alias}.collection_id = ? AND ${alias}.feed_seq > ? ORDER BY ${alias}.feed_seq LIMIT ?`;
 
-/** A kind's statements read for a collection: its rows, and its removals when it has any. */
+/** A kind's statements read for a collection: its rows, and its removals when it has any, each with its condition on a collection. */
 const parts = (kind: FeedKind) => {
-  const { sql, removed } = SELECT[kind];
-  return removed === undefined ? [sql] : [sql, removed];
+  const { sql, removed, alias } = SELECT[kind];
+  return removed === undefined ? [sql + one(alias)] : [sql + one(alias), removed + one()];
 };
 
 
@@ -81,7 +90,7 @@ export class SqliteFeed implements FeedRepository {
   }
 
   head(kind: FeedKind, collectionId: number): number {
-    const tables = SELECT[kind].removed === undefined ? [kind] : [kind, REMOVAL_TABLES[kind]];
+    const tables = kind === "tokens" ? [kind] : [kind, REMOVAL_TABLES[kind]];
     const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;
     return this.s.prepare(sql).pluck().get(...tables.map(() => collectionId)) as number;
   }
@@ -106,12 +115,16 @@ export class SqliteFeed implements FeedRepository {
     return this.#read("offers", collectionId, after, limit);
   }
 
+  tokens(collectionId: number, after: number, limit: number): FeedEntry<TokenEventRow>[] {
+    return this.#read("tokens", collectionId, after, limit);
+  }
+
   merged(kind: FeedKind, collectionIds: readonly number[], after: number, limit: number): FeedEntry<unknown>[] {
     if (collectionIds.length === 0) return [];
     // One statement, so one snapshot: each collection's `limit` lowest rows and removals, then the lowest of those.
     const statements = parts(kind);
-    if (collectionIds.length === 1 && statements.length === 1) return this.s.rows(statements[0] + ONE, [collectionIds[0], after, limit]).map(feedEntry(kind));
-    const each = collectionIds.flatMap(() => statements.map((sql) => `SELECT * FROM (${sql}${ONE})`)).join(" UNION ALL ");
+    if (collectionIds.length === 1 && statements.length === 1) return this.s.rows(statements[0]!, [collectionIds[0], after, limit]).map(feedEntry(kind));
+    const each = collectionIds.flatMap(() => statements.map((sql) => `SELECT * FROM (${sql})`)).join(" UNION ALL ");
     const params = collectionIds.flatMap((id) => statements.flatMap(() => [id, after, limit]));
     return this.s.rows(`${each} ORDER BY feed_seq LIMIT ?`, [...params, limit]).map(feedEntry(kind));
   }

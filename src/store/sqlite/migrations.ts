@@ -1,5 +1,6 @@
 import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
+import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
 // Versioned schema. PRAGMA user_version holds the number of migrations
 // applied; each migration runs once, in its own transaction.
@@ -395,6 +396,8 @@ export const MIGRATIONS: readonly Migration[] = [
   FLAGS_SCHEMA,
   // 38: the collections list's market cap (floor × tokens) and all-time volume orders (collection-summaries.ts).
   summaryOrdersMigration,
+  // 39: a token's record written is a live-feed event (shared/token-feed.ts).
+  TOKEN_FEED_MIGRATION("INTEGER"),
 ];
 
 

@@ -1,3 +1,5 @@
+import { comparedColumns, FED_AT } from "../shared/token-feed.js";
+import { nowSeconds } from "../../domain/formats.js";
 import { COLLECTION_METADATA_COLUMNS, type CollectionMetadata, collectionMetadataValues, TOKEN_METADATA_COLUMNS, type TokenMetadata, tokenMetadataValues } from "../shared/metadata.js";
 import { movesFlaggedInWei } from "../shared/wash-scope.js";
 import { finalizedRemoval } from "../shared/conflicts.js";
@@ -84,8 +86,10 @@ export const TABLES = {
   token: {
     table: "tokens",
     key: ["collection_id", "asset_key"],
-    values: ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS],
+    values: ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS, FED_AT],
     insertAlso: [["current_owner", "record_owner"]],
+    // A record written is an event (migration 39: shared/token-feed.ts).
+    feed: true,
   },
   appraisal: {
     table: "appraisals",
@@ -361,6 +365,7 @@ export class WriteStore {
       record_owner: r.currentOwner,
       attributes: JSON.stringify(r.attributes),
       recorded: 1,
+      [FED_AT]: nowSeconds(),
     };
     tokenMetadataValues(r).forEach((v, i) => (row[TOKEN_METADATA_COLUMNS[i]!] = v));
     return this.#upsert(TABLES.token, row);
@@ -852,8 +857,8 @@ export class WriteStore {
       const marks = (n: number) => Array(n).fill("?").join(", ");
       // A row's ready answers (wire-rows.ts) are made from its other columns:
       // comparing them too would only cost (~700 bytes a sale), never decide.
-      const compared = spec.values.filter((c) => !c.startsWith("wire_"));
-      if (spec.values.slice(0, compared.length).some((c, i) => c !== compared[i])) throw new Error(`${spec.table}: its wire_ columns must come last`);
+      const compared = comparedColumns(spec.values);
+      if (spec.values.slice(0, compared.length).some((c, i) => c !== compared[i])) throw new Error(`${spec.table}: the columns it does not compare must come last`);
       u = {
         spec,
         compared: compared.length,

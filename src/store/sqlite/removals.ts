@@ -1,7 +1,7 @@
 import type { Page, PageRequest } from "../ports/paging.js";
 import type { RemovalsRepository, RemovedRecord } from "../ports/reads.js";
 import { mergedRemovals, REMOVAL_TABLES, REMOVAL_TIME, removedRecord } from "../shared/removals.js";
-import type { FeedKind } from "../ports/feed.js";
+import type { RemovableKind } from "../ports/feed.js";
 import { LISTING_COLUMNS, OFFER_COLUMNS, SALE_COLUMNS } from "./feed.js";
 import type { SqliteStatements } from "./statements.js";
 import { TRANSFER_COLUMNS } from "./transfers.js";
@@ -10,12 +10,12 @@ import { TRANSFER_COLUMNS } from "./transfers.js";
 // removal table one range of its time index (migrations 25 and 28), from
 // the page's key on.
 
-const COLUMNS: Readonly<Record<FeedKind, string>> = { sales: SALE_COLUMNS, transfers: TRANSFER_COLUMNS("a"), listings: LISTING_COLUMNS, offers: OFFER_COLUMNS };
+const COLUMNS: Readonly<Record<RemovableKind, string>> = { sales: SALE_COLUMNS, transfers: TRANSFER_COLUMNS("a"), listings: LISTING_COLUMNS, offers: OFFER_COLUMNS };
 
 export class SqliteRemovalsRead implements RemovalsRepository {
   constructor(private readonly s: SqliteStatements) {}
 
-  removalsPage(collectionId: number, kinds: readonly FeedKind[], page: PageRequest): Page<RemovedRecord> {
+  removalsPage(collectionId: number, kinds: readonly RemovableKind[], page: PageRequest): Page<RemovedRecord> {
     const parts = kinds.map((kind) => {
       const table = REMOVAL_TABLES[kind];
       const time = `a.${REMOVAL_TIME[kind]}`;

@@ -48,6 +48,15 @@ const floorToken = (includeFlagged: boolean) => `(SELECT tt.asset_key FROM token
 const MOVE_BLOCK = "coalesce(t.owner_block, -1)";
 const MOVE_LOG = "coalesce(t.owner_log, -1)";
 
+/** A tokens-list row's columns and joins, of the token row `t` and its collection `c`, as shared/token-market.ts toToken reads them (the live feed of tokens too). */
+export const TOKEN_ROW = {
+  columns: `c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
+        ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
+        ${SALE_AND_LISTING.columns}`,
+  joins: `${TOKEN_FLAG_JOIN}
+      ${SALE_AND_LISTING.joins}`,
+};
+
 export class SqliteTokens implements TokensRepository {
   constructor(private readonly s: SqliteStatements) {}
 
@@ -127,12 +136,9 @@ export class SqliteTokens implements TokensRepository {
         }
         break;
     }
-    const sql = `SELECT c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
-        ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
-        ${SALE_AND_LISTING.columns}
+    const sql = `SELECT ${TOKEN_ROW.columns}
       FROM ${from} JOIN collections c ON c.id = t.collection_id
-      ${TOKEN_FLAG_JOIN}
-      ${SALE_AND_LISTING.joins}
+      ${TOKEN_ROW.joins}
       WHERE ${where.join(" AND ")}
       ORDER BY ${order} LIMIT ?`;
     params.push(page.limit + 1);

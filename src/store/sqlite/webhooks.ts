@@ -2,7 +2,7 @@ import { closeSync, constants, openSync } from "node:fs";
 import Database, { type Statement } from "better-sqlite3";
 import type { FeedPositions, NewWebhook, WebhookAttemptRecord, WebhookProgress, WebhookRecord, WebhookState, WebhookStore } from "../ports/webhooks.js";
 import { WEBHOOK_LOG_SIZE } from "../ports/webhooks.js";
-import { ATTEMPT_COLUMNS, attemptValues, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
+import { ATTEMPT_COLUMNS, attemptValues, POSITION_COLUMNS, positionValues, TOKEN_POSITION_MIGRATION, toAttempt, toWebhook, WEBHOOK_COLUMNS } from "../shared/webhook-rows.js";
 import { type Db, openKeys, refusePostgres } from "./database.js";
 
 // Webhooks of a SQLite store, in a file of their own beside it (as keys
@@ -78,6 +78,8 @@ function openWebhooksFile(storePath: string): Db {
   // A file made before finality=final webhooks (PostgreSQL's migration 27).
   const columns = db.prepare("SELECT name FROM pragma_table_info('webhooks')").pluck().all() as string[];
   if (!columns.includes("final_only")) db.exec("ALTER TABLE webhooks ADD COLUMN final_only INTEGER NOT NULL DEFAULT 0");
+  // A file made before tokens were a feed (migration 39).
+  if (!columns.includes("pos_tokens")) db.exec(TOKEN_POSITION_MIGRATION("INTEGER"));
   return db;
 }
 
@@ -113,11 +115,11 @@ export class SqliteWebhookStore implements WebhookStore {
   async create(w: NewWebhook): Promise<WebhookRecord> {
     this.#db
       .prepare(
-        `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, pos_sales, pos_listings, pos_offers, pos_transfers, secret, final_only)
-         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO webhooks (id, url, collections, kinds, key_id, state, created_at, epoch, ${POSITION_COLUMNS.join(", ")}, secret, final_only)
+         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ${POSITION_COLUMNS.map(() => "?").join(", ")}, ?, ?)`,
       )
       .run(w.id, w.url, JSON.stringify(w.collections), JSON.stringify(w.kinds), w.keyId, Math.floor(this.#now() / 1000), w.epoch,
-        w.positions.sales, w.positions.listings, w.positions.offers, w.positions.transfers, w.secret, w.finalOnly === true ? 1 : 0);
+        ...positionValues(w.positions), w.secret, w.finalOnly === true ? 1 : 0);
     return this.#one(w.id)!;
   }
 
@@ -147,10 +149,10 @@ export class SqliteWebhookStore implements WebhookStore {
   async replay(id: string, epoch: string, p: FeedPositions): Promise<WebhookRecord | undefined> {
     this.#db
       .prepare(
-        `UPDATE webhooks SET epoch = ?, pos_sales = ?, pos_listings = ?, pos_offers = ?, pos_transfers = ?,
+        `UPDATE webhooks SET epoch = ?, ${POSITION_COLUMNS.map((c) => `${c} = ?`).join(", ")},
            generation = generation + 1, state = 'active', state_reason = NULL WHERE id = ?`,
       )
-      .run(epoch, p.sales, p.listings, p.offers, p.transfers, id);
+      .run(epoch, ...positionValues(p), id);
     return this.#one(id);
   }
 
@@ -184,7 +186,7 @@ export class SqliteWebhookStore implements WebhookStore {
   async commit(holder: string, progress: readonly WebhookProgress[]): Promise<string[]> {
     const now = this.#now();
     const held = this.#prepare("SELECT generation FROM webhooks WHERE id = ? AND lease_holder = ? AND lease_until >= ?");
-    const move = this.#prepare("UPDATE webhooks SET pos_sales = ?, pos_listings = ?, pos_offers = ?, pos_transfers = ? WHERE id = ?");
+    const move = this.#prepare(`UPDATE webhooks SET ${POSITION_COLUMNS.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`);
     const state = this.#prepare("UPDATE webhooks SET state = ?, state_reason = ?, lease_holder = NULL, lease_until = NULL WHERE id = ?");
     const log = this.#prepare(`INSERT INTO webhook_attempts (webhook_id, ${ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const trim = this.#prepare(
@@ -202,7 +204,7 @@ export class SqliteWebhookStore implements WebhookStore {
         for (const a of p.attempts) log.run(...attemptValues(p.id, a));
         if (p.trim === true) trim.run(p.id, p.id);
         if (generation !== p.generation) continue;
-        if (p.positions !== undefined) move.run(p.positions.sales, p.positions.listings, p.positions.offers, p.positions.transfers, p.id);
+        if (p.positions !== undefined) move.run(...positionValues(p.positions), p.id);
         if (p.state !== undefined) state.run(p.state.state, p.state.reason, p.id);
       }
       return lost;

@@ -4,10 +4,10 @@ import { echo } from "../../domain/echo.js";
 import type { ExportKind } from "../../domain/export-kinds.js";
 import type { ExportRequest } from "../../service/export.js";
 import type { ServiceSet } from "../../service/services.js";
-import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
+import type { Admission } from "../policy/admission.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom, publicError } from "../policy/guards.js";
-import { fail, NDJSON_TYPES } from "./ingest.js";
+import { admitFirst, fail, NDJSON_TYPES } from "./ingest.js";
 
 // GET /v1/export/KIND: a chunk of a collection's records as the import's
 // NDJSON (service/export.ts), for `marketdata import KIND` on another
@@ -48,19 +48,7 @@ function exportRequest(kind: string, query: Record<string, unknown>): ExportRequ
 
 export function registerExportRoutes(app: FastifyInstance, deps: ExportRouteDeps): void {
   app.get(EXPORT_PATH, {
-    onRequest: (request, reply, done) => {
-      const then = (a: Admitted) => {
-        if (a.rate !== undefined) reply.headers(rateLimitHeaders(a.rate));
-        if (a.error !== undefined) {
-          fail(reply, a.error);
-          return;
-        }
-        done();
-      };
-      const admitted = deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw));
-      if (admitted instanceof Promise) admitted.then(then, (err: unknown) => fail(reply, publicError(err, request.log, request.url)));
-      else then(admitted);
-    },
+    onRequest: admitFirst(deps, "read"),
     handler: async (request, reply) => {
       // The caller gone: a read held back for the rate limit stops waiting (the response's close: once per request).
       const ended = new AbortController();

@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
 import { isKind } from "../../domain/kinds/index.js";
 import { type IngestLine, rejectionsOf, toIngestResponse, tooLarge } from "../../service/ingest-service.js";
 import { MAX_BATCH_BYTES } from "../../domain/ingest-limits.js";
 import type { ServiceSet } from "../../service/services.js";
-import { type Admission, type Admitted, rateLimitHeaders } from "../policy/admission.js";
+import { type Admission, type Admitted, rateLimitHeaders, type Surface } from "../policy/admission.js";
 import type { ClientAddresses } from "../policy/client-address.js";
 import { apiKeyFrom, errorHeaders, type ErrorLogger, publicError } from "../policy/guards.js";
 import { ndjsonRoutes } from "./http-rules.js";
@@ -69,24 +69,14 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
       const write = compileJsonWriter(method.output);
       scope.post(path, {
         // Before the body is read: a caller without a write key costs no upload.
-        onRequest: (request, reply, done) => {
-          const then = (a: Admitted) => {
-            if (a.rate !== undefined) reply.headers(rateLimitHeaders(a.rate));
-            if (a.error !== undefined) {
-              fail(reply, a.error);
-              return;
-            }
-            // Before any parser reads the body: NDJSON only (a JSON body would be parsed whole by Fastify's own parser).
-            if (!isNdjson(request.headers["content-type"]) && hasBody(request.headers)) {
-              fail(reply, new ConnectError(WRONG_TYPE, Code.InvalidArgument), 415);
-              return;
-            }
-            done();
-          };
-          const admitted = deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw), "ingest");
-          if (admitted instanceof Promise) admitted.then(then, (err: unknown) => fail(reply, publicError(err, request.log, request.url)));
-          else then(admitted);
-        },
+        onRequest: admitFirst(deps, "ingest", (request, reply) => {
+          // Before any parser reads the body: NDJSON only (a JSON body would be parsed whole by Fastify's own parser).
+          if (!isNdjson(request.headers["content-type"]) && hasBody(request.headers)) {
+            fail(reply, new ConnectError(WRONG_TYPE, Code.InvalidArgument), 415);
+            return false;
+          }
+          return true;
+        }),
         handler: async (request, reply) => {
           try {
             const options = parse(request.query as QueryObject) as unknown as { skipInvalid: boolean; chain: string };
@@ -102,6 +92,31 @@ export function registerIngestRoutes(app: FastifyInstance, deps: IngestRouteDeps
       });
     }
   });
+}
+
+/**
+ * An onRequest hook of the NDJSON routes: the request admitted (its key,
+ * its rate limit: admission.ts) before anything else, refused in their
+ * error form; `then`, once admitted, may refuse it too (false: it did).
+ */
+export function admitFirst(
+  deps: { admission: Admission; addresses: ClientAddresses },
+  surface: Surface,
+  then: (request: FastifyRequest, reply: FastifyReply) => boolean = () => true,
+): onRequestHookHandler {
+  return (request, reply, done) => {
+    const admittedThen = (a: Admitted) => {
+      if (a.rate !== undefined) reply.headers(rateLimitHeaders(a.rate));
+      if (a.error !== undefined) {
+        fail(reply, a.error);
+        return;
+      }
+      if (then(request, reply)) done();
+    };
+    const admitted = deps.admission.admit(apiKeyFrom(request.headers), deps.addresses.bucketOf(request.raw), surface);
+    if (admitted instanceof Promise) admitted.then(admittedThen, (err: unknown) => fail(reply, publicError(err, request.log, request.url)));
+    else admittedThen(admitted);
+  };
 }
 
 const EMPTY = Buffer.alloc(0);
