@@ -4,7 +4,7 @@
 // alternating each round: each round imports the file into an empty store
 // (import's rate: the CLI's own rows/s), then exports the collection to a
 // file (export's rate: its records over the command's wall time), and a
-// collection of a hundredth the size beside it, whose peak memory the big
+// collection of a tenth the size beside it, whose peak memory the big
 // one's is held against (memory flat: the ratio near 1). Memory is the
 // process's anonymous resident set (sampled): SQLite maps the store's file
 // for reads, and the pages it touched count in RSS but are page cache. The
@@ -32,7 +32,7 @@ const opts = new Command("bench:export")
 const BIG = "0x00000000000000000000000000000000000e4c11";
 const SMALL = "0x00000000000000000000000000000000000e4c12";
 const n = Number(opts.sales);
-const small = Math.max(1, Math.floor(n / 100));
+const small = Math.max(1, Math.floor(n / 10));
 const engines = opts.engines.split(",");
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-export-"));
 

@@ -99,6 +99,15 @@ describe("@marketdata/client, packed and installed as a user installs it", () =>
     expect(hashes).toEqual(listed);
   });
 
+  it("exports a collection's sales in chunks to the end: every sale of the list once, as import lines; a kind it does not export refused", async () => {
+    const [got] = (await program("export", server.baseUrl, f.key, ingestKey, COLLECTION)) as [{ hashes: string[]; chunks: number; position: string; refused: string }];
+    const listed = (await restListAll(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION }, f.key)).map((s) => `${s.hash}/${s.assetId}`);
+    expect([...got.hashes].sort()).toEqual([...listed].sort());
+    expect(got.chunks).toBe(Math.floor(listed.length / 100) + 1);
+    expect(got.position).not.toBe("");
+    expect(got.refused).toBe("InvalidArgument");
+  });
+
   it("pages every list of the contract to the end: the records of the RPC's own pages, in their order", async () => {
     const [lists] = (await program("lists", server.baseUrl, f.key, ingestKey, COLLECTION, adminKey)) as [ListReads];
     expectEveryListPaged(lists);

@@ -170,6 +170,12 @@ describe("export", () => {
     const none = await getText(sourceServer, "/v1/export/sales", { contractAddress: c, position: later.headers.get(EXPORT_POSITION_HEADER)! });
     expect([none.status, none.text, none.headers.get(EXPORT_POSITION_HEADER)]).toEqual([200, "", later.headers.get(EXPORT_POSITION_HEADER)]);
 
+    // A collection of another chain: each line names it, as its import line must.
+    const B = `0x${"b5".repeat(20)}`;
+    await ingestOk(sourceServer, ingestKey, "sales", [{ ...sale, contractAddress: B, chain: "base" }]);
+    const base = await getText(sourceServer, "/v1/export/sales", { contractAddress: B, chain: "base" });
+    expect(JSON.parse(base.text.trim())).toMatchObject({ chain: "base", contractAddress: B, hash: sale.hash });
+
     const refused = async (path: string, query: Query, apiKey = key) => {
       const r = await getText(sourceServer, path, query, apiKey);
       return [r.status, (JSON.parse(r.text) as { code: string }).code];

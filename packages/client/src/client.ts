@@ -167,6 +167,35 @@ export interface MarketDataClient {
    * another store).
    */
   watch<K extends keyof Feeds>(feed: K, request: Feeds[K]["request"], options?: { signal?: AbortSignal }): AsyncIterable<FeedEvent<Feeds[K]["record"]>>;
+  /**
+   * A collection's records of one kind ("sales", "tokens", ...: the server's
+   * docs/export.md) as the lines `marketdata import KIND` reads, through
+   * GET /v1/export/KIND, chunk after chunk to the end, from
+   * `request.position` (a chunk's) or the first record. Each chunk says
+   * where the next starts: keep the last to go on later. A chunk refused for
+   * the key's rate, or lost with its connection, is asked again from the
+   * same position.
+   */
+  export(kind: string, request: ExportRequest, options?: { signal?: AbortSignal }): AsyncIterable<ExportChunk>;
+}
+
+export interface ExportRequest {
+  contractAddress: string;
+  /** The collection's chain; the server's default when absent. */
+  chain?: string;
+  /** Where to start: a chunk's `position`; the first record when absent. */
+  position?: string;
+  /** Records a chunk (1 to 10,000; the server's default 10,000). */
+  limit?: number;
+}
+
+export interface ExportChunk {
+  /** Import lines (NDJSON, without their newlines). */
+  lines: string[];
+  /** Where the next chunk starts. */
+  position: string;
+  /** Whether this chunk reached the collection's last record. */
+  done: boolean;
 }
 
 /** What the entry point gives: a transport of a protocol, with the client's interceptors. */
@@ -298,7 +327,58 @@ export function createClientWith(options: MarketDataClientOptions, transportFor:
     }
   }
 
-  return { asset, collection, ingest, webhooks, pages, watch };
+  async function* exportChunks(kind: string, request: ExportRequest, opts: { signal?: AbortSignal } = {}): AsyncGenerator<ExportChunk> {
+    let position = request.position ?? "";
+    let attempt = 1;
+    for (;;) {
+      const url = new URL(`v1/export/${encodeURIComponent(kind)}`, options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`);
+      url.searchParams.set("contractAddress", request.contractAddress);
+      if (request.chain !== undefined) url.searchParams.set("chain", request.chain);
+      if (request.limit !== undefined) url.searchParams.set("limit", String(request.limit));
+      if (position !== "") url.searchParams.set("position", position);
+      let answer: ExportChunk | ConnectError;
+      try {
+        const res = await fetch(url, { headers: { "x-api-key": options.apiKey }, ...(opts.signal === undefined ? {} : { signal: opts.signal }) });
+        const body = await res.text();
+        answer = res.ok
+          ? { lines: body === "" ? [] : body.slice(0, -1).split("\n"), position: res.headers.get("x-export-position") ?? "", done: res.headers.get("x-export-done") === "true" }
+          : exportError(res, body);
+      } catch (err) {
+        if (opts.signal?.aborted ?? false) return;
+        answer = new ConnectError(String(err), Code.Unavailable, undefined, undefined, err);
+      }
+      if (!(answer instanceof ConnectError)) {
+        yield answer;
+        if (answer.done) return;
+        position = answer.position;
+        attempt = 1;
+        continue;
+      }
+      if (!retryable(answer, true) || attempt >= o.maxAttempts) throw answer;
+      const delayMs = backoff(attempt, answer);
+      options.onRetry?.({ procedure: `GET /v1/export/${kind}`, attempt, delayMs, error: answer });
+      attempt++;
+      await sleep(delayMs, opts.signal);
+    }
+  }
+
+  return { asset, collection, ingest, webhooks, pages, watch, export: exportChunks };
+}
+
+/** An export's refusal: the NDJSON routes' {code: "resource_exhausted", message} as the RPCs' error, its Retry-After kept. */
+function exportError(res: Response, body: string): ConnectError {
+  let parsed: { code?: string; message?: string } = {};
+  try {
+    parsed = JSON.parse(body) as typeof parsed;
+  } catch {
+    // Not the service's form (a proxy's page): said by its status.
+  }
+  const name = (parsed.code ?? "").replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase()) as keyof typeof Code;
+  const code = (Code[name] as Code | undefined) ?? (res.status === 429 ? Code.ResourceExhausted : res.status >= 500 ? Code.Unavailable : Code.Unknown);
+  const error = new ConnectError(parsed.message ?? `${res.status} ${res.statusText}`, code);
+  const retryAfter = res.headers.get("retry-after");
+  if (retryAfter !== null) error.metadata.set("retry-after", retryAfter);
+  return error;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
