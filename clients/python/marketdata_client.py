@@ -1,22 +1,29 @@
 """Helpers over the marketdata service's Python stubs (made from the
 contract by `buf generate --template clients/python/buf.gen.yaml`, see
-docs/clients.md): every record of a list, page after page, and a live feed
-that resumes itself after a lost connection. Standard library and grpcio
+docs/clients.md): every record of a list, page after page, a live feed
+that resumes itself after a lost connection, and a collection's bulk export
+(GET /v1/export/KIND, chunk after chunk). Standard library and grpcio
 only; put this file next to the stubs (or on PYTHONPATH).
 
-    from marketdata_client import pages, watch
+    from marketdata_client import export, pages, watch
     for sale in pages(assets.ListSales, asset.ListSalesRequest(contract_address=C), metadata=KEY):
         print(sale.hash)
     for record, resume_token, removed in watch(assets.WatchSales, asset.WatchSalesRequest(contract_address=C), metadata=KEY):
         print(record.hash, resume_token)
+    for lines, position, done in export("http://127.0.0.1:8080", "sales", C, key=KEY):
+        print(len(lines), "lines; next from", position)
 """
+import email.utils
 import random
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import grpc
 from google.protobuf.descriptor import FieldDescriptor
 
-__all__ = ["pages", "watch"]
+__all__ = ["export", "pages", "watch"]
 
 # What a feed's message carries its record in (WatchSales: sale, WatchListings: listing, WatchOffers: offer,
 # WatchCollectionActivity: event), in that order; a record a reorganisation took back comes in `removed`.
@@ -93,6 +100,64 @@ def watch(call, request, metadata=None, backoff=0.2, max_backoff=10.0, on_retry=
             time.sleep(delay)
         finally:
             stream.cancel()
+
+
+def export(base_url, kind, contract_address, key, position="", chain="", limit=None, attempts=4, backoff=0.2, max_backoff=10.0):
+    """A collection's records of one kind ("sales", "tokens", ...: the
+    server's docs/export.md) as the lines `marketdata import KIND` reads,
+    through GET /v1/export/KIND, chunk after chunk to the end, from
+    `position` (a chunk's) or the first record.
+
+    Yields (lines, position, done) per chunk: its import lines (text, without
+    newlines), where the next chunk starts (keep the last to fetch later only
+    what was written since), and whether it reached the end. A chunk refused
+    for the key's rate (429) or the server's state (503), or lost with its
+    connection, is asked again from the same position, honouring
+    Retry-After, up to `attempts` times; any other refusal is raised as an
+    urllib.error.HTTPError whose body is the server's {code, message}.
+    """
+    attempt = 1
+    while True:
+        query = {"contractAddress": contract_address}
+        if chain:
+            query["chain"] = chain
+        if limit is not None:
+            query["limit"] = str(limit)
+        if position:
+            query["position"] = position
+        url = f"{base_url.rstrip('/')}/v1/export/{urllib.parse.quote(kind)}?{urllib.parse.urlencode(query)}"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"x-api-key": key})) as res:
+                body = res.read().decode("utf-8")
+                position = res.headers.get("x-export-position", "")
+                done = res.headers.get("x-export-done") == "true"
+            attempt = 1
+            yield (body[:-1].split("\n") if body else []), position, done
+            if done:
+                return
+            continue
+        except urllib.error.HTTPError as err:
+            if err.code not in (429, 503) or attempt >= attempts:
+                raise
+            delay = _retry_after(err.headers.get("retry-after"))
+        except urllib.error.URLError:
+            if attempt >= attempts:
+                raise
+            delay = None
+        if delay is None:
+            delay = random.uniform(0, min(max_backoff, backoff * 2 ** (attempt - 1)))
+        attempt += 1
+        time.sleep(delay)
+
+
+def _retry_after(value):
+    """Retry-After's seconds (or HTTP date) as seconds; None without one."""
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    when = email.utils.parsedate_to_datetime(value)
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _copy(message):

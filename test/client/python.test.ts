@@ -72,6 +72,15 @@ describe.skipIf(skip)("a Python client from the contract (Debian's protoc, grpci
     expect(noKey).toBe("UNAUTHENTICATED");
   });
 
+  it("exports a collection's sales with marketdata_client.export in chunks to the end: every sale once; a kind it does not export refused", async () => {
+    const got = (await python("export", target(), f.key, ingestKey, COLLECTION)) as { keys: string[]; chunks: number; position: string; refused: string };
+    const listed = (await restListAll(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION }, f.key)).map((s) => `${s.hash}/${s.assetId}`);
+    expect([...got.keys].sort()).toEqual([...listed].sort());
+    expect(got.chunks).toBe(Math.floor(listed.length / 100) + 1);
+    expect(got.position).not.toBe("");
+    expect(got.refused).toBe("invalid_argument");
+  });
+
   it("pages through a collection's sales: the server's list, in its order", async () => {
     const keys = (await python("pages", target(), f.key, ingestKey, COLLECTION)) as string[];
     const listed = (await restListAll(server.baseUrl, "/v1/asset/sales", { contractAddress: COLLECTION }, f.key)).map((s) => `${s.hash}/${s.assetId}`);

@@ -35,7 +35,8 @@ describe("demo store", () => {
 
   it("is the same for the same seed, and differs for another", async () => {
     const again = await demo("b.sqlite", 7);
-    expect(dumpStore(again)).toEqual(dumpStore(a));
+    // The same data; the second each token's record was written is the writer's clock.
+    expect(dumpStore(again, { clock: false })).toEqual(dumpStore(a, { clock: false }));
     const other = await demo("c.sqlite", 8);
     expect(dumpStore(other).sales).not.toEqual(dumpStore(a).sales);
     // Two builds and three dumps: ~15 s each on a quiet machine, past 30 s on a loaded one.

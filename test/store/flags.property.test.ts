@@ -83,9 +83,11 @@ function oracle(taken: readonly Write[]) {
       .map((l) => ({ marketplace: marketplaceOf(l.id), marketplaceId: listingId(l.id), assetId: String(l.asset), price: String(l.price * 1000) }));
   const groups = (includeFlagged: boolean) =>
     MARKETPLACES.map((m) => lowest(active(includeFlagged).filter((f) => f.marketplace === m))).filter((f): f is Floor => f !== undefined);
-  // A trait value's floor: the cheapest listing of its tokens (a token's cheapest first, then the cheapest of those).
+  // A trait value's floor: the cheapest listing of its tokens, ties by asset id, then the listing's marketplace and id (decisions.md, "Traits").
   const traitFloor = (color: number, includeFlagged: boolean) =>
-    lowest(active(includeFlagged).filter((f) => colors.get(Number(f.assetId)) === color));
+    [...active(includeFlagged).filter((f) => colors.get(Number(f.assetId)) === color)].sort(
+      (a, b) => Number(BigInt(a.price) - BigInt(b.price) || BigInt(a.assetId) - BigInt(b.assetId)) || Number(cheaper(a, b)),
+    )[0];
   return { groups, traitFloor, colors, flagged, spam: spam === true, floor: (includeFlagged: boolean) => lowest(active(includeFlagged)) };
 }
 

@@ -1,15 +1,23 @@
 import { openReadOnly } from "../../src/store/sqlite/database.js";
+import { FED_AT } from "../../src/store/shared/token-feed.js";
 
 const TABLES = ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "transfers", "offers", "social_users", "influencers", "tweets", "scores", "sales_hourly"];
 
-/** Every data table's rows in a stable order (API keys left out). */
-export function dumpStore(path: string): Record<string, unknown[]> {
+/** Columns holding the writer's clock (when a token's record was written: shared/token-feed.ts), not the data's. */
+const CLOCK_COLUMNS = new Set([FED_AT]);
+
+/**
+ * Every data table's rows in a stable order (API keys left out); with
+ * `clock: false`, without the columns that hold the writer's clock (two
+ * builds of the same data at two times differ there only).
+ */
+export function dumpStore(path: string, options: { clock?: boolean } = {}): Record<string, unknown[]> {
   const db = openReadOnly(path);
   try {
     return Object.fromEntries(
       TABLES.map((t) => {
-        const columns = (db.prepare(`SELECT name FROM pragma_table_info('${t}')`).pluck().all() as string[]).join(", ");
-        return [t, db.prepare(`SELECT * FROM ${t} ORDER BY ${columns}`).all()];
+        const names = (db.prepare(`SELECT name FROM pragma_table_info('${t}')`).pluck().all() as string[]).filter((c) => options.clock !== false || !CLOCK_COLUMNS.has(c));
+        return [t, db.prepare(`SELECT ${names.join(", ")} FROM ${t} ORDER BY ${names.join(", ")}`).all()];
       }),
     );
   } finally {

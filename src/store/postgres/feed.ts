@@ -2,6 +2,7 @@ import { usdPointSql } from "../shared/prices.js";
 import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../../domain/rows.js";
 import { toToken } from "../shared/token-market.js";
 import { tokenRowsOf } from "./tokens.js";
+import { TAKEN } from "../shared/token-feed.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
@@ -64,7 +65,7 @@ const SELECT: Record<FeedKind, { table: string; sql: string; removals?: string; 
     table: "tokens",
     sql: "",
     // One range of tokens_by_feed, each row's sale and listing a seek: the index's order (nested loops keep it).
-    above: (id) => tokenRowsOf("tokens t", ` WHERE t.collection_id = ${id} AND t.feed_seq > $2 ORDER BY t.feed_seq LIMIT $3`, "t.feed_seq, NULL::bigint AS original_seq, t.fed_at, "),
+    above: (id) => tokenRowsOf("tokens t", ` WHERE t.collection_id = ${id} AND t.feed_seq > $2 AND ${TAKEN("t")} ORDER BY t.feed_seq LIMIT $3`, "t.feed_seq, NULL::bigint AS original_seq, t.fed_at, "),
     row: (r): TokenEventRow => ({ ...toToken(r, "id"), fedAt: Number(r.fed_at) }),
   },
 };
@@ -93,12 +94,12 @@ export class PgFeed implements FeedRepository {
   }
 
   async holds(kind: FeedKind, collectionId: number, seq: number): Promise<boolean> {
-    return (await this.q.rows(`SELECT 1 FROM ${SELECT[kind].table} WHERE collection_id = $1 AND feed_seq = $2`, [collectionId, seq])).length > 0;
+    return (await this.q.rows(`SELECT 1 FROM ${SELECT[kind].table} x WHERE x.collection_id = $1 AND x.feed_seq = $2 AND ${TAKEN("x")}`, [collectionId, seq])).length > 0;
   }
 
   async head(kind: FeedKind, collectionId: number): Promise<number> {
     const { table, removals } = SELECT[kind];
-    const max = (t: string) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} WHERE collection_id = $1)`;
+    const max = (t: string) => `(SELECT coalesce(max(x.feed_seq), 0) FROM ${t} x WHERE x.collection_id = $1 AND ${TAKEN("x")})`;
     const sql = `SELECT greatest(${max(table)}${removals === undefined ? "" : `, ${max(removals)}`}) AS s`;
     return Number((await this.q.rows<{ s: string }>(sql, [collectionId]))[0]?.s ?? 0);
   }

@@ -2,6 +2,7 @@ import { usdPointSql } from "../shared/prices.js";
 import type { ListingRow, OfferRow, SaleRow, TokenEventRow, TransferRow } from "../../domain/rows.js";
 import { toToken } from "../shared/token-market.js";
 import { TOKEN_ROW } from "./tokens.js";
+import { TAKEN } from "../shared/token-feed.js";
 import type { FeedEntry, FeedKind, FeedRepository } from "../ports/feed.js";
 import { toListing, toOffer, toSale, toTransfer } from "../shared/rows.js";
 import { feedEntry as toFeedEntry, REMOVAL_TABLES } from "../shared/removals.js";
@@ -62,7 +63,7 @@ const SELECT: Record<FeedKind, { sql: string; removed?: string; alias?: string; 
 };
 
 /** The rows above a position of one collection (its row as `alias`). */
-const one = (alias = "a") => ` WHERE ${alias}.collection_id = ? AND ${alias}.feed_seq > ? ORDER BY ${alias}.feed_seq LIMIT ?`;
+const one = (alias = "a") => ` WHERE ${alias}.collection_id = ? AND ${alias}.feed_seq > ? AND ${TAKEN(alias)} ORDER BY ${alias}.feed_seq LIMIT ?`;
 
 /** A kind's statements read for a collection: its rows, and its removals when it has any, each with its condition on a collection. */
 const parts = (kind: FeedKind) => {
@@ -86,12 +87,12 @@ export class SqliteFeed implements FeedRepository {
   }
 
   holds(kind: FeedKind, collectionId: number, seq: number): boolean {
-    return this.s.prepare(`SELECT 1 FROM ${kind} INDEXED BY ${kind}_by_feed WHERE collection_id = ? AND feed_seq = ?`).pluck().get(collectionId, seq) !== undefined;
+    return this.s.prepare(`SELECT 1 FROM ${kind} x INDEXED BY ${kind}_by_feed WHERE x.collection_id = ? AND x.feed_seq = ? AND ${TAKEN("x")}`).pluck().get(collectionId, seq) !== undefined;
   }
 
   head(kind: FeedKind, collectionId: number): number {
     const tables = kind === "tokens" ? [kind] : [kind, REMOVAL_TABLES[kind]];
-    const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(feed_seq), 0) FROM ${t} INDEXED BY ${t}_by_feed WHERE collection_id = ?)`).join(", ")}, 0)`;
+    const sql = `SELECT max(${tables.map((t) => `(SELECT coalesce(max(x.feed_seq), 0) FROM ${t} x INDEXED BY ${t}_by_feed WHERE x.collection_id = ? AND ${TAKEN("x")})`).join(", ")}, 0)`;
     return this.s.prepare(sql).pluck().get(...tables.map(() => collectionId)) as number;
   }
 
