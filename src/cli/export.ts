@@ -1,4 +1,5 @@
 import { createWriteStream, type WriteStream } from "node:fs";
+import { ConnectError } from "@connectrpc/connect";
 import { once } from "node:events";
 import { EXPORT_KINDS, type ExportKind, isExportKind } from "../domain/export-kinds.js";
 import { type ExportChunk, Exporter } from "../service/export.js";
@@ -97,7 +98,7 @@ export async function exportRecords(cmd: ExportCommand, onChunk?: (records: numb
     }
   } catch (err) {
     // A refusal of the request (an unknown collection, a bad position) is the caller's: said as such.
-    if (err instanceof Error && "code" in err && "rawMessage" in err) throw new CliError((err as { rawMessage: string }).rawMessage);
+    if (err instanceof ConnectError) throw new CliError(err.rawMessage);
     throw err;
   } finally {
     if (out !== process.stdout) {

@@ -113,10 +113,11 @@ function tokenLine(r: TokenRow): string {
   });
 }
 
-const writerOf = <M extends Message>(schema: DescMessage, to: (r: never) => M) => {
+/** A row as its message's /v1 JSON (the answer the list gives of it). */
+function writerOf<R>(schema: DescMessage, to: (r: R) => Message): (r: R) => string {
   const write = compileJsonWriter(schema);
-  return (r: unknown) => write((to as (r: unknown) => M)(r));
-};
+  return (r) => write(to(r));
+}
 
 /** The collection's summary row (its record's fields, its spam mark): one page of the collections list, found by its address. */
 async function summaryOf(store: ReadRepositories, collectionId: number, ref: string): Promise<CollectionSummaryRow | undefined> {
