@@ -15,6 +15,7 @@ import { refreshAfterWrites } from "./derive/refresh-thread.js";
 import type { RefreshReply } from "./derive/refresh-worker.js";
 import type { ReadRepositories } from "./store/ports/reads.js";
 import type { IngestWriter } from "./store/ports/writes.js";
+import { ListingClock } from "./service/listing-clock.js";
 import type { KeyVerifier } from "./transport/policy/guards.js";
 import { type BuiltServer, buildTransports } from "./transport/transports.js";
 import type { ResponseCache } from "./transport/cache/freshness.js";
@@ -113,7 +114,7 @@ export interface RunningServer {
 
 export type StartOptions = Pick<ServeConfig, "db" | "port" | "host"> &
   Partial<
-    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams" | "maxClockSkewSeconds" | "webhooks">
+    Pick<ServeConfig, "cacheMb" | "logLevel" | "rateLimit" | "anonymousRateLimit" | "ingestRateLimit" | "redis" | "timeouts" | "metrics" | "corsOrigins" | "poolSize" | "trustProxy" | "deriveRefresh" | "streamsPerKey" | "maxStreams" | "maxClockSkewSeconds" | "webhooks" | "listingClockMs">
   > & {
     drainMs?: number;
     feedMaxQueued?: number;
@@ -153,6 +154,9 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
           },
         }),
   });
+  // Listings lapse at their expiry by the clock (service/listing-clock.ts), whatever else is written.
+  const clockMs = config.listingClockMs ?? DEFAULTS.listingClock;
+  const clock = clockMs > 0 ? new ListingClock(writer, clockMs, logger) : undefined;
   let webhooks: ReturnType<typeof startWebhooks> | undefined;
   try {
     // Webhooks: their store (SQLite: the file beside the store; PostgreSQL: its tables) and this process's deliveries.
@@ -198,6 +202,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
         // After the last request: every delivered position written, leases given back to the other servers.
         await webhooks?.close();
         await metricsServer?.close();
+        await clock?.close();
         await writer.close();
         await limits.close();
         await store.close();
@@ -205,6 +210,7 @@ export async function startServer(config: StartOptions): Promise<RunningServer> 
     };
   } catch (err) {
     await webhooks?.close();
+    await clock?.close();
     await writer.close();
     await limits.close();
     await store.close();

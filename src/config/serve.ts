@@ -36,6 +36,8 @@ export interface ServeConfig {
   poolSize: number;
   /** Appraisals and rarity brought up to date in the background after ingest writes (derive/refresh.ts). */
   deriveRefresh: boolean;
+  /** Milliseconds between the listing clock's commits (service/listing-clock.ts); 0: none. */
+  listingClockMs: number;
   /** Live-feed streams open at once per API key, and in all, per serving process; 0: no limit. */
   streamsPerKey: number;
   maxStreams: number;
@@ -91,6 +93,7 @@ export function resolveServeConfig(flags: ServeFlags, env: Env = {}): ServeConfi
     corsOrigins: v.corsOrigin,
     poolSize: v.poolSize,
     deriveRefresh: v.deriveRefresh,
+    listingClockMs: v.listingClock,
     streamsPerKey: v.streamsPerKey,
     maxStreams: v.maxStreams,
     maxClockSkewSeconds: v.maxClockSkew,

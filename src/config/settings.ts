@@ -87,6 +87,7 @@ export const SERVE_SETTINGS = {
 
   streamsPerKey: setting({ flag: "--streams-per-key <n>", env: "STREAMS_PER_KEY", default: 1_000, check: wholeNumber(0, 1_000_000), group: "live", help: "live-feed streams (WatchSales, WatchListings, /v1/.../stream) open at once per API key, per process; 0: no limit" }),
   maxStreams: setting({ flag: "--max-streams <n>", env: "MAX_STREAMS", default: 20_000, check: wholeNumber(0, 1_000_000), group: "live", help: "live-feed streams open at once in all, per serving process; 0: no limit" }),
+  listingClock: setting({ flag: "--listing-clock <s>", env: "LISTING_CLOCK", default: 1_000, defaultText: "1", check: seconds(0, 3_600), group: "live", help: "seconds between the commits that lapse listings past their expiry when nothing else is written (docs/decisions.md, \"Listings as orders\"); 0: only other writes do" }),
   deriveRefresh: setting({ flag: "--no-derive-refresh", env: "DERIVE_REFRESH", default: true, check: onOff, group: "live", help: "do not bring appraisals and rarity up to date in the background after ingest writes (run `derive` instead)" }),
 
   webhooks: setting({ flag: "--no-webhooks", env: "WEBHOOKS", default: true, check: onOff, group: "webhooks", help: "deliver no webhooks from this server (others on the store do; WebhookService still answers)" }),

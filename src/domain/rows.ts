@@ -102,6 +102,10 @@ export interface ListingRow {
   price: string;
   /** As OfferRow's. */
   currency?: string;
+  /** The seller; "" (or absent) when its indexer sent none. */
+  maker?: string;
+  /** 0 (or absent): no expiry. */
+  expiresAt?: number;
   /** As OfferRow's. */
   block?: number;
   blockHash?: string;

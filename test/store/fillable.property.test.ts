@@ -12,6 +12,13 @@ import { importHistory, eventRecord, type EventWrite, type Harness, harness } fr
 // moment, the status filter and the floor (now and at= any time) follow,
 // and the rest answer what their records said. Checked on both engines
 // against an oracle over the raw records.
+//
+// Listings as orders (decisions.md, "Listings as orders"): a listing whose
+// maker did not own its token when it was created (by the ownership rule
+// over the events at or before that second) is CANCELLED from its
+// creation; one past its expiresAt (every expiry here is in the clock's
+// past) is EXPIRED from then unless a move ended it first, and no floor
+// holds it from its expiry on.
 
 const T = 1_700_000_000;
 const C = (n: number) => `0x${(0xf1100 + n).toString(16).padStart(40, "0")}`;
@@ -25,6 +32,10 @@ interface ListingWrite {
   updated: number; // offset from created
   price: number;
   status: "CREATED" | "FULFILLED" | "CANCELLED" | "EXPIRED";
+  /** 0: none; else the address of that digit (1: the sales' seller, 2: their buyer and the transfers' sender, 3: the transfers' recipient). */
+  maker: number;
+  /** 0: none; else an offset from created. */
+  expires: number;
 }
 type Write = ListingWrite | EventWrite;
 
@@ -37,6 +48,7 @@ const writeArb: fc.Arbitrary<Write> = fc.oneof(
     kind: fc.constant("listings" as const), id: fc.integer({ min: 0, max: 4 }), asset, created: time,
     updated: fc.integer({ min: 0, max: 4 }), price: fc.integer({ min: 1, max: 5 }),
     status: fc.constantFrom("CREATED" as const, "CREATED" as const, "FULFILLED" as const, "CANCELLED" as const, "EXPIRED" as const),
+    maker: fc.constantFrom(0, 0, 1, 2, 3), expires: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 8 })),
   }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("sales" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("transfers" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
@@ -48,12 +60,18 @@ let runPrefix = "";
 const listingId = (id: number) => `${runPrefix}${id}`;
 const ts = (t: number) => T + t * 10;
 
+const makerOf = (l: ListingWrite) => (l.maker === 0 ? "" : `0x${String(l.maker).repeat(40)}`);
+/** Where eventRecord sends a sale's and a transfer's token. */
+const RECIPIENT = { sales: `0x${"2".repeat(40)}`, transfers: `0x${"3".repeat(40)}` } as const;
+const SALE_LOG_INDEX = 2 ** 31 - 1;
+
 function recordOf(address: string, w: Write): object {
   switch (w.kind) {
     case "listings":
       return {
         marketplaceId: listingId(w.id), marketplace: marketplaceOf(w.id), contractAddress: address, assetId: String(w.asset),
         createdAt: ts(w.created), lastUpdatedAt: ts(w.created + w.updated), price: String(w.price), currency: "ETH", status: w.status,
+        maker: makerOf(w), expiresAt: w.expires === 0 ? 0 : ts(w.created + w.expires),
       };
     case "sales":
     case "transfers":
@@ -70,33 +88,53 @@ interface Truth {
 /** What the store holds of the records it took: each listing's record and versions, each sale's and transfer's last record. */
 function truthOf(taken: readonly Write[]) {
   const listings = new Map<number, Truth>();
-  const events = new Map<string, { asset: number; at: number }>();
+  const events = new Map<string, { kind: "sales" | "transfers"; hash: number; asset: number; at: number }>();
   for (const w of taken) {
     if (w.kind === "listings") {
       const t = listings.get(w.id) ?? { current: w, versions: new Map() };
       t.current = w;
       t.versions.set(ts(w.created + w.updated), w);
       listings.set(w.id, t);
-    } else events.set(`${w.kind}/${w.hash}/${w.asset}`, { asset: w.asset, at: ts(w.at) });
+    } else events.set(`${w.kind}/${w.hash}/${w.asset}`, { kind: w.kind, hash: w.hash, asset: w.asset, at: ts(w.at) });
   }
-  /** The first time a listing's token changed hands after its creation. */
+  /**
+   * The owner of a token at a second (decisions.md, "Ownership"): the latest
+   * event at or before it by (block, log index, hash); a sale whose
+   * transaction's transfer of the token is known is that transfer, at the
+   * transfer's time.
+   */
+  const ownerAt = (asset: number, time: number): string | undefined => {
+    const all = [...events.values()].filter((e) => e.asset === asset);
+    const known = all.filter((e) => e.at <= time && (e.kind === "transfers" || !all.some((x) => x.kind === "transfers" && x.hash === e.hash)))
+      .map((e) => ({ block: 100 + (e.at - T) / 10, log: e.kind === "sales" ? SALE_LOG_INDEX : 0, hash: e.hash, to: RECIPIENT[e.kind] }))
+      .sort((a, b) => b.block - a.block || b.log - a.log || b.hash - a.hash);
+    return known[0]?.to;
+  };
+  /** The time a listing stops being fillable by ownership: its creation when its maker did not own the token then, else its token's first move after it. */
   const moved = (l: ListingWrite) => {
+    const owner = ownerAt(l.asset, ts(l.created));
+    if (l.maker !== 0 && owner !== undefined && owner !== makerOf(l)) return ts(l.created);
     const after = [...events.values()].filter((e) => e.asset === l.asset && e.at > ts(l.created)).map((e) => e.at);
     return after.length === 0 ? undefined : Math.min(...after);
   };
   return { listings, moved };
 }
 
+/** A listing's expiry, 0 for none (every one is in the clock's past). */
+const expiryOf = (l: ListingWrite) => (l.expires === 0 ? 0 : ts(l.created + l.expires));
+
 /** Each listing's answer: CANCELLED at the move for a record still CREATED, else the record. */
 function answersOracle(truth: ReturnType<typeof truthOf>) {
   return [...truth.listings.values()]
     .map(({ current: l }) => {
       const m = truth.moved(l);
-      const ended = l.status === "CREATED" && m !== undefined;
+      const e = expiryOf(l);
+      const ended = l.status === "CREATED" && m !== undefined && (e === 0 || m < e);
+      const lapsed = l.status === "CREATED" && !ended && e !== 0;
       return {
         marketplaceId: listingId(l.id),
-        status: ended ? "CANCELLED" : l.status,
-        lastUpdatedAt: ended ? Math.max(ts(l.created + l.updated), m) : ts(l.created + l.updated),
+        status: ended ? "CANCELLED" : lapsed ? "EXPIRED" : l.status,
+        lastUpdatedAt: ended ? Math.max(ts(l.created + l.updated), m) : lapsed ? Math.max(ts(l.created + l.updated), e) : ts(l.created + l.updated),
       };
     })
     .sort((a, b) => (a.marketplaceId < b.marketplaceId ? -1 : 1));
@@ -106,8 +144,9 @@ function answersOracle(truth: ReturnType<typeof truthOf>) {
 function activePrice(truth: ReturnType<typeof truthOf>, t: Truth, at: number | undefined): number | undefined {
   const l = t.current;
   const m = truth.moved(l);
-  if (at === undefined) return l.status === "CREATED" && m === undefined ? l.price : undefined;
-  if (ts(l.created) > at || (m !== undefined && at >= m)) return undefined;
+  const e = expiryOf(l);
+  if (at === undefined) return l.status === "CREATED" && m === undefined && e === 0 ? l.price : undefined;
+  if (ts(l.created) > at || (m !== undefined && at >= m) || (e !== 0 && at >= e)) return undefined;
   const times = [...t.versions.keys()].sort((a, b) => a - b);
   if (at < times[0]!) return t.versions.get(times[0]!)!.price;
   const last = times.filter((x) => x <= at).pop()!;

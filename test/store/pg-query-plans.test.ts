@@ -12,6 +12,7 @@ import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collecti
 import { PG_SALES_SINCE_SQL, salesSinceValues } from "../../src/store/postgres/sales.js";
 import { APPLY_HOUR_DELTAS, hourDeltasSql } from "../../src/store/postgres/sales-stats.js";
 import { ALONE_SQL } from "../../src/store/postgres/wash.js";
+import { LAPSE_DUE, movedFound } from "../../src/store/postgres/fillable.js";
 import { importRecords } from "../support/engine.js";
 import { createTestDatabase, skipPg } from "../support/pg.js";
 import { VALID } from "../ingest/records.js";
@@ -74,6 +75,13 @@ function records(): Partial<Record<Kind, object[]>> {
         status: LISTING_STATUSES[i % LISTING_STATUSES.length],
       });
     }
+    // Transfers of the collection's tokens (a listing's maker's ownership at its creation seeks them by token).
+    for (let i = 0; i < (contractAddress === TARGET ? 2_000 : 40); i++) {
+      push("transfers", {
+        hash: `0x${(c * 100_000 + 50_000 + i).toString(16).padStart(64, "0")}`, logIndex: 0, from: `0x${"1".repeat(40)}`, to: `0x${(i % 300).toString(16).padStart(40, "e")}`,
+        contractAddress, assetId: String(i % 1000), timestamp: 1_700_000_000 + i * 7200 + 1, block: 18_100_000 + i,
+      });
+    }
     // Bids: collection-wide, trait and token offers, most standing (the top bid is a seek of the standing ones by price).
     for (let i = 0; i < (contractAddress === TARGET ? 5_000 : 200); i++) {
       const scope = i % 3 === 0 ? {} : i % 3 === 1 ? { traitType: "Fur", traitValue: `v${i % 7}` } : { assetId: String(i % 100) };
@@ -105,7 +113,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const all = records();
-    for (const kind of ["collections", "tokens", "appraisals", "rarity", "sales", "listings", "offers", "influencers", "tweets", "scores"] as Kind[]) {
+    for (const kind of ["collections", "tokens", "appraisals", "rarity", "sales", "transfers", "listings", "offers", "influencers", "tweets", "scores"] as Kind[]) {
       await importRecords(db.url, kind, all[kind] ?? []);
     }
     // Records taken back (reorganisations: every tenth sale of each collection): the feeds read their removals beside their rows.
@@ -406,6 +414,21 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       const conds = nodes.map((n) => n["Index Cond"] ?? "").join(" | ");
       expect(conds, one(text)).toMatch(/asset_id > |asset_id\) [<>] ROW\(|"timestamp" <= |created_at <= |ROW\(\w+_key, address\) > ROW\(/);
     }
+  });
+
+  it("listings coming due are one range of listings_due by expiry; a maker's ownership at creation seeks its token's transfers and sales", async () => {
+    const lapse = await planOf(LAPSE_DUE, []);
+    const due = lapse.find((n) => n["Relation Name"] === "listings" && n["Index Name"] === "listings_due");
+    expect(due?.["Index Cond"], JSON.stringify(lapse)).toMatch(/\(expires_at <= \(floor\(EXTRACT\(epoch FROM statement_timestamp\(\)\)\)\)::bigint\)/);
+    expect(lapse.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
+    const moved = await planOf(movedFound("SELECT $1::bigint", undefined, true), [1]);
+    const conds = moved.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Relation Name"]} ${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+    // The owner at creation: the token's latest transfer and sale at or before it (listing-orders.ts ownerAtCreation).
+    expect(conds).toMatch(/transfers transfers_by_asset: \(\(collection_id = (l|l_1)\.collection_id\) AND \(asset_id = (l|l_1)\.asset_id\)\)/);
+    expect(conds).toMatch(/sales sales_by_asset: \(\(collection_id = (l|l_1)\.collection_id\) AND \(asset_id = (l|l_1)\.asset_id\) AND \("timestamp" <= (l|l_1)\.created_at\)\)/);
+    // Found once per listing (m is materialized), not once per mention of its end in the update.
+    expect(moved.filter((n) => n["Relation Name"] === "transfers" && n["Index Name"] === "transfers_by_asset" && n["Node Type"] === "Index Scan")).toHaveLength(1);
+    expect(moved.filter((n) => n["Node Type"] === "Seq Scan" && ["sales", "transfers", "listings"].includes(n["Relation Name"] ?? ""))).toEqual([]);
   });
 
   it("reads the binding rules right (the rule itself can fail)", () => {

@@ -11,6 +11,7 @@ import { KEEPER_SQL } from "../../src/store/sqlite/collection-summaries.js";
 import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { kindWrites } from "../../src/store/sqlite/kind-writes.js";
+import { LAPSE_DUE, movedFound, SALE_LISTINGS_MOVED } from "../../src/store/sqlite/fillable.js";
 
 // Every query the service can run is served by an index: no table scan, no
 // temporary sort, no OFFSET. The queries are collected by exercising every
@@ -320,6 +321,19 @@ describe("query plans", () => {
     // The flagged sales of a collection's 30 days, for its summary with wash: the partial index's range.
     expect(plan(KEEPER_SQL.flaggedSums).join(" | ")).toMatch(/SEARCH sales USING COVERING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
     expect(plan(KEEPER_SQL.flagged).join(" | ")).toMatch(/SEARCH sales USING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
+  });
+
+  it("listings coming due are one range of listings_due by expiry; a maker's ownership at creation seeks its token's transfers and sales", () => {
+    expect(plan(LAPSE_DUE)).toEqual(["SEARCH listings USING INDEX listings_due (expires_at>? AND expires_at<?)"]);
+    // The owner at creation (listing-orders.ts ownerAtCreation): the token's latest transfer by its key, its sales up to the second by the asset index.
+    for (const sql of [movedFound("id = ?", true), SALE_LISTINGS_MOVED[1]!]) {
+      const detail = plan(sql);
+      expect(detail, sql).toContain("SEARCH t USING PRIMARY KEY (collection_id=? AND asset_key=?)");
+      expect(detail, sql).toContain("SEARCH s USING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp<?)");
+      expect(detail.filter((d) => /^SCAN (t|s|x|listings|sales|transfers)\b/.test(d)), sql).toEqual([]);
+    }
+    // A sale's listings made at or after it by a maker: the token's listings from that second on.
+    expect(plan(SALE_LISTINGS_MOVED[1]!)[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
   });
 
   it("reads the binding rules right (the rule itself can fail)", () => {

@@ -1,4 +1,5 @@
 import { FED_AT } from "../../src/store/shared/token-feed.js";
+import { eventRemovedTriggers, fillableTriggers, listingWireTrigger, REMADE } from "../../src/store/sqlite/fillable.js";
 import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
@@ -189,8 +190,21 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 39: tokens in no feed (PostgreSQL's webhooks without a token position). */
+/** Takes a store's schema back before migration 40: listings without maker, expiry or lapse (SQLite's triggers as 39 left them). */
+export async function dropListingOrders(target: string): Promise<void> {
+  const sqlite = !isPostgresUrl(target);
+  // SQLite's triggers name the columns: those of migration 39 come back around the drop.
+  if (sqlite) for (const t of [...REMADE, "listings_expiry_changed", "listings_wire_changed"]) await execSql(target, `DROP TRIGGER ${t}`);
+  await execSql(target, "DROP INDEX listings_due");
+  for (const table of ["listings", ORDER_LOGS.listings, REMOVAL_TABLES.listings]) {
+    for (const column of ["maker", "expires_at", ...(table === "listings" ? ["lapsed"] : [])]) await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
+  }
+  if (sqlite) await execSql(target, `${fillableTriggers(false)}${eventRemovedTriggers(false)}${listingWireTrigger("NEW.")}`);
+}
+
+/** Takes a store's schema back before migration 39: tokens in no feed (PostgreSQL's webhooks without a token position), nor what came after. */
 export async function dropTokenFeed(target: string): Promise<void> {
+  await dropListingOrders(target);
   await execSql(target, "DROP INDEX tokens_by_feed");
   for (const column of ["feed_seq", FED_AT]) await execSql(target, `ALTER TABLE tokens DROP COLUMN ${column}`);
   if (isPostgresUrl(target)) await execSql(target, "ALTER TABLE webhooks DROP COLUMN pos_tokens");

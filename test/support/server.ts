@@ -21,7 +21,8 @@ export async function startTestServer(dbPath: string, options: Partial<StartOpti
   // A short drain: test clients do not race the shutdown (hostile-connections.test.ts tests the drain).
   // No background derive unless asked: tests that compare a store with what
   // was imported into it would see derived rows appear (derive-refresh.test.ts turns it on).
-  const server = await startServer({ db: dbPath, port: 0, host: "127.0.0.1", drainMs: 50, deriveRefresh: false, ...options });
+  // No listing clock unless asked either: its commits would elect a SQLite writer beside every store served (listing-orders.test.ts turns it on).
+  const server = await startServer({ db: dbPath, port: 0, host: "127.0.0.1", drainMs: 50, deriveRefresh: false, listingClockMs: 0, ...options });
   return { ...server, baseUrl: server.url };
 }
 

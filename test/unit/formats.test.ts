@@ -62,6 +62,7 @@ describe("server config", async () => {
       corsOrigins: [],
       poolSize: 10,
       deriveRefresh: true,
+      listingClockMs: 1_000,
       streamsPerKey: 1_000,
       maxStreams: 20_000,
       maxClockSkewSeconds: 86_400,

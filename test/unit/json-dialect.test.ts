@@ -33,6 +33,8 @@ describe("REST JSON dialect", () => {
           lastUpdatedAt: 0,
           price: "",
           currency: "",
+          maker: "",
+          expiresAt: 0,
           block: 0,
           blockHash: "",
           status: "FULFILLED",

@@ -3,7 +3,7 @@ import type { ListingRow } from "../rows.js";
 import { toListing } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, updatedAfterCreated } from "./parts.js";
+import { expiresAfterCreated, hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord({
@@ -15,9 +15,11 @@ const shape = f.collectionRecord({
   lastUpdatedAt: f.epochSeconds,
   price: f.uint256,
   currency: f.paymentCurrency,
+  maker: f.ownerAddress,
+  expiresAt: f.count,
   ...onChainEvent,
   status: f.listingStatus,
-}, OFF_CHAIN);
+}, { maker: "", expiresAt: 0, ...OFF_CHAIN });
 
 /** A listing: a token offered for sale on a marketplace, its latest record replacing the earlier. */
 export const listings = declareKind({
@@ -28,6 +30,7 @@ export const listings = declareKind({
     paymentCurrency(r, problems, true);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
+    expiresAfterCreated(r, problems);
     notAhead("createdAt", r.createdAt, ctx, problems);
     notAhead("lastUpdatedAt", r.lastUpdatedAt, ctx, problems);
   },
@@ -40,6 +43,8 @@ export const listings = declareKind({
     lastUpdatedAt: int(r.lastUpdatedAt),
     price: r.price,
     currency: r.currency,
+    maker: r.maker,
+    expiresAt: int(r.expiresAt),
     block: int(r.block),
     blockHash: r.blockHash,
     status: statusOf(r.status),

@@ -3,7 +3,7 @@ import type { OfferRow } from "../rows.js";
 import { toOffer } from "../wire/messages.js";
 import { declareKind, int, notAhead } from "./declaration.js";
 import * as f from "./fields.js";
-import { hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
+import { expiresAfterCreated, hashNamesBlock, OFF_CHAIN, onChainEvent, paymentCurrency, removalNamesBlock, statusOf, TEXT_LIMITS, traitValue, updatedAfterCreated } from "./parts.js";
 
 /** A record's fields and their checks. */
 const shape = f.collectionRecord(
@@ -35,9 +35,7 @@ export const offers = declareKind({
     paymentCurrency(r, problems, true);
     hashNamesBlock(r, problems);
     removalNamesBlock(r, problems);
-    if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {
-      problems.push({ field: "expiresAt", reason: `must be after createdAt (${r.createdAt}), or 0 for no expiry, got ${r.expiresAt}` });
-    }
+    expiresAfterCreated(r, problems);
     // A token offer names an asset, a trait offer a trait (type and value), a collection offer neither.
     if ((r.traitType === "") !== (r.traitValue === "")) {
       problems.push({ field: r.traitType === "" ? "traitType" : "traitValue", reason: "a trait offer names both traitType and traitValue" });

@@ -152,6 +152,13 @@ export function updatedAfterCreated(r: { createdAt: number; lastUpdatedAt: numbe
   }
 }
 
+/** A listing's or an offer's expiry: after its creation, or 0 for none. */
+export function expiresAfterCreated(r: { createdAt: number; expiresAt: number }, problems: Problem[]): void {
+  if (r.expiresAt !== 0 && r.expiresAt <= r.createdAt) {
+    problems.push({ field: "expiresAt", reason: `must be after createdAt (${r.createdAt}), or 0 for no expiry, got ${r.expiresAt}` });
+  }
+}
+
 /** A listing status of an RPC record as the API writes it ("CREATED"); unspecified or unknown stays a number, refused by the checker. */
 export function statusOf(s: ListingStatus): string | number {
   return s === ListingStatus.UNSPECIFIED ? s : (ListingStatus[s] ?? s);

@@ -56,6 +56,8 @@ export function toListing(r: ListingRow): Listing {
     createdAt: BigInt(r.createdAt),
     lastUpdatedAt: BigInt(r.lastUpdatedAt),
     currency: r.currency ?? CURRENCY,
+    maker: r.maker ?? "",
+    expiresAt: BigInt(r.expiresAt ?? 0),
     block: BigInt(r.block ?? 0),
     blockHash: r.blockHash ?? "",
     status: ListingStatus[r.status],

@@ -154,6 +154,10 @@ async function merge(
   // Rows all unchanged move no owner and end no listing.
   if (kind.afterward !== undefined && counts.inserted + counts.updated > 0) await client.query(kind.afterward.join(";\n"));
   await kind.finish?.(client);
+  if (kind.settle !== undefined) {
+    const ids = (await client.query<{ id: number }>(kind.settle)).rows.map((r) => r.id);
+    if (ids.length > 0) touched.ids = [...(touched.ids ?? []), ...ids];
+  }
   if (kind.touchesAll === true && counts.inserted + counts.updated > 0) touched.all = true;
   // The collections its statements changed, whatever the count (a reorganisation sent again may still take back what was sent since);
   // with touchesAll too, those whose summaries a change moved (a price point's).

@@ -10,6 +10,7 @@ import { CURRENCY } from "../../domain/wire/messages.js";
 import { listingMoved } from "../shared/conflicts.js";
 import type { ImportRecord } from "../ports/writes.js";
 import { KEEP_LISTING_HISTORY, listingsMovedBy } from "./listing-history.js";
+import { LAPSE_DUE } from "./fillable.js";
 import type { OrderKind } from "../shared/order-log.js";
 import { ORDER_LOGS_PRUNED, orderLogAppended, orderLogBegun, removedOrdersPerBatch, removeStagedOrderBlocks, removeStagedOrders, REPLAYED_COLLECTIONS } from "./order-reorgs.js";
 import { ensureTokens, ownersFound } from "./ownership.js";
@@ -215,26 +216,29 @@ const REORGS: KindSpec = {
 
 /** A listing's record columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
 const LISTING_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, st.asset_id, st.created_at,
-  st.last_updated_at AS record_updated_at, st.price, st.currency, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
+  st.last_updated_at AS record_updated_at, st.price, st.currency, st.maker, st.expires_at, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
   st.wire_json_head, st.wire_json_middle, st.wire_pb`);
 
 const LISTINGS: KindSpec = {
   stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
-    col("last_updated_at", "bigint"), col("price", "numeric"), col("currency"), col("status"), col("block", "bigint"), col("block_hash"), col("removed", "boolean"),
-    ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+    col("last_updated_at", "bigint"), col("price", "numeric"), col("currency"), col("maker"), col("expires_at", "bigint"), col("status"), col("block", "bigint"),
+    col("block_hash"), col("removed", "boolean"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
   row: (r) => {
     const wire = listingFragments(r as unknown as ListingRow);
-    return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.currency ?? CURRENCY, r.status,
-      r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
+    return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.currency ?? CURRENCY,
+      String(r.maker ?? "").toLowerCase(), r.expiresAt ?? 0, r.status, r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
   },
   // The orders that may be taken back logged (order-reorgs.ts) before and after the merge.
   before: [REGISTER_COLLECTIONS, ...orderLogBegun("listings")],
   // What the records said; the answer (status, last_updated_at) follows it
   // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
   counted: counted("listings", ["marketplace", "marketplace_id"],
-      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash",
+        "wire_json_head", "wire_json_middle", "wire_pb"],
       LISTING_SOURCE, undefined, true),
   after: [...KEEP_LISTING_HISTORY, orderLogAppended("listings", LISTING_SOURCE)],
+  // Under the listings' lock: what came due lapses with this commit (an empty batch from the server's listing clock included).
+  settle: LAPSE_DUE,
   afterward: [KNOW_MARKETPLACES],
   check: refuseMoved("listings"),
   tables: ["collections", "listings", "listing_versions", "listing_spans", "tokens", "token_traits", "listing_log", "listing_log_versions"],

@@ -10,6 +10,7 @@ import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { TOKEN_MARKET_MIGRATION } from "./token-market.js";
 import type pg from "pg";
 import { backfillPgWireRows, PG_WIRE_ROWS_SCHEMA } from "./wire-rows.js";
+import { LISTING_ORDER_COLUMNS } from "../shared/listing-orders.js";
 import { listingJsonSql, listingJsonSqlBefore26 } from "../shared/wire-rows.js";
 import { ORDER_LOG_MIGRATION } from "./order-reorgs.js";
 import { ORDER_CURRENCY_MIGRATION } from "../shared/order-log.js";
@@ -451,6 +452,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // 39: a token's record written is a live-feed event, as SQLite's 39 (shared/token-feed.ts).
   `${TOKEN_FEED_MIGRATION("bigint")}
   ${TOKEN_POSITION_MIGRATION("bigint")};`,
+  // 40: listings as orders: maker and expiry (fillable.ts, shared/listing-orders.ts), their ready answers written again, as SQLite's 40.
+  async (client) => {
+    await client.query(LISTING_ORDER_COLUMNS("text", "bigint"));
+    await backfillPgWireRows(client, true);
+  },
 ];
 
 /**

@@ -18,7 +18,7 @@ import { LISTINGS_LOCK } from "./record-writes.js";
 
 /** Each order table's record columns, which its log holds (kind-writes.ts merges them with a listing's ready answers, which a replay makes again). */
 export const ORDER_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "record_status", "block", "block_hash"],
+  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash"],
   offers: ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
 };
 
@@ -167,10 +167,10 @@ async function replayedAll(client: pg.PoolClient, kind: OrderKind, keys: readonl
       WHERE x.id = v.id AND (${columns.map((c) => `x.${c}`).join(", ")}) IS DISTINCT FROM (${from})`, [ids, left.map((r) => r.last_id), ...answers]);
     if (kind === "listings") {
       const list = ids.map((id) => String(Number(id))).join(", ");
-      await client.query(movedFound(`SELECT unnest(ARRAY[${list}]::bigint[])`));
+      await client.query(movedFound(`SELECT unnest(ARRAY[${list}]::bigint[])`, undefined, true));
       await client.query("DELETE FROM listing_spans WHERE listing_id = ANY($1::bigint[])", [ids]);
-      await client.query(spansOf("SELECT id, collection_id, marketplace, marketplace_id, created_at, moved_at FROM listings WHERE id = ANY($1::bigint[])",
-        "(SELECT * FROM listing_versions WHERE listing_id = ANY($1::bigint[]))", true), [ids]);
+      await client.query(spansOf("SELECT id, collection_id, marketplace, marketplace_id, created_at, moved_at, expires_at FROM listings WHERE id = ANY($1::bigint[])",
+        "(SELECT * FROM listing_versions WHERE listing_id = ANY($1::bigint[]))", "orders"), [ids]);
     }
   }
   return [...new Set(held.rows.map((r) => r.order_collection))];

@@ -12,7 +12,7 @@ import { SALE_LOG_INDEX } from "../shared/ownership.js";
 // taken after the lock is granted).
 
 /** An owner from 20 address bytes: the zero address (a burn) is no owner. */
-const ownerOf = (bytes: string) => `CASE WHEN ${bytes} = '\\x${"00".repeat(20)}'::bytea THEN '' ELSE '0x' || encode(${bytes}, 'hex') END`;
+export const ownerOf = (bytes: string) => `CASE WHEN ${bytes} = '\\x${"00".repeat(20)}'::bytea THEN '' ELSE '0x' || encode(${bytes}, 'hex') END`;
 
 export const OWNERSHIP_MIGRATION = `
   ALTER TABLE tokens

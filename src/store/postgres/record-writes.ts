@@ -62,6 +62,12 @@ export interface BulkKind {
   withRemovals?: BulkKind;
   /** Rows {batch, removed}: what each batch took back, counted as updated (withRemovals, the reorgs kind). */
   removed?: string;
+  /**
+   * Run last, whatever the counts: rows `id`, collections changed by the
+   * clock rather than by the stage (listings that came due lapse:
+   * shared/listing-orders.ts), stamped beside the stage's.
+   */
+  settle?: string;
   /** The ids of the collections its statements changed, stamped instead of the stage's (a stage naming none: reorgs). */
   touches?: string;
   /** A change of it may reach every collection (a chain's finality): what the servers remember of any is forgotten. */

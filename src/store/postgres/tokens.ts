@@ -29,7 +29,7 @@ const SALE_AND_LISTING = `
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (
     SELECT l.marketplace_id AS l_marketplace_id, l.marketplace AS l_marketplace, l.created_at AS l_created_at,
-      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.currency AS l_currency, l.block AS l_block, ${hexExpr("l.block_hash")} AS l_block_hash, l.status AS l_status
+      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.currency AS l_currency, l.maker AS l_maker, l.expires_at AS l_expires_at, l.block AS l_block, ${hexExpr("l.block_hash")} AS l_block_hash, l.status AS l_status
     FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 

@@ -103,9 +103,15 @@ function pgUser(r: Row) {
   return { ...u, followersCount: Number(u.followersCount), statusesCount: Number(u.statusesCount), favouritesCount: Number(u.favouritesCount) };
 }
 
-/** Writes every row's ready answer (inside the migration's transaction). */
-export async function backfillPgWireRows(client: pg.PoolClient): Promise<void> {
-  for (const b of BACKFILLS) {
+/** Migration 40, as SQLite's 40: every listing's ready answer written again, with its maker, expiry and currency. */
+const LISTINGS_AGAIN: Backfill = {
+  ...BACKFILLS[1]!,
+  columns: "c.address, x.marketplace_id, x.marketplace, x.asset_id::text AS asset_id, x.created_at, x.price::text AS price, x.currency, x.maker, x.expires_at",
+};
+
+/** Writes every row's ready answer (inside the migration's transaction): every kept kind's (migration 13), or the listings' alone (migration 40). */
+export async function backfillPgWireRows(client: pg.PoolClient, listingsOnly = false): Promise<void> {
+  for (const b of listingsOnly ? [LISTINGS_AGAIN] : BACKFILLS) {
     const keyCols = b.key.map(([k], i) => `x.${k} AS k${i}`).join(", ");
     const keyList = b.key.map(([k]) => `x.${k}`).join(", ");
     const keyTuple = `(${keyList})`;

@@ -38,7 +38,7 @@ export const ORDER_CURRENCY_MIGRATION = (text: string): string =>
 
 /** The columns of a listing's and an offer's feed (and of their removal tables), after collection_id and the asset. */
 export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "currency", "block", "block_hash", "status"],
+  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "currency", "maker", "expires_at", "block", "block_hash", "status"],
   offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
 };
 
@@ -62,7 +62,11 @@ export function orderRecordOf(kind: OrderKind, e: Record<string, unknown>): (Lis
     blockHash: e.block_hash_hex === null || e.block_hash_hex === undefined ? "" : String(e.block_hash_hex),
   };
   return kind === "listings"
-    ? { ...common, lastUpdatedAt: Number(e.record_updated_at), status: e.record_status as ListingStatusName }
+    ? {
+        ...common, lastUpdatedAt: Number(e.record_updated_at), status: e.record_status as ListingStatusName,
+        // A log begun before migration 40 has neither: no maker, no expiry.
+        maker: e.maker === undefined || e.maker === null ? "" : String(e.maker), expiresAt: Number(e.expires_at ?? 0),
+      }
     : {
         ...common, traitType: String(e.trait_type), traitValue: String(e.trait_value), maker: String(e.maker),
         lastUpdatedAt: Number(e.last_updated_at), expiresAt: Number(e.expires_at), status: e.status as ListingStatusName,

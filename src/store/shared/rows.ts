@@ -55,6 +55,7 @@ export function toListing(r: Row): ListingRow {
     lastUpdatedAt: r.last_updated_at as number,
     price: r.price as string,
     ...orderCurrency(r),
+    ...(r.maker === undefined ? {} : { maker: r.maker as string, expiresAt: Number(r.expires_at) }),
     ...orderBlock(r),
     status: r.status as ListingStatusName,
   };

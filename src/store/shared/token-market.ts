@@ -35,6 +35,7 @@ function listingOf(r: Row): ListingRow | undefined {
     marketplaceId: r.l_marketplace_id as string, marketplace: r.l_marketplace as string, contractAddress: r.address as string,
     assetId: r.asset_id as string, createdAt: Number(r.l_created_at), lastUpdatedAt: Number(r.l_last_updated_at), price: String(r.l_price),
     ...(r.l_currency === undefined ? {} : { currency: r.l_currency as string }),
+    ...(r.l_maker === undefined ? {} : { maker: r.l_maker as string, expiresAt: Number(r.l_expires_at) }),
     block: Number(r.l_block), blockHash: hexOrNone(r.l_block_hash), status: r.l_status as ListingStatusName,
   };
 }

@@ -1,4 +1,8 @@
 import { OPEN_END } from "../shared/listing-spans.js";
+import { activeUntil, DUE_WHERE, endOfOwnership, LAPSED, LISTING_ORDER_COLUMNS, listingAnswer, ownerAtCreation } from "../shared/listing-orders.js";
+import { ownerOf, ownerRecomputed } from "./ownership.js";
+import { listingJsonSql } from "../shared/wire-rows.js";
+import { hexExpr } from "./hex.js";
 
 // Listings that can no longer be filled are not active (migration 9;
 // decisions.md, "Fillable listings"): a listing whose token changed hands
@@ -15,6 +19,12 @@ import { OPEN_END } from "../shared/listing-spans.js";
 // versions' spans cut at moved_at. The triggers read a listing's current
 // row, not NEW, where two of them fire for one write: SQLite does not
 // promise their order.
+//
+// Migration 40 (shared/listing-orders.ts) made the listing an order: its
+// maker's ownership at creation, its expiry and its lapse by the clock. The
+// builders take `orders`: false for the statements of the migrations before
+// it (its columns do not exist yet), true for every statement since; it
+// makes each trigger again with them.
 
 /** The first time the token of the listing row `l` changed hands after `l` was created, or NULL. */
 const firstMove = (l: string) => `(SELECT min(ts) FROM (
@@ -22,9 +32,15 @@ const firstMove = (l: string) => `(SELECT min(ts) FROM (
     UNION ALL
     SELECT min(timestamp) FROM transfers WHERE collection_id = ${l}.collection_id AND asset_key = ${l}.asset_key AND timestamp > ${l}.created_at))`;
 
+/** The end of the listing row `l`'s fillability by ownership (migration 40 on: its maker's ownership at creation too). */
+const endOf = (l: string, orders: boolean) =>
+  orders
+    ? endOfOwnership(l, firstMove(l), ownerAtCreation(l, (x) => `${x}.collection_id = ${l}.collection_id AND ${x}.asset_key = ${l}.asset_key`, ownerOf))
+    : firstMove(l);
+
 /** moved_at found again for the listings `where` selects. */
-export const movedFound = (where: string) => `
-  UPDATE listings SET moved_at = ${firstMove("listings")} WHERE ${where} AND moved_at IS NOT ${firstMove("listings")};`;
+export const movedFound = (where: string, orders: boolean) => `
+  UPDATE listings SET moved_at = ${endOf("listings", orders)} WHERE ${where} AND moved_at IS NOT ${endOf("listings", orders)};`;
 
 /** The token's listings created before an event at NEW.timestamp end there, unless they ended earlier. */
 const movedBy = `
@@ -33,36 +49,99 @@ const movedBy = `
     AND (moved_at IS NULL OR moved_at > NEW.timestamp);`;
 
 const ENDED = "record_status = 'CREATED' AND moved_at IS NOT NULL";
-/** What the API answers for a listing row: its record's status and time, or CANCELLED when it moved. */
-const EFFECTIVE_STATUS = `CASE WHEN ${ENDED} THEN 'CANCELLED' ELSE record_status END`;
-const EFFECTIVE_UPDATED = `CASE WHEN ${ENDED} THEN max(record_updated_at, moved_at) ELSE record_updated_at END`;
+/** What the API answers for a listing row before migration 40: its record's status and time, or CANCELLED when it moved. */
+const EFFECTIVE_BEFORE_40 = {
+  status: `CASE WHEN ${ENDED} THEN 'CANCELLED' ELSE record_status END`,
+  updated: `CASE WHEN ${ENDED} THEN max(record_updated_at, moved_at) ELSE record_updated_at END`,
+};
+const effective = (orders: boolean) => (orders ? listingAnswer("listings", "listings.moved_at", "max") : EFFECTIVE_BEFORE_40);
 
 /**
  * The active spans of the listing `id` rebuilt from its versions, cut at
  * its moved_at: from its creation until its first version, and from each
  * version with status CREATED until the next one (migrations.ts spansOf).
  */
-export const spansRebuilt = (id: string) => `
+export const spansRebuilt = (id: string, orders: boolean) => `
   DELETE FROM listing_spans WHERE listing_id = ${id};
   INSERT INTO listing_spans (listing_id, active_from, active_until, collection_id, marketplace, marketplace_id, price)
   SELECT listing_id, active_from, min(active_until, cap), collection_id, marketplace, marketplace_id, price FROM (
     SELECT l.id AS listing_id, max(v.updated_at, l.created_at) AS active_from, coalesce(v.next, ${OPEN_END}) AS active_until,
-      coalesce(l.moved_at, ${OPEN_END}) AS cap, l.collection_id, l.marketplace, l.marketplace_id, v.price
+      ${orders ? activeUntil("l", "min", String(OPEN_END)) : `coalesce(l.moved_at, ${OPEN_END})`} AS cap, l.collection_id, l.marketplace, l.marketplace_id, v.price
     FROM listings l JOIN (
       SELECT listing_id, updated_at, price, status, lead(updated_at) OVER (ORDER BY updated_at) AS next
       FROM listing_versions WHERE listing_id = ${id}) v ON v.listing_id = l.id
     WHERE l.id = ${id} AND v.status = 'CREATED'
     UNION ALL
-    SELECT l.id, l.created_at, v.updated_at, coalesce(l.moved_at, ${OPEN_END}), l.collection_id, l.marketplace, l.marketplace_id, v.price
+    SELECT l.id, l.created_at, v.updated_at, ${orders ? activeUntil("l", "min", String(OPEN_END)) : `coalesce(l.moved_at, ${OPEN_END})`}, l.collection_id, l.marketplace, l.marketplace_id, v.price
     FROM listings l JOIN listing_versions v ON v.listing_id = l.id
     WHERE l.id = ${id} AND v.updated_at = (SELECT min(updated_at) FROM listing_versions WHERE listing_id = l.id))
   WHERE active_from < min(active_until, cap);`;
 
 /** NEW's record version kept, and its spans rebuilt. */
-const VERSION_KEPT = `
+const versionKept = (orders: boolean) => `
     INSERT INTO listing_versions VALUES (NEW.id, NEW.record_updated_at, NEW.price, NEW.record_status)
       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status;
-    ${spansRebuilt("NEW.id")}`;
+    ${spansRebuilt("NEW.id", orders)}`;
+
+/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those created at or after it too (their maker's ownership at creation). */
+const eventMoves = (orders: boolean) =>
+  orders
+    ? `${movedBy}
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key AND created_at >= NEW.timestamp AND maker <> ''", true)}`
+    : movedBy;
+
+/** The triggers that keep fillable listings, as migration 9 made them (`orders` false) and as migration 40 makes them again. */
+export function fillableTriggers(orders: boolean): string {
+  const answer = effective(orders);
+  // With orders, a move of an event's block or recipient can change who owned a token when a listing was made.
+  const eventChanged = (recipient: string) => (orders ? `timestamp, block, ${recipient}` : "timestamp");
+  const changedWhen = (recipient: string) =>
+    orders
+      ? `OLD.timestamp IS NOT NEW.timestamp OR OLD.block IS NOT NEW.block OR OLD.${recipient} IS NOT NEW.${recipient}`
+      : "OLD.timestamp IS NOT NEW.timestamp";
+  return `
+  CREATE TRIGGER listings_history_added AFTER INSERT ON listings BEGIN
+    ${versionKept(orders)}
+  END;
+  CREATE TRIGGER listings_history_changed
+    AFTER UPDATE OF collection_id, created_at, record_updated_at, price, record_status${orders ? ", expires_at" : ""} ON listings BEGIN
+    ${versionKept(orders)}
+  END;
+
+  CREATE TRIGGER listings_moved_added AFTER INSERT ON listings BEGIN
+    ${movedFound("id = NEW.id", orders)}
+  END;
+  CREATE TRIGGER listings_moved_again AFTER UPDATE OF collection_id, asset_key, created_at${orders ? ", maker" : ""} ON listings BEGIN
+    ${movedFound("id = NEW.id", orders)}
+  END;
+  CREATE TRIGGER listings_moved AFTER UPDATE OF moved_at ON listings WHEN OLD.moved_at IS NOT NEW.moved_at BEGIN
+    ${spansRebuilt("NEW.id", orders)}
+    INSERT OR IGNORE INTO listings_refed VALUES (NEW.id);
+  END;
+  -- An insert sets the answer to the record (record-writes.ts insertAlso); a
+  -- move found for it is an update of moved_at, answered here${orders ? ", as is a lapse (the commit's, or an expiry changed)" : ""}.
+  CREATE TRIGGER listings_answer_changed AFTER UPDATE OF record_status, record_updated_at, moved_at${orders ? `, ${LAPSED}, expires_at` : ""} ON listings BEGIN
+    UPDATE listings SET status = ${answer.status}, last_updated_at = ${answer.updated}
+    WHERE id = NEW.id AND (status, last_updated_at) IS NOT (${answer.status}, ${answer.updated});
+  END;${orders ? `
+  -- A record that changes its expiry clears the lapse; the commit marks it again if it is still due.
+  CREATE TRIGGER listings_expiry_changed AFTER UPDATE OF expires_at ON listings WHEN NEW.${LAPSED} = 1 BEGIN
+    UPDATE listings SET ${LAPSED} = 0 WHERE id = NEW.id;
+  END;` : ""}
+
+  -- A sale inserted ends listings through SALE_LISTINGS_MOVED, run by the
+  -- writer (ownership.ts says why not a trigger).
+  CREATE TRIGGER sales_listings_moved_again AFTER UPDATE OF ${eventChanged("buyer")} ON sales WHEN ${changedWhen("buyer")} BEGIN
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
+  END;
+  CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
+    ${eventMoves(orders)}
+  END;
+  CREATE TRIGGER transfers_listings_moved_again AFTER UPDATE OF ${eventChanged("recipient")} ON transfers WHEN ${changedWhen("recipient")} BEGIN
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
+  END;
+`;
+}
 
 export const FILLABLE_SCHEMA = `
   ALTER TABLE listings ADD COLUMN record_status TEXT NOT NULL DEFAULT '';
@@ -75,42 +154,7 @@ export const FILLABLE_SCHEMA = `
 
   DROP TRIGGER listings_history_added;
   DROP TRIGGER listings_history_changed;
-  CREATE TRIGGER listings_history_added AFTER INSERT ON listings BEGIN
-    ${VERSION_KEPT}
-  END;
-  CREATE TRIGGER listings_history_changed
-    AFTER UPDATE OF collection_id, created_at, record_updated_at, price, record_status ON listings BEGIN
-    ${VERSION_KEPT}
-  END;
-
-  CREATE TRIGGER listings_moved_added AFTER INSERT ON listings BEGIN
-    ${movedFound("id = NEW.id")}
-  END;
-  CREATE TRIGGER listings_moved_again AFTER UPDATE OF collection_id, asset_key, created_at ON listings BEGIN
-    ${movedFound("id = NEW.id")}
-  END;
-  CREATE TRIGGER listings_moved AFTER UPDATE OF moved_at ON listings WHEN OLD.moved_at IS NOT NEW.moved_at BEGIN
-    ${spansRebuilt("NEW.id")}
-    INSERT OR IGNORE INTO listings_refed VALUES (NEW.id);
-  END;
-  -- An insert sets the answer to the record (record-writes.ts insertAlso); a
-  -- move found for it is an update of moved_at, answered here.
-  CREATE TRIGGER listings_answer_changed AFTER UPDATE OF record_status, record_updated_at, moved_at ON listings BEGIN
-    UPDATE listings SET status = ${EFFECTIVE_STATUS}, last_updated_at = ${EFFECTIVE_UPDATED}
-    WHERE id = NEW.id AND (status, last_updated_at) IS NOT (${EFFECTIVE_STATUS}, ${EFFECTIVE_UPDATED});
-  END;
-
-  -- A sale inserted ends listings through SALE_LISTINGS_MOVED, run by the
-  -- writer (ownership.ts says why not a trigger).
-  CREATE TRIGGER sales_listings_moved_again AFTER UPDATE OF timestamp ON sales WHEN OLD.timestamp IS NOT NEW.timestamp BEGIN
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key")}
-  END;
-  CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
-    ${movedBy}
-  END;
-  CREATE TRIGGER transfers_listings_moved_again AFTER UPDATE OF timestamp ON transfers WHEN OLD.timestamp IS NOT NEW.timestamp BEGIN
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key")}
-  END;
+  ${fillableTriggers(false)}
 `;
 
 /**
@@ -119,12 +163,63 @@ export const FILLABLE_SCHEMA = `
  * of those that moved). The moved listings keep their feed positions.
  */
 export const FILLABLE_BACKFILL = `
-  ${movedFound("true")}
+  ${movedFound("true", false)}
   DELETE FROM listings_refed;
 `;
 
-/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time. */
-export const SALE_LISTINGS_MOVED = `
-  UPDATE listings SET moved_at = @timestamp
+/** The triggers migration 40 makes again, and those of reorganisations (reorgs.ts) that end listings. */
+export const REMADE = [
+  "listings_history_added", "listings_history_changed", "listings_moved_added", "listings_moved_again", "listings_moved", "listings_answer_changed",
+  "sales_listings_moved_again", "transfers_listings_moved", "transfers_listings_moved_again", "sales_removed", "transfers_removed",
+];
+
+/**
+ * Migration 40: listings as orders (shared/listing-orders.ts): the columns,
+ * the index of the listings coming due, and every trigger that ends a
+ * listing or rebuilds its spans made again with them. No listing had a
+ * maker or an expiry before, so none changes; its ready answers are
+ * written again (wire-rows.ts) as they now hold both.
+ */
+export const LISTING_ORDERS_SCHEMA = `
+  ${LISTING_ORDER_COLUMNS("TEXT", "INTEGER")}
+  ${REMADE.map((t) => `DROP TRIGGER ${t};`).join("\n  ")}
+  ${fillableTriggers(true)}
+  ${eventRemovedTriggers(true)}
+  -- The ready JSON from the row as it is now, not NEW: the answer's trigger
+  -- may run before or after it for one write (migration 26's read NEW, right
+  -- only while the answer's trigger was the older of the two).
+  DROP TRIGGER listings_wire_changed;
+  ${listingWireTrigger("")}
+`;
+
+/** The trigger that keeps a listing's whole ready JSON (wire-rows.ts), reading its columns from `row` ("NEW.", as migration 26 made it, or "" since 40). */
+export function listingWireTrigger(row: string): string {
+  return `
+  CREATE TRIGGER listings_wire_changed AFTER UPDATE OF status, last_updated_at, wire_json_head, wire_json_middle, block, block_hash ON listings BEGIN
+    UPDATE listings SET wire_json = ${listingJsonSql(row, hexExpr)} WHERE id = NEW.id;
+  END;`;
+}
+
+/** What a sale or transfer taken back (deleted: a reorganisation) does to its token: owner and listings found again (reorgs.ts, migration 24; again at 40). */
+export function eventRemovedTriggers(orders: boolean): string {
+  return `
+  CREATE TRIGGER sales_removed AFTER DELETE ON sales BEGIN
+    ${ownerRecomputed("OLD")}
+    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders)}
+  END;
+  CREATE TRIGGER transfers_removed AFTER DELETE ON transfers BEGIN
+    ${ownerRecomputed("OLD")}
+    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders)}
+  END;`;
+}
+
+/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time; those made at or after it by a maker are found again (their maker's ownership at creation). */
+export const SALE_LISTINGS_MOVED: readonly string[] = [
+  `UPDATE listings SET moved_at = @timestamp
   WHERE collection_id = @collection_id AND asset_key = @asset_key AND created_at < @timestamp
-    AND (moved_at IS NULL OR moved_at > @timestamp)`;
+    AND (moved_at IS NULL OR moved_at > @timestamp)`,
+  movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp AND maker <> ''", true),
+];
+
+/** The listings that came due by the clock's second `?` (shared/listing-orders.ts), marked lapsed: their ids and collections. */
+export const LAPSE_DUE = `UPDATE listings INDEXED BY listings_due SET ${LAPSED} = 1 WHERE ${DUE_WHERE("?")} RETURNING id, collection_id`;

@@ -21,7 +21,7 @@ import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
-import { FILLABLE_BACKFILL, FILLABLE_SCHEMA } from "./fillable.js";
+import { FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
@@ -398,6 +398,11 @@ export const MIGRATIONS: readonly Migration[] = [
   summaryOrdersMigration,
   // 39: a token's record written is a live-feed event (shared/token-feed.ts).
   TOKEN_FEED_MIGRATION("INTEGER"),
+  // 40: listings as orders: maker and expiry (fillable.ts, shared/listing-orders.ts), their ready answers written again.
+  (db) => {
+    db.exec(LISTING_ORDERS_SCHEMA);
+    backfillWireRows(db, true);
+  },
 ];
 
 

@@ -227,7 +227,7 @@ export class SqliteOrderLog {
     }
     this.upsert(kind, orderRecordOf(kind, last));
     // The spans follow the versions even when the row itself did not change.
-    if (kind === "listings") this.#db.exec(spansRebuilt(String(held.id)));
+    if (kind === "listings") this.#db.exec(spansRebuilt(String(held.id), true));
     return held.collection_id;
   }
 

@@ -18,7 +18,7 @@ import { SALE_LOG_INDEX } from "../shared/ownership.js";
 
 
 /** An owner from 20 address bytes: the zero address (a burn) is no owner. */
-const ownerOf = (bytes: string) => `CASE WHEN ${bytes} = zeroblob(20) THEN '' ELSE '0x' || lower(hex(${bytes})) END`;
+export const ownerOf = (bytes: string) => `CASE WHEN ${bytes} = zeroblob(20) THEN '' ELSE '0x' || lower(hex(${bytes})) END`;
 
 /** `tokens` row of the (collection, asset) in `at` (NEW or OLD). */
 const tokenOf = (at: string) => `collection_id = ${at}.collection_id AND asset_key = ${at}.asset_key`;

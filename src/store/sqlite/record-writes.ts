@@ -14,7 +14,7 @@ import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
 import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, SocialUserRow, TransferRow, TweetRow } from "../../domain/rows.js";
 import { assetKey } from "./asset-key.js";
-import { SALE_LISTINGS_MOVED } from "./fillable.js";
+import { LAPSE_DUE, SALE_LISTINGS_MOVED } from "./fillable.js";
 import { deferMarketTriggers } from "./market-triggers.js";
 import { SALE_OWNER_ADDED } from "./ownership.js";
 import { hexToBytes } from "./hex.js";
@@ -120,7 +120,8 @@ export const TABLES = {
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "currency", "record_status", "block", "block_hash", "wire_json_head", "wire_json_middle", "wire_pb"],
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash",
+      "wire_json_head", "wire_json_middle", "wire_pb"],
     // wire_json: the whole answer as inserted; a trigger keeps it as the answer moves (wire-rows.ts).
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"], ["wire_json", "wire_json_inserted"]],
     feed: true,
@@ -223,6 +224,9 @@ export class WriteStore {
   /** The row id of the last row #upsert inserted. */
   #insertedId = 0;
   #listingFeedSeq: Statement | undefined;
+  /** The listings coming due (fillable.ts LAPSE_DUE), and an id put among those fed again. */
+  #lapseDue: Statement | undefined;
+  #refed: Statement | undefined;
   #knowMarketplace: Statement | undefined;
 
   /**
@@ -310,6 +314,12 @@ export class WriteStore {
     }
     this.#salesBefore = undefined;
     if (this.#aggregates.pending) this.#aggregates.flush();
+    // Listings past their expiry lapse with this commit (shared/listing-orders.ts), as ended ones are fed again.
+    this.#lapseDue ??= this.#db.prepare(LAPSE_DUE).raw();
+    for (const [id, collectionId] of this.#lapseDue.all(nowSeconds()) as [number, number][]) {
+      (this.#refed ??= this.#db.prepare("INSERT OR IGNORE INTO listings_refed VALUES (?)")).run(id);
+      this.#touched.add(collectionId);
+    }
     // Listings a sale or transfer ended (fillable.ts) take their feed positions now.
     this.#refeedListings ??= this.#db.prepare("DELETE FROM listings_refed RETURNING id").pluck();
     for (const id of this.#refeedListings.all() as number[]) {
@@ -520,7 +530,7 @@ export class WriteStore {
     // Its marketplace known (migration 18): here rather than by a trigger, which would slow every insert.
     if (result === "inserted") (this.#knowMarketplace ??= this.#db.prepare("INSERT OR IGNORE INTO marketplaces VALUES (?)")).run(r.marketplace);
     if (result === "inserted" && !this.#marketDeferred) {
-      this.#saleMoves ??= [...SALE_OWNER_ADDED, SALE_LISTINGS_MOVED].map((sql) => this.#db.prepare(sql));
+      this.#saleMoves ??= [...SALE_OWNER_ADDED, ...SALE_LISTINGS_MOVED].map((sql) => this.#db.prepare(sql));
       const at = { collection_id: collectionId, asset_key: key, buyer: row.buyer, block: r.block, hash, timestamp: r.timestamp };
       for (const s of this.#saleMoves) s.run(at);
     }
@@ -562,6 +572,8 @@ export class WriteStore {
       record_updated_at: r.lastUpdatedAt,
       price: r.price,
       currency: r.currency ?? CURRENCY,
+      maker: (r.maker ?? "").toLowerCase(),
+      expires_at: r.expiresAt ?? 0,
       record_status: r.status,
       block: r.block ?? 0,
       block_hash: blockHashBytes(r.blockHash),

@@ -1,7 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./db.js";
-import { movedFound } from "./fillable.js";
-import { ownerRecomputed } from "./ownership.js";
+import { eventRemovedTriggers } from "./fillable.js";
 import { REMOVAL_TABLES } from "../shared/removals.js";
 
 // Reorganisations on SQLite (docs/chains.md): a sale or transfer taken back
@@ -25,14 +24,7 @@ export const REORGS_SCHEMA = `
     at INTEGER NOT NULL DEFAULT (CAST(strftime('%s', 'now') AS INTEGER)),
     PRIMARY KEY (chain, from_block)
   ) WITHOUT ROWID;
-  CREATE TRIGGER sales_removed AFTER DELETE ON sales BEGIN
-    ${ownerRecomputed("OLD")}
-    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key")}
-  END;
-  CREATE TRIGGER transfers_removed AFTER DELETE ON transfers BEGIN
-    ${ownerRecomputed("OLD")}
-    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key")}
-  END;
+  ${eventRemovedTriggers(false)}
 `;
 
 /** Migration 23: each chain's finalized block (docs/chains.md, "Finality"). */

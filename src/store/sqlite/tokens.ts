@@ -35,7 +35,7 @@ const SALE_AND_LISTING = {
     ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace, ls.block_hash AS s_block_hash, ls.wash_flags AS s_wash_flags, ls.currency AS s_currency, ls.marketplace_fee AS s_marketplace_fee, ls.royalty_fee AS s_royalty_fee, ${usdPointSql("ls", "s_usd_point")},
     ${finalitySql("ls.block", finalizedOfChain("c.chain"))} AS s_finality,
     ll.marketplace_id AS l_marketplace_id, ll.marketplace AS l_marketplace, ll.created_at AS l_created_at,
-    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.currency AS l_currency, ll.block AS l_block, ll.block_hash AS l_block_hash, ll.status AS l_status`,
+    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.currency AS l_currency, ll.maker AS l_maker, ll.expires_at AS l_expires_at, ll.block AS l_block, ll.block_hash AS l_block_hash, ll.status AS l_status`,
   joins: `LEFT JOIN sales ls ON ls.id = ${LATEST_SALE("t")}
       LEFT JOIN listings ll ON ll.id = ${CHEAPEST_LISTING("t.collection_id", "t.asset_key")}`,
 };

@@ -121,9 +121,19 @@ const BACKFILLS: Backfill[] = [
   },
 ];
 
-/** Writes every row's ready answer (inside the migration's transaction). */
-export function backfillWireRows(db: Db): void {
-  for (const b of BACKFILLS) {
+/**
+ * Migration 40: every listing's ready answer written again, as it now holds
+ * its maker and expiry (and its own currency: migration 15 wrote ETH, every
+ * listing's then).
+ */
+const LISTINGS_AGAIN: Backfill = {
+  ...BACKFILLS[1]!,
+  columns: `c.address, x.marketplace_id, x.marketplace, ${assetIdSql("x.")}, x.created_at, x.price, x.currency, x.maker, x.expires_at`,
+};
+
+/** Writes every row's ready answer (inside the migration's transaction): every kept kind's (migration 15), or the listings' alone (migration 40). */
+export function backfillWireRows(db: Db, listingsOnly = false): void {
+  for (const b of listingsOnly ? [LISTINGS_AGAIN] : BACKFILLS) {
     // The key's columns come first (k0, k1, ...), then what values() reads.
     const keyCols = b.key.map((k, i) => `x.${k} AS k${i}`).join(", ");
     const keyList = b.key.map((k) => `x.${k}`).join(", ");
