@@ -61,12 +61,14 @@ export function movedFound(listings: string, into: string | undefined, orders: b
 export const MOVED_OF_STAGED_LISTINGS = movedFound("SELECT id FROM staged_listings", undefined, true);
 
 /**
- * The staged listings' lapse as their records leave it: cleared where the
- * expiry a record set is not due (LAPSE_DUE marks again what is), before
- * their answers are set.
+ * The lapse of the listings `ids` selects as their records leave it
+ * (staged, or replayed after a reorganisation): cleared where the expiry
+ * a record set is not due (LAPSE_DUE marks again what is), before their
+ * answers are set.
  */
-export const LAPSE_OF_STAGED_LISTINGS = `UPDATE listings SET ${LAPSED} = 0
-  WHERE id IN (SELECT id FROM staged_listings) AND ${LAPSED} = 1 AND NOT (expires_at > 0 AND expires_at <= ${NOW})`;
+export const lapseCleared = (ids: string) => `UPDATE listings SET ${LAPSED} = 0
+  WHERE id IN (${ids}) AND ${LAPSED} = 1 AND NOT (expires_at > 0 AND expires_at <= ${NOW})`;
+export const LAPSE_OF_STAGED_LISTINGS = lapseCleared("SELECT id FROM staged_listings");
 
 /**
  * The listings that came due by the clock (shared/listing-orders.ts) marked

@@ -5,7 +5,7 @@ import type { ListingRow } from "../../domain/rows.js";
 import { listingFragments } from "../../domain/wire/fragments.js";
 import { hexExpr } from "./hex.js";
 import { REMOVAL_TABLES } from "../shared/removals.js";
-import { movedFound } from "./fillable.js";
+import { lapseCleared, movedFound } from "./fillable.js";
 import { spansOf } from "./listing-history.js";
 import { LISTINGS_LOCK } from "./record-writes.js";
 
@@ -167,6 +167,7 @@ async function replayedAll(client: pg.PoolClient, kind: OrderKind, keys: readonl
       WHERE x.id = v.id AND (${columns.map((c) => `x.${c}`).join(", ")}) IS DISTINCT FROM (${from})`, [ids, left.map((r) => r.last_id), ...answers]);
     if (kind === "listings") {
       const list = ids.map((id) => String(Number(id))).join(", ");
+      await client.query(lapseCleared(`SELECT unnest(ARRAY[${list}]::bigint[])`));
       await client.query(movedFound(`SELECT unnest(ARRAY[${list}]::bigint[])`, undefined, true));
       await client.query("DELETE FROM listing_spans WHERE listing_id = ANY($1::bigint[])", [ids]);
       await client.query(spansOf("SELECT id, collection_id, marketplace, marketplace_id, created_at, moved_at, expires_at FROM listings WHERE id = ANY($1::bigint[])",
