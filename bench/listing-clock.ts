@@ -1,0 +1,125 @@
+// npm run bench:listing-clock: what listings lapsing by the clock cost
+// (issue 54, item 5; decisions.md, "Listings as orders"). A store of N
+// listings of one collection (half with an expiry a week away, half with
+// none) on each engine; then, through the server's own writer (the ingest
+// writer, as `serve` opens it):
+// - the listing clock's tick, an empty batch of listings committed (every
+//   commit marks the listings that came due: one range of listings_due),
+//   timed in rounds of --seconds, the engines alternating;
+// - a lapse: M listings written with an expiry 2 s away, and, once it has
+//   passed, the one commit that marks them all, timed (per listing too).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import pg from "pg";
+import { runCliSync } from "../src/cli/run-sync.js";
+import { openIngestWriter } from "../src/store/open.js";
+import type { ImportRecord, IngestWriter } from "../src/store/ports/writes.js";
+import { handlerFor } from "../src/domain/kinds/index.js";
+import { log, median, percentiles } from "./harness.js";
+
+const opts = new Command("bench:listing-clock")
+  .description("the listing clock's tick (an empty commit of listings) and a lapse of many listings at once, on a store of N listings, SQLite beside PostgreSQL")
+  .option("--listings <n>", "listings in the store", "200000")
+  .option("--lapse <n>", "listings that lapse in one commit", "1000")
+  .option("--rounds <n>", "rounds per engine (ticks for --seconds, then a lapse)", "3")
+  .option("--seconds <s>", "seconds of ticks per round", "5")
+  .option("--engines <list>", "sqlite,postgres", "sqlite,postgres")
+  .option("--pg <url>", "PostgreSQL server (a database of its own is created and dropped)", "postgres://postgres@127.0.0.1:5432/postgres")
+  .parse()
+  .opts<{ listings: string; lapse: string; rounds: string; seconds: string; engines: string; pg: string }>();
+
+const ADDRESS = "0x00000000000000000000000000000000000c10c4";
+const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-clock-"));
+const created: string[] = [];
+const now = () => Math.floor(Date.now() / 1000);
+
+const listing = (id: number, createdAt: number, expiresAt: number) => ({
+  marketplaceId: String(id), marketplace: "OPENSEA", contractAddress: ADDRESS, assetId: String(id % 10_000), createdAt, lastUpdatedAt: createdAt,
+  price: String(1_000_000_000_000_000n + BigInt((id * 7919) % 1_000_000) * 1_000_000_000n), currency: "ETH", status: "CREATED", expiresAt,
+});
+
+/** A store of --listings listings on `engine`: its target. */
+async function storeOf(engine: string): Promise<string> {
+  const n = Number(opts.listings);
+  const file = join(dir, "listings.ndjson");
+  const t = now() - 86_400;
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) lines.push(JSON.stringify(listing(i, t, i % 2 === 0 ? t + 8 * 86_400 : 0)));
+  writeFileSync(file, `${lines.join("\n")}\n`);
+  let db = join(dir, "store.sqlite");
+  if (engine === "postgres") {
+    const name = `marketdata_bench_clock_${process.pid}`;
+    const admin = new pg.Client({ connectionString: opts.pg });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    created.push(name);
+    const url = new URL(opts.pg);
+    url.pathname = `/${name}`;
+    db = url.toString();
+  }
+  log(`${engine}: importing ${n} listings...`);
+  runCliSync(["import", "--db", db, "listings", file]);
+  return db;
+}
+
+/** Empty commits of listings for --seconds: each one's ms. */
+async function ticks(writer: IngestWriter): Promise<number[]> {
+  const ms: number[] = [];
+  const end = performance.now() + Number(opts.seconds) * 1000;
+  while (performance.now() < end) {
+    const t0 = performance.now();
+    await writer.write("listings", []);
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+}
+
+/** --lapse listings written to lapse 2 s later, then the commit that marks them: its ms. */
+async function lapse(writer: IngestWriter, round: number): Promise<number> {
+  const m = Number(opts.lapse);
+  const t = now();
+  // Checked as the ingest API checks them (defaults filled in).
+  const { check } = handlerFor("listings", { latestTime: t + 86_400 });
+  const batch = Array.from({ length: m }, (_, i) => check(listing(10_000_000 * (round + 1) + i, t - 60, t + 2), []) as ImportRecord);
+  for (let i = 0; i < m; i += 5_000) await writer.write("listings", batch.slice(i, i + 5_000));
+  while (now() < t + 3) await new Promise((r) => setTimeout(r, 100));
+  const t0 = performance.now();
+  await writer.write("listings", []);
+  return performance.now() - t0;
+}
+
+const engines = opts.engines.split(",");
+try {
+  const stores = new Map<string, { writer: IngestWriter; ticks: number[]; all: number[]; lapses: number[] }>();
+  for (const engine of engines) stores.set(engine, { writer: openIngestWriter(await storeOf(engine)), ticks: [], all: [], lapses: [] });
+  // Warm: each writer opened and its statements prepared.
+  for (const s of stores.values()) await s.writer.write("listings", []);
+  for (let r = 0; r < Number(opts.rounds); r++) {
+    for (const [engine, s] of stores) {
+      const tickMs = await ticks(s.writer);
+      s.ticks.push(median(tickMs));
+      s.all.push(...tickMs);
+      s.lapses.push(await lapse(s.writer, r));
+      log(`${engine} round ${r + 1}: tick p50 ${median(tickMs).toFixed(3)} ms (${tickMs.length} ticks), lapse of ${opts.lapse}: ${s.lapses.at(-1)!.toFixed(1)} ms`);
+    }
+  }
+  log(`\n${opts.listings} listings in the store, ${opts.lapse} lapsing at once, ${opts.rounds} rounds of ${opts.seconds} s (medians of the rounds)\n`);
+  log("| engine | tick (empty commit) p50 ms | p99 ms (all ticks) | lapse commit ms | per listing lapsed µs |");
+  log("|---|---|---|---|---|");
+  for (const [engine, s] of stores) {
+    const l = median(s.lapses);
+    log(`| ${engine} | ${median(s.ticks).toFixed(3)} | ${percentiles(s.all).p99.toFixed(3)} | ${l.toFixed(1)} | ${((l * 1000) / Number(opts.lapse)).toFixed(1)} |`);
+  }
+  for (const s of stores.values()) await s.writer.close();
+} finally {
+  if (created.length > 0) {
+    const admin = new pg.Client({ connectionString: opts.pg });
+    await admin.connect();
+    for (const name of created) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
