@@ -12,12 +12,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
-import pg from "pg";
 import { runCliSync } from "../src/cli/run-sync.js";
 import { openIngestWriter } from "../src/store/open.js";
 import type { ImportRecord, IngestWriter } from "../src/store/ports/writes.js";
 import { handlerFor } from "../src/domain/kinds/index.js";
 import { log, median, percentiles } from "./harness.js";
+import { withRoundStore } from "./round-store.js";
 
 const opts = new Command("bench:listing-clock")
   .description("the listing clock's tick (an empty commit of listings) and a lapse of many listings at once, on a store of N listings, SQLite beside PostgreSQL")
@@ -32,7 +32,6 @@ const opts = new Command("bench:listing-clock")
 
 const ADDRESS = "0x00000000000000000000000000000000000c10c4";
 const dir = mkdtempSync(join(tmpdir(), "marketdata-bench-clock-"));
-const created: string[] = [];
 const now = () => Math.floor(Date.now() / 1000);
 
 const listing = (id: number, createdAt: number, expiresAt: number) => ({
@@ -40,29 +39,16 @@ const listing = (id: number, createdAt: number, expiresAt: number) => ({
   price: String(1_000_000_000_000_000n + BigInt((id * 7919) % 1_000_000) * 1_000_000_000n), currency: "ETH", status: "CREATED", expiresAt,
 });
 
-/** A store of --listings listings on `engine`: its target. */
-async function storeOf(engine: string): Promise<string> {
+/** --listings listings imported into the store `db` through the CLI. */
+function fill(db: string, engine: string): void {
   const n = Number(opts.listings);
   const file = join(dir, "listings.ndjson");
   const t = now() - 86_400;
   const lines: string[] = [];
   for (let i = 0; i < n; i++) lines.push(JSON.stringify(listing(i, t, i % 2 === 0 ? t + 8 * 86_400 : 0)));
   writeFileSync(file, `${lines.join("\n")}\n`);
-  let db = join(dir, "store.sqlite");
-  if (engine === "postgres") {
-    const name = `marketdata_bench_clock_${process.pid}`;
-    const admin = new pg.Client({ connectionString: opts.pg });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    created.push(name);
-    const url = new URL(opts.pg);
-    url.pathname = `/${name}`;
-    db = url.toString();
-  }
   log(`${engine}: importing ${n} listings...`);
   runCliSync(["import", "--db", db, "listings", file]);
-  return db;
 }
 
 /** Empty commits of listings for --seconds: each one's ms. */
@@ -91,20 +77,32 @@ async function lapse(writer: IngestWriter, round: number): Promise<number> {
   return performance.now() - t0;
 }
 
-const engines = opts.engines.split(",");
-try {
+/** Each engine's store (withRoundStore's, one within the other), filled, then the rounds on all of them. */
+async function measure(engines: string[], dbs: Map<string, string>): Promise<void> {
+  if (engines.length > 0) {
+    const [engine, ...rest] = engines;
+    await withRoundStore(engine!, { dir, pgUrl: opts.pg, name: "clock" }, 0, async (db) => {
+      fill(db, engine!);
+      await measure(rest, new Map([...dbs, [engine!, db]]));
+    });
+    return;
+  }
   const stores = new Map<string, { writer: IngestWriter; ticks: number[]; all: number[]; lapses: number[] }>();
-  for (const engine of engines) stores.set(engine, { writer: openIngestWriter(await storeOf(engine)), ticks: [], all: [], lapses: [] });
-  // Warm: each writer opened and its statements prepared.
-  for (const s of stores.values()) await s.writer.write("listings", []);
-  for (let r = 0; r < Number(opts.rounds); r++) {
-    for (const [engine, s] of stores) {
-      const tickMs = await ticks(s.writer);
-      s.ticks.push(median(tickMs));
-      s.all.push(...tickMs);
-      s.lapses.push(await lapse(s.writer, r));
-      log(`${engine} round ${r + 1}: tick p50 ${median(tickMs).toFixed(3)} ms (${tickMs.length} ticks), lapse of ${opts.lapse}: ${s.lapses.at(-1)!.toFixed(1)} ms`);
+  for (const [engine, db] of dbs) stores.set(engine, { writer: openIngestWriter(db), ticks: [], all: [], lapses: [] });
+  try {
+    // Warm: each writer opened and its statements prepared.
+    for (const s of stores.values()) await s.writer.write("listings", []);
+    for (let r = 0; r < Number(opts.rounds); r++) {
+      for (const [engine, s] of stores) {
+        const tickMs = await ticks(s.writer);
+        s.ticks.push(median(tickMs));
+        s.all.push(...tickMs);
+        s.lapses.push(await lapse(s.writer, r));
+        log(`${engine} round ${r + 1}: tick p50 ${median(tickMs).toFixed(3)} ms (${tickMs.length} ticks), lapse of ${opts.lapse}: ${s.lapses.at(-1)!.toFixed(1)} ms`);
+      }
     }
+  } finally {
+    for (const s of stores.values()) await s.writer.close();
   }
   log(`\n${opts.listings} listings in the store, ${opts.lapse} lapsing at once, ${opts.rounds} rounds of ${opts.seconds} s (medians of the rounds)\n`);
   log("| engine | tick (empty commit) p50 ms | p99 ms (all ticks) | lapse commit ms | per listing lapsed µs |");
@@ -113,13 +111,10 @@ try {
     const l = median(s.lapses);
     log(`| ${engine} | ${median(s.ticks).toFixed(3)} | ${percentiles(s.all).p99.toFixed(3)} | ${l.toFixed(1)} | ${((l * 1000) / Number(opts.lapse)).toFixed(1)} |`);
   }
-  for (const s of stores.values()) await s.writer.close();
+}
+
+try {
+  await measure(opts.engines.split(","), new Map());
 } finally {
-  if (created.length > 0) {
-    const admin = new pg.Client({ connectionString: opts.pg });
-    await admin.connect();
-    for (const name of created) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
   rmSync(dir, { recursive: true, force: true });
 }
