@@ -8,8 +8,8 @@ import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
 // Listings as orders (decisions.md, "Listings as orders"), on the test
 // engine, through a real server whose listing clock ticks every 200 ms:
 // - a listing carries its maker and expiry, answered as sent;
-// - a listing whose maker did not own the token when it was made is
-//   CANCELLED from its creation and never the floor;
+// - a listing whose maker did not own the token when it was made, or whose
+//   token had been burned, is CANCELLED from its creation and never the floor;
 // - a listing lapses at its expiresAt by the clock, with no other write:
 //   the floor now, the collections list's kept floor, the token's ask, the
 //   listings list (EXPIRED at its expiresAt) and the listings feed follow,
@@ -49,6 +49,8 @@ describe("listings as orders", () => {
     await ingestOk(ctx.server, ctx.ingest, "transfers", [
       transfer(1, "1", ZERO, MAKER, now - 1_000), transfer(2, "2", ZERO, MAKER, now - 1_000), transfer(3, "3", ZERO, MAKER, now - 1_000),
       transfer(4, "3", MAKER, OTHER, now - 50), transfer(5, "3", OTHER, MAKER, now - 40),
+      // Token 5 minted and burned before any listing of it.
+      transfer(6, "5", ZERO, MAKER, now - 1_000), transfer(7, "5", MAKER, ZERO, now - 500),
     ]);
     const grpc = createClient(AssetService, createGrpcTransport({ baseUrl: ctx.server.baseUrl }));
     const abort = new AbortController();
@@ -58,6 +60,7 @@ describe("listings as orders", () => {
       listing("2", "2", "50", made, { maker: OTHER }),
       listing("3", "2", "300", made, { maker: MAKER }),
       listing("4", "3", "20", made, { maker: MAKER }),
+      listing("5", "5", "10", made, {}),
     ]);
 
     let byId = await listingsById();
@@ -67,6 +70,8 @@ describe("listings as orders", () => {
     expect(byId.get("3")).toMatchObject({ status: "CREATED", maker: MAKER, expiresAt: 0 });
     // Its token left the maker after it was made and came back: it stays ended, at the first move.
     expect(byId.get("4")).toMatchObject({ status: "CANCELLED", lastUpdatedAt: now - 50 });
+    // A burned token's listing, maker told or not: owned by nobody, filled by nobody.
+    expect(byId.get("5")).toMatchObject({ status: "CANCELLED", maker: "", lastUpdatedAt: made });
     expect(await floorId()).toBe("1");
     const listed = async () => ((await restGet(ctx.server.baseUrl, "/v1/collections", { limit: 50 }, ctx.read)).body.data as { contractAddress: string; floor: { marketplaceId: string } | null }[])
       .find((c) => c.contractAddress === C)?.floor?.marketplaceId;

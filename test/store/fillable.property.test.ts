@@ -15,8 +15,8 @@ import { importHistory, eventRecord, type EventWrite, type Harness, harness } fr
 //
 // Listings as orders (decisions.md, "Listings as orders"): a listing whose
 // maker did not own its token when it was created (by the ownership rule
-// over the events at or before that second) is CANCELLED from its
-// creation; one past its expiresAt (every expiry here is in the clock's
+// over the events at or before that second), and any listing of a token
+// burned by then, is CANCELLED from its creation; one past its expiresAt (every expiry here is in the clock's
 // past) is EXPIRED from then unless a move ended it first, and no floor
 // holds it from its expiry on.
 
@@ -37,7 +37,9 @@ interface ListingWrite {
   /** 0: none; else an offset from created. */
   expires: number;
 }
-type Write = ListingWrite | EventWrite;
+/** A sale or transfer; a burn is a transfer to the zero address. */
+type Event = EventWrite & { burn?: boolean };
+type Write = ListingWrite | Event;
 
 // Few listings, assets and times: listings are re-sent with other times and
 // statuses, and sales or transfers fall before, at and after their creation.
@@ -52,6 +54,8 @@ const writeArb: fc.Arbitrary<Write> = fc.oneof(
   }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("sales" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("transfers" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
+  // Hashes of their own: a burn is no transfer of a sale's transaction, and keys no other transfer.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("transfers" as const), hash: fc.integer({ min: 101, max: 102 }), asset, at: time, burn: fc.constant(true) }) },
 );
 
 const marketplaceOf = (id: number) => MARKETPLACES[id % 2]!;
@@ -61,8 +65,8 @@ const listingId = (id: number) => `${runPrefix}${id}`;
 const ts = (t: number) => T + t * 10;
 
 const makerOf = (l: ListingWrite) => (l.maker === 0 ? "" : `0x${String(l.maker).repeat(40)}`);
-/** Where eventRecord sends a sale's and a transfer's token. */
-const RECIPIENT = { sales: `0x${"2".repeat(40)}`, transfers: `0x${"3".repeat(40)}` } as const;
+/** Where eventRecord sends a sale's and a transfer's token; a burn's goes to nobody (the zero address). */
+const recipientOf = (e: { kind: "sales" | "transfers"; burn: boolean }) => (e.burn ? "" : e.kind === "sales" ? `0x${"2".repeat(40)}` : `0x${"3".repeat(40)}`);
 const SALE_LOG_INDEX = 2 ** 31 - 1;
 
 function recordOf(address: string, w: Write): object {
@@ -75,7 +79,7 @@ function recordOf(address: string, w: Write): object {
       };
     case "sales":
     case "transfers":
-      return eventRecord(address, w, ts(w.at));
+      return { ...eventRecord(address, w, ts(w.at)), ...(w.burn === true ? { to: `0x${"0".repeat(40)}` } : {}) };
   }
 }
 
@@ -88,14 +92,14 @@ interface Truth {
 /** What the store holds of the records it took: each listing's record and versions, each sale's and transfer's last record. */
 function truthOf(taken: readonly Write[]) {
   const listings = new Map<number, Truth>();
-  const events = new Map<string, { kind: "sales" | "transfers"; hash: number; asset: number; at: number }>();
+  const events = new Map<string, { kind: "sales" | "transfers"; burn: boolean; hash: number; asset: number; at: number }>();
   for (const w of taken) {
     if (w.kind === "listings") {
       const t = listings.get(w.id) ?? { current: w, versions: new Map() };
       t.current = w;
       t.versions.set(ts(w.created + w.updated), w);
       listings.set(w.id, t);
-    } else events.set(`${w.kind}/${w.hash}/${w.asset}`, { kind: w.kind, hash: w.hash, asset: w.asset, at: ts(w.at) });
+    } else events.set(`${w.kind}/${w.hash}/${w.asset}`, { kind: w.kind, burn: w.burn === true, hash: w.hash, asset: w.asset, at: ts(w.at) });
   }
   /**
    * The owner of a token at a second (decisions.md, "Ownership"): the latest
@@ -106,14 +110,14 @@ function truthOf(taken: readonly Write[]) {
   const ownerAt = (asset: number, time: number): string | undefined => {
     const all = [...events.values()].filter((e) => e.asset === asset);
     const known = all.filter((e) => e.at <= time && (e.kind === "transfers" || !all.some((x) => x.kind === "transfers" && x.hash === e.hash)))
-      .map((e) => ({ block: 100 + (e.at - T) / 10, log: e.kind === "sales" ? SALE_LOG_INDEX : 0, hash: e.hash, to: RECIPIENT[e.kind] }))
+      .map((e) => ({ block: 100 + (e.at - T) / 10, log: e.kind === "sales" ? SALE_LOG_INDEX : 0, hash: e.hash, to: recipientOf(e) }))
       .sort((a, b) => b.block - a.block || b.log - a.log || b.hash - a.hash);
     return known[0]?.to;
   };
-  /** The time a listing stops being fillable by ownership: its creation when its maker did not own the token then, else its token's first move after it. */
+  /** The time a listing stops being fillable by ownership: its creation when its token was burned by then or its maker did not own it then, else its token's first move after it. */
   const moved = (l: ListingWrite) => {
     const owner = ownerAt(l.asset, ts(l.created));
-    if (l.maker !== 0 && owner !== undefined && owner !== makerOf(l)) return ts(l.created);
+    if (owner !== undefined && (l.maker === 0 ? owner === "" : owner !== makerOf(l))) return ts(l.created);
     const after = [...events.values()].filter((e) => e.asset === l.asset && e.at > ts(l.created)).map((e) => e.at);
     return after.length === 0 ? undefined : Math.min(...after);
   };

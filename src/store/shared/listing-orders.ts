@@ -8,8 +8,9 @@ import { SALE_LOG_INDEX } from "./ownership.js";
 // table, its log and its removal table, as every other record column.
 //
 // - Not fillable from its creation: a listing whose maker did not own the
-//   token when it was created (another address held it, or it was burned)
-//   ends at its createdAt, the way a later move ends it (fillable.ts on
+//   token when it was created (another address held it, or it was burned),
+//   and any listing of a token burned by then (maker told or not), ends at
+//   its createdAt, the way a later move ends it (fillable.ts on
 //   each engine: moved_at). The owner at a time is the ownership rule's
 //   (decisions.md, "Ownership") over the token's sales and transfers at or
 //   before that second; a token none of which is known has no known owner,
@@ -66,9 +67,16 @@ export function ownerAtCreation(l: string, token: (x: string) => string, ownerOf
       ORDER BY block DESC, log_index DESC, hash DESC LIMIT 1) o)`;
 }
 
-/** The time the listing `l` stops being fillable by ownership: its createdAt when its maker did not own the token then, else `firstMove` (the first move after it). */
+/**
+ * The time the listing `l` stops being fillable by ownership: its createdAt
+ * when its token had been burned by then (owned by nobody: whoever made the
+ * listing, maker told or not) or when its maker did not own it then, else
+ * `firstMove` (the first move after it).
+ */
 export function endOfOwnership(l: string, firstMove: string, ownerAt: string): string {
-  return `CASE WHEN ${l}.maker <> '' AND coalesce(${ownerAt}, ${l}.maker) <> ${l}.maker THEN ${l}.created_at ELSE ${firstMove} END`;
+  // The owner at creation is read once in either branch; unknown (NULL) ends nothing.
+  const ended = `coalesce(CASE WHEN ${l}.maker = '' THEN ${ownerAt} = '' ELSE ${ownerAt} <> ${l}.maker END, false)`;
+  return `CASE WHEN ${ended} THEN ${l}.created_at ELSE ${firstMove} END`;
 }
 
 /** The end of the listing `l`'s activity (its spans' cap): the first of its moved_at and its expiry (`least`: the engine's two-argument minimum, `open`: the open end). */

@@ -83,11 +83,11 @@ const versionKept = (orders: boolean) => `
       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status;
     ${spansRebuilt("NEW.id", orders)}`;
 
-/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those created at or after it too (their maker's ownership at creation). */
+/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those created at or after it too (who owned the token at their creation). */
 const eventMoves = (orders: boolean) =>
   orders
     ? `${movedBy}
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key AND created_at >= NEW.timestamp AND maker <> ''", true)}`
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key AND created_at >= NEW.timestamp", true)}`
     : movedBy;
 
 /** The triggers that keep fillable listings, as migration 9 made them (`orders` false) and as migration 40 makes them again. */
@@ -213,12 +213,12 @@ export function eventRemovedTriggers(orders: boolean): string {
   END;`;
 }
 
-/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time; those made at or after it by a maker are found again (their maker's ownership at creation). */
+/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time; those made at or after it are found again (who owned the token at their creation). */
 export const SALE_LISTINGS_MOVED: readonly string[] = [
   `UPDATE listings SET moved_at = @timestamp
   WHERE collection_id = @collection_id AND asset_key = @asset_key AND created_at < @timestamp
     AND (moved_at IS NULL OR moved_at > @timestamp)`,
-  movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp AND maker <> ''", true),
+  movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp", true),
 ];
 
 /** The listings that came due by the clock's second `?` (shared/listing-orders.ts), marked lapsed: their ids and collections. */
