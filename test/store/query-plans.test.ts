@@ -323,7 +323,7 @@ describe("query plans", () => {
     expect(plan(KEEPER_SQL.flagged).join(" | ")).toMatch(/SEARCH sales USING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
   });
 
-  it("listings coming due are one range of listings_due by expiry; a maker's ownership at creation seeks its token's transfers and sales", () => {
+  it("listings coming due are one range of listings_due by expiry; a listing's end by ownership seeks its token's transfers and sales", () => {
     expect(plan(LAPSE_DUE)).toEqual(["SEARCH listings USING INDEX listings_due (expires_at>? AND expires_at<?)"]);
     // The owner at creation (listing-orders.ts ownerAtCreation): the token's latest transfer by its key, its sales up to the second by the asset index.
     for (const sql of [movedFound("id = ?", true), SALE_LISTINGS_MOVED[1]!]) {
@@ -331,6 +331,10 @@ describe("query plans", () => {
       expect(detail, sql).toContain("SEARCH t USING PRIMARY KEY (collection_id=? AND asset_key=?)");
       expect(detail, sql).toContain("SEARCH s USING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp<?)");
       expect(detail.filter((d) => /^SCAN (t|s|x|listings|sales|transfers)\b/.test(d)), sql).toEqual([]);
+      // The first move after the creation: the token's sales from then on, and its transfers by its key (not the collection's by time).
+      expect(detail, sql).toContain("SEARCH sales USING COVERING INDEX sales_by_asset (collection_id=? AND asset_key=? AND timestamp>?)");
+      expect(detail, sql).toContain("SEARCH transfers USING PRIMARY KEY (collection_id=? AND asset_key=?)");
+      expect(detail.filter((d) => /transfers_by_time/.test(d)), sql).toEqual([]);
     }
     // A sale's listings made at or after it by a maker: the token's listings from that second on.
     expect(plan(SALE_LISTINGS_MOVED[1]!)[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
