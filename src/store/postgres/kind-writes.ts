@@ -302,7 +302,7 @@ const BUILT_IN: Record<Kind, KindSpec> = {
     // A record written is an event at its position and second (migration 39: shared/token-feed.ts); TOKENS_LOCK orders the positions' commits.
     counted: counted("tokens", ["collection_id", "asset_id"], ["record_owner", "attributes", "recorded", ...TOKEN_METADATA_COLUMNS, FED_AT],
         withCollection(`c.id AS collection_id, st.asset_id, st.current_owner AS record_owner, st.attributes, true AS recorded, ${metadataSql("st", "tokens")},
-          extract(epoch FROM statement_timestamp())::bigint AS ${FED_AT}`), undefined, true),
+          floor(extract(epoch FROM statement_timestamp()))::bigint AS ${FED_AT}`), undefined, true),
     after: [ownersFound(STAGED_TOKENS)],
     tables: ["collections", "tokens", "token_owners", "collection_holdings", "token_traits", "trait_values"],
     serialized: true,
