@@ -226,7 +226,7 @@ const LISTINGS: KindSpec = {
   row: (r) => {
     const wire = listingFragments(r as unknown as ListingRow);
     return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.currency ?? CURRENCY,
-      String(r.maker ?? "").toLowerCase(), r.expiresAt ?? 0, r.status, r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
+      r.maker ?? "", r.expiresAt ?? 0, r.status, r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
   },
   // The orders that may be taken back logged (order-reorgs.ts) before and after the merge.
   before: [REGISTER_COLLECTIONS, ...orderLogBegun("listings")],

@@ -572,7 +572,8 @@ export class WriteStore {
       record_updated_at: r.lastUpdatedAt,
       price: r.price,
       currency: r.currency ?? CURRENCY,
-      maker: (r.maker ?? "").toLowerCase(),
+      // Lower-case already (the kind's check): the ready answer above is made from the same value.
+      maker: r.maker ?? "",
       expires_at: r.expiresAt ?? 0,
       record_status: r.status,
       block: r.block ?? 0,
