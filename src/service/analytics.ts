@@ -20,6 +20,7 @@ import { decodePageToken, encodePageToken, queryDigest } from "./page-token.js";
 import { marketplaceCheck } from "./marketplaces.js";
 import * as p from "./params.js";
 import { nowSeconds } from "../domain/formats.js";
+import { type FloorCandle, floorCandles, type FloorPrice, type FloorSpanLength } from "../domain/floor-candles.js";
 import { CURRENCY, toFloorListing, toOffer, toTraitValue } from "../domain/wire/messages.js";
 import type { OfferRow } from "../domain/rows.js";
 
@@ -119,7 +120,13 @@ export function createAnalyticsMethods(store: ReadRepositories, checkMarketplace
     async getCollectionCandles(req) {
       const interval = CANDLE_INTERVALS[p.requiredChoice(req.interval, CANDLE_INTERVAL_NAMES, "interval")];
       const page = await seriesPage(store, checkMarketplace, req, interval, "candles", undefined, false);
-      const data = page.intervals.map(([b, found]) => toCandle(b, page.length, found));
+      // The floor's history over the page (decisions.md, "Floor history"): one seek and one range of the kept buckets.
+      const first = page.intervals[0]?.[0] ?? 0;
+      const history = page.intervals.length === 0
+        ? { before: null, rows: [] }
+        : await store.analytics.floorHistory(page.collection, page.marketplace, page.length as FloorSpanLength, first, first + page.intervals.length * page.length);
+      const floors = floorCandles(first, page.length, page.intervals.length, history.before, history.rows);
+      const data = page.intervals.map(([b, found], i) => toCandle(b, page.length, found, floors[i]!));
       return create(GetCollectionCandlesResponseSchema, { successful: 1, nextPage: page.nextPage, data });
     },
   };
@@ -154,7 +161,7 @@ async function seriesPage(
   list: "series" | "candles",
   assetId: string | undefined,
   usd: boolean,
-): Promise<{ length: number; intervals: [number, SeriesBucket | undefined][]; nextPage: string }> {
+): Promise<{ collection: number; marketplace: string; length: number; intervals: [number, SeriesBucket | undefined][]; nextPage: string }> {
   const { ref } = p.collection(req);
   const filter = {
     marketplace: p.marketplace(req.marketplace),
@@ -170,8 +177,10 @@ async function seriesPage(
   const digest = queryDigest([list, ref, interval, filter]);
   const after = decodePageToken("cursor", req.cursor, digest, SERIES_KEY);
   const length = intervalSeconds(interval);
-  const range = await seriesRange(store, collection, interval, filter);
-  if (range === undefined) return { length, intervals: [], nextPage: "" };
+  // The candles' range covers the floor's history too (a collection listed, never sold).
+  const range = await seriesRange(store, collection, interval, filter, list === "candles" ? filter.marketplace ?? "" : undefined);
+  const marketplace = filter.marketplace ?? "";
+  if (range === undefined) return { collection, marketplace, length, intervals: [], nextPage: "" };
   const start = Math.max(range.first, after === null ? range.first : intervalStart(interval, after[0] as number));
   const end = Math.min(range.last, start + (limit - 1) * length);
   // The unit is not the filter's: not in the cursor's digest.
@@ -179,11 +188,12 @@ async function seriesPage(
   const intervals: [number, SeriesBucket | undefined][] = [];
   let i = 0;
   for (let b = start; b <= end; b += length) intervals.push([b, buckets[i]?.start === b ? buckets[i++] : undefined]);
-  return { length, intervals, nextPage: encodePageToken(digest, end < range.last ? [end + length] : null) };
+  return { collection, marketplace, length, intervals, nextPage: encodePageToken(digest, end < range.last ? [end + length] : null) };
 }
 
 /** Built whole, with its $typeName, so that the response takes it as it is (messages.ts: create() copies field by field). */
-function toCandle(start: number, length: number, b: SeriesBucket | undefined): Candle {
+function toCandle(start: number, length: number, b: SeriesBucket | undefined, floor: FloorCandle): Candle {
+  const wei = (v: FloorPrice) => (v === null ? "" : v.toString());
   return {
     $typeName: "marketdata.v1.Candle",
     start: BigInt(start),
@@ -195,19 +205,34 @@ function toCandle(start: number, length: number, b: SeriesBucket | undefined): C
     volume: b?.volume ?? "0",
     sales: BigInt(b?.n ?? 0),
     currency: CURRENCY,
+    floorOpen: wei(floor.open),
+    floorHigh: wei(floor.high),
+    floorLow: wei(floor.low),
+    floorClose: wei(floor.close),
   };
 }
 
-/** The starts of the first and last interval a series covers: the window's, or the collection's sales' when a bound is absent. */
+/**
+ * The starts of the first and last interval a series covers: the window's,
+ * or where a bound is absent the collection's sales', and with `floorOf` (a
+ * marketplace, or "" for all) its floor's changes' too, up to now.
+ */
 async function seriesRange(
   store: ReadRepositories,
   collection: number,
   interval: SeriesInterval,
   window: { since?: number | undefined; until?: number | undefined },
+  floorOf?: string,
 ): Promise<{ first: number; last: number } | undefined> {
   let { since, until } = window;
   if (since === undefined || until === undefined) {
-    const extent = await store.analytics.salesExtent(collection);
+    const sales = await store.analytics.salesExtent(collection);
+    const floor = floorOf === undefined ? undefined : await store.analytics.floorExtent(collection, floorOf);
+    const now = nowSeconds();
+    const extent = floor === undefined ? sales : {
+      first: Math.min(floor.first, sales?.first ?? floor.first),
+      last: Math.max(Math.min(floor.last, now), floor.first, sales?.last ?? floor.first),
+    };
     since ??= extent === undefined ? until : Math.min(extent.first, until ?? extent.first);
     until ??= extent === undefined ? since : Math.max(extent.last, since ?? extent.last);
   }

@@ -1,5 +1,6 @@
 import type { SeriesBucket, SeriesInterval } from "../../domain/series.js";
 import type { CollectionSummaryRow, FloorListingRow, HolderBucketRow, HolderRow, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
 import type { KeySpec, MaybePromise, Page, PageRequest } from "./paging.js";
 
 // The market's reads kept at write time: analytics (floor, holders,
@@ -51,6 +52,16 @@ export interface AnalyticsRepository {
   lowestFloorsAt(collectionIds: readonly number[], at: number): MaybePromise<(string | undefined)[]>;
   /** Times of the collection's first and last sale; undefined without sales. */
   salesExtent(collectionId: number): MaybePromise<{ first: number; last: number } | undefined>;
+  /**
+   * The floor's history kept at write time (decisions.md, "Floor history";
+   * flagged tokens left out), of one marketplace or all (""): the floor
+   * before second `from`, and the summaries of the intervals of `span` that
+   * start from `from` to before `until` and hold a change of the floor,
+   * oldest first. One seek and one range, whatever the history's length.
+   */
+  floorHistory(collectionId: number, marketplace: string, span: FloorSpanLength, from: number, until: number): MaybePromise<{ before: FloorPrice; rows: FloorBucket[] }>;
+  /** Times of the first and last change of the floor (of one marketplace or all: ""); undefined when it never had one. */
+  floorExtent(collectionId: number, marketplace: string): MaybePromise<{ first: number; last: number } | undefined>;
 }
 
 // tokens and traits: the tokens list and each trait value's count and floor,

@@ -16,6 +16,8 @@ import {
   toSeriesBucket,
   WEEK,
 } from "../../domain/series.js";
+import { BUCKETS, bucketRows, FLOOR_BEFORE } from "./floor-history.js";
+import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
 import type { AnalyticsRepository, FloorFilter, HoldersPage, SeriesFilter } from "../ports/market.js";
 import { type FloorListingRow, HOLDER_BUCKETS } from "../../domain/rows.js";
 import { type PageRequest, toPage } from "../ports/paging.js";
@@ -256,6 +258,27 @@ export class PgAnalytics implements AnalyticsRepository {
       `SELECT (SELECT timestamp FROM sales WHERE collection_id = $1 ORDER BY timestamp LIMIT 1) AS first,
               (SELECT timestamp FROM sales WHERE collection_id = $1 ORDER BY timestamp DESC LIMIT 1) AS last`,
       [collectionId],
+    );
+    const r = rows[0];
+    return r?.first == null || r.last == null ? undefined : { first: Number(r.first), last: Number(r.last) };
+  }
+
+  async floorHistory(collectionId: number, marketplace: string, span: FloorSpanLength, from: number, until: number): Promise<{ before: FloorPrice; rows: FloorBucket[] }> {
+    // One statement (one snapshot): the floor before the page, marked by bucket -1, then its buckets.
+    const rows = await this.q.rows<[string, string | null, string | null, string, string | null, string | null]>(
+      `SELECT '-1', NULL, NULL, '0', NULL, (${FLOOR_BEFORE.replace("$3", "$4")}) UNION ALL (${BUCKETS})`,
+      [collectionId, marketplace, span, from, until],
+      true,
+    );
+    const before = rows.find(([b]) => b === "-1")!;
+    return { before: before[5] === null ? null : BigInt(before[5]), rows: bucketRows(rows.filter((r) => r !== before)).sort((a, b) => a.bucket - b.bucket) };
+  }
+
+  async floorExtent(collectionId: number, marketplace: string): Promise<{ first: number; last: number } | undefined> {
+    const rows = await this.q.rows<{ first: string | null; last: string | null }>(
+      `SELECT (SELECT t FROM floor_points WHERE collection_id = $1 AND marketplace = $2 ORDER BY t LIMIT 1) AS first,
+              (SELECT t FROM floor_points WHERE collection_id = $1 AND marketplace = $2 ORDER BY t DESC LIMIT 1) AS last`,
+      [collectionId, marketplace],
     );
     const r = rows[0];
     return r?.first == null || r.last == null ? undefined : { first: Number(r.first), last: Number(r.last) };

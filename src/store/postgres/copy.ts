@@ -4,6 +4,7 @@ import { from as copyFrom } from "pg-copy-streams";
 import { type BulkKind, copyLine } from "./record-writes.js";
 import { SYNC_WRITE_POOLS } from "./database.js";
 import { stampVersions, type Touched } from "./data-versions.js";
+import { PgFloorHistory } from "./floor-history.js";
 
 /**
  * Opens a COPY stream into the staging table of `kind`. By default the
@@ -93,6 +94,8 @@ export async function writeTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolCli
     await client.query(SYNC_WRITE_POOLS.has(pool) ? "BEGIN; SET LOCAL synchronous_commit = on; SET LOCAL jit = off" : "BEGIN; SET LOCAL jit = off");
     const touched: Touched = {};
     const result = await fn(client, touched);
+    // What changed the floor (spans written or removed, tokens flagged) is kept in its history with this commit.
+    await new PgFloorHistory(client).settle();
     await stampVersions(client, touched);
     await client.query("COMMIT");
     return result;

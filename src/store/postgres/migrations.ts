@@ -1,3 +1,4 @@
+import { FLOOR_HISTORY_SCHEMA, PgFloorHistory } from "./floor-history.js";
 import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
@@ -456,6 +457,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   async (client) => {
     await client.query(LISTING_ORDER_COLUMNS("text", "bigint"));
     await backfillPgWireRows(client, true);
+  },
+  // 41: floor history kept at write time (floor-history.ts, shared/floor-history.ts), found for what is stored, as SQLite's 41.
+  async (client) => {
+    await client.query(FLOOR_HISTORY_SCHEMA);
+    await new PgFloorHistory(client).rebuild();
   },
 ];
 

@@ -6,6 +6,8 @@ import { SalesSeries } from "./sales-series.js";
 import type { SqliteStatements } from "./statements.js";
 import { lowestPrice } from "../shared/listing-prices.js";
 import { notFlagged } from "./flags.js";
+import { BUCKETS, bucketRows, FLOOR_BEFORE } from "./floor-history.js";
+import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
 
 // Floor, holders and sales series (migration 7 keeps what they read): each
 // answer a bounded number of index seeks, read in one snapshot.
@@ -132,6 +134,24 @@ export class SqliteAnalytics implements AnalyticsRepository {
           .prepare(`SELECT timestamp FROM sales INDEXED BY sales_by_time WHERE collection_id = ? ORDER BY timestamp ${order} LIMIT 1`)
           .pluck()
           .get(collectionId) as number | undefined;
+      const first = at("ASC");
+      const last = at("DESC");
+      return first === undefined || last === undefined ? undefined : { first, last };
+    });
+  }
+
+  floorHistory(collectionId: number, marketplace: string, span: FloorSpanLength, from: number, until: number): { before: FloorPrice; rows: FloorBucket[] } {
+    return this.s.snapshot(() => {
+      const before = this.s.prepare(FLOOR_BEFORE).pluck().get(collectionId, marketplace, from) as string | null | undefined;
+      const rows = bucketRows(this.s.prepare(BUCKETS).raw().all(collectionId, marketplace, span, from, until) as Parameters<typeof bucketRows>[0]);
+      return { before: before === undefined || before === null ? null : BigInt(before), rows };
+    });
+  }
+
+  floorExtent(collectionId: number, marketplace: string): { first: number; last: number } | undefined {
+    return this.s.snapshot(() => {
+      const at = (order: "ASC" | "DESC") =>
+        this.s.prepare(`SELECT t FROM floor_points WHERE collection_id = ? AND marketplace = ? ORDER BY t ${order} LIMIT 1`).pluck().get(collectionId, marketplace) as number | undefined;
       const first = at("ASC");
       const last = at("DESC");
       return first === undefined || last === undefined ? undefined : { first, last };

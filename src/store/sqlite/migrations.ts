@@ -21,6 +21,7 @@ import { DEFAULT_CHAIN } from "../../domain/chains.js";
 import { StoreError } from "../ports/errors.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
+import { FLOOR_HISTORY_SCHEMA, SqliteFloorHistory } from "./floor-history.js";
 import { FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
@@ -402,6 +403,11 @@ export const MIGRATIONS: readonly Migration[] = [
   (db) => {
     db.exec(LISTING_ORDERS_SCHEMA);
     backfillWireRows(db, true);
+  },
+  // 41: floor history kept at write time (floor-history.ts, shared/floor-history.ts), found for what is stored.
+  (db) => {
+    db.exec(FLOOR_HISTORY_SCHEMA);
+    new SqliteFloorHistory(db).rebuild();
   },
 ];
 

@@ -16,6 +16,7 @@ import type { AppraisalRow, ListingRow, OfferRow, RarityRow, SaleRow, ScoreRow, 
 import { assetKey } from "./asset-key.js";
 import { LAPSE_DUE, SALE_LISTINGS_MOVED } from "./fillable.js";
 import { deferMarketTriggers } from "./market-triggers.js";
+import { SqliteFloorHistory } from "./floor-history.js";
 import { SALE_OWNER_ADDED } from "./ownership.js";
 import { hexToBytes } from "./hex.js";
 import { splitWei } from "./wei.js";
@@ -227,6 +228,8 @@ export class WriteStore {
   /** The listings coming due (fillable.ts LAPSE_DUE), and an id put among those fed again. */
   #lapseDue: Statement | undefined;
   #refed: Statement | undefined;
+  /** The floor history's bookkeeping (floor-history.ts), settled with each commit. */
+  readonly #floors: SqliteFloorHistory;
   #knowMarketplace: Statement | undefined;
 
   /**
@@ -243,6 +246,7 @@ export class WriteStore {
       .raw();
     this.#aggregates = new SalesAggregates(db);
     this.#wash = new SqliteWash(db);
+    this.#floors = new SqliteFloorHistory(db);
     this.#removals = new SqliteRemovals(db, () => this.#nextFeedSeq());
     // A replayed order is upserted as any record is: a new feed position when it changed, its triggers.
     const recorded = (spec: TableSpec) => spec.values.filter((c) => !c.startsWith("wire_"));
@@ -330,6 +334,8 @@ export class WriteStore {
       this.#db.prepare("UPDATE store_state SET feed_seq = ? WHERE id = 1").run(this.#feedSeq);
       this.#feedSeq = undefined;
     }
+    // What changed the floor (spans written or removed, tokens flagged) is kept in its history with this commit.
+    this.#floors.settle();
     stampVersions(this.#db, this.#touched);
   }
 
