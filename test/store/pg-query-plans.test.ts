@@ -73,6 +73,8 @@ function records(): Partial<Record<Kind, object[]>> {
         lastUpdatedAt: 1_700_000_000 + i * 3600,
         marketplace: MARKETPLACES[i % MARKETPLACES.length],
         status: LISTING_STATUSES[i % LISTING_STATUSES.length],
+        // Each cheaper than the one before: the floor's history changes with every active one (floor-history.ts).
+        price: String(30_000_000_000_000_000_000n - BigInt(i) * 1_000_000_000_000_000n),
       });
     }
     // Transfers of the collection's tokens (a listing's maker's ownership at its creation seeks them by token).
@@ -212,7 +214,7 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     await exerciseAnalytics(repos, id);
     await exerciseTokens(repos, id);
     await exerciseCollectionList(repos, id);
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await repos?.close();
     await client?.end();
@@ -254,7 +256,8 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
       // "Tokens").
       const boundedByAsset = /asset_id = \$\d|asset_id = ANY|current_owner = \$\d/.test(text) || TRAIT_BY_MOVE.test(text);
       // A series page reads at most 1,000 intervals (bucket between two bounds), whatever the collection's history.
-      const boundedByPage = /FROM sales_series WHERE .*bucket >= \$\d+ AND bucket <= \$\d+/.test(one(text));
+      // So does a page of the floor's history (floor_buckets: at most one row per interval of the page).
+      const boundedByPage = /FROM (sales_series|floor_buckets) WHERE .*bucket >= \$\d+ AND bucket <=? \$\d+/.test(one(text));
       for (const n of await planOf(text, values)) {
         // store_state is one row by design, finality one per chain (a record's finality: store/shared/finality.ts).
         if (n["Node Type"] === "Seq Scan" && n["Relation Name"] !== "store_state" && n["Relation Name"] !== "finality") problems.push(`Seq Scan on ${n["Relation Name"]} in ${one(text)}`);
@@ -519,6 +522,9 @@ function requiredBindings(sql: string, table: string): string[][] {
   // The tokens list: a trait's tokens, or a wallet's (in every collection, or one).
   if (table === "token_traits") return [[...base, "trait_type", "value"]];
   if (table === "tokens" && has("current_owner")) return [["current_owner"]];
+  // The floor's history (floor-history.ts): a page's buckets of one span, the floor before it, its extent.
+  if (table === "floor_buckets") return [[...base, "marketplace", "span", "bucket"]];
+  if (table === "floor_points") return [[...base, "marketplace"]];
   // A series: one marketplace's (or every one's) intervals of one span.
   if (table === "sales_series") return [[...base, "marketplace", "span", "bucket"]];
   // A floor: each marketplace's price order.

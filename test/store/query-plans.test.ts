@@ -12,6 +12,7 @@ import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { kindWrites } from "../../src/store/sqlite/kind-writes.js";
 import { LAPSE_DUE, movedFound, SALE_LISTINGS_MOVED } from "../../src/store/sqlite/fillable.js";
+import { FLOOR_SQL } from "../../src/store/sqlite/floor-history.js";
 
 // Every query the service can run is served by an index: no table scan, no
 // temporary sort, no OFFSET. The queries are collected by exercising every
@@ -340,6 +341,18 @@ describe("query plans", () => {
     expect(plan(SALE_LISTINGS_MOVED[1]!)[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
   });
 
+  it("keeping the floor's history seeks: the spans over a range by their end, a span by its key, a flagged token's spans by its listings", () => {
+    for (const m of ["", "BLUR"]) {
+      const detail = plan(FLOOR_SQL.spans(m));
+      expect(detail[0], m).toBe("SEARCH s USING INDEX listing_spans_by_end (collection_id=? AND active_until>?)");
+      expect(detail, m).toContain("SEARCH l USING INTEGER PRIMARY KEY (rowid=?)");
+    }
+    expect(plan(FLOOR_SQL.present)[0]).toBe("SEARCH s USING PRIMARY KEY (listing_id=? AND active_from=?)");
+    const flagged = plan(FLOOR_SQL.flagSpans("-1", "?"));
+    expect(flagged[0]).toBe("SEARCH l USING COVERING INDEX listings_by_asset (collection_id=? AND asset_key=?)");
+    expect(flagged[1]).toBe("SEARCH s USING PRIMARY KEY (listing_id=?)");
+  });
+
   it("reads the binding rules right (the rule itself can fail)", () => {
     const stats = "SELECT count(*) FROM sales WHERE collection_id = ? AND asset_key = ? AND marketplace = ?";
     expect(requiredBindings(stats)).toEqual([["collection_id", "asset_key"]]);
@@ -428,6 +441,9 @@ function requiredBindings(sql: string): string[][] {
   if (/FROM trait_values/.test(sql)) return [base];
   if (/FROM token_traits tt (INDEXED|JOIN)/.test(sql)) return [[...base, "trait_type", "value"]];
   if (has("current_owner")) return [["current_owner"]];
+  // The floor's history (floor-history.ts): a page's buckets of one span, the floor before it, its extent.
+  if (/FROM floor_buckets/.test(sql)) return [[...base, "marketplace", "span", "bucket"]];
+  if (/FROM floor_points/.test(sql)) return /\bt < \?/.test(sql) ? [[...base, "marketplace", "t"]] : [[...base, "marketplace"]];
   // A series: one marketplace's (or every one's) intervals of one span.
   if (/FROM sales_series/.test(sql)) return [[...base, "marketplace", "span", "bucket"]];
   // A floor: one marketplace's price order; the marketplaces, one seek each.

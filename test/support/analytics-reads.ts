@@ -19,6 +19,11 @@ export async function exerciseAnalytics(store: ReadRepositories, id: number): Pr
     }
   }
   await store.analytics.salesExtent(id);
+  // The candles' floor (decisions.md, "Floor history"): the floor before a page, its buckets, and the history's extent.
+  for (const marketplace of ["", "BLUR"]) {
+    for (const span of [60, 3600, 86400] as const) await store.analytics.floorHistory(id, marketplace, span, 1_699_833_600, 1_700_438_400);
+    await store.analytics.floorExtent(id, marketplace);
+  }
 }
 
 /** Every read path of the tokens repository (each order, with and without a trait or an owner, first pages and pages after a key), for the query-plan tests of both engines. */

@@ -1,3 +1,4 @@
+import { FLOOR_HISTORY_TRIGGERS } from "../../src/store/sqlite/floor-history.js";
 import { FED_AT } from "../../src/store/shared/token-feed.js";
 import { eventRemovedTriggers, fillableTriggers, listingWireTrigger, REMADE } from "../../src/store/sqlite/fillable.js";
 import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
@@ -190,8 +191,18 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 40: listings without maker, expiry or lapse (SQLite's triggers as 39 left them). */
+/** Takes a store's schema back before migration 41: no floor history kept. */
+export async function dropFloorHistory(target: string): Promise<void> {
+  const sqlite = !isPostgresUrl(target);
+  for (const t of FLOOR_HISTORY_TRIGGERS) await execSql(target, `DROP TRIGGER ${t}${sqlite ? "" : ` ON ${t.startsWith("listing_spans") ? "listing_spans" : "token_flags"}`}`);
+  if (!sqlite) for (const f of ["floor_spans_added", "floor_spans_removed", "floor_flags_added", "floor_flags_changed"]) await execSql(target, `DROP FUNCTION ${f}`);
+  for (const table of ["floor_points", "floor_buckets", "floor_dirty"]) await execSql(target, `DROP TABLE ${table}`);
+  await execSql(target, "DROP INDEX listing_spans_by_end");
+}
+
+/** Takes a store's schema back before migration 40: listings without maker, expiry or lapse (SQLite's triggers as 39 left them), nor what came after. */
 export async function dropListingOrders(target: string): Promise<void> {
+  await dropFloorHistory(target);
   const sqlite = !isPostgresUrl(target);
   // SQLite's triggers name the columns: those of migration 39 come back around the drop.
   if (sqlite) for (const t of [...REMADE, "listings_expiry_changed", "listings_wire_changed"]) await execSql(target, `DROP TRIGGER ${t}`);

@@ -85,8 +85,12 @@ export const FLOOR_LOCK = 0x6d64_666c;
 const price = (v: string | null): FloorPrice => (v === null ? null : BigInt(v));
 const text = (p: FloorPrice): string | null => (p === null ? null : p.toString());
 
+/** The spans of tokens not flagged overlapping a range, by their end (of a marketplace, or all when $4 is ''). */
+export const SPANS = `SELECT s.active_from::text, s.active_until::text, s.price::text FROM listing_spans s JOIN listings l ON l.id = s.listing_id
+  WHERE s.collection_id = $1 AND s.active_until > $2 AND s.active_from < $3 AND ($4 = '' OR s.marketplace = $4) AND ${notFlagged("l")}`;
+
 /** Bucket rows of a length in a range of buckets, oldest first (the candles' read too). */
-export const BUCKETS = `SELECT bucket::text, low::text, high::text, first_at::text, first::text, last::text FROM floor_buckets
+export const BUCKETS = `SELECT bucket::text AS b, low::text, high::text, first_at::text, first::text, last::text FROM floor_buckets
   WHERE collection_id = $1 AND marketplace = $2 AND span = $3 AND bucket >= $4 AND bucket < $5 ORDER BY bucket`;
 /** The floor before a second: the last point before it. */
 export const FLOOR_BEFORE = "SELECT price::text FROM floor_points WHERE collection_id = $1 AND marketplace = $2 AND t < $3 ORDER BY t DESC LIMIT 1";
@@ -155,11 +159,7 @@ export class PgFloorHistory implements FloorIo<"async"> {
   }
 
   async spans(c: number, m: string, from: number, until: number) {
-    const rows = await this.#rows<[string, string, string]>(
-      `SELECT s.active_from::text, s.active_until::text, s.price::text FROM listing_spans s JOIN listings l ON l.id = s.listing_id
-       WHERE s.collection_id = $1 AND s.active_until > $2 AND s.active_from < $3 AND ($4 = '' OR s.marketplace = $4) AND ${notFlagged("l")}`,
-      [c, from, until, m],
-    );
+    const rows = await this.#rows<[string, string, string]>(SPANS, [c, from, until, m]);
     return rows.map(([a, b, p]) => ({ from: Number(a), until: Number(b), price: BigInt(p) }));
   }
 

@@ -154,6 +154,7 @@ export function* rebuildRanges(ranges: readonly WholeRange[]): Generator<FloorSt
 function* settleOne(c: number, m: string, spans: readonly (Omit<DirtySpan, "collectionId" | "marketplace" | "listingId" | "price" | "sign"> & Partial<DirtySpan>)[], sweepAll = spans.length > MANY): Generator<FloorStep, void, unknown> {
   const ranges = sweepAll ? [hull(spans)] : merged(spans);
   const minutes = new Set<number>();
+  const written: Written[] = [];
   for (const range of ranges) {
     const old = yield* ask("points", c, m, range.from, range.until);
     for (const p of old.points) minutes.add(p.t - (p.t % 60));
@@ -165,37 +166,93 @@ function* settleOne(c: number, m: string, spans: readonly (Omit<DirtySpan, "coll
       // Where a removed span was the floor, the floor is found again from what is there now.
       const again: { from: number; until: number }[] = [];
       for (const d of spans) if (d.sign === -1 && overlaps(d, range)) again.push(...equalRanges(pieces, d.from, d.until, d.price!));
-      for (const r of merged(again)) pieces = replaced(pieces, r.from, r.until, sweep(yield* ask("spans", c, m, r.from, r.until), r.from, r.until));
+      // Many pieces apart (a sale ending listings at the floor at many times): one sweep over them all.
+      const apart = merged(again);
+      for (const r of apart.length > 8 ? [hull(apart)] : apart) pieces = replaced(pieces, r.from, r.until, sweep(yield* ask("spans", c, m, r.from, r.until), r.from, r.until));
       // What was added and is still there lowers the floor where it is cheaper (harmless where just swept: it was there).
       for (const d of spans) if (d.sign === 1 && overlaps(d, range)) pieces = lowered(pieces, d.from, d.until, d.price!);
     }
     const points = pointsOf(pieces, old.before, range.until, afterValue);
     for (const p of points) minutes.add(p.t - (p.t % 60));
+    written.push({ from: range.from, through: range.until, points });
     yield* ask("writePoints", c, m, range.from, range.until, points);
   }
-  yield* rebuildBuckets(c, m, minutes);
+  yield* rebuildBuckets(c, m, minutes, written);
 }
 
-/** The bucket rows of the minutes whose points changed, then of their hours and days. */
-function* rebuildBuckets(c: number, m: string, minutes: ReadonlySet<number>): Generator<FloorStep, void, unknown> {
+/**
+ * The bucket rows of the minutes whose points changed, then of their hours
+ * and days: each summarized from what the length below holds, read once per
+ * cluster of neighbouring buckets (a bulk sweep changes many; a live write
+ * a few, near each other or years apart).
+ */
+function* rebuildBuckets(c: number, m: string, minutes: ReadonlySet<number>, written: readonly Written[]): Generator<FloorStep, void, unknown> {
   let changed = [...minutes].sort((a, b) => a - b);
   let rows: (readonly [number, FloorBucket | null])[] = [];
+  // A minute inside a range just written holds the points written; only those across a range's ends are read.
+  const across: number[] = [];
+  const byMinute = written.map((w) => {
+    const held = new Map<number, FloorPoint[]>();
+    for (const p of w.points) {
+      const minute = p.t - (p.t % 60);
+      held.set(minute, [...(held.get(minute) ?? []), p]);
+    }
+    return { ...w, held };
+  });
   for (const minute of changed) {
-    const { points } = yield* ask("points", c, m, minute, minute + 59);
-    rows.push([minute, bucketOf(minute, points)]);
+    const w = byMinute.find((x) => x.from <= minute && minute + 59 <= x.through);
+    if (w === undefined) across.push(minute);
+    else rows.push([minute, bucketOf(minute, w.held.get(minute) ?? [])]);
+  }
+  for (const cluster of clusters(across, CLUSTER_GAP[60])) {
+    const { points } = yield* ask("points", c, m, cluster[0]!, cluster.at(-1)! + 59);
+    let i = 0;
+    for (const minute of cluster) {
+      while (i < points.length && points[i]!.t < minute) i++;
+      const start = i;
+      while (i < points.length && points[i]!.t < minute + 60) i++;
+      rows.push([minute, bucketOf(minute, points.slice(start, i))]);
+    }
   }
   yield* ask("writeBuckets", c, m, 60, rows);
-  for (const [i, span] of FLOOR_SPANS.entries()) {
-    if (i === 0) continue;
-    const child = FLOOR_SPANS[i - 1]!;
+  for (const [n, span] of FLOOR_SPANS.entries()) {
+    if (n === 0) continue;
+    const child = FLOOR_SPANS[n - 1]!;
     changed = [...new Set(changed.map((b) => b - (b % span)))];
     rows = [];
-    for (const bucket of changed) {
-      const children = yield* ask("buckets", c, m, child, bucket, bucket + span);
-      rows.push([bucket, summaryOf(bucket, children)]);
+    for (const cluster of clusters(changed, CLUSTER_GAP[span])) {
+      const children = yield* ask("buckets", c, m, child, cluster[0]!, cluster.at(-1)! + span);
+      let i = 0;
+      for (const bucket of cluster) {
+        while (i < children.length && children[i]!.bucket < bucket) i++;
+        const start = i;
+        while (i < children.length && children[i]!.bucket < bucket + span) i++;
+        rows.push([bucket, summaryOf(bucket, children.slice(start, i))]);
+      }
     }
     yield* ask("writeBuckets", c, m, span, rows);
   }
+}
+
+/** Points written over [from, through]. */
+interface Written {
+  from: number;
+  through: number;
+  points: readonly FloorPoint[];
+}
+
+/** How far apart two changed buckets of a length may be and still be read in one range (what lies between is read for nothing). */
+const CLUSTER_GAP: Record<FloorSpanLength, number> = { 60: 3600, 3600: 86_400, 86400: 30 * 86_400 };
+
+/** Sorted bucket starts in runs whose neighbours are at most `gap` apart. */
+function clusters(sorted: readonly number[], gap: number): number[][] {
+  const out: number[][] = [];
+  for (const b of sorted) {
+    const last = out.at(-1);
+    if (last !== undefined && b - last.at(-1)! <= gap) last.push(b);
+    else out.push([b]);
+  }
+  return out;
 }
 
 /** The summary of a minute's points (null: none). */

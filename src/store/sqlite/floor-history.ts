@@ -17,6 +17,27 @@ import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floo
 // floor, and the reads and writes the settling asks for, run by the writer
 // before it commits (record-writes.ts beforeCommit).
 
+/** A token flagged or cleared: its listings' spans leave or enter the floor. */
+function flagLogged(sign: string): string {
+  return `INSERT INTO floor_dirty ${FLOOR_SQL.flagSpans(sign, "NEW.")};`;
+}
+
+/** The settling's reads of the spans (exported for the query-plan tests). */
+export const FLOOR_SQL = {
+  /** A token's listings' spans, by the token's listings (`key`: its collection_id and asset_key, as NEW. or ?). */
+  flagSpans: (sign: string, key: "NEW." | "?") =>
+    `SELECT s.collection_id, s.marketplace, s.listing_id, s.active_from, s.active_until, s.price, ${sign}
+    FROM listings l INDEXED BY listings_by_asset JOIN listing_spans s ON s.listing_id = l.id
+    WHERE l.collection_id = ${key === "?" ? "?" : "NEW.collection_id"} AND l.asset_key = ${key === "?" ? "?" : "NEW.asset_key"}`,
+  /** The spans of tokens not flagged overlapping a range (of a marketplace, or all when its parameter is ''). */
+  spans: (m: string) =>
+    `SELECT s.active_from, s.active_until, s.price FROM listing_spans s INDEXED BY listing_spans_by_end JOIN listings l ON l.id = s.listing_id
+     WHERE s.collection_id = ? AND s.active_until > ? AND s.active_from < ? AND ${m === "" ? "? = ''" : "s.marketplace = ?"} AND ${notFlagged("l")}`,
+  /** A span logged as added, still there and of a token not flagged. */
+  present: `SELECT 1 FROM listing_spans s JOIN listings l ON l.id = s.listing_id
+     WHERE s.listing_id = ? AND s.active_from = ? AND s.active_until = ? AND s.price = ? AND ${notFlagged("l")}`,
+};
+
 /** Migration 41: the points, the buckets, the log and its triggers; then the history of what is stored. */
 export const FLOOR_HISTORY_SCHEMA = `
   CREATE TABLE floor_points (
@@ -67,20 +88,11 @@ export const FLOOR_HISTORY_SCHEMA = `
   END;
 `;
 
-/** A token flagged or cleared: its listings' spans leave or enter the floor. */
-function flagLogged(sign: string): string {
-  return `INSERT INTO floor_dirty
-    SELECT s.collection_id, s.marketplace, s.listing_id, s.active_from, s.active_until, s.price, ${sign}
-    FROM listings l INDEXED BY listings_by_asset JOIN listing_spans s ON s.listing_id = l.id
-    WHERE l.collection_id = NEW.collection_id AND l.asset_key = NEW.asset_key;`;
-}
-
 /** The names migration 41 made (test/support/engine.ts takes a store back before it). */
 export const FLOOR_HISTORY_TRIGGERS = ["listing_spans_floor_added", "listing_spans_floor_removed", "token_flags_floor_added", "token_flags_floor_changed"];
 
 const price = (v: unknown): FloorPrice => (v === null ? null : BigInt(v as string));
 const text = (p: FloorPrice): string | null => (p === null ? null : p.toString());
-const marketplaceIs = (m: string) => (m === "" ? "? = ''" : "s.marketplace = ?");
 
 /** The reads and writes of the settling on one connection, in the writer's transaction. */
 export class SqliteFloorHistory implements FloorIo<"sync"> {
@@ -129,18 +141,12 @@ export class SqliteFloorHistory implements FloorIo<"sync"> {
   }
 
   spans(c: number, m: string, from: number, until: number) {
-    const rows = this.#prepare(
-      `SELECT s.active_from, s.active_until, s.price FROM listing_spans s INDEXED BY listing_spans_by_end JOIN listings l ON l.id = s.listing_id
-       WHERE s.collection_id = ? AND s.active_until > ? AND s.active_from < ? AND ${marketplaceIs(m)} AND ${notFlagged("l")}`,
-    ).raw().all(c, from, until, m) as [number, number, string][];
+    const rows = this.#prepare(FLOOR_SQL.spans(m)).raw().all(c, from, until, m) as [number, number, string][];
     return rows.map(([a, b, p]) => ({ from: a, until: b, price: BigInt(p) }));
   }
 
   present(spans: readonly DirtySpan[]) {
-    const there = this.#prepare(
-      `SELECT 1 FROM listing_spans s JOIN listings l ON l.id = s.listing_id
-       WHERE s.listing_id = ? AND s.active_from = ? AND s.active_until = ? AND s.price = ? AND ${notFlagged("l")}`,
-    ).pluck();
+    const there = this.#prepare(FLOOR_SQL.present).pluck();
     return spans.map((d) => there.get(d.listingId, d.from, d.until, d.price.toString()) !== undefined);
   }
 
