@@ -16,6 +16,7 @@ import { ListTokensRequestSchema } from "../gen/marketdata/v1/asset_service_pb.j
 import { createAssetService } from "../src/service/asset-service.js";
 import { FeedHub } from "../src/service/feed-hub.js";
 import { Random } from "../src/demo/random.js";
+import { floorCandles } from "../src/domain/floor-candles.js";
 import { importLines } from "../src/ingest/importer.js";
 import { lineBatches } from "../src/ingest/line-batches.js";
 import type { Kind } from "../src/domain/kinds/index.js";
@@ -136,6 +137,15 @@ async function measure(engine: string, store: ReadRepositories, raw: (since: num
   rows.push(["candles 1m: a page of 1,000 minutes", await time((i) => candles("1m", yearStarts[i]!, 1000 * 60))]);
   rows.push(["candles 1h: a page of 1,000 hours", await time((i) => candles("1h", yearStarts[i]!, 1000 * 3600))]);
   rows.push(["candles 1d: a year of days", await time((i) => candles("1d", yearStarts[i]!, YEAR))]);
+  // Their floor's part alone (decisions.md, "Floor history"): the kept history's read and the candles composed from it.
+  const floorPart = async (span: 60 | 3600 | 86400, since: number, count: number) => {
+    const from = since - (since % span);
+    const h = await store.analytics.floorHistory(id, "", span, from, from + count * span);
+    return floorCandles(from, span, count, h.before, h.rows);
+  };
+  rows.push(["candles' floor alone: 1,000 minutes", await time((i) => floorPart(60, yearStarts[i]!, 1000))]);
+  rows.push(["candles' floor alone: 1,000 hours", await time((i) => floorPart(3600, yearStarts[i]!, 1000))]);
+  rows.push(["candles' floor alone: a year of days", await time((i) => floorPart(86400, yearStarts[i]!, 365))]);
   rows.push(["series store read alone: a year of days", await time((i) => store.analytics.series(id, { interval: "day", from: Math.floor(yearStarts[i]! / 86_400) * 86_400, to: Math.floor(yearStarts[i]! / 86_400) * 86_400 + 364 * 86_400 }))]);
   const floor = (extra: object) => service.getCollectionFloor(create(GetCollectionFloorRequestSchema, { contractAddress: ADDRESS, ...extra }), context);
   rows.push(["floor now (every marketplace)", await time(() => floor({}))]);

@@ -3,8 +3,15 @@
 // (store/shared/floor-history.ts): the floor carried into a page, and the
 // summary of each interval holding a change of the floor.
 
-/** A floor price in wei, or null: no listing active. */
-export type FloorPrice = bigint | null;
+/**
+ * A floor price in wei (a decimal string as stored: no sign, no leading
+ * zero), or null: no listing active. Compared as strings (weiBelow), never
+ * parsed: a page of candles reads up to 1,000 rows of four prices each.
+ */
+export type FloorPrice = string | null;
+
+/** a < b for decimal wei strings without leading zeros: the shorter is smaller, else the first differing digit. */
+export const weiBelow = (a: string, b: string): boolean => a.length < b.length || (a.length === b.length && a < b);
 
 /** The summary of the points in one interval (floor_buckets): none when it holds no point. */
 export interface FloorBucket {
@@ -58,13 +65,13 @@ export function floorCandles(start: number, length: number, count: number, befor
 
 export function lowest(prices: readonly FloorPrice[]): FloorPrice {
   let out: FloorPrice = null;
-  for (const p of prices) if (p !== null && (out === null || p < out)) out = p;
+  for (const p of prices) if (p !== null && (out === null || weiBelow(p, out))) out = p;
   return out;
 }
 
 export function highest(prices: readonly FloorPrice[]): FloorPrice {
   let out: FloorPrice = null;
-  for (const p of prices) if (p !== null && (out === null || p > out)) out = p;
+  for (const p of prices) if (p !== null && (out === null || weiBelow(out, p))) out = p;
   return out;
 }
 

@@ -193,7 +193,7 @@ async function seriesPage(
 
 /** Built whole, with its $typeName, so that the response takes it as it is (messages.ts: create() copies field by field). */
 function toCandle(start: number, length: number, b: SeriesBucket | undefined, floor: FloorCandle): Candle {
-  const wei = (v: FloorPrice) => (v === null ? "" : v.toString());
+  const wei = (v: FloorPrice) => v ?? "";
   return {
     $typeName: "marketdata.v1.Candle",
     start: BigInt(start),

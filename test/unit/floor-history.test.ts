@@ -19,13 +19,15 @@ import { OPEN_END } from "../../src/store/shared/listing-spans.js";
 
 const T0 = 1_700_000_000 - (1_700_000_000 % 86400) - 3 * 3600;
 const MARKETPLACES = ["A", "B"];
+/** Of several lengths, so that comparing them as text would go wrong ("9" after "40"). */
+const PRICES = ["9", "40", "300", "2000", "7", "1000000000000000000000"];
 
 interface Span {
   listingId: number;
   marketplace: string;
   from: number;
   until: number;
-  price: bigint;
+  price: string;
   flagged: boolean;
 }
 
@@ -65,7 +67,7 @@ class MemoryFloor implements FloorIo<"sync"> {
 /** The floor at each second, recomputed from the spans. */
 function floorAt(spans: readonly Span[], m: string, t: number): FloorPrice {
   let out: FloorPrice = null;
-  for (const s of spans) if (!s.flagged && (m === "" || s.marketplace === m) && s.from <= t && t < s.until && (out === null || s.price < out)) out = s.price;
+  for (const s of spans) if (!s.flagged && (m === "" || s.marketplace === m) && s.from <= t && t < s.until && (out === null || BigInt(s.price) < BigInt(out))) out = s.price;
   return out;
 }
 
@@ -93,7 +95,7 @@ describe("floor history bookkeeping (in memory)", () => {
         for (const o of [...ops, { op: "settle" as const, bulk: false }]) {
           if (o.op === "add") {
             const flagged = io.spansHeld.some((s) => s.listingId === o.listing && s.flagged);
-            const s = { listingId: o.listing, marketplace: o.m, from: T0 + o.from, until: o.length === -1 ? OPEN_END : T0 + o.from + o.length, price: BigInt(o.price), flagged };
+            const s = { listingId: o.listing, marketplace: o.m, from: T0 + o.from, until: o.length === -1 ? OPEN_END : T0 + o.from + o.length, price: PRICES[o.price - 1]!, flagged };
             io.spansHeld.push(s);
             log(s, 1);
           } else if (o.op === "remove") {
@@ -119,11 +121,11 @@ describe("floor history bookkeeping (in memory)", () => {
               const b = start + i * length;
               const cuts = [b, ...io.spansHeld.flatMap((s) => [s.from, s.until]).filter((t) => t > b && t < b + length)];
               const values = [...new Set(cuts)].sort((x, y) => x - y).map((t) => floorAt(io.spansHeld, m, t));
-              const defined = values.filter((v): v is bigint => v !== null);
+              const defined = values.filter((v): v is string => v !== null).map(BigInt);
               return {
                 open: values[0]!,
-                high: defined.length === 0 ? null : defined.reduce((a, b) => (a > b ? a : b)),
-                low: defined.length === 0 ? null : defined.reduce((a, b) => (a < b ? a : b)),
+                high: defined.length === 0 ? null : defined.reduce((a, b) => (a > b ? a : b)).toString(),
+                low: defined.length === 0 ? null : defined.reduce((a, b) => (a < b ? a : b)).toString(),
                 close: values.at(-1)!,
               };
             });

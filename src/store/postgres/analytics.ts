@@ -271,7 +271,7 @@ export class PgAnalytics implements AnalyticsRepository {
       true,
     );
     const before = rows.find(([b]) => b === "-1")!;
-    return { before: before[5] === null ? null : BigInt(before[5]), rows: bucketRows(rows.filter((r) => r !== before)).sort((a, b) => a.bucket - b.bucket) };
+    return { before: before[5], rows: bucketRows(rows.filter((r) => r !== before)).sort((a, b) => a.bucket - b.bucket) };
   }
 
   async floorExtent(collectionId: number, marketplace: string): Promise<{ first: number; last: number } | undefined> {

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { notFlagged } from "./flags.js";
 import { type DirtySpan, type FloorIo, type FloorPoint, MANY, rebuildRanges, runAsync, settleFloors, type WholeRange } from "../shared/floor-history.js";
-import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
+import type { FloorBucket, FloorSpanLength } from "../../domain/floor-candles.js";
 
 // Floor history on PostgreSQL, as sqlite/floor-history.ts keeps it (shared/floor-history.ts
 // decides): the tables, the statement triggers that log what changes the
@@ -82,8 +82,6 @@ export const FLOOR_HISTORY_SCHEMA = `
 /** The advisory lock the settling takes (after any kind's: no cycle). */
 export const FLOOR_LOCK = 0x6d64_666c;
 
-const price = (v: string | null): FloorPrice => (v === null ? null : BigInt(v));
-const text = (p: FloorPrice): string | null => (p === null ? null : p.toString());
 
 /** The spans of tokens not flagged overlapping a range, by their end (of a marketplace, or all when $4 is ''). */
 export const SPANS = `SELECT s.active_from::text, s.active_until::text, s.price::text FROM listing_spans s JOIN listings l ON l.id = s.listing_id
@@ -99,7 +97,7 @@ type BucketRow = [string, string | null, string | null, string, string | null, s
 
 export function bucketRows(rows: readonly BucketRow[]): FloorBucket[] {
   return rows.map(([bucket, low, high, firstAt, first, last]) => ({
-    bucket: Number(bucket), low: price(low), high: price(high), firstAt: Number(firstAt), first: price(first), last: price(last),
+    bucket: Number(bucket), low, high, firstAt: Number(firstAt), first, last,
   }));
 }
 
@@ -132,7 +130,7 @@ export class PgFloorHistory implements FloorIo<"async"> {
     const whole: WholeRange[] = [];
     for (const [collectionId, marketplace, listingId, from, until, p, sign] of rows) {
       if (sign === 0) whole.push({ collectionId, marketplace, from: Number(from), until: Number(until) });
-      else dirty.push({ collectionId, marketplace, listingId: Number(listingId), from: Number(from), until: Number(until), price: BigInt(p), sign: sign as 1 | -1 });
+      else dirty.push({ collectionId, marketplace, listingId: Number(listingId), from: Number(from), until: Number(until), price: p, sign: sign as 1 | -1 });
     }
     await runAsync(this, settleFloors(dirty, whole));
   }
@@ -154,13 +152,13 @@ export class PgFloorHistory implements FloorIo<"async"> {
       [c, m, from, through],
     );
     const before = rows.find(([t]) => t === "-1")!;
-    const points = rows.filter((r) => r !== before).map(([t, p]) => ({ t: Number(t), price: price(p) })).sort((a, b) => a.t - b.t);
-    return { before: price(before[1]), points };
+    const points = rows.filter((r) => r !== before).map(([t, p]) => ({ t: Number(t), price: p })).sort((a, b) => a.t - b.t);
+    return { before: before[1], points };
   }
 
   async spans(c: number, m: string, from: number, until: number) {
     const rows = await this.#rows<[string, string, string]>(SPANS, [c, from, until, m]);
-    return rows.map(([a, b, p]) => ({ from: Number(a), until: Number(b), price: BigInt(p) }));
+    return rows.map(([a, b, p]) => ({ from: Number(a), until: Number(b), price: p }));
   }
 
   async present(spans: readonly DirtySpan[]) {
@@ -168,7 +166,7 @@ export class PgFloorHistory implements FloorIo<"async"> {
       `SELECT u.n FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::numeric[]) WITH ORDINALITY AS u(id, a, b, price, n)
        WHERE EXISTS (SELECT 1 FROM listing_spans s JOIN listings l ON l.id = s.listing_id
          WHERE s.listing_id = u.id AND s.active_from = u.a AND s.active_until = u.b AND s.price = u.price AND ${notFlagged("l")})`,
-      [spans.map((d) => d.listingId), spans.map((d) => d.from), spans.map((d) => d.until), spans.map((d) => d.price.toString())],
+      [spans.map((d) => d.listingId), spans.map((d) => d.from), spans.map((d) => d.until), spans.map((d) => d.price)],
     );
     const there = new Set(rows.map(([n]) => Number(n)));
     return spans.map((_, i) => there.has(i + 1));
@@ -181,7 +179,7 @@ export class PgFloorHistory implements FloorIo<"async"> {
        gone AS (DELETE FROM floor_points WHERE collection_id = $1 AND marketplace = $2 AND t >= $3 AND t <= $4 AND t NOT IN (SELECT t FROM u))
        INSERT INTO floor_points SELECT $1, $2, u.t, u.price FROM u
        ON CONFLICT (collection_id, marketplace, t) DO UPDATE SET price = EXCLUDED.price`,
-      [c, m, from, through, points.map((p) => p.t), points.map((p) => text(p.price))],
+      [c, m, from, through, points.map((p) => p.t), points.map((p) => p.price)],
     );
   }
 
@@ -197,7 +195,7 @@ export class PgFloorHistory implements FloorIo<"async"> {
        INSERT INTO floor_buckets SELECT $1, $2, $3, u.* FROM unnest($5::bigint[], $6::numeric[], $7::numeric[], $8::bigint[], $9::numeric[], $10::numeric[]) AS u
        ON CONFLICT (collection_id, marketplace, span, bucket) DO UPDATE
        SET low = EXCLUDED.low, high = EXCLUDED.high, first_at = EXCLUDED.first_at, first = EXCLUDED.first, last = EXCLUDED.last`,
-      [c, m, span, gone, kept.map((r) => r.bucket), kept.map((r) => text(r.low)), kept.map((r) => text(r.high)), kept.map((r) => r.firstAt), kept.map((r) => text(r.first)), kept.map((r) => text(r.last))],
+      [c, m, span, gone, kept.map((r) => r.bucket), kept.map((r) => r.low), kept.map((r) => r.high), kept.map((r) => r.firstAt), kept.map((r) => r.first), kept.map((r) => r.last)],
     );
   }
 }

@@ -1,5 +1,5 @@
 import { OPEN_END } from "./listing-spans.js";
-import { type FloorBucket, type FloorPrice, type FloorSpanLength, FLOOR_SPANS, highest, lowest } from "../../domain/floor-candles.js";
+import { type FloorBucket, type FloorPrice, type FloorSpanLength, FLOOR_SPANS, highest, lowest, weiBelow } from "../../domain/floor-candles.js";
 
 // Floor history kept at write time (docs/decisions.md, "Floor history"), the
 // same on both engines: the floor of a collection (of one marketplace, or ""
@@ -38,7 +38,7 @@ export interface DirtySpan {
   listingId: number;
   from: number;
   until: number;
-  price: bigint;
+  price: string;
   sign: 1 | -1;
 }
 
@@ -46,7 +46,7 @@ export interface DirtySpan {
 export interface FloorSpan {
   from: number;
   until: number;
-  price: bigint;
+  price: string;
 }
 
 /** Past this many logged spans in one collection, the range they cover is swept whole (a bulk import). */
@@ -316,7 +316,7 @@ function piecesOf(p: Points, from: number, until: number): Piece[] {
 }
 
 /** The parts of [from, until) where the pieces' price is `price`. */
-function equalRanges(pieces: readonly Piece[], from: number, until: number, price: bigint): { from: number; until: number }[] {
+function equalRanges(pieces: readonly Piece[], from: number, until: number, price: string): { from: number; until: number }[] {
   return pieces
     .filter((p) => p.price === price && p.from < until && from < p.until)
     .map((p) => ({ from: Math.max(p.from, from), until: Math.min(p.until, until) }));
@@ -334,12 +334,12 @@ function replaced(pieces: readonly Piece[], from: number, until: number, inside:
 }
 
 /** The pieces with the price lowered to `price` over [from, until) where it is higher or none. */
-function lowered(pieces: readonly Piece[], from: number, until: number, price: bigint): Piece[] {
+function lowered(pieces: readonly Piece[], from: number, until: number, price: string): Piece[] {
   const out: Piece[] = [];
   for (const p of pieces) {
     const a = Math.max(p.from, from);
     const b = Math.min(p.until, until);
-    if (a >= b || (p.price !== null && p.price <= price)) {
+    if (a >= b || (p.price !== null && !weiBelow(price, p.price))) {
       out.push(p);
       continue;
     }
@@ -352,7 +352,7 @@ function lowered(pieces: readonly Piece[], from: number, until: number, price: b
 
 /** The floor over [from, until) from the spans that overlap it: the lowest price active at each second. */
 export function sweep(spans: readonly FloorSpan[], from: number, until: number): Piece[] {
-  const events: [number, 1 | -1, bigint][] = [];
+  const events: [number, 1 | -1, string][] = [];
   for (const s of spans) {
     const a = Math.max(s.from, from);
     const b = Math.min(s.until, until);
@@ -400,21 +400,21 @@ function pointsOf(pieces: readonly Piece[], before: FloorPrice, until: number, a
 
 /** A multiset of prices with its minimum (a binary heap, removals settled lazily). */
 class PriceHeap {
-  readonly #heap: bigint[] = [];
-  readonly #removed = new Map<bigint, number>();
+  readonly #heap: string[] = [];
+  readonly #removed = new Map<string, number>();
 
-  add(p: bigint): void {
+  add(p: string): void {
     const h = this.#heap;
     h.push(p);
     for (let i = h.length - 1; i > 0; ) {
       const parent = (i - 1) >> 1;
-      if (h[parent]! <= h[i]!) break;
+      if (!weiBelow(h[i]!, h[parent]!)) break;
       [h[parent], h[i]] = [h[i]!, h[parent]!];
       i = parent;
     }
   }
 
-  remove(p: bigint): void {
+  remove(p: string): void {
     this.#removed.set(p, (this.#removed.get(p) ?? 0) + 1);
   }
 
@@ -440,8 +440,8 @@ class PriceHeap {
       const l = 2 * i + 1;
       const r = l + 1;
       let m = i;
-      if (l < h.length && h[l]! < h[m]!) m = l;
-      if (r < h.length && h[r]! < h[m]!) m = r;
+      if (l < h.length && weiBelow(h[l]!, h[m]!)) m = l;
+      if (r < h.length && weiBelow(h[r]!, h[m]!)) m = r;
       if (m === i) return;
       [h[m], h[i]] = [h[i]!, h[m]!];
       i = m;

@@ -144,7 +144,7 @@ export class SqliteAnalytics implements AnalyticsRepository {
     return this.s.snapshot(() => {
       const before = this.s.prepare(FLOOR_BEFORE).pluck().get(collectionId, marketplace, from) as string | null | undefined;
       const rows = bucketRows(this.s.prepare(BUCKETS).raw().all(collectionId, marketplace, span, from, until) as Parameters<typeof bucketRows>[0]);
-      return { before: before === undefined || before === null ? null : BigInt(before), rows };
+      return { before: before ?? null, rows };
     });
   }
 

@@ -10,7 +10,7 @@ import {
   runSync,
   settleFloors,
 } from "../shared/floor-history.js";
-import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
+import type { FloorBucket, FloorSpanLength } from "../../domain/floor-candles.js";
 
 // Floor history on SQLite (shared/floor-history.ts decides; postgres/floor-history.ts
 // is the same there): the tables, the triggers that log what changes the
@@ -91,8 +91,6 @@ export const FLOOR_HISTORY_SCHEMA = `
 /** The names migration 41 made (test/support/engine.ts takes a store back before it). */
 export const FLOOR_HISTORY_TRIGGERS = ["listing_spans_floor_added", "listing_spans_floor_removed", "token_flags_floor_added", "token_flags_floor_changed"];
 
-const price = (v: unknown): FloorPrice => (v === null ? null : BigInt(v as string));
-const text = (p: FloorPrice): string | null => (p === null ? null : p.toString());
 
 /** The reads and writes of the settling on one connection, in the writer's transaction. */
 export class SqliteFloorHistory implements FloorIo<"sync"> {
@@ -122,7 +120,7 @@ export class SqliteFloorHistory implements FloorIo<"sync"> {
     ).raw().all(big) as [number, string, number, number, number, string, number][];
     this.#prepare("DELETE FROM floor_dirty").run();
     const dirty: DirtySpan[] = rows.map(([collectionId, marketplace, listingId, from, until, p, sign]) => ({
-      collectionId, marketplace, listingId, from, until, price: BigInt(p), sign: sign as 1 | -1,
+      collectionId, marketplace, listingId, from, until, price: p, sign: sign as 1 | -1,
     }));
     runSync(this, settleFloors(dirty, whole));
   }
@@ -137,23 +135,23 @@ export class SqliteFloorHistory implements FloorIo<"sync"> {
   points(c: number, m: string, from: number, through: number) {
     const before = this.#prepare(FLOOR_BEFORE).raw().get(c, m, from) as [string | null] | undefined;
     const rows = this.#prepare("SELECT t, price FROM floor_points WHERE collection_id = ? AND marketplace = ? AND t >= ? AND t <= ? ORDER BY t").raw().all(c, m, from, through) as [number, string | null][];
-    return { before: before === undefined ? null : price(before[0]), points: rows.map(([t, p]) => ({ t, price: price(p) })) };
+    return { before: before === undefined ? null : before[0], points: rows.map(([t, p]) => ({ t, price: p })) };
   }
 
   spans(c: number, m: string, from: number, until: number) {
     const rows = this.#prepare(FLOOR_SQL.spans(m)).raw().all(c, from, until, m) as [number, number, string][];
-    return rows.map(([a, b, p]) => ({ from: a, until: b, price: BigInt(p) }));
+    return rows.map(([a, b, p]) => ({ from: a, until: b, price: p }));
   }
 
   present(spans: readonly DirtySpan[]) {
     const there = this.#prepare(FLOOR_SQL.present).pluck();
-    return spans.map((d) => there.get(d.listingId, d.from, d.until, d.price.toString()) !== undefined);
+    return spans.map((d) => there.get(d.listingId, d.from, d.until, d.price) !== undefined);
   }
 
   writePoints(c: number, m: string, from: number, through: number, points: readonly FloorPoint[]) {
     this.#prepare("DELETE FROM floor_points WHERE collection_id = ? AND marketplace = ? AND t >= ? AND t <= ?").run(c, m, from, through);
     const insert = this.#prepare("INSERT INTO floor_points VALUES (?, ?, ?, ?)");
-    for (const p of points) insert.run(c, m, p.t, text(p.price));
+    for (const p of points) insert.run(c, m, p.t, p.price);
   }
 
   buckets(c: number, m: string, span: FloorSpanLength, from: number, until: number) {
@@ -165,7 +163,7 @@ export class SqliteFloorHistory implements FloorIo<"sync"> {
     const put = this.#prepare("INSERT OR REPLACE INTO floor_buckets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (const [b, row] of rows) {
       if (row === null) remove.run(c, m, span, b);
-      else put.run(c, m, span, b, text(row.low), text(row.high), row.firstAt, text(row.first), text(row.last));
+      else put.run(c, m, span, b, row.low, row.high, row.firstAt, row.first, row.last);
     }
   }
 }
@@ -178,5 +176,5 @@ export const FLOOR_BEFORE = "SELECT price FROM floor_points WHERE collection_id 
 type BucketRow = [number, string | null, string | null, number, string | null, string | null];
 
 export function bucketRows(rows: readonly BucketRow[]): FloorBucket[] {
-  return rows.map(([bucket, low, high, firstAt, first, last]) => ({ bucket, low: price(low), high: price(high), firstAt, first: price(first), last: price(last) }));
+  return rows.map(([bucket, low, high, firstAt, first, last]) => ({ bucket, low, high, firstAt, first, last }));
 }
