@@ -22,6 +22,7 @@ const sale = (i: number) => ({
   block: 18_000_000 + i,
 });
 
+// 90 s: its imports took 25-30 s alone on the 2-core machine on 11-30, at the build before this one too (the default 30 s timed out under CI's load).
 it("a running server answers consistently during an import and serves the new data once it commits", async () => {
   const db = join(dir, "store.sqlite");
   const w = openWritable(db);
@@ -64,7 +65,7 @@ it("a running server answers consistently during an import and serves the new da
   } finally {
     await server.close();
   }
-});
+}, 90_000);
 
 it("a collection the running server found unknown is served once an import adds it", async () => {
   const db = join(dir, "later.sqlite");
