@@ -206,13 +206,7 @@ function* rebuildBuckets(c: number, m: string, minutes: ReadonlySet<number>, wri
   }
   for (const cluster of clusters(across, CLUSTER_GAP[60])) {
     const { points } = yield* ask("points", c, m, cluster[0]!, cluster.at(-1)! + 59);
-    let i = 0;
-    for (const minute of cluster) {
-      while (i < points.length && points[i]!.t < minute) i++;
-      const start = i;
-      while (i < points.length && points[i]!.t < minute + 60) i++;
-      rows.push([minute, bucketOf(minute, points.slice(start, i))]);
-    }
+    for (const [minute, held] of bucketed(cluster, 60, points, (p) => p.t)) rows.push([minute, bucketOf(minute, held)]);
   }
   yield* ask("writeBuckets", c, m, 60, rows);
   for (const [n, span] of FLOOR_SPANS.entries()) {
@@ -222,15 +216,20 @@ function* rebuildBuckets(c: number, m: string, minutes: ReadonlySet<number>, wri
     rows = [];
     for (const cluster of clusters(changed, CLUSTER_GAP[span])) {
       const children = yield* ask("buckets", c, m, child, cluster[0]!, cluster.at(-1)! + span);
-      let i = 0;
-      for (const bucket of cluster) {
-        while (i < children.length && children[i]!.bucket < bucket) i++;
-        const start = i;
-        while (i < children.length && children[i]!.bucket < bucket + span) i++;
-        rows.push([bucket, summaryOf(bucket, children.slice(start, i))]);
-      }
+      for (const [bucket, held] of bucketed(cluster, span, children, (b) => b.bucket)) rows.push([bucket, summaryOf(bucket, held)]);
     }
     yield* ask("writeBuckets", c, m, span, rows);
+  }
+}
+
+/** Each of the sorted bucket starts with the items (sorted by `at`) that fall in it. */
+function* bucketed<T>(buckets: readonly number[], span: number, items: readonly T[], at: (item: T) => number): Generator<[number, T[]]> {
+  let i = 0;
+  for (const bucket of buckets) {
+    while (i < items.length && at(items[i]!) < bucket) i++;
+    const start = i;
+    while (i < items.length && at(items[i]!) < bucket + span) i++;
+    yield [bucket, items.slice(start, i)];
   }
 }
 
