@@ -125,7 +125,7 @@ describe("ingest into SQLite through serve", () => {
     } finally {
       await serve.stop();
     }
-  });
+  }, 90_000);
 
   it("two worker processes write the same file: each batch answered 200, every row once", async () => {
     const serve = await startServe(["--db", db, "--port", "0", "--workers", "2", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"]);

@@ -108,7 +108,7 @@ describe("marketdata import", () => {
     const conn = openReadOnly(db);
     expect(conn.prepare("PRAGMA integrity_check").pluck().get()).toBe("ok");
     conn.close();
-  });
+  }, 90_000);
 
   it.each([["import"], ["derive"], ["demo"], ["start"]])("%s --help prints usage", (command) => {
     const r = runCli([command, "--help"]);
