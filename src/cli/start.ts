@@ -84,6 +84,7 @@ export const READ_EXAMPLES: Record<string, string> = {
   "/v1/collection/stats/series": "contractAddress=$C&interval=week&limit=3",
   "/v1/collection/candles": "contractAddress=$C&interval=1d&limit=3",
   "/v1/asset/tokens": "contractAddress=$C&sort=price&limit=3",
+  "/v1/asset/owners": "contractAddress=$C&assetId=1",
   "/v1/collection/traits": "contractAddress=$C",
   "/v1/collection/market": "contractAddress=$C",
   "/v1/asset/offers": "contractAddress=$C&limit=3",

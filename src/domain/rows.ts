@@ -62,6 +62,8 @@ export interface TransferRow {
   to: string;
   contractAddress: string;
   assetId: string;
+  /** Units moved, a canonical decimal string; absent: 1. */
+  amount?: string;
   timestamp: number;
   block: number;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
@@ -260,6 +262,13 @@ export interface TraitValueRow {
   floor: FloorListingRow | undefined;
 }
 
+/** One owner of a token and the units it holds. */
+export interface TokenOwnerRow {
+  /** Lower-case address. */
+  address: string;
+  balance: number;
+}
+
 /** A collection's kept summary, with its counts. */
 export interface CollectionSummaryRow {
   collectionId: number;
@@ -287,6 +296,8 @@ export interface CollectionSummaryRow {
   externalUrl: string;
   twitter: string;
   discord: string;
+  /** "ERC721" or "ERC1155": whether its token and holder counts are of tokens or of units held. */
+  tokenStandard: string;
   /** Marked spam (docs/data.md, "Spam and flags"), and the reason its spam record gave. */
   isSpam: boolean;
   spamReason: string;

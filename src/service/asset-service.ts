@@ -8,9 +8,10 @@ import {
   ListRarityResponseSchema,
   ListOffersResponseSchema,
   ListSalesResponseSchema,
+  ListTokenOwnersResponseSchema,
   ListTokensResponseSchema,
 } from "../../gen/marketdata/v1/asset_service_pb.js";
-import { OFFER_KEY, TOKEN_KEYS, TOKEN_SORTS, type TokensFilter } from "../store/ports/market.js";
+import { OFFER_KEY, TOKEN_KEYS, TOKEN_OWNER_KEY, TOKEN_SORTS, type TokensFilter } from "../store/ports/market.js";
 import type { KeySpec, MaybePromise, Page, PageRequest } from "../store/ports/paging.js";
 import { APPRAISAL_KEY, LISTING_KEY, RARITY_KEY, type ReadRepositories, SALE_KEY } from "../store/ports/reads.js";
 import { knownCollection } from "./collections.js";
@@ -115,6 +116,17 @@ export function createAssetService(store: ReadRepositories, hub: FeedHub, checkM
         successful: 1,
         nextPage: encodePageToken(digest, page.nextKey),
         data: page.rows.map(toToken),
+      });
+    },
+
+    async listTokenOwners(req) {
+      const { ref } = p.collection(req);
+      const filter = { assetId: p.assetId(req.assetId) };
+      const { rows, token } = await keysetPage("owners", req, ref, filter, TOKEN_OWNER_KEY, (c, f, page) => store.tokens.ownersPage(c, f.assetId, page));
+      return create(ListTokenOwnersResponseSchema, {
+        successful: 1,
+        nextPage: token,
+        data: rows.map((r) => ({ address: r.address, balance: String(r.balance) })),
       });
     },
 

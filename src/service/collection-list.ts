@@ -73,6 +73,7 @@ function summaryOf(row: CollectionSummaryRow, bid: OfferRow | undefined, then: s
     externalUrl: row.externalUrl,
     twitter: row.twitter,
     discord: row.discord,
+    tokenStandard: row.tokenStandard,
     isSpam: row.isSpam,
     spamReason: row.spamReason,
     marketCap: row.marketCap,

@@ -144,7 +144,8 @@ function sources(store: ReadRepositories): Record<ExportKind, Source> {
   const tokens = (collectionId: number, after: KeyValue[] | null, limit: number) => store.tokens.tokensPage({ collectionId, sort: "id" }, { after, limit });
   return {
     collections: summarySource(store, (r) =>
-      JSON.stringify({ contractAddress: r.contractAddress, name: r.name, description: r.description, image: r.image, externalUrl: r.externalUrl, twitter: r.twitter, discord: r.discord }),
+      JSON.stringify({ contractAddress: r.contractAddress, name: r.name, description: r.description, image: r.image, externalUrl: r.externalUrl, twitter: r.twitter, discord: r.discord,
+        tokenStandard: r.tokenStandard }),
     ),
     spam: summarySource(store, (r) => (r.isSpam ? JSON.stringify({ contractAddress: r.contractAddress, isSpam: true, reason: r.spamReason }) : undefined)),
     tokens: pageSource(TOKEN_KEYS.id, tokens, tokenLine),

@@ -63,6 +63,7 @@ describe.skipIf(skipBrowser)("GET /docs", () => {
           "/v1/collection/candles",
           // The market picture (issue 34): tokens, traits, offers, the market.
           "/v1/asset/tokens",
+          "/v1/asset/owners",
           "/v1/collection/traits",
           "/v1/asset/offers",
           "/v1/collection/market",

@@ -103,7 +103,9 @@ describe("ingest into SQLite through serve", () => {
     const serve = await startServe(["--db", db, "--port", "0", "--workers", "1", "--ingest-rate-limit", "0", "--anonymous-rate-limit", "0"], { env: { LOG_LEVEL: "info" } });
     try {
       const file = join(dir, "import.ndjson");
-      await writeSales(file, 60_000, 7, `0x${"cd".repeat(20)}`);
+      // Small enough that the import holds the lock well within a batch's wait (LOCK_WAIT_MS, 10 s) on a loaded 2-core CI
+      // machine too (60,000 rows held it 8.5 s alone, past 10 s beside the rest of the suite: two 503s).
+      await writeSales(file, 20_000, 7, `0x${"cd".repeat(20)}`);
       const importer = spawnCli(["import", "sales", file, "--db", db]);
       const imported = new Promise<number | null>((resolve) => importer.once("exit", resolve));
       // The writers start while the import holds the store's write lock: they wait for it, on a timer.

@@ -84,6 +84,8 @@ describe("GET /v1/collections", () => {
       description: "", image: "", externalUrl: "", twitter: "", discord: "", isSpam: false, spamReason: "",
       // The floor (800 wei) times its six tokens; every sale's volume (three, all in the last 30 days).
       marketCap: "4800", volumeAll: `7${ETH.slice(1)}`,
+      // No record said otherwise (test/e2e/erc1155.test.ts has one that does).
+      tokenStandard: "ERC721",
     });
     expect(b).toMatchObject({ contractAddress: B, name: "Beta Birds", totalTokens: 1, numHolders: 1, floor: null, topBid: null, floorChange1d: null, volume1d: `3${ETH.slice(1)}` });
 

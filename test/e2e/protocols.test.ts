@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { SERVICES } from "../../src/service/services.js";
 import { restRoutes } from "../../src/transport/rest/http-rules.js";
 import { toRestJson } from "../support/rest-json-oracle.js";
-import { buildFixture, COLLECTION } from "../support/fixture.js";
+import { buildFixture, COLLECTION, EDITION, EDITIONS_COLLECTION } from "../support/fixture.js";
 import { PROTOCOLS, restGet, transportFor, useFixtureServer } from "../support/server.js";
 
 // The same records over REST, Connect (JSON POST and binary GET), gRPC-Web and
@@ -25,6 +25,7 @@ const REQUESTS: Record<string, Record<string, string | number>> = {
   GetCollectionFloor: { contractAddress: COLLECTION },
   ListCollectionHolders: { contractAddress: COLLECTION, limit: 30 },
   ListTokens: { contractAddress: COLLECTION, sort: "price", limit: 50 },
+  ListTokenOwners: { contractAddress: EDITIONS_COLLECTION, assetId: EDITION, limit: 50 },
   ListCollectionTraits: { contractAddress: COLLECTION },
   ListOffers: { contractAddress: COLLECTION, limit: 50 },
   GetCollectionMarket: { contractAddress: COLLECTION },

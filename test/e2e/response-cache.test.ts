@@ -44,6 +44,8 @@ const QUERIES: Record<string, Record<string, string>> = {
   "/v1/collection/stats/series": { contractAddress: COLLECTION, interval: "week", since: "1779000000" },
   "/v1/collection/candles": { contractAddress: COLLECTION, interval: "1d", since: "1779000000" },
   "/v1/asset/tokens": { contractAddress: COLLECTION, sort: "price", limit: "5" },
+  // Token 42, sold by the import below: its owner moves.
+  "/v1/asset/owners": { contractAddress: COLLECTION, assetId: "42" },
   "/v1/collection/traits": { contractAddress: COLLECTION },
   "/v1/collection/market": { contractAddress: COLLECTION },
   "/v1/asset/offers": { contractAddress: COLLECTION, limit: "5" },
@@ -79,6 +81,7 @@ const RPC_REQUESTS: Record<string, object> = {
   GetCollectionFloor: { contractAddress: COLLECTION },
   GetCollectionStatsSeries: { contractAddress: COLLECTION, interval: "week", since: 1_779_000_000n },
   GetCollectionCandles: { contractAddress: COLLECTION, interval: "1d", since: 1_779_000_000n },
+  ListTokenOwners: { contractAddress: COLLECTION, assetId: "42" },
 };
 const rpcRequest = (name: string): object => RPC_REQUESTS[name] ?? { contractAddress: COLLECTION, limit: 5 };
 

@@ -35,7 +35,7 @@ const TWEET = {
 export const VALID: Record<string, Record<string, unknown>> = {
   collections: {
     contractAddress: C, name: "Test Apes", description: "Apes for tests.", image: "ipfs://QmTestApes", externalUrl: "https://example.com",
-    twitter: "https://x.com/testapes", discord: "https://discord.gg/testapes",
+    twitter: "https://x.com/testapes", discord: "https://discord.gg/testapes", tokenStandard: "ERC721",
   },
   tokens: {
     contractAddress: C, assetId: "42", currentOwner: `0x${"1".repeat(40)}`, attributes: [{ trait_type: "Fur", value: "Gold" }, { trait_type: "Level", value: 3, display_type: "number" }],
@@ -55,7 +55,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
   },
   transfers: {
     hash: `0x${"cd".repeat(32)}`, logIndex: 7, from: `0x${"2".repeat(40)}`, to: `0x${"3".repeat(40)}`, contractAddress: C, assetId: "42",
-    timestamp: 1_700_000_100, block: 18_500_010,
+    amount: "1", timestamp: 1_700_000_100, block: 18_500_010,
   },
   offers: {
     marketplaceId: "0x7a1b", marketplace: "BLUR", contractAddress: C, assetId: "", traitType: "Fur", traitValue: "Gold",
@@ -76,6 +76,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
 export const INVALID: [string, string, unknown, RegExp][] = [
   ["collections", "contractAddress", "0x123", /must be 0x followed by 40 hex characters/],
   ["collections", "name", 7, /must be a string/],
+  ["collections", "tokenStandard", "ERC20", /must be one of "ERC721", "ERC1155"/],
   ["collections", "description", "x".repeat(10_001), /at most 10000 characters/],
   ["collections", "image", "javascript:alert(1)", /ipfs:\/\/ or ar:\/\/ URI/],
   ["collections", "externalUrl", "ipfs://Qm", /must be an http\(s\) URL/],
@@ -136,6 +137,8 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["transfers", "to", null, /40 hex/],
   ["transfers", "contractAddress", "0x1", /40 hex/],
   ["transfers", "assetId", "-1", /canonical unsigned decimal/],
+  ["transfers", "amount", "0", /canonical decimal string from 1 to 9007199254740991/],
+  ["transfers", "amount", 2, /canonical decimal string from 1/],
   ["transfers", "timestamp", 1_700_000_000_000, /epoch seconds below 100000000000/],
   ["transfers", "block", 1.5, /non-negative integer/],
   ["offers", "marketplaceId", "x", /decimal or 0x-prefixed hex/],

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Kind } from "../../src/domain/kinds/index.js";
 import { skipPg } from "../support/pg.js";
-import { batchesByKind, type Harness, harness, importBatch } from "../support/property-store.js";
+import { holdersFrom, holdersOf } from "../support/holders.js";
+import { type Harness, harness, importBatch, importChecked } from "../support/property-store.js";
 
 // Ownership follows the market (decisions.md, "Ownership"): after any
 // history of token records, sales and transfers, in any arrival order and
@@ -100,29 +100,10 @@ function ownersOracle(taken: readonly Write[]): Map<number, string> {
   return owners;
 }
 
-async function holdersOf(h: Harness, address: string) {
-  const res = await h.client.listCollectionHolders({ contractAddress: address, limit: 50 });
-  return {
-    tokens: Number(res.data!.totalTokens),
-    numHolders: Number(res.data!.numHolders),
-    holders: res.data!.holders.map((x) => ({ address: x.address, n: Number(x.tokenCount) })).sort((a, b) => (a.address < b.address ? -1 : 1)),
-    distribution: res.data!.distribution.map((b) => [Number(b.minTokens), Number(b.maxTokens), Number(b.wallets), Number(b.tokens)]),
-  };
-}
-
 function expectedHolders(owners: Map<number, string>) {
   const counts = new Map<string, number>();
   for (const o of owners.values()) if (o !== "") counts.set(o, (counts.get(o) ?? 0) + 1);
-  return {
-    tokens: owners.size,
-    numHolders: counts.size,
-    holders: [...counts].map(([address, n]) => ({ address, n })).sort((a, b) => (a.address < b.address ? -1 : 1)),
-    // Wallets holding 1, 2-5, 6-20 and 21+ (max 0: no bound), and their tokens.
-    distribution: [[1, 1], [2, 5], [6, 20], [21, 0]].map(([min, max]) => {
-      const inside = [...counts.values()].filter((n) => n >= min! && (max === 0 || n <= max!));
-      return [min, max, inside.length, inside.reduce((a, b) => a + b, 0)];
-    }),
-  };
+  return holdersFrom(counts, owners.size);
 }
 
 for (const engine of ["sqlite", "postgres"] as const) {
@@ -142,16 +123,12 @@ for (const engine of ["sqlite", "postgres"] as const) {
       await fc.assert(
         fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 24 }), fc.boolean(), fc.boolean(), async (writes, badLast, bulk) => {
           const address = nextAddress();
-          const taken: Write[] = [];
-          const all = batchesByKind(writes, 6);
-          for (const [i, batch] of all.entries()) {
-            // Now and then a batch refused whole: nothing of it may move an owner.
-            const bad = badLast && i === all.length - 1;
-            // bulk: SQLite's set-based recompute after a bulk import; else its triggers, row by row.
-            if (await importBatch(h.store, batch[0]!.kind as Kind, batch.map((w) => recordOf(address, w)), bad, false, bulk)) taken.push(...batch);
-            if (taken.length === 0) continue; // the collection is not there yet
-            expect(await holdersOf(h, address), JSON.stringify(taken)).toEqual(expectedHolders(ownersOracle(taken)));
-          }
+          // Now and then a batch refused whole: nothing of it may move an owner. bulk: SQLite's set-based recompute after a
+          // bulk import; else its triggers, row by row.
+          await importChecked(h.store, writes, (w) => recordOf(address, w), badLast, bulk, async (taken) => {
+            // Before its first batch taken, the collection is not there yet.
+            if (taken.length > 0) expect(await holdersOf(h, address), JSON.stringify(taken)).toEqual(expectedHolders(ownersOracle(taken)));
+          });
         }),
         { numRuns: engine === "sqlite" ? 150 : 60 },
       );

@@ -1,4 +1,7 @@
 import { FLOOR_HISTORY_TRIGGERS } from "../../src/store/sqlite/floor-history.js";
+import { BALANCE_TRIGGERS } from "../../src/store/sqlite/balances.js";
+import { TOKEN_HOLDER_TRIGGERS, tokenHolderTriggers } from "../../src/store/sqlite/holders.js";
+import { tokenOwnersKept } from "../../src/store/postgres/holders.js";
 import { FED_AT } from "../../src/store/shared/token-feed.js";
 import { eventRemovedTriggers, fillableTriggers, listingWireTrigger, REMADE } from "../../src/store/sqlite/fillable.js";
 import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
@@ -111,6 +114,7 @@ export function fixtureRecords(f: Fixture): Partial<Record<Kind, object[]>> {
   const eth = { currency: "ETH" };
   return {
     collections: f.collections,
+    transfers: f.transfers,
     appraisals: f.appraisals.map((r) => ({ ...r, ...eth })),
     rarity: f.rarity,
     sales: f.sales.map((r) => ({ ...r, ...eth })),
@@ -191,8 +195,26 @@ export async function execSql(target: string, sql: string): Promise<void> {
   await onStore(target, (db) => db.exec(sql), async (client) => void (await client.query(sql)));
 }
 
-/** Takes a store's schema back before migration 41: no floor history kept. */
+/** Takes a store's schema back before migration 42: no transfer amounts, balances or token standards (holders by tokens' owners only). */
+export async function dropBalances(target: string): Promise<void> {
+  const sqlite = !isPostgresUrl(target);
+  if (sqlite) {
+    for (const t of [...BALANCE_TRIGGERS, "collections_standard_changed", ...TOKEN_HOLDER_TRIGGERS]) await execSql(target, `DROP TRIGGER ${t}`);
+    await execSql(target, tokenHolderTriggers(false));
+  } else {
+    await execSql(target, `DROP TRIGGER collections_standard_changed ON collections; DROP FUNCTION collections_standard_changed; ${tokenOwnersKept(false)}`);
+  }
+  // Its triggers go with it (PostgreSQL's function after).
+  await execSql(target, "DROP TABLE token_balances");
+  if (!sqlite) await execSql(target, "DROP FUNCTION token_balances_held");
+  for (const [table, column] of [["transfers", "amount"], [REMOVAL_TABLES.transfers, "amount"], ["collections", "token_standard"]]) {
+    await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
+  }
+}
+
+/** Takes a store's schema back before migration 41: no floor history kept, nor what came after. */
 export async function dropFloorHistory(target: string): Promise<void> {
+  await dropBalances(target);
   const sqlite = !isPostgresUrl(target);
   for (const t of FLOOR_HISTORY_TRIGGERS) await execSql(target, `DROP TRIGGER ${t}${sqlite ? "" : ` ON ${t.startsWith("listing_spans") ? "listing_spans" : "token_flags"}`}`);
   if (!sqlite) for (const f of ["floor_spans_added", "floor_spans_removed", "floor_flags_added", "floor_flags_changed"]) await execSql(target, `DROP FUNCTION ${f}`);

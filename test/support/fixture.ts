@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { withStoreKeys } from "../../src/store/sqlite/key-admin.js";
 import { openWritable, refreshPlannerStats } from "../../src/store/sqlite/database.js";
-import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow } from "../../src/domain/rows.js";
+import type { AppraisalRow, ListingRow, ListingStatusName, OfferRow, RarityRow, SaleRow, ScoreRow, TransferRow } from "../../src/domain/rows.js";
 import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/store/sqlite/record-writes.js";
 
 // A small deterministic store with every kind of record, built through the
@@ -12,6 +12,10 @@ import { type TweetRecord, WriteStore, type SocialUserRecord } from "../../src/s
 export const COLLECTION = "0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 export const EMPTY_COLLECTION = "0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 export const UNKNOWN_COLLECTION = "0xcccccccccccccccccccccccccccccccccccccccc";
+/** An ERC-1155 collection: its token EDITION minted to EDITION_MINTS wallets, each passing one unit on to one more (transfers). */
+export const EDITIONS_COLLECTION = "0xdddddddddddddddddddddddddddddddddddddddd";
+export const EDITION = "1";
+export const EDITION_MINTS = 7;
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
 const txHash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
@@ -32,7 +36,9 @@ export interface Fixture {
   influencers: { contractAddress: string; user: SocialUserRecord; score: number }[];
   tweets: TweetRecord[];
   score: ScoreRow;
-  collections: { contractAddress: string; name: string }[];
+  collections: { contractAddress: string; name: string; tokenStandard?: string }[];
+  /** EDITIONS_COLLECTION's transfers. */
+  transfers: TransferRow[];
   cleanup(): void | Promise<void>;
 }
 
@@ -83,8 +89,17 @@ export function buildFixture(): Fixture {
     collections: [
       { contractAddress: COLLECTION, name: "Test Apes" },
       { contractAddress: EMPTY_COLLECTION, name: "Empty" },
+      { contractAddress: EDITIONS_COLLECTION, name: "Editions", tokenStandard: "ERC1155" },
     ],
+    transfers: [],
   };
+
+  // Wallet n (1 to EDITION_MINTS) is minted n + 2 units and passes one on to wallet 100: it holds n + 1, wallet 100 EDITION_MINTS.
+  for (let n = 1; n <= EDITION_MINTS; n++) {
+    const moved = { contractAddress: EDITIONS_COLLECTION, assetId: EDITION, timestamp: 1_650_000_000 + n, block: 14_000_000 + n };
+    f.transfers.push({ ...moved, hash: txHash(0xed00 + n), logIndex: 0, from: addr(0), to: addr(0xed0 + n), amount: String(n + 2) });
+    f.transfers.push({ ...moved, hash: txHash(0xed00 + n), logIndex: 1, from: addr(0xed0 + n), to: addr(0xed0 + 100), amount: "1" });
+  }
 
   for (let i = 0; i < 45; i++) {
     f.appraisals.push({
@@ -195,6 +210,7 @@ export function buildFixture(): Fixture {
     for (const r of f.sales) w.upsertSale(r);
     for (const r of f.listings) w.upsertListing(r);
     for (const r of f.tokens) w.upsertToken(r);
+    for (const r of f.transfers) w.upsertTransfer(r);
     for (const r of f.offers) w.upsertOffer(r);
     for (const r of f.influencers) w.upsertInfluencer(r);
     for (const r of f.tweets) w.upsertTweet(r);

@@ -51,6 +51,27 @@ export function batchesByKind<W extends { kind: Kind }>(writes: readonly W[], si
 }
 
 /**
+ * Imports a history in batches of a kind (at most 6 each), the last one
+ * refused whole with `badLast` (a bad line in it; `bulk` as importBatch's),
+ * and after each calls `check` with the writes taken so far.
+ */
+export async function importChecked<W extends { kind: Kind }>(
+  store: WritableStore,
+  writes: readonly W[],
+  recordOf: (w: W) => object,
+  badLast: boolean,
+  bulk: boolean,
+  check: (taken: readonly W[]) => Promise<void>,
+): Promise<void> {
+  const taken: W[] = [];
+  const all = batchesByKind(writes, 6);
+  for (const [i, batch] of all.entries()) {
+    if (await importBatch(store, batch[0]!.kind, batch.map(recordOf), badLast && i === all.length - 1, false, bulk)) taken.push(...batch);
+    await check(taken);
+  }
+}
+
+/**
  * Imports a property test's history of writes (consecutive ones of a kind as
  * one import of at most 4: batchesByKind), each as `recordOf` makes it; the
  * writes taken, in order. `bulk`: SQLite's set-based recompute after a bulk

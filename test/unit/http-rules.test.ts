@@ -25,6 +25,7 @@ describe("REST routes from google.api.http rules", () => {
       "/v1/asset/sales",
       "/v1/asset/listings",
       "/v1/asset/tokens",
+      "/v1/asset/owners",
       "/v1/asset/offers",
     ]);
   });

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Appraisal, AssetRarity, Listing, ListingStatus, Offer, Removal, Sale, Token } from "./resources_pb.js";
+import type { Appraisal, AssetRarity, Listing, ListingStatus, Offer, Removal, Sale, Token, TokenOwner } from "./resources_pb.js";
 import { file_marketdata_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file marketdata/v1/asset_service.proto.
  */
 export const file_marketdata_v1_asset_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEigAEKFUxpc3RBcHByYWlzYWxzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJnChZMaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiYKBGRhdGEYAyADKAsyGC5tYXJrZXRkYXRhLnYxLkFwcHJhaXNhbCJ8ChFMaXN0UmFyaXR5UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJlChJMaXN0UmFyaXR5UmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKAoEZGF0YRgDIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkiqAEKEUxpc3RUb2tlbnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSDQoFb3duZXIYAyABKAkSDQoFdHJhaXQYBCABKAkSDAoEc29ydBgFIAEoCRISCgVsaW1pdBgGIAEoBUgAiAEBEg4KBmN1cnNvchgHIAEoCRINCgVjaGFpbhgIIAEoCUIICgZfbGltaXQiXwoSTGlzdFRva2Vuc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiIKBGRhdGEYAyADKAsyFC5tYXJrZXRkYXRhLnYxLlRva2VuIrwBChFMaXN0T2ZmZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEiwKBnN0YXR1cxgDIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgEIAEoBUgAiAEBEg4KBmN1cnNvchgFIAEoCRINCgVjaGFpbhgGIAEoCRIQCghjdXJyZW5jeRgHIAEoCUIICgZfbGltaXQiWQoSTGlzdE9mZmVyc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiIKBGRhdGEYAyADKAsyFC5tYXJrZXRkYXRhLnYxLk9mZmVyIvABChBMaXN0U2FsZXNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSEgoFc2luY2UYBCABKANIAIgBARISCgV1bnRpbBgFIAEoA0gBiAEBEhIKBWxpbWl0GAYgASgFSAKIAQESDgoGY3Vyc29yGAcgASgJEg0KBWNoYWluGAggASgJEhAKCGZpbmFsaXR5GAkgASgJEhAKCGN1cnJlbmN5GAogASgJQggKBl9zaW5jZUIICgZfdW50aWxCCAoGX2xpbWl0IlcKEUxpc3RTYWxlc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiEKBGRhdGEYAyADKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUi0wEKE0xpc3RMaXN0aW5nc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIsCgZzdGF0dXMYBCABKA4yHC5tYXJrZXRkYXRhLnYxLkxpc3RpbmdTdGF0dXMSEgoFbGltaXQYBSABKAVIAIgBARIOCgZjdXJzb3IYBiABKAkSDQoFY2hhaW4YByABKAkSEAoIY3VycmVuY3kYCCABKAlCCAoGX2xpbWl0Il0KFExpc3RMaXN0aW5nc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAUSDgoGY3Vyc29yGAIgASgJEiQKBGRhdGEYAyADKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmcihQEKEVdhdGNoU2FsZXNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJEhAKCGZpbmFsaXR5GAYgASgJInYKEldhdGNoU2FsZXNSZXNwb25zZRIhCgRzYWxlGAEgASgLMhMubWFya2V0ZGF0YS52MS5TYWxlEhQKDHJlc3VtZV90b2tlbhgCIAEoCRInCgdyZW1vdmVkGAMgASgLMhYubWFya2V0ZGF0YS52MS5SZW1vdmFsIqQBChRXYXRjaExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxIOCgZjdXJzb3IYBSABKAkSDQoFY2hhaW4YBiABKAkijQEKEldhdGNoT2ZmZXJzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEiwKBnN0YXR1cxgDIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkiUAoTV2F0Y2hPZmZlcnNSZXNwb25zZRIjCgVvZmZlchgBIAEoCzIULm1hcmtldGRhdGEudjEuT2ZmZXISFAoMcmVzdW1lX3Rva2VuGAIgASgJIlYKFVdhdGNoTGlzdGluZ3NSZXNwb25zZRInCgdsaXN0aW5nGAEgASgLMhYubWFya2V0ZGF0YS52MS5MaXN0aW5nEhQKDHJlc3VtZV90b2tlbhgCIAEoCTK7CAoMQXNzZXRTZXJ2aWNlEn4KDkxpc3RBcHByYWlzYWxzEiQubWFya2V0ZGF0YS52MS5MaXN0QXBwcmFpc2Fsc1JlcXVlc3QaJS5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVzcG9uc2UiH5ACAYLT5JMCFhIUL3YxL2Fzc2V0L2FwcHJhaXNhbHMSbgoKTGlzdFJhcml0eRIgLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RSYXJpdHlSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvcmFyaXR5EmoKCUxpc3RTYWxlcxIfLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVxdWVzdBogLm1hcmtldGRhdGEudjEuTGlzdFNhbGVzUmVzcG9uc2UiGpACAYLT5JMCERIPL3YxL2Fzc2V0L3NhbGVzEnYKDExpc3RMaXN0aW5ncxIiLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVxdWVzdBojLm1hcmtldGRhdGEudjEuTGlzdExpc3RpbmdzUmVzcG9uc2UiHZACAYLT5JMCFBISL3YxL2Fzc2V0L2xpc3RpbmdzEm4KCkxpc3RUb2tlbnMSIC5tYXJrZXRkYXRhLnYxLkxpc3RUb2tlbnNSZXF1ZXN0GiEubWFya2V0ZGF0YS52MS5MaXN0VG9rZW5zUmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L3Rva2VucxJuCgpMaXN0T2ZmZXJzEiAubWFya2V0ZGF0YS52MS5MaXN0T2ZmZXJzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdE9mZmVyc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC9vZmZlcnMSdgoKV2F0Y2hTYWxlcxIgLm1hcmtldGRhdGEudjEuV2F0Y2hTYWxlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvYXNzZXQvc2FsZXMvc3RyZWFtMAESggEKDVdhdGNoTGlzdGluZ3MSIy5tYXJrZXRkYXRhLnYxLldhdGNoTGlzdGluZ3NSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVzcG9uc2UiJJACAYLT5JMCGxIZL3YxL2Fzc2V0L2xpc3RpbmdzL3N0cmVhbTABEnoKC1dhdGNoT2ZmZXJzEiEubWFya2V0ZGF0YS52MS5XYXRjaE9mZmVyc1JlcXVlc3QaIi5tYXJrZXRkYXRhLnYxLldhdGNoT2ZmZXJzUmVzcG9uc2UiIpACAYLT5JMCGRIXL3YxL2Fzc2V0L29mZmVycy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
+  fileDesc("CiFtYXJrZXRkYXRhL3YxL2Fzc2V0X3NlcnZpY2UucHJvdG8SDW1hcmtldGRhdGEudjEigAEKFUxpc3RBcHByYWlzYWxzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJnChZMaXN0QXBwcmFpc2Fsc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiYKBGRhdGEYAyADKAsyGC5tYXJrZXRkYXRhLnYxLkFwcHJhaXNhbCJ8ChFMaXN0UmFyaXR5UmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgAygJEhIKBWxpbWl0GAMgASgFSACIAQESDgoGY3Vyc29yGAQgASgJEg0KBWNoYWluGAUgASgJQggKBl9saW1pdCJlChJMaXN0UmFyaXR5UmVzcG9uc2USEgoKc3VjY2Vzc2Z1bBgBIAEoBRIRCgluZXh0X3BhZ2UYAiABKAkSKAoEZGF0YRgDIAMoCzIaLm1hcmtldGRhdGEudjEuQXNzZXRSYXJpdHkiqAEKEUxpc3RUb2tlbnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSDQoFb3duZXIYAyABKAkSDQoFdHJhaXQYBCABKAkSDAoEc29ydBgFIAEoCRISCgVsaW1pdBgGIAEoBUgAiAEBEg4KBmN1cnNvchgHIAEoCRINCgVjaGFpbhgIIAEoCUIICgZfbGltaXQiXwoSTGlzdFRva2Vuc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEiIKBGRhdGEYAyADKAsyFC5tYXJrZXRkYXRhLnYxLlRva2VuIoEBChZMaXN0VG9rZW5Pd25lcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAlCCAoGX2xpbWl0ImkKF0xpc3RUb2tlbk93bmVyc1Jlc3BvbnNlEhIKCnN1Y2Nlc3NmdWwYASABKAUSEQoJbmV4dF9wYWdlGAIgASgJEicKBGRhdGEYAyADKAsyGS5tYXJrZXRkYXRhLnYxLlRva2VuT3duZXIivAEKEUxpc3RPZmZlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiABKAkSLAoGc3RhdHVzGAMgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEhIKBWxpbWl0GAQgASgFSACIAQESDgoGY3Vyc29yGAUgASgJEg0KBWNoYWluGAYgASgJEhAKCGN1cnJlbmN5GAcgASgJQggKBl9saW1pdCJZChJMaXN0T2ZmZXJzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIgoEZGF0YRgDIAMoCzIULm1hcmtldGRhdGEudjEuT2ZmZXIi8AEKEExpc3RTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAEoCRITCgttYXJrZXRwbGFjZRgDIAEoCRISCgVzaW5jZRgEIAEoA0gAiAEBEhIKBXVudGlsGAUgASgDSAGIAQESEgoFbGltaXQYBiABKAVIAogBARIOCgZjdXJzb3IYByABKAkSDQoFY2hhaW4YCCABKAkSEAoIZmluYWxpdHkYCSABKAkSEAoIY3VycmVuY3kYCiABKAlCCAoGX3NpbmNlQggKBl91bnRpbEIICgZfbGltaXQiVwoRTGlzdFNhbGVzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSIQoEZGF0YRgDIAMoCzITLm1hcmtldGRhdGEudjEuU2FsZSLTAQoTTGlzdExpc3RpbmdzUmVxdWVzdBIYChBjb250cmFjdF9hZGRyZXNzGAEgASgJEhAKCGFzc2V0X2lkGAIgASgJEhMKC21hcmtldHBsYWNlGAMgASgJEiwKBnN0YXR1cxgEIAEoDjIcLm1hcmtldGRhdGEudjEuTGlzdGluZ1N0YXR1cxISCgVsaW1pdBgFIAEoBUgAiAEBEg4KBmN1cnNvchgGIAEoCRINCgVjaGFpbhgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCUIICgZfbGltaXQiXQoUTGlzdExpc3RpbmdzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoBRIOCgZjdXJzb3IYAiABKAkSJAoEZGF0YRgDIAMoCzIWLm1hcmtldGRhdGEudjEuTGlzdGluZyKFAQoRV2F0Y2hTYWxlc1JlcXVlc3QSGAoQY29udHJhY3RfYWRkcmVzcxgBIAEoCRIQCghhc3NldF9pZBgCIAMoCRITCgttYXJrZXRwbGFjZRgDIAEoCRIOCgZjdXJzb3IYBCABKAkSDQoFY2hhaW4YBSABKAkSEAoIZmluYWxpdHkYBiABKAkidgoSV2F0Y2hTYWxlc1Jlc3BvbnNlEiEKBHNhbGUYASABKAsyEy5tYXJrZXRkYXRhLnYxLlNhbGUSFAoMcmVzdW1lX3Rva2VuGAIgASgJEicKB3JlbW92ZWQYAyABKAsyFi5tYXJrZXRkYXRhLnYxLlJlbW92YWwipAEKFFdhdGNoTGlzdGluZ3NSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSEwoLbWFya2V0cGxhY2UYAyABKAkSLAoGc3RhdHVzGAQgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgFIAEoCRINCgVjaGFpbhgGIAEoCSKNAQoSV2F0Y2hPZmZlcnNSZXF1ZXN0EhgKEGNvbnRyYWN0X2FkZHJlc3MYASABKAkSEAoIYXNzZXRfaWQYAiADKAkSLAoGc3RhdHVzGAMgASgOMhwubWFya2V0ZGF0YS52MS5MaXN0aW5nU3RhdHVzEg4KBmN1cnNvchgEIAEoCRINCgVjaGFpbhgFIAEoCSJQChNXYXRjaE9mZmVyc1Jlc3BvbnNlEiMKBW9mZmVyGAEgASgLMhQubWFya2V0ZGF0YS52MS5PZmZlchIUCgxyZXN1bWVfdG9rZW4YAiABKAkiVgoVV2F0Y2hMaXN0aW5nc1Jlc3BvbnNlEicKB2xpc3RpbmcYASABKAsyFi5tYXJrZXRkYXRhLnYxLkxpc3RpbmcSFAoMcmVzdW1lX3Rva2VuGAIgASgJMroJCgxBc3NldFNlcnZpY2USfgoOTGlzdEFwcHJhaXNhbHMSJC5tYXJrZXRkYXRhLnYxLkxpc3RBcHByYWlzYWxzUmVxdWVzdBolLm1hcmtldGRhdGEudjEuTGlzdEFwcHJhaXNhbHNSZXNwb25zZSIfkAIBgtPkkwIWEhQvdjEvYXNzZXQvYXBwcmFpc2FscxJuCgpMaXN0UmFyaXR5EiAubWFya2V0ZGF0YS52MS5MaXN0UmFyaXR5UmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdFJhcml0eVJlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC9yYXJpdHkSagoJTGlzdFNhbGVzEh8ubWFya2V0ZGF0YS52MS5MaXN0U2FsZXNSZXF1ZXN0GiAubWFya2V0ZGF0YS52MS5MaXN0U2FsZXNSZXNwb25zZSIakAIBgtPkkwIREg8vdjEvYXNzZXQvc2FsZXMSdgoMTGlzdExpc3RpbmdzEiIubWFya2V0ZGF0YS52MS5MaXN0TGlzdGluZ3NSZXF1ZXN0GiMubWFya2V0ZGF0YS52MS5MaXN0TGlzdGluZ3NSZXNwb25zZSIdkAIBgtPkkwIUEhIvdjEvYXNzZXQvbGlzdGluZ3MSbgoKTGlzdFRva2VucxIgLm1hcmtldGRhdGEudjEuTGlzdFRva2Vuc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLkxpc3RUb2tlbnNSZXNwb25zZSIbkAIBgtPkkwISEhAvdjEvYXNzZXQvdG9rZW5zEn0KD0xpc3RUb2tlbk93bmVycxIlLm1hcmtldGRhdGEudjEuTGlzdFRva2VuT3duZXJzUmVxdWVzdBomLm1hcmtldGRhdGEudjEuTGlzdFRva2VuT3duZXJzUmVzcG9uc2UiG5ACAYLT5JMCEhIQL3YxL2Fzc2V0L293bmVycxJuCgpMaXN0T2ZmZXJzEiAubWFya2V0ZGF0YS52MS5MaXN0T2ZmZXJzUmVxdWVzdBohLm1hcmtldGRhdGEudjEuTGlzdE9mZmVyc1Jlc3BvbnNlIhuQAgGC0+STAhISEC92MS9hc3NldC9vZmZlcnMSdgoKV2F0Y2hTYWxlcxIgLm1hcmtldGRhdGEudjEuV2F0Y2hTYWxlc1JlcXVlc3QaIS5tYXJrZXRkYXRhLnYxLldhdGNoU2FsZXNSZXNwb25zZSIhkAIBgtPkkwIYEhYvdjEvYXNzZXQvc2FsZXMvc3RyZWFtMAESggEKDVdhdGNoTGlzdGluZ3MSIy5tYXJrZXRkYXRhLnYxLldhdGNoTGlzdGluZ3NSZXF1ZXN0GiQubWFya2V0ZGF0YS52MS5XYXRjaExpc3RpbmdzUmVzcG9uc2UiJJACAYLT5JMCGxIZL3YxL2Fzc2V0L2xpc3RpbmdzL3N0cmVhbTABEnoKC1dhdGNoT2ZmZXJzEiEubWFya2V0ZGF0YS52MS5XYXRjaE9mZmVyc1JlcXVlc3QaIi5tYXJrZXRkYXRhLnYxLldhdGNoT2ZmZXJzUmVzcG9uc2UiIpACAYLT5JMCGRIXL3YxL2Fzc2V0L29mZmVycy9zdHJlYW0wAWIGcHJvdG8z", [file_google_api_annotations, file_marketdata_v1_resources]);
 
 /**
  * @generated from message marketdata.v1.ListAppraisalsRequest
@@ -260,6 +260,80 @@ export const ListTokensResponseSchema: GenMessage<ListTokensResponse> = /*@__PUR
   messageDesc(file_marketdata_v1_asset_service, 5);
 
 /**
+ * @generated from message marketdata.v1.ListTokenOwnersRequest
+ */
+export type ListTokenOwnersRequest = Message<"marketdata.v1.ListTokenOwnersRequest"> & {
+  /**
+   * @generated from field: string contract_address = 1;
+   */
+  contractAddress: string;
+
+  /**
+   * The token (required).
+   *
+   * @generated from field: string asset_id = 2;
+   */
+  assetId: string;
+
+  /**
+   * 1 to 50, default 20.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_page of a previous response.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+
+  /**
+   * The collection's chain (docs/chains.md): "ethereum", "base", ...; "" for ethereum.
+   *
+   * @generated from field: string chain = 5;
+   */
+  chain: string;
+};
+
+/**
+ * Describes the message marketdata.v1.ListTokenOwnersRequest.
+ * Use `create(ListTokenOwnersRequestSchema)` to create a new message.
+ */
+export const ListTokenOwnersRequestSchema: GenMessage<ListTokenOwnersRequest> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 6);
+
+/**
+ * @generated from message marketdata.v1.ListTokenOwnersResponse
+ */
+export type ListTokenOwnersResponse = Message<"marketdata.v1.ListTokenOwnersResponse"> & {
+  /**
+   * @generated from field: int32 successful = 1;
+   */
+  successful: number;
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page = 2;
+   */
+  nextPage: string;
+
+  /**
+   * @generated from field: repeated marketdata.v1.TokenOwner data = 3;
+   */
+  data: TokenOwner[];
+};
+
+/**
+ * Describes the message marketdata.v1.ListTokenOwnersResponse.
+ * Use `create(ListTokenOwnersResponseSchema)` to create a new message.
+ */
+export const ListTokenOwnersResponseSchema: GenMessage<ListTokenOwnersResponse> = /*@__PURE__*/
+  messageDesc(file_marketdata_v1_asset_service, 7);
+
+/**
  * @generated from message marketdata.v1.ListOffersRequest
  */
 export type ListOffersRequest = Message<"marketdata.v1.ListOffersRequest"> & {
@@ -314,7 +388,7 @@ export type ListOffersRequest = Message<"marketdata.v1.ListOffersRequest"> & {
  * Use `create(ListOffersRequestSchema)` to create a new message.
  */
 export const ListOffersRequestSchema: GenMessage<ListOffersRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 6);
+  messageDesc(file_marketdata_v1_asset_service, 8);
 
 /**
  * @generated from message marketdata.v1.ListOffersResponse
@@ -341,7 +415,7 @@ export type ListOffersResponse = Message<"marketdata.v1.ListOffersResponse"> & {
  * Use `create(ListOffersResponseSchema)` to create a new message.
  */
 export const ListOffersResponseSchema: GenMessage<ListOffersResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 7);
+  messageDesc(file_marketdata_v1_asset_service, 9);
 
 /**
  * @generated from message marketdata.v1.ListSalesRequest
@@ -420,7 +494,7 @@ export type ListSalesRequest = Message<"marketdata.v1.ListSalesRequest"> & {
  * Use `create(ListSalesRequestSchema)` to create a new message.
  */
 export const ListSalesRequestSchema: GenMessage<ListSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 8);
+  messageDesc(file_marketdata_v1_asset_service, 10);
 
 /**
  * @generated from message marketdata.v1.ListSalesResponse
@@ -449,7 +523,7 @@ export type ListSalesResponse = Message<"marketdata.v1.ListSalesResponse"> & {
  * Use `create(ListSalesResponseSchema)` to create a new message.
  */
 export const ListSalesResponseSchema: GenMessage<ListSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 9);
+  messageDesc(file_marketdata_v1_asset_service, 11);
 
 /**
  * @generated from message marketdata.v1.ListListingsRequest
@@ -508,7 +582,7 @@ export type ListListingsRequest = Message<"marketdata.v1.ListListingsRequest"> &
  * Use `create(ListListingsRequestSchema)` to create a new message.
  */
 export const ListListingsRequestSchema: GenMessage<ListListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 10);
+  messageDesc(file_marketdata_v1_asset_service, 12);
 
 /**
  * @generated from message marketdata.v1.ListListingsResponse
@@ -535,7 +609,7 @@ export type ListListingsResponse = Message<"marketdata.v1.ListListingsResponse">
  * Use `create(ListListingsResponseSchema)` to create a new message.
  */
 export const ListListingsResponseSchema: GenMessage<ListListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 11);
+  messageDesc(file_marketdata_v1_asset_service, 13);
 
 /**
  * @generated from message marketdata.v1.WatchSalesRequest
@@ -590,7 +664,7 @@ export type WatchSalesRequest = Message<"marketdata.v1.WatchSalesRequest"> & {
  * Use `create(WatchSalesRequestSchema)` to create a new message.
  */
 export const WatchSalesRequestSchema: GenMessage<WatchSalesRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 12);
+  messageDesc(file_marketdata_v1_asset_service, 14);
 
 /**
  * @generated from message marketdata.v1.WatchSalesResponse
@@ -625,7 +699,7 @@ export type WatchSalesResponse = Message<"marketdata.v1.WatchSalesResponse"> & {
  * Use `create(WatchSalesResponseSchema)` to create a new message.
  */
 export const WatchSalesResponseSchema: GenMessage<WatchSalesResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 13);
+  messageDesc(file_marketdata_v1_asset_service, 15);
 
 /**
  * @generated from message marketdata.v1.WatchListingsRequest
@@ -671,7 +745,7 @@ export type WatchListingsRequest = Message<"marketdata.v1.WatchListingsRequest">
  * Use `create(WatchListingsRequestSchema)` to create a new message.
  */
 export const WatchListingsRequestSchema: GenMessage<WatchListingsRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 14);
+  messageDesc(file_marketdata_v1_asset_service, 16);
 
 /**
  * @generated from message marketdata.v1.WatchOffersRequest
@@ -716,7 +790,7 @@ export type WatchOffersRequest = Message<"marketdata.v1.WatchOffersRequest"> & {
  * Use `create(WatchOffersRequestSchema)` to create a new message.
  */
 export const WatchOffersRequestSchema: GenMessage<WatchOffersRequest> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 15);
+  messageDesc(file_marketdata_v1_asset_service, 17);
 
 /**
  * @generated from message marketdata.v1.WatchOffersResponse
@@ -738,7 +812,7 @@ export type WatchOffersResponse = Message<"marketdata.v1.WatchOffersResponse"> &
  * Use `create(WatchOffersResponseSchema)` to create a new message.
  */
 export const WatchOffersResponseSchema: GenMessage<WatchOffersResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 16);
+  messageDesc(file_marketdata_v1_asset_service, 18);
 
 /**
  * @generated from message marketdata.v1.WatchListingsResponse
@@ -760,7 +834,7 @@ export type WatchListingsResponse = Message<"marketdata.v1.WatchListingsResponse
  * Use `create(WatchListingsResponseSchema)` to create a new message.
  */
 export const WatchListingsResponseSchema: GenMessage<WatchListingsResponse> = /*@__PURE__*/
-  messageDesc(file_marketdata_v1_asset_service, 17);
+  messageDesc(file_marketdata_v1_asset_service, 19);
 
 /**
  * Per-asset market data of a collection.
@@ -819,6 +893,18 @@ export const AssetService: GenService<{
     methodKind: "unary";
     input: typeof ListTokensRequestSchema;
     output: typeof ListTokensResponseSchema;
+  },
+  /**
+   * The owners of one token and the units each holds, by balance
+   * descending, then address: an ERC-1155 token's every holder, an ERC-721
+   * token's one owner (balance "1"); paged by next_page.
+   *
+   * @generated from rpc marketdata.v1.AssetService.ListTokenOwners
+   */
+  listTokenOwners: {
+    methodKind: "unary";
+    input: typeof ListTokenOwnersRequestSchema;
+    output: typeof ListTokenOwnersResponseSchema;
   },
   /**
    * Offers (bids) by created_at descending, then marketplace, marketplace

@@ -6,6 +6,7 @@ import {
   type ListOffersRequest,
   type ListRarityRequest,
   type ListSalesRequest,
+  type ListTokenOwnersRequest,
   type ListTokensRequest,
   type WatchListingsRequest,
   type WatchOffersRequest,
@@ -22,7 +23,7 @@ import {
 } from "./gen/marketdata/v1/collection_service_pb.js";
 import { IngestService } from "./gen/marketdata/v1/ingest_service_pb.js";
 import type {
-  ActivityEvent, Appraisal, AssetRarity, Candle, CollectionSummary, Holder, Listing, Offer, Removal, Sale, StatsBucket, Token,
+  ActivityEvent, Appraisal, AssetRarity, Candle, CollectionSummary, Holder, Listing, Offer, Removal, Sale, StatsBucket, Token, TokenOwner,
 } from "./gen/marketdata/v1/resources_pb.js";
 import { type ListWebhooksRequest, type Webhook, WebhookService } from "./gen/marketdata/v1/webhook_service_pb.js";
 
@@ -65,7 +66,7 @@ export interface RetryInfo {
 /** A list's request, without the cursor `pages` follows. */
 type PageRequest<R> = Omit<Partial<R>, "cursor" | "$typeName">;
 
-/** Every list of the contract that pages (12), the service it is on, and what `pages` yields of it. */
+/** Every list of the contract that pages (13), the service it is on, and what `pages` yields of it. */
 export interface PagedLists {
   listAppraisals: { request: PageRequest<ListAppraisalsRequest>; record: Appraisal };
   listRarity: { request: PageRequest<ListRarityRequest>; record: AssetRarity };
@@ -73,6 +74,7 @@ export interface PagedLists {
   listListings: { request: PageRequest<ListListingsRequest>; record: Listing };
   listTokens: { request: PageRequest<ListTokensRequest>; record: Token };
   listOffers: { request: PageRequest<ListOffersRequest>; record: Offer };
+  listTokenOwners: { request: PageRequest<ListTokenOwnersRequest>; record: TokenOwner };
   /** Each holder (its page's `data.holders`). */
   listCollectionHolders: { request: PageRequest<ListCollectionHoldersRequest>; record: Holder };
   getCollectionStatsSeries: { request: PageRequest<GetCollectionStatsSeriesRequest>; record: StatsBucket };
@@ -99,6 +101,7 @@ const LISTS: { [M in keyof PagedLists]: { service: "asset" | "collection" | "web
   listListings: { service: "asset" },
   listTokens: { service: "asset" },
   listOffers: { service: "asset" },
+  listTokenOwners: { service: "asset" },
   listCollectionHolders: { service: "collection", records: (page) => (page.data as { holders?: Holder[] } | undefined)?.holders ?? [] },
   getCollectionStatsSeries: { service: "collection" },
   getCollectionCandles: { service: "collection" },

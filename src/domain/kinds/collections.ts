@@ -2,7 +2,7 @@ import { declareKind } from "./declaration.js";
 import * as f from "./fields.js";
 import { TEXT_LIMITS } from "./parts.js";
 
-/** A record's fields and their checks: its name and what a page about it shows (docs/data.md, "Metadata"). */
+/** A record's fields and their checks: its name, what a page about it shows (docs/data.md, "Metadata") and its contract's token standard. */
 const shape = f.collectionRecord(
   {
     contractAddress: f.address,
@@ -12,8 +12,9 @@ const shape = f.collectionRecord(
     externalUrl: f.optionalUrl,
     twitter: f.optionalUrl,
     discord: f.optionalUrl,
+    tokenStandard: f.tokenStandard,
   },
-  { description: "", image: "", externalUrl: "", twitter: "", discord: "" },
+  { description: "", image: "", externalUrl: "", twitter: "", discord: "", tokenStandard: "ERC721" },
 );
 
 /** A collection's name and metadata, by its contract: a record replaces the one before whole. */

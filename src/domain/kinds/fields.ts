@@ -149,6 +149,29 @@ export const count: Check<number> = (v) =>
 export const positiveInt: Check<number> = (v) =>
   typeof v === "number" && Number.isSafeInteger(v) && v >= 1 ? v : fail(`must be a positive integer, got ${show(v)}`);
 
+/** The most units one transfer moves (JSON's safe integers: a balance summed in either engine's 64-bit integers stays exact). */
+export const MAX_QUANTITY = Number.MAX_SAFE_INTEGER;
+
+/** Units of a token (an ERC-1155 amount; 1 for an ERC-721 token): a canonical decimal string, "" (an RPC record's unset field) for 1. */
+export const quantity: Check<string> = (v) =>
+  v === ""
+    ? "1"
+    : typeof v === "string" && /^[1-9][0-9]{0,15}$/.test(v) && Number(v) <= MAX_QUANTITY
+      ? v
+      : fail(`must be a canonical decimal string from 1 to ${MAX_QUANTITY} (units of the token: 1 for an ERC-721 token), got ${show(v)}`);
+
+/** The token standards a collection's contract follows (decisions.md, "ERC-1155"). */
+export const TOKEN_STANDARDS = ["ERC721", "ERC1155"] as const;
+export type TokenStandard = (typeof TOKEN_STANDARDS)[number];
+
+/** A collection's token standard; "" (an RPC record's unset field) for ERC-721. */
+export const tokenStandard: Check<TokenStandard> = (v) =>
+  v === ""
+    ? "ERC721"
+    : (TOKEN_STANDARDS as readonly unknown[]).includes(v)
+      ? (v as TokenStandard)
+      : fail(`must be one of ${TOKEN_STANDARDS.map((s) => `"${s}"`).join(", ")}, got ${show(v)}`);
+
 export const finite: Check<number> = (v) =>
   typeof v === "number" && Number.isFinite(v) ? v : fail(`must be a finite number, got ${show(v)}`);
 

@@ -11,14 +11,15 @@ const shape = f.collectionRecord({
   to: f.address,
   contractAddress: f.address,
   assetId: f.uint256,
+  amount: f.quantity,
   timestamp: f.epochSeconds,
   block: f.count,
   blockHash: f.blockHash,
   removed: f.bool,
   finality: f.answeredFinality,
-}, { blockHash: "", removed: false, finality: undefined });
+}, { amount: "1", blockHash: "", removed: false, finality: undefined });
 
-/** A transfer: one token moved by one log of a transaction (a sale's or not). */
+/** A transfer: units of one token (one, for an ERC-721 token) moved by one log of a transaction (a sale's or not). */
 export const transfers = declareKind({
   name: "transfers",
   shape,

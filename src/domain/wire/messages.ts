@@ -102,7 +102,7 @@ export function toRarity(r: RarityRow): AssetRarity {
 
 export function toTransfer(r: TransferRow): Transfer {
   return { $typeName: "marketdata.v1.Transfer", ...r, logIndex: BigInt(r.logIndex), timestamp: BigInt(r.timestamp), block: BigInt(r.block), blockHash: r.blockHash ?? "",
-    finality: r.finality ?? "pending" };
+    finality: r.finality ?? "pending", amount: r.amount ?? "1" };
 }
 
 /**

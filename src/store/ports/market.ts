@@ -1,5 +1,5 @@
 import type { SeriesBucket, SeriesInterval } from "../../domain/series.js";
-import type { CollectionSummaryRow, FloorListingRow, HolderBucketRow, HolderRow, ListingStatusName, OfferRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { CollectionSummaryRow, FloorListingRow, HolderBucketRow, HolderRow, ListingStatusName, OfferRow, TokenOwnerRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
 import type { FloorBucket, FloorPrice, FloorSpanLength } from "../../domain/floor-candles.js";
 import type { KeySpec, MaybePromise, Page, PageRequest } from "./paging.js";
 
@@ -92,8 +92,17 @@ export interface TokensFilter {
   sort: TokenSort;
 }
 
+/** A token's owners: balance (descending), then address. */
+export const TOKEN_OWNER_KEY: KeySpec = ["int", "text"];
+
 export interface TokensRepository {
   tokensPage(filter: TokensFilter, page: PageRequest): MaybePromise<Page<TokenRow>>;
+  /**
+   * A token's owners by balance descending, then address (decisions.md,
+   * "ERC-1155"): of an ERC-1155 collection's token, every positive balance;
+   * of an ERC-721 token, its owner with a balance of 1 (none when unknown).
+   */
+  ownersPage(collectionId: number, assetId: string, page: PageRequest): MaybePromise<Page<TokenOwnerRow>>;
   /** Every trait value of the collection, by type then value (code-point order), with its token count and floor (of unflagged tokens unless includeFlagged). */
   traits(collectionId: number, includeFlagged?: boolean): MaybePromise<TraitValueRow[]>;
 }

@@ -224,7 +224,7 @@ export class PgCollectionList implements CollectionListRepository {
     const rows = await this.q.rows(
       `SELECT s.collection_id, s.address, s.volume_1d::text AS volume_1d, s.volume_7d::text AS volume_7d, s.volume_30d::text AS volume_30d,
          s.sales_1d, s.sales_7d, s.sales_30d, s.floor_marketplace, s.floor_marketplace_id, s.floor_asset_id::text AS floor_asset_id,
-         s.floor_price::text AS floor_price, s.floor_created_at, s.market_cap::text AS market_cap, s.volume_all::text AS volume_all, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders,
+         s.floor_price::text AS floor_price, s.floor_created_at, s.market_cap::text AS market_cap, s.volume_all::text AS volume_all, s.${column}, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, c.token_standard, h.tokens, h.holders,
          s.volume_usd_1d::text AS volume_usd_1d, s.volume_usd_7d::text AS volume_usd_7d, s.volume_usd_30d::text AS volume_usd_30d,
          (SELECT windows_hour FROM store_state WHERE id = 1) AS windows_hour
        FROM ${filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES} s JOIN collections c ON c.id = s.collection_id

@@ -14,6 +14,7 @@ import { LAPSE_DUE } from "./fillable.js";
 import type { OrderKind } from "../shared/order-log.js";
 import { ORDER_LOGS_PRUNED, orderLogAppended, orderLogBegun, removedOrdersPerBatch, removeStagedOrderBlocks, removeStagedOrders, REPLAYED_COLLECTIONS } from "./order-reorgs.js";
 import { ensureTokens, ownersFound } from "./ownership.js";
+import { balancesFound } from "./balances.js";
 import {
   BATCH_LINES, type BulkKind, bulkKind, bytes, col, counted, KNOW_MARKETPLACES, type KindSpec, LISTINGS_LOCK, REGISTER_COLLECTIONS, type StageColumn, TOKENS_LOCK,
   LAST_REMOVAL, LIVE_LINE, upsertSql, withCollection,
@@ -162,21 +163,22 @@ function salesSpec(removals: boolean): KindSpec {
 /** Transfers, and (removals) the merge of a stage that holds transfers taken back, as salesSpec. */
 function transfersSpec(removals: boolean): KindSpec {
   const source = withCollection(`${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id, ${bytes("sender")} AS sender,
-          ${bytes("recipient")} AS recipient, st.timestamp, st.block, ${bytes("block_hash")} AS block_hash`);
+          ${bytes("recipient")} AS recipient, st.timestamp, st.block, ${bytes("block_hash")} AS block_hash, st.amount`);
   return {
     stage: [col("hash"), col("log_index", "bigint"), col("sender"), col("recipient"), col("chain"), col("address"), col("asset_id", "numeric"),
-      col("timestamp", "bigint"), col("block", "bigint"), col("block_hash"), col("removed", "boolean")],
-    row: (r) => [r.hash, r.logIndex, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.blockHash || null, r.removed === true],
+      col("timestamp", "bigint"), col("block", "bigint"), col("block_hash"), col("removed", "boolean"), col("amount", "bigint")],
+    row: (r) => [r.hash, r.logIndex, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.blockHash || null, r.removed === true, r.amount ?? "1"],
     before: removals
       ? [REGISTER_LIVE_COLLECTIONS, ...transfersRemoved(`SELECT st.line, ${bytes("hash")} AS hash, st.log_index, c.id AS collection_id, st.asset_id
           FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address WHERE ${LAST_REMOVAL(TRANSFER_KEY)}`)]
       : [REGISTER_COLLECTIONS],
-    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block", "block_hash"],
+    counted: counted("transfers", ["hash", "log_index", "collection_id", "asset_id"], ["sender", "recipient", "timestamp", "block", "block_hash", "amount"],
         removals ? `${source} WHERE ${LIVE_LINE(TRANSFER_KEY)}` : source,
         undefined, true),
-    afterward: MOVES_OF_STAGED_TOKENS,
+    // The staged tokens' balances too (balances.ts): staged_tokens holds them until the commit.
+    afterward: [...MOVES_OF_STAGED_TOKENS, balancesFound(TOKENS_FOUND)],
     ...(removals ? { removed: removedPerBatch("removed_transfers"), check: refuseFinal("transfer") } : {}),
-    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits"],
+    tables: ["collections", "transfers", "tokens", "token_owners", "collection_holdings", "token_balances", "listings", "listing_spans", "token_traits"],
     serialized: true,
     lock: TOKENS_LOCK,
   };
@@ -197,6 +199,7 @@ const REORGS: KindSpec = {
     ...APPLY_HOUR_DELTAS,
     ...APPLY_SERIES_MARKS,
     ...movesOf(REMOVED_TOKENS),
+    balancesFound(TOKENS_FOUND),
   ],
   counted: counted("reorgs", ["chain", "from_block"], ["block_hashes"], "SELECT chain, from_block, block_hashes, line FROM stage"),
   // The rows of its blocks deleted first, each reorganisation with its own values (reorgs.ts removedByBlocks), under the
@@ -209,7 +212,7 @@ const REORGS: KindSpec = {
   finish: evaluateWash,
   touches: `SELECT collection_id AS id FROM (${REMOVED_COLLECTIONS} UNION SELECT collection_id FROM ${REPLAYED_COLLECTIONS}) x`,
   check: refuseFinal("reorg"),
-  tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "listings", "listing_spans", "token_traits",
+  tables: ["reorgs", "sales", "sales_hourly", "sales_series", "transfers", "tokens", "token_owners", "collection_holdings", "token_balances", "listings", "listing_spans", "token_traits",
     "offers", "listing_log", "offer_log"],
   serialized: true,
 };
@@ -286,12 +289,16 @@ function withOrderRemovals(kind: OrderKind, spec: KindSpec): KindSpec {
 
 const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
-    stage: [col("chain"), col("address"), col("name"), ...COLLECTION_METADATA_COLUMNS.map((c) => col(c))],
-    row: (r) => [chainOf(r), r.contractAddress, r.name, ...collectionMetadataValues(r)],
+    stage: [col("chain"), col("address"), col("name"), ...COLLECTION_METADATA_COLUMNS.map((c) => col(c)), col("token_standard")],
+    row: (r) => [chainOf(r), r.contractAddress, r.name, ...collectionMetadataValues(r), r.tokenStandard ?? "ERC721"],
     before: [],
-    counted: counted("collections", ["chain", "address"], ["name", ...COLLECTION_METADATA_COLUMNS],
-        `SELECT chain, address, name, ${COLLECTION_METADATA_COLUMNS.join(", ")}, line FROM stage`),
-    tables: ["collections"],
+    // A standard changed finds the collection's holders again (balances.ts).
+    counted: counted("collections", ["chain", "address"], ["name", ...COLLECTION_METADATA_COLUMNS, "token_standard"],
+        `SELECT chain, address, name, ${COLLECTION_METADATA_COLUMNS.join(", ")}, token_standard, line FROM stage`),
+    tables: ["collections", "token_owners", "collection_holdings"],
+    // Under the transfers' and tokens' lock: a standard changed counts holders from their rows, which none may change meanwhile.
+    serialized: true,
+    lock: TOKENS_LOCK,
   },
   tokens: {
     stage: [col("chain"), col("address"), col("asset_id", "numeric"), col("current_owner"), col("attributes", "jsonb"), ...TOKEN_METADATA_COLUMNS.map((c) => col(c))],

@@ -1,4 +1,6 @@
 import { FLOOR_HISTORY_SCHEMA, PgFloorHistory } from "./floor-history.js";
+import { BALANCES_MIGRATION } from "./balances.js";
+import { HOLDERS_BY_STANDARD_MIGRATION, tokenOwnersKept } from "./holders.js";
 import { FLAGS_SCHEMA } from "./flags.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
@@ -278,34 +280,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   );
   INSERT INTO collection_holdings
     SELECT collection_id, count(*), count(DISTINCT nullif(current_owner, '')) FROM tokens GROUP BY collection_id;
-  CREATE FUNCTION token_owners_kept() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE left_count bigint;
-  DECLARE gained_count bigint;
-  BEGIN
-    IF TG_OP = 'INSERT' THEN
-      INSERT INTO collection_holdings VALUES (NEW.collection_id, 1, 0)
-        ON CONFLICT (collection_id) DO UPDATE SET tokens = collection_holdings.tokens + 1;
-    ELSIF TG_OP = 'DELETE' THEN
-      UPDATE collection_holdings SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.current_owner <> '' THEN
-      UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner
-        RETURNING tokens INTO left_count;
-      IF left_count = 0 THEN
-        DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
-        UPDATE collection_holdings SET holders = holders - 1 WHERE collection_id = OLD.collection_id;
-      END IF;
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.current_owner <> '' THEN
-      INSERT INTO token_owners VALUES (NEW.collection_id, NEW.current_owner, 1)
-        ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = token_owners.tokens + 1
-        RETURNING tokens INTO gained_count;
-      IF gained_count = 1 THEN
-        UPDATE collection_holdings SET holders = holders + 1 WHERE collection_id = NEW.collection_id;
-      END IF;
-    END IF;
-    RETURN NULL;
-  END $$;
+  ${tokenOwnersKept(false)}
   CREATE TRIGGER tokens_owner_added AFTER INSERT OR DELETE ON tokens FOR EACH ROW EXECUTE FUNCTION token_owners_kept();
   CREATE TRIGGER tokens_owner_changed AFTER UPDATE OF current_owner ON tokens
     FOR EACH ROW WHEN (OLD.current_owner IS DISTINCT FROM NEW.current_owner) EXECUTE FUNCTION token_owners_kept();
@@ -463,6 +438,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     await client.query(FLOOR_HISTORY_SCHEMA);
     await new PgFloorHistory(client).rebuild();
   },
+  // 42: ERC-1155: transfers' amounts, balances by token and owner (balances.ts), holders by each collection's token standard (holders.ts), as SQLite's 42.
+  `${BALANCES_MIGRATION}\n${HOLDERS_BY_STANDARD_MIGRATION}`,
 ];
 
 /**

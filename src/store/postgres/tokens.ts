@@ -3,9 +3,9 @@ import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import type { PgQueries } from "./statements.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
-import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { TokenOwnerRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
-import { NO_ASK, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
+import { ANSWERED_OWNER, NO_ASK, ONE_OWNER, TOKEN_ORDER, toToken, toTraitValue } from "../shared/token-market.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 import { hexExpr } from "./hex.js";
 
@@ -34,7 +34,7 @@ const SALE_AND_LISTING = `
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 
 /** A tokens-list row's columns, of the token row `t`, its collection `c` and SALE_AND_LISTING's joins, as shared/token-market.ts toToken reads them. */
-const TOKEN_ROW_COLUMNS = `c.address, t.asset_id::text AS asset_id, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
+const TOKEN_ROW_COLUMNS = `c.address, t.asset_id::text AS asset_id, t.collection_id, ${ANSWERED_OWNER}, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
          ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank, ls.*, ll.*`;
 
 /** Tokens-list rows of the tokens `from` names as `t` (the table, or a subquery of its rows) and `where` keeps, `columns` before theirs. */
@@ -45,6 +45,23 @@ export const tokenRowsOf = (from: string, where = "", columns = "") => `SELECT $
 
 export class PgTokens implements TokensRepository {
   constructor(private readonly q: PgQueries) {}
+
+  async ownersPage(collectionId: number, assetId: string, page: PageRequest): Promise<Page<TokenOwnerRow>> {
+    const after = (balance: string, owner: string) =>
+      page.after ? `AND (${balance} < $4 OR (${balance} = $4 AND ${owner} > $5 COLLATE "C"))` : "";
+    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = $1) = '${standard}'`;
+    // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
+    const rows = await this.q.rows(
+      `SELECT * FROM (
+         (SELECT owner, balance FROM token_balances WHERE collection_id = $1 AND asset_id = $2 AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
+          ORDER BY balance DESC, owner COLLATE "C" LIMIT $3)
+         UNION ALL
+         SELECT current_owner, 1 FROM tokens WHERE collection_id = $1 AND asset_id = $2 AND current_owner <> '' ${after("1", "current_owner")} AND ${standardIs("ERC721")}) o
+       ORDER BY balance DESC, owner COLLATE "C" LIMIT $3`,
+      [collectionId, assetId, page.limit + 1, ...(page.after ? [page.after[0], page.after[1]] : [])],
+    );
+    return toPage(rows, page.limit, (r) => ({ address: r.owner as string, balance: Number(r.balance) }), (r) => [r.balance, r.address]);
+  }
 
   async tokensPage(filter: TokensFilter, page: PageRequest): Promise<Page<TokenRow>> {
     const values: unknown[] = [];
@@ -59,7 +76,7 @@ export class PgTokens implements TokensRepository {
     } else if (filter.collectionId !== undefined) {
       where.push(`t.collection_id = ${$(filter.collectionId)}`);
     }
-    if (filter.owner !== undefined) where.push(`t.current_owner = ${$(filter.owner)}`);
+    if (filter.owner !== undefined) where.push(`t.current_owner = ${$(filter.owner)} AND ${ONE_OWNER}`);
     if (filter.collectionId === undefined && filter.chain !== undefined) where.push(`t.collection_id IN (SELECT id FROM collections WHERE chain = ${$(filter.chain)})`);
     if (filter.assetId !== undefined) where.push(`${x}.asset_id = ${$(filter.assetId)}`);
     const rank = `${x}.rarity_rank`;

@@ -21,7 +21,7 @@ export const TRANSFERS_FEED_MIGRATION = `
 /** A transfer row's columns (of the alias `t`), as toTransfer reads them. */
 export const TRANSFER_COLUMNS = (t = "t"): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
-  ${t}.asset_id::text AS asset_id, ${t}.timestamp, ${t}.block, ${hexSql(`${t}.block_hash`, "block_hash")},
+  ${t}.asset_id::text AS asset_id, ${t}.amount, ${t}.timestamp, ${t}.block, ${hexSql(`${t}.block_hash`, "block_hash")},
   ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality`;
 
 export class PgTransfers implements TransfersRepository {

@@ -113,6 +113,7 @@ export function toCollectionSummary(r: Row, sort: CollectionSort): CollectionSum
     externalUrl: String(r.external_url ?? ""),
     twitter: String(r.twitter ?? ""),
     discord: String(r.discord ?? ""),
+    tokenStandard: String(r.token_standard ?? "ERC721"),
     // SQLite's 0/1, PostgreSQL's boolean.
     isSpam: r.is_spam === 1 || r.is_spam === true,
     spamReason: String(r.spam_reason ?? ""),

@@ -116,6 +116,7 @@ export function toTransfer(r: Row): TransferRow {
     to: r.recipient as string,
     contractAddress: r.address as string,
     assetId: r.asset_id as string,
+    amount: String(r.amount),
     timestamp: Number(r.timestamp),
     block: Number(r.block),
     blockHash: hexOrNone(r.block_hash),

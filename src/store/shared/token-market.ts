@@ -14,6 +14,12 @@ import type { Row } from "./rows.js";
 // and how both engines' rows of the tokens and traits lists become records.
 
 
+/** A token row's owner as answered: none for an ERC-1155 collection's token, whose owners are many (its owners list: decisions.md, "ERC-1155"). */
+export const ANSWERED_OWNER = "CASE c.token_standard WHEN 'ERC1155' THEN '' ELSE t.current_owner END AS current_owner";
+
+/** A wallet's tokens by their one owner: of ERC-721 collections only (`t`: the token row). */
+export const ONE_OWNER = "(SELECT token_standard FROM collections WHERE id = t.collection_id) = 'ERC721'";
+
 /** The row's latest sale from its s_* columns (null: none). */
 function saleOf(r: Row): SaleRow | undefined {
   if (r.s_timestamp === null || r.s_timestamp === undefined) return undefined;

@@ -363,7 +363,7 @@ export class SqliteCollectionList implements CollectionListRepository {
     }
     const table = filter.includeWash ? WASH_SUMMARIES : CLEAN_SUMMARIES;
     if (!filter.includeSpam) where.push(notSpam("s"));
-    const sql = `SELECT s.*, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, h.tokens, h.holders
+    const sql = `SELECT s.*, c.name, ${metadataSql("c", "collections")}, ${SPAM_COLUMNS}, c.chain, c.token_standard, h.tokens, h.holders
       FROM ${table} s INDEXED BY ${table}_by_${column.replace(/_key$/, "")}
       JOIN collections c ON c.id = s.collection_id LEFT JOIN collection_holdings h ON h.collection_id = s.collection_id
       ${SPAM_JOIN}

@@ -1,4 +1,6 @@
 import { FLAGS_SCHEMA } from "./flags.js";
+import { BALANCES_SCHEMA } from "./balances.js";
+import { HOLDERS_BY_STANDARD_SCHEMA, tokenHolderTriggers } from "./holders.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
 import { PRICE_POINTS_SCHEMA } from "./prices.js";
@@ -409,22 +411,13 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec(FLOOR_HISTORY_SCHEMA);
     new SqliteFloorHistory(db).rebuild();
   },
+  // 42: ERC-1155: transfers' amounts, balances by token and owner (balances.ts), holders by each collection's token standard (holders.ts).
+  (db) => {
+    db.exec(BALANCES_SCHEMA);
+    db.exec(HOLDERS_BY_STANDARD_SCHEMA);
+  },
 ];
 
-
-/** A token's new owner (NEW) gains it; a first token makes them a holder. */
-const OWNER_GAINS = `
-    INSERT INTO token_owners SELECT NEW.collection_id, NEW.current_owner, 1 WHERE NEW.current_owner <> ''
-      ON CONFLICT (collection_id, owner) DO UPDATE SET tokens = tokens + 1;
-    UPDATE collection_holdings SET holders = holders + 1 WHERE collection_id = NEW.collection_id AND NEW.current_owner <> ''
-      AND (SELECT tokens FROM token_owners WHERE collection_id = NEW.collection_id AND owner = NEW.current_owner) = 1;`;
-
-/** A token's old owner (OLD) loses it; their last one makes them no longer a holder. */
-const OWNER_LOSES = `
-    UPDATE collection_holdings SET holders = holders - 1 WHERE collection_id = OLD.collection_id AND OLD.current_owner <> ''
-      AND (SELECT tokens FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner) = 1;
-    UPDATE token_owners SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner;
-    DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;`;
 
 /** A trigger's body: NEW's version recorded, and its spans rebuilt from all its versions. */
 const LISTING_VERSION = `
@@ -490,20 +483,7 @@ const ANALYTICS_SCHEMA = `
   );
   INSERT INTO collection_holdings
     SELECT collection_id, count(*), count(DISTINCT nullif(current_owner, '')) FROM tokens GROUP BY collection_id;
-  CREATE TRIGGER tokens_owner_added AFTER INSERT ON tokens BEGIN
-    INSERT INTO collection_holdings VALUES (NEW.collection_id, 1, 0)
-      ON CONFLICT (collection_id) DO UPDATE SET tokens = tokens + 1;
-    ${OWNER_GAINS}
-  END;
-  CREATE TRIGGER tokens_owner_left AFTER DELETE ON tokens BEGIN
-    UPDATE collection_holdings SET tokens = tokens - 1 WHERE collection_id = OLD.collection_id;
-    ${OWNER_LOSES}
-  END;
-  CREATE TRIGGER tokens_owner_changed AFTER UPDATE OF current_owner ON tokens
-    WHEN OLD.current_owner IS NOT NEW.current_owner BEGIN
-    ${OWNER_LOSES}
-    ${OWNER_GAINS}
-  END;
+  ${tokenHolderTriggers(false)}
 
   CREATE INDEX listings_open_by_price ON listings (collection_id, marketplace, length(price), price, marketplace_id)
     WHERE status = 'CREATED';

@@ -68,6 +68,8 @@ const upserterId = (spec: TableSpec) => `${spec.table}(${spec.values.join(",")})
 export interface CollectionRecord extends Partial<CollectionMetadata> {
   contractAddress: string;
   name: string;
+  /** "ERC721" (or absent) or "ERC1155". */
+  tokenStandard?: string;
 }
 
 /** A token record as its declaration checked it (domain/kinds/tokens.ts): its attributes and OpenSea metadata. */
@@ -112,7 +114,7 @@ export const TABLES = {
   transfer: {
     table: "transfers",
     key: ["hash", "log_index", "collection_id", "asset_key"],
-    values: ["sender", "recipient", "timestamp", "block", "block_hash"],
+    values: ["sender", "recipient", "timestamp", "block", "block_hash", "amount"],
     feed: true,
   },
   // What the listing's records said: the answer (status, last_updated_at)
@@ -152,7 +154,7 @@ export const TABLES = {
     ],
   },
   score: { table: "scores", key: ["collection_id"], values: ["hype", "gains", "community", "total"] },
-  collection: { table: "collections", key: ["chain", "address"], values: ["name", ...COLLECTION_METADATA_COLUMNS] },
+  collection: { table: "collections", key: ["chain", "address"], values: ["name", ...COLLECTION_METADATA_COLUMNS, "token_standard"] },
   // A score's name names its collection, leaving its metadata as it is.
   collectionName: { table: "collections", key: ["chain", "address"], values: ["name"] },
   reorg: { table: "reorgs", key: ["chain", "from_block"], values: ["block_hashes"] },
@@ -369,7 +371,7 @@ export class WriteStore {
 
   upsertCollection(r: CollectionRecord): UpsertResult {
     const { chain, address } = refParts(refOf(r));
-    const row: Columns = { chain, address, name: r.name };
+    const row: Columns = { chain, address, name: r.name, token_standard: r.tokenStandard ?? "ERC721" };
     collectionMetadataValues(r).forEach((v, i) => (row[COLLECTION_METADATA_COLUMNS[i]!] = v));
     return this.#upsert(TABLES.collection, row);
   }
@@ -387,7 +389,7 @@ export class WriteStore {
     return this.#upsert(TABLES.token, row);
   }
 
-  /** A transfer: it moves its token's owner when it is the latest (triggers, ownership.ts). */
+  /** A transfer: it moves its token's owner when it is the latest (triggers, ownership.ts), and its units between balances (balances.ts). */
   upsertTransfer(r: TransferRow): UpsertResult {
     return this.#upsert(TABLES.transfer, {
       hash: hexToBytes(r.hash),
@@ -399,6 +401,7 @@ export class WriteStore {
       timestamp: r.timestamp,
       block: r.block,
       block_hash: blockHashBytes(r.blockHash),
+      amount: Number(r.amount ?? "1"),
     });
   }
 

@@ -3,9 +3,9 @@ import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
 import type { TokensFilter, TokensRepository } from "../ports/market.js";
-import type { TokenRow, TraitValueRow } from "../../domain/rows.js";
+import type { TokenOwnerRow, TokenRow, TraitValueRow } from "../../domain/rows.js";
 import { type Page, type PageRequest, toPage } from "../ports/paging.js";
-import { NO_ASK, toToken, toTraitValue } from "../shared/token-market.js";
+import { ANSWERED_OWNER, NO_ASK, ONE_OWNER, toToken, toTraitValue } from "../shared/token-market.js";
 import type { SqliteStatements } from "./statements.js";
 import { finalitySql, finalizedOfChain } from "../shared/finality.js";
 
@@ -50,7 +50,7 @@ const MOVE_LOG = "coalesce(t.owner_log, -1)";
 
 /** A tokens-list row's columns and joins, of the token row `t` and its collection `c`, as shared/token-market.ts toToken reads them (the live feed of tokens too). */
 export const TOKEN_ROW = {
-  columns: `c.address, ${assetIdSql("t.")}, t.collection_id, t.current_owner, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
+  columns: `c.address, ${assetIdSql("t.")}, t.collection_id, ${ANSWERED_OWNER}, t.attributes, ${metadataSql("t", "tokens")}, ${TOKEN_FLAG_COLUMNS}, t.ask_key,
         ${MOVE_BLOCK} AS move_block, ${MOVE_LOG} AS move_log, t.rarity_rank AS rank,
         ${SALE_AND_LISTING.columns}`,
   joins: `${TOKEN_FLAG_JOIN}
@@ -59,6 +59,23 @@ export const TOKEN_ROW = {
 
 export class SqliteTokens implements TokensRepository {
   constructor(private readonly s: SqliteStatements) {}
+
+  ownersPage(collectionId: number, assetId: string, page: PageRequest): Page<TokenOwnerRow> {
+    const after = (balance: string, owner: string) => (page.after ? `AND (${balance} < @balance OR (${balance} = @balance AND ${owner} > @owner))` : "");
+    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = @collection) = '${standard}'`;
+    // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
+    const rows = this.s.rows(
+      `SELECT * FROM (SELECT owner, balance FROM token_balances INDEXED BY token_balances_by_balance
+         WHERE collection_id = @collection AND asset_key = @asset AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
+         ORDER BY balance DESC, owner LIMIT @limit)
+       UNION ALL
+       SELECT current_owner, 1 FROM tokens WHERE collection_id = @collection AND asset_key = @asset AND current_owner <> ''
+         ${after("1", "current_owner")} AND ${standardIs("ERC721")}
+       ORDER BY balance DESC, owner LIMIT @limit`,
+      [{ collection: collectionId, asset: assetKey(assetId), limit: page.limit + 1, ...(page.after ? { balance: page.after[0], owner: page.after[1] } : {}) }],
+    );
+    return toPage(rows, page.limit, (r) => ({ address: r.owner as string, balance: Number(r.balance) }), (r) => [r.balance, r.address]);
+  }
 
   tokensPage(filter: TokensFilter, page: PageRequest): Page<TokenRow> {
     const where: string[] = [];
@@ -85,7 +102,7 @@ export class SqliteTokens implements TokensRepository {
       params.push(filter.collectionId);
     }
     if (filter.owner !== undefined) {
-      where.push("t.current_owner = ?");
+      where.push(`t.current_owner = ? AND ${ONE_OWNER}`);
       params.push(filter.owner);
     }
     if (filter.collectionId === undefined && filter.chain !== undefined) {

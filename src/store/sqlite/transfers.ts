@@ -26,7 +26,7 @@ export const TRANSFERS_FEED_SCHEMA = `
  */
 export const TRANSFER_COLUMNS = (t = "t", finality = true): string =>
   `c.address, ${hexSql(`${t}.hash`, "hash")}, ${t}.log_index, ${hexSql(`${t}.sender`, "sender")}, ${hexSql(`${t}.recipient`, "recipient")},
-  ${assetIdSql(`${t}.`)}, ${t}.timestamp, ${t}.block, ${t}.block_hash${finality ? `, ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality` : ""}`;
+  ${assetIdSql(`${t}.`)}, ${t}.amount, ${t}.timestamp, ${t}.block, ${t}.block_hash${finality ? `, ${finalitySql(`${t}.block`, finalizedOfChain("c.chain"))} AS finality` : ""}`;
 
 export class SqliteTransfers implements TransfersRepository {
   constructor(private readonly s: SqliteStatements) {}

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
+
+// An ERC-1155 collection through the served API (decisions.md, "ERC-1155";
+// against an oracle on both engines: test/store/balances.property.test.ts):
+// transfers with amounts, each token's owners with their balances
+// (GET /v1/asset/owners), holders counted by units, the collections list's
+// standard, a transfer's amount answered; what ingest writes shows at once
+// (cached answers forgotten); a caller's mistakes are 400s.
+
+const ctx = useEmptyStoreServer({ ingestRateLimit: 0, rateLimit: 0 });
+const C = "0xe1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1";
+const ZERO = `0x${"0".repeat(40)}`;
+const wallet = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+const T = Math.floor(Date.now() / 1000) - 3600;
+const transfer = (n: number, assetId: string, from: string, to: string, amount?: string) => ({
+  hash: `0x${n.toString(16).padStart(64, "0")}`, logIndex: 0, from, to, contractAddress: C, assetId, timestamp: T + n, block: 100 + n,
+  ...(amount === undefined ? {} : { amount }),
+});
+
+async function get(path: string, query: Record<string, string | number>) {
+  const r = await restGet(ctx.server.baseUrl, path, { contractAddress: C, ...query }, ctx.read);
+  return r as { status: number; body: Record<string, unknown> & { data: unknown; nextPage: string; message?: string } };
+}
+
+describe("ERC-1155 over REST", () => {
+  it("answers a token's owners by balance and holders by units, following each transfer", async () => {
+    await ingestOk(ctx.server, ctx.ingest, "collections", [{ contractAddress: C, name: "Editions", tokenStandard: "ERC1155" }]);
+    // Token 7: 10 minted to wallet 1, 3 and 2 passed on to wallets 2 and 3; token 8: 1 (amount left out) minted to wallet 2.
+    await ingestOk(ctx.server, ctx.ingest, "transfers", [
+      transfer(1, "7", ZERO, wallet(1), "10"), transfer(2, "7", wallet(1), wallet(2), "3"), transfer(3, "7", wallet(1), wallet(3), "2"), transfer(4, "8", ZERO, wallet(2)),
+    ]);
+    const first = await get("/v1/asset/owners", { assetId: "7", limit: 2 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.successful).toBe(1);
+    expect(first.body.data).toEqual([{ address: wallet(1), balance: "5" }, { address: wallet(2), balance: "3" }]);
+    const second = await get("/v1/asset/owners", { assetId: "7", limit: 2, cursor: first.body.nextPage });
+    expect(second.body).toMatchObject({ nextPage: "", data: [{ address: wallet(3), balance: "2" }] });
+
+    // Units held: wallet 1 five, wallet 2 four (3 + 1), wallet 3 two; eleven in all.
+    const holders = await get("/v1/collection/holders", {});
+    expect(holders.body.data).toMatchObject({
+      totalTokens: 11, numHolders: 3,
+      holders: [{ address: wallet(1), tokenCount: 5 }, { address: wallet(2), tokenCount: 4 }, { address: wallet(3), tokenCount: 2 }],
+      distribution: [{ minTokens: 1, maxTokens: 1, wallets: 0, tokens: 0 }, { minTokens: 2, maxTokens: 5, wallets: 3, tokens: 11 }, expect.anything(), expect.anything()],
+    });
+    // The transfers list answers each amount; the tokens list no single owner.
+    const activity = await get("/v1/collection/activity", { types: "transfer", limit: 10 });
+    expect((activity.body.data as { transfer: { amount: string } }[]).map((e) => e.transfer.amount)).toEqual(["1", "2", "3", "10"]);
+    const tokens = await get("/v1/asset/tokens", {});
+    expect((tokens.body.data as { assetId: string; owner: string }[]).map((t) => [t.assetId, t.owner])).toEqual([["7", ""], ["8", ""]]);
+    const list = await restGet(ctx.server.baseUrl, "/v1/collections", { query: C }, ctx.read);
+    expect(list.body.data).toMatchObject([{ contractAddress: C, tokenStandard: "ERC1155", totalTokens: 11, numHolders: 3 }]);
+
+    // Wallet 3 burns both of its units: it holds none, and the answers cached above are not served again.
+    await ingestOk(ctx.server, ctx.ingest, "transfers", [transfer(5, "7", wallet(3), ZERO, "2")]);
+    expect((await get("/v1/asset/owners", { assetId: "7" })).body.data).toEqual([{ address: wallet(1), balance: "5" }, { address: wallet(2), balance: "3" }]);
+    expect((await get("/v1/collection/holders", {})).body.data).toMatchObject({ totalTokens: 9, numHolders: 2 });
+  });
+
+  it.each([
+    [{ assetId: "" }, /assetId must be a decimal token id/],
+    [{ assetId: "07" }, /assetId must be a decimal token id/],
+    [{ assetId: "7", limit: 51 }, /limit/],
+    [{ assetId: "7", cursor: "nonsense" }, /cursor/],
+  ])("refuses %j with a 400 that says why", async (query, message) => {
+    const r = await get("/v1/asset/owners", query);
+    expect(r.status).toBe(400);
+    expect(r.body.message).toMatch(message);
+  });
+
+  it("refuses a transfer amount that is not a count of units, naming the line and the field", async () => {
+    for (const amount of ["0", "-1", "1.5", "01", "9007199254740992", 3]) {
+      const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/transfers`, {
+        method: "POST",
+        headers: { "content-type": "application/x-ndjson", "x-api-key": ctx.ingest },
+        body: `${JSON.stringify(transfer(9, "7", ZERO, wallet(4), amount as string))}\n`,
+      });
+      const body = (await r.json()) as { rejected?: { line: number; message: string }[] };
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(body.rejected).toEqual([{ line: 1, message: expect.stringMatching(/^amount: must be a canonical decimal string from 1 to 9007199254740991/) }]);
+    }
+  });
+});
