@@ -420,6 +420,20 @@ describe.skipIf(skipPg)("PostgreSQL query plans", () => {
     }
   });
 
+  it("a token's owners are one range of token_balances_by_balance (the token and, after a key, the balance bound), or its one owner by the token's key", async () => {
+    const pages = repos.preparedRuns().filter(({ text }) => /FROM token_balances WHERE/.test(text));
+    expect(pages).toHaveLength(2);
+    for (const { text, values } of pages) {
+      const nodes = await planOf(text, values);
+      const conds = nodes.filter((n) => n["Index Cond"] !== undefined).map((n) => `${n["Relation Name"]} ${n["Index Name"]}: ${n["Index Cond"]}`).join(" | ");
+      // The values bound (a custom plan): the token, and after a key the balance it ends at.
+      expect(conds, one(text)).toMatch(/token_balances token_balances_by_balance: \(\(collection_id = \d+\) AND \(asset_id = '41'::numeric\) AND \(balance > 0\)/);
+      if (/balance <= \$4/.test(text)) expect(conds, one(text)).toMatch(/token_balances_by_balance: [^|]*\(balance <= '?\d+'?(::bigint)?\)/);
+      expect(conds, one(text)).toMatch(/tokens tokens_pkey: \(\(collection_id = \d+\) AND \(asset_id = '41'::numeric\)\)/);
+      expect(nodes.filter((n) => n["Node Type"] === "Seq Scan" && ["token_balances", "tokens"].includes(n["Relation Name"] ?? ""))).toEqual([]);
+    }
+  });
+
   it("listings coming due are one range of listings_due by expiry; a maker's ownership at creation seeks its token's transfers and sales", async () => {
     const lapse = await planOf(LAPSE_DUE, []);
     const due = lapse.find((n) => n["Relation Name"] === "listings" && n["Index Name"] === "listings_due");

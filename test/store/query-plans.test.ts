@@ -324,6 +324,19 @@ describe("query plans", () => {
     expect(plan(KEEPER_SQL.flagged).join(" | ")).toMatch(/SEARCH sales USING INDEX sales_washed \(collection_id=\? AND timestamp>\?\)/);
   });
 
+  it("a token's owners are one range of token_balances_by_balance (token and page key bound), or its one owner by the token's key", () => {
+    const pages = store.preparedSql().filter((sql) => /FROM token_balances INDEXED BY token_balances_by_balance/.test(sql));
+    expect(pages).toHaveLength(2);
+    for (const sql of pages) {
+      const detail = plan(sql).join(" | ");
+      const range = /balance <= \?/.test(sql) ? "\\(collection_id=\\? AND asset_key=\\? AND balance>\\? AND balance<\\?\\)" : "\\(collection_id=\\? AND asset_key=\\? AND balance>\\?\\)";
+      expect(detail, sql).toMatch(new RegExp(`SEARCH token_balances USING COVERING INDEX token_balances_by_balance (${range})`));
+      expect(detail, sql).toMatch(/SEARCH tokens USING (PRIMARY KEY|INDEX \w+) \(collection_id=\? AND asset_key=\?\)/);
+      // The balances' branch reads in the index's order: only the at most 2 x limit rows of the branches are sorted.
+      expect(detail.split(" | ").filter((d) => /TEMP B-TREE/.test(d))).toEqual(["USE TEMP B-TREE FOR ORDER BY"]);
+    }
+  });
+
   it("listings coming due are one range of listings_due by expiry; a listing's end by ownership seeks its token's transfers and sales", () => {
     expect(plan(LAPSE_DUE)).toEqual(["SEARCH listings USING INDEX listings_due (expires_at>? AND expires_at<?)"]);
     // The owner at creation (listing-orders.ts ownerAtCreation): the token's latest transfer by its key, its sales up to the second by the asset index.

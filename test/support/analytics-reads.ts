@@ -39,6 +39,8 @@ export async function exerciseTokens(store: ReadRepositories, id: number): Promi
   await store.tokens.tokensPage({ collectionId: id, assetId: "41", sort: "id" }, { limit: 5, after: null });
   await store.tokens.traits(id);
   await store.tokens.traits(id, true);
+  // A token's owners (ERC-1155 balances, or an ERC-721 token's one), from the start and after a key.
+  for (const key of [null, [2, `0x${"7".repeat(40)}`]]) await store.tokens.ownersPage(id, "41", { limit: 5, after: key });
 }
 
 /** Every read path of the collections list (each order, with and without a text, of clean sales and with wash, first pages and pages after a key; each row's top bid and floor then), for the query-plan tests of both engines. */

@@ -47,8 +47,9 @@ export class PgTokens implements TokensRepository {
   constructor(private readonly q: PgQueries) {}
 
   async ownersPage(collectionId: number, assetId: string, page: PageRequest): Promise<Page<TokenOwnerRow>> {
+    // The leading "<=" bounds the index seek; the rest breaks ties, so a page costs the same however deep it is.
     const after = (balance: string, owner: string) =>
-      page.after ? `AND (${balance} < $4 OR (${balance} = $4 AND ${owner} > $5 COLLATE "C"))` : "";
+      page.after ? `AND ${balance} <= $4 AND (${balance} < $4 OR (${balance} = $4 AND ${owner} > $5 COLLATE "C"))` : "";
     const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = $1) = '${standard}'`;
     // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
     const rows = await this.q.rows(

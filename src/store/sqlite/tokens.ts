@@ -61,18 +61,21 @@ export class SqliteTokens implements TokensRepository {
   constructor(private readonly s: SqliteStatements) {}
 
   ownersPage(collectionId: number, assetId: string, page: PageRequest): Page<TokenOwnerRow> {
-    const after = (balance: string, owner: string) => (page.after ? `AND (${balance} < @balance OR (${balance} = @balance AND ${owner} > @owner))` : "");
-    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = @collection) = '${standard}'`;
+    const token = [collectionId, assetKey(assetId)];
+    // The leading "<=" bounds the index seek; the rest breaks ties, so a page costs the same however deep it is.
+    const after = (balance: string, owner: string) => (page.after ? `AND ${balance} <= ? AND (${balance} < ? OR (${balance} = ? AND ${owner} > ?))` : "");
+    const key = page.after ? [page.after[0], page.after[0], page.after[0], page.after[1]] : [];
+    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = ?) = '${standard}'`;
     // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
     const rows = this.s.rows(
       `SELECT * FROM (SELECT owner, balance FROM token_balances INDEXED BY token_balances_by_balance
-         WHERE collection_id = @collection AND asset_key = @asset AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
-         ORDER BY balance DESC, owner LIMIT @limit)
+         WHERE collection_id = ? AND asset_key = ? AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
+         ORDER BY balance DESC, owner LIMIT ?)
        UNION ALL
-       SELECT current_owner, 1 FROM tokens WHERE collection_id = @collection AND asset_key = @asset AND current_owner <> ''
+       SELECT current_owner, 1 FROM tokens WHERE collection_id = ? AND asset_key = ? AND current_owner <> ''
          ${after("1", "current_owner")} AND ${standardIs("ERC721")}
-       ORDER BY balance DESC, owner LIMIT @limit`,
-      [{ collection: collectionId, asset: assetKey(assetId), limit: page.limit + 1, ...(page.after ? { balance: page.after[0], owner: page.after[1] } : {}) }],
+       ORDER BY balance DESC, owner LIMIT ?`,
+      [...token, ...key, collectionId, page.limit + 1, ...token, ...key, collectionId, page.limit + 1],
     );
     return toPage(rows, page.limit, (r) => ({ address: r.owner as string, balance: Number(r.balance) }), (r) => [r.balance, r.address]);
   }
