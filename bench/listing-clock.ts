@@ -103,10 +103,12 @@ async function floorHistoryKept(db: string, kept: boolean): Promise<void> {
   const conn = new Database(db);
   try {
     conn.pragma("busy_timeout = 10000");
-    if (kept) for (const sql of savedTriggers.get(db) ?? []) conn.exec(sql);
+    // Either way whatever the state before (a round ends as it began its second half: kept or off).
+    if (kept) for (const sql of savedTriggers.get(db) ?? []) conn.exec(sql.replace(/^CREATE TRIGGER /, "CREATE TRIGGER IF NOT EXISTS "));
     else {
-      savedTriggers.set(db, (conn.prepare(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN (${FLOOR_TRIGGERS.map(() => "?").join(", ")})`).pluck().all(...FLOOR_TRIGGERS) as string[]));
-      for (const t of FLOOR_TRIGGERS) conn.exec(`DROP TRIGGER ${t}`);
+      const found = conn.prepare(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN (${FLOOR_TRIGGERS.map(() => "?").join(", ")})`).pluck().all(...FLOOR_TRIGGERS) as string[];
+      if (found.length > 0) savedTriggers.set(db, found);
+      for (const t of FLOOR_TRIGGERS) conn.exec(`DROP TRIGGER IF EXISTS ${t}`);
     }
   } finally {
     conn.close();
