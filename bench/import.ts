@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { hasTool, postgresBulkLoad, sqliteBulkLoad } from "./engine-bulk.js";
 import { log, median } from "./harness.js";
-import { listingLines, writeLines, writeSales } from "./sales-file.js";
+import { listingLines, transferLines, writeLines, writeSales } from "./sales-file.js";
 import { cliImportRate, withRoundStore } from "./round-store.js";
 
 const opts = new Command("bench:import")
@@ -29,9 +29,10 @@ const opts = new Command("bench:import")
   .option("--listings <n>", "with --chain-fields: also n listings, plain and with chain, block and blockHash in every line (an on-chain order's event)")
   .option("--final", "with --listings: the on-chain listings' blocks already final (a finality sent first: a backfill, which keeps no order log), not pending (live)")
   .option("--baseline <dir>", "also import with a built checkout of another revision, alternating with this build (its src/bin/marketdata.js and dist/; see bench:serve-ab --help)")
+  .option("--transfers <n>", "instead of sales: n transfers of n/20 tokens into an empty store (bulk), then n/10 more into it (row by row, the triggers' path), this build against --baseline's")
   .option("--prices", "first import ETH's USD price every hour of the sales' span into each store (docs/money.md: every sale then has a point, its dollars kept with the series)")
   .parse()
-  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; final?: boolean; baseline?: string; prices?: boolean }>();
+  .opts<{ sales: string; engines: string; rounds: string; pg: string; enginePath: boolean; chainFields?: boolean; listings?: string; final?: boolean; baseline?: string; prices?: boolean; transfers?: string }>();
 const baselineBin = opts.baseline === undefined ? undefined : join(opts.baseline, "src/bin/marketdata.js");
 if (baselineBin !== undefined && !existsSync(join(opts.baseline!, "dist/src/cli/main.js"))) {
   process.stderr.write(`bench:import: ${opts.baseline} has no built command (dist/): build it first\n`);
@@ -53,6 +54,11 @@ const importRate = (db: string, bin?: string, from = file, kind = "sales"): numb
 const withStore = (engine: string, round: number, fn: (db: string) => void | Promise<void>) => withRoundStore(engine, { dir, pgUrl: opts.pg, name: "import" }, round, fn);
 
 try {
+  if (opts.transfers !== undefined) {
+    await transferRounds(Number(opts.transfers));
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }
   log(`generating ${n} sales...`);
   await writeSales(file, n, 11, ADDRESS);
   if (opts.prices === true) {
@@ -128,6 +134,41 @@ try {
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * --transfers: n transfers into an empty store (SQLite's bulk path: its
+ * balances and owners summed once at the end), then n/10 more into that
+ * store (row by row: the triggers per transfer), by this build and by
+ * --baseline's, the order alternating each round, on each engine.
+ */
+async function transferRounds(count: number): Promise<void> {
+  const tokens = Math.max(1, Math.floor(count / 20));
+  const [first, more] = [join(dir, "transfers.ndjson"), join(dir, "transfers-more.ndjson")];
+  await writeLines(first, transferLines(count, 0, tokens, ADDRESS));
+  await writeLines(more, transferLines(Math.floor(count / 10), count, tokens, ADDRESS));
+  const rates: Record<string, Record<"this" | "baseline", { fresh: number[]; more: number[] }>> = {};
+  let store = 0;
+  for (let round = 1; round <= Number(opts.rounds); round++) {
+    for (const engine of round % 2 === 1 ? engines : [...engines].reverse()) {
+      const r = (rates[engine] ??= { this: { fresh: [], more: [] }, baseline: { fresh: [], more: [] } });
+      const builds = baselineBin === undefined ? [undefined] : round % 2 === 1 ? [baselineBin, undefined] : [undefined, baselineBin];
+      for (const bin of builds) {
+        await withStore(engine, ++store, (db) => {
+          const of = r[bin === undefined ? "this" : "baseline"];
+          of.fresh.push(importRate(db, bin, first, "transfers"));
+          of.more.push(importRate(db, bin, more, "transfers"));
+          log(`round ${round} ${engine}${bin === undefined ? "" : " (baseline)"}: ${of.fresh.at(-1)} rows/s into an empty store, ${of.more.at(-1)} rows/s the next ${Math.floor(count / 10)}`);
+        });
+      }
+    }
+  }
+  log(`\n| engine | ${count} transfers into an empty store, rows/s (median; rounds) | ${Math.floor(count / 10)} more, row by row |${baselineBin === undefined ? "" : " baseline, empty store | baseline, more | this / baseline (empty; more) |"}`);
+  log(`|---|---|---|${baselineBin === undefined ? "" : "---|---|---|"}`);
+  for (const [engine, { this: t, baseline: b }] of Object.entries(rates)) {
+    const base = baselineBin === undefined ? "" : ` ${median(b.fresh)} (${b.fresh.join(", ")}) | ${median(b.more)} (${b.more.join(", ")}) | ${(median(t.fresh) / median(b.fresh)).toFixed(2)}; ${(median(t.more) / median(b.more)).toFixed(2)} |`;
+    log(`| ${engine} | ${median(t.fresh)} (${t.fresh.join(", ")}) | ${median(t.more)} (${t.more.join(", ")}) |${base}`);
+  }
 }
 
 /** A block's made-up hash: each block its own. */

@@ -89,3 +89,20 @@ export function* listingLines(n: number, seed: number, address: string): Generat
     });
   }
 }
+
+/**
+ * Transfers n, from the `first`th of a history in which each of `tokens`
+ * tokens is minted, then moves once a step between 500 wallets (every
+ * token's transfers follow each other: balances and owners move on each).
+ */
+export function* transferLines(n: number, first: number, tokens: number, address: string): Generator<string> {
+  const wallet = (w: number) => `0x${w.toString(16).padStart(40, "0")}`;
+  for (let i = first; i < first + n; i++) {
+    const step = Math.floor(i / tokens);
+    const token = i % tokens;
+    yield JSON.stringify({
+      hash: `0x${(i + 1).toString(16).padStart(64, "0")}`, logIndex: 0, from: step === 0 ? wallet(0) : wallet(1 + ((token + step - 1) % 500)),
+      to: wallet(1 + ((token + step) % 500)), contractAddress: address, assetId: String(token), timestamp: 1_700_000_000 + i, block: 1000 + i,
+    });
+  }
+}
