@@ -88,7 +88,9 @@ describe("shutdown", () => {
     await new Promise((r) => setTimeout(r, 100));
     const started = performance.now();
     await s.close();
-    expect(performance.now() - started).toBeLessThan(TIMEOUTS.shutdownMs + 500);
+    // By its deadline, not the connections' 60 s timeouts; the margin is the event loop's under a loaded 2-core CI run
+    // (2.2 and 2.4 s seen there, with a 500 ms margin failing).
+    expect(performance.now() - started).toBeLessThan(TIMEOUTS.shutdownMs + 1500);
     for (const socket of sockets) socket.destroy();
   });
 
