@@ -11,7 +11,7 @@ import { KEEPER_SQL } from "../../src/store/sqlite/collection-summaries.js";
 import { WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
 import { buildFixture, COLLECTION, type Fixture } from "../support/fixture.js";
 import { kindWrites } from "../../src/store/sqlite/kind-writes.js";
-import { LAPSE_DUE, movedFound, SALE_LISTINGS_MOVED } from "../../src/store/sqlite/fillable.js";
+import { LAPSE_DUE, movedFound, SALE_LISTINGS_MOVED, transferListingsJudged } from "../../src/store/sqlite/fillable.js";
 import { FLOOR_SQL } from "../../src/store/sqlite/floor-history.js";
 
 // Every query the service can run is served by an index: no table scan, no
@@ -352,6 +352,10 @@ describe("query plans", () => {
     }
     // A sale's listings made at or after it by a maker: the token's listings from that second on.
     expect(plan(SALE_LISTINGS_MOVED[1]!)[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
+    // A transfer's: the same, from the second of its transaction's sale when that came first (the sale by its natural key).
+    const judged = plan(transferListingsJudged(() => "?"));
+    expect(judged[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
+    expect(judged).toContain("SEARCH sales USING INDEX sales_natural_key (hash=? AND collection_id=? AND asset_key=?)");
   });
 
   it("keeping the floor's history seeks: the spans over a range by their end, a span by its key, a flagged token's spans by its listings", () => {

@@ -440,6 +440,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   },
   // 42: ERC-1155: transfers' amounts, balances by token and owner (balances.ts), holders by each collection's token standard (holders.ts), as SQLite's 42.
   `${BALANCES_MIGRATION}\n${HOLDERS_BY_STANDARD_MIGRATION}`,
+  // 43: nothing to mend (SQLite's 43 mends a trigger): a merge of transfers here finds every listing of its tokens again (listing-history.ts).
+  "SELECT 1",
 ];
 
 /**

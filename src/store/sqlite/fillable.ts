@@ -92,12 +92,31 @@ const versionKept = (orders: boolean) => `
       ON CONFLICT (listing_id, updated_at) DO UPDATE SET price = excluded.price, status = excluded.status;
     ${spansRebuilt("NEW.id", orders)}`;
 
-/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those created at or after it too (who owned the token at their creation). */
+/**
+ * Of a transfer (its columns as `row` names them), the listings whose owner
+ * at creation it may change, found again: those made from its second on,
+ * or from that of the sale of its transaction when the sale came first. A
+ * sale whose transfer is known stands at the transfer's place
+ * (ownerAtCreation): its buyer no longer owns from the sale's second, so a
+ * listing made between the two is judged again (the sale is found by its key).
+ */
+export const transferListingsJudged = (row: (column: string) => string) => {
+  const at = row("timestamp");
+  const sale = `SELECT timestamp FROM sales WHERE hash = ${row("hash")} AND collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")}`;
+  return movedFound(`collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")} AND created_at >= min(${at}, coalesce((${sale}), ${at}))`, true);
+};
+
+/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those whose owner at creation it may change too. */
 const eventMoves = (orders: boolean) =>
   orders
     ? `${movedBy}
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key AND created_at >= NEW.timestamp", true)}`
+    ${transferListingsJudged((c) => `NEW.${c}`)}`
     : movedBy;
+
+/** The trigger that ends the listings of a transfer's token (eventMoves). */
+const transfersListingsMoved = (orders: boolean) => `CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
+    ${eventMoves(orders)}
+  END;`;
 
 /** The triggers that keep fillable listings, as migration 9 made them (`orders` false) and as migration 40 makes them again. */
 export function fillableTriggers(orders: boolean): string {
@@ -143,9 +162,7 @@ export function fillableTriggers(orders: boolean): string {
   CREATE TRIGGER sales_listings_moved_again AFTER UPDATE OF ${eventChanged("buyer")} ON sales WHEN ${changedWhen("buyer")} BEGIN
     ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
   END;
-  CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
-    ${eventMoves(orders)}
-  END;
+  ${transfersListingsMoved(orders)}
   CREATE TRIGGER transfers_listings_moved_again AFTER UPDATE OF ${eventChanged("recipient")} ON transfers WHEN ${changedWhen("recipient")} BEGIN
     ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
   END;
@@ -229,6 +246,21 @@ export const SALE_LISTINGS_MOVED: readonly string[] = [
     AND (moved_at IS NULL OR moved_at > @timestamp)`,
   movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp", true),
 ];
+
+/**
+ * Migration 43: the transfers' trigger made again to judge again the
+ * listings made between a sale and its transaction's later transfer
+ * (transferListingsJudged; migration 40's missed them), and those listings
+ * found again. Each such token's listings keep their feed positions, as
+ * migration 9's backfill left them.
+ */
+export const SALE_TRANSFER_GAP_MIGRATION = `
+  DROP TRIGGER transfers_listings_moved;
+  ${transfersListingsMoved(true)}
+  ${movedFound(`(collection_id, asset_key) IN (SELECT t.collection_id, t.asset_key FROM transfers t
+    JOIN sales s ON s.hash = t.hash AND s.collection_id = t.collection_id AND s.asset_key = t.asset_key WHERE s.timestamp < t.timestamp)`, true)}
+  DELETE FROM listings_refed;
+`;
 
 /** The listings that came due by the clock's second `?` (shared/listing-orders.ts), marked lapsed: their ids and collections. */
 export const LAPSE_DUE = `UPDATE listings INDEXED BY listings_due SET ${LAPSED} = 1 WHERE ${DUE_WHERE("?")} RETURNING id, collection_id`;

@@ -24,7 +24,7 @@ import { StoreError } from "../ports/errors.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 import { FLOOR_HISTORY_SCHEMA, SqliteFloorHistory } from "./floor-history.js";
-import { FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA } from "./fillable.js";
+import { FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA, SALE_TRANSFER_GAP_MIGRATION } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
@@ -416,6 +416,8 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec(BALANCES_SCHEMA);
     db.exec(HOLDERS_BY_STANDARD_SCHEMA);
   },
+  // 43: a transfer of a sale's transaction judges again the listings made since that sale (fillable.ts).
+  SALE_TRANSFER_GAP_MIGRATION,
 ];
 
 
