@@ -46,6 +46,8 @@ export interface SaleRow {
   priceUsd?: string;
   /** The usd of the price point in force at its time, as read (null: none); what its other amounts are converted at (money.ts saleInUsd). */
   usdPoint?: string | null;
+  /** Units sold (price is for them all), a canonical decimal string; absent: 1. */
+  quantity?: string;
   /** Its block's hash (lower-case hex); "" or absent when its indexer sent none. */
   blockHash?: string;
   /** As read (absent on a record being written: its kept JSON holds no finality). */
@@ -108,6 +110,8 @@ export interface ListingRow {
   maker?: string;
   /** 0 (or absent): no expiry. */
   expiresAt?: number;
+  /** Units offered (price is each one's), a canonical decimal string; absent: 1. */
+  quantity?: string;
   /** As OfferRow's. */
   block?: number;
   blockHash?: string;

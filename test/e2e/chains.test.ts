@@ -325,9 +325,9 @@ describe("finality of records", () => {
     expect((await post("finality", [{ chain: "arbitrum", block: 5006 }])).status).toBe(200);
     expect((await answers()).transfers).toEqual([[5001, "final"], [5006, "final"]]);
     // The sales list's JSON keeps api.md's fields in their order, then blockHash, finality, the wash fields (docs/wash-trades.md),
-    // the fees and the USD price (docs/money.md).
+    // the fees, the USD price (docs/money.md) and the quantity (decisions.md, "ERC-1155").
     const one = ((await get("/v1/asset/sales", q)).body.data as object[])[0]!;
-    expect(Object.keys(one).slice(-7)).toEqual(["blockHash", "finality", "washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd"]);
+    expect(Object.keys(one).slice(-8)).toEqual(["blockHash", "finality", "washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd", "quantity"]);
   });
   it("finality=final reads and streams settled sales and transfers only: a stream holds a sale until final and never sends one taken back meanwhile", async () => {
     // Finalized at 5006 (above): sales 1 (5000) and 2 (5005) are final.

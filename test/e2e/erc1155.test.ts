@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ingestOk, restGet, useEmptyStoreServer } from "../support/server.js";
+import { AssetService } from "../../gen/marketdata/v1/asset_service_pb.js";
+import { clientFor, ingestOk, restGet, transportFor, useEmptyStoreServer } from "../support/server.js";
 
 // An ERC-1155 collection through the served API (decisions.md, "ERC-1155";
 // against an oracle on both engines: test/store/balances.property.test.ts):
@@ -16,6 +17,16 @@ const T = Math.floor(Date.now() / 1000) - 3600;
 const transfer = (n: number, assetId: string, from: string, to: string, amount?: string) => ({
   hash: `0x${n.toString(16).padStart(64, "0")}`, logIndex: 0, from, to, contractAddress: C, assetId, timestamp: T + n, block: 100 + n,
   ...(amount === undefined ? {} : { amount }),
+});
+
+const sale = (n: number, assetId: string, price: string, quantity?: string) => ({
+  hash: `0x${n.toString(16).padStart(64, "0")}`, from: wallet(1), to: wallet(2), contractAddress: C, assetId, timestamp: T + n, block: 100 + n,
+  price, amountReceived: price, currency: "ETH", marketplace: "OPENSEA", ...(quantity === undefined ? {} : { quantity }),
+});
+
+const listing = (n: number, assetId: string, price: string, quantity?: string) => ({
+  marketplaceId: String(n), marketplace: "OPENSEA", contractAddress: C, assetId, createdAt: T + n, lastUpdatedAt: T + n, price, currency: "ETH",
+  status: "CREATED", ...(quantity === undefined ? {} : { quantity }),
 });
 
 async function get(path: string, query: Record<string, string | number>) {
@@ -56,6 +67,64 @@ describe("ERC-1155 over REST", () => {
     await ingestOk(ctx.server, ctx.ingest, "transfers", [transfer(5, "7", wallet(3), ZERO, "2")]);
     expect((await get("/v1/asset/owners", { assetId: "7" })).body.data).toEqual([{ address: wallet(1), balance: "5" }, { address: wallet(2), balance: "3" }]);
     expect((await get("/v1/collection/holders", {})).body.data).toMatchObject({ totalTokens: 9, numHolders: 2 });
+  });
+
+  it("answers each sale's quantity, its price for them all, on every read of a sale and every protocol", async () => {
+    // Sale 11: 4 units of token 7 for 0.8 ETH in all; sale 12: one of token 8, its quantity left out.
+    await ingestOk(ctx.server, ctx.ingest, "sales", [sale(11, "7", "800000000000000000", "4"), sale(12, "8", "100000000000000000")]);
+    const rest = await get("/v1/asset/sales", { limit: 10 });
+    expect(rest.status, JSON.stringify(rest.body)).toBe(200);
+    const sales = rest.body.data as Record<string, unknown>[];
+    expect(sales.map((s) => [s.assetId, s.price, s.quantity])).toEqual([["8", "100000000000000000", "1"], ["7", "800000000000000000", "4"]]);
+    // The field comes last, where the JSON writer puts it (the read puts it in after the kept JSON).
+    expect(Object.keys(sales[1]!).at(-1)).toBe("quantity");
+    const binary = clientFor(AssetService, transportFor("connect-binary-get", ctx.server.baseUrl));
+    const res = await binary.listSales({ contractAddress: C, assetId: "7" }, { headers: { "x-api-key": ctx.read } });
+    expect(res.data.map((s) => s.quantity)).toEqual(["4"]);
+    const activity = await get("/v1/collection/activity", { types: "sale", limit: 10 });
+    expect((activity.body.data as { sale: { quantity: string } }[]).map((e) => e.sale.quantity)).toEqual(["1", "4"]);
+    const tokens = await get("/v1/asset/tokens", { assetId: "7" });
+    expect((tokens.body.data as { lastSale: { quantity: string } }[])[0]!.lastSale.quantity).toBe("4");
+    // Sent again with another quantity: the answer follows.
+    await ingestOk(ctx.server, ctx.ingest, "sales", [sale(11, "7", "800000000000000000", "5")]);
+    expect(((await get("/v1/asset/sales", { assetId: "7" })).body.data as { quantity: string }[]).map((s) => s.quantity)).toEqual(["5"]);
+  });
+
+  it("answers each listing's quantity, its price each unit's, on every read of a listing and every protocol; the floor is the cheapest unit", async () => {
+    // Listing 21: 6 units of token 7 at 0.2 ETH each; listing 22: one of token 8 at 0.3 ETH, its quantity left out.
+    await ingestOk(ctx.server, ctx.ingest, "listings", [listing(21, "7", "200000000000000000", "6"), listing(22, "8", "300000000000000000")]);
+    const rest = await get("/v1/asset/listings", { limit: 10 });
+    expect(rest.status, JSON.stringify(rest.body)).toBe(200);
+    const listings = rest.body.data as Record<string, unknown>[];
+    expect(listings.map((l) => [l.marketplaceId, l.price, l.quantity])).toEqual([["22", "300000000000000000", "1"], ["21", "200000000000000000", "6"]]);
+    // Where the JSON writer puts it: after expiresAt, before status.
+    const keys = Object.keys(listings[1]!);
+    expect(keys.slice(keys.indexOf("expiresAt"), keys.indexOf("status") + 1)).toEqual(["expiresAt", "quantity", "status"]);
+    const binary = clientFor(AssetService, transportFor("connect-binary-get", ctx.server.baseUrl));
+    const res = await binary.listListings({ contractAddress: C, assetId: "7" }, { headers: { "x-api-key": ctx.read } });
+    expect(res.data.map((l) => l.quantity)).toEqual(["6"]);
+    const activity = await get("/v1/collection/activity", { types: "listing", limit: 10 });
+    expect((activity.body.data as { listing: { quantity: string } }[]).map((e) => e.listing.quantity)).toEqual(["1", "6"]);
+    const tokens = await get("/v1/asset/tokens", { assetId: "7" });
+    expect((tokens.body.data as { listing: { quantity: string } }[])[0]!.listing.quantity).toBe("6");
+    const floor = await get("/v1/collection/floor", {});
+    expect(floor.body.data).toMatchObject({ floor: { price: "200000000000000000", marketplaceId: "21" } });
+    // Sent again with another quantity: the answer follows.
+    await ingestOk(ctx.server, ctx.ingest, "listings", [{ ...listing(21, "7", "200000000000000000", "4"), lastUpdatedAt: T + 30 }]);
+    expect(((await get("/v1/asset/listings", { assetId: "7" })).body.data as { quantity: string }[]).map((l) => l.quantity)).toEqual(["4"]);
+  });
+
+  it("refuses a sale quantity that is not a count of units, naming the line and the field", async () => {
+    for (const quantity of ["0", "-1", "2.5", "007", "9007199254740992", 3]) {
+      const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/sales`, {
+        method: "POST",
+        headers: { "content-type": "application/x-ndjson", "x-api-key": ctx.ingest },
+        body: `${JSON.stringify(sale(13, "7", "1000", quantity as string))}\n`,
+      });
+      const body = (await r.json()) as { rejected?: { line: number; message: string }[] };
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(body.rejected).toEqual([{ line: 1, message: expect.stringMatching(/^quantity: must be a canonical decimal string from 1 to 9007199254740991/) }]);
+    }
   });
 
   it.each([

@@ -58,7 +58,7 @@ describe("a sale's payment token and fees", () => {
     // The REST JSON: each sale's kept answer, its finality and wash fields put back before the fees.
     const rest = (await get("/v1/asset/sales", { contractAddress: C })).body.data as Money[];
     expect(rest.map(money)).toEqual(expected);
-    expect(Object.keys(rest[0]!).slice(-5)).toEqual(["washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd"]);
+    expect(Object.keys(rest[0]!).slice(-6)).toEqual(["washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd", "quantity"]);
     // The binary pages are encoded from the columns.
     const asset = createClient(AssetService, transportFor("grpc", s.server.baseUrl));
     const rpc = await asset.listSales({ contractAddress: C }, { headers: { "x-api-key": s.read } });

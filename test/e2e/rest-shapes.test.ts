@@ -116,10 +116,11 @@ describe("GET /v1 response shapes", () => {
       marketplaceFee: "string",
       royaltyFee: "string",
       priceUsd: "string",
+      quantity: "string",
     });
     const wash = washAnswers(t.f.sales);
     // The fixture's sales tell no fees: "" (docs/money.md).
-    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending", ...wash.get(`${s.hash}:${s.assetId}`), marketplaceFee: "", royaltyFee: "", priceUsd: "" })));
+    expect(data).toEqual(bySaleOrder(t.f.sales).slice(0, 10).map((s) => ({ ...s, currency: "ETH", blockHash: "", finality: "pending", ...wash.get(`${s.hash}:${s.assetId}`), marketplaceFee: "", royaltyFee: "", priceUsd: "", quantity: "1" })));
   });
 
   it("listings: success, cursor, listing records with short status names", async () => {
@@ -137,6 +138,7 @@ describe("GET /v1 response shapes", () => {
       currency: "string",
       maker: "string",
       expiresAt: "number",
+      quantity: "string",
       block: "number",
       blockHash: "string",
       status: "string",
@@ -154,6 +156,7 @@ describe("GET /v1 response shapes", () => {
         currency: "ETH",
         maker: "",
         expiresAt: 0,
+        quantity: "1",
         block: l.block ?? 0,
         blockHash: l.blockHash ?? "",
         status: l.status,

@@ -63,7 +63,7 @@ describe("the tokens and traits lists", () => {
       name: "", description: "", image: "", animationUrl: "", externalUrl: "", isFlagged: false, flagReason: "",
       listing: {
         marketplaceId: "2", marketplace: "OPENSEA", contractAddress: C, assetId: "2", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_000,
-        price: "800", currency: "ETH", maker: "", expiresAt: 0, block: 0, blockHash: "", status: "CREATED",
+        price: "800", currency: "ETH", maker: "", expiresAt: 0, quantity: "1", block: 0, blockHash: "", status: "CREATED",
       },
     });
     expect((await tokens({ contractAddress: C, sort: "price" })).ids).toEqual(["2", "3", "1", "10"]);

@@ -47,7 +47,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
     hash: `0x${"ab".repeat(32)}`, from: `0x${"1".repeat(40)}`, to: `0x${"2".repeat(40)}`, contractAddress: C, assetId: "42",
     timestamp: 1_700_000_000, block: 18_500_000, price: "25000000000000000000", amountReceived: "24375000000000000000", currency: "ETH", marketplace: "OPENSEA",
     // Told, and the smallest they can be: a test that sets a lower price keeps them within it.
-    marketplaceFee: "0", royaltyFee: "0",
+    marketplaceFee: "0", royaltyFee: "0", quantity: "1",
   },
   listings: {
     marketplaceId: "0x9f8e", marketplace: "OPENSEA", contractAddress: C, assetId: "42", createdAt: 1_700_000_000, lastUpdatedAt: 1_700_000_600,
@@ -131,6 +131,8 @@ export const INVALID: [string, string, unknown, RegExp][] = [
   ["sales", "marketplaceFee", "0.5", /canonical unsigned decimal/],
   ["sales", "royaltyFee", "40000000000000000000", /must not exceed price/],
   ["sales", "marketplace", "OpenSea", /upper-case identifier/],
+  ["sales", "quantity", "1.0", /canonical decimal string from 1 to 9007199254740991/],
+  ["sales", "quantity", 4, /canonical decimal string from 1/],
   ["transfers", "hash", "0xzz", /64 hex characters/],
   ["transfers", "logIndex", -1, /non-negative integer/],
   ["transfers", "from", "", /40 hex/],

@@ -154,7 +154,7 @@ describe.each(BOTH_ENGINES)("migration 31 ($engine)", ({ engine, skip }) => {
           expect(answers.map((a) => [a.currency, a.marketplaceFee, a.royaltyFee])).toEqual([["WETH", "25", "50"], ["ETH", "", ""]]);
         }
         // The kept JSON in the writer's field order.
-        expect(Object.keys(kept[1]!).slice(-6)).toEqual(["finality", "washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd"]);
+        expect(Object.keys(kept[1]!).slice(-7)).toEqual(["finality", "washFlags", "washScore", "marketplaceFee", "royaltyFee", "priceUsd", "quantity"]);
       } finally {
         await repos.close();
       }

@@ -197,6 +197,7 @@ export async function execSql(target: string, sql: string): Promise<void> {
 
 /** Takes a store's schema back before migration 42: no transfer amounts, balances or token standards (holders by tokens' owners only). */
 export async function dropBalances(target: string): Promise<void> {
+  await dropQuantities(target);
   const sqlite = !isPostgresUrl(target);
   if (sqlite) {
     for (const t of [...BALANCE_TRIGGERS, "collections_standard_changed", ...TOKEN_HOLDER_TRIGGERS]) await execSql(target, `DROP TRIGGER ${t}`);
@@ -210,6 +211,18 @@ export async function dropBalances(target: string): Promise<void> {
   for (const [table, column] of [["transfers", "amount"], [REMOVAL_TABLES.transfers, "amount"], ["collections", "token_standard"]]) {
     await execSql(target, `ALTER TABLE ${table} DROP COLUMN ${column}`);
   }
+}
+
+/**
+ * Takes a store's schema back before migration 44: sales and listings
+ * without quantities (43 changed no table), the listings' ready JSON without
+ * it (SQLite's trigger writes the whole JSON again from the fragments).
+ */
+export async function dropQuantities(target: string): Promise<void> {
+  for (const table of ["sales", REMOVAL_TABLES.sales, "listings", ORDER_LOGS.listings, REMOVAL_TABLES.listings]) {
+    await execSql(target, `ALTER TABLE ${table} DROP COLUMN quantity`);
+  }
+  await execSql(target, `UPDATE listings SET wire_json_middle = replace(wire_json_middle, ',"quantity":"1"', '')`);
 }
 
 /** Takes a store's schema back before migration 41: no floor history kept, nor what came after. */

@@ -131,7 +131,7 @@ describe("ready answers of rows", () => {
   it("a sale's are its message's", () => {
     // The kept JSON holds no finality and no wash fields: the reads add the finality (store/shared/finality.ts) and the wash fields as the
     // writer places them, after blockHash and before the fees.
-    expect(saleJson(sale).replace(',"marketplaceFee":', ',"finality":"pending","washFlags":[],"washScore":0,"marketplaceFee":').replace(/}$/, ',"priceUsd":""}'))
+    expect(saleJson(sale).replace(',"marketplaceFee":', ',"finality":"pending","washFlags":[],"washScore":0,"marketplaceFee":').replace(/}$/, ',"priceUsd":"","quantity":"1"}'))
       .toBe(compileJsonWriter(SaleSchema)(toSale(sale)));
     // A sale paid in WETH with its fees told, and one kept before fees were (migration 31): its fees answer "".
     const told = { ...sale, currency: "WETH", marketplaceFee: "25000000000000000", royaltyFee: "50000000000000000" };
@@ -139,6 +139,11 @@ describe("ready answers of rows", () => {
       expect(saleJsonWithFinality(saleJson(told), false, washMask)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...told, washMask })));
       // Its USD price, put in at read (the price points move it, not the sale).
       expect(saleJsonWithFinality(saleJson({ ...told, priceUsd: "9.99" }), false, washMask, "3421.57")).toBe(compileJsonWriter(SaleSchema)(toSale({ ...told, washMask, priceUsd: "3421.57" })));
+      // Its quantity (an ERC-1155 sale's units), put in at read from its column, last.
+      const units = { ...told, washMask, priceUsd: "3421.57", quantity: "12" };
+      expect(saleJsonWithFinality(saleJson(units), false, washMask, "3421.57", "12")).toBe(compileJsonWriter(SaleSchema)(toSale(units)));
+      expect(saleFragment(units, "json")).toBe(compileJsonWriter(SaleSchema)(toSale(units)));
+      expect(fromBinary(SaleSchema, saleBinary(units)).quantity).toBe("12");
       const before31 = saleJson(sale).replace(',"marketplaceFee":"","royaltyFee":""}', "}");
       expect(saleJsonWithFinality(before31, true, washMask)).toBe(compileJsonWriter(SaleSchema)(toSale({ ...sale, finality: "final", washMask })));
     }
@@ -215,13 +220,13 @@ describe("ready answers of rows", () => {
   // no kept fields: the reads add them, from the finality and the wash_flags column; nor are a listing's block and blockHash, 10 and 11, after its status: the whole
   // JSON puts them in from their columns, migration 26, as the binary read does. Sale's fees, 16 and 17, are kept;
   // a sale kept before them, migration 31, answers them "" at read: fragments.ts saleJsonWithFinality. Its priceUsd, 18, is
-  // no kept field: the read puts it in from the price points. A listing's maker and expiresAt, 12 and 13, are kept:
-  // both engines' 40 wrote every listing's fragments again.)
+  // no kept field: the read puts it in from the price points; nor is its quantity, 19, put in from its column (migration 44). A listing's maker and expiresAt, 12 and 13, are kept:
+  // both engines' 40 wrote every listing's fragments again; its quantity, 14, too: 44 wrote them again.)
   it("the messages kept in the stores' rows are those the fragments were written for", () => {
     const digest = createHash("sha256");
     for (const schema of [SaleSchema, ListingSchema, SocialUserSchema, TweetSchema, InfluencerSchema]) {
       for (const field of schema.fields) digest.update(`${schema.typeName}.${field.name}=${field.number}:${field.fieldKind}:${field.jsonName};`);
     }
-    expect(digest.digest("hex").slice(0, 16)).toBe("a6dff1ce6f7a5756");
+    expect(digest.digest("hex").slice(0, 16)).toBe("032edab700094086");
   });
 });

@@ -20,6 +20,8 @@ describe("an RPC record as its import line", () => {
       marketplaceFee: "", royaltyFee: "",
       // An answer's finality and wash fields, taken and dropped by the kind's check.
       finality: "", washFlags: [], washScore: 0, priceUsd: "",
+      // Left out of the message: "", which the check reads as 1.
+      quantity: "",
     });
   });
 

@@ -35,6 +35,7 @@ describe("REST JSON dialect", () => {
           currency: "",
           maker: "",
           expiresAt: 0,
+          quantity: "",
           block: 0,
           blockHash: "",
           status: "FULFILLED",

@@ -17,11 +17,12 @@ const shape = f.collectionRecord({
   currency: f.paymentCurrency,
   maker: f.ownerAddress,
   expiresAt: f.count,
+  quantity: f.quantity,
   ...onChainEvent,
   status: f.listingStatus,
-}, { maker: "", expiresAt: 0, ...OFF_CHAIN });
+}, { maker: "", expiresAt: 0, quantity: "1", ...OFF_CHAIN });
 
-/** A listing: a token offered for sale on a marketplace, its latest record replacing the earlier. */
+/** A listing: units of a token (one, for an ERC-721 token) offered for sale on a marketplace at a price each, its latest record replacing the earlier. */
 export const listings = declareKind({
   name: "listings",
   shape,
@@ -45,6 +46,7 @@ export const listings = declareKind({
     currency: r.currency,
     maker: r.maker,
     expiresAt: int(r.expiresAt),
+    quantity: r.quantity,
     block: int(r.block),
     blockHash: r.blockHash,
     status: statusOf(r.status),

@@ -26,9 +26,10 @@ const shape = f.collectionRecord({
   washFlags: f.answeredWashFlags,
   washScore: f.answeredWashScore,
   priceUsd: f.answeredPriceUsd,
-}, { marketplaceFee: "", royaltyFee: "", blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined, priceUsd: undefined });
+  quantity: f.quantity,
+}, { marketplaceFee: "", royaltyFee: "", blockHash: "", removed: false, finality: undefined, washFlags: undefined, washScore: undefined, priceUsd: undefined, quantity: "1" });
 
-/** A sale: one token's change of hands at a price, in one transaction. */
+/** A sale: units of one token (one, for an ERC-721 token) changing hands at a price for them all, in one transaction. */
 export const sales = declareKind({
   name: "sales",
   shape,

@@ -133,7 +133,8 @@ export function compileBinaryWriter(root: DescMessage): BinaryWriterFn {
     if (name !== undefined) return name;
     name = `b${fnName.size}`;
     fnName.set(desc.typeName, name);
-    sources.push(`function ${name}(m) { let v; ${desc.fields.map(fieldCode).join(" ")} }`);
+    // In field number order, as toBinary writes them (a field declared out of its number's place, a listing's maker, writes where its number says).
+    sources.push(`function ${name}(m) { let v; ${[...desc.fields].sort((a, b) => a.number - b.number).map(fieldCode).join(" ")} }`);
     return name;
   };
 

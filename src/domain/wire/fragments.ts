@@ -94,7 +94,8 @@ function bytes(schema: DescMessage, message: Message): Uint8Array {
 export function saleJson(r: SaleRow): string {
   const whole = json.sale(toSale({ ...r, priceUsd: "" }));
   const from = whole.lastIndexOf(FINALITY_FIELD);
-  // Its USD price (field 18, last) follows the price points, not the sale: put in at read too.
+  // Its USD price (field 18) follows the price points, not the sale: put in at read too, and its quantity (19, last) after it
+  // (a column: the JSON kept before quantities were told needs no rewrite).
   return `${whole.slice(0, from)}${whole.slice(whole.indexOf(FEES_FIELD, from), whole.lastIndexOf(PRICE_USD_FIELD))}}`;
 }
 
@@ -102,6 +103,7 @@ export function saleJson(r: SaleRow): string {
 const FINALITY_FIELD = ',"finality":';
 const FEES_FIELD = ',"marketplaceFee":';
 const PRICE_USD_FIELD = ',"priceUsd":';
+const QUANTITY_FIELD = ',"quantity":';
 /** The fees of a sale kept before they were told (migration 31): none. */
 const NO_FEES = `${FEES_FIELD}"","royaltyFee":""}`;
 const CLEAN = ',"washFlags":[],"washScore":0';
@@ -112,15 +114,16 @@ const PENDING_MIDDLE = `${FINALITY_FIELD}"pending"${CLEAN}`;
  * A sale's answer from its kept JSON (saleJson), whether it is final now and
  * its wash mask: its finality and wash fields put back where the JSON
  * writer places them, before the fees (a sale kept without fees, before
- * migration 31, answers them ""); null stays null (no kept answer). A
+ * migration 31, answers them ""), then its USD price and quantity last;
+ * null stays null (no kept answer). A
  * string slice and concatenation here cost V8 no copy, where SQLite's
  * substr counts the text's characters twice per row (bench:serve-ab,
  * docs/benchmarks.md).
  */
-export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0, priceUsd = ""): string | null {
+export function saleJsonWithFinality(kept: string | null, final: boolean, washMask = 0, priceUsd = "", quantity = "1"): string | null {
   if (kept === null) return null;
   const middle = washMask === 0 ? (final ? FINAL_MIDDLE : PENDING_MIDDLE) : `${FINALITY_FIELD}"${final ? "final" : "pending"}",${washJson(washMask)}`;
-  const usd = `${PRICE_USD_FIELD}"${priceUsd}"}`;
+  const usd = `${PRICE_USD_FIELD}"${priceUsd}"${QUANTITY_FIELD}"${quantity}"}`;
   // The fees are the kept JSON's last two fields: found from the end, past any text of the fields before them.
   const at = kept.lastIndexOf(FEES_FIELD);
   return at < 0 ? `${kept.slice(0, -1)}${middle}${NO_FEES.slice(0, -1)}${usd}` : `${kept.slice(0, at)}${middle}${kept.slice(at, -1)}${usd}`;

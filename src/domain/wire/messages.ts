@@ -46,7 +46,7 @@ export const CURRENCY = "ETH";
 export function toSale({ washMask = 0, ...r }: SaleRow): Sale {
   return { $typeName: "marketdata.v1.Sale", ...r, timestamp: BigInt(r.timestamp), block: BigInt(r.block), currency: r.currency ?? CURRENCY, blockHash: r.blockHash ?? "", finality: r.finality ?? "pending",
     washFlags: washNames(washMask), washScore: washScore(washMask), marketplaceFee: r.marketplaceFee ?? "", royaltyFee: r.royaltyFee ?? "",
-    priceUsd: r.priceUsd ?? "" };
+    priceUsd: r.priceUsd ?? "", quantity: r.quantity ?? "1" };
 }
 
 export function toListing(r: ListingRow): Listing {
@@ -58,6 +58,7 @@ export function toListing(r: ListingRow): Listing {
     currency: r.currency ?? CURRENCY,
     maker: r.maker ?? "",
     expiresAt: BigInt(r.expiresAt ?? 0),
+    quantity: r.quantity ?? "1",
     block: BigInt(r.block ?? 0),
     blockHash: r.blockHash ?? "",
     status: ListingStatus[r.status],

@@ -19,11 +19,11 @@ import { hexSql } from "./hex.js";
 export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
   a.asset_id::text AS asset_id, a.timestamp, a.block, a.price::text AS price, a.amount_received::text AS amount_received, a.marketplace,
   ${hexSql("a.block_hash", "block_hash")}, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality, a.wash_flags, a.currency, a.marketplace_fee, a.royalty_fee,
-  ${usdPointSql("a")}`;
+  a.quantity, ${usdPointSql("a")}`;
 
 /** An order's feed columns (of its table or its removal table, as `a`: order-reorgs.ts migration 28), as toListing and toOffer read them. */
 export const LISTING_COLUMNS = `c.address, a.marketplace_id, a.marketplace, a.asset_id::text AS asset_id,
-  a.created_at, a.last_updated_at, a.price::text AS price, a.currency, a.maker, a.expires_at, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`;
+  a.created_at, a.last_updated_at, a.price::text AS price, a.currency, a.maker, a.expires_at, a.quantity, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`;
 export const OFFER_COLUMNS = `c.address, a.marketplace_id, a.marketplace, coalesce(a.asset_id::text, '') AS asset_id,
   a.trait_type, a.trait_value, a.maker, a.price::text AS price, a.currency, a.created_at, a.last_updated_at, a.expires_at, a.block, ${hexSql("a.block_hash", "block_hash")}, a.status`;
 

@@ -130,14 +130,15 @@ function salesSpec(removals: boolean): KindSpec {
   const latest = latestSales(live);
   const source = withCollection(`${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id, ${bytes("seller")} AS seller,
           ${bytes("buyer")} AS buyer, st.timestamp, st.block, st.price, st.amount_received, st.marketplace, ${bytes("block_hash")} AS block_hash,
-          st.currency, st.marketplace_fee, st.royalty_fee, st.wire_json`);
+          st.currency, st.marketplace_fee, st.royalty_fee, st.quantity, st.wire_json`);
   return {
     stage: [col("hash"), col("seller"), col("buyer"), col("chain"), col("address"), col("asset_id", "numeric"), col("timestamp", "bigint"),
       col("block", "bigint"), col("price", "numeric"), col("amount_received", "numeric"), col("marketplace"), col("block_hash"),
-      col("removed", "boolean"), col("currency"), col("marketplace_fee"), col("royalty_fee"), ...WIRE_STAGE("wire_json")],
+      col("removed", "boolean"), col("currency"), col("marketplace_fee"), col("royalty_fee"), col("quantity", "bigint"), ...WIRE_STAGE("wire_json")],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
     row: (r) => [r.hash, r.from, r.to, chainOf(r), r.contractAddress, r.assetId, r.timestamp, r.block, r.price, r.amountReceived, r.marketplace,
-      r.blockHash || null, r.removed === true, r.currency ?? CURRENCY, r.marketplaceFee ?? "", r.royaltyFee ?? "", saleJson(r as unknown as SaleRow)],
+      r.blockHash || null, r.removed === true, r.currency ?? CURRENCY, r.marketplaceFee ?? "", r.royaltyFee ?? "", r.quantity ?? "1",
+      saleJson(r as unknown as SaleRow)],
     before: [
       ...(removals
         ? [REGISTER_LIVE_COLLECTIONS, ...salesRemoved(`SELECT st.line, ${bytes("hash")} AS hash, c.id AS collection_id, st.asset_id
@@ -148,7 +149,7 @@ function salesSpec(removals: boolean): KindSpec {
       ...seriesMarksSql(latest),
     ],
     counted: counted("sales", ["hash", "collection_id", "asset_id"],
-        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "wire_json"],
+        ["seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "quantity", "wire_json"],
         removals ? `${source} WHERE ${live}` : source,
         "collection_id, timestamp DESC, block DESC", true),
     // The hour deltas and interval marks are applied by finish, once the wash rules have been evaluated (wash.ts).
@@ -219,24 +220,24 @@ const REORGS: KindSpec = {
 
 /** A listing's record columns as the merge writes them, from the stage (with its chain and line: the log's source too). */
 const LISTING_SOURCE = withCollection(`st.marketplace, st.marketplace_id, st.chain, c.id AS collection_id, st.asset_id, st.created_at,
-  st.last_updated_at AS record_updated_at, st.price, st.currency, st.maker, st.expires_at, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
+  st.last_updated_at AS record_updated_at, st.price, st.currency, st.maker, st.expires_at, st.quantity, st.status AS record_status, st.block, ${bytes("block_hash")} AS block_hash,
   st.wire_json_head, st.wire_json_middle, st.wire_pb`);
 
 const LISTINGS: KindSpec = {
   stage: [col("marketplace"), col("marketplace_id"), col("chain"), col("address"), col("asset_id", "numeric"), col("created_at", "bigint"),
     col("last_updated_at", "bigint"), col("price", "numeric"), col("currency"), col("maker"), col("expires_at", "bigint"), col("status"), col("block", "bigint"),
-    col("block_hash"), col("removed", "boolean"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
+    col("block_hash"), col("removed", "boolean"), col("quantity", "bigint"), ...WIRE_STAGE("wire_json_head", "wire_json_middle", "wire_pb")],
   row: (r) => {
     const wire = listingFragments(r as unknown as ListingRow);
     return [r.marketplace, r.marketplaceId, chainOf(r), r.contractAddress, r.assetId, r.createdAt, r.lastUpdatedAt, r.price, r.currency ?? CURRENCY,
-      r.maker ?? "", r.expiresAt ?? 0, r.status, r.block, r.blockHash || null, r.removed === true, wire.jsonHead, wire.jsonMiddle, wire.binary];
+      r.maker ?? "", r.expiresAt ?? 0, r.status, r.block, r.blockHash || null, r.removed === true, r.quantity ?? "1", wire.jsonHead, wire.jsonMiddle, wire.binary];
   },
   // The orders that may be taken back logged (order-reorgs.ts) before and after the merge.
   before: [REGISTER_COLLECTIONS, ...orderLogBegun("listings")],
   // What the records said; the answer (status, last_updated_at) follows it
   // unless the token moved since (fillable.ts, KEEP_LISTING_HISTORY).
   counted: counted("listings", ["marketplace", "marketplace_id"],
-      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash",
+      ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "quantity", "record_status", "block", "block_hash",
         "wire_json_head", "wire_json_middle", "wire_pb"],
       LISTING_SOURCE, undefined, true),
   after: [...KEEP_LISTING_HISTORY, orderLogAppended("listings", LISTING_SOURCE)],

@@ -21,7 +21,7 @@ export class PgListings implements ListingsRepository {
   async #listingsPageRows(collectionId: number, filter: ListingsFilter, page: PageRequest): Promise<Page<ListingRow>> {
     const { sql, values } = pageQuery(
       `c.address, l.marketplace_id, l.marketplace, l.asset_id::text AS asset_id, l.created_at, l.last_updated_at,
-         l.price::text AS price, l.currency, l.maker, l.expires_at, l.block, ${hexSql("l.block_hash", "block_hash")}, l.status`,
+         l.price::text AS price, l.currency, l.maker, l.expires_at, l.quantity, l.block, ${hexSql("l.block_hash", "block_hash")}, l.status`,
       collectionId, filter, page,
     );
     return toPage(await this.q.rows(sql, values), page.limit, toListing, listingKey);

@@ -1,4 +1,5 @@
 import { FLOOR_HISTORY_SCHEMA, PgFloorHistory } from "./floor-history.js";
+import { QUANTITY_COLUMNS } from "../shared/quantities.js";
 import { BALANCES_MIGRATION } from "./balances.js";
 import { HOLDERS_BY_STANDARD_MIGRATION, tokenOwnersKept } from "./holders.js";
 import { FLAGS_SCHEMA } from "./flags.js";
@@ -442,6 +443,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   `${BALANCES_MIGRATION}\n${HOLDERS_BY_STANDARD_MIGRATION}`,
   // 43: nothing to mend (SQLite's 43 mends a trigger): a merge of transfers here finds every listing of its tokens again (listing-history.ts).
   "SELECT 1",
+  // 44: ERC-1155: a sale's and a listing's quantity (shared/quantities.ts), every listing's ready answers written again, as SQLite's 44.
+  async (client) => {
+    await client.query(QUANTITY_COLUMNS("bigint"));
+    await backfillPgWireRows(client, true);
+  },
 ];
 
 /**

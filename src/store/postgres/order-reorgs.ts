@@ -18,7 +18,7 @@ import { LISTINGS_LOCK } from "./record-writes.js";
 
 /** Each order table's record columns, which its log holds (kind-writes.ts merges them with a listing's ready answers, which a replay makes again). */
 export const ORDER_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash"],
+  listings: ["collection_id", "asset_id", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "quantity", "record_status", "block", "block_hash"],
   offers: ["collection_id", "asset_id", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "status", "block", "block_hash"],
 };
 

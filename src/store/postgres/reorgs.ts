@@ -75,7 +75,7 @@ export const REMOVALS_BY_TIME_MIGRATION = `
 
 /** What a removal keeps of each table's rows (REMOVALS_MIGRATION's columns after the positions). */
 const KEPT = {
-  sales: ["collection_id", "asset_id", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wash_flags", "currency", "marketplace_fee", "royalty_fee"],
+  sales: ["collection_id", "asset_id", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wash_flags", "currency", "marketplace_fee", "royalty_fee", "quantity"],
   transfers: ["collection_id", "asset_id", "hash", "log_index", "sender", "recipient", "timestamp", "block", "block_hash", "amount"],
 };
 

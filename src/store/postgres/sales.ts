@@ -23,7 +23,7 @@ import { type Fragment, saleFragment, saleJsonWithFinality, type WireForm } from
 const SALE_COLUMNS = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
   s.asset_id::text AS asset_id, s.timestamp, s.block, s.price::text AS price,
   s.amount_received::text AS amount_received, s.marketplace, ${hexSql("s.block_hash", "block_hash")},
-  ${finalitySql("s.block", finalizedOfCollection("$1"))} AS finality, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee, ${usdPointSql("s")}`;
+  ${finalitySql("s.block", finalizedOfCollection("$1"))} AS finality, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee, s.quantity, ${usdPointSql("s")}`;
 
 /** The totals of one marketplace's sales at or before an instant: $hour (its hour) and $from..$to (that hour up to it). */
 const atOrBefore = (hour: string, from: string, to: string) => `
@@ -151,11 +151,11 @@ export class PgSales implements SalesRepository {
     // Each row's key comes with it: a second round trip for the last row's would cost more than its four values.
     // The kept JSON with the sale's finality as it is now (shared/finality.ts).
     const columns = `${hexSql("s.hash", "hash")}, s.asset_id::text AS asset_id, s.timestamp, s.block,
-      s.wire_json AS wire, s.wash_flags AS wash, ${finalizedOfCollection("$1")} AS finalized, s.price::text AS price, s.currency, ${usdPointSql("s")}`;
+      s.wire_json AS wire, s.wash_flags AS wash, ${finalizedOfCollection("$1")} AS finalized, s.price::text AS price, s.currency, ${usdPointSql("s")}, s.quantity::text AS quantity`;
     const { sql, values } = pageQuery(columns, collectionId, filter, page);
-    type Ready = { hash: string; asset_id: string; timestamp: string; block: string; wire: string | null; wash: number; finalized: string; price: string; currency: string; usd_point: string | null };
+    type Ready = { hash: string; asset_id: string; timestamp: string; block: string; wire: string | null; wash: number; finalized: string; price: string; currency: string; usd_point: string | null; quantity: string };
     const rows = await this.q.rows<Ready>(sql, values);
-    const wire = (r: Ready) => saleJsonWithFinality(r.wire, Number(r.block) <= Number(r.finalized), r.wash, usdValue(r.price, r.currency, r.usd_point));
+    const wire = (r: Ready) => saleJsonWithFinality(r.wire, Number(r.block) <= Number(r.finalized), r.wash, usdValue(r.price, r.currency, r.usd_point), r.quantity);
     const ready = readyPage(rows, page.limit, wire, (r) => [Number(r.timestamp), Number(r.block), r.hash, r.asset_id]);
     return ready ?? encodedWhole(await this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));
   }

@@ -24,12 +24,12 @@ const SALE_AND_LISTING = `
     SELECT ${hexExpr("s.hash")} AS s_hash, ${hexExpr("s.seller")} AS s_seller, ${hexExpr("s.buyer")} AS s_buyer, s.timestamp AS s_timestamp,
       s.block AS s_block, s.price::text AS s_price, s.amount_received::text AS s_amount_received, s.marketplace AS s_marketplace,
       ${hexExpr("s.block_hash")} AS s_block_hash, ${finalitySql("s.block", finalizedOfChain("c.chain"))} AS s_finality, s.wash_flags AS s_wash_flags,
-      s.currency AS s_currency, s.marketplace_fee AS s_marketplace_fee, s.royalty_fee AS s_royalty_fee, ${usdPointSql("s", "s_usd_point")}
+      s.currency AS s_currency, s.marketplace_fee AS s_marketplace_fee, s.royalty_fee AS s_royalty_fee, s.quantity AS s_quantity, ${usdPointSql("s", "s_usd_point")}
     FROM sales s WHERE s.collection_id = t.collection_id AND s.asset_id = t.asset_id
     ORDER BY s.timestamp DESC, s.block DESC, s.hash LIMIT 1) ls ON true
   LEFT JOIN LATERAL (
     SELECT l.marketplace_id AS l_marketplace_id, l.marketplace AS l_marketplace, l.created_at AS l_created_at,
-      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.currency AS l_currency, l.maker AS l_maker, l.expires_at AS l_expires_at, l.block AS l_block, ${hexExpr("l.block_hash")} AS l_block_hash, l.status AS l_status
+      l.last_updated_at AS l_last_updated_at, l.price::text AS l_price, l.currency AS l_currency, l.maker AS l_maker, l.expires_at AS l_expires_at, l.quantity AS l_quantity, l.block AS l_block, ${hexExpr("l.block_hash")} AS l_block_hash, l.status AS l_status
     FROM listings l WHERE l.collection_id = t.collection_id AND l.asset_id = t.asset_id AND l.status = 'CREATED'
     ORDER BY l.price, l.marketplace, l.marketplace_id COLLATE "C" LIMIT 1) ll ON true`;
 

@@ -103,7 +103,7 @@ function pgUser(r: Row) {
   return { ...u, followersCount: Number(u.followersCount), statusesCount: Number(u.statusesCount), favouritesCount: Number(u.favouritesCount) };
 }
 
-/** Migration 40, as SQLite's 40: every listing's ready answer written again, with its maker, expiry and currency. */
+/** Migration 40, as SQLite's 40: every listing's ready answer written again, with its maker, expiry and currency; and 44's, with its quantity (1 then). */
 const LISTINGS_AGAIN: Backfill = {
   ...BACKFILLS[1]!,
   columns: "c.address, x.marketplace_id, x.marketplace, x.asset_id::text AS asset_id, x.created_at, x.price::text AS price, x.currency, x.maker, x.expires_at",

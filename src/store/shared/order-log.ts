@@ -38,7 +38,7 @@ export const ORDER_CURRENCY_MIGRATION = (text: string): string =>
 
 /** The columns of a listing's and an offer's feed (and of their removal tables), after collection_id and the asset. */
 export const ORDER_FEED_COLUMNS: Readonly<Record<OrderKind, readonly string[]>> = {
-  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "currency", "maker", "expires_at", "block", "block_hash", "status"],
+  listings: ["marketplace_id", "marketplace", "created_at", "last_updated_at", "price", "currency", "maker", "expires_at", "quantity", "block", "block_hash", "status"],
   offers: ["marketplace_id", "marketplace", "trait_type", "trait_value", "maker", "price", "currency", "created_at", "last_updated_at", "expires_at", "block", "block_hash", "status"],
 };
 
@@ -66,6 +66,8 @@ export function orderRecordOf(kind: OrderKind, e: Record<string, unknown>): (Lis
         ...common, lastUpdatedAt: Number(e.record_updated_at), status: e.record_status as ListingStatusName,
         // A log begun before migration 40 has neither: no maker, no expiry.
         maker: e.maker === undefined || e.maker === null ? "" : String(e.maker), expiresAt: Number(e.expires_at ?? 0),
+        // And one begun before migration 44 no quantity: 1.
+        quantity: String(e.quantity ?? 1),
       }
     : {
         ...common, traitType: String(e.trait_type), traitValue: String(e.trait_value), maker: String(e.maker),

@@ -56,6 +56,7 @@ export function toListing(r: Row): ListingRow {
     price: r.price as string,
     ...orderCurrency(r),
     ...(r.maker === undefined ? {} : { maker: r.maker as string, expiresAt: Number(r.expires_at) }),
+    ...(r.quantity === undefined ? {} : { quantity: String(r.quantity) }),
     ...orderBlock(r),
     status: r.status as ListingStatusName,
   };
@@ -143,6 +144,7 @@ export function toSale(r: Row): SaleRow {
     marketplace: r.marketplace as string,
     marketplaceFee: (r.marketplace_fee as string | undefined) ?? "",
     royaltyFee: (r.royalty_fee as string | undefined) ?? "",
+    quantity: String(r.quantity ?? 1),
     priceUsd: usdValue(String(r.price), (r.currency as string | undefined) ?? CURRENCY, r.usd_point as string | null | undefined),
     usdPoint: (r.usd_point as string | null | undefined) ?? null,
     blockHash: hexOrNone(r.block_hash),

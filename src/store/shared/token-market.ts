@@ -28,6 +28,7 @@ function saleOf(r: Row): SaleRow | undefined {
     timestamp: Number(r.s_timestamp), block: Number(r.s_block), price: String(r.s_price), amountReceived: String(r.s_amount_received),
     currency: (r.s_currency as string | undefined) ?? CURRENCY, marketplace: r.s_marketplace as string,
     marketplaceFee: (r.s_marketplace_fee as string | undefined) ?? "", royaltyFee: (r.s_royalty_fee as string | undefined) ?? "",
+    quantity: String(r.s_quantity ?? 1),
     priceUsd: usdValue(String(r.s_price), (r.s_currency as string | undefined) ?? CURRENCY, r.s_usd_point as string | null | undefined),
     blockHash: hexOrNone(r.s_block_hash), finality: r.s_finality as Finality | undefined,
     washMask: Number(r.s_wash_flags ?? 0),
@@ -42,6 +43,7 @@ function listingOf(r: Row): ListingRow | undefined {
     assetId: r.asset_id as string, createdAt: Number(r.l_created_at), lastUpdatedAt: Number(r.l_last_updated_at), price: String(r.l_price),
     ...(r.l_currency === undefined ? {} : { currency: r.l_currency as string }),
     ...(r.l_maker === undefined ? {} : { maker: r.l_maker as string, expiresAt: Number(r.l_expires_at) }),
+    ...(r.l_quantity === undefined ? {} : { quantity: String(r.l_quantity) }),
     block: Number(r.l_block), blockHash: hexOrNone(r.l_block_hash), status: r.l_status as ListingStatusName,
   };
 }

@@ -19,7 +19,7 @@ import type { SqliteStatements } from "./statements.js";
 
 /** A sale row's columns (of the alias `a`, its collection `c`), as toSale reads them. */
 export const SALE_COLUMNS = `c.address, ${hexSql("a.hash", "hash")}, ${hexSql("a.seller", "seller")}, ${hexSql("a.buyer", "buyer")},
-  ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality, a.wash_flags, a.currency, a.marketplace_fee, a.royalty_fee,
+  ${assetIdSql("a.")}, a.timestamp, a.block, a.price, a.amount_received, a.marketplace, a.block_hash, ${finalitySql("a.block", finalizedOfChain("c.chain"))} AS finality, a.wash_flags, a.currency, a.marketplace_fee, a.royalty_fee, a.quantity,
   ${usdPointSql("a")}`;
 
 /** An order's feed columns (of its table or its removal table, as `a`: shared/order-log.ts ORDER_FEED_COLUMNS), as toListing and toOffer read them. */

@@ -25,7 +25,7 @@ export class SqliteListings implements ListingsRepository {
 
   #listingsPageRows(collectionId: number, filter: ListingsFilter, page: PageRequest): Page<ListingRow> {
     const { sql, params } = pageQuery(
-      `c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at, l.price, l.currency, l.maker, l.expires_at, l.block, l.block_hash, l.status`,
+      `c.address, l.marketplace_id, l.marketplace, ${assetIdSql("l.")}, l.created_at, l.last_updated_at, l.price, l.currency, l.maker, l.expires_at, l.quantity, l.block, l.block_hash, l.status`,
       collectionId, filter, page,
     );
     return toPage(this.s.rows(sql, params), page.limit, toListing, listingKey);

@@ -1,5 +1,6 @@
 import { FLAGS_SCHEMA } from "./flags.js";
 import { BALANCES_SCHEMA } from "./balances.js";
+import { QUANTITY_COLUMNS } from "../shared/quantities.js";
 import { HOLDERS_BY_STANDARD_SCHEMA, tokenHolderTriggers } from "./holders.js";
 import { METADATA_MIGRATION } from "../shared/metadata.js";
 import { TOKEN_FEED_MIGRATION } from "../shared/token-feed.js";
@@ -418,6 +419,11 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   // 43: a transfer of a sale's transaction judges again the listings made since that sale (fillable.ts).
   SALE_TRANSFER_GAP_MIGRATION,
+  // 44: ERC-1155: a sale's and a listing's quantity (shared/quantities.ts), every listing's ready answers written again.
+  (db) => {
+    db.exec(QUANTITY_COLUMNS("INTEGER"));
+    backfillWireRows(db, true);
+  },
 ];
 
 

@@ -108,7 +108,7 @@ export const TABLES = {
     table: "sales",
     key: ["hash", "collection_id", "asset_key"],
     // Its /v1 JSON only: a binary page is encoded from the columns (decisions.md, "A sale keeps its JSON only").
-    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "wire_json"],
+    values: ["seller", "buyer", "timestamp", "block", "price", "amount_received", "price_hi", "price_lo", "marketplace", "block_hash", "currency", "marketplace_fee", "royalty_fee", "quantity", "wire_json"],
     feed: true,
   },
   transfer: {
@@ -123,7 +123,7 @@ export const TABLES = {
   listing: {
     table: "listings",
     key: ["marketplace", "marketplace_id"],
-    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "record_status", "block", "block_hash",
+    values: ["collection_id", "asset_key", "created_at", "record_updated_at", "price", "currency", "maker", "expires_at", "quantity", "record_status", "block", "block_hash",
       "wire_json_head", "wire_json_middle", "wire_pb"],
     // wire_json: the whole answer as inserted; a trigger keeps it as the answer moves (wire-rows.ts).
     insertAlso: [["last_updated_at", "record_updated_at"], ["status", "record_status"], ["wire_json", "wire_json_inserted"]],
@@ -531,6 +531,7 @@ export class WriteStore {
       currency: r.currency ?? CURRENCY,
       marketplace_fee: r.marketplaceFee ?? "",
       royalty_fee: r.royaltyFee ?? "",
+      quantity: Number(r.quantity ?? "1"),
       wire_json: saleJson(r),
     };
     const result = this.#upsert(TABLES.sale, row, () => {
@@ -584,6 +585,7 @@ export class WriteStore {
       // Lower-case already (the kind's check): the ready answer above is made from the same value.
       maker: r.maker ?? "",
       expires_at: r.expiresAt ?? 0,
+      quantity: Number(r.quantity ?? "1"),
       record_status: r.status,
       block: r.block ?? 0,
       block_hash: blockHashBytes(r.blockHash),

@@ -37,7 +37,7 @@ export const FINALITY_SCHEMA = `
  * its feed answers (feed.ts), so that the live feeds send the record taken
  * back at its removal's position (docs/chains.md, "Removals in the feeds").
  */
-export const SALE_KEPT = ["collection_id", "asset_key", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wash_flags", "currency", "marketplace_fee", "royalty_fee"];
+export const SALE_KEPT = ["collection_id", "asset_key", "hash", "seller", "buyer", "timestamp", "block", "price", "amount_received", "marketplace", "block_hash", "wash_flags", "currency", "marketplace_fee", "royalty_fee", "quantity"];
 export const TRANSFER_KEPT = ["collection_id", "asset_key", "hash", "log_index", "sender", "recipient", "timestamp", "block", "block_hash", "amount"];
 
 /** Migration 24: the records taken back, each at its removal's feed position (feed_seq) with the position it had (original_seq). */

@@ -42,7 +42,7 @@ export class SqliteSales implements SalesRepository {
 
   #salesPageRows(collectionId: number, filter: SalesFilter, page: PageRequest): Page<SaleRow> {
     const columns = `c.address, ${hexSql("s.hash", "hash")}, ${hexSql("s.seller", "seller")}, ${hexSql("s.buyer", "buyer")},
-        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee`;
+        ${assetIdSql("s.")}, s.timestamp, s.block, s.price, s.amount_received, s.marketplace, s.block_hash, s.wash_flags, s.currency, s.marketplace_fee, s.royalty_fee, s.quantity`;
     const { sql, params } = pageQuery(columns, collectionId, filter, page);
     const finalized = finalizedOf(this.s, collectionId);
     const points = this.#points();
@@ -61,14 +61,14 @@ export class SqliteSales implements SalesRepository {
     // The kept JSON with the sale's finality as it is now (shared/finality.ts): every one pending on a chain with no finality
     // (the most common case: no block read at all), and its wash flags.
     const finalized = finalizedOf(this.s, collectionId);
-    const { sql, params } = pageQuery("s.id, s.wire_json, s.wash_flags, s.block, s.price, s.currency, s.timestamp", collectionId, filter, page);
+    const { sql, params } = pageQuery("s.id, s.wire_json, s.wash_flags, s.block, s.price, s.currency, s.timestamp, s.quantity", collectionId, filter, page);
     this.#saleKey ??= this.s.prepare(`SELECT timestamp, block, ${hexSql("hash", "hash")}, ${assetIdSql("")} FROM sales WHERE id = ?`).raw();
     const key = this.#saleKey;
     const points = this.#points();
     const wire = (v: unknown[]) => {
       const currency = v[5] as string;
       const usd = usdValue(v[4] as string, currency, points.usdAt(currency, v[6] as number));
-      return saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number, usd);
+      return saleJsonWithFinality(v[1] as string | null, finalized >= 0 && (v[3] as number) <= finalized, v[2] as number, usd, String(v[7]));
     };
     const ready = readyPage(this.s.values(sql, params), page.limit, wire, (v) => key.get(v[0]) as KeyValue[]);
     return ready ?? encodedWhole(this.#salesPageRows(collectionId, filter, page), (r) => saleFragment(r, form));

@@ -32,10 +32,10 @@ const LATEST_SALE = (t: string) => `(SELECT s.id FROM sales s INDEXED BY sales_b
  */
 const SALE_AND_LISTING = {
   columns: `ls.hash AS s_hash, ls.seller AS s_seller, ls.buyer AS s_buyer, ls.timestamp AS s_timestamp, ls.block AS s_block,
-    ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace, ls.block_hash AS s_block_hash, ls.wash_flags AS s_wash_flags, ls.currency AS s_currency, ls.marketplace_fee AS s_marketplace_fee, ls.royalty_fee AS s_royalty_fee, ${usdPointSql("ls", "s_usd_point")},
+    ls.price AS s_price, ls.amount_received AS s_amount_received, ls.marketplace AS s_marketplace, ls.block_hash AS s_block_hash, ls.wash_flags AS s_wash_flags, ls.currency AS s_currency, ls.marketplace_fee AS s_marketplace_fee, ls.royalty_fee AS s_royalty_fee, ls.quantity AS s_quantity, ${usdPointSql("ls", "s_usd_point")},
     ${finalitySql("ls.block", finalizedOfChain("c.chain"))} AS s_finality,
     ll.marketplace_id AS l_marketplace_id, ll.marketplace AS l_marketplace, ll.created_at AS l_created_at,
-    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.currency AS l_currency, ll.maker AS l_maker, ll.expires_at AS l_expires_at, ll.block AS l_block, ll.block_hash AS l_block_hash, ll.status AS l_status`,
+    ll.last_updated_at AS l_last_updated_at, ll.price AS l_price, ll.currency AS l_currency, ll.maker AS l_maker, ll.expires_at AS l_expires_at, ll.quantity AS l_quantity, ll.block AS l_block, ll.block_hash AS l_block_hash, ll.status AS l_status`,
   joins: `LEFT JOIN sales ls ON ls.id = ${LATEST_SALE("t")}
       LEFT JOIN listings ll ON ll.id = ${CHEAPEST_LISTING("t.collection_id", "t.asset_key")}`,
 };

@@ -124,7 +124,8 @@ const BACKFILLS: Backfill[] = [
 /**
  * Migration 40: every listing's ready answer written again, as it now holds
  * its maker and expiry (and its own currency: migration 15 wrote ETH, every
- * listing's then).
+ * listing's then); and 44's, as it holds its quantity (every listing's 1
+ * then, the default the columns leave it).
  */
 const LISTINGS_AGAIN: Backfill = {
   ...BACKFILLS[1]!,
