@@ -114,6 +114,29 @@ describe("ERC-1155 over REST", () => {
     expect(((await get("/v1/asset/listings", { assetId: "7" })).body.data as { quantity: string }[]).map((l) => l.quantity)).toEqual(["4"]);
   });
 
+  it("judges an ERC-1155 listing by its maker's balance, and a collection's listings again when its record says ERC1155 after them", async () => {
+    const E = "0xe2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2e2";
+    const at = (q: Record<string, string | number>) => restGet(ctx.server.baseUrl, "/v1/asset/listings", { contractAddress: E, ...q }, ctx.read);
+    const answer = async () => ((await at({})).body.data as { status: string; lastUpdatedAt: number }[]).map((l) => [l.status, l.lastUpdatedAt]);
+    const floor = async () => (await restGet(ctx.server.baseUrl, "/v1/collection/floor", { contractAddress: E }, ctx.read)).body.data as { floor: unknown };
+    const units = (n: number, from: string, to: string, amount: string) => ({ ...transfer(n, "1", from, to, amount), contractAddress: E });
+    // Token 1: 5 units minted to wallet 1, then 3 to wallet 2; wallet 1 lists 2 of them; wallet 2 passes one to wallet 3.
+    await ingestOk(ctx.server, ctx.ingest, "transfers", [units(31, ZERO, wallet(1), "5"), units(32, ZERO, wallet(2), "3")]);
+    await ingestOk(ctx.server, ctx.ingest, "listings", [{ ...listing(41, "1", "100", "2"), contractAddress: E, maker: wallet(1), createdAt: T + 33, lastUpdatedAt: T + 33 }]);
+    await ingestOk(ctx.server, ctx.ingest, "transfers", [units(34, wallet(2), wallet(3), "1")]);
+    // No record says the standard yet: ERC-721's rule, by which wallet 2 (the latest recipient) owned the token at the listing's creation.
+    expect(await answer()).toEqual([["CANCELLED", T + 33]]);
+    expect((await floor()).floor).toBeNull();
+    // Told ERC-1155: wallet 1 holds 5 units, 2 listed, and wallet 2's transfer moves none of them.
+    await ingestOk(ctx.server, ctx.ingest, "collections", [{ contractAddress: E, name: "More editions", tokenStandard: "ERC1155" }]);
+    expect(await answer()).toEqual([["CREATED", T + 33]]);
+    expect((await floor()).floor).toMatchObject({ marketplaceId: "41", price: "100" });
+    // Wallet 1 sends 4 on: 1 left, below the 2 listed.
+    await ingestOk(ctx.server, ctx.ingest, "transfers", [units(35, wallet(1), wallet(3), "4")]);
+    expect(await answer()).toEqual([["CANCELLED", T + 35]]);
+    expect((await floor()).floor).toBeNull();
+  });
+
   it("refuses a sale quantity that is not a count of units, naming the line and the field", async () => {
     for (const quantity of ["0", "-1", "2.5", "007", "9007199254740992", 3]) {
       const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/sales`, {

@@ -352,6 +352,12 @@ describe("query plans", () => {
     }
     // A sale's listings made at or after it by a maker: the token's listings from that second on.
     expect(plan(SALE_LISTINGS_MOVED[1]!)[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");
+    // An ERC-1155 listing's end (listing-orders.ts endOfBalance): its collection's standard by its key, its maker's transfers
+    // of the token from the token's range of the transfers' key (each twice: the update's SET and WHERE read the end).
+    const balance = plan(movedFound("id = ?", true, true));
+    expect(balance.filter((d) => d.startsWith("SEARCH collections")), balance.join("\n")).toEqual(Array(2).fill("SEARCH collections USING INTEGER PRIMARY KEY (rowid=?)"));
+    expect(balance.filter((d) => d === "SEARCH x USING PRIMARY KEY (collection_id=? AND asset_key=?)"), balance.join("\n")).toHaveLength(2);
+    expect(balance.filter((d) => /^SCAN (t|s|x|listings|sales|transfers|collections)\b/.test(d)), balance.join("\n")).toEqual([]);
     // A transfer's: the same, from the second of its transaction's sale when that came first (the sale by its natural key).
     const judged = plan(transferListingsJudged(() => "?"));
     expect(judged[0]).toBe("SEARCH listings USING INDEX listings_by_asset (collection_id=? AND asset_key=? AND created_at>?)");

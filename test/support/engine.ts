@@ -3,7 +3,7 @@ import { BALANCE_TRIGGERS } from "../../src/store/sqlite/balances.js";
 import { TOKEN_HOLDER_TRIGGERS, tokenHolderTriggers } from "../../src/store/sqlite/holders.js";
 import { tokenOwnersKept } from "../../src/store/postgres/holders.js";
 import { FED_AT } from "../../src/store/shared/token-feed.js";
-import { eventRemovedTriggers, fillableTriggers, listingWireTrigger, REMADE } from "../../src/store/sqlite/fillable.js";
+import { BALANCE_RULE_TRIGGERS, eventRemovedTriggers, fillableTriggers, listingWireTrigger, REMADE } from "../../src/store/sqlite/fillable.js";
 import { COLLECTION_METADATA_COLUMNS, TOKEN_METADATA_COLUMNS } from "../../src/store/shared/metadata.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { CLEAN_SUMMARIES, WASH_SUMMARIES } from "../../src/store/shared/collection-summaries.js";
@@ -213,12 +213,20 @@ export async function dropBalances(target: string): Promise<void> {
   }
 }
 
+/** Takes a store back before migration 45: SQLite's triggers that end listings as 43 left them (PostgreSQL's rule is its statements'). */
+export async function dropBalanceRule(target: string): Promise<void> {
+  if (isPostgresUrl(target)) return;
+  for (const t of BALANCE_RULE_TRIGGERS) await execSql(target, `DROP TRIGGER ${t}`);
+  await execSql(target, `${fillableTriggers(true)}\n${eventRemovedTriggers(true)}`);
+}
+
 /**
  * Takes a store's schema back before migration 44: sales and listings
  * without quantities (43 changed no table), the listings' ready JSON without
  * it (SQLite's trigger writes the whole JSON again from the fragments).
  */
 export async function dropQuantities(target: string): Promise<void> {
+  await dropBalanceRule(target);
   for (const table of ["sales", REMOVAL_TABLES.sales, "listings", ORDER_LOGS.listings, REMOVAL_TABLES.listings]) {
     await execSql(target, `ALTER TABLE ${table} DROP COLUMN quantity`);
   }

@@ -24,6 +24,8 @@ export interface ListingWrite {
   maker: number;
   /** 0: none; else an offset from created. */
   expires: number;
+  /** Units offered (an ERC-1155 listing's: test/support/erc1155-listing-model.ts); absent: left out of the record. */
+  quantity?: number;
 }
 /** A sale or transfer; a burn is a transfer to the zero address. */
 export type Event = EventWrite & { burn?: boolean };
@@ -33,13 +35,21 @@ export type Write = ListingWrite | Event;
 // statuses, and sales or transfers fall before, at and after their creation.
 const asset = fc.integer({ min: 0, max: 2 });
 const time = fc.integer({ min: 0, max: 12 });
-export const writeArb: fc.Arbitrary<Write> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({
-    kind: fc.constant("listings" as const), id: fc.integer({ min: 0, max: 4 }), asset, created: time,
+
+/** A listing record over few listings, prices and times, of the assets and makers given (and quantities, when given). */
+export function listingWriteArb(o: { asset: fc.Arbitrary<number>; maker: fc.Arbitrary<number>; quantity?: fc.Arbitrary<number> }): fc.Arbitrary<ListingWrite> {
+  const listing = fc.record({
+    kind: fc.constant("listings" as const), id: fc.integer({ min: 0, max: 4 }), asset: o.asset, created: time,
     updated: fc.integer({ min: 0, max: 4 }), price: fc.integer({ min: 1, max: 5 }),
     status: fc.constantFrom("CREATED" as const, "CREATED" as const, "FULFILLED" as const, "CANCELLED" as const, "EXPIRED" as const),
-    maker: fc.constantFrom(0, 0, 1, 2, 3), expires: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 8 })),
-  }) },
+    maker: o.maker, expires: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 8 })),
+  });
+  const quantity = o.quantity;
+  return quantity === undefined ? listing : fc.tuple(listing, quantity).map(([l, q]) => ({ ...l, quantity: q }));
+}
+
+export const writeArb: fc.Arbitrary<Write> = fc.oneof(
+  { weight: 3, arbitrary: listingWriteArb({ asset, maker: fc.constantFrom(0, 0, 1, 2, 3) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("sales" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("transfers" as const), hash: fc.integer({ min: 1, max: 4 }), asset, at: time }) },
   // Hashes of their own: a burn is no transfer of a sale's transaction, and keys no other transfer.
@@ -66,7 +76,7 @@ export function recordOf(address: string, w: Write): object {
       return {
         marketplaceId: listingId(w.id), marketplace: marketplaceOf(w.id), contractAddress: address, assetId: String(w.asset),
         createdAt: ts(w.created), lastUpdatedAt: ts(w.created + w.updated), price: String(w.price), currency: "ETH", status: w.status,
-        maker: makerOf(w), expiresAt: w.expires === 0 ? 0 : ts(w.created + w.expires),
+        maker: makerOf(w), expiresAt: w.expires === 0 ? 0 : ts(w.created + w.expires), ...(w.quantity === undefined ? {} : { quantity: String(w.quantity) }),
       };
     case "sales":
     case "transfers":
@@ -80,17 +90,32 @@ export interface Truth {
   versions: Map<number, ListingWrite>;
 }
 
+/** The listings the store took and when each stops being fillable by its token's moves (undefined: never). */
+export interface ListingTruth {
+  listings: Map<number, Truth>;
+  moved(l: ListingWrite): number | undefined;
+}
+
+/** Each listing's record and versions of the records the store took. */
+export function listingTruths(taken: readonly { kind: string }[]): Map<number, Truth> {
+  const listings = new Map<number, Truth>();
+  for (const w of taken) {
+    if (w.kind !== "listings") continue;
+    const l = w as ListingWrite;
+    const t = listings.get(l.id) ?? { current: l, versions: new Map() };
+    t.current = l;
+    t.versions.set(ts(l.created + l.updated), l);
+    listings.set(l.id, t);
+  }
+  return listings;
+}
+
 /** What the store holds of the records it took: each listing's record and versions, each sale's and transfer's last record. */
 export function truthOf(taken: readonly Write[]) {
-  const listings = new Map<number, Truth>();
+  const listings = listingTruths(taken);
   const events = new Map<string, { kind: "sales" | "transfers"; burn: boolean; hash: number; asset: number; at: number }>();
   for (const w of taken) {
-    if (w.kind === "listings") {
-      const t = listings.get(w.id) ?? { current: w, versions: new Map() };
-      t.current = w;
-      t.versions.set(ts(w.created + w.updated), w);
-      listings.set(w.id, t);
-    } else events.set(`${w.kind}/${w.hash}/${w.asset}`, { kind: w.kind, burn: w.burn === true, hash: w.hash, asset: w.asset, at: ts(w.at) });
+    if (w.kind !== "listings") events.set(`${w.kind}/${w.hash}/${w.asset}`, { kind: w.kind, burn: w.burn === true, hash: w.hash, asset: w.asset, at: ts(w.at) });
   }
   /**
    * The owner of a token at a second (decisions.md, "Ownership"): the latest
@@ -119,7 +144,7 @@ export function truthOf(taken: readonly Write[]) {
 export const expiryOf = (l: ListingWrite) => (l.expires === 0 ? 0 : ts(l.created + l.expires));
 
 /** Each listing's answer: CANCELLED at the move for a record still CREATED, else the record. */
-export function answersOracle(truth: ReturnType<typeof truthOf>) {
+export function answersOracle(truth: ListingTruth) {
   return [...truth.listings.values()]
     .map(({ current: l }) => {
       const m = truth.moved(l);
@@ -136,7 +161,7 @@ export function answersOracle(truth: ReturnType<typeof truthOf>) {
 }
 
 /** The price a listing was active at at time `at` (undefined: not active), by decisions.md's history rule, cut at its move. */
-export function activePrice(truth: ReturnType<typeof truthOf>, t: Truth, at: number | undefined): number | undefined {
+export function activePrice(truth: ListingTruth, t: Truth, at: number | undefined): number | undefined {
   const l = t.current;
   const m = truth.moved(l);
   const e = expiryOf(l);
@@ -149,7 +174,7 @@ export function activePrice(truth: ReturnType<typeof truthOf>, t: Truth, at: num
   return v.status === "CREATED" ? v.price : undefined;
 }
 
-export function floorOracle(truth: ReturnType<typeof truthOf>, at: number | undefined) {
+export function floorOracle(truth: ListingTruth, at: number | undefined) {
   const groups = new Map<string, { marketplaceId: string; price: number }>();
   for (const t of truth.listings.values()) {
     const p = activePrice(truth, t, at);

@@ -1,4 +1,5 @@
-import { DUE_WHERE, endOfOwnership, LAPSED, listingAnswer, ownerAtCreation } from "../shared/listing-orders.js";
+import { DUE_WHERE, endOfBalance, endOfOwnership, LAPSED, listingAnswer, ownerAtCreation } from "../shared/listing-orders.js";
+import { standardIs } from "../shared/token-standard.js";
 import { ownerOf } from "./ownership.js";
 
 // Listings that can no longer be filled are not active, as in SQLite
@@ -35,11 +36,16 @@ export const answerOf = (l: string, moved: string, orders: boolean) =>
         updated: `CASE WHEN ${l}.record_status = 'CREATED' AND ${moved} IS NOT NULL THEN greatest(${l}.record_updated_at, ${moved}) ELSE ${l}.record_updated_at END`,
       };
 
-/** The end of the listing row `l`'s fillability by ownership; with `orders`, its maker's ownership at creation too. */
-const endOf = (l: string, orders: boolean) =>
-  orders
-    ? endOfOwnership(l, firstMove(l), ownerAtCreation(l, (x) => `${x}.collection_id = ${l}.collection_id AND ${x}.asset_id = ${l}.asset_id`, ownerOf))
-    : firstMove(l);
+/**
+ * The end of the listing row `l`'s fillability by ownership; with `orders`, its maker's ownership at creation too, and an
+ * ERC-1155 listing's by its maker's balance (SQLite's migration 45: these statements run at the schema's latest).
+ */
+const endOf = (l: string, orders: boolean) => {
+  if (!orders) return firstMove(l);
+  const token = (x: string) => `${x}.collection_id = ${l}.collection_id AND ${x}.asset_id = ${l}.asset_id`;
+  return `CASE WHEN ${standardIs(`${l}.collection_id`, "ERC1155")} THEN ${endOfBalance(l, token, `decode(substr(${l}.maker, 3), 'hex')`)}
+    ELSE ${endOfOwnership(l, firstMove(l), ownerAtCreation(l, token, ownerOf))} END`;
+};
 
 /**
  * The listings `listings` selects (their ids) given their moved_at found

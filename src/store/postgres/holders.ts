@@ -1,3 +1,4 @@
+import { standardIs } from "../shared/token-standard.js";
 // Holders by each collection's token standard (migration 42), as SQLite's
 // (sqlite/holders.ts; decisions.md, "Holders" and "ERC-1155"): an ERC-721
 // collection's from its tokens' owners (migration 6's trigger function, now
@@ -53,7 +54,7 @@ ${erc721Only ? ERC721_ONLY : ""}    IF TG_OP = 'INSERT' THEN
 }
 
 /** The start of a trigger function on tokens that leaves ERC-1155 collections to the balances. */
-const ERC721_ONLY = `    IF (SELECT token_standard FROM collections WHERE id = coalesce(NEW.collection_id, OLD.collection_id)) <> 'ERC721' THEN
+const ERC721_ONLY = `    IF NOT ${standardIs("coalesce(NEW.collection_id, OLD.collection_id)", "ERC721")} THEN
       RETURN NULL;
     END IF;
 `;
@@ -72,7 +73,7 @@ export const HOLDERS_BY_STANDARD_MIGRATION = `
   DECLARE delta bigint := greatest(coalesce(NEW.balance, 0), 0) - greatest(coalesce(OLD.balance, 0), 0);
   DECLARE now_held bigint;
   BEGIN
-    IF delta = 0 OR (SELECT token_standard FROM collections c WHERE c.id = cid) <> 'ERC1155' THEN
+    IF delta = 0 OR NOT ${standardIs("cid", "ERC1155")} THEN
       RETURN NULL;
     END IF;
     INSERT INTO collection_holdings VALUES (cid, 0, 0) ON CONFLICT (collection_id) DO NOTHING;

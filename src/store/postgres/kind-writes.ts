@@ -292,11 +292,20 @@ const BUILT_IN: Record<Kind, KindSpec> = {
   collections: {
     stage: [col("chain"), col("address"), col("name"), ...COLLECTION_METADATA_COLUMNS.map((c) => col(c)), col("token_standard")],
     row: (r) => [chainOf(r), r.contractAddress, r.name, ...collectionMetadataValues(r), r.tokenStandard ?? "ERC721"],
-    before: [],
+    // The collections whose standard the stage changes, before it does: their listings are judged by the other rule after it.
+    before: [
+      "CREATE TEMP TABLE IF NOT EXISTS standard_changed (id integer PRIMARY KEY) ON COMMIT DELETE ROWS",
+      "TRUNCATE standard_changed",
+      `INSERT INTO standard_changed SELECT DISTINCT c.id FROM stage st JOIN collections c ON c.chain = st.chain AND c.address = st.address
+        WHERE c.token_standard <> st.token_standard`,
+    ],
     // A standard changed finds the collection's holders again (balances.ts).
     counted: counted("collections", ["chain", "address"], ["name", ...COLLECTION_METADATA_COLUMNS, "token_standard"],
         `SELECT chain, address, name, ${COLLECTION_METADATA_COLUMNS.join(", ")}, token_standard, line FROM stage`),
-    tables: ["collections", "token_owners", "collection_holdings"],
+    // And their listings' ends (fillable.ts: an ERC-1155 listing by its maker's balance), at new feed positions, their spans rebuilt.
+    afterward: listingsMovedBy("SELECT collection_id, asset_id FROM listings WHERE collection_id IN (SELECT id FROM standard_changed)",
+      `SELECT pg_advisory_xact_lock(${LISTINGS_LOCK})`),
+    tables: ["collections", "token_owners", "collection_holdings", "listings", "listing_spans"],
     // Under the transfers' and tokens' lock: a standard changed counts holders from their rows, which none may change meanwhile.
     serialized: true,
     lock: TOKENS_LOCK,

@@ -1,4 +1,6 @@
 import { FLOOR_HISTORY_SCHEMA, PgFloorHistory } from "./floor-history.js";
+import { listingsMovedBy } from "./listing-history.js";
+import { standardIs } from "../shared/token-standard.js";
 import { QUANTITY_COLUMNS } from "../shared/quantities.js";
 import { BALANCES_MIGRATION } from "./balances.js";
 import { HOLDERS_BY_STANDARD_MIGRATION, tokenOwnersKept } from "./holders.js";
@@ -447,6 +449,14 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   async (client) => {
     await client.query(QUANTITY_COLUMNS("bigint"));
     await backfillPgWireRows(client, true);
+  },
+  // 45: an ERC-1155 listing judged by its maker's balance (fillable.ts, as SQLite's 45): the listings of ERC-1155 collections
+  // found again, their spans rebuilt, the floor's history settled.
+  async (client) => {
+    for (const sql of listingsMovedBy(`SELECT collection_id, asset_id FROM listings WHERE ${standardIs("listings.collection_id", "ERC1155")}`, "SELECT 1")) {
+      await client.query(sql);
+    }
+    await new PgFloorHistory(client).settle();
   },
 ];
 

@@ -1,4 +1,5 @@
 import { notFlagged, TOKEN_FLAG_COLUMNS } from "./flags.js";
+import { standardIs } from "../shared/token-standard.js";
 import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import type { PgQueries } from "./statements.js";
@@ -50,14 +51,13 @@ export class PgTokens implements TokensRepository {
     // The leading "<=" bounds the index seek; the rest breaks ties, so a page costs the same however deep it is.
     const after = (balance: string, owner: string) =>
       page.after ? `AND ${balance} <= $4 AND (${balance} < $4 OR (${balance} = $4 AND ${owner} > $5 COLLATE "C"))` : "";
-    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = $1) = '${standard}'`;
     // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
     const rows = await this.q.rows(
       `SELECT * FROM (
-         (SELECT owner, balance FROM token_balances WHERE collection_id = $1 AND asset_id = $2 AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
+         (SELECT owner, balance FROM token_balances WHERE collection_id = $1 AND asset_id = $2 AND balance > 0 ${after("balance", "owner")} AND ${standardIs("$1", "ERC1155")}
           ORDER BY balance DESC, owner COLLATE "C" LIMIT $3)
          UNION ALL
-         SELECT current_owner, 1 FROM tokens WHERE collection_id = $1 AND asset_id = $2 AND current_owner <> '' ${after("1", "current_owner")} AND ${standardIs("ERC721")}) o
+         SELECT current_owner, 1 FROM tokens WHERE collection_id = $1 AND asset_id = $2 AND current_owner <> '' ${after("1", "current_owner")} AND ${standardIs("$1", "ERC721")}) o
        ORDER BY balance DESC, owner COLLATE "C" LIMIT $3`,
       [collectionId, assetId, page.limit + 1, ...(page.after ? [page.after[0], page.after[1]] : [])],
     );

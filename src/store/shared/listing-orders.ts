@@ -79,6 +79,28 @@ export function endOfOwnership(l: string, firstMove: string, ownerAt: string): s
   return `CASE WHEN ${ended} THEN ${l}.created_at ELSE ${firstMove} END`;
 }
 
+/**
+ * The time the listing `l` of an ERC-1155 token stops being fillable
+ * (migration 45; decisions.md, "ERC-1155"): its maker's balance of the
+ * token, summed from the token's transfers to and from the maker in chain
+ * order, falls below its quantity. Its createdAt when the balance after the
+ * last such transfer at or before it is below (the maker did not hold the
+ * units), else the first later transfer that takes it below; a maker none
+ * of whose transfers is known by then holds an unknown balance there, so
+ * the listing stands until one takes it below. Sales move no units (their
+ * transfers do), and an untold maker ("") no balance: NULL. (`token(x)`:
+ * the token's condition on alias x; `maker`: the maker as the engine's
+ * bytes, as transfers hold addresses.)
+ */
+export function endOfBalance(l: string, token: (x: string) => string, maker: string): string {
+  const units = `CASE WHEN x.recipient = ${maker} THEN x.amount ELSE 0 END - CASE WHEN x.sender = ${maker} THEN x.amount ELSE 0 END`;
+  const order = "ORDER BY x.block, x.log_index, x.hash";
+  return `CASE WHEN ${l}.maker = '' THEN NULL ELSE (SELECT min(CASE WHEN b.ts > ${l}.created_at THEN b.ts ELSE ${l}.created_at END) FROM (
+      SELECT x.timestamp AS ts, sum(${units}) OVER (${order} ROWS UNBOUNDED PRECEDING) AS held, lead(x.timestamp) OVER (${order}) AS next
+      FROM transfers x WHERE ${token("x")} AND (x.sender = ${maker} OR x.recipient = ${maker})) b
+    WHERE b.held < ${l}.quantity AND (b.ts > ${l}.created_at OR b.next IS NULL OR b.next > ${l}.created_at)) END`;
+}
+
 /** The end of the listing `l`'s activity (its spans' cap): the first of its moved_at and its expiry (`least`: the engine's two-argument minimum, `open`: the open end). */
 export function activeUntil(l: string, least: string, open: string): string {
   return `${least}(coalesce(${l}.moved_at, ${open}), CASE WHEN ${l}.expires_at > 0 THEN ${l}.expires_at ELSE ${open} END)`;

@@ -1,4 +1,5 @@
 import { hexOf, hexOrNone } from "./rows.js";
+import { standardIs } from "./token-standard.js";
 import { CURRENCY } from "../../domain/wire/messages.js";
 import { usdValue } from "../../domain/money.js";
 import type { TokenSort } from "../ports/market.js";
@@ -18,7 +19,7 @@ import type { Row } from "./rows.js";
 export const ANSWERED_OWNER = "CASE c.token_standard WHEN 'ERC1155' THEN '' ELSE t.current_owner END AS current_owner";
 
 /** A wallet's tokens by their one owner: of ERC-721 collections only (`t`: the token row). */
-export const ONE_OWNER = "(SELECT token_standard FROM collections WHERE id = t.collection_id) = 'ERC721'";
+export const ONE_OWNER = standardIs("t.collection_id", "ERC721");
 
 /** The row's latest sale from its s_* columns (null: none). */
 function saleOf(r: Row): SaleRow | undefined {

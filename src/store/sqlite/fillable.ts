@@ -1,5 +1,6 @@
 import { OPEN_END } from "../shared/listing-spans.js";
-import { activeUntil, DUE_WHERE, endOfOwnership, LAPSED, LISTING_ORDER_COLUMNS, listingAnswer, ownerAtCreation } from "../shared/listing-orders.js";
+import { activeUntil, DUE_WHERE, endOfBalance, endOfOwnership, LAPSED, LISTING_ORDER_COLUMNS, listingAnswer, ownerAtCreation } from "../shared/listing-orders.js";
+import { standardIs } from "../shared/token-standard.js";
 import { ownerOf, ownerRecomputed } from "./ownership.js";
 import { listingJsonSql } from "../shared/wire-rows.js";
 import { hexExpr } from "./hex.js";
@@ -24,7 +25,10 @@ import { hexExpr } from "./hex.js";
 // maker's ownership at creation, its expiry and its lapse by the clock. The
 // builders take `orders`: false for the statements of the migrations before
 // it (its columns do not exist yet), true for every statement since; it
-// makes each trigger again with them.
+// makes each trigger again with them. Migration 45 judges an ERC-1155
+// listing by its maker's balance (endOfBalance) instead: the builders take
+// `balances` too, false for migrations 40 to 44 (the standard and the
+// amounts came with 42), true since.
 
 /**
  * The first time the token of the listing row `l` changed hands after `l`
@@ -41,21 +45,26 @@ const firstMove = (l: string, orders = false) => `(SELECT min(ts) FROM (
     SELECT min(timestamp) FROM transfers${orders ? " INDEXED BY sqlite_autoindex_transfers_1" : ""}
     WHERE collection_id = ${l}.collection_id AND asset_key = ${l}.asset_key AND timestamp > ${l}.created_at))`;
 
-/** The end of the listing row `l`'s fillability by ownership (migration 40 on: its maker's ownership at creation too). */
-const endOf = (l: string, orders: boolean) =>
-  orders
-    ? endOfOwnership(l, firstMove(l, true), ownerAtCreation(l, (x) => `${x}.collection_id = ${l}.collection_id AND ${x}.asset_key = ${l}.asset_key`, ownerOf))
-    : firstMove(l);
+/**
+ * The end of the listing row `l`'s fillability by ownership (migration 40 on: its maker's ownership at creation too; with
+ * `balances`, 45 on, an ERC-1155 listing's by its maker's balance).
+ */
+const endOf = (l: string, orders: boolean, balances = false) => {
+  if (!orders) return firstMove(l);
+  const token = (x: string) => `${x}.collection_id = ${l}.collection_id AND ${x}.asset_key = ${l}.asset_key`;
+  const owned = endOfOwnership(l, firstMove(l, true), ownerAtCreation(l, token, ownerOf));
+  return balances ? `CASE WHEN ${standardIs(`${l}.collection_id`, "ERC1155")} THEN ${endOfBalance(l, token, `unhex(substr(${l}.maker, 3))`)} ELSE ${owned} END` : owned;
+};
 
 /** moved_at found again for the listings `where` selects. */
-export const movedFound = (where: string, orders: boolean) => `
-  UPDATE listings SET moved_at = ${endOf("listings", orders)} WHERE ${where} AND moved_at IS NOT ${endOf("listings", orders)};`;
+export const movedFound = (where: string, orders: boolean, balances = false) => `
+  UPDATE listings SET moved_at = ${endOf("listings", orders, balances)} WHERE ${where} AND moved_at IS NOT ${endOf("listings", orders, balances)};`;
 
-/** The token's listings created before an event at NEW.timestamp end there, unless they ended earlier. */
-const movedBy = `
+/** The token's listings created before an event at NEW.timestamp end there, unless they ended earlier (`balances`: of an ERC-721 token only). */
+const movedBy = (balances: boolean) => `
   UPDATE listings SET moved_at = NEW.timestamp
   WHERE collection_id = NEW.collection_id AND asset_key = NEW.asset_key AND created_at < NEW.timestamp
-    AND (moved_at IS NULL OR moved_at > NEW.timestamp);`;
+    AND (moved_at IS NULL OR moved_at > NEW.timestamp)${balances ? ` AND ${standardIs("NEW.collection_id", "ERC721")}` : ""};`;
 
 const ENDED = "record_status = 'CREATED' AND moved_at IS NOT NULL";
 /** What the API answers for a listing row before migration 40: its record's status and time, or CANCELLED when it moved. */
@@ -100,26 +109,36 @@ const versionKept = (orders: boolean) => `
  * (ownerAtCreation): its buyer no longer owns from the sale's second, so a
  * listing made between the two is judged again (the sale is found by its key).
  */
-export const transferListingsJudged = (row: (column: string) => string) => {
+export const transferListingsJudged = (row: (column: string) => string, balances = true) => {
   const at = row("timestamp");
   const sale = `SELECT timestamp FROM sales WHERE hash = ${row("hash")} AND collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")}`;
-  return movedFound(`collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")} AND created_at >= min(${at}, coalesce((${sale}), ${at}))`, true);
+  return movedFound(`collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")} AND created_at >= min(${at}, coalesce((${sale}), ${at}))`, true, balances);
 };
 
-/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those whose owner at creation it may change too. */
-const eventMoves = (orders: boolean) =>
-  orders
-    ? `${movedBy}
-    ${transferListingsJudged((c) => `NEW.${c}`)}`
-    : movedBy;
+/**
+ * Of a transfer (its columns as `row` names them), the listings of its token
+ * made by its sender or recipient, found again: an ERC-1155 listing ends by
+ * its maker's balance, which the transfer moves whenever it was made.
+ */
+export const makersListingsJudged = (row: (column: string) => string) =>
+  movedFound(`collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")} AND maker IN (${ownerOf(row("sender"))}, ${ownerOf(row("recipient"))})`, true, true);
+
+/** Of a token event's (NEW) token, the listings it may end: those created before it; with orders, those whose owner at creation it may change too; with balances, its makers'. */
+const eventMoves = (orders: boolean, balances: boolean) => {
+  if (!orders) return movedBy(false);
+  const row = (c: string) => `NEW.${c}`;
+  return `${movedBy(balances)}
+    ${transferListingsJudged(row, balances)}${balances ? `
+    ${makersListingsJudged(row)}` : ""}`;
+};
 
 /** The trigger that ends the listings of a transfer's token (eventMoves). */
-const transfersListingsMoved = (orders: boolean) => `CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
-    ${eventMoves(orders)}
+const transfersListingsMoved = (orders: boolean, balances: boolean) => `CREATE TRIGGER transfers_listings_moved AFTER INSERT ON transfers BEGIN
+    ${eventMoves(orders, balances)}
   END;`;
 
-/** The triggers that keep fillable listings, as migration 9 made them (`orders` false) and as migration 40 makes them again. */
-export function fillableTriggers(orders: boolean): string {
+/** The triggers that keep fillable listings, as migration 9 made them (`orders` false), as migration 40 makes them again, and 45 (`balances`). */
+export function fillableTriggers(orders: boolean, balances = false): string {
   const answer = effective(orders);
   // With orders, a move of an event's block or recipient can change who owned a token when a listing was made.
   const eventChanged = (recipient: string) => (orders ? `timestamp, block, ${recipient}` : "timestamp");
@@ -137,10 +156,10 @@ export function fillableTriggers(orders: boolean): string {
   END;
 
   CREATE TRIGGER listings_moved_added AFTER INSERT ON listings BEGIN
-    ${movedFound("id = NEW.id", orders)}
+    ${movedFound("id = NEW.id", orders, balances)}
   END;
-  CREATE TRIGGER listings_moved_again AFTER UPDATE OF collection_id, asset_key, created_at${orders ? ", maker" : ""} ON listings BEGIN
-    ${movedFound("id = NEW.id", orders)}
+  CREATE TRIGGER listings_moved_again AFTER UPDATE OF collection_id, asset_key, created_at${orders ? ", maker" : ""}${balances ? ", quantity" : ""} ON listings BEGIN
+    ${movedFound("id = NEW.id", orders, balances)}
   END;
   CREATE TRIGGER listings_moved AFTER UPDATE OF moved_at ON listings WHEN OLD.moved_at IS NOT NEW.moved_at BEGIN
     ${spansRebuilt("NEW.id", orders)}
@@ -160,12 +179,17 @@ export function fillableTriggers(orders: boolean): string {
   -- A sale inserted ends listings through SALE_LISTINGS_MOVED, run by the
   -- writer (ownership.ts says why not a trigger).
   CREATE TRIGGER sales_listings_moved_again AFTER UPDATE OF ${eventChanged("buyer")} ON sales WHEN ${changedWhen("buyer")} BEGIN
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders, balances)}
   END;
-  ${transfersListingsMoved(orders)}
-  CREATE TRIGGER transfers_listings_moved_again AFTER UPDATE OF ${eventChanged("recipient")} ON transfers WHEN ${changedWhen("recipient")} BEGIN
-    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders)}
-  END;
+  ${transfersListingsMoved(orders, balances)}
+  CREATE TRIGGER transfers_listings_moved_again AFTER UPDATE OF ${eventChanged("recipient")}${balances ? ", sender, amount" : ""} ON transfers
+    WHEN ${changedWhen("recipient")}${balances ? " OR OLD.sender IS NOT NEW.sender OR OLD.amount IS NOT NEW.amount" : ""} BEGIN
+    ${movedFound("collection_id = NEW.collection_id AND asset_key = NEW.asset_key", orders, balances)}
+  END;${balances ? `
+  -- A collection whose standard changes has its listings judged by the other rule.
+  CREATE TRIGGER collections_listings_judged AFTER UPDATE OF token_standard ON collections WHEN OLD.token_standard IS NOT NEW.token_standard BEGIN
+    ${movedFound("collection_id = NEW.id", true, true)}
+  END;` : ""}
 `;
 }
 
@@ -226,25 +250,29 @@ export function listingWireTrigger(row: string): string {
   END;`;
 }
 
-/** What a sale or transfer taken back (deleted: a reorganisation) does to its token: owner and listings found again (reorgs.ts, migration 24; again at 40). */
-export function eventRemovedTriggers(orders: boolean): string {
+/** What a sale or transfer taken back (deleted: a reorganisation) does to its token: owner and listings found again (reorgs.ts, migration 24; again at 40 and 45). */
+export function eventRemovedTriggers(orders: boolean, balances = false): string {
   return `
   CREATE TRIGGER sales_removed AFTER DELETE ON sales BEGIN
     ${ownerRecomputed("OLD")}
-    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders)}
+    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders, balances)}
   END;
   CREATE TRIGGER transfers_removed AFTER DELETE ON transfers BEGIN
     ${ownerRecomputed("OLD")}
-    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders)}
+    ${movedFound("collection_id = OLD.collection_id AND asset_key = OLD.asset_key", orders, balances)}
   END;`;
 }
 
-/** What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time; those made at or after it are found again (who owned the token at their creation). */
+/**
+ * What a sale inserted does to its token's listings (NEW's columns as named parameters): those created before it end at its time
+ * (of an ERC-721 token: a sale moves no ERC-1155 units, its transfer does); those made at or after it are found again (who owned
+ * the token at their creation).
+ */
 export const SALE_LISTINGS_MOVED: readonly string[] = [
   `UPDATE listings SET moved_at = @timestamp
   WHERE collection_id = @collection_id AND asset_key = @asset_key AND created_at < @timestamp
-    AND (moved_at IS NULL OR moved_at > @timestamp)`,
-  movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp", true),
+    AND (moved_at IS NULL OR moved_at > @timestamp) AND ${standardIs("@collection_id", "ERC721")}`,
+  movedFound("collection_id = @collection_id AND asset_key = @asset_key AND created_at >= @timestamp", true, true),
 ];
 
 /**
@@ -256,9 +284,28 @@ export const SALE_LISTINGS_MOVED: readonly string[] = [
  */
 export const SALE_TRANSFER_GAP_MIGRATION = `
   DROP TRIGGER transfers_listings_moved;
-  ${transfersListingsMoved(true)}
+  ${transfersListingsMoved(true, false)}
   ${movedFound(`(collection_id, asset_key) IN (SELECT t.collection_id, t.asset_key FROM transfers t
     JOIN sales s ON s.hash = t.hash AND s.collection_id = t.collection_id AND s.asset_key = t.asset_key WHERE s.timestamp < t.timestamp)`, true)}
+  DELETE FROM listings_refed;
+`;
+
+/** The triggers migration 45 makes again (REMADE and the expiry's, 40's), and the one it adds. */
+const REMADE_45 = [...REMADE, "listings_expiry_changed"];
+export const BALANCE_RULE_TRIGGERS = [...REMADE_45, "collections_listings_judged"];
+
+/**
+ * Migration 45: an ERC-1155 listing judged by its maker's balance
+ * (shared/listing-orders.ts endOfBalance): every trigger that ends a
+ * listing made again with the rule, and the listings of ERC-1155
+ * collections found again (their spans rebuilt by the triggers; they keep
+ * their feed positions, as 9's and 43's left them).
+ */
+export const BALANCE_RULE_MIGRATION = `
+  ${REMADE_45.map((t) => `DROP TRIGGER ${t};`).join("\n  ")}
+  ${fillableTriggers(true, true)}
+  ${eventRemovedTriggers(true, true)}
+  ${movedFound(standardIs("listings.collection_id", "ERC1155"), true, true)}
   DELETE FROM listings_refed;
 `;
 

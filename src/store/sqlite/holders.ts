@@ -1,3 +1,4 @@
+import { standardIs } from "../shared/token-standard.js";
 // Holders (decisions.md, "Holders" and "ERC-1155"): token_owners holds each
 // holder's count and collection_holdings each collection's token and holder
 // counts, whatever the collection's token standard (its record's
@@ -24,7 +25,6 @@ const OWNER_LOSES = `
     DELETE FROM token_owners WHERE collection_id = OLD.collection_id AND owner = OLD.current_owner AND tokens = 0;`;
 
 /** The standard of the collection `id` names is `standard`. */
-const standardIs = (id: string, standard: "ERC721" | "ERC1155") => `(SELECT token_standard FROM collections WHERE id = ${id}) = '${standard}'`;
 
 /** The holders' triggers on tokens (tokenHolderTriggers). */
 export const TOKEN_HOLDER_TRIGGERS = ["tokens_owner_added", "tokens_owner_left", "tokens_owner_changed"] as const;

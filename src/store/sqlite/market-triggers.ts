@@ -25,7 +25,7 @@ const RECOMPUTE = [
   "INSERT INTO tokens (collection_id, asset_key, recorded) SELECT DISTINCT collection_id, asset_key, 0 FROM sales WHERE collection_id = ? ON CONFLICT DO NOTHING",
   "INSERT INTO tokens (collection_id, asset_key, recorded) SELECT DISTINCT collection_id, asset_key, 0 FROM transfers WHERE collection_id = ? ON CONFLICT DO NOTHING",
   ownerRecomputed("tokens", "tokens.collection_id = ?"),
-  movedFound("collection_id = ?", true),
+  movedFound("collection_id = ?", true, true),
   askFound("tokens", "tokens.collection_id = ?"),
 ];
 

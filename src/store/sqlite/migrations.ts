@@ -25,7 +25,7 @@ import { StoreError } from "../ports/errors.js";
 import { SalesAggregates } from "./sales-stats.js";
 import { OWNERSHIP_BACKFILL, OWNERSHIP_SCHEMA } from "./ownership.js";
 import { FLOOR_HISTORY_SCHEMA, SqliteFloorHistory } from "./floor-history.js";
-import { FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA, SALE_TRANSFER_GAP_MIGRATION } from "./fillable.js";
+import { BALANCE_RULE_MIGRATION, FILLABLE_BACKFILL, FILLABLE_SCHEMA, LISTING_ORDERS_SCHEMA, SALE_TRANSFER_GAP_MIGRATION } from "./fillable.js";
 import { OPEN_END } from "../shared/listing-spans.js";
 import { TOKEN_MARKET_BACKFILL, TOKEN_MARKET_SCHEMA } from "./token-market.js";
 import { OFFERS_SCHEMA } from "./offers.js";
@@ -417,12 +417,20 @@ export const MIGRATIONS: readonly Migration[] = [
     db.exec(BALANCES_SCHEMA);
     db.exec(HOLDERS_BY_STANDARD_SCHEMA);
   },
-  // 43: a transfer of a sale's transaction judges again the listings made since that sale (fillable.ts).
-  SALE_TRANSFER_GAP_MIGRATION,
+  // 43: a transfer of a sale's transaction judges again the listings made since that sale (fillable.ts), the floor's history settled.
+  (db) => {
+    db.exec(SALE_TRANSFER_GAP_MIGRATION);
+    new SqliteFloorHistory(db).settle();
+  },
   // 44: ERC-1155: a sale's and a listing's quantity (shared/quantities.ts), every listing's ready answers written again.
   (db) => {
     db.exec(QUANTITY_COLUMNS("INTEGER"));
     backfillWireRows(db, true);
+  },
+  // 45: an ERC-1155 listing judged by its maker's balance (fillable.ts), the floor's history settled.
+  (db) => {
+    db.exec(BALANCE_RULE_MIGRATION);
+    new SqliteFloorHistory(db).settle();
   },
 ];
 

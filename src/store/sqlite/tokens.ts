@@ -1,4 +1,5 @@
 import { notFlagged, TOKEN_FLAG_COLUMNS, TOKEN_FLAG_JOIN } from "./flags.js";
+import { standardIs } from "../shared/token-standard.js";
 import { metadataSql } from "../shared/metadata.js";
 import { usdPointSql } from "../shared/prices.js";
 import { assetIdSql, assetKey } from "./asset-key.js";
@@ -65,15 +66,14 @@ export class SqliteTokens implements TokensRepository {
     // The leading "<=" bounds the index seek; the rest breaks ties, so a page costs the same however deep it is.
     const after = (balance: string, owner: string) => (page.after ? `AND ${balance} <= ? AND (${balance} < ? OR (${balance} = ? AND ${owner} > ?))` : "");
     const key = page.after ? [page.after[0], page.after[0], page.after[0], page.after[1]] : [];
-    const standardIs = (standard: string) => `(SELECT token_standard FROM collections WHERE id = ?) = '${standard}'`;
     // One statement (one snapshot): the standard's side only, an ERC-1155 token's one range of token_balances_by_balance.
     const rows = this.s.rows(
       `SELECT * FROM (SELECT owner, balance FROM token_balances INDEXED BY token_balances_by_balance
-         WHERE collection_id = ? AND asset_key = ? AND balance > 0 ${after("balance", "owner")} AND ${standardIs("ERC1155")}
+         WHERE collection_id = ? AND asset_key = ? AND balance > 0 ${after("balance", "owner")} AND ${standardIs("?", "ERC1155")}
          ORDER BY balance DESC, owner LIMIT ?)
        UNION ALL
        SELECT current_owner, 1 FROM tokens WHERE collection_id = ? AND asset_key = ? AND current_owner <> ''
-         ${after("1", "current_owner")} AND ${standardIs("ERC721")}
+         ${after("1", "current_owner")} AND ${standardIs("?", "ERC721")}
        ORDER BY balance DESC, owner LIMIT ?`,
       [...token, ...key, collectionId, page.limit + 1, ...token, ...key, collectionId, page.limit + 1],
     );
