@@ -137,19 +137,6 @@ describe("ERC-1155 over REST", () => {
     expect((await floor()).floor).toBeNull();
   });
 
-  it("refuses a sale quantity that is not a count of units, naming the line and the field", async () => {
-    for (const quantity of ["0", "-1", "2.5", "007", "9007199254740992", 3]) {
-      const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/sales`, {
-        method: "POST",
-        headers: { "content-type": "application/x-ndjson", "x-api-key": ctx.ingest },
-        body: `${JSON.stringify(sale(13, "7", "1000", quantity as string))}\n`,
-      });
-      const body = (await r.json()) as { rejected?: { line: number; message: string }[] };
-      expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(body.rejected).toEqual([{ line: 1, message: expect.stringMatching(/^quantity: must be a canonical decimal string from 1 to 9007199254740991/) }]);
-    }
-  });
-
   it.each([
     [{ assetId: "" }, /assetId must be a decimal token id/],
     [{ assetId: "07" }, /assetId must be a decimal token id/],
@@ -161,16 +148,19 @@ describe("ERC-1155 over REST", () => {
     expect(r.body.message).toMatch(message);
   });
 
-  it("refuses a transfer amount that is not a count of units, naming the line and the field", async () => {
-    for (const amount of ["0", "-1", "1.5", "01", "9007199254740992", 3]) {
-      const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/transfers`, {
+  it.each([
+    ["transfers", "amount", ["0", "-1", "1.5", "01", "9007199254740992", 3], (v: unknown) => transfer(9, "7", ZERO, wallet(4), v as string)],
+    ["sales", "quantity", ["0", "-1", "2.5", "007", "9007199254740992", 3], (v: unknown) => sale(13, "7", "1000", v as string)],
+  ] as const)("refuses a %s %s that is not a count of units, naming the line and the field", async (kind, field, values, record) => {
+    for (const value of values) {
+      const r = await fetch(`${ctx.server.baseUrl}/v1/ingest/${kind}`, {
         method: "POST",
         headers: { "content-type": "application/x-ndjson", "x-api-key": ctx.ingest },
-        body: `${JSON.stringify(transfer(9, "7", ZERO, wallet(4), amount as string))}\n`,
+        body: `${JSON.stringify(record(value))}\n`,
       });
       const body = (await r.json()) as { rejected?: { line: number; message: string }[] };
       expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(body.rejected).toEqual([{ line: 1, message: expect.stringMatching(/^amount: must be a canonical decimal string from 1 to 9007199254740991/) }]);
+      expect(body.rejected).toEqual([{ line: 1, message: expect.stringMatching(new RegExp(`^${field}: must be a canonical decimal string from 1 to 9007199254740991`)) }]);
     }
   });
 });

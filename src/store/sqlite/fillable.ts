@@ -109,7 +109,7 @@ const versionKept = (orders: boolean) => `
  * (ownerAtCreation): its buyer no longer owns from the sale's second, so a
  * listing made between the two is judged again (the sale is found by its key).
  */
-export const transferListingsJudged = (row: (column: string) => string, balances = true) => {
+export const transferListingsJudged = (row: (column: string) => string, balances: boolean) => {
   const at = row("timestamp");
   const sale = `SELECT timestamp FROM sales WHERE hash = ${row("hash")} AND collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")}`;
   return movedFound(`collection_id = ${row("collection_id")} AND asset_key = ${row("asset_key")} AND created_at >= min(${at}, coalesce((${sale}), ${at}))`, true, balances);
